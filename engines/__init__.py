@@ -1,0 +1,40 @@
+"""Engine adapters, looked up by name and imported lazily.
+
+Lazy import keeps ``--help`` and config validation free of every engine library, and
+lets a missing optional dependency fail only for the engine that needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from asyncbench.engine import Engine, EngineUnavailable
+
+#: name -> "module:Class"
+REGISTRY: dict[str, str] = {
+    "memory": "engines.memory:MemoryEngine",
+    "lsm": "engines.lsm.adapter:LsmEngine",
+    "rocksdb": "engines.rocksdb:RocksDbEngine",
+    "sqlite": "engines.sqlite:SqliteEngine",
+    "mysql": "engines.mysql:MySqlEngine",
+}
+
+#: What ``--engine all`` means, in report order.
+ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql")
+
+
+def engine_class(name: str) -> type[Engine]:
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown engine {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("engines", "asyncbench", "workloads"):
+            raise EngineUnavailable(f"engine {name!r} is not available in this build ({exc})") from exc
+        raise EngineUnavailable(
+            f"engine {name!r} needs the Python package {exc.name!r}: pip install {exc.name}"
+        ) from exc
+    return getattr(module, class_name)

@@ -1,0 +1,172 @@
+"""In-memory reference engine: dicts plus lazily sorted index key lists.
+
+It exists to check the workload and the runner (its checksums must equal the spec's)
+and to measure the harness-overhead floor. Reopen keeps the object: nothing persists.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+
+from asyncbench.engine import Engine
+from workloads.profiles import (
+    Profile,
+    country_status_key,
+    country_status_prefix,
+    created_at_bounds,
+    created_at_key,
+    reputation_key,
+    uid_of_index_key,
+)
+
+
+class _SortedIndex:
+    """A set of byte keys with a sorted view rebuilt only after writes."""
+
+    __slots__ = ("keys", "_sorted")
+
+    def __init__(self) -> None:
+        self.keys: set[bytes] = set()
+        self._sorted: list[bytes] | None = []
+
+    def add(self, key: bytes) -> None:
+        self.keys.add(key)
+        self._sorted = None
+
+    def discard(self, key: bytes) -> None:
+        self.keys.discard(key)
+        self._sorted = None
+
+    def view(self) -> list[bytes]:
+        if self._sorted is None:
+            self._sorted = sorted(self.keys)
+        return self._sorted
+
+    def first_ids(self, start: bytes, stop: bytes | None, limit: int) -> list[int]:
+        """Ids of the first ``limit`` keys >= start and < stop (or all after start)."""
+        keys = self.view()
+        i = bisect_left(keys, start)
+        j = len(keys) if stop is None else bisect_left(keys, stop)
+        return [uid_of_index_key(k) for k in keys[i : min(j, i + limit)]]
+
+    def first_ids_inclusive(self, start: bytes, last: bytes, limit: int) -> list[int]:
+        keys = self.view()
+        i = bisect_left(keys, start)
+        j = bisect_right(keys, last)
+        return [uid_of_index_key(k) for k in keys[i : min(j, i + limit)]]
+
+
+def _prefix_end(prefix: bytes) -> bytes:
+    return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+class MemoryEngine(Engine):
+    name = "memory"
+    persistent = False
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.profiles: dict[int, Profile] = {}
+        self.emails: dict[str, int] = {}
+        self.country_status = _SortedIndex()
+        self.created_at = _SortedIndex()
+        self.reputation = _SortedIndex()
+
+    async def open(self, reset: bool) -> None:
+        if reset:
+            self._reset()
+
+    async def close(self) -> None:
+        pass
+
+    def storage_bytes(self) -> int:
+        return 0
+
+    def durability(self) -> str:
+        return "memory: nothing persists beyond the process"
+
+    async def insert(self, profiles: Sequence[Profile]) -> None:
+        for p in profiles:
+            self.profiles[p[0]] = p
+            self.emails[p[1]] = p[0]
+            self.country_status.add(country_status_key(p))
+            self.created_at.add(created_at_key(p))
+            self.reputation.add(reputation_key(p))
+
+    async def read_by_id(self, uids: Sequence[int]) -> list[Profile]:
+        get = self.profiles.get
+        return [p for p in map(get, uids) if p is not None]
+
+    async def lookup_by_email(self, emails: Sequence[str]) -> list[Profile]:
+        out = []
+        for e in emails:
+            uid = self.emails.get(e)
+            if uid is not None:
+                p = self.profiles.get(uid)
+                if p is not None:
+                    out.append(p)
+        return out
+
+    def _country_status_ids(self, country: str, status: str) -> list[int]:
+        prefix = country_status_prefix(country, status)
+        return self.country_status.first_ids(prefix, _prefix_end(prefix), self.limit)
+
+    def _created_at_ids(self, lo: int, hi: int) -> list[int]:
+        start, last = created_at_bounds(lo, hi)
+        return self.created_at.first_ids_inclusive(start, last, self.limit)
+
+    def _top_ids(self) -> list[int]:
+        return self.reputation.first_ids(b"", None, self.limit)
+
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
+        out: list[int] = []
+        for c, s in queries:
+            out += self._country_status_ids(c, s)
+        return out
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Profile]:
+        return self._fetch(await self.scan_country_status(queries))
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
+        out: list[int] = []
+        for lo, hi in ranges:
+            out += self._created_at_ids(lo, hi)
+        return out
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Profile]:
+        return self._fetch(await self.scan_created_at(ranges))
+
+    async def scan_top_reputation(self, times: int) -> list[int]:
+        out: list[int] = []
+        for _ in range(times):
+            out += self._top_ids()
+        return out
+
+    async def query_top_reputation(self, times: int) -> list[Profile]:
+        return self._fetch(await self.scan_top_reputation(times))
+
+    def _fetch(self, uids: list[int]) -> list[Profile]:
+        get = self.profiles.get
+        return [p for p in map(get, uids) if p is not None]
+
+    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
+        out = []
+        for uid in uids:
+            old = self.profiles.get(uid)
+            if old is None:
+                continue
+            new = transform(old)
+            self.profiles[uid] = new
+            self.country_status.discard(country_status_key(old))
+            self.country_status.add(country_status_key(new))
+            self.reputation.discard(reputation_key(old))
+            self.reputation.add(reputation_key(new))
+            out.append(new)
+        return out
+
+    async def count(self) -> int:
+        return len(self.profiles)

@@ -1,0 +1,1 @@
+"""Workloads the runner can drive; today the profile-store workload."""
