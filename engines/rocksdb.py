@@ -54,6 +54,9 @@ _COMPRESSION = {
     "zstd": rocksdict.DBCompressionType.zstd,
 }
 
+#: RocksDB's default num_levels, the length of the per-level compression list.
+_NUM_LEVELS = 7
+
 #: OPTIONS-file entries worth showing in the report (what RocksDB actually runs with).
 _EFFECTIVE_KEYS = (
     "write_buffer_size",
@@ -100,6 +103,11 @@ class RocksDbEngine(Engine):
         "max_write_buffer_number": 4,
         "compression": "zstd",
         "sync": False,
+        # False reproduces the reference: its optimize_level_style_compaction call sets a
+        # per-level compression list that overrides `compression` (none on the first two
+        # levels, LZ4 below), so a fully compacted store is mostly uncompressed. True sets
+        # `compression` on every level after that call, so the configured codec applies.
+        "compression_all_levels": False,
     }
 
     def __init__(self, config: EngineConfig) -> None:
@@ -124,6 +132,9 @@ class RocksDbEngine(Engine):
         opts.set_max_write_buffer_number(int(self.settings["max_write_buffer_number"]))
         opts.set_compression_type(_COMPRESSION[self.settings["compression"]]())
         opts.optimize_level_style_compaction(buffer_bytes)
+        if self.settings["compression_all_levels"]:
+            codec = _COMPRESSION[self.settings["compression"]]
+            opts.set_compression_per_level([codec() for _ in range(_NUM_LEVELS)])
         return opts
 
     def _open_sync(self, reset: bool) -> None:
@@ -352,6 +363,7 @@ class RocksDbEngine(Engine):
         rows = {
             "Databases": ",".join(DB_NAMES),
             "Compression": str(self.settings["compression"]).capitalize(),
+            "CompressionAllLevels": str(bool(self.settings["compression_all_levels"])).lower(),
             "WriteBufferMb": str(self.settings["write_buffer_size_mb"]),
             "MaxWriteBufferNumber": str(self.settings["max_write_buffer_number"]),
             "WriteSync": str(bool(self.settings["sync"])).lower(),
