@@ -1,0 +1,280 @@
+"""Unit tests of the RocksDB adapter on small data.
+
+Results are compared with the in-memory reference engine (the executable statement of
+every method's semantics) on the same profiles, with a small ``limit`` so that scans end
+on the limit, on the prefix or range boundary, and on the end of the index.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("rocksdict")
+
+from asyncbench.engine import EngineConfig  # noqa: E402
+from engines.memory import MemoryEngine  # noqa: E402
+from engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
+from workloads.profiles import (  # noqa: E402
+    COUNTRIES,
+    STATUSES,
+    create_many,
+    encode,
+    update,
+)
+
+SEED = 570123434
+LIMIT = 7
+N = 600
+
+
+def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return anyio.run(fn)
+
+
+def make(path: Path, limit: int = LIMIT, **settings: Any) -> RocksDbEngine:
+    return RocksDbEngine(EngineConfig("rocksdb", path, settings, limit, SEED))
+
+
+async def pair(path: Path, n: int = N) -> tuple[RocksDbEngine, MemoryEngine]:
+    """A RocksDB engine and a memory engine holding the same ``n`` profiles."""
+    rocks = make(path)
+    memory = MemoryEngine(EngineConfig("memory", path, {}, LIMIT, SEED))
+    await rocks.open(reset=True)
+    await memory.open(reset=True)
+    for start in range(1, n + 1, 250):
+        batch = create_many(start, min(250, n + 1 - start), SEED)
+        await rocks.insert(batch)
+        await memory.insert(batch)
+    return rocks, memory
+
+
+def encoded(profiles: list) -> list[bytes]:
+    return [encode(p) for p in profiles]
+
+
+def test_reads_in_request_order_skip_missing(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+        uids = [5, 1, N, 0, N + 1, 5, 300]
+        got = await rocks.read_by_id(uids)
+        assert got == encoded(await memory.read_by_id(uids))
+        assert [int(v.split(b"|", 1)[0]) for v in got] == [5, 1, N, 5, 300]
+        emails = [p[1] for p in create_many(10, 3, SEED)] + ["nobody@example.com"]
+        assert await rocks.lookup_by_email(emails) == encoded(await memory.lookup_by_email(emails))
+        assert len(await rocks.lookup_by_email(emails)) == 3
+        await rocks.close()
+
+    run(main)
+
+
+def test_country_status_prefix_scans_match_reference(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+        queries = [(c, s) for c in COUNTRIES for s in STATUSES]
+        ids = await rocks.scan_country_status(queries)
+        assert ids == await memory.scan_country_status(queries)
+        # some prefixes have fewer than LIMIT entries: the scan stopped on the prefix end
+        assert len(ids) < LIMIT * len(queries)
+        assert await rocks.query_country_status(queries) == encoded(
+            await memory.query_country_status(queries)
+        )
+        await rocks.close()
+
+    run(main)
+
+
+def test_created_at_range_boundaries_are_inclusive(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+        profiles = create_many(1, N, SEED)
+        at = {p[0]: p[4] for p in profiles}
+        ranges = [
+            (at[10], at[10]),  # exactly one key: both ends inclusive
+            (at[10] + 1, at[11]),  # starts after uid 10, ends exactly on uid 11
+            (at[10], at[12] - 1),  # ends just before uid 12
+            (0, at[3]),  # from before the first key
+            (at[N - 2], at[N] + 10**6),  # runs off the end of the index
+            (at[N] + 1, at[N] + 5),  # empty: after the last key
+            (at[100], at[200]),  # longer than LIMIT: stops on the limit
+        ]
+        rng = random.Random(7)
+        for _ in range(50):
+            lo = rng.randrange(at[1] - 5000, at[N] + 5000)
+            ranges.append((lo, lo + rng.randrange(0, 20_000)))
+        ids = await rocks.scan_created_at(ranges)
+        assert ids == await memory.scan_created_at(ranges)
+        per_range = [await rocks.scan_created_at([r]) for r in ranges[:7]]
+        assert per_range[:6] == [[10], [11], [10, 11], [1, 2, 3], [N - 2, N - 1, N], []]
+        assert per_range[6] == list(range(100, 100 + LIMIT))
+        assert await rocks.query_created_at(ranges) == encoded(await memory.query_created_at(ranges))
+        await rocks.close()
+
+    run(main)
+
+
+def test_top_reputation_matches_reference(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+        ids = await rocks.scan_top_reputation(3)
+        assert ids == await memory.scan_top_reputation(3)
+        assert len(ids) == 3 * LIMIT
+        reps = {p[0]: p[6] for p in create_many(1, N, SEED)}
+        top = ids[:LIMIT]
+        assert [reps[i] for i in top] == sorted((reps[i] for i in top), reverse=True)
+        assert await rocks.query_top_reputation(2) == encoded(await memory.query_top_reputation(2))
+        await rocks.close()
+
+    run(main)
+
+
+def test_top_reputation_on_tiny_store_stops_at_index_end(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path, n=3)
+        assert await rocks.scan_top_reputation(2) == await memory.scan_top_reputation(2)
+        assert len(await rocks.scan_top_reputation(1)) == 3
+        await rocks.close()
+
+    run(main)
+
+
+def test_update_moves_index_entries(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+
+        def transform(p: Any) -> Any:
+            return update(p, SEED)
+
+        uids = [4, 8, 4, 13, 999_999, 8, 100]  # repeats and a missing id
+        got = await rocks.update(uids, transform)
+        assert got == await memory.update(uids, transform)
+        assert [p[0] for p in got] == [4, 8, 4, 13, 8, 100]
+        # uid 4 was updated twice from its stored value, not from the original
+        original = create_many(4, 1, SEED)[0]
+        assert got[2] == update(update(original, SEED), SEED)
+        assert await rocks.read_by_id([4]) == [encode(got[2])]
+        # the status of uid % 4 == 0 moved: old country/status entry gone, new one present
+        old_key = f"{original[2]}|{original[3]}|{4:020d}".encode()
+        new_key = f"{got[2][2]}|{got[2][3]}|{4:020d}".encode()
+        assert old_key != new_key
+        assert rocks._country_status.get(old_key) is None
+        assert rocks._country_status.get(new_key) == b"%020d" % 4
+        queries = [(c, s) for c in COUNTRIES for s in STATUSES]
+        assert await rocks.scan_country_status(queries) == await memory.scan_country_status(queries)
+        assert await rocks.scan_top_reputation(1) == await memory.scan_top_reputation(1)
+        assert await rocks.count() == N
+        await rocks.close()
+
+    run(main)
+
+
+def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks, memory = await pair(tmp_path)
+        await rocks.update([6], lambda p: update(p, SEED))
+        await rocks.settle()
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DB_NAMES)
+        assert rocks.storage_bytes() > 0
+        expected = await rocks.read_by_id([1, 6, N // 2, N])
+        await rocks.close()
+
+        again = make(tmp_path)
+        await again.open(reset=False)
+        assert await again.count() == N
+        assert await again.read_by_id([1, 6, N // 2, N]) == expected
+        assert await again.scan_top_reputation(1) != []
+        await again.close()
+
+        (tmp_path / "stray.txt").write_text("left over from an earlier run")
+        wiped = make(tmp_path)
+        await wiped.open(reset=True)
+        assert await wiped.count() == 0
+        assert await wiped.read_by_id([1, N]) == []
+        assert await wiped.scan_top_reputation(1) == []
+        assert not (tmp_path / "stray.txt").exists()
+        await wiped.close()
+
+    run(main)
+
+
+def test_writes_after_close_reach_disk_without_settle(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks = make(tmp_path)
+        await rocks.open(reset=True)
+        await rocks.insert(create_many(1, 20, SEED))
+        await rocks.close()
+        again = make(tmp_path)
+        await again.open(reset=False)
+        assert await again.count() == 20
+        await again.close()
+
+    run(main)
+
+
+def test_concurrent_tasks_share_one_engine(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks = make(tmp_path)
+        await rocks.open(reset=True)
+        results: dict[int, Any] = {}
+
+        async def worker(w: int) -> None:
+            start = 1 + w * 200
+            batch = create_many(start, 200, SEED)
+            for i in range(0, 200, 50):
+                await rocks.insert(batch[i : i + 50])
+            results[w] = (
+                await rocks.read_by_id(list(range(start, start + 200))),
+                await rocks.scan_top_reputation(5),
+            )
+
+        async with anyio.create_task_group() as tg:
+            for w in range(4):
+                tg.start_soon(worker, w)
+        for w in range(4):
+            assert results[w][0] == encoded(create_many(1 + w * 200, 200, SEED))
+            assert len(results[w][1]) == 5 * LIMIT
+        assert await rocks.count() == 800
+        await rocks.close()
+
+    run(main)
+
+
+def test_settings_reach_rocksdb(tmp_path: Path) -> None:
+    async def main() -> None:
+        rocks = make(tmp_path, write_buffer_size_mb=64, max_write_buffer_number=3)
+        await rocks.open(reset=True)
+        rows = rocks.describe_settings()
+        await rocks.close()
+        # optimize_level_style_compaction(64 MB) runs last, as in the reference: it sets
+        # write_buffer_size to budget / 4 and max_write_buffer_number to 6
+        assert rows["WriteBufferMb"] == "64"
+        assert rows["Effective write_buffer_size"] == str(16 * 1024 * 1024)
+        assert rows["Effective max_write_buffer_number"] == "6"
+        assert rows["Effective compression"] == "kZSTD"
+        assert "kNoCompression" in rows["Effective compression_per_level"]
+        assert rocks.durability().startswith("RocksDB: WAL enabled, sync writes off")
+
+        every = make(tmp_path, compression="lz4", compression_all_levels=True, sync=True)
+        await every.open(reset=True)
+        await every.close()
+        options = read_options_file(tmp_path / "reputation-index")
+        assert set(options["compression_per_level"].split(":")) == {"kLZ4Compression"}
+        assert "sync writes on" in every.durability()
+
+    run(main)
+
+
+def test_unknown_compression_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="compression"):
+        make(tmp_path, compression="brotli")
+
+
+def test_library_versions_name_rocksdict_and_rocksdb() -> None:
+    versions = RocksDbEngine.library_versions()
+    assert versions["rocksdict"][0].isdigit()
+    assert versions["RocksDB"].split(".")[0].isdigit()
