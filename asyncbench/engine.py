@@ -11,6 +11,7 @@ the batch's queries in order.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,10 +39,8 @@ def directory_size(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(FileNotFoundError):  # a file may vanish mid-walk
                 total += os.lstat(os.path.join(root, name)).st_size
-            except FileNotFoundError:
-                pass
     return total
 
 

@@ -7,21 +7,50 @@ plain 9-tuple (cheapest to build, compare and hand to C):
 
 from __future__ import annotations
 
-from typing import Union
-
 Profile = tuple[int, str, str, str, int, int, int, str, str]
 #: What a read returns: a profile tuple, or its stored encoding (``bytes``/``str``) which
 #: the checksum folds directly without building a tuple.
-Record = Union[Profile, bytes, str]
+Record = Profile | bytes | str
 
 UID, EMAIL, COUNTRY, STATUS, CREATED_AT, LAST_LOGIN, REPUTATION, DISPLAY_NAME, BIO = range(9)
 
 M64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 UPDATE_SALT = 0xD1B54A32D192ED03
-COUNTRIES = (
-    "US DE GB FR NL SE NO DK FI ES IT PT PL CZ TR JP KR SG IN BR CA AU MX AR ZA IL IE CH AT BE RO GR"
-).split()
+COUNTRIES = [
+    "US",
+    "DE",
+    "GB",
+    "FR",
+    "NL",
+    "SE",
+    "NO",
+    "DK",
+    "FI",
+    "ES",
+    "IT",
+    "PT",
+    "PL",
+    "CZ",
+    "TR",
+    "JP",
+    "KR",
+    "SG",
+    "IN",
+    "BR",
+    "CA",
+    "AU",
+    "MX",
+    "AR",
+    "ZA",
+    "IL",
+    "IE",
+    "CH",
+    "AT",
+    "BE",
+    "RO",
+    "GR",
+]
 STATUSES = ("active", "suspended", "deleted", "pending")
 TOPICS = ("storage engines", "distributed systems", "analytics", "developer tools", "backend services")
 BASE_MS = 1_672_531_200_000

@@ -1,0 +1,7 @@
+"""``python -m asyncbench``."""
+
+import sys
+
+from asyncbench.cli import main
+
+sys.exit(main())

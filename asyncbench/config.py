@@ -1,0 +1,354 @@
+"""Loading and validating a TOML benchmark plan (plus command-line overrides).
+
+Everything is checked before anything runs or is written: a bad file or flag raises
+``ConfigError`` naming the file, the key and the reason, and the CLI exits with code 2.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asyncbench.phases import KINDS, NEEDS_DATA, STREAM_COUNT
+from workloads.plan import COUNT_NAMES, Counts
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+MAX_PARALLELISM = 1024
+MAX_PROFILES = 1_000_000_000
+
+RUN_KEYS = {
+    "name",
+    "profiles",
+    "parallelism",
+    "seed",
+    "limit",
+    "batch_size",
+    "timeout_seconds",
+    "engines",
+    "output",
+    "data",
+    "isolate",
+}
+PHASE_KEYS = {"kind", "name", "stream", "count"}
+TOP_KEYS = {"run", "counts", "engines", "phase"}
+
+
+class ConfigError(ValueError):
+    """A problem in a plan file or flag: ``where`` is the file (or "command line"), ``key`` the key."""
+
+    def __init__(self, where: str, key: str, reason: str) -> None:
+        super().__init__(f"{where}: {key}: {reason}")
+        self.where, self.key, self.reason = where, key, reason
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    kind: str
+    name: str
+    stream: str | None = None
+    count: int | None = None
+
+
+@dataclass
+class BenchConfig:
+    source: str
+    name: str = "profile-store"
+    profiles: list[int] = field(default_factory=lambda: [2_000_000])
+    parallelism: int = 1
+    seed: int = 570123434
+    limit: int = 50
+    batch_size: int = 1_000
+    timeout_seconds: float = 120_000.0
+    engines: list[str] = field(default_factory=lambda: ["lsm", "rocksdb", "sqlite"])
+    output: Path = Path("results")
+    data: Path = Path("data")
+    isolate: bool = False
+    optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
+    counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
+    engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    phases: list[PhaseSpec] = field(default_factory=list)
+
+    def counts_for(self, profiles: int) -> Counts:
+        """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
+        return Counts.for_profiles(profiles, limit=self.limit, **self.counts)
+
+
+# --- small typed readers ----------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(where: str, key: str, v: Any, lo: int, hi: int) -> int:
+    if not _is_int(v):
+        raise ConfigError(where, key, f"must be an integer, got {type(v).__name__} {v!r}")
+    if not lo <= v <= hi:
+        raise ConfigError(where, key, f"must be between {lo:_d} and {hi:_d}, got {v:_d}")
+    return v
+
+
+def _str(where: str, key: str, v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise ConfigError(where, key, f"must be a non-empty string, got {v!r}")
+    return v
+
+
+def _number(where: str, key: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(where, key, f"must be a number, got {type(v).__name__} {v!r}")
+    if not v > 0:
+        raise ConfigError(where, key, f"must be positive, got {v!r}")
+    return float(v)
+
+
+def _profiles(where: str, key: str, v: Any) -> list[int]:
+    values = v if isinstance(v, list) else [v]
+    if not values:
+        raise ConfigError(where, key, "must name at least one profile count")
+    return [_int(where, key, x, 1, MAX_PROFILES) for x in values]
+
+
+# --- engines ------------------------------------------------------------------------------
+
+
+def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], set[str]]:
+    """The engine list, and which of them came only from ``all`` (skipped, not failed, when absent)."""
+    from engines import ALL_ENGINES, REGISTRY
+
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    if not isinstance(names, list) or not names:
+        raise ConfigError(where, key, f"must be a non-empty list of engine names, got {names!r}")
+    out: list[str] = []
+    explicit: set[str] = set()
+    for n in names:
+        if not isinstance(n, str):
+            raise ConfigError(where, key, f"engine names are strings, got {n!r}")
+        if n == "all":
+            out.extend(e for e in ALL_ENGINES if e not in out)
+            continue
+        if n not in REGISTRY:
+            raise ConfigError(where, key, f"unknown engine {n!r}; known: {', '.join(sorted(REGISTRY))}, all")
+        explicit.add(n)
+        if n not in out:
+            out.append(n)
+    return out, set(out) - explicit
+
+
+def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
+    from asyncbench.engine import EngineUnavailable
+    from engines import REGISTRY, engine_class
+
+    if not isinstance(table, dict):
+        raise ConfigError(where, "engines", "must be a table of [engines.<name>] tables")
+    out: dict[str, dict[str, Any]] = {}
+    for name, settings in table.items():
+        key = f"engines.{name}"
+        if name not in REGISTRY:
+            raise ConfigError(where, key, f"unknown engine {name!r}; known: {', '.join(sorted(REGISTRY))}")
+        if not isinstance(settings, dict):
+            raise ConfigError(where, key, "must be a table of settings")
+        try:
+            defaults = engine_class(name).default_settings
+        except EngineUnavailable:
+            out[name] = dict(settings)  # cannot check what we cannot import; the run reports it
+            continue
+        for k, v in settings.items():
+            if k not in defaults:
+                known = ", ".join(sorted(defaults)) or "none"
+                raise ConfigError(where, f"{key}.{k}", f"unknown setting; known: {known}")
+            want = defaults[k]
+            ok = (
+                isinstance(v, bool)
+                if isinstance(want, bool)
+                else (
+                    _is_int(v)
+                    if isinstance(want, int)
+                    else isinstance(v, (int, float)) and not isinstance(v, bool)
+                    if isinstance(want, float)
+                    else isinstance(v, type(want))
+                )
+            )
+            if not ok:
+                raise ConfigError(
+                    where, f"{key}.{k}", f"must be {type(want).__name__}, got {type(v).__name__} {v!r}"
+                )
+            if _is_int(v) and v < 0:
+                raise ConfigError(where, f"{key}.{k}", f"must not be negative, got {v}")
+        out[name] = dict(settings)
+    return out
+
+
+# --- phases -------------------------------------------------------------------------------
+
+
+def _phases(where: str, items: Any) -> list[PhaseSpec]:
+    if not isinstance(items, list) or not items:
+        raise ConfigError(where, "phase", "needs at least one [[phase]] table")
+    phases: list[PhaseSpec] = []
+    seen_insert = seen_update = False
+    names: dict[str, int] = {}
+    for i, table in enumerate(items):
+        key = f"phase[{i}]"
+        if not isinstance(table, dict):
+            raise ConfigError(where, key, "must be a table")
+        unknown = set(table) - PHASE_KEYS
+        if unknown:
+            raise ConfigError(
+                where, f"{key}.{sorted(unknown)[0]}", f"unknown key; allowed: {', '.join(sorted(PHASE_KEYS))}"
+            )
+        if "kind" not in table:
+            raise ConfigError(where, f"{key}.kind", "is required")
+        kind = table["kind"]
+        if kind not in KINDS:
+            raise ConfigError(where, f"{key}.kind", f"unknown phase kind {kind!r}; known: {', '.join(KINDS)}")
+        info = KINDS[kind]
+        stream = table.get("stream", info.streams[0] if info.streams else None)
+        if "stream" in table:
+            if not info.streams or kind == "insert":
+                raise ConfigError(where, f"{key}.stream", f"phase kind {kind!r} takes no stream")
+            if stream not in info.streams:
+                raise ConfigError(
+                    where,
+                    f"{key}.stream",
+                    f"{stream!r} is not a stream of {kind!r}; use {' or '.join(info.streams)}",
+                )
+        count = table.get("count")
+        if count is not None:
+            if not info.streams or kind == "insert":
+                raise ConfigError(where, f"{key}.count", f"phase kind {kind!r} takes no count")
+            count = _int(where, f"{key}.count", count, 1, MAX_PROFILES * 10)
+        if kind in NEEDS_DATA and not seen_insert:
+            raise ConfigError(where, f"{key}.kind", f"{kind!r} comes before any insert phase; insert first")
+        if kind == "insert":
+            if seen_insert:
+                raise ConfigError(
+                    where, f"{key}.kind", "a plan inserts the profiles once; remove the second insert"
+                )
+            seen_insert = True
+        if kind == "update":
+            seen_update = True
+        if "name" in table:
+            name = _str(where, f"{key}.name", table["name"])
+        elif kind == "stabilize":
+            name = "post-update stabilization" if seen_update else "pre-read stabilization"
+        else:
+            name = info.names[info.streams.index(stream)] if info.streams else info.names[0]
+        if name in names:
+            names[name] += 1
+            name = f"{name} ({names[name]})"
+        else:
+            names[name] = 1
+        phases.append(PhaseSpec(kind=kind, name=name, stream=stream, count=count))
+    return phases
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def load(path: str | Path) -> BenchConfig:
+    """Parse and validate a plan file."""
+    where = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(where, "file", "does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(where, "file", "is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(where, "file", f"cannot be read: {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(where, "file", "is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(where, "syntax", str(exc)) from None
+    return from_document(doc, where)
+
+
+def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
+    unknown = set(doc) - TOP_KEYS
+    if unknown:
+        raise ConfigError(
+            where, sorted(unknown)[0], f"unknown top-level key; allowed: {', '.join(sorted(TOP_KEYS))}"
+        )
+    cfg = BenchConfig(source=where)
+    run = doc.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(where, "run", "must be a table")
+    for k, v in run.items():
+        apply_run_key(cfg, where, f"run.{k}", k, v)
+    counts = doc.get("counts", {})
+    if not isinstance(counts, dict):
+        raise ConfigError(where, "counts", "must be a table")
+    for k, v in counts.items():
+        if k not in COUNT_NAMES:
+            raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(COUNT_NAMES)}")
+        cfg.counts[k] = _int(where, f"counts.{k}", v, 1, MAX_PROFILES * 10)
+    cfg.engine_settings = _engine_settings(where, doc.get("engines", {}))
+    cfg.phases = _phases(where, doc.get("phase"))
+    check_phase_counts(cfg, where)
+    return cfg
+
+
+def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> None:
+    """Set one ``[run]`` value (from the file or a flag) after checking it."""
+    if name not in RUN_KEYS:
+        raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
+    if name == "name":
+        cfg.name = _str(where, key, v)
+    elif name == "profiles":
+        cfg.profiles = _profiles(where, key, v)
+    elif name == "parallelism":
+        cfg.parallelism = _int(where, key, v, 1, MAX_PARALLELISM)
+    elif name == "seed":
+        cfg.seed = _int(where, key, v, INT32_MIN, INT32_MAX)
+    elif name == "limit":
+        cfg.limit = _int(where, key, v, 1, 1_000_000)
+    elif name == "batch_size":
+        cfg.batch_size = _int(where, key, v, 1, 10_000_000)
+    elif name == "timeout_seconds":
+        cfg.timeout_seconds = _number(where, key, v)
+    elif name == "engines":
+        cfg.engines, cfg.optional_engines = validate_engine_names(where, key, v)
+    elif name == "output":
+        cfg.output = Path(_str(where, key, v))
+    elif name == "data":
+        cfg.data = Path(_str(where, key, v))
+    elif name == "isolate":
+        if not isinstance(v, bool):
+            raise ConfigError(where, key, f"must be true or false, got {v!r}")
+        cfg.isolate = v
+
+
+def check_phase_counts(cfg: BenchConfig, where: str) -> None:
+    """A phase ``count`` may not ask for more items than its stream holds at every profile count."""
+    for i, ph in enumerate(cfg.phases):
+        if ph.count is None or ph.stream is None:
+            continue
+        for profiles in cfg.profiles:
+            available = getattr(cfg.counts_for(profiles), STREAM_COUNT[ph.stream])
+            if ph.count > available:
+                raise ConfigError(
+                    where,
+                    f"phase[{i}].count",
+                    f"{ph.count:_d} exceeds the {available:_d} items of stream {ph.stream!r} at {profiles:_d} profiles",
+                )
+
+
+def check_paths(cfg: BenchConfig, where: str = "command line") -> None:
+    """Output and data must be creatable directories; checked before anything is written."""
+    for key, path in (("output", cfg.output), ("data", cfg.data)):
+        probe = path
+        while not probe.exists():
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        if probe.exists() and not probe.is_dir():
+            raise ConfigError(where, key, f"{path} is not a directory ({probe} is a file)")
+        if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+            raise ConfigError(where, key, f"{path} is not writable ({probe} denies write access)")

@@ -1,0 +1,86 @@
+"""Checksum agreement across engines, and against the spec's table when the run matches it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from asyncbench.result import RunResult
+from workloads.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES, REFERENCE_SEED
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    lines: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # loud lines naming engine and phase
+
+
+def is_reference_run(run: RunResult) -> bool:
+    c = run.counts
+    return (
+        run.profiles == REFERENCE_PROFILES
+        and run.seed == REFERENCE_SEED
+        and run.limit == 50
+        and run.parallelism == 1
+        and c.get("queries") == c.get("post_queries") == REFERENCE_QUERIES
+        and all(c.get(k) == REFERENCE_PROFILES for k in ("reads", "email_reads", "updates", "post_reads"))
+        and c.get("post_email_reads") == REFERENCE_PROFILES
+    )
+
+
+def judge(run: RunResult) -> Verdict:
+    """Every phase checksum must agree across the engines that completed it."""
+    v = Verdict(ok=True)
+    names: list[str] = []
+    for e in run.engines:
+        for p in e.phases:
+            if p.checksum and p.name not in names:
+                names.append(p.name)
+    compared = 0
+    for name in names:
+        by_engine = {e.engine: p.checksum for e in run.engines if (p := e.phase(name)) and p.checksum}
+        if len(by_engine) < 2:
+            continue
+        compared += 1
+        tally = Counter(by_engine.values())
+        if len(tally) == 1:
+            continue
+        v.ok = False
+        top, top_n = tally.most_common(1)[0]
+        tie = sum(1 for n in tally.values() if n == top_n) > 1
+        for engine, cs in by_engine.items():
+            if tie or cs != top:
+                others = ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine)
+                v.failures.append(
+                    f"CHECKSUM MISMATCH: engine {engine}, phase {name!r}: {cs} (others: {others})"
+                )
+    if is_reference_run(run):
+        for e in run.engines:
+            for p in e.phases:
+                want = REFERENCE_CHECKSUMS.get(p.name)
+                if want and p.checksum and p.checksum != want:
+                    v.ok = False
+                    v.failures.append(
+                        f"CHECKSUM MISMATCH: engine {e.engine}, phase {p.name!r}: {p.checksum}, spec says {want}"
+                    )
+        matched = {
+            e.engine: sum(1 for p in e.phases if p.checksum and REFERENCE_CHECKSUMS.get(p.name) == p.checksum)
+            for e in run.engines
+        }
+        v.lines.append(
+            "This run uses the spec's reference configuration; phases matching the spec's checksums: "
+            + ", ".join(f"{k} {n}/{len(REFERENCE_CHECKSUMS)}" for k, n in matched.items())
+            + "."
+        )
+    done = [e.engine for e in run.engines if e.phases]
+    if v.ok:
+        if len(done) >= 2:
+            v.lines.insert(
+                0,
+                f"All {len(done)} engines agree on every phase checksum they completed "
+                f"({compared} phases compared).",
+            )
+        elif done:
+            v.lines.insert(0, f"Only {done[0]} ran; there was nothing to compare its checksums with.")
+    return v

@@ -1,0 +1,53 @@
+"""Number formatting shared by the console and the report, in the reference's style."""
+
+from __future__ import annotations
+
+
+def count(n: int) -> str:
+    """``2000000`` -> ``2_000_000``."""
+    return f"{n:_d}"
+
+
+def ms(seconds: float | None) -> str:
+    """Seconds -> ``7_752 ms``."""
+    if seconds is None:
+        return "-"
+    return f"{round(seconds * 1000):_d} ms"
+
+
+def rate(ops: int, seconds: float) -> str:
+    """``258_006/s``."""
+    if seconds <= 0:
+        return "-"
+    return f"{round(ops / seconds):_d}/s"
+
+
+def size(n_bytes: int | None) -> str:
+    """Bytes -> ``147.5 MB`` (decimal units, like the reference)."""
+    if n_bytes is None:
+        return "-"
+    value = float(n_bytes)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def parse_count(text: str) -> int:
+    """``20k``, ``2M``, ``2_000_000``, ``1.5M`` -> int; raises ValueError with the reason."""
+    s = text.strip().replace("_", "").replace(",", "")
+    mult = 1
+    if s[-1:] in ("k", "K"):
+        mult, s = 1_000, s[:-1]
+    elif s[-1:] in ("m", "M"):
+        mult, s = 1_000_000, s[:-1]
+    try:
+        value = float(s) * mult if "." in s else int(s) * mult
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a count (use digits with optional _ and a k or M suffix)"
+        ) from None
+    if value != int(value):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(value)

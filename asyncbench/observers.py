@@ -1,0 +1,152 @@
+"""Run observers: the JSON log and the console line per phase.
+
+The runner calls ``batch`` once per operation batch, so observers must stay cheap there.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from asyncbench import fmt
+from asyncbench.result import EngineResult, PhaseResult
+
+
+class Observer:
+    """No-op base; subclasses override what they need."""
+
+    def run_start(self, **info: Any) -> None: ...
+    def engine_start(self, engine: str, profiles: int) -> None: ...
+    def phase_start(self, engine: str, phase: str, total_ops: int) -> None: ...
+    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None: ...
+    def phase_end(self, engine: str, result: PhaseResult) -> None: ...
+    def engine_end(self, result: EngineResult) -> None: ...
+    def run_end(self, **info: Any) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class Observers(Observer):
+    """Fans every event out to several observers."""
+
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = list(observers)
+
+    def run_start(self, **info: Any) -> None:
+        for o in self.observers:
+            o.run_start(**info)
+
+    def engine_start(self, engine: str, profiles: int) -> None:
+        for o in self.observers:
+            o.engine_start(engine, profiles)
+
+    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+        for o in self.observers:
+            o.phase_start(engine, phase, total_ops)
+
+    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
+        for o in self.observers:
+            o.batch(engine, phase, index, ops, seconds, done)
+
+    def phase_end(self, engine: str, result: PhaseResult) -> None:
+        for o in self.observers:
+            o.phase_end(engine, result)
+
+    def engine_end(self, result: EngineResult) -> None:
+        for o in self.observers:
+            o.engine_end(result)
+
+    def run_end(self, **info: Any) -> None:
+        for o in self.observers:
+            o.run_end(**info)
+
+    def message(self, text: str) -> None:
+        for o in self.observers:
+            o.message(text)
+
+
+class JsonLogObserver(Observer):
+    """One structlog event per batch, phase start/end and run start/end."""
+
+    def __init__(self, logger: Any) -> None:
+        self.log = logger
+
+    def run_start(self, **info: Any) -> None:
+        self.log.info("run_start", **info)
+
+    def engine_start(self, engine: str, profiles: int) -> None:
+        self.log.info("engine_start", engine=engine, profiles=profiles)
+
+    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+        self.log.info("phase_start", engine=engine, phase=phase, total_ops=total_ops)
+
+    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
+        self.log.info(
+            "batch",
+            engine=engine,
+            phase=phase,
+            batch=index,
+            ops=ops,
+            elapsed_ms=round(seconds * 1000, 3),
+            ops_per_s=round(ops / seconds) if seconds > 0 else None,
+            done=done,
+        )
+
+    def phase_end(self, engine: str, result: PhaseResult) -> None:
+        self.log.info(
+            "phase_end",
+            engine=engine,
+            phase=result.name,
+            ops=result.ops,
+            seconds=round(result.seconds, 6),
+            ops_per_s=round(result.ops_per_s),
+            checksum=result.checksum,
+            skipped=result.skipped,
+        )
+
+    def engine_end(self, result: EngineResult) -> None:
+        self.log.info(
+            "engine_end",
+            engine=result.engine,
+            status=result.status,
+            run_seconds=round(result.run_seconds, 3),
+            storage_bytes=result.storage_bytes,
+            peak_rss_bytes=result.peak_rss_bytes,
+        )
+
+    def run_end(self, **info: Any) -> None:
+        self.log.info("run_end", **info)
+
+    def message(self, text: str) -> None:
+        self.log.info("message", text=text)
+
+
+class ConsoleObserver(Observer):
+    """Human output: one line per phase, a header per engine, a status per engine."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.out = stream or sys.stdout
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def engine_start(self, engine: str, profiles: int) -> None:
+        self._print(f"\n== {engine} · {fmt.count(profiles)} profiles")
+
+    def phase_end(self, engine: str, result: PhaseResult) -> None:
+        if result.skipped:
+            self._print(f"  {result.name:<42} skipped (engine needs none)")
+            return
+        throughput = fmt.rate(result.ops, result.seconds) if result.role == "ops" else ""
+        checksum = result.checksum or ""
+        self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
+
+    def engine_end(self, result: EngineResult) -> None:
+        if not result.ok:
+            self._print(f"  !! {result.status}")
+        self._print(
+            f"  run {result.run_seconds:.2f} s · storage {fmt.size(result.storage_bytes)}"
+            f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
+        )
+
+    def message(self, text: str) -> None:
+        self._print(text)

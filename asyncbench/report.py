@@ -1,0 +1,238 @@
+"""The Markdown report, in the reference report's sections and number style."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from asyncbench import fmt
+from asyncbench.correctness import judge
+from asyncbench.result import EngineResult, PhaseResult, RunResult
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    align = align or "l" + "r" * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _ops_phases(e: EngineResult) -> list[PhaseResult]:
+    return [p for p in e.phases if p.role == "ops"]
+
+
+def _stabilize(e: EngineResult, which: str) -> PhaseResult | None:
+    """``which`` is "pre" (before the first update phase) or "post" (after it)."""
+    seen_update = False
+    for p in e.phases:
+        if p.kind == "update":
+            seen_update = True
+        if p.role == "stabilize" and (seen_update == (which == "post")):
+            return p
+    return None
+
+
+def _secs(p: PhaseResult | None) -> str:
+    if p is None:
+        return "-"
+    return "n/a" if p.skipped else fmt.ms(p.seconds)
+
+
+def _role_time(e: EngineResult, role: str) -> str:
+    return _secs(next((p for p in e.phases if p.role == role), None))
+
+
+def completed_phase_seconds(e: EngineResult) -> float:
+    return sum(p.seconds for p in _ops_phases(e))
+
+
+def total_by_engine(run: RunResult) -> list[str]:
+    rows = []
+    for e in run.engines:
+        rows.append(
+            [
+                e.engine,
+                "ok" if e.ok else e.status,
+                fmt.ms(e.run_seconds),
+                fmt.ms(completed_phase_seconds(e)),
+                _secs(_stabilize(e, "pre")),
+                _secs(_stabilize(e, "post")),
+                _role_time(e, "settle"),
+                _role_time(e, "reopen"),
+                _role_time(e, "verify"),
+                fmt.size(e.storage_bytes),
+                fmt.size(e.peak_rss_bytes),
+                f"`{e.final_checksum}`" if e.final_checksum else "-",
+            ]
+        )
+    header = [
+        "Engine",
+        "Status",
+        "Run time",
+        "Completed phase time",
+        "Pre-read stabilize",
+        "Post-update stabilize",
+        "Settle",
+        "Reopen",
+        "Verify",
+        "Storage",
+        "Process peak memory",
+        "Final checksum",
+    ]
+    return _table(header, rows, "ll" + "r" * 9 + "l")
+
+
+def write_readiness(run: RunResult) -> list[str]:
+    rows = []
+    for e in run.engines:
+        cells = [e.engine]
+        for kind, which in (("insert", "pre"), ("update", "post")):
+            op = next((p for p in e.phases if p.kind == kind), None)
+            st = _stabilize(e, which)
+            if op is None:
+                cells += ["-", "-", "-", "-"]
+                continue
+            ready = op.seconds + (st.seconds if st and not st.skipped else 0.0)
+            cells += [fmt.ms(op.seconds), _secs(st), fmt.ms(ready), fmt.rate(op.ops, ready)]
+        rows.append(cells)
+    header = [
+        "Engine",
+        "Insert",
+        "Pre-read stabilize",
+        "Insert ready",
+        "Insert-ready throughput",
+        "Update",
+        "Post-update stabilize",
+        "Update ready",
+        "Update-ready throughput",
+    ]
+    return _table(header, rows)
+
+
+def phase_results(run: RunResult) -> list[str]:
+    out: list[str] = []
+    names: list[str] = []
+    for e in run.engines:
+        for p in _ops_phases(e):
+            if p.name not in names:
+                names.append(p.name)
+    if len(run.engines) > 1 and names:
+        out += ["### Throughput by phase", ""]
+        rows = []
+        for n in names:
+            row = [n]
+            for e in run.engines:
+                p = e.phase(n)
+                row.append(fmt.rate(p.ops, p.seconds) if p else "-")
+            rows.append(row)
+        out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
+    for e in run.engines:
+        out += [f"### {e.engine}", ""]
+        if not e.ok:
+            out += [f"**{e.status}**", ""]
+        rows = [
+            [p.name, fmt.count(p.ops), fmt.ms(p.seconds), fmt.rate(p.ops, p.seconds), f"`{p.checksum}`"]
+            for p in _ops_phases(e)
+        ]
+        verify = next((p for p in e.phases if p.role == "verify"), None)
+        if verify:
+            rows.append(
+                [verify.name, fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
+            )
+        out += _table(["Phase", "Operations", "Time", "Throughput", "Checksum"], rows, "lrrrl") + [""]
+    return out
+
+
+def configuration(run: RunResult) -> list[str]:
+    c = run.counts
+    rows = [
+        ["Plan file", f"`{run.source}`"],
+        ["Profiles", fmt.count(run.profiles)],
+        ["Parallelism", str(run.parallelism)],
+        ["Seed", str(run.seed)],
+        ["Query limit", str(run.limit)],
+        ["Batch size", fmt.count(run.batch_size)],
+        ["Timeout per engine", f"{fmt.count(round(run.timeout_seconds))} s"],
+    ]
+    rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
+    rows.append(["Phases", " → ".join(p["name"] for p in run.phases)])
+    return _table(["Setting", "Value"], rows, "ll")
+
+
+def environment(run: RunResult) -> list[str]:
+    rows = [[k, v] for k, v in run.environment.items()]
+    for e in run.engines:
+        if e.initial_rss_bytes:
+            rows.append([f"Initial RSS before {e.engine}", fmt.size(e.initial_rss_bytes)])
+    for e in run.engines:
+        for lib, ver in e.versions.items():
+            rows.append([f"{e.engine}: {lib}", ver])
+    return _table(["Item", "Value"], rows, "ll")
+
+
+def engine_settings(run: RunResult) -> list[str]:
+    out: list[str] = []
+    for e in run.engines:
+        out += [f"### {e.engine}", ""]
+        if e.settings:
+            out += _table(["Setting", "Value"], [[k, f"`{v}`"] for k, v in e.settings.items()], "ll")
+        else:
+            out.append("No settings.")
+        out.append("")
+    return out
+
+
+def durability(run: RunResult) -> list[str]:
+    return [f"- **{e.engine}**: {e.durability or 'not stated'}" for e in run.engines]
+
+
+def interpretation_notes(run: RunResult) -> list[str]:
+    notes = [
+        "Phase time covers the whole phase loop: every engine call, plan access and checksum fold, as the "
+        "reference times it; the insert phase includes generating each profile.",
+        f"Operations run in batches of {fmt.count(run.batch_size)}: one event-loop (and, for thread-offloaded "
+        "engines, one thread) hop per batch, yet every item is its own engine operation — no multi-get, "
+        "no write batch, no `IN (...)`.",
+        "Stabilization (flush and compaction) is timed separately and only for engines that ask for it; "
+        "Write Readiness adds it to the write phase it follows.",
+        "Storage is the size of every file under the engine's data directory after settle.",
+        "Process peak memory is this process's peak RSS while the engine ran, sampled every 100 ms; it "
+        "includes the Python interpreter and the harness. Engines run one after another in one process, "
+        "so memory an earlier engine left to the allocator may count for a later one.",
+        "Checksums fold what each phase returned; engines that agree returned the same results in the same "
+        "order.",
+    ]
+    for e in run.engines:
+        for n in e.notes:
+            notes.append(f"{e.engine}: {n}")
+    if any(e.engine == "memory" for e in run.engines):
+        notes.append("The memory engine stores nothing durably; its times are the harness-overhead floor.")
+    return [f"- {n}" for n in notes]
+
+
+def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top."""
+    verdict = judge(run)
+    engines = ", ".join(e.engine for e in run.engines) or "none"
+    lines = [
+        f"# asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
+        "",
+        f"Started {run.started_utc} · engines: {engines} · plan `{run.source}`",
+        "",
+    ]
+    if run.interrupted:
+        lines += [f"> **Partial report: {run.interrupted}.**", ""]
+    for title, path in charts:
+        lines += [f"![{title}]({path})", ""]
+    lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
+    lines += ["## Correctness", ""]
+    lines += [f"- **{f}**" for f in verdict.failures]
+    lines += [f"- {x}" for x in verdict.lines] + [""]
+    lines += ["## Write Readiness", ""] + write_readiness(run) + [""]
+    lines += ["## Phase Results", ""] + phase_results(run)
+    lines += ["## Configuration", ""] + configuration(run) + [""]
+    lines += ["## Environment", ""] + environment(run) + [""]
+    lines += ["## Engine Settings", ""] + engine_settings(run)
+    lines += ["## Durability Settings", ""] + durability(run) + [""]
+    lines += ["## Interpretation Notes", ""] + interpretation_notes(run) + [""]
+    return "\n".join(lines)

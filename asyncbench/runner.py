@@ -1,0 +1,206 @@
+"""Runs a validated plan: engine after engine, phase after phase, on one event loop.
+
+Each engine run is bounded by the per-engine timeout; a failure or timeout ends that
+engine's run with the phases completed so far and moves on. Results are written after
+every engine, so an interrupted run still leaves its partial report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from time import perf_counter
+
+import anyio
+
+from asyncbench import environment
+from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.metrics import MemorySampler
+from asyncbench.observers import Observer
+from asyncbench.phases import KINDS, PhaseOutcome, run_ops_phase, run_verify, stream_items
+from asyncbench.result import EngineResult, PhaseResult, RunResult
+from engines import engine_class
+from workloads.plan import Plan, draw_plan
+
+CLOSE_GRACE_SECONDS = 60.0
+
+
+class EngineRun:
+    """One engine through the whole phase list; keeps what completed if it stops early."""
+
+    def __init__(self, cfg: BenchConfig, name: str, plan: Plan, observer: Observer, sampler: MemorySampler):
+        self.cfg, self.name, self.plan, self.observer, self.sampler = cfg, name, plan, observer, sampler
+        self.result = EngineResult(engine=name)
+        self.current: str | None = None
+        self.engine: Engine | None = None
+
+    def _engine_config(self) -> EngineConfig:
+        n = self.plan.counts.profiles
+        return EngineConfig(
+            name=self.name,
+            data_dir=self.cfg.data / f"profiles-{n}" / self.name,
+            settings=self.cfg.engine_settings.get(self.name, {}),
+            limit=self.cfg.limit,
+            seed=self.cfg.seed,
+        )
+
+    async def run(self) -> EngineResult:
+        res = self.result
+        started = perf_counter()
+        res.initial_rss_bytes = self.sampler.reset()
+        self.observer.engine_start(self.name, self.plan.counts.profiles)
+        try:
+            cls = engine_class(self.name)
+            econf = self._engine_config()
+            econf.data_dir.mkdir(parents=True, exist_ok=True)
+            self.engine = cls(econf)
+            res.settings = self.engine.describe_settings()
+            res.durability = self.engine.durability()
+            res.versions = cls.library_versions()
+            note = getattr(cls, "memory_note", None)
+            if note:
+                res.notes.append(note)
+            with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
+                self.current = "open"
+                await self.engine.open(reset=True)
+                for spec in self.cfg.phases:
+                    self.current = spec.name
+                    await self._phase(spec)
+                self.current = None
+                if res.storage_bytes is None:
+                    res.storage_bytes = await anyio.to_thread.run_sync(self.engine.storage_bytes)
+            if scope.cancelled_caught:
+                res.status = (
+                    f"Timed out after {self.cfg.timeout_seconds:g} seconds; interrupted: {self.current}"
+                )
+        except EngineUnavailable as exc:
+            optional = self.name in self.cfg.optional_engines
+            res.status = f"Skipped: {exc}" if optional else f"Failed: {self.current or 'open'}: {exc}"
+        except anyio.get_cancelled_exc_class():
+            res.status = f"Interrupted during {self.current or 'start-up'}"
+            raise
+        except Exception as exc:  # an engine fault ends this engine's run, not the benchmark
+            res.status = f"Failed: {self.current}: {type(exc).__name__}: {exc}"
+        finally:
+            await self._close_quietly()
+            res.run_seconds = perf_counter() - started
+            self.sampler.sample()
+            res.peak_rss_bytes = self.sampler.peak
+            if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
+                res.versions = self.engine.library_versions() or res.versions
+            self.observer.engine_end(res)
+        return res
+
+    async def _close_quietly(self) -> None:
+        if self.engine is None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            try:
+                await self.engine.close()
+            except Exception as exc:  # closing after a failure must not hide the failure
+                self.result.notes.append(f"close failed: {type(exc).__name__}: {exc}")
+
+    async def _phase(self, spec: PhaseSpec) -> None:
+        engine = self.engine
+        assert engine is not None
+        info = KINDS[spec.kind]
+        role = info.role
+        if role == "stabilize" and not engine.needs_stabilization:
+            pr = PhaseResult(spec.name, spec.kind, role, 0, 0.0, skipped=True)
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
+        items = stream_items(spec.kind, spec.stream, spec.count, self.plan) if role == "ops" else ()
+        self.observer.phase_start(self.name, spec.name, len(items))
+        outcome = PhaseOutcome(ops=0, checksum=None)
+        t0 = perf_counter()
+        if role == "ops":
+            outcome = await run_ops_phase(
+                spec.kind, items, engine, self.cfg.seed, self.cfg.batch_size, self._batch_hook(spec.name)
+            )
+        elif role == "stabilize":
+            await engine.stabilize()
+        elif role == "settle":
+            await engine.settle()
+        elif role == "reopen":
+            await self._reopen()
+        elif role == "verify":
+            outcome = await run_verify(self.engine, self.plan.counts.profiles)
+        seconds = perf_counter() - t0
+        if role == "settle":
+            self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
+        pr = PhaseResult(spec.name, spec.kind, role, outcome.ops, seconds, outcome.checksum)
+        self.result.phases.append(pr)
+        self.observer.phase_end(self.name, pr)
+
+    async def _reopen(self) -> None:
+        """Close, then open the same store with reset off (a fresh adapter when persistent)."""
+        engine = self.engine
+        assert engine is not None
+        await engine.close()
+        if engine.persistent:
+            self.engine = None  # a failing constructor must not leave a closed engine to close again
+            self.engine = type(engine)(engine.config)
+        await self.engine.open(reset=False)
+
+    def _batch_hook(self, phase: str) -> Callable[[int, int, float], None]:
+        observer_batch = self.observer.batch
+        engine = self.name
+        done = 0
+
+        def hook(index: int, ops: int, seconds: float) -> None:
+            nonlocal done
+            done += ops
+            observer_batch(engine, phase, index, ops, seconds, done)
+
+        return hook
+
+
+def new_result(cfg: BenchConfig, plan: Plan, started_utc: str) -> RunResult:
+    return RunResult(
+        name=cfg.name,
+        started_utc=started_utc,
+        profiles=plan.counts.profiles,
+        parallelism=cfg.parallelism,
+        seed=cfg.seed,
+        limit=cfg.limit,
+        batch_size=cfg.batch_size,
+        timeout_seconds=cfg.timeout_seconds,
+        counts=asdict(plan.counts),
+        phases=[asdict(p) for p in cfg.phases],
+        source=cfg.source,
+        environment=environment.collect(),
+    )
+
+
+class Benchmark:
+    """The whole invocation: every profile count, every engine; ``results`` grows as it goes."""
+
+    def __init__(
+        self,
+        cfg: BenchConfig,
+        observer: Observer,
+        started_utc: str,
+        on_progress: Callable[[RunResult], None],
+    ) -> None:
+        self.cfg, self.observer, self.started_utc, self.on_progress = cfg, observer, started_utc, on_progress
+        self.results: list[RunResult] = []
+        self.sampler = MemorySampler()
+
+    async def run(self) -> list[RunResult]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.sampler.run)
+            for profiles in self.cfg.profiles:
+                counts = self.cfg.counts_for(profiles)
+                t0 = perf_counter()
+                plan = await anyio.to_thread.run_sync(draw_plan, counts, self.cfg.seed)
+                self.observer.message(f"plan for {profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")
+                run = new_result(self.cfg, plan, self.started_utc)
+                self.results.append(run)
+                for name in self.cfg.engines:
+                    er = await EngineRun(self.cfg, name, plan, self.observer, self.sampler).run()
+                    run.engines.append(er)
+                    self.on_progress(run)
+            tg.cancel_scope.cancel()
+        return self.results
