@@ -1,0 +1,236 @@
+"""Per-operation overhead of the RocksDB adapter against plain rocksdict calls.
+
+Why: the adapter must not measure itself. It pays one ``anyio.to_thread`` hop per batch
+and otherwise makes one rocksdict call per operation, so its cost per operation should sit
+close to a plain loop calling rocksdict directly (target: under 15 % on point reads at
+batch 1_000). Measured on the adapter's own handles and settings:
+
+* point reads, after a full compaction (as the read phases run): ``--reads`` random ids
+  drawn from ``--profiles`` stored profiles, the same ids for every variant:
+  (a) a plain loop ``db.get(primary_key(uid))`` on the event-loop (main) thread,
+  (b) the adapter's synchronous batch body called directly on that thread (no hop),
+  (c) ``RocksDbEngine.read_by_id`` in batches of ``--batch`` (one thread hop per batch);
+* inserts of ``--insert-profiles`` profiles into a fresh store (five puts per profile):
+  (a) a plain loop of the five ``put`` calls on five rocksdict handles opened with the
+  adapter's options, (c) ``RocksDbEngine.insert`` in batches of ``--batch``;
+* the bare cost of one ``anyio.to_thread.run_sync`` hop.
+
+Everything runs inside one ``anyio.run`` (asyncio with uvloop when installed). Variants
+are interleaved (a, b, c, a, b, c ...) after one warm-up round; medians are reported.
+Usage::
+
+    .venv/bin/python benchmarks/bench_rocksdb_overhead.py [--profiles 200000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import rocksdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from asyncbench.engine import EngineConfig  # noqa: E402
+from engines.rocksdb import DB_NAMES, RocksDbEngine, rocksdb_version  # noqa: E402
+from workloads.profiles import (  # noqa: E402
+    Profile,
+    country_status_key,
+    create_many,
+    created_at_key,
+    encode,
+    primary_key,
+    reputation_key,
+)
+
+SEED = 570123434
+
+
+def chunks(xs: Sequence, n: int) -> list[Sequence]:
+    return [xs[i : i + n] for i in range(0, len(xs), n)]
+
+
+def plain_reads(db: rocksdict.Rdict, uids: Sequence[int]) -> list[bytes]:
+    """What anyone would write against rocksdict: one get per id, keep the found ones."""
+    get = db.get
+    out = []
+    for uid in uids:
+        value = get(primary_key(uid))
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def plain_inserts(dbs: Sequence[rocksdict.Rdict], profiles: Sequence[Profile]) -> None:
+    profiles_db, email, country_status, created_at, reputation = dbs
+    for p in profiles:
+        pk = primary_key(p[0])
+        profiles_db.put(pk, encode(p))
+        email.put(p[1].encode(), pk)
+        country_status.put(country_status_key(p), pk)
+        created_at.put(created_at_key(p), pk)
+        reputation.put(reputation_key(p), pk)
+
+
+def open_plain(engine: RocksDbEngine, root: Path) -> list[rocksdict.Rdict]:
+    """Five rocksdict handles with exactly the adapter's options and write options."""
+    write_opts = rocksdict.WriteOptions()
+    write_opts.sync = False
+    dbs = []
+    for name in DB_NAMES:
+        db = rocksdict.Rdict(str(root / name), engine._options())
+        db.set_write_options(write_opts)
+        dbs.append(db)
+    return dbs
+
+
+async def timed(fn: Callable[[], Awaitable[object]]) -> float:
+    t = time.perf_counter()
+    await fn()
+    return time.perf_counter() - t
+
+
+async def bench_reads(args: argparse.Namespace, root: Path) -> dict[str, list[float]]:
+    engine = RocksDbEngine(EngineConfig("rocksdb", root / "reads", {}, 50, SEED))
+    await engine.open(reset=True)
+    t = time.perf_counter()
+    for start in range(1, args.profiles + 1, args.batch):
+        await engine.insert(create_many(start, min(args.batch, args.profiles + 1 - start), SEED))
+    load = time.perf_counter() - t
+    await engine.stabilize()
+    print(f"loaded {args.profiles:,} profiles in {load:.1f} s (adapter, batch {args.batch}), compacted")
+
+    rng = random.Random(1)
+    uids = [rng.randrange(1, args.profiles + 1) for _ in range(args.reads)]
+    batches = chunks(uids, args.batch)
+    db = engine._profiles
+    expected = plain_reads(db, uids)
+
+    async def plain() -> None:
+        assert len(plain_reads(db, uids)) == len(expected)
+
+    async def body() -> None:
+        n = 0
+        for b in batches:
+            n += len(engine._read_sync(b))
+        assert n == len(expected)
+
+    async def adapter() -> None:
+        n = 0
+        for b in batches:
+            n += len(await engine.read_by_id(b))
+        assert n == len(expected)
+
+    assert [v for b in batches for v in await engine.read_by_id(b)] == expected
+    variants = {
+        "(a) plain rocksdict loop": plain,
+        "(b) adapter body, no hop": body,
+        "(c) adapter read_by_id": adapter,
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for run in range(args.runs + 1):
+        for label, fn in variants.items():
+            elapsed = await timed(fn)
+            if run:  # run 0 warms caches
+                times[label].append(elapsed / args.reads)
+    await engine.close()
+    return times
+
+
+async def bench_inserts(args: argparse.Namespace, root: Path) -> dict[str, list[float]]:
+    profiles = create_many(1, args.insert_profiles, SEED)
+    batches = chunks(profiles, args.batch)
+    times: dict[str, list[float]] = {"(a) plain rocksdict loop": [], "(c) adapter insert": []}
+    for run in range(args.insert_runs):
+        engine = RocksDbEngine(EngineConfig("rocksdb", root / f"ins-{run}-c", {}, 50, SEED))
+        dbs = open_plain(engine, root / f"ins-{run}-a")
+        t = time.perf_counter()
+        plain_inserts(dbs, profiles)
+        times["(a) plain rocksdict loop"].append((time.perf_counter() - t) / len(profiles))
+        for d in dbs:
+            d.close()
+        del dbs
+
+        await engine.open(reset=True)
+        t = time.perf_counter()
+        for b in batches:
+            await engine.insert(b)
+        times["(c) adapter insert"].append((time.perf_counter() - t) / len(profiles))
+        await engine.close()
+    return times
+
+
+async def bench_hop(n: int = 2000) -> float:
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            await anyio.to_thread.run_sync(int)
+        samples.append((time.perf_counter() - t) / n)
+    return statistics.median(samples)
+
+
+def report(title: str, times: dict[str, list[float]], unit_ops: str) -> None:
+    print(f"\n{title}")
+    base = statistics.median(next(iter(times.values())))
+    for label, samples in times.items():
+        med = statistics.median(samples)
+        spread = f"min {min(samples) * 1e6:.3f} max {max(samples) * 1e6:.3f}"
+        print(
+            f"  {label:28} median {med * 1e6:7.3f} us/{unit_ops}  ({spread})  "
+            f"{1 / med:12,.0f} {unit_ops}/s  overhead {100 * (med / base - 1):+6.1f} %"
+        )
+
+
+async def main(args: argparse.Namespace, backend: str) -> None:
+    print(
+        f"rocksdict {importlib.metadata.version('rocksdict')} / RocksDB {rocksdb_version()}; event loop: {backend}"
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-rocksdb-", dir=args.dir) as tmp:
+        root = Path(tmp)
+        hop = await bench_hop()
+        print(
+            f"one anyio.to_thread hop: {hop * 1e6:.1f} us (= {hop / args.batch * 1e6:.3f} us/op at batch {args.batch})"
+        )
+        reads = await bench_reads(args, root)
+        report(f"point reads: {args.reads:,} random ids over {args.profiles:,} profiles", reads, "op")
+        inserts = await bench_inserts(args, root)
+        report(
+            f"inserts: {args.insert_profiles:,} profiles x 5 puts, {args.insert_runs} fresh stores each",
+            inserts,
+            "profile",
+        )
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profiles", type=int, default=200_000)
+    p.add_argument("--reads", type=int, default=200_000)
+    p.add_argument("--batch", type=int, default=1_000)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--insert-profiles", type=int, default=100_000)
+    p.add_argument("--insert-runs", type=int, default=3)
+    p.add_argument("--dir", default=None, help="parent directory for the temporary stores")
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    uvloop = importlib.util.find_spec("uvloop") is not None
+    anyio.run(
+        main,
+        arguments,
+        "asyncio+uvloop" if uvloop else "asyncio",
+        backend="asyncio",
+        backend_options={"use_uvloop": uvloop},
+    )
