@@ -73,7 +73,8 @@ _EFFECTIVE_KEYS = (
 
 def read_options_file(db_dir: Path) -> dict[str, str]:
     """``key=value`` pairs of the newest OPTIONS file RocksDB wrote for ``db_dir``."""
-    files = sorted(db_dir.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    numbered = [p for p in db_dir.glob("OPTIONS-*") if p.name[8:].isdigit()]  # not *.dbtmp
+    files = sorted(numbered, key=lambda p: int(p.name[8:]))
     if not files:
         return {}
     out: dict[str, str] = {}
@@ -377,9 +378,17 @@ class RocksDbEngine(Engine):
     def durability(self) -> str:
         sync = bool(self.settings["sync"])
         flag = str(sync).lower()
+        codec_note = (
+            ""
+            if self.settings["compression_all_levels"]
+            else " (overridden per level by optimize_level_style_compaction)"
+        )
         return (
             f"RocksDB: WAL enabled, sync writes {'on' if sync else 'off'} (WriteOptions.sync={flag});"
-            " five separate RocksDB instances; no WriteBatch across indexes"
+            " five separate RocksDB instances; no WriteBatch across indexes;"
+            f" compression={str(self.settings['compression']).capitalize()}{codec_note};"
+            f" write_buffer_size={self.settings['write_buffer_size_mb']} MB per database;"
+            f" max_write_buffer_number={self.settings['max_write_buffer_number']}"
         )
 
     @classmethod
