@@ -6,7 +6,7 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 
 from __future__ import annotations
 
-import os
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,5 +350,9 @@ def check_paths(cfg: BenchConfig, where: str = "command line") -> None:
             probe = probe.parent
         if probe.exists() and not probe.is_dir():
             raise ConfigError(where, key, f"{path} is not a directory ({probe} is a file)")
-        if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-            raise ConfigError(where, key, f"{path} is not writable ({probe} denies write access)")
+        if probe.is_dir():
+            try:  # a real probe: os.access says yes to root even on a read-only file system
+                with tempfile.TemporaryFile(dir=probe):
+                    pass
+            except OSError as exc:
+                raise ConfigError(where, key, f"{path} is not writable ({probe}: {exc.strerror})") from None

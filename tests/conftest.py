@@ -1,0 +1,35 @@
+"""Shared fixtures: repository paths and a helper that runs the real CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from asyncbench.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE_PLAN = ROOT / "benchmarks" / "reference.toml"
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Run ``python -m asyncbench`` in-process with output and data under tmp_path.
+
+    Returns (exit code, list of result dicts, captured stdout+stderr).
+    """
+
+    def run(*args: str) -> tuple[int, list[dict], str]:
+        out, data = tmp_path / "out", tmp_path / "data"
+        code = main([*args, "--output", str(out), "--data", str(data)])
+        captured = capsys.readouterr()
+        results = [orjson.loads(p.read_bytes()) for p in sorted(out.glob("profiles-*/asyncbench-*.json"))]
+        return code, results, captured.out + captured.err
+
+    return run
+
+
+def mysql_configured() -> bool:
+    return bool(os.environ.get("MYSQL_HOST") and os.environ.get("MYSQL_PORT"))

@@ -1,0 +1,42 @@
+"""Deliberately broken engines, registered by tests to prove failures are loud."""
+
+from __future__ import annotations
+
+import anyio
+
+from engines.memory import MemoryEngine
+
+
+class FaultyEngine(MemoryEngine):
+    """Raises in the middle of the country/status query phase."""
+
+    name = "faulty"
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self.calls = 0
+
+    async def query_country_status(self, queries):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == 2:
+            raise OSError("simulated device error")
+        return await super().query_country_status(queries)
+
+
+class WrongEngine(MemoryEngine):
+    """Returns one profile too few from each email lookup batch: a silent bug made loud."""
+
+    name = "wrong"
+
+    async def lookup_by_email(self, emails):  # type: ignore[no-untyped-def]
+        return (await super().lookup_by_email(emails))[:-1]
+
+
+class SlowEngine(MemoryEngine):
+    """Each read batch takes a long time, so a small timeout interrupts the read phase."""
+
+    name = "slow"
+
+    async def read_by_id(self, uids):  # type: ignore[no-untyped-def]
+        await anyio.sleep(30)
+        return await super().read_by_id(uids)
