@@ -1,0 +1,7 @@
+"""A native LSM-tree storage engine in pure Python.
+
+Modules: ``memtable`` (mutable segment), ``wal`` (write-ahead log), ``segment`` (disk
+segment format, reader, writer), ``cache`` (bounded read caches), ``merge`` (merging
+sorted sources), ``tree`` (one LSM tree), ``maintainer`` (background tasks on the anyio
+loop) and ``adapter`` (the profile workload as five trees).
+"""

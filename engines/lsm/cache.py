@@ -1,0 +1,56 @@
+"""Bounded two-generation caches for disk-segment reads.
+
+A cache keeps a *young* and an *old* dict. Hits in ``young`` cost one dict lookup; hits
+in ``old`` are promoted. When ``young`` is full (or when the clock says a lifetime
+half has passed) the generations rotate: ``old`` is dropped and ``young`` becomes
+``old``. So the cache never holds more than ``capacity`` entries, every operation is
+O(1) C-level dict work (no per-entry timestamps, no O(n) eviction scans), and an entry
+idle for longer than one lifetime is gone after two rotations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GenerationalCache:
+    """Bounded map; ``capacity`` 0 disables caching."""
+
+    __slots__ = ("young", "old", "half")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 0:
+            raise ValueError("cache capacity must be >= 0")
+        self.half = (capacity + 1) // 2 if capacity else 0
+        self.young: dict[Any, Any] = {}
+        self.old: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        """The cached value or None (callers never store None)."""
+        v = self.young.get(key)
+        if v is None:
+            v = self.old.get(key)
+            if v is not None:
+                self.put(key, v)
+        return v
+
+    def put(self, key: Any, value: Any) -> None:
+        if not self.half:
+            return
+        young = self.young
+        if len(young) >= self.half:
+            self.old = young
+            self.young = young = {}
+        young[key] = value
+
+    def rotate(self) -> None:
+        """Age every entry by one generation (called by the lifetime clock)."""
+        self.old = self.young
+        self.young = {}
+
+    def clear(self) -> None:
+        self.young = {}
+        self.old = {}
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)

@@ -1,0 +1,159 @@
+"""Background work of a set of trees on the anyio event loop.
+
+Per tree three loops run in the engine's task group: the flusher (frozen memtables ->
+segments), the merger (full bottom merge when more than one segment exists) and the
+log writer (queued WAL records -> compressed frames). Jobs are cooperative generators
+(see ``tree.py``): a checkpoint between slices lets foreground batches run, and fsync /
+compression / file writes go to worker threads. A clock task ages the block caches
+every half ``block_cache_lifetime_ms``.
+
+A failure in a loop is kept in ``failure`` and re-raised by ``check()`` on the next
+foreground batch rather than tearing down the caller's task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from engines.lsm.tree import Job, LsmTree
+from engines.lsm.wal import encode_records
+
+#: Records per compressed WAL frame.
+WAL_FRAME_RECORDS = 16_384
+#: How often an idle log writer looks for queued records (seconds).
+WAL_POLL_S = 0.005
+#: Frozen memtables a tree may hold before writers wait for the flusher.
+MAX_FROZEN = 2
+
+
+class _Signal:
+    """A re-armable wake-up flag (anyio events are one-shot)."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event = anyio.Event()
+
+
+async def drive(job: Job) -> None:
+    """Run a job on the loop: checkpoints yield a turn, callables go to a thread."""
+    try:
+        for step in job:
+            if step is None:
+                await anyio.sleep(0)
+            else:
+                await anyio.to_thread.run_sync(step)
+    finally:
+        job.close()
+
+
+class Maintainer:
+    def __init__(self, trees: list[LsmTree], lifetime_ms: int) -> None:
+        self.trees = trees
+        self.lifetime_s = lifetime_ms / 1000
+        self.failure: BaseException | None = None
+        self.busy: dict[int, int] = {}
+        self._wake: dict[int, _Signal] = {}
+        self._stopping = False
+
+    def start(self, tg: TaskGroup) -> None:
+        for t in self.trees:
+            flush_sig, merge_sig = _Signal(), _Signal()
+            t.on_work = self._waker(flush_sig, merge_sig)
+            tg.start_soon(self._job_loop, t, t.flush_job, flush_sig, merge_sig)
+            tg.start_soon(self._job_loop, t, t.merge_job, merge_sig, None)
+            tg.start_soon(self._wal_loop, t)
+        tg.start_soon(self._clock)
+
+    @staticmethod
+    def _waker(a: _Signal, b: _Signal) -> Callable[[], None]:
+        def wake() -> None:
+            a.set()
+            b.set()
+
+        return wake
+
+    def check(self) -> None:
+        if self.failure is not None:
+            raise RuntimeError("LSM background task failed") from self.failure
+
+    async def _job_loop(
+        self, tree: LsmTree, next_job: Callable[[], Job | None], sig: _Signal, after: _Signal | None
+    ) -> None:
+        key = id(sig)
+        try:
+            while not self._stopping:
+                job = next_job()
+                if job is None:
+                    await sig.wait()
+                    continue
+                self.busy[key] = 1
+                try:
+                    await drive(job)
+                finally:
+                    self.busy.pop(key, None)
+                if after is not None:
+                    after.set()
+        except Exception as exc:  # kept for the foreground; cancellation passes through
+            self.failure = exc
+
+    async def _wal_loop(self, tree: LsmTree) -> None:
+        wal = tree.wal
+        if wal.mode != "async-compressed":
+            return
+        try:
+            while True:
+                batch = wal.take(WAL_FRAME_RECORDS)
+                if batch is None:
+                    await anyio.sleep(WAL_POLL_S)
+                    continue
+                log, records = batch
+                payload = encode_records(records)
+                self.busy[id(wal)] = 1
+                try:
+                    # Not cancellable mid-write: taken records always reach the file.
+                    await anyio.to_thread.run_sync(wal.write_batch, log, payload)
+                finally:
+                    self.busy.pop(id(wal), None)
+        except Exception as exc:
+            self.failure = exc
+
+    async def _clock(self) -> None:
+        while True:
+            await anyio.sleep(self.lifetime_s / 2)
+            for t in self.trees:
+                t.rotate_caches()
+
+    # --- foreground helpers -------------------------------------------------------------
+    def pending_work(self) -> bool:
+        if self.busy:
+            return True
+        return any(t.frozen or t.needs_merge() or t.wal.has_work() for t in self.trees)
+
+    async def throttle(self) -> None:
+        """Let the flusher catch up when writers outpace it (bounded memory)."""
+        while any(len(t.frozen) > MAX_FROZEN for t in self.trees):
+            self.check()
+            await anyio.sleep(0.001)
+
+    async def wait_idle(self) -> None:
+        """Flush every memtable and wait until no flush, merge or log write is pending."""
+        for t in self.trees:
+            t.freeze()
+            if t.on_work is not None:
+                t.on_work()
+        while self.pending_work():
+            self.check()
+            await anyio.sleep(0.001)
+        self.check()
+
+    def stop(self) -> None:
+        self._stopping = True

@@ -1,0 +1,357 @@
+"""Immutable sorted disk segments: writer, reader, block codec.
+
+File layout (all integers little-endian)::
+
+    header   16 B   b"LSMSEG01" | u32 format version (1) | u32 sparse step
+    blocks          one block per ``sparse step`` entries, in key order:
+                      u16 n | n x u32 key end offsets | n x u32 value end offsets
+                      | n x u8 flags (1 = tombstone) | keys | values
+    index           per block: u32 first-key length | first key | u64 offset | u32 length
+                      | u32 crc32(block); then u32 last-key length | last key
+    footer   52 B   u64 index offset | u64 index length | u64 entries | u64 live entries
+                      | u32 blocks | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
+
+The index is the sparse in-memory array: the first key of every block (every
+``sparse step``-th key) plus the block offsets, so a point lookup is a bisect over the
+first keys, one block read (an mmap slice, checksum verified when it enters the block
+cache) and a bisect over at most ``step`` keys. Values of disk segments are never held
+in Python objects beyond the bounded caches. A segment is written to ``*.tmp``, fsynced
+and renamed, so a listed segment file is always complete.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from itertools import accumulate
+from pathlib import Path
+
+from engines.lsm.cache import GenerationalCache
+
+MAGIC = b"LSMSEG01"
+FOOTER_MAGIC = b"LSMFOOT1"
+VERSION = 1
+_HEADER = struct.Struct("<8sII")
+_FOOTER = struct.Struct("<QQQQII")
+_FOOTER_SIZE = _FOOTER.size + 4 + 8
+_INDEX_ENTRY = struct.Struct("<QII")
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
+
+#: What a segment lookup returns for a key it holds as deleted.
+TOMBSTONE = object()
+
+
+class CorruptSegment(Exception):
+    """A segment file failed a magic or checksum test."""
+
+
+_offset_structs: dict[int, struct.Struct] = {}
+
+
+def _offsets_struct(n: int) -> struct.Struct:
+    s = _offset_structs.get(n)
+    if s is None:
+        s = _offset_structs[n] = struct.Struct(f"<{2 * n}I")
+    return s
+
+
+def encode_block(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
+    """One data block; ``None`` values are tombstones."""
+    n = len(keys)
+    vals = [b"" if v is None else v for v in values]
+    head = _U16.pack(n) + _offsets_struct(n).pack(*accumulate(map(len, keys)), *accumulate(map(len, vals)))
+    flags = bytes([v is None for v in values])
+    return b"".join((head, flags, *keys, *vals))
+
+
+def decode_keys(raw: bytes) -> tuple[list[bytes], tuple[int, ...]]:
+    """Keys of a block and its offset table (key ends then value ends)."""
+    n = raw[0] | (raw[1] << 8)
+    offs = _offsets_struct(n).unpack_from(raw, 2)
+    base = 2 + 9 * n
+    keys = [raw[base + a : base + b] for a, b in zip((0, *offs[: n - 1]), offs[:n], strict=False)]
+    return keys, offs
+
+
+def decode_block(raw: bytes) -> tuple[list[bytes], list[bytes | None]]:
+    """Keys and values of a block (``None`` = tombstone)."""
+    keys, offs = decode_keys(raw)
+    n = len(keys)
+    fbase = 2 + 8 * n
+    vbase = fbase + n + (offs[n - 1] if n else 0)
+    vends = offs[n:]
+    values: list[bytes | None] = [
+        raw[vbase + a : vbase + b] for a, b in zip((0, *vends[: n - 1]), vends, strict=False)
+    ]
+    flags = raw[fbase : fbase + n]
+    if any(flags):
+        for i, f in enumerate(flags):
+            if f:
+                values[i] = None
+    return keys, values
+
+
+class SegmentWriter:
+    """Streams sorted entries into a new segment file (``finish`` makes it visible)."""
+
+    def __init__(self, path: Path, step: int) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.step = step
+        self._f = open(self.tmp, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in finish/abort
+        self._f.write(_HEADER.pack(MAGIC, VERSION, step))
+        self._pos = _HEADER.size
+        self._keys: list[bytes] = []
+        self._vals: list[bytes | None] = []
+        self._index: list[bytes] = []
+        self._last: bytes | None = None
+        self.entries = 0
+        self.live = 0
+        self.blocks = 0
+
+    def add(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """Append entries whose keys are strictly greater than every key added before."""
+        if not keys:
+            return
+        if self._last is not None and keys[0] <= self._last:
+            raise ValueError("segment keys must be strictly increasing")
+        self._last = keys[-1]
+        self._keys.extend(keys)
+        self._vals.extend(values)
+        step = self.step
+        if len(self._keys) >= step:
+            ks, vs = self._keys, self._vals
+            full = len(ks) - len(ks) % step
+            for i in range(0, full, step):
+                self._emit(ks[i : i + step], vs[i : i + step])
+            self._keys = ks[full:]
+            self._vals = vs[full:]
+
+    def _emit(self, keys: list[bytes], values: list[bytes | None]) -> None:
+        raw = encode_block(keys, values)
+        first = keys[0]
+        self._index.append(
+            _U32.pack(len(first)) + first + _INDEX_ENTRY.pack(self._pos, len(raw), zlib.crc32(raw))
+        )
+        self._f.write(raw)
+        self._pos += len(raw)
+        self.entries += len(keys)
+        self.live += len(keys) - values.count(None)
+        self.blocks += 1
+
+    def finish(self) -> None:
+        """Write index and footer, fsync and rename into place."""
+        if self._keys:
+            self._emit(self._keys, self._vals)
+            self._keys, self._vals = [], []
+        last = self._last or b""
+        index = b"".join(self._index) + _U32.pack(len(last)) + last
+        footer = _FOOTER.pack(self._pos, len(index), self.entries, self.live, self.blocks, zlib.crc32(index))
+        self._f.write(index)
+        self._f.write(footer + _U32.pack(zlib.crc32(footer)) + FOOTER_MAGIC)
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self._f.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class DiskSegment:
+    """A read-only segment: sparse index in memory, blocks read through bounded caches."""
+
+    def __init__(
+        self,
+        path: Path,
+        seg_id: int,
+        *,
+        key_cache: int = 1024,
+        value_cache: int = 1024,
+        block_cache: int = 1024,
+    ) -> None:
+        self.path = Path(path)
+        self.id = seg_id
+        self._file = open(self.path, "rb")  # noqa: SIM115 - closed right after mapping
+        size = os.fstat(self._file.fileno()).st_size
+        if size < _HEADER.size + _FOOTER_SIZE:
+            self._file.close()
+            raise CorruptSegment(f"{self.path}: too short")
+        self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        self._file.close()  # the mapping keeps its own descriptor
+        mm = self._mm
+        magic, version, step = _HEADER.unpack_from(mm, 0)
+        if magic != MAGIC or version != VERSION:
+            raise CorruptSegment(f"{self.path}: bad header")
+        fo = size - _FOOTER_SIZE
+        footer = mm[fo : fo + _FOOTER.size]
+        (fcrc,) = _U32.unpack_from(mm, fo + _FOOTER.size)
+        if mm[size - 8 : size] != FOOTER_MAGIC or zlib.crc32(footer) != fcrc:
+            raise CorruptSegment(f"{self.path}: bad footer")
+        ioff, ilen, self.entries, self.live, nblocks, icrc = _FOOTER.unpack(footer)
+        index = mm[ioff : ioff + ilen]
+        if zlib.crc32(index) != icrc:
+            raise CorruptSegment(f"{self.path}: bad index checksum")
+        self.step = step
+        self.first_keys: list[bytes] = []
+        self.offsets = array("Q")
+        self.lengths = array("I")
+        self.crcs = array("I")
+        pos = 0
+        unpack_len = _U32.unpack_from
+        unpack_entry = _INDEX_ENTRY.unpack_from
+        for _ in range(nblocks):
+            (klen,) = unpack_len(index, pos)
+            pos += 4
+            self.first_keys.append(index[pos : pos + klen])
+            pos += klen
+            off, length, crc = unpack_entry(index, pos)
+            pos += _INDEX_ENTRY.size
+            self.offsets.append(off)
+            self.lengths.append(length)
+            self.crcs.append(crc)
+        (klen,) = unpack_len(index, pos)
+        self.last_key = index[pos + 4 : pos + 4 + klen]
+        self.min_key = self.first_keys[0] if self.first_keys else b""
+        self.size = size
+        self.block_cache = GenerationalCache(block_cache)
+        self.key_cache = GenerationalCache(key_cache)
+        self.value_cache = GenerationalCache(value_cache)
+
+    def __len__(self) -> int:
+        return self.entries
+
+    # --- block access ---------------------------------------------------------------
+    def raw_block(self, i: int) -> bytes:
+        raw = self.block_cache.get(i)
+        if raw is None:
+            off = self.offsets[i]
+            raw = self._mm[off : off + self.lengths[i]]
+            if zlib.crc32(raw) != self.crcs[i]:
+                raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+            self.block_cache.put(i, raw)
+        return raw
+
+    def block_keys(self, i: int) -> tuple[list[bytes], tuple[int, ...], bytes]:
+        entry = self.key_cache.get(i)
+        if entry is None:
+            raw = self.raw_block(i)
+            keys, offs = decode_keys(raw)
+            entry = (keys, offs, raw)
+            self.key_cache.put(i, entry)
+        return entry
+
+    def block(self, i: int) -> tuple[list[bytes], list[bytes | None]]:
+        return decode_block(self.raw_block(i))
+
+    # --- lookups --------------------------------------------------------------------
+    def get(self, key: bytes) -> object:
+        """The value, ``TOMBSTONE`` if deleted here, or None if this segment lacks the key."""
+        v = self.value_cache.get(key)
+        if v is not None:
+            return v
+        if key > self.last_key or key < self.min_key:
+            return None
+        i = bisect_right(self.first_keys, key) - 1
+        keys, offs, raw = self.block_keys(i)
+        j = bisect_left(keys, key)
+        if j == len(keys) or keys[j] != key:
+            return None
+        n = len(keys)
+        if raw[2 + 8 * n + j]:
+            v = TOMBSTONE
+        else:
+            vbase = 2 + 9 * n + offs[n - 1]
+            v = raw[vbase + (offs[n + j - 1] if j else 0) : vbase + offs[n + j]]
+        self.value_cache.put(key, v)
+        return v
+
+    def locate(self, key: bytes) -> tuple[int, int]:
+        """(block, position) of the first entry >= key; block == len(blocks) at the end."""
+        fk = self.first_keys
+        i = bisect_right(fk, key) - 1
+        if i < 0:
+            return 0, 0
+        keys = self.block_keys(i)[0]
+        j = bisect_left(keys, key)
+        if j == len(keys):
+            return i + 1, 0
+        return i, j
+
+    def range_keys(
+        self, start: bytes, end: bytes | None, inclusive: bool, limit: int
+    ) -> tuple[list, list, bool]:
+        """Up to ``limit`` entries with start <= key < end (<= end if inclusive) as
+        (keys, tombstone flags, truncated). ``truncated`` says more may follow."""
+        if start > self.last_key:
+            return [], [], False
+        i, j = self.locate(start)
+        nblocks = len(self.first_keys)
+        out_k: list[bytes] = []
+        out_f: list[int] = []
+        while i < nblocks:
+            keys, _offs, raw = self.block_keys(i)
+            n = len(keys)
+            if end is None:
+                stop = n
+            else:
+                stop = bisect_right(keys, end, j) if inclusive else bisect_left(keys, end, j)
+            take = min(stop, j + limit - len(out_k))
+            out_k += keys[j:take]
+            fb = 2 + 8 * n
+            out_f += raw[fb + j : fb + take]
+            if take < stop:
+                return out_k, out_f, True
+            if stop < n:
+                return out_k, out_f, False
+            i += 1
+            j = 0
+            if len(out_k) >= limit:
+                return out_k, out_f, i < nblocks and (end is None or self._more_before(i, end, inclusive))
+        return out_k, out_f, False
+
+    def _more_before(self, i: int, end: bytes, inclusive: bool) -> bool:
+        fk = self.first_keys[i]
+        return fk <= end if inclusive else fk < end
+
+    def iter_chunks(self, start: bytes | None = None, prefetch: int = 16) -> Iterator[tuple[list, list]]:
+        """(keys, values) chunks in key order from ``start``; reads ramp from one block
+        up to ``prefetch`` blocks per chunk, so short scans stay short."""
+        if start is None:
+            i, j = 0, 0
+        else:
+            i, j = self.locate(start)
+        nblocks = len(self.first_keys)
+        want = 1
+        while i < nblocks:
+            hi = min(nblocks, i + want)
+            ks: list[bytes] = []
+            vs: list[bytes | None] = []
+            for b in range(i, hi):
+                k, v = decode_block(self.raw_block(b))
+                if j:
+                    k, v = k[j:], v[j:]
+                    j = 0
+                ks += k
+                vs += v
+            i = hi
+            want = min(prefetch, want * 2)
+            if ks:
+                yield ks, vs
+
+    def rotate_caches(self) -> None:
+        """Lifetime tick: idle blocks age out of the block cache."""
+        self.block_cache.rotate()
+
+    def close(self) -> None:
+        self.block_cache.clear()
+        self.key_cache.clear()
+        self.value_cache.clear()
+        self._mm.close()
