@@ -1,0 +1,418 @@
+"""MySQL/MariaDB engine: a client/server database over TCP, driven through ``asyncmy``.
+
+One InnoDB ``profiles`` table with the SQLite schema's indexes (email UNIQUE; (country,
+status, user_id); (created_at, user_id); (reputation DESC, user_id)), ``utf8mb4_bin`` so
+string comparison is by code point, like the byte-ordered key/value engines. Every write is
+one autocommit statement; every operation is exactly one statement round trip. The batch
+loops await the driver directly: an asyncio driver needs no thread hop, so there is nothing
+else to amortize.
+
+Why asyncmy: ``benchmarks/bench_mysql_driver.py`` measured it several times cheaper per
+point query than aiomysql, and its statement cache (``stmt_cache_size``) runs the same
+``%s`` statements as server-side prepared statements in the binary protocol: no escaping
+on the way out, no text-to-int parsing on the way back.
+
+The process memory the runner reports is this client only; the server's is not included
+(``memory_note``). Connection settings come from ``[engines.mysql]`` or, where empty, from
+``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_DATABASE``/``MYSQL_USER``/``MYSQL_PASSWORD``
+(``eval "$(scripts/mysql-server start)"`` sets them for a throw-away MariaDB).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import asyncmy
+from asyncmy.errors import OperationalError
+
+from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from workloads.profiles import Profile
+
+TABLE = "profiles"
+COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
+
+#: Column sizes hold the generator's strings with room to spare; strict SQL mode (set per
+#: session) turns any overflow into an error instead of a silent truncation.
+SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    user_id BIGINT NOT NULL,
+    email VARCHAR(255) NOT NULL,
+    country VARCHAR(16) NOT NULL,
+    status VARCHAR(16) NOT NULL,
+    created_at BIGINT NOT NULL,
+    last_login BIGINT NOT NULL,
+    reputation INT NOT NULL,
+    display_name VARCHAR(255) NOT NULL,
+    bio VARCHAR(4096) NOT NULL,
+    PRIMARY KEY (user_id),
+    UNIQUE KEY idx_profiles_email (email),
+    KEY idx_profiles_country_status (country, status, user_id),
+    KEY idx_profiles_created_at (created_at, user_id),
+    KEY idx_profiles_reputation (reputation DESC, user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+
+#: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
+#: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of nothing raises one.
+SESSION_INIT = "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', sql_notes = 0"
+
+DEFAULTS = {"host": "127.0.0.1", "port": 3306, "database": "asyncbench", "user": "root", "password": ""}
+ENV_VARS = {
+    "host": "MYSQL_HOST",
+    "port": "MYSQL_PORT",
+    "database": "MYSQL_DATABASE",
+    "user": "MYSQL_USER",
+    "password": "MYSQL_PASSWORD",
+}
+#: Client errors meaning "nothing answered": can't connect (TCP/socket), lost during handshake.
+UNREACHABLE_CODES = {2002, 2003, 2006, 2013}
+UNKNOWN_DATABASE = 1049
+CONNECT_TIMEOUT_S = 5
+#: The engine prepares 11 distinct statements; asyncmy keeps them all prepared.
+STMT_CACHE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Statements:
+    """Every SQL string the engine runs, built once per engine (the limit is inlined)."""
+
+    insert: str
+    by_id: str
+    by_email: str
+    scan_country_status: str
+    query_country_status: str
+    scan_created_at: str
+    query_created_at: str
+    scan_top_reputation: str
+    query_top_reputation: str
+    update: str
+    count: str
+
+    @classmethod
+    def build(cls, limit: int) -> Statements:
+        limit = int(limit)  # inlined into SQL: must be a plain int
+        cs = f"WHERE country = %s AND status = %s ORDER BY user_id LIMIT {limit}"
+        created = f"WHERE created_at BETWEEN %s AND %s ORDER BY created_at, user_id LIMIT {limit}"
+        top = f"ORDER BY reputation DESC, user_id LIMIT {limit}"
+        return cls(
+            insert=f"INSERT INTO {TABLE} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            by_id=f"SELECT {COLUMNS} FROM {TABLE} WHERE user_id = %s",
+            by_email=f"SELECT {COLUMNS} FROM {TABLE} WHERE email = %s",
+            scan_country_status=f"SELECT user_id FROM {TABLE} {cs}",
+            query_country_status=f"SELECT {COLUMNS} FROM {TABLE} {cs}",
+            scan_created_at=f"SELECT user_id FROM {TABLE} {created}",
+            query_created_at=f"SELECT {COLUMNS} FROM {TABLE} {created}",
+            scan_top_reputation=f"SELECT user_id FROM {TABLE} {top}",
+            query_top_reputation=f"SELECT {COLUMNS} FROM {TABLE} {top}",
+            # email and created_at never change on update (spec): their indexes stay untouched.
+            update=(
+                f"UPDATE {TABLE} SET country = %s, status = %s, last_login = %s, reputation = %s, "
+                "display_name = %s, bio = %s WHERE user_id = %s"
+            ),
+            count=f"SELECT COUNT(*) FROM {TABLE}",
+        )
+
+
+def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """TOML value if set, else the ``MYSQL_*`` variable, else the default; port as an int."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for key, default in DEFAULTS.items():
+        value = settings.get(key)
+        if value in (None, "", 0):
+            value = env.get(ENV_VARS[key]) or default
+        out[key] = value
+    try:
+        out["port"] = int(out["port"])
+    except ValueError:
+        raise ValueError(f"MySQL port must be an integer, got {out['port']!r}") from None
+    return out
+
+
+class _hybridmethod:
+    """A method callable on the class (before open) and on an instance (knows more after open)."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+
+    def __get__(self, obj: object, owner: type) -> Callable[[], Any]:
+        target = owner if obj is None else obj
+        return lambda: self.func(target)
+
+
+class Session:
+    """One connection and its cursor with the batch loops: one statement per operation.
+
+    A worker owns one session; with P workers the engine would hold P of them (asyncmy
+    connections are not safe to share between concurrent tasks).
+    """
+
+    def __init__(self, conn: Any, sql: Statements) -> None:
+        self.conn = conn
+        self.cur = conn.cursor()
+        self.sql = sql
+
+    async def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        try:
+            await self.cur.close()
+            await conn.ensure_closed()  # polite COM_QUIT
+        except Exception:
+            conn.close()  # the transport is gone or broken: just drop it
+
+    async def execute(self, sql: str, args: Any = None) -> list[tuple]:
+        cur = self.cur
+        await cur.execute(sql, args)
+        return list(await cur.fetchall())
+
+    async def insert(self, profiles: Sequence[Profile]) -> None:
+        execute, sql = self.cur.execute, self.sql.insert
+        for p in profiles:
+            await execute(sql, p)
+
+    async def read(self, sql: str, keys: Sequence[Any]) -> list[Profile]:
+        """One point SELECT per key, rows in request order, missing keys skipped."""
+        cur = self.cur
+        execute, fetchone = cur.execute, cur.fetchone
+        out = []
+        append = out.append
+        for key in keys:
+            await execute(sql, (key,))
+            row = await fetchone()
+            if row is not None:
+                append(row)
+        return out
+
+    async def scan(self, sql: str, params: Sequence[Sequence[Any]]) -> list[int]:
+        """One index-only SELECT of user ids per query, concatenated in query order."""
+        cur = self.cur
+        execute, fetchall = cur.execute, cur.fetchall
+        out: list[int] = []
+        extend = out.extend
+        for p in params:
+            await execute(sql, p)
+            extend([row[0] for row in await fetchall()])
+        return out
+
+    async def query(self, sql: str, params: Sequence[Sequence[Any]]) -> list[Profile]:
+        """One full-row SELECT per query (same WHERE / ORDER BY / LIMIT as the scan)."""
+        cur = self.cur
+        execute, fetchall = cur.execute, cur.fetchall
+        out: list[Profile] = []
+        extend = out.extend
+        for p in params:
+            await execute(sql, p)
+            extend(await fetchall())
+        return out
+
+    async def repeat(self, sql: str, times: int, ids_only: bool) -> list[Any]:
+        """The same parameterless SELECT ``times`` times (top reputation)."""
+        cur = self.cur
+        execute, fetchall = cur.execute, cur.fetchall
+        out: list[Any] = []
+        extend = out.extend
+        for _ in range(times):
+            await execute(sql)
+            rows = await fetchall()
+            extend([row[0] for row in rows] if ids_only else rows)
+        return out
+
+    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
+        """Per id: SELECT the row, transform it, one autocommit UPDATE; missing ids skipped."""
+        cur = self.cur
+        execute, fetchone = cur.execute, cur.fetchone
+        by_id, update = self.sql.by_id, self.sql.update
+        out = []
+        append = out.append
+        for uid in uids:
+            await execute(by_id, (uid,))
+            old = await fetchone()
+            if old is None:
+                continue
+            new = transform(old)
+            if new[0] != old[0] or new[1] != old[1] or new[4] != old[4]:
+                raise ValueError(f"update of {uid} changed user_id, email or created_at")
+            await execute(update, (new[2], new[3], new[5], new[6], new[7], new[8], uid))
+            append(new)
+        return out
+
+
+class MySqlEngine(Engine):
+    """InnoDB over TCP; see the module docstring for the schema and the driver choice."""
+
+    name = "mysql"
+    needs_stabilization = False
+    persistent = True
+    default_settings: ClassVar[Mapping[str, Any]] = {
+        "host": "",
+        "port": 0,
+        "database": "",
+        "user": "",
+        "password": "",
+    }
+    memory_note = "process memory is the client only; the server's memory is not included"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.conn_settings = resolve_settings(self.settings)
+        self.sql = Statements.build(self.limit)
+        self._session: Session | None = None
+        self._server_version: str | None = None
+        self._flush_log_at_trx_commit: str | None = None
+        self._storage_bytes: int | None = None
+
+    # --- lifecycle --------------------------------------------------------------------
+    async def connect(self) -> Any:
+        """A new autocommit connection; EngineUnavailable when no server answers."""
+        s = self.conn_settings
+        kwargs = dict(
+            host=s["host"],
+            port=s["port"],
+            user=s["user"],
+            password=s["password"],
+            charset="utf8mb4",
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            init_command=SESSION_INIT,
+            stmt_cache_size=STMT_CACHE_SIZE,
+        )
+        try:
+            try:
+                return await asyncmy.connect(database=s["database"], **kwargs)
+            except OperationalError as exc:
+                if exc.args[0] != UNKNOWN_DATABASE:
+                    raise
+            # The server is there but the database is not: create it (as a local root would).
+            conn = await asyncmy.connect(**kwargs)
+            async with conn.cursor() as cur:
+                await cur.execute(
+                    f"CREATE DATABASE IF NOT EXISTS `{s['database']}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                )
+            await conn.select_db(s["database"])
+            return conn
+        except OperationalError as exc:
+            if exc.args and exc.args[0] in UNREACHABLE_CODES:
+                raise EngineUnavailable(self._unreachable(exc.args[-1])) from exc
+            raise
+        except OSError as exc:
+            raise EngineUnavailable(self._unreachable(exc)) from exc
+
+    def _unreachable(self, why: object) -> str:
+        s = self.conn_settings
+        return (
+            f"no MySQL server reachable at {s['host']}:{s['port']} ({why}); "
+            "start one with scripts/mysql-server"
+        )
+
+    async def open(self, reset: bool) -> None:
+        conn = await self.connect()
+        session = Session(conn, self.sql)
+        try:
+            rows = await session.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
+            self._server_version, flush = rows[0]
+            self._flush_log_at_trx_commit = str(flush)
+            if reset:
+                await session.execute(f"DROP TABLE IF EXISTS {TABLE}")
+            await session.execute(SCHEMA)
+        except BaseException:
+            await session.close()
+            raise
+        self._session = session
+        self._storage_bytes = None
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def settle(self) -> None:
+        """The final commit (a no-op under autocommit), then the storage figure.
+
+        ``storage_bytes`` is synchronous in the protocol but needs a query, so it is computed
+        here and cached: ANALYZE TABLE refreshes InnoDB's statistics (information_schema's
+        lengths come from them), then data + index length of the table.
+        """
+        db = self._db
+        await db.conn.commit()
+        await db.execute(f"ANALYZE TABLE {TABLE}")
+        rows = await db.execute(
+            "SELECT data_length + index_length FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND table_name = %s",
+            (TABLE,),
+        )
+        self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    def storage_bytes(self) -> int:
+        """Data + index length cached by :meth:`settle` (0 before any settle)."""
+        return self._storage_bytes or 0
+
+    @property
+    def _db(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("MySQL engine is not open")
+        return self._session
+
+    # --- operations ---------------------------------------------------------------------
+    async def insert(self, profiles: Sequence[Profile]) -> None:
+        await self._db.insert(profiles)
+
+    async def read_by_id(self, uids: Sequence[int]) -> list[Profile]:
+        return await self._db.read(self.sql.by_id, uids)
+
+    async def lookup_by_email(self, emails: Sequence[str]) -> list[Profile]:
+        return await self._db.read(self.sql.by_email, emails)
+
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
+        return await self._db.scan(self.sql.scan_country_status, queries)
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Profile]:
+        return await self._db.query(self.sql.query_country_status, queries)
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
+        return await self._db.scan(self.sql.scan_created_at, ranges)
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Profile]:
+        return await self._db.query(self.sql.query_created_at, ranges)
+
+    async def scan_top_reputation(self, times: int) -> list[int]:
+        return await self._db.repeat(self.sql.scan_top_reputation, times, ids_only=True)
+
+    async def query_top_reputation(self, times: int) -> list[Profile]:
+        return await self._db.repeat(self.sql.query_top_reputation, times, ids_only=False)
+
+    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
+        return await self._db.update(uids, transform)
+
+    async def count(self) -> int:
+        return int((await self._db.execute(self.sql.count))[0][0])
+
+    # --- report metadata ------------------------------------------------------------
+    def describe_settings(self) -> dict[str, str]:
+        s = self.conn_settings
+        return {
+            "server": f"{s['host']}:{s['port']}",
+            "database": str(s["database"]),
+            "user": str(s["user"]),
+            "table": "InnoDB, utf8mb4_bin, 4 secondary indexes",
+            "driver": f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})",
+        }
+
+    def durability(self) -> str:
+        flush = self._flush_log_at_trx_commit or "unknown until connected"
+        return f"MySQL/MariaDB: InnoDB, autocommit, innodb_flush_log_at_trx_commit={flush}"
+
+    @_hybridmethod
+    def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance
+        """The driver's version; after open also the server's (SELECT VERSION())."""
+        try:
+            versions = {"asyncmy": importlib.metadata.version("asyncmy")}
+        except importlib.metadata.PackageNotFoundError:
+            versions = {"asyncmy": "unknown"}
+        server = getattr(self_or_cls, "_server_version", None)
+        if isinstance(server, str):
+            versions["server"] = server
+        return versions
