@@ -16,7 +16,10 @@ batch 1_000). Measured on the adapter's own handles and settings:
 * the bare cost of one ``anyio.to_thread.run_sync`` hop.
 
 Everything runs inside one ``anyio.run`` (asyncio with uvloop when installed). Variants
-are interleaved (a, b, c, a, b, c ...) after one warm-up round; medians are reported.
+are interleaved, in a rotating order, after one warm-up round. On a shared machine other
+processes shift single timings a lot, so the overhead is given three ways: ratio of the
+medians, median of the per-round ratios (back-to-back runs see the same load), and ratio
+of the minima.
 Usage::
 
     .venv/bin/python benchmarks/bench_rocksdb_overhead.py [--profiles 200000] [--runs 5]
@@ -63,11 +66,12 @@ def chunks(xs: Sequence, n: int) -> list[Sequence]:
 def plain_reads(db: rocksdict.Rdict, uids: Sequence[int]) -> list[bytes]:
     """What anyone would write against rocksdict: one get per id, keep the found ones."""
     get = db.get
-    out = []
+    out: list[bytes] = []
+    append = out.append  # as tight as the adapter's own loop
     for uid in uids:
         value = get(primary_key(uid))
         if value is not None:
-            out.append(value)
+            append(value)
     return out
 
 
@@ -137,11 +141,13 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> dict[str, list[fl
         "(b) adapter body, no hop": body,
         "(c) adapter read_by_id": adapter,
     }
+    labels = list(variants)
     times: dict[str, list[float]] = {k: [] for k in variants}
     for run in range(args.runs + 1):
-        for label, fn in variants.items():
-            elapsed = await timed(fn)
-            if run:  # run 0 warms caches
+        # rotate the order each round so no variant always runs first or last
+        for label in labels[run % 3 :] + labels[: run % 3]:
+            elapsed = await timed(variants[label])
+            if run:  # round 0 warms caches
                 times[label].append(elapsed / args.reads)
     await engine.close()
     return times
@@ -153,20 +159,22 @@ async def bench_inserts(args: argparse.Namespace, root: Path) -> dict[str, list[
     times: dict[str, list[float]] = {"(a) plain rocksdict loop": [], "(c) adapter insert": []}
     for run in range(args.insert_runs):
         engine = RocksDbEngine(EngineConfig("rocksdb", root / f"ins-{run}-c", {}, 50, SEED))
-        dbs = open_plain(engine, root / f"ins-{run}-a")
-        t = time.perf_counter()
-        plain_inserts(dbs, profiles)
-        times["(a) plain rocksdict loop"].append((time.perf_counter() - t) / len(profiles))
-        for d in dbs:
-            d.close()
-        del dbs
-
-        await engine.open(reset=True)
-        t = time.perf_counter()
-        for b in batches:
-            await engine.insert(b)
-        times["(c) adapter insert"].append((time.perf_counter() - t) / len(profiles))
-        await engine.close()
+        for label in sorted(times, reverse=bool(run % 2)):  # alternate which goes first
+            if label.startswith("(a)"):
+                dbs = open_plain(engine, root / f"ins-{run}-a")
+                t = time.perf_counter()
+                plain_inserts(dbs, profiles)
+                times[label].append((time.perf_counter() - t) / len(profiles))
+                for d in dbs:
+                    d.close()
+                del dbs
+            else:
+                await engine.open(reset=True)
+                t = time.perf_counter()
+                for b in batches:
+                    await engine.insert(b)
+                times[label].append((time.perf_counter() - t) / len(profiles))
+                await engine.close()
     return times
 
 
@@ -181,14 +189,19 @@ async def bench_hop(n: int = 2000) -> float:
 
 
 def report(title: str, times: dict[str, list[float]], unit_ops: str) -> None:
+    """Medians per variant, and the overhead against the first variant three ways: ratio of
+    medians, median of the per-round ratios (rounds run back to back, so this cancels load
+    drift from other processes), and ratio of the minima (the least disturbed rounds)."""
     print(f"\n{title}")
-    base = statistics.median(next(iter(times.values())))
+    base = next(iter(times.values()))
     for label, samples in times.items():
         med = statistics.median(samples)
-        spread = f"min {min(samples) * 1e6:.3f} max {max(samples) * 1e6:.3f}"
+        paired = statistics.median(s / b for s, b in zip(samples, base, strict=True))
         print(
-            f"  {label:28} median {med * 1e6:7.3f} us/{unit_ops}  ({spread})  "
-            f"{1 / med:12,.0f} {unit_ops}/s  overhead {100 * (med / base - 1):+6.1f} %"
+            f"  {label:26} median {med * 1e6:7.3f} us/{unit_ops} (min {min(samples) * 1e6:.3f},"
+            f" max {max(samples) * 1e6:.3f}) {1 / med:10,.0f} {unit_ops}/s | overhead:"
+            f" medians {100 * (med / statistics.median(base) - 1):+5.1f} %,"
+            f" paired {100 * (paired - 1):+5.1f} %, minima {100 * (min(samples) / min(base) - 1):+5.1f} %"
         )
 
 
@@ -215,11 +228,11 @@ async def main(args: argparse.Namespace, backend: str) -> None:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profiles", type=int, default=200_000)
-    p.add_argument("--reads", type=int, default=200_000)
+    p.add_argument("--reads", type=int, default=50_000, help="reads per round")
     p.add_argument("--batch", type=int, default=1_000)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=15, help="timed read rounds")
     p.add_argument("--insert-profiles", type=int, default=100_000)
-    p.add_argument("--insert-runs", type=int, default=3)
+    p.add_argument("--insert-runs", type=int, default=5)
     p.add_argument("--dir", default=None, help="parent directory for the temporary stores")
     return p.parse_args()
 
