@@ -105,9 +105,10 @@ class RocksDbEngine(Engine):
         "compression": "zstd",
         "sync": False,
         # False reproduces the reference: its optimize_level_style_compaction call sets a
-        # per-level compression list that overrides `compression` (none on the first two
-        # levels, LZ4 below), so a fully compacted store is mostly uncompressed. True sets
-        # `compression` on every level after that call, so the configured codec applies.
+        # per-level list that overrides `compression` (none for L0 and the base level, LZ4
+        # below). A full compaction puts everything on the base level, so the compacted
+        # store is uncompressed (50k profiles: 18.9 MB with zstd or none alike). True sets
+        # `compression` on every level after that call, so the codec applies (4.6 MB).
         "compression_all_levels": False,
     }
 
