@@ -111,7 +111,7 @@ async def bench(variant: str, n: int, repeat: int) -> dict[str, float]:
     async def top_queries() -> int:
         m = max(1, n // 10)
         for _ in range(m):
-            await cur.execute(TOP)
+            await cur.execute(TOP, ())  # empty args (not None) keep asyncmy's prepared path
             rows = await cur.fetchall()
             assert len(rows) == 50 and isinstance(rows[0][6], int)
         return m

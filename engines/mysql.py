@@ -1,8 +1,11 @@
 """MySQL/MariaDB engine: a client/server database over TCP, driven through ``asyncmy``.
 
 One InnoDB ``profiles`` table with the SQLite schema's indexes (email UNIQUE; (country,
-status, user_id); (created_at, user_id); (reputation DESC, user_id)), ``utf8mb4_bin`` so
-string comparison is by code point, like the byte-ordered key/value engines. Every write is
+status, user_id); (created_at, user_id); (reputation DESC, user_id)) and a binary collation,
+so strings compare by code point like the byte-ordered key/value engines: the first of
+``utf8mb4_nopad_bin`` (MariaDB), ``utf8mb4_0900_bin`` (MySQL 8) or ``utf8mb4_bin`` the server
+has. The no-pad ones also tell ``"a"`` from ``"a "`` (plain ``utf8mb4_bin`` pads, so a
+UNIQUE email would treat them as equal), which is what byte keys do. Every write is
 one autocommit statement; every operation is exactly one statement round trip. The batch
 loops await the driver directly: an asyncio driver needs no thread hop, so there is nothing
 else to amortize.
@@ -35,8 +38,12 @@ from workloads.profiles import Profile
 TABLE = "profiles"
 COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
 
+#: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
+COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
+
 #: Column sizes hold the generator's strings with room to spare; strict SQL mode (set per
-#: session) turns any overflow into an error instead of a silent truncation.
+#: session) turns any overflow into an error instead of a silent truncation. ``{collation}``
+#: is filled in at open.
 SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     user_id BIGINT NOT NULL,
     email VARCHAR(255) NOT NULL,
@@ -52,7 +59,7 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     KEY idx_profiles_country_status (country, status, user_id),
     KEY idx_profiles_created_at (created_at, user_id),
     KEY idx_profiles_reputation (reputation DESC, user_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={{collation}}"""
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
 #: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of nothing raises one.
@@ -129,6 +136,16 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
     except ValueError:
         raise ValueError(f"MySQL port must be an integer, got {out['port']!r}") from None
     return out
+
+
+async def pick_collation(session: Session) -> str:
+    """The first of :data:`COLLATIONS` the server knows."""
+    names = ", ".join(f"'{c}'" for c in COLLATIONS)
+    have = {row[0] for row in await session.execute(f"SHOW COLLATION WHERE Collation IN ({names})")}
+    for name in COLLATIONS:
+        if name in have:
+            return name
+    raise RuntimeError(f"the server has none of the binary collations {', '.join(COLLATIONS)}")
 
 
 class _hybridmethod:
@@ -216,7 +233,7 @@ class Session:
         out: list[Any] = []
         extend = out.extend
         for _ in range(times):
-            await execute(sql)
+            await execute(sql, ())  # empty args, not None: asyncmy then runs it prepared too
             rows = await fetchall()
             extend([row[0] for row in rows] if ids_only else rows)
         return out
@@ -264,6 +281,7 @@ class MySqlEngine(Engine):
         self._server_version: str | None = None
         self._flush_log_at_trx_commit: str | None = None
         self._storage_bytes: int | None = None
+        self.collation: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------
     async def connect(self) -> Any:
@@ -315,9 +333,10 @@ class MySqlEngine(Engine):
             rows = await session.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
             self._server_version, flush = rows[0]
             self._flush_log_at_trx_commit = str(flush)
+            self.collation = await pick_collation(session)
             if reset:
                 await session.execute(f"DROP TABLE IF EXISTS {TABLE}")
-            await session.execute(SCHEMA)
+            await session.execute(SCHEMA.format(collation=self.collation))
         except BaseException:
             await session.close()
             raise
@@ -397,7 +416,7 @@ class MySqlEngine(Engine):
             "server": f"{s['host']}:{s['port']}",
             "database": str(s["database"]),
             "user": str(s["user"]),
-            "table": "InnoDB, utf8mb4_bin, 4 secondary indexes",
+            "table": "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes",
             "driver": f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})",
         }
 
