@@ -13,10 +13,13 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+
+import anyio
+from anyio.abc import TaskGroup
 
 from workloads.profiles import Profile, Record
 
@@ -32,6 +35,7 @@ class EngineConfig:
     settings: Mapping[str, Any] = field(default_factory=dict)
     limit: int = 50
     seed: int = 570123434
+    workers: int = 1  # P: how many concurrent workers will call ``worker(i)`` handles
 
 
 def directory_size(path: Path) -> int:
@@ -56,6 +60,12 @@ class Engine(abc.ABC):
     #: Whether data survives close + reopen (the memory engine only keeps its object).
     persistent: ClassVar[bool] = True
 
+    #: A task group that outlives ``open() .. close()``, set by whoever opens the engine
+    #: (the runner, or :func:`opened`). Engines with background work (merges, log writers)
+    #: start it here and must stop it in ``close()``; anyio scopes nest lexically, so an
+    #: engine must never enter a task group in ``open`` and leave it in ``close``.
+    background: TaskGroup | None = None
+
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.settings: dict[str, Any] = {**self.default_settings, **config.settings}
@@ -79,6 +89,12 @@ class Engine(abc.ABC):
 
     def storage_bytes(self) -> int:
         return directory_size(self.data_dir)
+
+    def worker(self, index: int) -> Engine:
+        """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
+        handle return ``self``; engines with a connection per worker (SQLite) return a view
+        bound to that worker's connection, opened in ``open``."""
+        return self
 
     # --- operations -------------------------------------------------------------------
     @abc.abstractmethod
@@ -134,3 +150,20 @@ class Engine(abc.ABC):
     def library_versions(cls) -> dict[str, str]:
         """Versions of the libraries this engine measures, for the Environment section."""
         return {}
+
+
+@contextlib.asynccontextmanager
+async def opened(engine: Engine, reset: bool = True) -> AsyncIterator[Engine]:
+    """Open ``engine`` with a background task group around its lifetime; close it on exit.
+
+    For tests and scripts; the runner does the same with timeouts and failure handling.
+    """
+    async with anyio.create_task_group() as tg:
+        engine.background = tg
+        await engine.open(reset)
+        try:
+            yield engine
+        finally:
+            with anyio.CancelScope(shield=True):
+                await engine.close()
+            tg.cancel_scope.cancel()

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-from asyncbench.checksum import Checksum
+import anyio
+
+from asyncbench.checksum import Checksum, combine
 from asyncbench.engine import Engine
 from workloads.plan import Plan
 from workloads.profiles import create_many, update
@@ -84,6 +86,7 @@ BatchHook = Callable[[int, int, float], None]
 class PhaseOutcome:
     ops: int
     checksum: str | None
+    seconds: float | None = None  # set when the phase timed itself (from the start gate)
 
 
 def stream_items(kind: str, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
@@ -157,12 +160,67 @@ def make_step(
     return step
 
 
+def partition(items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
+    """Contiguous partitions: ``len // P`` each, the first ``len % P`` workers one more."""
+    base, extra = divmod(len(items), workers)
+    parts, start = [], 0
+    for w in range(workers):
+        size = base + (1 if w < extra else 0)
+        parts.append(items[start : start + size])
+        start += size
+    return parts
+
+
+def bucket_by_uid(uids: Sequence[int], workers: int) -> list[list[int]]:
+    """Updates go to worker ``uid % P`` in plan order, so each id's updates stay ordered."""
+    buckets: list[list[int]] = [[] for _ in range(workers)]
+    for uid in uids:
+        buckets[uid % workers].append(uid)
+    return buckets
+
+
 async def run_ops_phase(
-    kind: str, items: Sequence[Any], engine: Engine, seed: int, batch_size: int, on_batch: BatchHook
+    kind: str,
+    items: Sequence[Any],
+    engines: Sequence[Engine],
+    seed: int,
+    batch_size: int,
+    on_batch: BatchHook,
 ) -> PhaseOutcome:
-    cs = Checksum()
-    ops = await drive(items, batch_size, make_step(kind, engine, cs, seed), on_batch)
-    return PhaseOutcome(ops=ops, checksum=cs.hex())
+    """One worker per engine handle in ``engines``; P > 1 workers start together behind a gate.
+
+    Each worker folds its own partition; the phase checksum is the fold of the active
+    workers' hex checksums in worker order (one active worker: its own checksum).
+    """
+    workers = len(engines)
+    if workers == 1:
+        cs = Checksum()
+        t0 = perf_counter()
+        ops = await drive(items, batch_size, make_step(kind, engines[0], cs, seed), on_batch)
+        return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
+    parts = bucket_by_uid(items, workers) if kind == "update" else partition(items, workers)
+    sums = [Checksum() for _ in range(workers)]
+    gate = anyio.Event()
+    ready = 0
+
+    async def worker(w: int) -> None:
+        nonlocal ready
+        ready += 1
+        await gate.wait()
+        await drive(parts[w], batch_size, make_step(kind, engines[w], sums[w], seed), on_batch)
+
+    async with anyio.create_task_group() as tg:
+        for w in range(workers):
+            tg.start_soon(worker, w)
+        while ready < workers:  # every worker is parked at the gate before the clock starts
+            await anyio.sleep(0)
+        t0 = perf_counter()
+        gate.set()
+    seconds = perf_counter() - t0
+    active = [sums[w].hex() for w in range(workers) if len(parts[w])]
+    return PhaseOutcome(
+        ops=len(items), checksum=combine(active) if active else Checksum().hex(), seconds=seconds
+    )
 
 
 async def run_verify(engine: Engine, profiles: int) -> PhaseOutcome:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from time import perf_counter
 
 import anyio
+from anyio.abc import TaskGroup
 
 from asyncbench import environment
 from asyncbench.config import BenchConfig, PhaseSpec
@@ -34,6 +35,7 @@ class EngineRun:
         self.result = EngineResult(engine=name)
         self.current: str | None = None
         self.engine: Engine | None = None
+        self.background: TaskGroup | None = None
 
     def _engine_config(self) -> EngineConfig:
         n = self.plan.counts.profiles
@@ -43,6 +45,7 @@ class EngineRun:
             settings=self.cfg.engine_settings.get(self.name, {}),
             limit=self.cfg.limit,
             seed=self.cfg.seed,
+            workers=self.cfg.parallelism,
         )
 
     async def run(self) -> EngineResult:
@@ -51,39 +54,26 @@ class EngineRun:
         res.initial_rss_bytes = self.sampler.reset()
         self.observer.engine_start(self.name, self.plan.counts.profiles)
         try:
-            cls = engine_class(self.name)
-            econf = self._engine_config()
-            econf.data_dir.mkdir(parents=True, exist_ok=True)
-            self.engine = cls(econf)
-            res.settings = self.engine.describe_settings()
-            res.durability = self.engine.durability()
-            res.versions = cls.library_versions()
-            note = getattr(cls, "memory_note", None)
-            if note:
-                res.notes.append(note)
-            with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
-                self.current = "open"
-                await self.engine.open(reset=True)
-                for spec in self.cfg.phases:
-                    self.current = spec.name
-                    await self._phase(spec)
-                self.current = None
-                if res.storage_bytes is None:
-                    res.storage_bytes = await anyio.to_thread.run_sync(self.engine.storage_bytes)
-            if scope.cancelled_caught:
-                res.status = (
-                    f"Timed out after {self.cfg.timeout_seconds:g} seconds; interrupted: {self.current}"
-                )
-        except EngineUnavailable as exc:
+            # The engine's background tasks (merges, WAL writers) live in this task group,
+            # from before open() until after close(): anyio scopes must nest lexically.
+            async with anyio.create_task_group() as background:
+                self.background = background
+                try:
+                    await self._run_phases()
+                finally:
+                    await self._close_quietly()
+                    background.cancel_scope.cancel()
+        except* EngineUnavailable as group:
+            exc = group.exceptions[0]
             optional = self.name in self.cfg.optional_engines
             res.status = f"Skipped: {exc}" if optional else f"Failed: {self.current or 'open'}: {exc}"
-        except anyio.get_cancelled_exc_class():
+        except* anyio.get_cancelled_exc_class():
             res.status = f"Interrupted during {self.current or 'start-up'}"
             raise
-        except Exception as exc:  # an engine fault ends this engine's run, not the benchmark
+        except* Exception as group:  # an engine fault ends this engine's run, not the benchmark
+            exc = group.exceptions[0]
             res.status = f"Failed: {self.current}: {type(exc).__name__}: {exc}"
         finally:
-            await self._close_quietly()
             res.run_seconds = perf_counter() - started
             self.sampler.sample()
             res.peak_rss_bytes = self.sampler.peak
@@ -91,6 +81,35 @@ class EngineRun:
                 res.versions = self.engine.library_versions() or res.versions
             self.observer.engine_end(res)
         return res
+
+    async def _run_phases(self) -> None:
+        res = self.result
+        cls = engine_class(self.name)
+        econf = self._engine_config()
+        econf.data_dir.mkdir(parents=True, exist_ok=True)
+        self.engine = self._new_engine(cls, econf)
+        res.settings = self.engine.describe_settings()
+        res.durability = self.engine.durability()
+        res.versions = cls.library_versions()
+        note = getattr(cls, "memory_note", None)
+        if note:
+            res.notes.append(note)
+        with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
+            self.current = "open"
+            await self.engine.open(reset=True)
+            for spec in self.cfg.phases:
+                self.current = spec.name
+                await self._phase(spec)
+            self.current = None
+            if res.storage_bytes is None:
+                res.storage_bytes = await anyio.to_thread.run_sync(self.engine.storage_bytes)
+        if scope.cancelled_caught:
+            res.status = f"Timed out after {self.cfg.timeout_seconds:g} seconds; interrupted: {self.current}"
+
+    def _new_engine(self, cls: type[Engine], econf: EngineConfig) -> Engine:
+        engine = cls(econf)
+        engine.background = self.background
+        return engine
 
     async def _close_quietly(self) -> None:
         if self.engine is None:
@@ -116,8 +135,9 @@ class EngineRun:
         outcome = PhaseOutcome(ops=0, checksum=None)
         t0 = perf_counter()
         if role == "ops":
+            handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
             outcome = await run_ops_phase(
-                spec.kind, items, engine, self.cfg.seed, self.cfg.batch_size, self._batch_hook(spec.name)
+                spec.kind, items, handles, self.cfg.seed, self.cfg.batch_size, self._batch_hook(spec.name)
             )
         elif role == "stabilize":
             await engine.stabilize()
@@ -127,7 +147,7 @@ class EngineRun:
             await self._reopen()
         elif role == "verify":
             outcome = await run_verify(self.engine, self.plan.counts.profiles)
-        seconds = perf_counter() - t0
+        seconds = perf_counter() - t0 if outcome.seconds is None else outcome.seconds
         if role == "settle":
             self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
         pr = PhaseResult(spec.name, spec.kind, role, outcome.ops, seconds, outcome.checksum)
@@ -141,7 +161,7 @@ class EngineRun:
         await engine.close()
         if engine.persistent:
             self.engine = None  # a failing constructor must not leave a closed engine to close again
-            self.engine = type(engine)(engine.config)
+            self.engine = self._new_engine(type(engine), engine.config)
         await self.engine.open(reset=False)
 
     def _batch_hook(self, phase: str) -> Callable[[int, int, float], None]:

@@ -1,0 +1,48 @@
+"""P > 1 workers: partitioning, the combination rule, and agreement across engines."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REFERENCE_PLAN
+
+from asyncbench.checksum import combine
+from asyncbench.phases import bucket_by_uid, partition
+from workloads.reference import REFERENCE_CHECKSUMS
+
+
+def test_contiguous_partitions_give_the_remainder_to_the_first_workers() -> None:
+    assert partition(list(range(10)), 3) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert partition(range(1, 8), 2) == [range(1, 5), range(5, 8)]
+    assert partition([1, 2], 4) == [[1], [2], [], []]
+
+
+def test_updates_bucket_by_uid_modulo_p_in_plan_order() -> None:
+    assert bucket_by_uid([5, 2, 8, 3, 6, 5], 3) == [[3, 6], [], [5, 2, 8, 5]]
+
+
+def test_combined_checksum_is_the_fold_of_hex_strings_in_worker_order() -> None:
+    # Hand-computed FNV fold of the UTF-16 code units of "0A" then "FF".
+    state = 14695981039346656037
+    for ch in "0AFF":
+        state = ((state ^ ord(ch)) * 1099511628211) % 2**64
+    assert combine(["0A", "FF"]) == f"{state:016X}"
+    assert combine(["0A", "FF"]) != combine(["FF", "0A"])
+    assert combine(["C8DE164958C41D95"]) == "C8DE164958C41D95"
+
+
+@pytest.mark.parametrize("parallelism", ["1", "4"])
+def test_engines_agree_with_memory_at_p(parallelism: str, run_cli) -> None:
+    engines = "memory,lsm,rocksdb,sqlite"
+    code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
+    assert code == 0, output
+    runs = {e["engine"]: e for e in results[0]["engines"]}
+    assert all(e["status"] == "ok" for e in runs.values()), {k: e["status"] for k, e in runs.items()}
+    memory = {p["name"]: p["checksum"] for p in runs["memory"]["phases"] if p["checksum"]}
+    assert len(memory) == 17
+    for name, e in runs.items():
+        assert {p["name"]: p["checksum"] for p in e["phases"] if p["checksum"]} == memory, name
+    if parallelism == "1":
+        assert memory == REFERENCE_CHECKSUMS
+    else:  # partitioned phases fold worker checksums, so they differ from P1; verify does not
+        assert memory["insert profiles"] != REFERENCE_CHECKSUMS["insert profiles"]
+        assert memory["final (verify)"] == REFERENCE_CHECKSUMS["final (verify)"]
