@@ -361,4 +361,4 @@ class SqliteEngine(Engine):
 
     @classmethod
     def library_versions(cls) -> dict[str, str]:
-        return {"sqlite": sqlite3.sqlite_version, "aiosqlite": aiosqlite.__version__}
+        return {"SQLite": sqlite3.sqlite_version, "aiosqlite": aiosqlite.__version__}

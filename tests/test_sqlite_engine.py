@@ -99,7 +99,7 @@ def test_report_metadata(tmp_path: Path) -> None:
     e = make(tmp_path)
     assert e.durability() == "SQLite: WAL, synchronous=NORMAL"
     versions = SqliteEngine.library_versions()
-    assert versions["sqlite"] == sqlite3.sqlite_version
+    assert versions["SQLite"] == sqlite3.sqlite_version
     assert versions["aiosqlite"]
     assert e.describe_settings()["cache_size"] == "1024 MB"
     assert SqliteEngine.needs_stabilization is False
