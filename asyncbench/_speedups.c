@@ -325,7 +325,9 @@ fold_utf8(uint64_t *st, const unsigned char *p, Py_ssize_t n, Py_ssize_t i, Py_s
  * Checksum folds
  * ---------------------------------------------------------------------------------- */
 
-/* "[+-]?[0-9]+" as a value modulo 2^64 (int(field) & (2^64-1) for any length). */
+/* The fast path for an int field: "[+-]?[0-9]{1,19}" (no wrap possible).  Anything else
+ * (more digits, spaces, underscores, non-ASCII digits, garbage) returns -1 and goes to
+ * int_field_slow, which is Python's own int(). */
 static int
 parse_dec_bytes(const unsigned char *p, Py_ssize_t n, uint64_t *out)
 {
@@ -336,7 +338,7 @@ parse_dec_bytes(const unsigned char *p, Py_ssize_t n, uint64_t *out)
         neg = p[0] == '-';
         i = 1;
     }
-    if (i >= n) {
+    if (i >= n || n - i > 19) {
         return -1;
     }
     for (; i < n; i++) {
@@ -363,7 +365,7 @@ parse_dec_ucs(int kind, const void *data, Py_ssize_t start, Py_ssize_t stop, uin
             i++;
         }
     }
-    if (i >= stop) {
+    if (i >= stop || stop - i > 19) {
         return -1;
     }
     for (; i < stop; i++) {
@@ -377,12 +379,59 @@ parse_dec_ucs(int kind, const void *data, Py_ssize_t start, Py_ssize_t stop, uin
     return 0;
 }
 
+/* int(text) & (2^64-1), exactly as the Python fold computes it; consumes text.  A
+ * ValueError names the field and shows the record. */
+static int
+int_field_slow(PyObject *text, int field, PyObject *record, uint64_t *out)
+{
+    PyObject *v, *type, *value, *tb;
+    if (text == NULL) {
+        return -1;
+    }
+    v = PyLong_FromUnicodeObject(text, 10);
+    Py_DECREF(text);
+    if (v != NULL) {
+        *out = (uint64_t)PyLong_AsUnsignedLongLongMask(v);
+        Py_DECREF(v);
+        return 0;
+    }
+    if (record != NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyErr_Format(PyExc_ValueError, "encoded profile record %R: %s field: %S", record,
+                     FIELD_NAMES[field], value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return -1;
+}
+
 /* A malformed encoded record.  Python decodes the whole record before splitting it, so
  * invalid UTF-8 anywhere wins over a field problem. */
 static int
-bad_encoded_bytes(const unsigned char *p, Py_ssize_t n, int field, int fields_found)
+too_few_fields_bytes(const unsigned char *p, Py_ssize_t n, int fields_found)
 {
     PyObject *shown;
+    if (validate_utf8(p, n, 0) < 0) {
+        return -1;
+    }
+    shown = PyBytes_FromStringAndSize((const char *)p, n > 200 ? 200 : n);
+    if (shown != NULL) {
+        PyErr_Format(PyExc_ValueError, "encoded profile record has %d fields, needs at least 7: %R",
+                     fields_found, shown);
+        Py_DECREF(shown);
+    }
+    return -1;
+}
+
+/* The rare int field the fast path declines: decode it and let int() decide. */
+static int
+int_field_bytes(const unsigned char *p, Py_ssize_t n, Py_ssize_t start, Py_ssize_t stop, int field,
+                uint64_t *out)
+{
+    PyObject *shown;
+    int rc;
     if (validate_utf8(p, n, 0) < 0) {
         return -1;
     }
@@ -390,18 +439,10 @@ bad_encoded_bytes(const unsigned char *p, Py_ssize_t n, int field, int fields_fo
     if (shown == NULL) {
         return -1;
     }
-    if (field < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "encoded profile record has %d fields, needs at least 7: %R", fields_found,
-                     shown);
-    }
-    else {
-        PyErr_Format(PyExc_ValueError,
-                     "encoded profile record: %s field is not a decimal integer: %R",
-                     FIELD_NAMES[field], shown);
-    }
+    rc = int_field_slow(PyUnicode_DecodeUTF8((const char *)p + start, stop - start, "strict"), field,
+                        shown, out);
     Py_DECREF(shown);
-    return -1;
+    return rc;
 }
 
 /* b"uid|email|country|status|created|login|reputation|display|bio": folds fields 0..6
@@ -422,7 +463,7 @@ fold_encoded_bytes(uint64_t *st, const unsigned char *p, Py_ssize_t n)
             stop = n;
         }
         else {
-            return bad_encoded_bytes(p, n, -1, f + 1);
+            return too_few_fields_bytes(p, n, f + 1);
         }
         if (f >= 1 && f <= 3) {
             if (fold_utf8(st, p, n, pos, stop) < 0) {
@@ -431,8 +472,9 @@ fold_encoded_bytes(uint64_t *st, const unsigned char *p, Py_ssize_t n)
         }
         else {
             uint64_t v;
-            if (parse_dec_bytes(p + pos, stop - pos, &v) < 0) {
-                return bad_encoded_bytes(p, n, f, 0);
+            if (parse_dec_bytes(p + pos, stop - pos, &v) < 0 &&
+                int_field_bytes(p, n, pos, stop, f, &v) < 0) {
+                return -1;
             }
             FOLD(*st, v);
         }
@@ -463,24 +505,28 @@ find_bar(int kind, const void *data, Py_ssize_t start, Py_ssize_t len)
 }
 
 static int
-bad_encoded_str(PyObject *s, int field, int fields_found)
+too_few_fields_str(PyObject *s, int fields_found)
 {
     PyObject *shown = PyUnicode_Substring(s, 0, 200);
+    if (shown != NULL) {
+        PyErr_Format(PyExc_ValueError, "encoded profile record has %d fields, needs at least 7: %R",
+                     fields_found, shown);
+        Py_DECREF(shown);
+    }
+    return -1;
+}
+
+static int
+int_field_str(PyObject *s, Py_ssize_t start, Py_ssize_t stop, int field, uint64_t *out)
+{
+    PyObject *shown = PyUnicode_Substring(s, 0, 200);
+    int rc;
     if (shown == NULL) {
         return -1;
     }
-    if (field < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "encoded profile record has %d fields, needs at least 7: %R", fields_found,
-                     shown);
-    }
-    else {
-        PyErr_Format(PyExc_ValueError,
-                     "encoded profile record: %s field is not a decimal integer: %R",
-                     FIELD_NAMES[field], shown);
-    }
+    rc = int_field_slow(PyUnicode_Substring(s, start, stop), field, shown, out);
     Py_DECREF(shown);
-    return -1;
+    return rc;
 }
 
 /* The same encoding held as a str. */
@@ -500,7 +546,7 @@ fold_encoded_str(uint64_t *st, PyObject *s)
         Py_ssize_t stop = find_bar(kind, data, pos, len);
         if (stop < 0) {
             if (f != 6) {
-                return bad_encoded_str(s, -1, f + 1);
+                return too_few_fields_str(s, f + 1);
             }
             stop = len;
         }
@@ -509,8 +555,9 @@ fold_encoded_str(uint64_t *st, PyObject *s)
         }
         else {
             uint64_t v;
-            if (parse_dec_ucs(kind, data, pos, stop, &v) < 0) {
-                return bad_encoded_str(s, f, 0);
+            if (parse_dec_ucs(kind, data, pos, stop, &v) < 0 &&
+                int_field_str(s, pos, stop, f, &v) < 0) {
+                return -1;
             }
             FOLD(*st, v);
         }

@@ -1,0 +1,485 @@
+"""The compiled accelerator must equal its pure-Python definitions bit for bit.
+
+Property tests compare ``asyncbench._speedups`` with ``py_fold_*`` (checksum.py),
+``PyNetRandom`` (dotnet_random.py) and ``py_create_many``/``encode`` (profiles.py) on
+random inputs, including the awkward ones (huge and negative ints, astral characters,
+lone surrogates, int32 seed edges), plus the error contract: wrong types raise
+TypeError, malformed values ValueError, and nothing leaks.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+import sys
+import tracemalloc
+from typing import NamedTuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asyncbench.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles, py_fold_str
+from workloads import plan as plan_module
+from workloads import profiles
+from workloads.dotnet_random import PyNetRandom
+
+sp = pytest.importorskip("asyncbench._speedups", reason="C accelerator not built")
+
+M64 = (1 << 64) - 1
+SEED = 570123434
+PROPS = settings(max_examples=150, deadline=None)
+
+# --- strategies -------------------------------------------------------------------------
+
+EDGE_INTS = [0, 1, -1, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), M64, 2**64, -(2**64), 2**200, -(2**200) + 7]
+ints = st.integers() | st.sampled_from(EDGE_INTS)
+states = st.integers(0, M64) | st.just(OFFSET_BASIS)
+SPECIAL_CHARS = ["é", "ß", "Ω", "€", "\uffff", "😀", "\U00010000", "\U0010ffff", "\ud800", "\udfff", "\x00"]
+#: every code point, lone surrogates included (legal in a Python str)
+any_char = st.characters(exclude_categories=()) | st.sampled_from(SPECIAL_CHARS)
+any_text = st.text(any_char, max_size=30)
+# Encoded records are split on "|", so their fields must not contain it.
+field_char = st.characters(exclude_categories=(), exclude_characters="|") | st.sampled_from(SPECIAL_CHARS)
+field_text = st.text(field_char, max_size=30)
+utf8_field_text = st.text(
+    st.characters(codec="utf-8", exclude_characters="|") | st.sampled_from(SPECIAL_CHARS[:8]), max_size=30
+)
+
+
+def profile_rows(text: st.SearchStrategy[str]) -> st.SearchStrategy[tuple]:
+    return st.tuples(ints, text, text, text, ints, ints, ints, text, text)
+
+
+int32_seeds = st.integers(-(2**31), 2**31 - 1) | st.sampled_from(
+    [-(2**31), 0, 2**31 - 1, SEED, 161803398, 161803399]
+)
+bounds = (
+    st.integers(-(2**31), 2**31)
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.integers(-(2**70), 2**70)
+    | st.sampled_from([0, 1, 2, -(2**62), 2**62, -(2**62) - 1, 2**62 + 1, -(2**63), 2**63 - 1, 2**64])
+)
+rng_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("next"), bounds, bounds),
+        st.tuples(st.just("next"), st.integers(0, 40), st.integers(0, 40)),
+        st.tuples(st.just("next_int64"), bounds, bounds),
+        st.tuples(st.just("next_int64"), st.integers(-5, 5), st.integers(-5, 10_001)),
+        st.tuples(st.just("int64_list"), st.integers(-2, 12), bounds, bounds),
+        st.tuples(st.just("next_uint64")),
+        st.tuples(st.just("sample")),
+    ),
+    max_size=40,
+)
+
+
+class ProfileRow(NamedTuple):
+    user_id: int
+    email: str
+    country: str
+    status: str
+    created_at_ms: int
+    last_login_ms: int
+    reputation: int
+    display_name: str
+    bio: str
+
+
+def encoded_str(p: tuple) -> str:
+    return "|".join(str(f) for f in p)
+
+
+def outcome(fn, *args):
+    """A call's value, or its exception type: the two implementations must agree on both."""
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the type is what is compared
+        return "raised", type(exc)
+
+
+# --- checksum folds ---------------------------------------------------------------------
+
+
+@PROPS
+@given(states, st.lists(ints, max_size=50))
+def test_fold_ints_matches_python(state: int, values: list[int]) -> None:
+    expected = py_fold_ints(state, values)
+    assert sp.fold_ints(state, values) == expected
+    assert sp.fold_ints(state, tuple(values)) == expected
+    assert sp.fold_ints(state, iter(values)) == expected  # the generic iterator path
+
+
+def test_fold_ints_edges() -> None:
+    # negative and >= 2^64 ints fold as their value mod 2^64
+    assert sp.fold_ints(OFFSET_BASIS, [-1]) == sp.fold_ints(OFFSET_BASIS, [M64])
+    assert sp.fold_ints(OFFSET_BASIS, [2**64 + 5]) == sp.fold_ints(OFFSET_BASIS, [5])
+    assert sp.fold_ints(OFFSET_BASIS, [True, 3]) == py_fold_ints(OFFSET_BASIS, [True, 3])
+    # an out-of-range state is taken mod 2^64, and returned untouched when nothing folds
+    assert sp.fold_ints(-5, [1]) == py_fold_ints(-5, [1])
+    assert sp.fold_ints(2**70, []) == 2**70
+    assert sp.fold_ints(state=1, values=range(10)) == py_fold_ints(1, range(10))
+
+
+@PROPS
+@given(states, any_text)
+def test_fold_str_matches_python(state: int, text: str) -> None:
+    assert sp.fold_str(state, text) == py_fold_str(state, text)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "US", "é", "😀", "\ud83d\ude00", "\ud800", "a\udfffb", "\U0010ffff" * 3]
+)
+def test_fold_str_code_units(text: str) -> None:
+    assert sp.fold_str(OFFSET_BASIS, text) == py_fold_str(OFFSET_BASIS, text)
+
+
+def test_fold_str_surrogate_pair_equals_astral_char() -> None:
+    # UTF-16 code units: an astral char and its explicit surrogate pair fold the same
+    assert sp.fold_str(7, "😀") == sp.fold_str(7, "\ud83d\ude00")
+
+
+RECORD_FORMS = ("tuple", "list", "named", "row7", "bytes", "bytearray", "memoryview", "str", "str7", "bytes7")
+
+
+def as_record(p: tuple, form: str) -> object:
+    if form == "tuple":
+        return p
+    if form == "list":
+        return list(p)
+    if form == "named":
+        return ProfileRow(*p)
+    if form == "row7":
+        return p[:7]
+    if form == "str":
+        return encoded_str(p)
+    if form == "str7":
+        return encoded_str(p[:7])
+    if form == "bytes7":
+        return encoded_str(p[:7]).encode()
+    data = encoded_str(p).encode()
+    return {"bytes": data, "bytearray": bytearray(data), "memoryview": memoryview(data)}[form]
+
+
+@PROPS
+@given(states, st.lists(st.tuples(profile_rows(utf8_field_text), st.sampled_from(RECORD_FORMS)), max_size=12))
+def test_fold_profiles_mixed_records_match_python(state: int, items: list) -> None:
+    records = [as_record(p, form) for p, form in items]
+    assert sp.fold_profiles(state, records) == py_fold_profiles(state, records)
+    assert sp.fold_profiles(state, iter(records)) == py_fold_profiles(state, records)
+
+
+@PROPS
+@given(states, st.lists(profile_rows(field_text), max_size=8))
+def test_fold_profiles_lone_surrogates_in_rows_and_str_records(state: int, rows: list) -> None:
+    records = [r for p in rows for r in (p, encoded_str(p))]
+    assert sp.fold_profiles(state, records) == py_fold_profiles(state, records)
+
+
+@PROPS
+@given(states, profile_rows(field_text))
+def test_fold_profiles_bytes_agree_on_errors(state: int, p: tuple) -> None:
+    # surrogatepass bytes are not UTF-8: both raise UnicodeDecodeError; otherwise equal
+    data = encoded_str(p).encode("utf-8", "surrogatepass")
+    assert outcome(sp.fold_profiles, state, [data]) == outcome(py_fold_profiles, state, [data])
+
+
+def test_fold_profiles_generated_profiles_all_forms() -> None:
+    ps = profiles.py_create_many(1, 300, SEED)
+    for form in RECORD_FORMS:
+        records = [as_record(p, form) for p in ps]
+        assert sp.fold_profiles(OFFSET_BASIS, records) == py_fold_profiles(OFFSET_BASIS, records), form
+
+
+def test_fold_profiles_pipe_in_row_fields() -> None:
+    # a row is not parsed, so "|" inside its strings is just a character
+    row = (5, "a|b@example.com", "U|S", "act|ive", -3, 2**64 + 1, 7, "x", "y")
+    assert sp.fold_profiles(1, [row]) == py_fold_profiles(1, [row])
+
+
+def test_fold_profiles_non_contiguous_memoryview() -> None:
+    data = encoded_str(profiles.py_create(3, SEED)).encode()
+    spaced = bytearray(len(data) * 2)
+    spaced[::2] = data
+    view = memoryview(spaced)[::2]
+    assert not view.contiguous
+    assert sp.fold_profiles(9, [view]) == py_fold_profiles(9, [view])
+
+
+def test_fold_profiles_sqlite_rows() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE p (uid, email, country, status, created, login, rep, display, bio)")
+    ps = profiles.py_create_many(1, 50, SEED) + [(-9, "ünï@exämple.com", "DE", "active", -1, 0, 5, "d", "b")]
+    conn.executemany("INSERT INTO p VALUES (?,?,?,?,?,?,?,?,?)", ps)
+    plain = conn.execute("SELECT * FROM p ORDER BY rowid").fetchall()
+    conn.row_factory = sqlite3.Row
+    rows = conn.execute("SELECT * FROM p ORDER BY rowid").fetchall()
+    conn.close()
+    expected = py_fold_profiles(OFFSET_BASIS, ps)
+    assert sp.fold_profiles(OFFSET_BASIS, plain) == expected
+    assert sp.fold_profiles(OFFSET_BASIS, rows) == expected  # __getitem__ path
+
+
+def test_fold_profiles_tuple_subclass_overriding_getitem() -> None:
+    class Reversed(tuple):
+        def __getitem__(self, i):
+            return tuple.__getitem__(self, len(self) - 1 - i)
+
+    p = profiles.py_create(11, SEED)
+    row = Reversed(p[::-1])
+    assert sp.fold_profiles(3, [row]) == py_fold_profiles(3, [row]) == py_fold_profiles(3, [p])
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "+5",
+        "-0",
+        " 7",
+        "7\t",
+        "1_000",
+        "\u0663",
+        "\uff11\uff12",
+        "\u00a05",
+        "9" * 19,
+        "9" * 20,
+        "-" + "7" * 40,
+    ],
+)
+def test_fold_profiles_int_fields_parse_like_python_int(field: str) -> None:
+    # fields int() accepts beyond plain decimal go through int() itself, so they agree too
+    text = f"{field}|e|US|active|{field}|{field}|{field}|d|b"
+    for record in (text, text.encode(), bytearray(text.encode())):
+        assert sp.fold_profiles(5, [record]) == py_fold_profiles(5, [record])
+
+
+MALFORMED = [
+    b"",
+    b"1|a|b",
+    b"1|a|b|c|1|2",
+    b"x|a|b|c|1|2|3",
+    b"1|a|b|c|1.5|2|3",
+    b"1|a|b|c|1|2|",
+    b"-|a|b|c|1|2|3",
+    b"1|a|b|c|1|2|0x10",
+    b"1|a|b|c|1|2|1__0",
+    b"1|a|b|c|1|2|" + b"9" * 5000,
+    b"1|\xff|b|c|1|2|3",
+    b"1|a|b|c|1|2|3|\xe2\x82",
+    b"1|a|b|c|1|2|3|ok|\xed\xa0\x80",
+    b"\xc0\x80|a|b|c|1|2|3",
+    b"1|\xf4\x90\x80\x80|b|c|1|2|3",
+    b"12|\xe2\x82|b|c|1|2|3",
+]
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+MALFORMED_CASES = [
+    (record, form)
+    for record in MALFORMED
+    for form in ("bytes", "bytearray", "memoryview", "str")
+    if form != "str" or _decodes(record)
+]
+
+
+@pytest.mark.parametrize(("record", "form"), MALFORMED_CASES, ids=lambda v: repr(v)[:40])
+def test_fold_profiles_malformed_records_raise_value_error(record: bytes, form: str) -> None:
+    rec = {
+        "bytes": lambda: record,
+        "bytearray": lambda: bytearray(record),
+        "memoryview": lambda: memoryview(record),
+        "str": lambda: record.decode(),
+    }[form]()
+    with pytest.raises(ValueError) as c_err:
+        sp.fold_profiles(OFFSET_BASIS, [rec])
+    with pytest.raises((ValueError, IndexError)) as py_err:
+        py_fold_profiles(OFFSET_BASIS, [rec])
+    if isinstance(py_err.value, UnicodeDecodeError):
+        # same error as bytes.decode(): type, position and reason
+        assert type(c_err.value) is UnicodeDecodeError
+        assert str(c_err.value) == str(py_err.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc"),
+    [
+        (lambda: sp.fold_ints(OFFSET_BASIS, [1.5]), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS, ["1"]), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS, 5), TypeError),
+        (lambda: sp.fold_ints(1.0, [1]), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS, [1], 2), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS, vals=[1]), TypeError),
+        (lambda: sp.fold_ints(OFFSET_BASIS, [1], state=2), TypeError),
+        (lambda: sp.fold_str(OFFSET_BASIS, b"abc"), TypeError),
+        (lambda: sp.fold_str(OFFSET_BASIS, None), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [None]), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [5]), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [(1, b"e", "US", "active", 1, 2, 3)]), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [("1", "e", "US", "active", 1, 2, 3)]), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [(1, "e", "US", "active", 1.0, 2, 3)]), TypeError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [(1, "e", "US")]), ValueError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, [[1, "e", "US", "active", 1, 2]]), ValueError),
+        (lambda: sp.fold_profiles(OFFSET_BASIS, None), TypeError),
+        (lambda: sp.NetRandom("1"), TypeError),
+        (lambda: sp.NetRandom(1.5), TypeError),
+        (lambda: sp.NetRandom(2**31), ValueError),
+        (lambda: sp.NetRandom(-(2**31) - 1), ValueError),
+        (lambda: sp.NetRandom(2**80), ValueError),
+        (lambda: sp.NetRandom(1).next(1), TypeError),
+        (lambda: sp.NetRandom(1).int64_list(1.5, 0, 10), TypeError),
+        (lambda: sp.create_many("a", 1, 0), TypeError),
+        (lambda: sp.create_many(1, 1, -1), ValueError),
+        (lambda: sp.create_many(1, 1, 2**32), ValueError),
+        (lambda: sp.create_many(9 * 10**15, 2, 0), ValueError),
+        (lambda: sp.create_many(-(9 * 10**15) - 1, 1, 0), ValueError),
+        (lambda: sp.create_many(2**64, 1, 0), ValueError),
+        (lambda: sp.encode_many([(1, "e", "US")]), ValueError),
+        (lambda: sp.encode_many([(1, "\ud800", "US", "active", 1, 2, 3, "d", "b")]), UnicodeEncodeError),
+        (lambda: sp.encode_many(5), TypeError),
+    ],
+)
+def test_wrong_input_raises(call, exc) -> None:
+    with pytest.raises(exc):
+        call()
+
+
+def test_python_twin_rejects_the_same_seeds() -> None:
+    for seed in (2**31, -(2**31) - 1):
+        with pytest.raises(ValueError):
+            PyNetRandom(seed)
+
+
+# --- NetRandom --------------------------------------------------------------------------
+
+
+def test_known_dotnet_values() -> None:
+    # new System.Random(0).Next() and new System.Random(42).Next() under .NET Framework
+    for seed, first in ((0, [1559595546, 1755192844, 1649316166]), (42, [1434747710, 302596119, 269548474])):
+        r = sp.NetRandom(seed)
+        assert [round(r.sample() * 2147483647) for _ in range(3)] == first
+
+
+@PROPS
+@given(int32_seeds, rng_ops)
+def test_netrandom_matches_python(seed: int, ops: list[tuple]) -> None:
+    c, py = sp.NetRandom(seed), PyNetRandom(seed)
+    for name, *args in ops:
+        assert outcome(getattr(c, name), *args) == outcome(getattr(py, name), *args), (name, args)
+    # still in lockstep afterwards, also after an op that raised
+    assert c.int64_list(20, 1, 10_001) == py.int64_list(20, 1, 10_001)
+    assert c.next_uint64() == py.next_uint64()
+
+
+@pytest.mark.parametrize("seed", [-(2**31), -(2**31) + 1, -1, 0, 1, 161803398, 161803399, 2**31 - 1, SEED])
+def test_netrandom_long_sequences(seed: int) -> None:
+    c, py = sp.NetRandom(seed), PyNetRandom(seed)
+    assert [c.next(0, 32) for _ in range(500)] == [py.next(0, 32) for _ in range(500)]
+    assert [c.sample() for _ in range(500)] == [py.sample() for _ in range(500)]
+    assert c.int64_list(2000, 1, 2_000_001) == py.int64_list(2000, 1, 2_000_001)
+    assert c.int64_list(200, -(2**63), 2**63 - 1) == py.int64_list(200, -(2**63), 2**63 - 1)
+
+
+def test_netrandom_keywords_and_trivial_ranges() -> None:
+    c, py = sp.NetRandom(seed=SEED), PyNetRandom(seed=SEED)
+    assert c.next(lo=3, hi=90) == py.next(lo=3, hi=90)
+    assert c.next_int64(hi=10**12, lo=-5) == py.next_int64(hi=10**12, lo=-5)
+    assert c.int64_list(count=5, lo=0, hi=7) == py.int64_list(count=5, lo=0, hi=7)
+    # hi - lo <= 1 returns lo and draws nothing
+    assert c.next_int64(4, 5) == 4 and c.next_int64(9, 2) == 9 and c.int64_list(3, 7, 7) == [7, 7, 7]
+    assert c.next_uint64() == py.next_uint64()
+
+
+def test_plan_with_c_rng_equals_plan_with_python_rng(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = plan_module.Counts.for_profiles(3000, queries=700, post_queries=700)
+    monkeypatch.setattr(plan_module, "NetRandom", sp.NetRandom)
+    fast = plan_module.draw_plan(counts, SEED)
+    monkeypatch.setattr(plan_module, "NetRandom", PyNetRandom)
+    slow = plan_module.draw_plan(counts, SEED)
+    assert fast == slow
+
+
+# --- profiles ---------------------------------------------------------------------------
+
+
+@PROPS
+@given(
+    st.integers(-(10**6), 10**13) | st.sampled_from([0, -1, 9 * 10**15 - 40, -(9 * 10**15)]),
+    st.integers(-3, 40),
+    int32_seeds,
+)
+def test_create_many_matches_python(start: int, count: int, seed: int) -> None:
+    expected = profiles.py_create_many(start, count, seed)
+    assert sp.create_many(start, count, seed & 0xFFFFFFFF) == expected
+    assert sp.create_many(start=start, count=count, seed_word=seed & 0xFFFFFFFF) == expected
+
+
+def test_create_many_through_profiles_module() -> None:
+    assert profiles.create_many(1, 2000, SEED) == profiles.py_create_many(1, 2000, SEED)
+    assert profiles.create(77, -3) == profiles.py_create(77, -3)
+
+
+@PROPS
+@given(st.lists(profile_rows(utf8_field_text), max_size=10))
+def test_encode_many_matches_python(ps: list[tuple]) -> None:
+    expected = [profiles.encode(p) for p in ps]
+    assert sp.encode_many(ps) == expected
+    assert sp.encode_many(iter([list(p) for p in ps])) == expected
+    assert sp.encode_many([ProfileRow(*p) for p in ps]) == expected
+
+
+def test_encode_many_formats_like_an_f_string() -> None:
+    row = (True, "e", 1.5, None, 2**100, -(2**63), 0, "ü😀", "b")
+    assert sp.encode_many([row]) == [profiles.encode(row)]
+    ps = profiles.py_create_many(1, 500, SEED)
+    assert sp.encode_many(ps) == [profiles.encode(p) for p in ps]
+    assert [profiles.decode(b) for b in sp.encode_many(ps)] == ps
+
+
+# --- reference counts and leaks ---------------------------------------------------------
+
+
+def test_no_reference_leaks() -> None:
+    ps = profiles.py_create_many(1, 20, SEED)
+    encoded = [profiles.encode(p) for p in ps]
+    not_a_str = bytearray(b"email as bytes")  # a wrong-typed field owned by this test
+    bad = [b"1|a", b"1|\xff|b|c|1|2|3", b"1|a|b|c|x|2|3", "1|a|b|c|1|2|x", (1, "e", "US")]
+    bad += [(1, not_a_str, "US", "active", 1, 2, 3), [1, "e", "US", "active", not_a_str, 2, 3], None]
+    # objects only this test holds (small ints and interned strings are shared process-wide)
+    owned = (*ps, *encoded, ps[0][1], ps[0][7], ps[0][8], not_a_str)
+    before = [sys.getrefcount(o) for o in owned]
+
+    def churn() -> None:
+        for _ in range(300):
+            sp.fold_profiles(OFFSET_BASIS, ps)
+            sp.fold_profiles(OFFSET_BASIS, encoded)
+            sp.fold_profiles(OFFSET_BASIS, [memoryview(e) for e in encoded])
+            sp.fold_ints(OFFSET_BASIS, [2**70, -1, 5])
+            sp.create_many(1, 10, 5)
+            sp.encode_many(ps)
+            r = sp.NetRandom(7)
+            r.int64_list(10, -(2**70), -(2**70) + 2**64)
+            r.next(-(10**30), 10**30)
+            for b in bad:
+                with pytest.raises((TypeError, ValueError)):
+                    sp.fold_profiles(OFFSET_BASIS, [b])
+            with pytest.raises(ValueError):
+                r.next_int64(0, 2**65)
+
+    churn()  # warm caches and free lists
+    gc.collect()
+    tracemalloc.start()
+    start = tracemalloc.get_traced_memory()[0]
+    churn()
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - start
+    tracemalloc.stop()
+    assert grown < 32 * 1024, f"{grown} bytes not freed"
+    assert [sys.getrefcount(o) for o in owned] == before
