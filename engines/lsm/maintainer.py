@@ -119,8 +119,9 @@ class Maintainer:
                 payload = encode_records(records)
                 self.busy[id(wal)] = 1
                 try:
-                    # Not cancellable mid-write: taken records always reach the file.
-                    await anyio.to_thread.run_sync(wal.write_batch, log, payload)
+                    # Shielded: records once taken always reach the file, even at close.
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(wal.write_batch, log, payload)
                 finally:
                     self.busy.pop(id(wal), None)
         except Exception as exc:
