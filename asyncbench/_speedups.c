@@ -29,7 +29,8 @@
 #define MSEED 161803398LL
 /* create_many keeps created_at = BASE + uid*1000 + 996 inside int64 for |uid| <= this. */
 #define UID_LIMIT 9000000000000000LL
-/* next()/next_int64() take the all-C path when both bounds are within +-2^62. */
+/* next()/next_int64() take the all-C path when both bounds lie strictly inside +-2^62,
+ * so hi - lo and every sum they compute fit in int64. */
 #define FAST_BOUND 4611686018427387904LL
 
 #define FOLD(st, word) ((st) = ((st) ^ (uint64_t)(word)) * FNV_PRIME)
@@ -1222,7 +1223,7 @@ NetRandom_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
-/* An exact int within +-2^62: every sum/difference below then fits in int64. */
+/* An exact int strictly inside +-2^62 (see FAST_BOUND). */
 static inline int
 small_int(PyObject *o, long long *out)
 {
@@ -1232,7 +1233,7 @@ small_int(PyObject *o, long long *out)
         return 0;
     }
     v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || v < -FAST_BOUND || v > FAST_BOUND) {
+    if (overflow || v <= -FAST_BOUND || v >= FAST_BOUND) {
         return 0;
     }
     *out = v;

@@ -387,6 +387,19 @@ def test_netrandom_long_sequences(seed: int) -> None:
     assert c.int64_list(200, -(2**63), 2**63 - 1) == py.int64_list(200, -(2**63), 2**63 - 1)
 
 
+FAST_PATH_EDGES = [-(2**62) - 1, -(2**62), -(2**62) + 1, 0, 2**62 - 1, 2**62, 2**62 + 1, -(2**63), 2**63 - 1]
+
+
+@pytest.mark.parametrize("lo", FAST_PATH_EDGES)
+@pytest.mark.parametrize("hi", FAST_PATH_EDGES)
+def test_netrandom_bounds_around_the_int64_fast_path(lo: int, hi: int) -> None:
+    c, py = sp.NetRandom(SEED), PyNetRandom(SEED)
+    for _ in range(5):
+        assert c.next(lo, hi) == py.next(lo, hi)
+        assert outcome(c.next_int64, lo, hi) == outcome(py.next_int64, lo, hi)
+        assert outcome(c.int64_list, 3, lo, hi) == outcome(py.int64_list, 3, lo, hi)
+
+
 def test_netrandom_keywords_and_trivial_ranges() -> None:
     c, py = sp.NetRandom(seed=SEED), PyNetRandom(seed=SEED)
     assert c.next(lo=3, hi=90) == py.next(lo=3, hi=90)
