@@ -278,3 +278,48 @@ def test_library_versions_name_rocksdict_and_rocksdb() -> None:
     versions = RocksDbEngine.library_versions()
     assert versions["rocksdict"][0].isdigit()
     assert versions["RocksDB"].split(".")[0].isdigit()
+
+
+def test_event_loop_keeps_running_during_engine_calls(tmp_path: Path) -> None:
+    """Every call goes through a worker thread: another task gets to run while it is in
+    flight (a call blocking the loop would finish before the ticker ran even once)."""
+
+    async def main() -> None:
+        rocks = make(tmp_path)
+        ticks = 0
+        done = anyio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await anyio.sleep(0)
+
+        async def during(call: Callable[[], Awaitable[Any]]) -> int:
+            nonlocal ticks
+            ticks = 0
+            await call()
+            return ticks
+
+        calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+            ("open", lambda: rocks.open(reset=True)),
+            ("insert", lambda: rocks.insert(create_many(1, 300, SEED))),
+            ("read_by_id", lambda: rocks.read_by_id(list(range(1, 300)))),
+            ("lookup_by_email", lambda: rocks.lookup_by_email([p[1] for p in create_many(1, 50, SEED)])),
+            ("scan_country_status", lambda: rocks.scan_country_status([("US", "active")] * 20)),
+            ("query_created_at", lambda: rocks.query_created_at([(0, 2**62)] * 20)),
+            ("query_top_reputation", lambda: rocks.query_top_reputation(20)),
+            ("update", lambda: rocks.update(list(range(1, 100)), lambda p: update(p, SEED))),
+            ("stabilize", rocks.stabilize),
+            ("settle", rocks.settle),
+            ("count", rocks.count),
+            ("close", rocks.close),
+        ]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            await anyio.sleep(0)
+            for name, call in calls:
+                assert await during(call) > 0, name
+            done.set()
+
+    run(main)
