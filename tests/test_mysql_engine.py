@@ -101,7 +101,8 @@ def test_settings_toml_then_env_then_default() -> None:
 def test_statements_inline_limit_and_keep_the_reference_order() -> None:
     sql = Statements.build(13)
     assert sql.scan_country_status == (
-        "SELECT user_id FROM profiles WHERE country = %s AND status = %s ORDER BY user_id LIMIT 13"
+        "SELECT user_id FROM profiles FORCE INDEX (idx_profiles_country_status) "
+        "WHERE country = %s AND status = %s ORDER BY user_id LIMIT 13"
     )
     assert sql.query_created_at.endswith(
         "WHERE created_at BETWEEN %s AND %s ORDER BY created_at, user_id LIMIT 13"
@@ -162,6 +163,26 @@ async def test_schema_indexes_and_binary_collation(loaded: MySqlEngine) -> None:
         "idx_profiles_created_at": [(1, "created_at", "A"), (1, "user_id", "A")],
         "idx_profiles_reputation": [(1, "reputation", "D"), (1, "user_id", "A")],
     }
+
+
+@needs_server
+async def test_index_queries_read_their_index_in_order(loaded: MySqlEngine) -> None:
+    """No full scan and no filesort, whatever the state of the statistics."""
+    sql = loaded.sql
+    cases = [
+        (sql.scan_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),
+        (sql.query_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),
+        (sql.scan_created_at, (0, 2**62), "idx_profiles_created_at"),
+        (sql.query_created_at, (0, 2**62), "idx_profiles_created_at"),
+        (sql.scan_top_reputation, (), "idx_profiles_reputation"),
+        (sql.query_top_reputation, (), "idx_profiles_reputation"),
+    ]
+    for text, args, index in cases:
+        ((_id, _type, _table, access, _keys, key, *_rest, extra),) = await loaded._db.execute(
+            "EXPLAIN " + (text % args if args else text)
+        )
+        assert key == index and access != "ALL", text
+        assert "filesort" not in (extra or ""), text
 
 
 @needs_server
