@@ -323,3 +323,10 @@ def test_event_loop_keeps_running_during_engine_calls(tmp_path: Path) -> None:
             done.set()
 
     run(main)
+
+
+def test_effective_settings_are_known_before_open(tmp_path: Path) -> None:
+    rows = make(tmp_path / "never-opened", write_buffer_size_mb=32).describe_settings()
+    assert rows["Effective write_buffer_size"] == str(8 * 1024 * 1024)
+    assert rows["Effective max_write_buffer_number"] == "6"
+    assert not (tmp_path / "never-opened").exists()
