@@ -117,3 +117,22 @@ def test_generational_cache_is_bounded_and_ages() -> None:
     off = GenerationalCache(0)
     off.put(1, 1)
     assert off.get(1) is None
+
+
+def test_fixed_width_lookup_ignores_matches_across_key_boundaries(tmp_path: Path) -> None:
+    seg = write_segment(tmp_path / "s.sst", [(b"aba", b"1"), (b"bab", b"2"), (b"bcd", None)], step=8)
+    assert seg.get(b"bab") == b"2"  # first occurrence of b"bab" in b"ababab..." is misaligned
+    assert seg.get(b"abb") is None
+    assert seg.get(b"bcd") is TOMBSTONE
+    assert seg.get(b"ab") is None  # other width
+    seg2 = write_segment(tmp_path / "t.sst", [(b"ab", b"1"), (b"cd", b"2")], step=8)
+    assert seg2.get(b"bc") is None and seg2.get(b"cd") == b"2" and seg2.get(b"ab") == b"1"
+
+
+def test_mixed_width_blocks(tmp_path: Path) -> None:
+    items = [(b"k" * (1 + i % 5) + b"%03d" % i, b"v%d" % i) for i in range(60)]
+    items.sort()
+    seg = write_segment(tmp_path / "s.sst", items, step=4)
+    for k, v in items:
+        assert seg.get(k) == v
+    assert seg.get(b"kk") is None

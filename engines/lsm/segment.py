@@ -4,8 +4,10 @@ File layout (all integers little-endian)::
 
     header   16 B   b"LSMSEG01" | u32 format version (1) | u32 sparse step
     blocks          one block per ``sparse step`` entries, in key order:
-                      u16 n | n x u32 key end offsets | n x u32 value end offsets
-                      | n x u8 flags (1 = tombstone) | keys | values
+                      u16 n | u16 key width (0 = keys of mixed length)
+                      | n x u32 key end offsets (only when width is 0)
+                      | n x u32 value end offsets | n x u8 flags (1 = tombstone)
+                      | keys | values
     index           per block: u32 first-key length | first key | u64 offset | u32 length
                       | u32 crc32(block); then u32 last-key length | last key
     footer   52 B   u64 index offset | u64 index length | u64 entries | u64 live entries
@@ -13,9 +15,12 @@ File layout (all integers little-endian)::
 
 The index is the sparse in-memory array: the first key of every block (every
 ``sparse step``-th key) plus the block offsets, so a point lookup is a bisect over the
-first keys, one block read (an mmap slice, checksum verified when it enters the block
-cache) and a bisect over at most ``step`` keys. Values of disk segments are never held
-in Python objects beyond the bounded caches. A segment is written to ``*.tmp``, fsynced
+first keys and then, in a fixed-width block, one C-level ``find`` over the key area in
+the mapping (mixed-width blocks are decoded and bisected). Every block's crc32 is checked
+the first time it is read. Caches (all bounded): the *block cache* holds raw block bytes
+for ordered reads and drops blocks idle longer than the lifetime; the *key cache* holds
+decoded block keys; the *value cache* holds recently read values by key. Values of disk
+segments are never held in Python objects beyond those caches. A segment is written to ``*.tmp``, fsynced
 and renamed, so a listed segment file is always complete.
 """
 
@@ -41,7 +46,6 @@ _FOOTER = struct.Struct("<QQQQII")
 _FOOTER_SIZE = _FOOTER.size + 4 + 8
 _INDEX_ENTRY = struct.Struct("<QII")
 _U32 = struct.Struct("<I")
-_U16 = struct.Struct("<H")
 
 #: What a segment lookup returns for a key it holds as deleted.
 TOMBSTONE = object()
@@ -51,45 +55,55 @@ class CorruptSegment(Exception):
     """A segment file failed a magic or checksum test."""
 
 
-_offset_structs: dict[int, struct.Struct] = {}
+_u32_structs: dict[int, struct.Struct] = {}
+_HDR = struct.Struct("<HH")
+_U32X2 = struct.Struct("<II")
 
 
-def _offsets_struct(n: int) -> struct.Struct:
-    s = _offset_structs.get(n)
+def _u32s(n: int) -> struct.Struct:
+    s = _u32_structs.get(n)
     if s is None:
-        s = _offset_structs[n] = struct.Struct(f"<{2 * n}I")
+        s = _u32_structs[n] = struct.Struct(f"<{n}I")
     return s
 
 
 def encode_block(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
-    """One data block; ``None`` values are tombstones."""
+    """One data block; ``None`` values are tombstones. Keys of one width are stored
+    without a key offset table (point lookups then search the key area directly)."""
     n = len(keys)
     vals = [b"" if v is None else v for v in values]
-    head = _U16.pack(n) + _offsets_struct(n).pack(*accumulate(map(len, keys)), *accumulate(map(len, vals)))
+    width = len(keys[0])
+    vends = accumulate(map(len, vals))
+    if 0 < width < 0x10000 and all(len(k) == width for k in keys):
+        head = _HDR.pack(n, width) + _u32s(n).pack(*vends)
+    else:
+        head = _HDR.pack(n, 0) + _u32s(2 * n).pack(*accumulate(map(len, keys)), *vends)
     flags = bytes([v is None for v in values])
     return b"".join((head, flags, *keys, *vals))
 
 
-def decode_keys(raw: bytes) -> tuple[list[bytes], tuple[int, ...]]:
-    """Keys of a block and its offset table (key ends then value ends)."""
-    n = raw[0] | (raw[1] << 8)
-    offs = _offsets_struct(n).unpack_from(raw, 2)
-    base = 2 + 9 * n
-    keys = [raw[base + a : base + b] for a, b in zip((0, *offs[: n - 1]), offs[:n], strict=False)]
-    return keys, offs
+def decode_keys(raw: bytes) -> tuple[list[bytes], tuple[int, ...], int, int]:
+    """(keys, value end offsets, values start, flags start) of a block."""
+    n, width = _HDR.unpack_from(raw, 0)
+    if width:
+        vends = _u32s(n).unpack_from(raw, 4)
+        kb = 4 + 5 * n
+        ke = kb + n * width
+        return [raw[p : p + width] for p in range(kb, ke, width)], vends, ke, 4 + 4 * n
+    offs = _u32s(2 * n).unpack_from(raw, 4)
+    kb = 4 + 9 * n
+    keys = [raw[kb + a : kb + b] for a, b in zip((0, *offs[: n - 1]), offs[:n], strict=False)]
+    return keys, offs[n:], kb + offs[n - 1], 4 + 8 * n
 
 
 def decode_block(raw: bytes) -> tuple[list[bytes], list[bytes | None]]:
     """Keys and values of a block (``None`` = tombstone)."""
-    keys, offs = decode_keys(raw)
+    keys, vends, vb, fb = decode_keys(raw)
     n = len(keys)
-    fbase = 2 + 8 * n
-    vbase = fbase + n + (offs[n - 1] if n else 0)
-    vends = offs[n:]
     values: list[bytes | None] = [
-        raw[vbase + a : vbase + b] for a, b in zip((0, *vends[: n - 1]), vends, strict=False)
+        raw[vb + a : vb + b] for a, b in zip((0, *vends[: n - 1]), vends, strict=False)
     ]
-    flags = raw[fbase : fbase + n]
+    flags = raw[fb : fb + n]
     if any(flags):
         for i, f in enumerate(flags):
             if f:
@@ -224,27 +238,37 @@ class DiskSegment:
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
         self.value_cache = GenerationalCache(value_cache)
+        self._verified = bytearray(nblocks)
 
     def __len__(self) -> int:
         return self.entries
 
     # --- block access ---------------------------------------------------------------
+    def _verify(self, i: int) -> None:
+        off = self.offsets[i]
+        if zlib.crc32(self._mm[off : off + self.lengths[i]]) != self.crcs[i]:
+            raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+        self._verified[i] = 1
+
     def raw_block(self, i: int) -> bytes:
+        """A block's bytes, checksum verified, through the block cache."""
         raw = self.block_cache.get(i)
         if raw is None:
             off = self.offsets[i]
             raw = self._mm[off : off + self.lengths[i]]
             if zlib.crc32(raw) != self.crcs[i]:
                 raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+            self._verified[i] = 1
             self.block_cache.put(i, raw)
         return raw
 
-    def block_keys(self, i: int) -> tuple[list[bytes], tuple[int, ...], bytes]:
+    def block_keys(self, i: int) -> tuple[list[bytes], tuple[int, ...], int, int, bytes]:
+        """Decoded keys of block ``i`` (keys, value ends, values start, flags start,
+        raw), through the key cache."""
         entry = self.key_cache.get(i)
         if entry is None:
             raw = self.raw_block(i)
-            keys, offs = decode_keys(raw)
-            entry = (keys, offs, raw)
+            entry = (*decode_keys(raw), raw)
             self.key_cache.put(i, entry)
         return entry
 
@@ -253,24 +277,56 @@ class DiskSegment:
 
     # --- lookups --------------------------------------------------------------------
     def get(self, key: bytes) -> object:
-        """The value, ``TOMBSTONE`` if deleted here, or None if this segment lacks the key."""
-        v = self.value_cache.get(key)
+        """The value, ``TOMBSTONE`` if deleted here, or None if this segment lacks the key.
+
+        Fixed-width blocks are searched in place in the mapping (one C-level ``find``
+        over the key area, each block's checksum verified on first touch); other
+        blocks are decoded through the key cache. Hits land in the value cache."""
+        vc = self.value_cache
+        v = vc.young.get(key)
         if v is not None:
             return v
         if key > self.last_key or key < self.min_key:
             return None
+        v = vc.old.get(key)
+        if v is not None:
+            vc.put(key, v)
+            return v
         i = bisect_right(self.first_keys, key) - 1
-        keys, offs, raw = self.block_keys(i)
-        j = bisect_left(keys, key)
-        if j == len(keys) or keys[j] != key:
-            return None
-        n = len(keys)
-        if raw[2 + 8 * n + j]:
-            v = TOMBSTONE
+        if not self._verified[i]:
+            self._verify(i)
+        mm = self._mm
+        off = self.offsets[i]
+        n, width = _HDR.unpack_from(mm, off)
+        if width:
+            if len(key) != width:
+                return None
+            kb = off + 4 + 5 * n
+            ke = kb + n * width
+            p = mm.find(key, kb, ke)
+            while p >= 0 and (p - kb) % width:
+                p = mm.find(key, p + 1, ke)
+            if p < 0:
+                return None
+            j = (p - kb) // width
+            if mm[off + 4 + 4 * n + j]:
+                v = TOMBSTONE
+            elif j:
+                a, b = _U32X2.unpack_from(mm, off + 4 * j)
+                v = mm[ke + a : ke + b]
+            else:
+                (b,) = _U32.unpack_from(mm, off + 4)
+                v = mm[ke : ke + b]
         else:
-            vbase = 2 + 9 * n + offs[n - 1]
-            v = raw[vbase + (offs[n + j - 1] if j else 0) : vbase + offs[n + j]]
-        self.value_cache.put(key, v)
+            keys, vends, vb, fb, raw = self.block_keys(i)
+            j = bisect_left(keys, key)
+            if j == len(keys) or keys[j] != key:
+                return None
+            if raw[fb + j]:
+                v = TOMBSTONE
+            else:
+                v = raw[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+        vc.put(key, v)
         return v
 
     def locate(self, key: bytes) -> tuple[int, int]:
@@ -297,7 +353,7 @@ class DiskSegment:
         out_k: list[bytes] = []
         out_f: list[int] = []
         while i < nblocks:
-            keys, _offs, raw = self.block_keys(i)
+            keys, _vends, _vb, fb, raw = self.block_keys(i)
             n = len(keys)
             if end is None:
                 stop = n
@@ -305,7 +361,6 @@ class DiskSegment:
                 stop = bisect_right(keys, end, j) if inclusive else bisect_left(keys, end, j)
             take = min(stop, j + limit - len(out_k))
             out_k += keys[j:take]
-            fb = 2 + 8 * n
             out_f += raw[fb + j : fb + take]
             if take < stop:
                 return out_k, out_f, True
