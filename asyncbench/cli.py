@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from datetime import UTC, datetime
@@ -14,8 +15,9 @@ from asyncbench import fmt
 from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_paths, check_phase_counts, load
 from asyncbench.correctness import judge
 from asyncbench.logs import open_log
-from asyncbench.observers import ConsoleObserver, JsonLogObserver, Observers
+from asyncbench.observers import JsonLogObserver, Observers
 from asyncbench.outputs import result_dir, write_run
+from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.result import RunResult
 from asyncbench.runner import Benchmark
 
@@ -57,6 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
     p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
     p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no live progress bars (shown only when stdout is a terminal; the JSON log is unaffected)",
+    )
+    p.add_argument(
+        "--update-latest",
+        action="store_true",
+        help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
+        "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
     return p
 
 
@@ -120,18 +133,28 @@ async def _watch_signals(state: dict, scope: anyio.CancelScope) -> None:
             return
 
 
-def run_benchmark(cfg: BenchConfig, log_file: str | None) -> int:
+def run_benchmark(
+    cfg: BenchConfig, log_file: str | None, no_progress: bool = False, update_latest: bool = False
+) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     cfg.output.mkdir(parents=True, exist_ok=True)
     log_path = Path(log_file) if log_file else cfg.output / f"asyncbench-{stamp}.log"
     logger, log_fh = open_log(log_path)
-    console = ConsoleObserver()
-    observer = Observers(JsonLogObserver(logger), console)
+    if no_progress:  # engine child processes inherit the environment
+        os.environ[NO_PROGRESS_ENV] = "1"
+    console, progress = terminal_observers(no_progress)  # console lines print above the bars
+    # bars first, so a finished phase's bar is gone before its console line is printed
+    observer = Observers(JsonLogObserver(logger), *([progress] if progress else []), console)
     written: dict[int, tuple[Path, Path]] = {}
 
     def save(run: RunResult) -> None:
-        written[run.profiles] = write_run(run, result_dir(cfg.output, run.profiles), stamp)
+        directory = result_dir(cfg.output, run.profiles)
+        written[run.profiles] = write_run(run, directory, stamp)
+        if update_latest:
+            from asyncbench.charts import update_latest as write_latest
+
+            write_latest(run, directory, stamp, cfg.output)
 
     bench = Benchmark(cfg, observer, started, save)
     state: dict = {"interrupted": None}
@@ -209,4 +232,4 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return run_benchmark(cfg, args.log_file)
+    return run_benchmark(cfg, args.log_file, args.no_progress, args.update_latest)

@@ -1,0 +1,495 @@
+"""The report's six SVG charts, drawn with matplotlib's object-oriented API and SVG canvas.
+
+No pyplot: figures are plain ``Figure`` objects rendered by ``FigureCanvasSVG``, so rendering
+while a run is in progress touches no global figure state. Output is deterministic for the
+same input (fixed hash salt, no date), text is drawn as paths so every viewer sees the same
+layout, and each file carries its title as the SVG ``<title>``.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.patches import Patch
+
+from asyncbench import fmt, report
+from asyncbench.result import EngineResult, PhaseResult, RunResult, write_atomic
+
+#: Fixed colour per engine name, the same in every chart and every run.
+ENGINE_COLOURS = {
+    "memory": "#8c8c8c",
+    "lsm": "#2a9d5c",
+    "rocksdb": "#d1495b",
+    "sqlite": "#2f6fb0",
+    "mysql": "#f08c00",
+}
+#: Colours for engines not listed above, picked by a stable hash of the name.
+FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
+
+LOOKUP_KINDS = ("read_by_id", "lookup_by_email")
+WRITE_KINDS = ("insert", "update")
+
+WIDTH_IN = 10.0
+HEADER_IN = 0.95  # title + one subtitle line
+SUBTITLE_LINE_IN = 0.2
+FOOTNOTE_LINE_IN = 0.19
+BAR_IN = 0.27  # one engine's bar in a group
+GROUP_GAP_IN = 0.3
+AXIS_IN = 0.75  # x tick labels + x label below the bars
+TEXT = "#222222"
+MUTED = "#666666"
+RC = {
+    "svg.hashsalt": "asyncbench",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.edgecolor": "#999999",
+    "axes.labelcolor": TEXT,
+    "xtick.color": MUTED,
+    "ytick.color": TEXT,
+    "hatch.color": "#ffffff",
+}
+
+
+def engine_colour(name: str) -> str:
+    """The engine's fixed colour; unknown engines get a stable fallback."""
+    if name in ENGINE_COLOURS:
+        return ENGINE_COLOURS[name]
+    return FALLBACK_COLOURS[zlib.crc32(name.encode()) % len(FALLBACK_COLOURS)]
+
+
+@dataclass
+class Chart:
+    slug: str
+    title: str
+    draw: Callable[[RunResult], Figure]
+
+
+def _incomplete(e: EngineResult) -> bool:
+    return not e.ok
+
+
+def _status_note(e: EngineResult) -> str:
+    status = e.status if len(e.status) <= 150 else e.status[:147] + "..."
+    return f"{e.engine}: {status} — charted phases are the ones it completed."
+
+
+def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
+    """A figure with a fixed header (title, subtitle) and footer (notes) around a constrained body."""
+    sub_lines = textwrap.wrap(subtitle, 125) or [""]
+    note_lines: list[str] = []
+    for n in notes:
+        note_lines += textwrap.wrap(n, 165, subsequent_indent="    ")
+    header = HEADER_IN + SUBTITLE_LINE_IN * (len(sub_lines) - 1)
+    footer = 0.12 + FOOTNOTE_LINE_IN * len(note_lines)
+    height = header + body_in + footer
+    fig = Figure(figsize=(WIDTH_IN, height), facecolor="white")
+    FigureCanvasSVG(fig)
+    fig.set_layout_engine(
+        ConstrainedLayoutEngine(rect=(0.0, footer / height, 1.0, body_in / height), w_pad=0.08, h_pad=0.05)
+    )
+    x0 = 0.12 / WIDTH_IN
+    fig.text(x0, 1 - 0.4 / height, title, fontsize=15, fontweight="bold", color=TEXT, va="baseline")
+    fig.text(
+        x0, 1 - 0.66 / height, "\n".join(sub_lines), fontsize=9.5, color=MUTED, va="top", linespacing=1.45
+    )
+    if note_lines:
+        fig.text(
+            x0, 0.1 / height, "\n".join(note_lines), fontsize=8, color=MUTED, va="bottom", linespacing=1.5
+        )
+    return fig
+
+
+def _style_axis(ax) -> None:
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
+
+
+def _ratio(r: float) -> str:
+    """Delta to the fastest: ``1.00x`` for it and near it, ``2.6x`` further off."""
+    if r < 1.995:
+        return f"{r:.2f}x"
+    return f"{r:.1f}x" if r < 99.5 else f"{r:.0f}x"
+
+
+def _pct(p: float) -> str:
+    return f"{p:.0f}%" if p >= 9.95 else f"{p:.1f}%"
+
+
+def _speed(ops: int, seconds: float) -> float:
+    return ops / seconds if seconds > 0 else 0.0
+
+
+# -- 1. Execution Time ------------------------------------------------------------------------
+
+
+def execution_time(run: RunResult) -> Figure:
+    engines = run.engines
+    times = {e.engine: report.completed_phase_seconds(e) for e in engines}
+    baseline_pool = [times[e.engine] for e in engines if not _incomplete(e) and times[e.engine] > 0]
+    if not baseline_pool:
+        baseline_pool = [t for t in times.values() if t > 0]
+    fastest = min(baseline_pool, default=0.0)
+    order = sorted(engines, key=lambda e: (_incomplete(e), times[e.engine]))
+    notes = [_status_note(e) for e in order if _incomplete(e)]
+    notes.append(
+        "Completed phase time sums the timed operation phases (stabilize, settle, reopen and verify excluded); "
+        "run time is the engine's whole run, open to close."
+    )
+    body = max(len(order), 1) * 0.45 + AXIS_IN
+    fig = _figure(
+        "Execution Time",
+        f"Completed phase time per engine relative to the fastest · {fmt.count(run.profiles)} profiles · "
+        "shorter is better",
+        body,
+        notes,
+    )
+    ax = fig.add_subplot()
+    _style_axis(ax)
+    ratios = [times[e.engine] / fastest if fastest > 0 else 0.0 for e in order]
+    ys = range(len(order))
+    for y, e, r in zip(ys, order, ratios, strict=True):
+        ax.barh(
+            y,
+            r,
+            height=0.62,
+            color=engine_colour(e.engine),
+            hatch="//" if _incomplete(e) else None,
+            edgecolor="white",
+            linewidth=0,
+        )
+        label = f"{_ratio(r)}   {fmt.ms(times[e.engine])} phases · {fmt.ms(e.run_seconds)} run"
+        if _incomplete(e):
+            label += " · incomplete"
+        ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
+    top = max(ratios, default=1.0) or 1.0
+    ax.set_xlim(0, top * 1.55)
+    ax.set_yticks(list(ys), [e.engine for e in order], fontsize=10)
+    ax.set_ylim(max(len(order), 1) - 0.5, -0.5)
+    ax.set_xlabel("completed phase time ÷ fastest engine's")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}x")
+    return fig
+
+
+# -- 2.–5. Throughput bars, grouped by phase --------------------------------------------------
+
+
+@dataclass
+class Group:
+    label: str
+    values: dict[str, tuple[int, float] | None]  # engine -> (ops, seconds), None when not run
+
+
+def _throughput(
+    run: RunResult, title: str, subtitle: str, groups: Sequence[Group], extra_notes: Sequence[str] = ()
+) -> Figure:
+    engines = [e.engine for e in run.engines]
+    notes = [_status_note(e) for e in run.engines if _incomplete(e)]
+    missing = sorted({e for g in groups for e, v in g.values.items() if v is None})
+    if missing:
+        notes.append(f"No bar: the engine did not complete that phase ({', '.join(missing)}).")
+    notes += extra_notes
+    if not groups:
+        notes.append("The plan has no phase of this kind.")
+    n = max(len(engines), 1)
+    body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
+    fig = _figure(title, subtitle, body, notes)
+    ax = fig.add_subplot()
+    _style_axis(ax)
+    centers = []
+    for gi, g in enumerate(groups):
+        base = gi * (n + 1)
+        centers.append(base + (n - 1) / 2)
+        speeds = {e: _speed(*v) for e, v in g.values.items() if v is not None}
+        best = max(speeds.values(), default=0.0)
+        for ei, engine in enumerate(engines):
+            y = base + ei
+            if engine not in speeds:
+                ax.text(
+                    1,
+                    y,
+                    f"{engine}: not run",
+                    va="center",
+                    ha="left",
+                    fontsize=8,
+                    color=MUTED,
+                    style="italic",
+                )
+                continue
+            pct = 100 * speeds[engine] / best if best > 0 else 0.0
+            incomplete = any(e.engine == engine and _incomplete(e) for e in run.engines)
+            ax.barh(
+                y,
+                pct,
+                height=0.82,
+                color=engine_colour(engine),
+                hatch="//" if incomplete else None,
+                linewidth=0,
+            )
+            ax.text(
+                pct,
+                y,
+                f"  {engine}  {round(speeds[engine]):_d}/s · {_pct(pct)}",
+                va="center",
+                ha="left",
+                fontsize=8,
+                color=TEXT,
+            )
+    ax.set_yticks(centers, [g.label for g in groups], fontsize=9)
+    rows = max(len(groups), 1) * (n + 1) - 1
+    ax.set_ylim(rows - 0.5, -0.6)
+    ax.set_xlim(0, 165)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
+    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest)")
+    handles = [Patch(color=engine_colour(e), label=e) for e in engines]
+    ax.legend(
+        handles=handles,
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+        fontsize=8.5,
+        ncols=min(len(engines), 6),
+        handlelength=1.2,
+        borderaxespad=0.2,
+    )
+    return fig
+
+
+def _phase_names(run: RunResult, kinds: Callable[[str], bool]) -> list[str]:
+    """Names of the plan's phases whose kind matches, in plan order (engines' own order as fallback)."""
+    names = [p["name"] for p in run.phases if kinds(p["kind"])]
+    for e in run.engines:
+        for p in e.phases:
+            if kinds(p.kind) and p.name not in names:
+                names.append(p.name)
+    return names
+
+
+def _ops_groups(run: RunResult, kinds: Callable[[str], bool]) -> list[Group]:
+    groups = []
+    for name in _phase_names(run, kinds):
+        values: dict[str, tuple[int, float] | None] = {}
+        for e in run.engines:
+            p = e.phase(name)
+            values[e.engine] = (p.ops, p.seconds) if p and p.role == "ops" else None
+        groups.append(Group(name, values))
+    return groups
+
+
+def _stabilize_after(e: EngineResult, name: str) -> PhaseResult | None:
+    """The stabilize phase that directly follows the named write phase, if the plan has one."""
+    idx = next((i for i, p in enumerate(e.phases) if p.name == name), None)
+    if idx is None:
+        return None
+    for p in e.phases[idx + 1 :]:
+        if p.role == "stabilize":
+            return p
+        if p.role == "ops":
+            return None
+    return None
+
+
+def _planned_stabilize_after(run: RunResult, name: str) -> str | None:
+    idx = next((i for i, p in enumerate(run.phases) if p["name"] == name), None)
+    if idx is None:
+        return None
+    for p in run.phases[idx + 1 :]:
+        if p["kind"] == "stabilize":
+            return p["name"]
+        if p["kind"] not in ("settle", "reopen", "verify"):
+            return None
+    return None
+
+
+def write_throughput(run: RunResult) -> Figure:
+    groups: list[Group] = []
+    for name in _phase_names(run, lambda k: k in WRITE_KINDS):
+        raw: dict[str, tuple[int, float] | None] = {}
+        ready: dict[str, tuple[int, float] | None] = {}
+        for e in run.engines:
+            p = e.phase(name)
+            raw[e.engine] = (p.ops, p.seconds) if p else None
+            st = _stabilize_after(e, name)
+            if p is None or st is None:
+                ready[e.engine] = None
+            else:
+                ready[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
+        groups.append(Group(name, raw))
+        stab = _planned_stabilize_after(run, name)
+        if stab:
+            groups.append(Group(f"{name} ready\n(+ {stab})", ready))
+    return _throughput(
+        run,
+        "Write Throughput",
+        "Inserts and updates per second; 'ready' also counts the stabilization (flush, compaction) that "
+        "follows, until the writes are ready to read · higher is better",
+        groups,
+        ["Engines that need no stabilization have ready = phase throughput."],
+    )
+
+
+def lookup_throughput(run: RunResult) -> Figure:
+    return _throughput(
+        run,
+        "Lookup Throughput",
+        "Point reads per second: profile by user id (primary key) and by email (unique index), before and "
+        "after the update phase · higher is better",
+        _ops_groups(run, lambda k: k in LOOKUP_KINDS),
+    )
+
+
+def scan_throughput(run: RunResult) -> Figure:
+    return _throughput(
+        run,
+        "Index Scan Throughput",
+        f"Index-only scans per second, each returning up to {run.limit} user ids in key order "
+        "(no profile fetch) · higher is better",
+        _ops_groups(run, lambda k: k.startswith("scan_")),
+    )
+
+
+def query_throughput(run: RunResult) -> Figure:
+    return _throughput(
+        run,
+        "Query Throughput",
+        f"Queries per second; each scans an index for up to {run.limit} ids, then reads each profile "
+        "by primary key · higher is better",
+        _ops_groups(run, lambda k: k.startswith("query_")),
+    )
+
+
+# -- 6. Resource Footprint --------------------------------------------------------------------
+
+
+def _memory_note(e: EngineResult) -> str | None:
+    """The engine's note on what its process memory covers (MySQL: the client only)."""
+    return next((n for n in e.notes if "memory" in n.lower() and "client" in n.lower()), None)
+
+
+def _client_only(e: EngineResult) -> bool:
+    return e.engine == "mysql" or _memory_note(e) is not None
+
+
+def resource_footprint(run: RunResult) -> Figure:
+    engines = run.engines
+    notes = [_status_note(e) for e in engines if _incomplete(e)]
+    for e in engines:
+        if _client_only(e):
+            notes.append(
+                f"{e.engine}: process peak memory is the benchmark (client) process only; the database "
+                "server's memory is not included."
+            )
+    notes.append(
+        "Storage: bytes of every file under the engine's data directory after settle. Process peak memory: "
+        "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
+    )
+    body = max(len(engines), 1) * 0.45 + AXIS_IN
+    fig = _figure(
+        "Resource Footprint",
+        f"Storage on disk and process peak memory per engine · {fmt.count(run.profiles)} profiles · "
+        "lower is better",
+        body,
+        notes,
+    )
+    axes = fig.subplots(1, 2, sharey=True)
+    panels = (
+        ("Storage (MB)", lambda e: e.storage_bytes, lambda e: ""),
+        (
+            "Process peak memory (MB)",
+            lambda e: e.peak_rss_bytes,
+            lambda e: " (client only)" if _client_only(e) else "",
+        ),
+    )
+    ys = list(range(len(engines)))
+    for ax, (xlabel, value, suffix) in zip(axes, panels, strict=True):
+        _style_axis(ax)
+        vals = [value(e) for e in engines]
+        top = max((v for v in vals if v), default=0) / 1e6 or 1.0
+        for y, e, v in zip(ys, engines, vals, strict=True):
+            if v is None:
+                ax.text(
+                    0, y, "  not measured", va="center", ha="left", fontsize=8, color=MUTED, style="italic"
+                )
+                continue
+            ax.barh(
+                y,
+                v / 1e6,
+                height=0.62,
+                color=engine_colour(e.engine),
+                hatch="//" if _incomplete(e) else None,
+                linewidth=0,
+            )
+            ax.text(
+                v / 1e6, y, f"  {fmt.size(v)}{suffix(e)}", va="center", ha="left", fontsize=8.5, color=TEXT
+            )
+        ax.set_xlim(0, top * 1.55)
+        ax.set_xlabel(xlabel)
+    axes[0].set_yticks(ys, [e.engine for e in engines], fontsize=10)
+    axes[0].set_ylim(max(len(engines), 1) - 0.5, -0.5)
+    return fig
+
+
+CHARTS: tuple[Chart, ...] = (
+    Chart("execution-time", "Execution Time", execution_time),
+    Chart("write-throughput", "Write Throughput", write_throughput),
+    Chart("lookup-throughput", "Lookup Throughput", lookup_throughput),
+    Chart("scan-throughput", "Index Scan Throughput", scan_throughput),
+    Chart("query-throughput", "Query Throughput", query_throughput),
+    Chart("resource-footprint", "Resource Footprint", resource_footprint),
+)
+
+
+def chart_file(stamp: str, slug: str) -> str:
+    return f"asyncbench-{stamp}-{slug}.svg"
+
+
+def render_svg(chart: Chart, run: RunResult) -> bytes:
+    """One chart as SVG bytes; the same run gives the same bytes."""
+    with matplotlib.rc_context(RC):
+        fig = chart.draw(run)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Title": chart.title, "Date": None})
+    return buf.getvalue()
+
+
+def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
+    """Write the six charts beside the report; (title, path relative to ``directory``) of each."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chart in CHARTS:
+        name = chart_file(stamp, chart.slug)
+        write_atomic(directory / name, render_svg(chart, run))
+        written.append((chart.title, name))
+    return written
+
+
+def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
+    """Copy this run's charts to ``output/latest-<slug>.svg`` and write ``output/latest.md`` linking them."""
+    output.mkdir(parents=True, exist_ok=True)
+    linked = []
+    for chart in CHARTS:
+        src = directory / chart_file(stamp, chart.slug)
+        if not src.exists():
+            continue
+        dest = f"latest-{chart.slug}.svg"
+        write_atomic(output / dest, src.read_bytes())
+        linked.append((chart.title, dest))
+    rel = directory.relative_to(output) if directory.is_relative_to(output) else directory
+    md = report.render(run, linked)
+    md += f"\nFull result: [`{rel}/asyncbench-{stamp}.json`]({rel}/asyncbench-{stamp}.json)\n"
+    path = output / "latest.md"
+    write_atomic(path, md.encode())
+    return path

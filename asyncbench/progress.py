@@ -1,0 +1,176 @@
+"""Live progress on a terminal: one rich progress bar per running phase.
+
+The bar shows engine and phase, operations done of the total, ops/s and ETA. The runner's
+``batch`` callback only advances a counter (rich redraws on its own timer thread), so it costs
+about as much as a dict update per batch. Console lines (one per phase) are printed through
+the same rich console, above the bars, so the two never tear each other.
+
+Shown only when stdout is a terminal and neither ``--no-progress`` nor the environment
+variable ``ASYNCBENCH_NO_PROGRESS=1`` (which the CLI sets, so child processes inherit it)
+turns it off. The JSON log is written by another observer and is unaffected.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from asyncbench import fmt
+from asyncbench.observers import ConsoleObserver, Observer
+from asyncbench.result import EngineResult, PhaseResult
+
+NO_PROGRESS_ENV = "ASYNCBENCH_NO_PROGRESS"
+
+
+class OpsColumn(ProgressColumn):
+    """``12_000/20_000 ops`` in the report's number style; just the count for untimed phases."""
+
+    def render(self, task: Task) -> Text:
+        done = fmt.count(int(task.completed))
+        if task.total is None:
+            return Text("")
+        return Text(f"{done}/{fmt.count(int(task.total))} ops", style="progress.download")
+
+
+class RateColumn(ProgressColumn):
+    """Operations per second over rich's recent-sample window."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if task.total is None or speed is None:
+            return Text("")
+        return Text(f"{fmt.count(round(speed))} ops/s", style="progress.data.speed")
+
+
+class EtaColumn(ProgressColumn):
+    """``ETA 0:01:05`` from rich's speed estimate; blank for untimed phases or before a first batch."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None or task.finished:
+            return Text("")
+        remaining = task.time_remaining
+        if remaining is None:
+            return Text("ETA -:--:--", style="progress.remaining")
+        minutes, seconds = divmod(int(remaining + 0.999), 60)
+        hours, minutes = divmod(minutes, 60)
+        return Text(f"ETA {hours}:{minutes:02d}:{seconds:02d}", style="progress.remaining")
+
+
+class _ConsoleStream:
+    """A text stream that prints whole lines through a rich console (above any live bars)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self.console.out(line, highlight=False)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.console.out(self._pending, highlight=False)
+            self._pending = ""
+
+    def isatty(self) -> bool:
+        return self.console.is_terminal
+
+
+class ProgressObserver(Observer):
+    """One progress bar per phase while it runs; the display is live only during an engine's run."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=30),
+            OpsColumn(),
+            RateColumn(),
+            EtaColumn(),
+            TimeElapsedColumn(),
+            console=console or Console(),
+            transient=True,  # a finished phase leaves its console line, not a stale bar
+            speed_estimate_period=10.0,
+        )
+        self.tasks: dict[tuple[str, str], TaskID] = {}
+        self.stream: TextIO = _ConsoleStream(self.progress.console)  # type: ignore[assignment]
+        self._live = False
+        self._atexit = False
+
+    @property
+    def console(self) -> Console:
+        return self.progress.console
+
+    def start(self) -> None:
+        if not self._live:
+            self.progress.start()
+            self._live = True
+            if not self._atexit:  # never leave the terminal with a hidden cursor
+                atexit.register(self.stop)
+                self._atexit = True
+
+    def stop(self) -> None:
+        if self._live:
+            self.progress.stop()
+            self._live = False
+        for task in list(self.tasks.values()):
+            self.progress.remove_task(task)
+        self.tasks.clear()
+
+    def engine_start(self, engine: str, profiles: int) -> None:
+        self.start()
+
+    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+        self.start()
+        # phases without operations (stabilize, settle, reopen, verify) get a pulsing bar
+        total = total_ops if total_ops > 0 else None
+        self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
+
+    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
+        task = self.tasks.get((engine, phase))
+        if task is not None:
+            self.progress.advance(task, ops)
+
+    def phase_end(self, engine: str, result: PhaseResult) -> None:
+        task = self.tasks.pop((engine, result.name), None)
+        if task is not None:
+            self.progress.remove_task(task)
+
+    def engine_end(self, result: EngineResult) -> None:
+        self.stop()
+
+    def run_end(self, **info: Any) -> None:
+        self.stop()
+
+
+def progress_wanted(disabled: bool = False, stream: TextIO | None = None) -> bool:
+    """Live bars only on a terminal, and not when turned off by flag or environment."""
+    stream = stream or sys.stdout
+    if disabled or os.environ.get(NO_PROGRESS_ENV, "") not in ("", "0"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def terminal_observers(disabled: bool = False) -> tuple[ConsoleObserver, ProgressObserver | None]:
+    """The console observer and, on a terminal, the progress bars it prints above."""
+    if not progress_wanted(disabled):
+        return ConsoleObserver(), None
+    progress = ProgressObserver()
+    return ConsoleObserver(progress.stream), progress

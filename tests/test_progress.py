@@ -1,0 +1,136 @@
+"""Live progress: bars per phase on a (forced) terminal console, console lines above them, off when not wanted."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from rich.console import Console
+
+from asyncbench import progress as progress_mod
+from asyncbench.cli import build_parser, main
+from asyncbench.observers import ConsoleObserver, Observers
+from asyncbench.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
+from asyncbench.result import EngineResult, PhaseResult
+
+QUICK = str(ROOT / "benchmarks" / "quick.toml")
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def forced_console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, force_terminal=True, width=140, color_system=None), buf
+
+
+def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
+    console, buf = forced_console()
+    obs = ProgressObserver(console)
+    obs.engine_start("sqlite", 2000)
+    obs.phase_start("sqlite", "read by user id", 2000)
+    task = obs.tasks[("sqlite", "read by user id")]
+    for i in range(3):
+        obs.batch("sqlite", "read by user id", i, 500, 0.01, 500 * (i + 1))
+    t = obs.progress.tasks[0]
+    assert t.id == task and t.completed == 1500 and t.total == 2000
+    assert t.description == "sqlite · read by user id"
+    obs.progress.refresh()
+    shown = buf.getvalue()
+    assert "sqlite · read by user id" in shown
+    assert "1_500/2_000 ops" in shown
+    assert "ops/s" in shown and "ETA" in shown
+    obs.phase_end("sqlite", PhaseResult("read by user id", "read_by_id", "ops", 2000, 0.05))
+    assert obs.tasks == {} and obs.progress.tasks == []
+    obs.engine_end(EngineResult(engine="sqlite"))
+    assert not obs.progress.live.is_started
+
+
+def test_untimed_phase_gets_an_indeterminate_bar_and_unknown_batches_are_ignored() -> None:
+    console, _ = forced_console()
+    obs = ProgressObserver(console)
+    obs.phase_start("rocksdb", "pre-read stabilization", 0)
+    (t,) = obs.progress.tasks
+    assert t.total is None
+    obs.batch("rocksdb", "not a running phase", 0, 10, 0.1, 10)  # no crash, no task
+    assert len(obs.progress.tasks) == 1
+    obs.run_end(exit_code=0)
+    assert obs.progress.tasks == [] and not obs.progress.live.is_started
+
+
+def test_console_lines_print_through_the_progress_console() -> None:
+    console, buf = forced_console()
+    obs = ProgressObserver(console)
+    lines = ConsoleObserver(obs.stream)
+    fan = Observers(obs, lines)
+    fan.engine_start("memory", 2000)
+    fan.phase_start("memory", "insert profiles", 2000)
+    fan.batch("memory", "insert profiles", 0, 2000, 0.01, 2000)
+    fan.phase_end("memory", PhaseResult("insert profiles", "insert", "ops", 2000, 0.5, "ABCDEF0123456789"))
+    fan.engine_end(EngineResult(engine="memory", run_seconds=1.0))
+    out = buf.getvalue()
+    assert "== memory · 2_000 profiles" in out
+    line = next(x for x in out.splitlines() if "ABCDEF0123456789" in x)
+    assert "insert profiles" in line and "4_000/s" in line
+    assert "run 1.00 s" in out
+    # the partial-line buffer is flushed on demand
+    obs.stream.write("no newline yet")
+    assert "no newline yet" not in buf.getvalue()
+    obs.stream.flush()
+    assert "no newline yet" in buf.getvalue()
+
+
+def test_progress_wanted_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(NO_PROGRESS_ENV, raising=False)
+    assert progress_wanted(stream=FakeTTY())
+    assert not progress_wanted(stream=io.StringIO())
+    assert not progress_wanted(disabled=True, stream=FakeTTY())
+    monkeypatch.setenv(NO_PROGRESS_ENV, "1")
+    assert not progress_wanted(stream=FakeTTY())
+
+
+def test_terminal_observers_wires_console_through_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(NO_PROGRESS_ENV, raising=False)
+    monkeypatch.setattr(progress_mod.sys, "stdout", FakeTTY())
+    console, prog = terminal_observers()
+    assert prog is not None and console.out is prog.stream
+    console, prog = terminal_observers(disabled=True)
+    assert prog is None
+    monkeypatch.setattr(progress_mod.sys, "stdout", io.StringIO())
+    assert terminal_observers()[1] is None
+
+
+def test_flags_parse_and_help_says_last_count_wins() -> None:
+    args = build_parser().parse_args(["plan.toml", "--no-progress", "--update-latest"])
+    assert args.no_progress and args.update_latest
+    args = build_parser().parse_args(["plan.toml"])
+    assert not args.no_progress and not args.update_latest
+    assert "last one written wins" in " ".join(build_parser().format_help().split())
+
+
+def test_run_with_update_latest_and_no_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(NO_PROGRESS_ENV, raising=False)
+    out = tmp_path / "out"
+    code = main(
+        [QUICK, "--engine", "memory", "--profiles", "1k", "--output", str(out), "--data", str(tmp_path / "d")]
+        + ["--no-progress", "--update-latest"]
+    )
+    monkeypatch.delenv(NO_PROGRESS_ENV, raising=False)  # the CLI set it for engine child processes
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "\x1b[" not in text  # no terminal control codes: bars were off
+    latest = (out / "latest.md").read_text()
+    (result,) = out.glob("profiles-1000/asyncbench-*.json")
+    assert f"(profiles-1000/{result.name})" in latest
+    svgs = sorted(p.name for p in out.glob("latest-*.svg"))
+    assert len(svgs) == 6
+    for name in svgs:
+        assert f"]({name})" in latest
+        stamped = result.parent / name.replace("latest-", f"{result.stem}-")
+        assert (out / name).read_bytes() == stamped.read_bytes()
