@@ -6,6 +6,7 @@
  *   NetRandom                             <- workloads/dotnet_random.py (PyNetRandom)
  *   create_many                           <- workloads/profiles.py (py_create_many)
  *   encode_many                           <- [workloads.profiles.encode(p) for p in profiles]
+ *   email_many / created_at_many          <- workloads.profiles.email_of / created_at_of per uid
  * tests/test_speedups.py checks that equality with hypothesis.  The checksum folds
  * run over millions of records per phase and the plan draws tens of millions of
  * random numbers, which is why these live in C.
@@ -946,6 +947,115 @@ sp_create_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject 
     return list;
 }
 
+typedef PyObject *(*uid_fn)(long long uid, uint64_t seed_word);
+
+/* [fn(uid) for uid in uids], each uid an int within +-limit. */
+static PyObject *
+map_uids(const char *fname, PyObject *uids, uid_fn fn, uint64_t seed_word, long long limit)
+{
+    PyObject *seq = PySequence_Fast(uids, "uids must be iterable"), *out;
+    Py_ssize_t i, n;
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    out = PyList_New(n);
+    if (out == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i), *v;
+        int overflow = 0;
+        long long uid;
+        if (!PyLong_Check(item) && !PyIndex_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "%s() user ids must be ints, not %.100s", fname,
+                         Py_TYPE(item)->tp_name);
+            goto fail;
+        }
+        uid = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (uid == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        if (overflow || uid < -limit || uid > limit) {
+            PyErr_Format(PyExc_ValueError, "%s() user id %R is outside +-%lld", fname, item, limit);
+            goto fail;
+        }
+        v = fn(uid, seed_word);
+        if (v == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *
+email_of(long long uid, uint64_t unused)
+{
+    char buf[64];
+    long long m97 = uid % 97;
+    (void)unused;
+    if (m97 < 0) {
+        m97 += 97;
+    }
+    return ascii_str(buf, snprintf(buf, sizeof buf, "user%012lld@example%02lld.com", uid, m97));
+}
+
+static PyObject *
+created_at_of(long long uid, uint64_t seed_word)
+{
+    return PyLong_FromLongLong(BASE_MS + uid * 1000 +
+                               (long long)(mix64((uint64_t)uid + seed_word) % 997));
+}
+
+PyDoc_STRVAR(email_many_doc,
+             "email_many(uids) -> list[str]\n\n"
+             "[workloads.profiles.email_of(u) for u in uids] (the plan's email lookups).");
+
+static PyObject *
+sp_email_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"uids"};
+    PyObject *a[1];
+    (void)mod;
+    if (parse_args("email_many", args, nargs, kwnames, names, 1, a) < 0) {
+        return NULL;
+    }
+    return map_uids("email_many", a[0], email_of, 0, LLONG_MAX);
+}
+
+PyDoc_STRVAR(created_at_many_doc,
+             "created_at_many(uids, seed_word) -> list[int]\n\n"
+             "[workloads.profiles.created_at_of(u, seed) for u in uids] with seed_word the seed\n"
+             "as unsigned 32-bit (the plan's created-at range bounds).  |uid| <= 9e15.");
+
+static PyObject *
+sp_created_at_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"uids", "seed_word"};
+    PyObject *a[2];
+    long long seed;
+    (void)mod;
+    if (parse_args("created_at_many", args, nargs, kwnames, names, 2, a) < 0 ||
+        ll_arg(a[1], &seed, "created_at_many", "seed_word") < 0) {
+        return NULL;
+    }
+    if (seed < 0 || seed > 0xFFFFFFFFLL) {
+        PyErr_Format(PyExc_ValueError,
+                     "created_at_many() seed_word %lld is not an unsigned 32-bit value "
+                     "(pass seed & 0xFFFFFFFF)",
+                     seed);
+        return NULL;
+    }
+    return map_uids("created_at_many", a[0], created_at_of, (uint64_t)seed, UID_LIMIT);
+}
+
 /* Decimal digits of v into buf (>= 21 bytes); returns the length. */
 static Py_ssize_t
 format_ll(char *buf, long long v)
@@ -1500,6 +1610,10 @@ static PyMethodDef speedups_methods[] = {
      create_many_doc},
     {"encode_many", (PyCFunction)(void (*)(void))sp_encode_many, METH_FASTCALL | METH_KEYWORDS,
      encode_many_doc},
+    {"email_many", (PyCFunction)(void (*)(void))sp_email_many, METH_FASTCALL | METH_KEYWORDS,
+     email_many_doc},
+    {"created_at_many", (PyCFunction)(void (*)(void))sp_created_at_many,
+     METH_FASTCALL | METH_KEYWORDS, created_at_many_doc},
     {NULL, NULL, 0, NULL},
 };
 

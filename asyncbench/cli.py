@@ -70,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
     )
+    p.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run each engine in its own child process so peak memory is that engine's alone "
+        "(default from the plan: on unless run.isolate = false)",
+    )
+    # Internal: how the parent starts an isolated engine run.
+    for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file"):
+        p.add_argument(flag, help=argparse.SUPPRESS)
     return p
 
 
@@ -107,6 +117,8 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
                 where, "--timeout-seconds", f"{args.timeout_seconds!r} is not a number"
             ) from None
         apply_run_key(cfg, where, "--timeout-seconds", "timeout_seconds", t)
+    if args.isolate is not None:
+        cfg.isolate = args.isolate
     for key in ("output", "data"):
         value = getattr(args, key)
         if value is not None:
@@ -122,7 +134,9 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
 
 
 def utc_stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    """UTC to the millisecond, so two runs started in one second do not share files."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"
 
 
 async def _watch_signals(state: dict, scope: anyio.CancelScope) -> None:
@@ -156,7 +170,7 @@ def run_benchmark(
 
             write_latest(run, directory, stamp, cfg.output)
 
-    bench = Benchmark(cfg, observer, started, save)
+    bench = Benchmark(cfg, observer, started, save, log_path)
     state: dict = {"interrupted": None}
 
     async def main() -> None:
@@ -188,6 +202,42 @@ def run_benchmark(
         console.message(f"asyncbench: {state['interrupted']}; partial report written")
         return EXIT_INTERRUPTED
     return code
+
+
+def child_main(args: argparse.Namespace) -> int:
+    """One engine at one profile count, in a child process started by ``ChildEngineRun``."""
+    from asyncbench.config import from_json
+    from asyncbench.isolation import PartialResultWriter
+    from asyncbench.metrics import MemorySampler
+    from asyncbench.runner import EngineRun
+    from workloads.plan import draw_plan
+
+    cfg = from_json(Path(args.child_run).read_bytes())
+    profiles = int(args.child_profiles)
+    logger, log_fh = open_log(Path(args.log_file))
+    plan = draw_plan(cfg.counts_for(profiles), cfg.seed)
+    sampler = MemorySampler()
+    engine_run = EngineRun(cfg, args.child_engine, plan, Observers(), sampler)
+    writer = PartialResultWriter(Path(args.result_file), engine_run.result)
+    console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
+    extra = [progress] if progress else []
+    engine_run.observer = Observers(JsonLogObserver(logger), writer, *extra, console)
+    state: dict = {"interrupted": None}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_signals, state, tg.cancel_scope)
+            tg.start_soon(sampler.run)
+            await engine_run.run()
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main, backend_options=_backend_options())
+    except KeyboardInterrupt:
+        state["interrupted"] = "interrupted by SIGINT"
+    writer.engine_end(engine_run.result)
+    log_fh.close()
+    return EXIT_INTERRUPTED if state["interrupted"] else EXIT_OK
 
 
 def _backend_options() -> dict:
@@ -226,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["report"]:
         return report_command(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.child_run:
+        return child_main(args)
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)

@@ -65,7 +65,7 @@ class BenchConfig:
     engines: list[str] = field(default_factory=lambda: ["lsm", "rocksdb", "sqlite"])
     output: Path = Path("results")
     data: Path = Path("data")
-    isolate: bool = False
+    isolate: bool = True  # each engine in its own child process
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -356,3 +356,32 @@ def check_paths(cfg: BenchConfig, where: str = "command line") -> None:
                     pass
             except OSError as exc:
                 raise ConfigError(where, key, f"{path} is not writable ({probe}: {exc.strerror})") from None
+
+
+def to_json(cfg: BenchConfig) -> bytes:
+    """The effective (validated, flag-overridden) config, for a child process to run exactly."""
+    import orjson
+
+    doc = {
+        **{k: getattr(cfg, k) for k in ("source", "name", "profiles", "parallelism", "seed", "limit")},
+        **{
+            k: getattr(cfg, k)
+            for k in ("batch_size", "timeout_seconds", "engines", "counts", "engine_settings")
+        },
+        "output": str(cfg.output),
+        "data": str(cfg.data),
+        "isolate": cfg.isolate,
+        "optional_engines": sorted(cfg.optional_engines),
+        "phases": [vars(p) for p in cfg.phases],
+    }
+    return orjson.dumps(doc)
+
+
+def from_json(data: bytes) -> BenchConfig:
+    import orjson
+
+    doc = orjson.loads(data)
+    doc["output"], doc["data"] = Path(doc["output"]), Path(doc["data"])
+    doc["optional_engines"] = set(doc["optional_engines"])
+    doc["phases"] = [PhaseSpec(**p) for p in doc["phases"]]
+    return BenchConfig(**doc)

@@ -44,6 +44,15 @@ class EngineResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> EngineResult:
+        doc = dict(doc)
+        phases = [PhaseResult(**p) for p in doc.pop("phases", [])]
+        return cls(phases=phases, **doc)
+
     def phase(self, name: str) -> PhaseResult | None:
         return next((p for p in self.phases if p.name == name), None)
 
@@ -76,10 +85,7 @@ class RunResult:
     @classmethod
     def from_json(cls, data: bytes) -> RunResult:
         doc = orjson.loads(data)
-        engines = []
-        for e in doc.pop("engines", []):
-            phases = [PhaseResult(**p) for p in e.pop("phases", [])]
-            engines.append(EngineResult(phases=phases, **e))
+        engines = [EngineResult.from_dict(e) for e in doc.pop("engines", [])]
         return cls(engines=engines, **doc)
 
 

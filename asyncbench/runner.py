@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from time import perf_counter
 
 import anyio
@@ -17,6 +18,7 @@ from anyio.abc import TaskGroup
 from asyncbench import environment
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.isolation import ChildEngineRun
 from asyncbench.metrics import MemorySampler
 from asyncbench.observers import Observer
 from asyncbench.phases import KINDS, PhaseOutcome, run_ops_phase, run_verify, stream_items
@@ -203,8 +205,10 @@ class Benchmark:
         observer: Observer,
         started_utc: str,
         on_progress: Callable[[RunResult], None],
+        log_path: Path,
     ) -> None:
         self.cfg, self.observer, self.started_utc, self.on_progress = cfg, observer, started_utc, on_progress
+        self.log_path = log_path
         self.results: list[RunResult] = []
         self.sampler = MemorySampler()
 
@@ -219,8 +223,15 @@ class Benchmark:
                 run = new_result(self.cfg, plan, self.started_utc)
                 self.results.append(run)
                 for name in self.cfg.engines:
-                    er = await EngineRun(self.cfg, name, plan, self.observer, self.sampler).run()
-                    run.engines.append(er)
-                    self.on_progress(run)
+                    engine_run: EngineRun | ChildEngineRun
+                    if self.cfg.isolate:
+                        engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
+                    else:
+                        engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
+                    try:
+                        await engine_run.run()
+                    finally:  # an interrupted engine still reports what it completed
+                        run.engines.append(engine_run.result)
+                        self.on_progress(run)
             tg.cancel_scope.cancel()
         return self.results

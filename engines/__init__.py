@@ -7,6 +7,7 @@ lets a missing optional dependency fail only for the engine that needs it.
 from __future__ import annotations
 
 import importlib
+import os
 
 from asyncbench.engine import Engine, EngineUnavailable
 
@@ -18,6 +19,21 @@ REGISTRY: dict[str, str] = {
     "sqlite": "engines.sqlite:SqliteEngine",
     "mysql": "engines.mysql:MySqlEngine",
 }
+
+#: Extra engines without editing the package: ``ASYNCBENCH_ENGINES="name=module:Class,..."``
+#: (the module must be importable; child processes of an isolated run inherit it).
+ENV_VAR = "ASYNCBENCH_ENGINES"
+
+
+def _register_from_env() -> None:
+    for item in filter(None, (x.strip() for x in os.environ.get(ENV_VAR, "").split(","))):
+        name, sep, target = item.partition("=")
+        if not sep or ":" not in target:
+            raise SystemExit(f"asyncbench: {ENV_VAR}: {item!r} is not name=module:Class")
+        REGISTRY[name.strip()] = target.strip()
+
+
+_register_from_env()
 
 #: What ``--engine all`` means, in report order.
 ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql")

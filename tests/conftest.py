@@ -15,7 +15,7 @@ REFERENCE_PLAN = ROOT / "benchmarks" / "reference.toml"
 
 
 @pytest.fixture
-def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def run_cli(tmp_path: Path, capfd: pytest.CaptureFixture[str]):
     """Run ``python -m asyncbench`` in-process with output and data under tmp_path.
 
     Returns (exit code, list of result dicts, captured stdout+stderr).
@@ -24,7 +24,7 @@ def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     def run(*args: str) -> tuple[int, list[dict], str]:
         out, data = tmp_path / "out", tmp_path / "data"
         code = main([*args, "--output", str(out), "--data", str(data)])
-        captured = capsys.readouterr()
+        captured = capfd.readouterr()  # fd level: isolated engines print from child processes
         results = [orjson.loads(p.read_bytes()) for p in sorted(out.glob("profiles-*/asyncbench-*.json"))]
         return code, results, captured.out + captured.err
 

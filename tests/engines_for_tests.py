@@ -40,3 +40,15 @@ class SlowEngine(MemoryEngine):
     async def read_by_id(self, uids):  # type: ignore[no-untyped-def]
         await anyio.sleep(30)
         return await super().read_by_id(uids)
+
+
+class CrashingEngine(MemoryEngine):
+    """Kills its own process with SIGKILL during the lookup phase: a hard crash."""
+
+    name = "crashing"
+
+    async def lookup_by_email(self, emails):  # type: ignore[no-untyped-def]
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)

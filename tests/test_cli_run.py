@@ -16,8 +16,12 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 
 @pytest.fixture
 def test_engines(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, cls in (("faulty", "FaultyEngine"), ("wrong", "WrongEngine"), ("slow", "SlowEngine")):
+    """Register the broken engines here and, via the environment, in child processes."""
+    pairs = [("faulty", "FaultyEngine"), ("wrong", "WrongEngine"), ("slow", "SlowEngine")]
+    for name, cls in pairs:
         monkeypatch.setitem(engines.REGISTRY, name, f"engines_for_tests:{cls}")
+    monkeypatch.setenv("ASYNCBENCH_ENGINES", ",".join(f"{n}=engines_for_tests:{c}" for n, c in pairs))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
 
 
 def test_quick_run_writes_json_markdown_and_log(tmp_path: Path, run_cli) -> None:
@@ -93,7 +97,7 @@ def test_checksum_mismatch_names_engine_and_phase(test_engines, run_cli, tmp_pat
     assert line in md
 
 
-def test_report_command_rerenders_from_json(run_cli, tmp_path, capsys) -> None:
+def test_report_command_rerenders_from_json(run_cli, tmp_path) -> None:
     code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "1k")
     assert code == 0
     json_path = next((tmp_path / "out" / "profiles-1000").glob("*.json"))
