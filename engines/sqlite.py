@@ -15,6 +15,7 @@ execution after a connection's first of each string only rebinds and steps.
 from __future__ import annotations
 
 import contextlib
+import copy
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -269,6 +270,7 @@ class SqliteEngine(Engine):
         self.settings = validate_settings(self.settings)
         self.path = self.data_dir / DB_FILE
         self._conn: SqliteConnection | None = None
+        self._worker_conns: list[SqliteConnection] = []
 
     def files(self) -> list[Path]:
         """The database file plus its -wal and -shm companions."""
@@ -289,11 +291,32 @@ class SqliteEngine(Engine):
         conn = self.connection()
         await conn.open()
         self._conn = conn
+        # P > 1: one connection (so one thread) per worker, like the reference; worker 0
+        # uses the engine's own connection.
+        try:
+            for _ in range(1, self.config.workers):
+                extra = self.connection()
+                await extra.open()
+                self._worker_conns.append(extra)
+        except BaseException:
+            await self.close()
+            raise
+
+    def worker(self, index: int) -> SqliteEngine:
+        """A view of this engine bound to worker ``index``'s own connection."""
+        if index == 0:
+            return self
+        view = copy.copy(self)
+        view._conn = self._worker_conns[index - 1]
+        view._worker_conns = []
+        return view
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await conn.close()
+        conns = [self._conn, *self._worker_conns]
+        self._conn, self._worker_conns = None, []
+        for conn in reversed(conns):
+            if conn is not None:
+                await conn.close()
 
     async def settle(self) -> None:
         await self._db.run(checkpoint)

@@ -402,3 +402,19 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
         for c in conns:
             await c.close()
         await engine.close()
+
+
+async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
+    from asyncbench.engine import EngineConfig, opened
+    from engines.sqlite import SqliteEngine
+
+    engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3))
+    async with opened(engine):
+        handles = [engine.worker(w) for w in range(3)]
+        conns = {id(h._db) for h in handles}
+        assert len(conns) == 3
+        from workloads.profiles import create_many
+
+        await handles[1].insert(create_many(1, 10, 570123434))
+        assert len(await handles[2].read_by_id(list(range(1, 11)))) == 10
+    assert engine._conn is None and engine._worker_conns == []
