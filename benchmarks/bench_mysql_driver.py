@@ -1,20 +1,24 @@
 """Per-query cost of the asyncio MySQL drivers against a running server, to pick one.
 
-The mysql engine pays one client round trip per operation, so the driver's own per-query
-overhead (packet building, escaping, row decoding, awaits) is part of every number it
+Why: the mysql engine pays one client round trip per operation, so the driver's own cost
+per query (packet building, escaping, row decoding, awaits) is part of every number it
 reports. This measures the shapes the engine runs, one statement at a time on one
 connection, exactly as a batch loop would:
 
-- point SELECT of a full row by primary key,
-- single-row INSERT with autocommit,
-- a 50-row ordered index query (row decoding dominates).
+- ``insert``: single-row INSERT with autocommit (server side dominated by the log flush),
+- ``point``: SELECT of a full row by primary key,
+- ``top50``: the 50-row ordered index query (row decoding dominates).
 
-Variants: aiomysql (pure Python, PyMySQL protocol code), asyncmy text protocol (Cython),
-asyncmy with its statement cache (transparent server-side prepared statements, binary
-protocol). Start a server first:
+Variants: ``aiomysql`` (pure Python, PyMySQL's protocol code), ``asyncmy-text`` (Cython,
+text protocol) and ``asyncmy-prepared`` (asyncmy's statement cache: the same ``%s``
+statements run as server-side prepared statements in the binary protocol; what the
+engine uses). Each variant has its own connection and table. One warm-up round is
+dropped; every round runs all variants in a rotated order, and the medians over rounds are
+printed as wall time and as this process's CPU time per query (the client's own cost;
+steadier when other processes share the machine). Start a server first::
 
     eval "$(scripts/mysql-server start)"
-    .venv/bin/python benchmarks/bench_mysql_driver.py [--n 4000] [--repeat 3] [--loop uvloop]
+    .venv/bin/python benchmarks/bench_mysql_driver.py [--n 2000] [--inserts 400] [--rounds 5] [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -26,27 +30,29 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workloads.profiles import create_many  # noqa: E402
 
-TABLE = "bench_driver"
-DDL = f"""CREATE TABLE {TABLE} (
-  user_id BIGINT NOT NULL PRIMARY KEY, email VARCHAR(64) NOT NULL, country CHAR(2) NOT NULL,
+SEED = 570123434
+VARIANTS = ("aiomysql", "asyncmy-text", "asyncmy-prepared")
+SHAPES = ("insert", "point", "top50")
+COLS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
+
+
+def ddl(table: str) -> str:
+    return f"""CREATE TABLE {table} (
+  user_id BIGINT NOT NULL PRIMARY KEY, email VARCHAR(255) NOT NULL, country VARCHAR(16) NOT NULL,
   status VARCHAR(16) NOT NULL, created_at BIGINT NOT NULL, last_login BIGINT NOT NULL,
-  reputation INT NOT NULL, display_name VARCHAR(64) NOT NULL, bio VARCHAR(255) NOT NULL,
+  reputation INT NOT NULL, display_name VARCHAR(255) NOT NULL, bio VARCHAR(4096) NOT NULL,
   UNIQUE KEY (email), KEY rep (reputation DESC, user_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
-COLS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
-INSERT = f"INSERT INTO {TABLE} ({COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-SELECT = f"SELECT {COLS} FROM {TABLE} WHERE user_id = %s"
-TOP = f"SELECT {COLS} FROM {TABLE} ORDER BY reputation DESC, user_id LIMIT 50"
 
 
-def settings() -> dict:
+def settings() -> dict[str, Any]:
     return {
         "host": os.environ.get("MYSQL_HOST", "127.0.0.1"),
         "port": int(os.environ.get("MYSQL_PORT", "3306")),
@@ -56,78 +62,100 @@ def settings() -> dict:
     }
 
 
-async def connect(variant: str):  # noqa: ANN201 - either driver's connection
-    s = settings()
-    if variant == "aiomysql":
-        import aiomysql
+class Client:
+    """One variant: its connection, cursor, table and the three timed loops."""
 
-        return await aiomysql.connect(
-            host=s["host"], port=s["port"], user=s["user"], password=s["password"], db=s["db"],
-            autocommit=True, charset="utf8mb4",
-        )  # fmt: skip
-    import asyncmy
+    def __init__(self, variant: str) -> None:
+        self.variant = variant
+        self.table = "bench_driver_" + variant.replace("-", "_")
+        self.insert_sql = f"INSERT INTO {self.table} ({COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        self.point_sql = f"SELECT {COLS} FROM {self.table} WHERE user_id = %s"
+        self.top_sql = (
+            f"SELECT {COLS} FROM {self.table} FORCE INDEX (rep) ORDER BY reputation DESC, user_id LIMIT 50"
+        )
+        self.next_uid = 1
 
-    return await asyncmy.connect(
-        host=s["host"], port=s["port"], user=s["user"], password=s["password"], database=s["db"],
-        autocommit=True, charset="utf8mb4", stmt_cache_size=16 if variant == "asyncmy-prepared" else 0,
-    )  # fmt: skip
+    async def open(self) -> None:
+        s = settings()
+        if self.variant == "aiomysql":
+            import aiomysql
 
+            self.conn = await aiomysql.connect(
+                host=s["host"], port=s["port"], user=s["user"], password=s["password"], db=s["db"],
+                autocommit=True, charset="utf8mb4",
+            )  # fmt: skip
+            self.cur = await self.conn.cursor()
+        else:
+            import asyncmy
 
-async def timed(fn: Callable[[], Awaitable[int]], repeat: int) -> float:
-    """Median microseconds per op over ``repeat`` runs."""
-    per_op = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        n = await fn()
-        per_op.append((time.perf_counter() - t) / n * 1e6)
-    return statistics.median(per_op)
+            self.conn = await asyncmy.connect(
+                host=s["host"], port=s["port"], user=s["user"], password=s["password"], database=s["db"],
+                autocommit=True, charset="utf8mb4",
+                stmt_cache_size=16 if self.variant == "asyncmy-prepared" else 0,
+            )  # fmt: skip
+            self.cur = self.conn.cursor()
+        await self.cur.execute("SET SESSION sql_notes = 0")  # DROP IF EXISTS of nothing: no warning
+        await self.cur.execute(f"DROP TABLE IF EXISTS {self.table}")
+        await self.cur.execute(ddl(self.table))
 
+    async def close(self) -> None:
+        await self.cur.execute(f"DROP TABLE {self.table}")
+        await self.cur.close()
+        await self.conn.ensure_closed()
 
-async def bench(variant: str, n: int, repeat: int) -> dict[str, float]:
-    conn = await connect(variant)
-    cur = await conn.cursor() if variant == "aiomysql" else conn.cursor()
-    await cur.execute("SET SESSION sql_notes = 0")  # DROP IF EXISTS of nothing: no warning round trip
-    await cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
-    await cur.execute(DDL)
-    runs = {"next": 1}
-
-    async def inserts() -> int:
-        start = runs["next"]
-        runs["next"] += n
-        for p in create_many(start, n, 570123434):
-            await cur.execute(INSERT, p)
+    async def insert(self, n: int) -> int:
+        profiles = create_many(self.next_uid, n, SEED)
+        self.next_uid += n
+        execute, sql = self.cur.execute, self.insert_sql
+        for p in profiles:
+            await execute(sql, p)
         return n
 
-    async def point_selects() -> int:
-        total = runs["next"] - 1
-        ok = 0
-        for uid in range(1, n + 1):
-            await cur.execute(SELECT, ((uid * 7919) % total + 1,))
-            row = await cur.fetchone()
-            ok += row is not None and isinstance(row[0], int)
-        assert ok == n, (ok, n)
+    async def point(self, n: int) -> int:
+        total = self.next_uid - 1
+        execute, fetchone, sql = self.cur.execute, self.cur.fetchone, self.point_sql
+        for i in range(1, n + 1):
+            await execute(sql, ((i * 7919) % total + 1,))
+            row = await fetchone()
+            if row is None or type(row[0]) is not int:
+                raise AssertionError(f"{self.variant}: bad row {row!r}")
         return n
 
-    async def top_queries() -> int:
+    async def top50(self, n: int) -> int:
         m = max(1, n // 10)
+        execute, fetchall, sql = self.cur.execute, self.cur.fetchall, self.top_sql
         for _ in range(m):
-            await cur.execute(TOP, ())  # empty args (not None) keep asyncmy's prepared path
-            rows = await cur.fetchall()
-            assert len(rows) == 50 and isinstance(rows[0][6], int)
+            await execute(sql, ())  # empty args (not None) keep asyncmy's prepared path
+            rows = await fetchall()
+            if len(rows) != 50 or type(rows[0][6]) is not int:
+                raise AssertionError(f"{self.variant}: bad top-50 result")
         return m
 
-    insert = await timed(inserts, repeat)
-    await cur.execute(f"ANALYZE TABLE {TABLE}")  # fresh statistics: the top-50 plan uses the index
-    await cur.fetchall()
-    out = {
-        "insert": insert,
-        "point_select": await timed(point_selects, repeat),
-        "top50_query": await timed(top_queries, repeat),
+
+async def run(
+    variants: list[str], n: int, inserts: int, rounds: int
+) -> dict[tuple[str, str], dict[str, list[float]]]:
+    clients = [Client(v) for v in variants]
+    for c in clients:
+        await c.open()
+        await c.insert(n)  # rows to read before the first timed round
+    samples: dict[tuple[str, str], dict[str, list[float]]] = {
+        (v, s): {"wall": [], "cpu": []} for v in variants for s in SHAPES
     }
-    await cur.execute(f"DROP TABLE {TABLE}")
-    await cur.close()
-    await conn.ensure_closed()
-    return out
+    for r in range(rounds + 1):  # round 0 is the warm-up
+        order = clients[r % len(clients) :] + clients[: r % len(clients)]
+        for c in order:
+            for shape in SHAPES:
+                t, cpu = time.perf_counter(), time.process_time()
+                ops = await getattr(c, shape)(inserts if shape == "insert" else n)
+                wall_us = (time.perf_counter() - t) / ops * 1e6
+                cpu_us = (time.process_time() - cpu) / ops * 1e6
+                if r:
+                    samples[c.variant, shape]["wall"].append(wall_us)
+                    samples[c.variant, shape]["cpu"].append(cpu_us)
+    for c in clients:
+        await c.close()
+    return samples
 
 
 def version(dist: str) -> str:
@@ -139,24 +167,31 @@ def version(dist: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=4000, help="operations per run (top-50 runs n/10)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--n", type=int, default=2000, help="point reads per round (top50: n/10)")
+    ap.add_argument("--inserts", type=int, default=400, help="inserts per round (each waits for a log flush)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed rounds after one warm-up round")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
-    ap.add_argument("--variants", default="aiomysql,asyncmy-text,asyncmy-prepared")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args()
     if args.loop == "uvloop":
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    variants = args.variants.split(",")
+    samples = asyncio.run(run(variants, args.n, args.inserts, args.rounds))
     print(
         f"python {sys.version.split()[0]}, loop {args.loop}, aiomysql {version('aiomysql')}, "
-        f"asyncmy {version('asyncmy')}, PyMySQL {version('PyMySQL')}; n={args.n}, repeat={args.repeat}, "
-        "median us/op"
+        f"asyncmy {version('asyncmy')}, PyMySQL {version('PyMySQL')}; n={args.n}, "
+        f"inserts={args.inserts}, rounds={args.rounds}"
     )
-    print(f"{'variant':18} {'insert':>10} {'point_select':>13} {'top50_query':>12}")
-    for variant in args.variants.split(","):
-        r = asyncio.run(bench(variant, args.n, args.repeat))
-        print(f"{variant:18} {r['insert']:10.1f} {r['point_select']:13.1f} {r['top50_query']:12.1f}")
+    print("median microseconds per query over rounds: wall (client CPU)")
+    print(f"{'variant':18}" + "".join(f"{s:>20}" for s in SHAPES))
+    for v in variants:
+        cells = []
+        for s in SHAPES:
+            d = samples[v, s]
+            cells.append(f"{statistics.median(d['wall']):10.1f} ({statistics.median(d['cpu']):6.1f})")
+        print(f"{v:18}" + "".join(f"{c:>20}" for c in cells))
 
 
 if __name__ == "__main__":
