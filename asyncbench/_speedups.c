@@ -949,7 +949,7 @@ sp_create_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject 
 
 typedef PyObject *(*uid_fn)(long long uid, uint64_t seed_word);
 
-/* [fn(uid) for uid in uids], each uid an int within +-limit. */
+/* [fn(uid) for uid in uids], each uid an int within +-limit (LLONG_MAX: any int64). */
 static PyObject *
 map_uids(const char *fname, PyObject *uids, uid_fn fn, uint64_t seed_word, long long limit)
 {
@@ -977,8 +977,9 @@ map_uids(const char *fname, PyObject *uids, uid_fn fn, uint64_t seed_word, long 
         if (uid == -1 && PyErr_Occurred()) {
             goto fail;
         }
-        if (overflow || uid < -limit || uid > limit) {
-            PyErr_Format(PyExc_ValueError, "%s() user id %R is outside +-%lld", fname, item, limit);
+        if (overflow || (limit != LLONG_MAX && (uid < -limit || uid > limit))) {
+            PyErr_Format(PyExc_ValueError, "%s() user id %R is outside %s", fname, item,
+                         limit == LLONG_MAX ? "the 64-bit range" : "+-9e15");
             goto fail;
         }
         v = fn(uid, seed_word);

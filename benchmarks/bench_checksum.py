@@ -7,6 +7,8 @@ engine time it measures. Reports:
 * ``fold_profiles`` in ns per profile, on profile tuples and on their stored encoding
   (bytes), C vs Python (Python on a ``--python-n`` slice: it is ~50x slower);
 * ``create_many`` and ``encode_many`` in ns per profile, C vs Python;
+* ``email_many`` / ``created_at_many`` (the per-uid parts of plan drawing) vs the Python
+  ``email_of`` / ``created_at_of`` loops;
 * drawing the reference plan for ``--profiles`` (default 2_000_000) profiles with the C
   ``NetRandom`` vs ``PyNetRandom`` (the plan's emails and created-at bounds are Python in
   both), and checks the two plans are equal.
@@ -97,6 +99,19 @@ def main(argv: list[str] | None = None) -> None:
         per_profile(
             batched(lambda s: [profiles.encode(p) for p in ps[s - 1 : s + 999]], args.python_n), args.python_n
         ),
+    )
+
+    # plan helpers: draw_plan's Python parts (emails, created-at bounds) per uid
+    uids = list(range(1, args.n + 1))
+    row(
+        "email_many vs email_of",
+        per_profile(lambda: sp.email_many(uids), args.n),
+        per_profile(lambda: [profiles.email_of(u) for u in uids[: args.python_n]], args.python_n),
+    )
+    row(
+        "created_at_many vs created_at_of",
+        per_profile(lambda: sp.created_at_many(uids, word), args.n),
+        per_profile(lambda: [profiles.created_at_of(u, SEED) for u in uids[: args.python_n]], args.python_n),
     )
 
     counts = plan_module.Counts.for_profiles(args.profiles)

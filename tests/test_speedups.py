@@ -1,10 +1,10 @@
 """The compiled accelerator must equal its pure-Python definitions bit for bit.
 
 Property tests compare ``asyncbench._speedups`` with ``py_fold_*`` (checksum.py),
-``PyNetRandom`` (dotnet_random.py) and ``py_create_many``/``encode`` (profiles.py) on
-random inputs, including the awkward ones (huge and negative ints, astral characters,
-lone surrogates, int32 seed edges), plus the error contract: wrong types raise
-TypeError, malformed values ValueError, and nothing leaks.
+``PyNetRandom`` (dotnet_random.py) and ``py_create_many``/``encode``/``email_of``/
+``created_at_of`` (profiles.py) on random inputs, including the awkward ones (huge and
+negative ints, astral characters, lone surrogates, int32 seed edges), plus the error
+contract: wrong types raise TypeError, malformed values ValueError, and nothing leaks.
 """
 
 from __future__ import annotations
@@ -456,6 +456,38 @@ def test_encode_many_formats_like_an_f_string() -> None:
     assert [profiles.decode(b) for b in sp.encode_many(ps)] == ps
 
 
+@PROPS
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-(10**6), 10**7), max_size=40))
+def test_email_many_matches_python(uids: list[int]) -> None:
+    assert sp.email_many(uids) == [profiles.email_of(u) for u in uids]
+    assert sp.email_many(tuple(uids)) == sp.email_many(iter(uids))
+
+
+@PROPS
+@given(st.lists(st.integers(-(9 * 10**15), 9 * 10**15) | st.integers(0, 3 * 10**6), max_size=40), int32_seeds)
+def test_created_at_many_matches_python(uids: list[int], seed: int) -> None:
+    expected = [profiles.created_at_of(u, seed) for u in uids]
+    assert sp.created_at_many(uids, seed & 0xFFFFFFFF) == expected
+    assert sp.created_at_many(uids=iter(uids), seed_word=seed & 0xFFFFFFFF) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "exc"),
+    [
+        (lambda: sp.email_many([2**63]), ValueError),
+        (lambda: sp.email_many([1.0]), TypeError),
+        (lambda: sp.email_many(5), TypeError),
+        (lambda: sp.created_at_many([9 * 10**15 + 1], 0), ValueError),
+        (lambda: sp.created_at_many(["1"], 0), TypeError),
+        (lambda: sp.created_at_many([1], -1), ValueError),
+        (lambda: sp.created_at_many([1], 2**32), ValueError),
+    ],
+)
+def test_plan_helpers_reject_bad_input(call, exc) -> None:
+    with pytest.raises(exc):
+        call()
+
+
 # --- reference counts and leaks ---------------------------------------------------------
 
 
@@ -477,6 +509,8 @@ def test_no_reference_leaks() -> None:
             sp.fold_ints(OFFSET_BASIS, [2**70, -1, 5])
             sp.create_many(1, 10, 5)
             sp.encode_many(ps)
+            sp.email_many(range(-5, 5))
+            sp.created_at_many(range(-5, 5), 9)
             r = sp.NetRandom(7)
             r.int64_list(10, -(2**70), -(2**70) + 2**64)
             r.next(-(10**30), 10**30)
