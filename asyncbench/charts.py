@@ -80,7 +80,7 @@ def _incomplete(e: EngineResult) -> bool:
 
 def _status_note(e: EngineResult) -> str:
     status = e.status if len(e.status) <= 150 else e.status[:147] + "..."
-    return f"{e.engine}: {status} — charted phases are the ones it completed."
+    return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
 def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
@@ -392,6 +392,8 @@ def resource_footprint(run: RunResult) -> Figure:
                 f"{e.engine}: process peak memory is the benchmark (client) process only; the database "
                 "server's memory is not included."
             )
+    if any(e.engine == "memory" for e in engines):
+        notes.append("memory: the in-process reference engine writes no files, so its storage is 0 B.")
     notes.append(
         "Storage: bytes of every file under the engine's data directory after settle. Process peak memory: "
         "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
