@@ -1,0 +1,91 @@
+"""Harness overhead per operation, per phase kind, measured with the memory engine.
+
+For each phase kind of the reference plan this times, over the same operations:
+  full  - the runner's phase loop (batching, engine call, checksum fold, batch hook);
+  bare  - the same memory-engine batch calls alone, no checksum and no hook;
+and reports the difference per operation: what the harness adds on top of an engine
+call. The memory engine's own work is tiny, so "full" is also an upper bound of the
+harness cost. Medians of --repeat runs.
+
+    .venv/bin/python benchmarks/harness_overhead.py --profiles 100000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+from time import perf_counter
+
+import anyio
+
+from asyncbench.engine import EngineConfig
+from asyncbench.phases import KINDS, run_ops_phase, stream_items
+from engines.memory import MemoryEngine
+from workloads.plan import Counts, draw_plan
+from workloads.profiles import create_many, update
+
+SEED = 570123434
+PHASES = [
+    ("insert", None),
+    ("read_by_id", "reads"),
+    ("lookup_by_email", "email_reads"),
+    ("scan_country_status", "queries"),
+    ("query_country_status", "queries"),
+    ("scan_created_at", "ranges"),
+    ("query_created_at", "ranges"),
+    ("scan_top_reputation", "queries"),
+    ("query_top_reputation", "queries"),
+    ("update", "updates"),
+]
+
+
+async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
+    t0 = perf_counter()
+    for i in range(0, len(items), batch):
+        chunk = items[i : i + batch]
+        if kind == "insert":
+            await engine.insert(create_many(chunk.start, len(chunk), SEED))
+        elif kind == "update":
+            await engine.update(chunk, lambda p: update(p, SEED))
+        elif kind.endswith("_top_reputation"):
+            await getattr(engine, kind)(len(chunk))
+        else:
+            await getattr(engine, kind)(chunk)
+    return perf_counter() - t0
+
+
+async def main(profiles: int, repeat: int, batch: int) -> None:
+    plan = draw_plan(Counts.for_profiles(profiles), SEED)
+    engine = MemoryEngine(EngineConfig("memory", Path(tempfile.mkdtemp()), {}, 50, SEED))
+    await engine.open(True)
+    await engine.insert(create_many(1, profiles, SEED))
+    hook_calls = 0
+
+    def hook(index: int, ops: int, seconds: float) -> None:
+        nonlocal hook_calls
+        hook_calls += 1
+
+    print(f"profiles {profiles:_d}, batch {batch:_d}, median of {repeat} runs (µs per operation)")
+    print(f"{'phase kind':<24}{'ops':>10}{'full':>10}{'bare':>10}{'harness':>10}{'share':>8}")
+    for kind, stream in PHASES:
+        items = stream_items(kind, stream or KINDS[kind].streams[0], None, plan)
+        fulls, bares = [], []
+        for _ in range(repeat):  # alternate so drift hits both alike
+            t0 = perf_counter()
+            await run_ops_phase(kind, items, [engine], SEED, batch, hook)
+            fulls.append(perf_counter() - t0)
+            bares.append(await bare(kind, engine, items, batch))
+        n = len(items)
+        full, b = statistics.median(fulls) / n * 1e6, statistics.median(bares) / n * 1e6
+        print(f"{kind:<24}{n:>10_d}{full:>10.3f}{b:>10.3f}{full - b:>10.3f}{(full - b) / full:>8.0%}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profiles", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=1_000)
+    a = ap.parse_args()
+    anyio.run(main, a.profiles, a.repeat, a.batch)
