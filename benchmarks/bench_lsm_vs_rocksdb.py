@@ -47,7 +47,12 @@ class Timing:
         self.rows: list[tuple[str, int, float, float, str]] = []  # name, ops, wall s, cpu s, checksum
 
     async def phase(
-        self, name: str, items: Sequence[Any] | int, batch: int, call: Callable[[Any], Awaitable[list]], ints: bool
+        self,
+        name: str,
+        items: Sequence[Any] | int,
+        batch: int,
+        call: Callable[[Any], Awaitable[list]],
+        ints: bool,
     ) -> None:
         if isinstance(items, int):
             n = items
@@ -70,7 +75,9 @@ class Timing:
 
 async def run_engine(name: str, profiles: int, batch: int, settings: dict, data: Path) -> Timing:
     # At 10_000 profiles use the spec's reference counts so every checksum is checkable.
-    counts = Counts.for_profiles(profiles, **({"queries": 2500, "post_queries": 2500} if profiles == 10_000 else {}))
+    counts = Counts.for_profiles(
+        profiles, **({"queries": 2500, "post_queries": 2500} if profiles == 10_000 else {})
+    )
     plan = draw_plan(counts, SEED)
     cls = engine_class(name)
     e: Engine = cls(EngineConfig(name, data, settings, counts.limit, SEED))
@@ -96,13 +103,17 @@ async def run_engine(name: str, profiles: int, batch: int, settings: dict, data:
     await t.phase("query created-at range", plan.ranges, batch, e.query_created_at, False)
     await t.phase("scan top reputation index", q, batch, e.scan_top_reputation, True)
     await t.phase("query top reputation", q, batch, e.query_top_reputation, False)
-    await t.phase("update profiles", plan.updates, batch, lambda ids: e.update(ids, lambda p: update(p, SEED)), False)
+    await t.phase(
+        "update profiles", plan.updates, batch, lambda ids: e.update(ids, lambda p: update(p, SEED)), False
+    )
     if cls.needs_stabilization:
         await t.untimed_ops("(post-update stabilization)", e.stabilize)
     pq = counts.post_queries
     await t.phase("post-update read by user id", plan.post_reads, batch, e.read_by_id, False)
     await t.phase("post-update lookup by email", plan.post_email_reads, batch, e.lookup_by_email, False)
-    await t.phase("post-update scan country/status index", plan.post_queries, batch, e.scan_country_status, True)
+    await t.phase(
+        "post-update scan country/status index", plan.post_queries, batch, e.scan_country_status, True
+    )
     await t.phase("post-update query country/status", plan.post_queries, batch, e.query_country_status, False)
     await t.phase("post-update scan top reputation index", pq, batch, e.scan_top_reputation, True)
     await t.phase("post-update query top reputation", pq, batch, e.query_top_reputation, False)
@@ -186,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
             settings = lsm_settings if name == "lsm" else {}
             print(f"running {name} at {args.profiles} profiles ...", file=sys.stderr, flush=True)
             results[name] = anyio.run(
-                run_engine, name, args.profiles, args.batch, settings, root / name, backend_options={"use_uvloop": True}
+                run_engine,
+                name,
+                args.profiles,
+                args.batch,
+                settings,
+                root / name,
+                backend_options={"use_uvloop": True},
             )
     finally:
         if args.keep is None:

@@ -17,11 +17,12 @@ The index is the sparse in-memory array: the first key of every block (every
 ``sparse step``-th key) plus the block offsets, so a point lookup is a bisect over the
 first keys and then, in a fixed-width block, one C-level ``find`` over the key area in
 the mapping (mixed-width blocks are decoded and bisected). Every block's crc32 is checked
-the first time it is read. Caches (all bounded): the *block cache* holds raw block bytes
-for ordered reads and drops blocks idle longer than the lifetime; the *key cache* holds
-decoded block keys; the *value cache* holds recently read values by key. Values of disk
-segments are never held in Python objects beyond those caches. A segment is written to ``*.tmp``, fsynced
-and renamed, so a listed segment file is always complete.
+the first time it is read. Caches (all bounded): the *key cache* holds decoded block
+keys (scans, mixed-width lookups); the *value cache* holds recently read values by key;
+the *block cache* holds raw blocks for iterators and merges and drops blocks idle longer
+than the lifetime. Values of disk segments are never held in Python objects beyond
+those caches. A segment is written to ``*.tmp``, fsynced and renamed, so a listed
+segment file is always complete.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 from engines.lsm.cache import GenerationalCache
 
@@ -82,28 +84,29 @@ def encode_block(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes
     return b"".join((head, flags, *keys, *vals))
 
 
-def decode_keys(raw: bytes) -> tuple[list[bytes], tuple[int, ...], int, int]:
-    """(keys, value end offsets, values start, flags start) of a block."""
-    n, width = _HDR.unpack_from(raw, 0)
+def decode_keys(buf: Any, off: int = 0) -> tuple[list[bytes], tuple[int, ...], int, int]:
+    """(keys, value end offsets, values start, flags start) of the block at ``off`` of
+    ``buf`` (bytes or the segment's mapping); positions are absolute in ``buf``."""
+    n, width = _HDR.unpack_from(buf, off)
     if width:
-        vends = _u32s(n).unpack_from(raw, 4)
-        kb = 4 + 5 * n
+        vends = _u32s(n).unpack_from(buf, off + 4)
+        kb = off + 4 + 5 * n
         ke = kb + n * width
-        return [raw[p : p + width] for p in range(kb, ke, width)], vends, ke, 4 + 4 * n
-    offs = _u32s(2 * n).unpack_from(raw, 4)
-    kb = 4 + 9 * n
-    keys = [raw[kb + a : kb + b] for a, b in zip((0, *offs[: n - 1]), offs[:n], strict=False)]
-    return keys, offs[n:], kb + offs[n - 1], 4 + 8 * n
+        return [buf[p : p + width] for p in range(kb, ke, width)], vends, ke, off + 4 + 4 * n
+    offs = _u32s(2 * n).unpack_from(buf, off + 4)
+    kb = off + 4 + 9 * n
+    keys = [buf[kb + a : kb + b] for a, b in zip((0, *offs[: n - 1]), offs[:n], strict=False)]
+    return keys, offs[n:], kb + offs[n - 1], off + 4 + 8 * n
 
 
-def decode_block(raw: bytes) -> tuple[list[bytes], list[bytes | None]]:
+def decode_block(buf: Any, off: int = 0) -> tuple[list[bytes], list[bytes | None]]:
     """Keys and values of a block (``None`` = tombstone)."""
-    keys, vends, vb, fb = decode_keys(raw)
+    keys, vends, vb, fb = decode_keys(buf, off)
     n = len(keys)
     values: list[bytes | None] = [
-        raw[vb + a : vb + b] for a, b in zip((0, *vends[: n - 1]), vends, strict=False)
+        buf[vb + a : vb + b] for a, b in zip((0, *vends[: n - 1]), vends, strict=False)
     ]
-    flags = raw[fb : fb + n]
+    flags = buf[fb : fb + n]
     if any(flags):
         for i, f in enumerate(flags):
             if f:
@@ -262,14 +265,18 @@ class DiskSegment:
             self.block_cache.put(i, raw)
         return raw
 
-    def block_keys(self, i: int) -> tuple[list[bytes], tuple[int, ...], int, int, bytes]:
-        """Decoded keys of block ``i`` (keys, value ends, values start, flags start,
-        raw), through the key cache."""
-        entry = self.key_cache.get(i)
+    def block_keys(self, i: int) -> tuple[list[bytes], tuple[int, ...], int, int]:
+        """Decoded keys of block ``i`` (keys, value ends, values start, flags start;
+        positions absolute in the mapping), through the key cache."""
+        kc = self.key_cache
+        entry = kc.young.get(i)
         if entry is None:
-            raw = self.raw_block(i)
-            entry = (*decode_keys(raw), raw)
-            self.key_cache.put(i, entry)
+            entry = kc.old.get(i)
+            if entry is None:
+                if not self._verified[i]:
+                    self._verify(i)
+                entry = decode_keys(self._mm, self.offsets[i])
+            kc.put(i, entry)
         return entry
 
     def block(self, i: int) -> tuple[list[bytes], list[bytes | None]]:
@@ -318,14 +325,11 @@ class DiskSegment:
                 (b,) = _U32.unpack_from(mm, off + 4)
                 v = mm[ke : ke + b]
         else:
-            keys, vends, vb, fb, raw = self.block_keys(i)
+            keys, vends, vb, fb = self.block_keys(i)
             j = bisect_left(keys, key)
             if j == len(keys) or keys[j] != key:
                 return None
-            if raw[fb + j]:
-                v = TOMBSTONE
-            else:
-                v = raw[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+            v = TOMBSTONE if mm[fb + j] else mm[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
         vc.put(key, v)
         return v
 
@@ -352,8 +356,10 @@ class DiskSegment:
         nblocks = len(self.first_keys)
         out_k: list[bytes] = []
         out_f: list[int] = []
+        mm = self._mm
+        block_keys = self.block_keys
         while i < nblocks:
-            keys, _vends, _vb, fb, raw = self.block_keys(i)
+            keys, _vends, _vb, fb = block_keys(i)
             n = len(keys)
             if end is None:
                 stop = n
@@ -361,7 +367,7 @@ class DiskSegment:
                 stop = bisect_right(keys, end, j) if inclusive else bisect_left(keys, end, j)
             take = min(stop, j + limit - len(out_k))
             out_k += keys[j:take]
-            out_f += raw[fb + j : fb + take]
+            out_f += mm[fb + j : fb + take]
             if take < stop:
                 return out_k, out_f, True
             if stop < n:
