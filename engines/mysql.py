@@ -6,9 +6,9 @@ so strings compare by code point like the byte-ordered key/value engines: the fi
 ``utf8mb4_nopad_bin`` (MariaDB), ``utf8mb4_0900_bin`` (MySQL 8) or ``utf8mb4_bin`` the server
 has. The no-pad ones also tell ``"a"`` from ``"a "`` (plain ``utf8mb4_bin`` pads, so a
 UNIQUE email would treat them as equal), which is what byte keys do. Every write is
-one autocommit statement; every operation is exactly one statement round trip. The batch
-loops await the driver directly: an asyncio driver needs no thread hop, so there is nothing
-else to amortize.
+one autocommit statement (its own transaction); every read, scan, query and insert is one
+statement round trip, an update its SELECT plus its UPDATE. The batch loops await the
+driver directly: an asyncio driver needs no thread hop, so there is nothing else to amortize.
 
 Why asyncmy: ``benchmarks/bench_mysql_driver.py`` measured it several times cheaper per
 point query than aiomysql, and its statement cache (``stmt_cache_size``) runs the same
@@ -62,7 +62,7 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={{collation}}"""
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
-#: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of nothing raises one.
+#: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of a missing table gives a Note.
 SESSION_INIT = "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', sql_notes = 0"
 
 DEFAULTS = {"host": "127.0.0.1", "port": 3306, "database": "asyncbench", "user": "root", "password": ""}
