@@ -386,7 +386,7 @@ parse_dec_ucs(int kind, const void *data, Py_ssize_t start, Py_ssize_t stop, uin
 static int
 int_field_slow(PyObject *text, int field, PyObject *record, uint64_t *out)
 {
-    PyObject *v, *type, *value, *tb;
+    PyObject *v, *value;
     if (text == NULL) {
         return -1;
     }
@@ -398,6 +398,13 @@ int_field_slow(PyObject *text, int field, PyObject *record, uint64_t *out)
         return 0;
     }
     if (record != NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
+#if PY_VERSION_HEX >= 0x030C0000
+        value = PyErr_GetRaisedException();
+        PyErr_Format(PyExc_ValueError, "encoded profile record %R: %s field: %S", record,
+                     FIELD_NAMES[field], value);
+        Py_XDECREF(value);
+#else
+        PyObject *type, *tb;
         PyErr_Fetch(&type, &value, &tb);
         PyErr_NormalizeException(&type, &value, &tb);
         PyErr_Format(PyExc_ValueError, "encoded profile record %R: %s field: %S", record,
@@ -405,6 +412,7 @@ int_field_slow(PyObject *text, int field, PyObject *record, uint64_t *out)
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
+#endif
     }
     return -1;
 }
