@@ -162,10 +162,10 @@ def run_benchmark(
     observer = Observers(JsonLogObserver(logger), *([progress] if progress else []), console)
     written: dict[int, tuple[Path, Path]] = {}
 
-    def save(run: RunResult) -> None:
+    def save(run: RunResult, final: bool = False) -> None:
         directory = result_dir(cfg.output, run.profiles)
-        written[run.profiles] = write_run(run, directory, stamp)
-        if update_latest:
+        written[run.profiles] = write_run(run, directory, stamp, charts=final)
+        if final and update_latest:
             from asyncbench.charts import update_latest as write_latest
 
             write_latest(run, directory, stamp, cfg.output)
@@ -188,7 +188,7 @@ def run_benchmark(
     code = EXIT_OK
     for run in bench.results:
         run.interrupted = state["interrupted"]
-        save(run)
+        save(run, final=True)
         verdict = judge(run)
         for line in verdict.failures:
             console.message(line)

@@ -12,14 +12,19 @@ def result_dir(output: Path, profiles: int) -> Path:
     return output / f"profiles-{profiles}"
 
 
-def write_run(run: RunResult, directory: Path, stamp: str) -> tuple[Path, Path]:
-    """Write ``asyncbench-<stamp>.json`` and ``.md`` (and charts, when available)."""
+def write_run(run: RunResult, directory: Path, stamp: str, charts: bool = True) -> tuple[Path, Path]:
+    """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off.
+
+    The runner saves after every engine without charts (matplotlib would load into the
+    benchmark process between engines and inflate the next engine's memory), then once
+    more with charts when the run ends or is interrupted.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     json_path = directory / f"asyncbench-{stamp}.json"
     md_path = directory / f"asyncbench-{stamp}.md"
     write_atomic(json_path, run.to_json())
-    charts = render_charts(run, directory, stamp)
-    write_atomic(md_path, report.render(run, charts).encode())
+    chart_files = render_charts(run, directory, stamp) if charts else []
+    write_atomic(md_path, report.render(run, chart_files).encode())
     return json_path, md_path
 
 
