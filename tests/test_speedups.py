@@ -23,6 +23,7 @@ from asyncbench.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles, py
 from workloads import plan as plan_module
 from workloads import profiles
 from workloads.dotnet_random import PyNetRandom
+from workloads.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES
 
 sp = pytest.importorskip("asyncbench._speedups", reason="C accelerator not built")
 
@@ -486,6 +487,41 @@ def test_created_at_many_matches_python(uids: list[int], seed: int) -> None:
 def test_plan_helpers_reject_bad_input(call, exc) -> None:
     with pytest.raises(exc):
         call()
+
+
+# --- the spec's own numbers, computed with the C pieces alone --------------------------
+
+
+def test_reference_checksums_from_c_pieces_alone() -> None:
+    """Phases that need no engine: insert, and the two read phases on fresh profiles."""
+    word = SEED & 0xFFFFFFFF
+    n = REFERENCE_PROFILES
+    rng = sp.NetRandom(SEED)
+    reads = rng.int64_list(n, 1, n + 1)
+    email_reads = sp.email_many(rng.int64_list(n, 1, n + 1))
+    everyone = sp.create_many(1, n, word)
+    by_email = {p[1]: p for p in everyone}
+    assert (
+        f"{sp.fold_ints(OFFSET_BASIS, [p[0] for p in everyone]):016X}"
+        == REFERENCE_CHECKSUMS["insert profiles"]
+    )
+    read = [everyone[u - 1] for u in reads]
+    for records in (read, sp.encode_many(read)):
+        assert f"{sp.fold_profiles(OFFSET_BASIS, records):016X}" == REFERENCE_CHECKSUMS["read by user id"]
+    looked_up = [by_email[e] for e in email_reads]
+    assert f"{sp.fold_profiles(OFFSET_BASIS, looked_up):016X}" == REFERENCE_CHECKSUMS["lookup by email"]
+    # the created-at phase's plan bounds, drawn after the country/status queries
+    counts = plan_module.Counts.for_profiles(n, queries=REFERENCE_QUERIES, post_queries=REFERENCE_QUERIES)
+    plan = plan_module.draw_plan(counts, SEED)
+    assert (reads, email_reads) == (plan.reads, plan.email_reads)
+    for _ in range(REFERENCE_QUERIES):  # skip past the country/status queries
+        rng.next(0, 32)
+        rng.next(0, 4)
+    sids = rng.int64_list(REFERENCE_QUERIES, 1, max(2, n - 5000))
+    ends = [min(n, s + 5000) for s in sids]
+    assert (
+        list(zip(sp.created_at_many(sids, word), sp.created_at_many(ends, word), strict=True)) == plan.ranges
+    )
 
 
 # --- reference counts and leaks ---------------------------------------------------------
