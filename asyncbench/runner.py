@@ -81,6 +81,7 @@ class EngineRun:
             res.peak_rss_bytes = self.sampler.peak
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
                 res.versions = self.engine.library_versions() or res.versions
+                res.durability = self.engine.durability() or res.durability
             self.observer.engine_end(res)
         return res
 

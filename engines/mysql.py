@@ -23,6 +23,7 @@ The process memory the runner reports is this client only; the server's is not i
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -289,6 +290,7 @@ class MySqlEngine(Engine):
         self.conn_settings = resolve_settings(self.settings)
         self.sql = Statements.build(self.limit)
         self._session: Session | None = None
+        self._worker_sessions: list[Session] = []
         self._server_version: str | None = None
         self._flush_log_at_trx_commit: str | None = None
         self._storage_bytes: int | None = None
@@ -353,11 +355,28 @@ class MySqlEngine(Engine):
             raise
         self._session = session
         self._storage_bytes = None
+        try:  # P > 1: a connection per worker (a connection serves one query at a time)
+            for _ in range(1, self.config.workers):
+                self._worker_sessions.append(Session(await self.connect(), self.sql))
+        except BaseException:
+            await self.close()
+            raise
+
+    def worker(self, index: int) -> MySqlEngine:
+        """A view of this engine bound to worker ``index``'s own connection."""
+        if index == 0:
+            return self
+        view = copy.copy(self)
+        view._session = self._worker_sessions[index - 1]
+        view._worker_sessions = []
+        return view
 
     async def close(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        sessions = [self._session, *self._worker_sessions]
+        self._session, self._worker_sessions = None, []
+        for session in sessions:
+            if session is not None:
+                await session.close()
 
     async def settle(self) -> None:
         """The final commit (a no-op under autocommit), then the storage figure.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN
+from conftest import REFERENCE_PLAN, mysql_configured
 
 from asyncbench.checksum import combine
 from asyncbench.phases import bucket_by_uid, partition
@@ -32,7 +32,7 @@ def test_combined_checksum_is_the_fold_of_hex_strings_in_worker_order() -> None:
 
 @pytest.mark.parametrize("parallelism", ["1", "4"])
 def test_engines_agree_with_memory_at_p(parallelism: str, run_cli) -> None:
-    engines = "memory,lsm,rocksdb,sqlite"
+    engines = "memory,lsm,rocksdb,sqlite" + (",mysql" if mysql_configured() else "")
     code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
     assert code == 0, output
     runs = {e["engine"]: e for e in results[0]["engines"]}
