@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workloads.profiles import COUNTRIES, STATUSES, created_at_of, email_of
+from workloads.profiles import COUNTRIES, STATUSES, created_at_of, email_of, seed_word
 
 try:
-    from asyncbench._speedups import NetRandom
+    from asyncbench._speedups import NetRandom, created_at_many, email_many
 except ImportError:  # pragma: no cover - exercised when the extension is absent
     from workloads.dotnet_random import PyNetRandom as NetRandom
+
+    def email_many(uids: list[int]) -> list[str]:
+        return [email_of(u) for u in uids]
+
+    def created_at_many(uids: list[int], word: int) -> list[int]:
+        return [created_at_of(u, word) for u in uids]
+
 
 #: Count names of the plan, in drawing order.
 COUNT_NAMES = (
@@ -86,14 +93,14 @@ def draw_plan(counts: Counts, seed: int) -> Plan:
     rng = NetRandom(seed)
     plan = Plan(counts=counts, seed=seed)
     plan.reads = rng.int64_list(counts.reads, 1, n + 1)
-    plan.email_reads = [email_of(u) for u in rng.int64_list(counts.email_reads, 1, n + 1)]
+    plan.email_reads = email_many(rng.int64_list(counts.email_reads, 1, n + 1))
     plan.queries = _country_status(rng, counts.queries)
-    hi = max(2, n - 5000)
-    for _ in range(counts.queries):
-        sid = rng.next_int64(1, hi)
-        plan.ranges.append((created_at_of(sid, seed), created_at_of(min(n, sid + 5000), seed)))
+    word = seed_word(seed)
+    starts = rng.int64_list(counts.queries, 1, max(2, n - 5000))
+    ends = [min(n, sid + 5000) for sid in starts]
+    plan.ranges = list(zip(created_at_many(starts, word), created_at_many(ends, word), strict=True))
     plan.updates = rng.int64_list(counts.updates, 1, n + 1)
     plan.post_reads = rng.int64_list(counts.post_reads, 1, n + 1)
-    plan.post_email_reads = [email_of(u) for u in rng.int64_list(counts.post_email_reads, 1, n + 1)]
+    plan.post_email_reads = email_many(rng.int64_list(counts.post_email_reads, 1, n + 1))
     plan.post_queries = _country_status(rng, counts.post_queries)
     return plan
