@@ -74,6 +74,15 @@ class Timing:
 
 
 async def run_engine(name: str, profiles: int, batch: int, settings: dict, data: Path) -> Timing:
+    """The whole plan on one engine, with a background task group around each
+    open..close like the runner's."""
+    async with anyio.create_task_group() as tg:
+        t = await run_phases(tg, name, profiles, batch, settings, data)
+        tg.cancel_scope.cancel()
+    return t
+
+
+async def run_phases(tg: Any, name: str, profiles: int, batch: int, settings: dict, data: Path) -> Timing:
     # At 10_000 profiles use the spec's reference counts so every checksum is checkable.
     counts = Counts.for_profiles(
         profiles, **({"queries": 2500, "post_queries": 2500} if profiles == 10_000 else {})
@@ -81,6 +90,7 @@ async def run_engine(name: str, profiles: int, batch: int, settings: dict, data:
     plan = draw_plan(counts, SEED)
     cls = engine_class(name)
     e: Engine = cls(EngineConfig(name, data, settings, counts.limit, SEED))
+    e.background = tg
     await e.open(True)
     t = Timing()
 
@@ -121,6 +131,7 @@ async def run_engine(name: str, profiles: int, batch: int, settings: dict, data:
     size = e.storage_bytes()
     await t.untimed_ops("(close)", e.close)
     e = cls(EngineConfig(name, data, settings, counts.limit, SEED))
+    e.background = tg
 
     async def verify() -> None:
         await e.open(False)

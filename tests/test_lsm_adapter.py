@@ -3,12 +3,14 @@ small memtables so background flushes and merges run during the workload."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from asyncbench.engine import EngineConfig
+from asyncbench.engine import EngineConfig, opened
 from engines.lsm.adapter import TREE_NAMES, LsmEngine
 from engines.memory import MemoryEngine
 from workloads.profiles import create_many, decode, update
@@ -25,11 +27,38 @@ def records(rs: list) -> list:
     return [decode(r) if isinstance(r, (bytes, str)) else r for r in rs]
 
 
-async def workload(path: Path, settings: dict) -> None:
-    lsm = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
+@contextlib.asynccontextmanager
+async def maybe_opened(engine: LsmEngine, reset: bool, background: bool) -> AsyncIterator[LsmEngine]:
+    """Like the runner (a background task group around open..close), or bare (inline)."""
+    if background:
+        async with opened(engine, reset) as e:
+            yield e
+    else:
+        await engine.open(reset)
+        try:
+            yield engine
+        finally:
+            await engine.close()
+
+
+async def workload(path: Path, settings: dict, background: bool) -> None:
     mem = MemoryEngine(EngineConfig("memory", path, {}, 20, SEED))
-    await lsm.open(True)
     await mem.open(True)
+    async with maybe_opened(
+        LsmEngine(EngineConfig("lsm", path, settings, 20, SEED)), True, background
+    ) as lsm:
+        await phases(lsm, mem, background)
+    again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
+    async with maybe_opened(again, False, background):
+        assert await again.count() == N
+        ids = list(range(0, N + 10, 7))
+        assert records(await again.read_by_id(ids)) == await mem.read_by_id(ids)
+        queries = [("US", "active"), ("DE", "pending")]
+        assert await again.scan_country_status(queries) == await mem.scan_country_status(queries)
+        assert await again.scan_top_reputation(1) == await mem.scan_top_reputation(1)
+
+
+async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
     for start in range(1, N + 1, 100):
         batch = create_many(start, 100, SEED)
         await lsm.insert(batch)
@@ -53,15 +82,9 @@ async def workload(path: Path, settings: dict) -> None:
         assert await lsm.scan_top_reputation(2) == await mem.scan_top_reputation(2)
         assert records(await lsm.query_country_status(queries)) == await mem.query_country_status(queries)
     assert records(await lsm.query_top_reputation(1)) == await mem.query_top_reputation(1)
+    if background:
+        assert lsm._maint is not None and any(len(t.segments) for t in lsm._trees)
     await lsm.settle()
-    await lsm.close()
-    again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
-    await again.open(False)
-    assert await again.count() == N
-    assert records(await again.read_by_id(ids)) == await mem.read_by_id(ids)
-    assert await again.scan_country_status(queries) == await mem.scan_country_status(queries)
-    assert await again.scan_top_reputation(1) == await mem.scan_top_reputation(1)
-    await again.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -70,21 +93,24 @@ def test_matches_memory_engine(tmp_path: Path, backend: tuple, wal_mode: str) ->
     if wal_mode == "sync" and backend[1]:
         pytest.skip("sync log covered on plain asyncio; fsync per write is slow")
     settings = {"mutable_segment_max_item_count": 700, "sparse_array_step": 8, "wal_mode": wal_mode}
-    anyio.run(workload, tmp_path, settings, backend=backend[0], backend_options=backend[1])
+    anyio.run(workload, tmp_path, settings, True, backend=backend[0], backend_options=backend[1])
+
+
+def test_without_background_group_maintenance_runs_inline(tmp_path: Path) -> None:
+    settings = {"mutable_segment_max_item_count": 700, "sparse_array_step": 8}
+    anyio.run(workload, tmp_path, settings, False)
 
 
 def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
     async def run() -> None:
-        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
-        await e.open(True)
-        await e.insert(create_many(1, 300, SEED))
-        await e.close()  # memtables are not flushed; the log carries them
+        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
+            await e.insert(create_many(1, 300, SEED))
+        # memtables were not flushed; the log carries them
         assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES)
-        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
-        await e.open(False)
-        assert await e.count() == 300
-        assert len(await e.read_by_id(range(1, 301))) == 300
-        await e.close()
+        assert not list(tmp_path.glob("*/seg-*"))
+        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
+            assert await e.count() == 300
+            assert len(await e.read_by_id(range(1, 301))) == 300
 
     anyio.run(run)
 
@@ -96,3 +122,27 @@ def test_settings_are_validated(tmp_path: Path) -> None:
         LsmEngine(EngineConfig("lsm", tmp_path, {"bogus": 1}))
     with pytest.raises(ValueError):
         LsmEngine(EngineConfig("lsm", tmp_path, {"sparse_array_step": 0}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
+    """The runner opens inside a timeout scope and closes outside it, shielded, with the
+    background group around both; background tasks must end with close()."""
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tg:
+            e = LsmEngine(EngineConfig("lsm", tmp_path, {"mutable_segment_max_item_count": 500}, 50, SEED))
+            e.background = tg
+            with anyio.move_on_after(60):
+                await e.open(True)
+                for s in range(1, 2001, 250):
+                    await e.insert(create_many(s, 250, SEED))
+            with anyio.CancelScope(shield=True):
+                await e.close()
+            assert e._done.is_set()  # the background task has ended
+            tg.cancel_scope.cancel()
+        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
+        async with opened(e, False):
+            assert await e.count() == 2000
+
+    anyio.run(run, backend=backend[0], backend_options=backend[1])

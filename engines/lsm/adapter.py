@@ -9,8 +9,9 @@ old / writes the new country-status and reputation keys.
 
 The engine is pure Python on the event loop, so a batch runs synchronously; after every
 batch the adapter yields (and, if memtables pile up, waits for the flusher) so the
-background flush / merge / log-writer tasks get turns. Those tasks live in a task group
-the engine enters in ``open`` and exits in ``close`` (call both from the same task).
+background flush / merge / log-writer tasks get turns. Those tasks run in one task that
+``open`` starts in the opener's ``background`` task group and ``close`` cancels and
+awaits; opened without one (a bare script), the same work runs inline between batches.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine, EngineConfig
 from engines.lsm.maintainer import Maintainer
@@ -62,8 +62,9 @@ class LsmEngine(Engine):
             raise ValueError(f"unknown lsm settings: {', '.join(sorted(unknown))}")
         self.options = TreeOptions.from_mapping(self.settings)
         self._trees: list[LsmTree] = []
-        self._tg: TaskGroup | None = None
         self._maint: Maintainer | None = None
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
 
     # --- lifecycle ----------------------------------------------------------------------
     def _open_trees(self, reset: bool) -> list[LsmTree]:
@@ -73,38 +74,53 @@ class LsmEngine(Engine):
         return [LsmTree(self.data_dir / n, self.options) for n in TREE_NAMES]
 
     async def open(self, reset: bool) -> None:
-        if self._tg is not None:
+        if self._trees:
             raise RuntimeError("engine already open")
         self._trees = await anyio.to_thread.run_sync(self._open_trees, reset)
         self.profiles, self.emails, self.country_status, self.created_at, self.reputation = self._trees
-        self._maint = Maintainer(self._trees, self.options.block_cache_lifetime_ms)
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        self._maint.start(tg)
+        if self.background is not None:
+            self._maint = Maintainer(self._trees, self.options.block_cache_lifetime_ms)
+            self._done = anyio.Event()
+            await self.background.start(self._run_background, self._maint)
+
+    async def _run_background(
+        self, maint: Maintainer, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The maintainer's loops, in a scope ``close`` cancels (inside the runner's group)."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with anyio.create_task_group() as tg:
+                    maint.start(tg)
+                    task_status.started()
+        finally:
+            self._done.set()
 
     async def close(self) -> None:
-        tg, maint = self._tg, self._maint
-        if tg is None or maint is None:
+        if not self._trees:
             return
-        maint.stop()
-        tg.cancel_scope.cancel()
-        await tg.__aexit__(None, None, None)
-        self._tg = None
+        maint, self._maint = self._maint, None
+        if maint is not None:
+            maint.stop()
+            self._scope.cancel()
+            await self._done.wait()
         await anyio.to_thread.run_sync(self._close_trees)
-        maint.check()
+        self._trees = []
+        if maint is not None:
+            maint.check()
 
     def _close_trees(self) -> None:
         for t in self._trees:
             t.close()
 
     async def stabilize(self) -> None:
-        assert self._maint is not None
-        await self._maint.wait_idle()
+        if self._maint is not None:
+            await self._maint.wait_idle()
+        else:
+            self._maintain_inline(everything=True)
 
     async def settle(self) -> None:
-        assert self._maint is not None
-        await self._maint.wait_idle()
+        await self.stabilize()
 
         def persist() -> None:
             for t in self._trees:
@@ -112,6 +128,17 @@ class LsmEngine(Engine):
                 t.save_meta()
 
         await anyio.to_thread.run_sync(persist)
+
+    def _maintain_inline(self, everything: bool = False) -> None:
+        """Without a background task group (``open`` outside a runner), flushes, merges
+        and log writes run here, synchronously, between batches."""
+        for t in self._trees:
+            if everything:
+                t.freeze()
+            while t.frozen:
+                t.run_job(t.flush_job())
+            t.merge_all()
+            t.wal.write_now()
 
     def durability(self) -> str:
         mode = self.options.wal_mode
@@ -130,9 +157,11 @@ class LsmEngine(Engine):
 
     async def _yield(self) -> None:
         maint = self._maint
-        assert maint is not None
-        maint.check()
-        await maint.throttle()
+        if maint is None:
+            self._maintain_inline()
+        else:
+            maint.check()
+            await maint.throttle()
         await anyio.sleep(0)
 
     # --- operations -----------------------------------------------------------------------
