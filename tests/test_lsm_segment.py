@@ -14,6 +14,7 @@ from engines.lsm.segment import (
     SegmentWriter,
     decode_block,
     encode_block,
+    merge_segments,
 )
 
 
@@ -136,3 +137,48 @@ def test_mixed_width_blocks(tmp_path: Path) -> None:
     for k, v in items:
         assert seg.get(k) == v
     assert seg.get(b"kk") is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("drop", [True, False])
+def test_merge_segments_matches_a_dict_fold(tmp_path: Path, seed: int, drop: bool) -> None:
+    import random
+
+    rng = random.Random(seed)
+    sources = []
+    model: dict[bytes, bytes | None] = {}
+    layers = []
+    for s in range(rng.randint(2, 4)):
+        lo = rng.randint(0, 300)
+        keys = sorted(
+            {b"%04d" % rng.randint(lo, lo + rng.choice([20, 200, 600])) for _ in range(rng.randint(1, 150))}
+        )
+        if rng.random() < 0.3:  # mixed widths too
+            keys = sorted(set(keys) | {b"%d" % rng.randint(0, 999) for _ in range(10)})
+        layers.append([(k, None if rng.random() < 0.2 else b"v%d-%d" % (s, i)) for i, k in enumerate(keys)])
+    for layer in layers:  # oldest first into the model
+        model.update(layer)
+    for n, layer in enumerate(reversed(layers)):  # newest first as merge sources
+        sources.append(write_segment(tmp_path / f"s{n}.sst", layer, step=rng.choice([1, 2, 4, 16])))
+    w = SegmentWriter(tmp_path / "out.sst", 4)
+    for _ in merge_segments(sources, w, drop, slice_entries=7):
+        pass
+    w.finish()
+    out = DiskSegment(tmp_path / "out.sst", 9)
+    got = [(k, v) for ks, vs in out.iter_chunks(None, 4) for k, v in zip(ks, vs, strict=True)]
+    expected = sorted((k, v) for k, v in model.items() if not (drop and v is None))
+    assert got == expected
+    assert out.live == sum(v is not None for _, v in expected)
+
+
+def test_merge_of_disjoint_segments_copies_blocks(tmp_path: Path) -> None:
+    old = write_segment(tmp_path / "a.sst", [(b"a%03d" % i, b"x" * i) for i in range(40)], step=4)
+    new = write_segment(tmp_path / "b.sst", [(b"b%03d" % i, b"y") for i in range(40)], step=4)
+    w = SegmentWriter(tmp_path / "out.sst", 4)
+    for _ in merge_segments([new, old], w, True):
+        pass
+    w.finish()
+    out = DiskSegment(tmp_path / "out.sst", 3)
+    raw_blocks = [out.read_block(i) for i in range(len(out.first_keys))]
+    assert raw_blocks == [old.read_block(i) for i in range(10)] + [new.read_block(i) for i in range(10)]
+    assert out.last_key == b"b039" and out.entries == 80

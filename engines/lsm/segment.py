@@ -150,6 +150,21 @@ class SegmentWriter:
             self._keys = ks[full:]
             self._vals = vs[full:]
 
+    def add_block(self, raw: bytes, first: bytes, last: bytes, n: int, live: int, crc: int) -> None:
+        """Append an already encoded block verbatim (merges copy untouched blocks)."""
+        if self._last is not None and first <= self._last:
+            raise ValueError("segment keys must be strictly increasing")
+        if self._keys:
+            self._emit(self._keys, self._vals)
+            self._keys, self._vals = [], []
+        self._last = last
+        self._index.append(_U32.pack(len(first)) + first + _INDEX_ENTRY.pack(self._pos, len(raw), crc))
+        self._f.write(raw)
+        self._pos += len(raw)
+        self.entries += n
+        self.live += live
+        self.blocks += 1
+
     def _emit(self, keys: list[bytes], values: list[bytes | None]) -> None:
         raw = encode_block(keys, values)
         first = keys[0]
@@ -281,6 +296,14 @@ class DiskSegment:
 
     def block(self, i: int) -> tuple[list[bytes], list[bytes | None]]:
         return decode_block(self.raw_block(i))
+
+    def read_block(self, i: int) -> bytes:
+        """A block's bytes, checksum verified, bypassing the caches (merges)."""
+        off = self.offsets[i]
+        raw = self._mm[off : off + self.lengths[i]]
+        if zlib.crc32(raw) != self.crcs[i]:
+            raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+        return raw
 
     # --- lookups --------------------------------------------------------------------
     def get(self, key: bytes) -> object:
@@ -416,3 +439,121 @@ class DiskSegment:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
+
+
+def block_last_key(raw: bytes) -> bytes:
+    n, width = _HDR.unpack_from(raw, 0)
+    if width:
+        ke = 4 + 5 * n + n * width
+        return raw[ke - width : ke]
+    kb = 4 + 9 * n
+    start, end = _U32X2.unpack_from(raw, 4 + 4 * (n - 2)) if n > 1 else (0, _U32.unpack_from(raw, 4)[0])
+    return raw[kb + start : kb + end]
+
+
+class _BlockCursor:
+    """Position in one merge source: next undecoded block plus a decoded buffer."""
+
+    __slots__ = ("seg", "i", "n", "keys", "values", "pos")
+
+    def __init__(self, seg: DiskSegment) -> None:
+        self.seg = seg
+        self.i = 0
+        self.n = len(seg.first_keys)
+        self.keys: list[bytes] = []
+        self.values: list[bytes | None] = []
+        self.pos = 0
+
+    def head(self) -> bytes | None:
+        if self.pos < len(self.keys):
+            return self.keys[self.pos]
+        if self.i < self.n:
+            return self.seg.first_keys[self.i]
+        return None
+
+    def load(self, blocks: int) -> None:
+        """Decode up to ``blocks`` next blocks after the unread rest of the buffer."""
+        ks, vs = self.keys[self.pos :], self.values[self.pos :]
+        for b in range(self.i, min(self.n, self.i + blocks)):
+            k, v = decode_block(self.seg.read_block(b))
+            ks += k
+            vs += v
+            self.i = b + 1
+        self.keys, self.values, self.pos = ks, vs, 0
+
+
+def _live_only(keys: list[bytes], values: list[bytes | None]) -> tuple[list[bytes], list[bytes | None]]:
+    if None not in values:
+        return keys, values
+    pairs = [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
+    return [k for k, _ in pairs], [v for _, v in pairs]
+
+
+def merge_segments(
+    srcs: Sequence[DiskSegment], writer: SegmentWriter, drop_tombstones: bool, slice_entries: int = 4096
+) -> Iterator[None]:
+    """Merge segments (newest first: newer values win) into ``writer``, yielding
+    between slices of about ``slice_entries`` entries.
+
+    A block that lies wholly below every other source's next key is copied verbatim
+    (no decode / encode), which makes merging key-disjoint segments (ascending inserts)
+    nearly free; interleaved ranges are decoded a few blocks at a time and merged with
+    a dict fold plus a sort, newest source last so it wins."""
+    cursors = [_BlockCursor(s) for s in srcs]
+    done = 0
+    while True:
+        live = [c for c in cursors if c.head() is not None]
+        if not live:
+            return
+        if done >= slice_entries:
+            done = 0
+            yield None
+        heads = [c.head() for c in live]
+        m = min(heads)  # type: ignore[type-var]
+        c = live[heads.index(m)]
+        if c.pos >= len(c.keys):  # at a block boundary: can the whole block be copied?
+            others = [h for h, x in zip(heads, live, strict=True) if x is not c]
+            limit = min(others) if others else None  # type: ignore[type-var]
+            nxt = c.seg.first_keys[c.i + 1] if c.i + 1 < c.n else None
+            below = limit is None or (nxt <= limit if nxt is not None else c.seg.last_key < limit)
+            if below:
+                raw = c.seg.read_block(c.i)
+                n, width = _HDR.unpack_from(raw, 0)
+                fb = 4 + (4 if width else 8) * n
+                dead = raw.count(1, fb, fb + n)
+                if not (dead and drop_tombstones):
+                    writer.add_block(raw, m, block_last_key(raw), n, n - dead, c.seg.crcs[c.i])  # type: ignore[arg-type]
+                    c.i += 1
+                    done += n
+                    continue
+        if len(live) == 1:
+            if c.pos >= len(c.keys):
+                c.load(8)
+            keys, values = (
+                _live_only(c.keys[c.pos :], c.values[c.pos :])
+                if drop_tombstones
+                else (
+                    c.keys[c.pos :],
+                    c.values[c.pos :],
+                )
+            )
+            c.pos = len(c.keys)
+            writer.add(keys, values)
+            done += len(keys) + 1
+            continue
+        for x in live:
+            if x.pos >= len(x.keys):
+                x.load(8)
+        bound = min(x.keys[-1] for x in live)
+        merged: dict[bytes, bytes | None] = {}
+        for x in reversed(live):  # oldest first; newer sources overwrite
+            end = bisect_right(x.keys, bound, x.pos)
+            if end > x.pos:
+                merged.update(zip(x.keys[x.pos : end], x.values[x.pos : end], strict=True))
+                x.pos = end
+        keys = sorted(merged)
+        values = [merged[k] for k in keys]
+        if drop_tombstones:
+            keys, values = _live_only(keys, values)
+        writer.add(keys, values)
+        done += len(merged)

@@ -24,7 +24,7 @@ from typing import Any
 
 from engines.lsm.memtable import Memtable
 from engines.lsm.merge import merge_chunks
-from engines.lsm.segment import TOMBSTONE, DiskSegment, SegmentWriter
+from engines.lsm.segment import TOMBSTONE, DiskSegment, SegmentWriter, merge_segments
 from engines.lsm.wal import MODES, WriteAheadLog, replay_file, wal_path
 
 Job = Generator["Callable[[], Any] | None", None, None]
@@ -320,14 +320,7 @@ class LsmTree:
         seg_id = self._new_id()
         writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
         try:
-            done = 0
-            chunks = merge_chunks([s.iter_chunks(None, 16) for s in srcs], drop_tombstones=True)
-            for keys, values in chunks:
-                writer.add(keys, values)
-                done += len(keys)
-                if done >= JOB_SLICE:
-                    done = 0
-                    yield None
+            yield from merge_segments(srcs, writer, drop_tombstones=True, slice_entries=JOB_SLICE)
             yield writer.finish
         except BaseException:
             writer.abort()
