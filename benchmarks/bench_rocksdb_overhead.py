@@ -23,7 +23,7 @@ and the overhead is given three ways: ratio of the medians, median of the per-ro
 ratios (back-to-back runs see the same load), and ratio of the minima.
 Usage::
 
-    .venv/bin/python benchmarks/bench_rocksdb_overhead.py [--profiles 200000] [--runs 5]
+    .venv/bin/python benchmarks/bench_rocksdb_overhead.py [--profiles 200000] [--reads 20000] [--runs 41]
 """
 
 from __future__ import annotations
@@ -249,11 +249,11 @@ async def main(args: argparse.Namespace, backend: str) -> None:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profiles", type=int, default=200_000)
-    p.add_argument("--reads", type=int, default=50_000, help="reads per round")
+    p.add_argument("--reads", type=int, default=20_000, help="reads per round")
     p.add_argument("--batch", type=int, default=1_000)
-    p.add_argument("--runs", type=int, default=15, help="timed read rounds")
+    p.add_argument("--runs", type=int, default=41, help="timed read rounds")
     p.add_argument("--insert-profiles", type=int, default=100_000)
-    p.add_argument("--insert-runs", type=int, default=5)
+    p.add_argument("--insert-runs", type=int, default=3)
     p.add_argument("--dir", default=None, help="parent directory for the temporary stores")
     return p.parse_args()
 
