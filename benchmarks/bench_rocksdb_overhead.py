@@ -20,7 +20,9 @@ Everything runs inside one ``anyio.run`` (asyncio with uvloop when installed). V
 are interleaved, in a rotating order, after one warm-up round. On a shared machine other
 processes shift single timings a lot, so both wall time and process CPU time are shown,
 and the overhead is given three ways: ratio of the medians, median of the per-round
-ratios (back-to-back runs see the same load), and ratio of the minima.
+ratios (back-to-back runs see the same load), and ratio of the minima. Unpinned, the
+worker thread may run on the other vCPU, whose speed under other tenants' load differs;
+``--pin 0`` keeps every thread on one CPU and isolates what the adapter itself costs.
 Usage::
 
     .venv/bin/python benchmarks/bench_rocksdb_overhead.py [--profiles 200000] [--reads 20000] [--runs 41]
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
+import os
 import random
 import statistics
 import sys
@@ -227,8 +230,10 @@ def report(title: str, times: Samples, unit_ops: str) -> None:
 
 
 async def main(args: argparse.Namespace, backend: str) -> None:
+    pinned = f"; pinned to CPU {args.pin}" if args.pin is not None else ""
     print(
-        f"rocksdict {importlib.metadata.version('rocksdict')} / RocksDB {rocksdb_version()}; event loop: {backend}"
+        f"rocksdict {importlib.metadata.version('rocksdict')} / RocksDB {rocksdb_version()};"
+        f" event loop: {backend}{pinned}"
     )
     with tempfile.TemporaryDirectory(prefix="bench-rocksdb-", dir=args.dir) as tmp:
         root = Path(tmp)
@@ -255,11 +260,21 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--insert-profiles", type=int, default=100_000)
     p.add_argument("--insert-runs", type=int, default=3)
     p.add_argument("--dir", default=None, help="parent directory for the temporary stores")
+    p.add_argument(
+        "--pin",
+        type=int,
+        default=None,
+        metavar="CPU",
+        help="run every thread on this one CPU: the loop and the worker then share a core, so a"
+        " slower or busier other vCPU cannot pass for adapter overhead",
+    )
     return p.parse_args()
 
 
 if __name__ == "__main__":
     arguments = parse_args()
+    if arguments.pin is not None:  # before any thread starts: threads inherit the mask
+        os.sched_setaffinity(0, {arguments.pin})
     uvloop = importlib.util.find_spec("uvloop") is not None
     anyio.run(
         main,
