@@ -153,6 +153,7 @@ def configuration(run: RunResult) -> list[str]:
         ["Query limit", str(run.limit)],
         ["Batch size", fmt.count(run.batch_size)],
         ["Timeout per engine", f"{fmt.count(round(run.timeout_seconds))} s"],
+        ["Engine isolation", "a child process per engine" if run.isolated else "none (one process)"],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(p["name"] for p in run.phases)])
@@ -196,9 +197,15 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "Stabilization (flush and compaction) is timed separately and only for engines that ask for it; "
         "Write Readiness adds it to the write phase it follows.",
         "Storage is the size of every file under the engine's data directory after settle.",
-        "Process peak memory is this process's peak RSS while the engine ran, sampled every 100 ms; it "
-        "includes the Python interpreter and the harness. Engines run one after another in one process, "
-        "so memory an earlier engine left to the allocator may count for a later one.",
+        (
+            "Process peak memory is the peak RSS of the process that ran the engine, sampled every 100 ms; "
+            "it includes the Python interpreter and the harness. Each engine ran in its own child process, "
+            "so no engine's memory counts for another."
+            if run.isolated
+            else "Process peak memory is this process's peak RSS while the engine ran, sampled every 100 ms; "
+            "it includes the Python interpreter and the harness. Engines ran one after another in one "
+            "process (no isolation), so memory an earlier engine left to the allocator may count for a later one."
+        ),
         "Checksums fold what each phase returned; engines that agree returned the same results in the same "
         "order.",
     ]

@@ -77,6 +77,7 @@ class RunResult:
     environment: dict[str, str] = field(default_factory=dict)
     engines: list[EngineResult] = field(default_factory=list)
     interrupted: str | None = None
+    isolated: bool = False  # each engine ran in its own child process
     schema: int = 1
 
     def to_json(self) -> bytes:

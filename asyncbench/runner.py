@@ -194,6 +194,7 @@ def new_result(cfg: BenchConfig, plan: Plan, started_utc: str) -> RunResult:
         phases=[asdict(p) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(),
+        isolated=cfg.isolate,
     )
 
 
