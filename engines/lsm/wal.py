@@ -13,7 +13,8 @@ prefix of the writes.
 Modes: ``none`` (no log; only flushed segments persist), ``sync`` (one frame written and
 fsynced per write, before the write is acknowledged) and ``async-compressed`` (records
 are queued in memory and a background writer packs them into zlib frames; frames are
-written in order, so a crash keeps a prefix of the acknowledged writes).
+written in order, so a crash keeps a prefix of the acknowledged writes; the writer
+fsyncs about once a second, settle and close fsync everything).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,8 @@ MAGIC = b"LSMWAL01"
 _FRAME = struct.Struct("<IIB")
 _REC = struct.Struct("<II")
 _TOMB = 0xFFFFFFFF
+#: The background writer fsyncs a log at most this long after its last fsync.
+ASYNC_FSYNC_INTERVAL_S = 1.0
 #: Queued records past which an append writes inline (no writer task got a turn).
 INLINE_FLUSH_RECORDS = 200_000
 
@@ -105,7 +109,7 @@ def replay_file(path: Path) -> Iterator[tuple[bytes, bytes | None]]:
 
 
 class _LogFile:
-    __slots__ = ("seq", "path", "fd", "retired", "lock")
+    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced")
 
     def __init__(self, directory: Path, seq: int) -> None:
         self.seq = seq
@@ -116,6 +120,7 @@ class _LogFile:
         self.retired = False
         #: Held while a worker thread writes, so a file is never closed mid-write.
         self.lock = threading.Lock()
+        self.synced = time.monotonic()
 
     def close(self) -> None:
         with self.lock:
@@ -192,6 +197,10 @@ class WriteAheadLog:
             if log.retired or log.fd < 0:
                 return
             os.write(log.fd, data)
+            now = time.monotonic()
+            if now - log.synced >= ASYNC_FSYNC_INTERVAL_S:
+                os.fsync(log.fd)
+                log.synced = now
 
     def write_now(self) -> None:
         """Write every queued record inline (close, overflow without a writer turn)."""
