@@ -226,8 +226,7 @@ class LsmEngine(Engine):
 
     def _fetch(self, index_keys: list[bytes]) -> list[Any]:
         """One primary-key get per id; an index key's last 20 bytes are its primary key."""
-        get = self.profiles.get
-        return [v for v in (get(k[-20:]) for k in index_keys) if v is not None]
+        return [v for v in map(self.profiles.get, [k[-20:] for k in index_keys]) if v is not None]
 
     @staticmethod
     def _ids(index_keys: list[bytes]) -> list[int]:

@@ -353,7 +353,13 @@ class DiskSegment:
             if j == len(keys) or keys[j] != key:
                 return None
             v = TOMBSTONE if mm[fb + j] else mm[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
-        vc.put(key, v)
+        young = vc.young
+        if len(young) >= vc.half:
+            if not vc.half:
+                return v
+            vc.old = young
+            vc.young = young = {}
+        young[key] = v
         return v
 
     def locate(self, key: bytes) -> tuple[int, int]:
