@@ -1,4 +1,7 @@
-"""Merging sorted sources (newest first) chunk by chunk.
+"""Merging sorted sources (newest first) chunk by chunk, for iterators and counts.
+
+(Background merges of disk segments use ``segment.merge_segments``, which can also copy
+whole untouched blocks.)
 
 Instead of a per-entry heap, each round takes from every source the entries up to the
 smallest "last key" among the sources' current chunks (so every entry at or below that

@@ -8,6 +8,11 @@ step and yield either ``None`` (a cooperative checkpoint) or a callable to run i
 worker thread (fsync). ``run_job`` drives one synchronously (tests, close); the async
 maintainer drives them on the event loop, so the same code serves both.
 
+Merge policy: a full bottom merge whenever more than one disk segment exists; it merges
+every segment into one, so shadowed values and tombstones are dropped safely (nothing
+older remains below). Flushes add segments in front while a merge runs; the merge then
+replaces only the segments it read.
+
 Directory: ``meta.json`` (atomically replaced) lists the live segments newest first and
 the oldest write-ahead log still needed; ``seg-*.sst`` are segments; ``wal-*.log`` logs.
 Anything else the metadata does not name (a crashed flush or merge) is deleted on open.
