@@ -45,6 +45,7 @@ WRITE_PHASES = ("insert profiles", "update profiles")
 class Timing:
     def __init__(self) -> None:
         self.rows: list[tuple[str, int, float, float, str]] = []  # name, ops, wall s, cpu s, checksum
+        self.storage_bytes = 0
 
     async def phase(
         self,
@@ -143,7 +144,7 @@ async def run_phases(tg: Any, name: str, profiles: int, batch: int, settings: di
 
     await t.untimed_ops("(reopen + verify)", verify)
     t.rows[-1] = (*t.rows[-1][:4], verify.hex)  # type: ignore[attr-defined]
-    t.rows.append((f"(storage bytes: {size})", 0, 0.0, 0.0, ""))
+    t.storage_bytes = size
     return t
 
 
@@ -182,6 +183,7 @@ def report(profiles: int, results: dict[str, Timing]) -> int:
             line += "  CHECKSUM MISMATCH " + " ".join(results[n].rows[i][4] for n in names)
             misses += 1000
         print(line)
+    print("storage after settle: " + ", ".join(f"{n} {results[n].storage_bytes:,} bytes" for n in names))
     if other is not None:
         print(f"ratio = {names[0]} throughput / {names[1]} throughput; phases below target: {misses % 1000}")
     if misses >= 1000:
