@@ -75,10 +75,9 @@ class Memtable:
         data = self.data
         while i < len(keys):
             ks = keys[i : i + chunk]
-            yield ks, [data[k] for k in ks]
+            yield ks, list(map(data.__getitem__, ks))
             i += chunk
 
     def sorted_items(self) -> tuple[list[bytes], list[bytes | None]]:
         keys = self.view()
-        data = self.data
-        return keys, [data[k] for k in keys]
+        return keys, list(map(self.data.__getitem__, keys))

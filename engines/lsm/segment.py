@@ -76,7 +76,7 @@ def encode_block(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes
     vals = [b"" if v is None else v for v in values]
     width = len(keys[0])
     vends = accumulate(map(len, vals))
-    if 0 < width < 0x10000 and all(len(k) == width for k in keys):
+    if 0 < width < 0x10000 and len(set(map(len, keys))) == 1:
         head = _HDR.pack(n, width) + _u32s(n).pack(*vends)
     else:
         head = _HDR.pack(n, 0) + _u32s(2 * n).pack(*accumulate(map(len, keys)), *vends)
