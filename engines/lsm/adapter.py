@@ -121,10 +121,12 @@ class LsmEngine(Engine):
 
     async def settle(self) -> None:
         await self.stabilize()
+        for t in self._trees:  # on the loop: the log queues are the loop's to touch
+            t.wal.write_now()
 
         def persist() -> None:
             for t in self._trees:
-                t.sync_wal()
+                t.wal.sync()
                 t.save_meta()
 
         await anyio.to_thread.run_sync(persist)
