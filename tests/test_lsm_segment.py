@@ -182,3 +182,12 @@ def test_merge_of_disjoint_segments_copies_blocks(tmp_path: Path) -> None:
     raw_blocks = [out.read_block(i) for i in range(len(out.first_keys))]
     assert raw_blocks == [old.read_block(i) for i in range(10)] + [new.read_block(i) for i in range(10)]
     assert out.last_key == b"b039" and out.entries == 80
+
+
+def test_empty_segment(tmp_path: Path) -> None:
+    w = SegmentWriter(tmp_path / "e.sst", 4)
+    w.finish()
+    seg = DiskSegment(tmp_path / "e.sst", 1)
+    assert seg.entries == 0 and seg.get(b"") is None and seg.get(b"a") is None
+    assert seg.range_keys(b"", None, False, 5) == ([], [], False)
+    assert list(seg.iter_chunks()) == []

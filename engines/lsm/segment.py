@@ -251,7 +251,8 @@ class DiskSegment:
             self.crcs.append(crc)
         (klen,) = unpack_len(index, pos)
         self.last_key = index[pos + 4 : pos + 4 + klen]
-        self.min_key = self.first_keys[0] if self.first_keys else b""
+        # an empty segment gets min > last, so every lookup is out of range
+        self.min_key = self.first_keys[0] if self.first_keys else b"\x01"
         self.size = size
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
