@@ -161,8 +161,9 @@ def test_merge_segments_matches_a_dict_fold(tmp_path: Path, seed: int, drop: boo
     for n, layer in enumerate(reversed(layers)):  # newest first as merge sources
         sources.append(write_segment(tmp_path / f"s{n}.sst", layer, step=rng.choice([1, 2, 4, 16])))
     w = SegmentWriter(tmp_path / "out.sst", 4)
-    for _ in merge_segments(sources, w, drop, slice_entries=7):
-        pass
+    for step in merge_segments(sources, w, drop, slice_entries=7):
+        if step is not None:
+            step()
     w.finish()
     out = DiskSegment(tmp_path / "out.sst", 9)
     got = [(k, v) for ks, vs in out.iter_chunks(None, 4) for k, v in zip(ks, vs, strict=True)]
@@ -175,8 +176,9 @@ def test_merge_of_disjoint_segments_copies_blocks(tmp_path: Path) -> None:
     old = write_segment(tmp_path / "a.sst", [(b"a%03d" % i, b"x" * i) for i in range(40)], step=4)
     new = write_segment(tmp_path / "b.sst", [(b"b%03d" % i, b"y") for i in range(40)], step=4)
     w = SegmentWriter(tmp_path / "out.sst", 4)
-    for _ in merge_segments([new, old], w, True):
-        pass
+    for step in merge_segments([new, old], w, True):
+        if step is not None:
+            step()
     w.finish()
     out = DiskSegment(tmp_path / "out.sst", 3)
     raw_blocks = [out.read_block(i) for i in range(len(out.first_keys))]

@@ -33,7 +33,8 @@ import struct
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -150,20 +151,35 @@ class SegmentWriter:
             self._keys = ks[full:]
             self._vals = vs[full:]
 
-    def add_block(self, raw: bytes, first: bytes, last: bytes, n: int, live: int, crc: int) -> None:
-        """Append an already encoded block verbatim (merges copy untouched blocks)."""
-        if self._last is not None and first <= self._last:
+    def add_blocks(
+        self,
+        raw: bytes,
+        firsts: Sequence[bytes],
+        lengths: Sequence[int],
+        crcs: Sequence[int],
+        last: bytes,
+        entries: int,
+        live: int,
+    ) -> None:
+        """Append already encoded, consecutive blocks verbatim (merges copy untouched
+        runs of blocks); ``raw`` is their bytes, the other arguments their index data."""
+        if self._last is not None and firsts[0] <= self._last:
             raise ValueError("segment keys must be strictly increasing")
         if self._keys:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
         self._last = last
-        self._index.append(_U32.pack(len(first)) + first + _INDEX_ENTRY.pack(self._pos, len(raw), crc))
+        pos = self._pos
+        add = self._index.append
+        pack_len, pack_entry = _U32.pack, _INDEX_ENTRY.pack
+        for first, length, crc in zip(firsts, lengths, crcs, strict=True):
+            add(pack_len(len(first)) + first + pack_entry(pos, length, crc))
+            pos += length
         self._f.write(raw)
-        self._pos += len(raw)
-        self.entries += n
+        self._pos = pos
+        self.entries += entries
         self.live += live
-        self.blocks += 1
+        self.blocks += len(firsts)
 
     def _emit(self, keys: list[bytes], values: list[bytes | None]) -> None:
         raw = encode_block(keys, values)
@@ -297,6 +313,55 @@ class DiskSegment:
 
     def block(self, i: int) -> tuple[list[bytes], list[bytes | None]]:
         return decode_block(self.raw_block(i))
+
+    def copy_blocks(
+        self, i: int, j: int, writer: SegmentWriter, drop_tombstones: bool, max_entries: int
+    ) -> tuple[int, int, Callable[[], None] | None]:
+        """Prepare appending blocks ``i..j-1`` verbatim to ``writer`` (about ``max_entries``
+        at most, stopping before a block with tombstones when they are to be dropped).
+        Returns (next block, entries, the write to run, e.g. in a worker thread)."""
+        mm = self._mm
+        offsets, lengths, verified = self.offsets, self.lengths, self._verified
+        entries = 0
+        b = i
+        while b < j and entries < max_entries:
+            off = offsets[b]
+            n, width = _HDR.unpack_from(mm, off)
+            if drop_tombstones:
+                fb = off + 4 + (4 if width else 8) * n
+                if mm.find(b"\x01", fb, fb + n) >= 0:
+                    break
+            if not verified[b]:
+                self._verify(b)
+            entries += n
+            b += 1
+        if b == i:
+            return i, 0, None
+        end = offsets[b - 1] + lengths[b - 1]
+        last = self.last_key if b == len(self.first_keys) else block_last_key(self.read_block(b - 1))
+        live = entries - (0 if drop_tombstones else self._dead(i, b))
+        write = partial(
+            writer.add_blocks,
+            mm[offsets[i] : end],
+            self.first_keys[i:b],
+            lengths[i:b],
+            self.crcs[i:b],
+            last,
+            entries,
+            live,
+        )
+        return b, entries, write
+
+    def _dead(self, i: int, j: int) -> int:
+        """Tombstones in blocks ``i..j-1``."""
+        mm = self._mm
+        dead = 0
+        for b in range(i, j):
+            off = self.offsets[b]
+            n, width = _HDR.unpack_from(mm, off)
+            fb = off + 4 + (4 if width else 8) * n
+            dead += mm[fb : fb + n].count(1)
+        return dead
 
     def read_block(self, i: int) -> bytes:
         """A block's bytes, checksum verified, bypassing the caches (merges)."""
@@ -498,9 +563,10 @@ def _live_only(keys: list[bytes], values: list[bytes | None]) -> tuple[list[byte
 
 def merge_segments(
     srcs: Sequence[DiskSegment], writer: SegmentWriter, drop_tombstones: bool, slice_entries: int = 4096
-) -> Iterator[None]:
+) -> Iterator[Callable[[], None] | None]:
     """Merge segments (newest first: newer values win) into ``writer``, yielding
-    between slices of about ``slice_entries`` entries.
+    ``None`` between slices of about ``slice_entries`` entries and, for runs of copied
+    blocks, the write itself as a callable for the caller to run (in a worker thread).
 
     A block that lies wholly below every other source's next key is copied verbatim
     (no decode / encode), which makes merging key-disjoint segments (ascending inserts)
@@ -518,20 +584,24 @@ def merge_segments(
         heads = [c.head() for c in live]
         m = min(heads)  # type: ignore[type-var]
         c = live[heads.index(m)]
-        if c.pos >= len(c.keys):  # at a block boundary: can the whole block be copied?
+        if c.pos >= len(c.keys):  # at a block boundary: copy the blocks wholly below the rest
+            seg = c.seg
             others = [h for h, x in zip(heads, live, strict=True) if x is not c]
-            limit = min(others) if others else None  # type: ignore[type-var]
-            nxt = c.seg.first_keys[c.i + 1] if c.i + 1 < c.n else None
-            below = limit is None or (nxt <= limit if nxt is not None else c.seg.last_key < limit)
-            if below:
-                raw = c.seg.read_block(c.i)
-                n, width = _HDR.unpack_from(raw, 0)
-                fb = 4 + (4 if width else 8) * n
-                dead = raw.count(1, fb, fb + n)
-                if not (dead and drop_tombstones):
-                    writer.add_block(raw, m, block_last_key(raw), n, n - dead, c.seg.crcs[c.i])  # type: ignore[arg-type]
-                    c.i += 1
-                    done += n
+            if others:
+                limit = min(others)  # type: ignore[type-var]
+                k = bisect_left(seg.first_keys, limit, c.i)
+                # blocks before k-1 end below their successor's first key (< limit); block
+                # k-1 only if the next first key is the limit itself or nothing follows
+                whole = (seg.first_keys[k] == limit) if k < c.n else seg.last_key < limit
+                stop = k if whole else k - 1
+            else:
+                stop = c.n
+            if stop > c.i:
+                nxt, n, write = seg.copy_blocks(c.i, stop, writer, drop_tombstones, 16 * slice_entries)
+                if write is not None:
+                    c.i = nxt
+                    done = 0
+                    yield write  # bulk file write: the driver runs it in a worker thread
                     continue
         if len(live) == 1:
             if c.pos >= len(c.keys):
