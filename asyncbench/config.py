@@ -179,6 +179,11 @@ def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
                 )
             if _is_int(v) and v < 0:
                 raise ConfigError(where, f"{key}.{k}", f"must not be negative, got {v}")
+        try:
+            engine_class(name).check_settings({**defaults, **settings})
+        except ValueError as exc:
+            named = next((k for k in settings if k in str(exc)), None)
+            raise ConfigError(where, f"{key}.{named}" if named else key, str(exc)) from None
         out[name] = dict(settings)
     return out
 

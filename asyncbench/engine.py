@@ -66,6 +66,11 @@ class Engine(abc.ABC):
     #: engine must never enter a task group in ``open`` and leave it in ``close``.
     background: TaskGroup | None = None
 
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        """Raise ValueError naming the setting when a value (of the right type) is not
+        acceptable; called by the config validator before anything runs."""
+
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.settings: dict[str, Any] = {**self.default_settings, **config.settings}

@@ -74,7 +74,7 @@ class EngineRun:
             raise
         except* Exception as group:  # an engine fault ends this engine's run, not the benchmark
             exc = group.exceptions[0]
-            res.status = f"Failed: {self.current}: {type(exc).__name__}: {exc}"
+            res.status = f"Failed: {self.current or 'after the last phase'}: {type(exc).__name__}: {exc}"
         finally:
             res.run_seconds = perf_counter() - started
             self.sampler.sample()

@@ -24,7 +24,7 @@ import importlib.metadata
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +115,17 @@ class RocksDbEngine(Engine):
         "compression_all_levels": False,
     }
 
-    def __init__(self, config: EngineConfig) -> None:
-        super().__init__(config)
-        if self.settings["compression"] not in _COMPRESSION:
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        if settings["compression"] not in _COMPRESSION:
             raise ValueError(
                 f"engines.rocksdb.compression must be one of {', '.join(_COMPRESSION)}, "
-                f"not {self.settings['compression']!r}"
+                f"not {settings['compression']!r}"
             )
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.check_settings(self.settings)
         self.parallelism = os.cpu_count() or 1
         self._dbs: list[rocksdict.Rdict] = []
         self._effective: dict[str, str] = {}

@@ -265,6 +265,10 @@ class SqliteEngine(Engine):
         "temp_store": "MEMORY",
     }
 
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        validate_settings(settings)
+
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         self.settings = validate_settings(self.settings)

@@ -243,3 +243,20 @@ def test_repeated_phase_gets_a_distinct_name(tmp_path: Path) -> None:
     plan.write_text(GOOD_RUN + '[[phase]]\nkind = "read_by_id"\n[[phase]]\nkind = "read_by_id"\n')
     names = [p.name for p in load(plan).phases]
     assert names[-2:] == ["read by user id", "read by user id (2)"]
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "reason"),
+    [
+        ('[engines.sqlite]\nsynchronous = "SOMETIMES"\n', "engines.sqlite.synchronous", "synchronous"),
+        ('[engines.rocksdb]\ncompression = "zip"\n', "engines.rocksdb.compression", "compression"),
+        ('[engines.lsm]\nwal_mode = "maybe"\n', "engines.lsm.wal_mode", "wal_mode"),
+        ("[engines.lsm]\nsparse_array_step = 0\n", "engines.lsm.sparse_array_step", "sparse_array_step"),
+    ],
+)
+def test_engine_setting_values_are_checked_before_running(tmp_path: Path, capsys, table, key, reason) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(GOOD_RUN + table)
+    with pytest.raises(ConfigError) as info:
+        load(plan)
+    assert info.value.key == key and reason in info.value.reason

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import shutil
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -54,6 +54,10 @@ class LsmEngine(Engine):
         "block_cache_lifetime_ms": 60_000,
         "wal_mode": "async-compressed",
     }
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        TreeOptions.from_mapping(dict(settings))
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
