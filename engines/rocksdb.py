@@ -15,10 +15,19 @@ rocksdict calls block, so every public method makes exactly one
 rocksdict call per operation: the event loop never blocks on RocksDB and the thread hop
 is paid once per batch. Iterators are created per query inside the worker thread, so
 several tasks may share one engine.
+
+Crash recovery: a profile is five puts into five databases, so a process killed between
+them leaves it half-written. ``close`` marks a clean shutdown once every database closed
+without error; ``open(reset=False)`` without that mark runs ``engines.kv_recovery.repair``
+(a full walk of the four indexes, see there), so a normal close + reopen never pays it.
+Writes are ordered so a crash leaves only extra index entries: an insert writes the index
+entries before the profile, an update its new keys before the profile and deletes the old
+ones after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import os
@@ -32,6 +41,7 @@ import anyio.to_thread
 import rocksdict
 
 from asyncbench.engine import Engine, EngineConfig
+from engines.kv_recovery import CleanShutdownMarker, KvView, RepairReport, profile_indexes, repair
 from workloads.profiles import (
     Profile,
     country_status_key,
@@ -129,6 +139,9 @@ class RocksDbEngine(Engine):
         self.parallelism = os.cpu_count() or 1
         self._dbs: list[rocksdict.Rdict] = []
         self._effective: dict[str, str] = {}
+        self._marker = CleanShutdownMarker(self.data_dir)
+        #: What the crash repair at the last open did; None when the store was closed cleanly.
+        self.recovery: RepairReport | None = None
 
     # --- lifecycle --------------------------------------------------------------------
     def _options(self) -> rocksdict.Options:
@@ -172,6 +185,26 @@ class RocksDbEngine(Engine):
         self._profiles, self._email, self._country_status, self._created_at, self._reputation = dbs
         options = read_options_file(self.data_dir / DB_NAMES[0])
         self._effective = {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
+        # A store that was not closed cleanly may hold a profile's five puts only in part.
+        self.recovery = None
+        if not self._marker.take() and not reset:
+            try:
+                self.recovery = self._repair_sync()
+            except BaseException:
+                self._dbs = []  # closed without the mark: the next open repairs again
+                for db in dbs:
+                    with contextlib.suppress(Exception):
+                        db.close()
+                raise
+
+    def _repair_sync(self) -> RepairReport:
+        """Make the four indexes agree with the profiles database (after an unclean stop)."""
+
+        def view(db: rocksdict.Rdict) -> KvView:
+            return KvView(items=db.items, get=db.get, put=db.put, delete=db.delete)
+
+        specs = profile_indexes(values_are_pks=True)
+        return repair(view(self._profiles), list(zip(specs, map(view, self._dbs[1:]), strict=True)))
 
     def _probe_effective(self) -> dict[str, str]:
         """The effective options of these settings, from a temporary database's OPTIONS file."""
@@ -186,9 +219,20 @@ class RocksDbEngine(Engine):
         await anyio.to_thread.run_sync(self._open_sync, reset)
 
     def _close_sync(self) -> None:
+        """Close every database even if one fails (each releases its handle either way),
+        raise the first error, and mark a clean shutdown only when all closed cleanly."""
         dbs, self._dbs = self._dbs, []
+        if not dbs:
+            return
+        error: BaseException | None = None
         for db in dbs:
-            db.close()  # flushes memtables, then releases the handle
+            try:
+                db.close()  # flushes memtables, then releases the handle
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        self._marker.set()
 
     async def close(self) -> None:
         await anyio.to_thread.run_sync(self._close_sync)
@@ -213,11 +257,13 @@ class RocksDbEngine(Engine):
         put_reputation = self._reputation.put
         for p in profiles:
             pk = primary_key(p[0])
-            put_profile(pk, encode(p))
+            # Indexes first, the profile last (see kv_recovery): a crash between these
+            # puts leaves only orphan index entries, never a profile missing one.
             put_email(p[1].encode(), pk)
             put_country_status(country_status_key(p), pk)
             put_created_at(created_at_key(p), pk)
             put_reputation(reputation_key(p), pk)
+            put_profile(pk, encode(p))
 
     async def insert(self, profiles: Sequence[Profile]) -> None:
         await anyio.to_thread.run_sync(self._insert_sync, profiles)
@@ -235,11 +281,23 @@ class RocksDbEngine(Engine):
                 continue
             old = decode(raw)
             new = transform(old)
-            cs_db.delete(country_status_key(old))
-            rep_db.delete(reputation_key(old))
+            # The reference's operations (delete the old key, put the new one, per index),
+            # ordered so a crash leaves stale extra keys rather than missing ones: new keys,
+            # then the profile, then the old keys go. A key that does not change is deleted
+            # and put back after the profile, as the reference deletes and re-puts it.
+            old_cs, new_cs = country_status_key(old), country_status_key(new)
+            old_rep, new_rep = reputation_key(old), reputation_key(new)
+            if new_cs != old_cs:
+                cs_db.put(new_cs, pk)
+            if new_rep != old_rep:
+                rep_db.put(new_rep, pk)
             put_profile(pk, encode(new))
-            cs_db.put(country_status_key(new), pk)
-            rep_db.put(reputation_key(new), pk)
+            cs_db.delete(old_cs)
+            if new_cs == old_cs:
+                cs_db.put(new_cs, pk)
+            rep_db.delete(old_rep)
+            if new_rep == old_rep:
+                rep_db.put(new_rep, pk)
             out.append(new)
         return out
 
