@@ -149,11 +149,11 @@ class LsmEngine(Engine):
     def durability(self) -> str:
         mode = self.options.wal_mode
         if mode == "sync":
-            return "lsm: write-ahead log fsynced per write (wal_mode=sync)"
+            return "write-ahead log fsynced per write (wal_mode=sync)"
         if mode == "none":
-            return "lsm: no write-ahead log; only flushed segments persist (wal_mode=none)"
+            return "no write-ahead log; only flushed segments persist (wal_mode=none)"
         return (
-            "lsm: write-ahead log compressed and written by a background task (wal_mode=async-compressed); "
+            "write-ahead log compressed and written by a background task (wal_mode=async-compressed); "
             "a crash loses at most the unwritten tail, fsync on settle/close"
         )
 
