@@ -28,6 +28,7 @@ ones after.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import importlib.metadata
 import os
@@ -35,7 +36,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import rocksdict
@@ -53,6 +54,8 @@ from workloads.profiles import (
     primary_key,
     reputation_key,
 )
+
+T = TypeVar("T")
 
 #: Directory names of the five databases, as in the reference.
 DB_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
@@ -96,6 +99,20 @@ def read_options_file(db_dir: Path) -> dict[str, str]:
         if sep and key not in out:  # the first section ([DBOptions], then default CF) wins
             out[key] = value
     return out
+
+
+async def _writing(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker thread, with RocksDB's out-of-space error as an OSError.
+
+    rocksdict raises a bare ``Exception("IO error: No space left on device: ...")``; giving
+    it ``errno.ENOSPC`` lets callers tell a full disk from a bug, and the report says so.
+    """
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except Exception as exc:
+        if type(exc) is Exception and "No space left on device" in str(exc):
+            raise OSError(errno.ENOSPC, f"No space left on device (RocksDB: {exc})") from exc
+        raise
 
 
 @functools.cache
@@ -216,7 +233,7 @@ class RocksDbEngine(Engine):
         return {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
 
     async def open(self, reset: bool) -> None:
-        await anyio.to_thread.run_sync(self._open_sync, reset)
+        await _writing(self._open_sync, reset)
 
     def _close_sync(self) -> None:
         """Close every database even if one fails (each releases its handle either way),
@@ -235,7 +252,7 @@ class RocksDbEngine(Engine):
         self._marker.set()
 
     async def close(self) -> None:
-        await anyio.to_thread.run_sync(self._close_sync)
+        await _writing(self._close_sync)
 
     def _compact_all_sync(self) -> None:
         for db in self._dbs:
@@ -243,10 +260,10 @@ class RocksDbEngine(Engine):
 
     async def stabilize(self) -> None:
         """Full-range compaction of every database, as the reference does before reads."""
-        await anyio.to_thread.run_sync(self._compact_all_sync)
+        await _writing(self._compact_all_sync)
 
     async def settle(self) -> None:
-        await anyio.to_thread.run_sync(self._compact_all_sync)
+        await _writing(self._compact_all_sync)
 
     # --- writes -----------------------------------------------------------------------
     def _insert_sync(self, profiles: Sequence[Profile]) -> None:
@@ -266,7 +283,7 @@ class RocksDbEngine(Engine):
             put_profile(pk, encode(p))
 
     async def insert(self, profiles: Sequence[Profile]) -> None:
-        await anyio.to_thread.run_sync(self._insert_sync, profiles)
+        await _writing(self._insert_sync, profiles)
 
     def _update_sync(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
         get = self._profiles.get
@@ -302,7 +319,7 @@ class RocksDbEngine(Engine):
         return out
 
     async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        return await anyio.to_thread.run_sync(self._update_sync, uids, transform)
+        return await _writing(self._update_sync, uids, transform)
 
     # --- point reads ------------------------------------------------------------------
     def _read_sync(self, uids: Sequence[int]) -> list[bytes]:

@@ -26,23 +26,25 @@ from typing import Any
 import anyio
 import pytest
 from conftest import ROOT, mysql_configured
-from store_checks import HUGE_LIMIT, as_profile, check_store, created_or_updated
+from store_checks import (
+    HUGE_LIMIT,
+    LSM_REASON,
+    LSM_RECOVERS,
+    as_profile,
+    check_store,
+    created_or_updated,
+    repair_lsm_by_hand,
+)
 
 from asyncbench.engine import Engine, EngineConfig, opened
 from engines import engine_class
-from engines.kv_recovery import KvView, profile_indexes, repair
-from engines.lsm.adapter import LsmEngine
+from engines.kv_recovery import repair
 from workloads.profiles import country_status_key, create_many, reputation_key, update
 
 SEED = 570123434
 N = 20_000
 CHILD = str(Path(__file__).with_name("crash_child.py"))
 MYSQL_DB = "asyncbench_durability"
-
-#: The LSM adapter repairs torn profiles once it exposes ``recovery`` like the rocksdb one
-#: (engines/kv_recovery.py); until then its torn-profile cases are expected to fail.
-LSM_RECOVERS = hasattr(LsmEngine, "recovery")
-LSM_REASON = "lsm adapter does not yet run engines.kv_recovery.repair after an unclean shutdown"
 
 
 def spawn(engine: str, data: Path, n: int, batch: int, **extra: Any) -> subprocess.Popen[str]:
@@ -237,10 +239,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
     async def main() -> tuple[int, Any]:
         engine = make("lsm", data, wal_mode="sync")
         async with opened(engine, reset=False):
-            trees = engine._trees  # type: ignore[attr-defined]
-            views = [KvView(items=t.iter, get=t.get, put=t.upsert, delete=t.delete) for t in trees]
-            specs = profile_indexes(values_are_pks=False)
-            report = repair(views[0], list(zip(specs, views[1:], strict=True)))
+            report = repair_lsm_by_hand(engine)
             state = await check_store(engine, 3000, SEED)
             return state.count, report
 

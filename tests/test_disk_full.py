@@ -1,0 +1,131 @@
+"""Disk full: the real CLI with ``--data`` on a tiny tmpfs, so the insert phase runs out
+of space. The run must fail cleanly (exit 1, a ``Failed: insert profiles: ...`` row that
+says the disk is full, no traceback on the console), and the store left behind, copied to
+a normal directory, must reopen and hold a consistent prefix (``store_checks``).
+
+Needs root (to mount a tmpfs); skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from conftest import ROOT
+from store_checks import HUGE_LIMIT, LSM_RECOVERS, check_store, repair_lsm_by_hand
+
+from asyncbench.engine import EngineConfig, opened
+from engines import engine_class
+
+QUICK = str(ROOT / "benchmarks" / "quick.toml")
+PROFILES = 20_000  # quick.toml's count
+SEED = 570123434  # quick.toml's seed
+#: Big enough for each engine's fixed files, far too small for 20_000 profiles. The lsm
+#: engine buffers its log in memory and writes it in the background, so its disk must be
+#: smaller still for the insert phase itself to see the failure.
+TMPFS_SIZE = {"rocksdb": "1m", "sqlite": "1m", "lsm": "256k"}
+#: How each engine words a full disk: RocksDB's IO error (the adapter adds errno 28) and
+#: the OS's; SQLite reports SQLITE_FULL as "database or disk is full" and gives no errno.
+NO_SPACE = {
+    "rocksdb": ("[Errno 28] No space left on device",),
+    "lsm": ("No space left on device",),
+    "sqlite": ("No space left on device", "database or disk is full"),
+}
+
+
+@dataclass
+class FullRun:
+    code: int
+    status: str
+    notes: list[str]
+    console: str
+    store: Path  # a copy of the engine's data dir, on a normal file system
+
+
+def _mount_tmpfs(path: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip() or proc.returncode}")
+
+
+def _umount(path: Path) -> None:
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)  # busy: detach anyway
+
+
+@pytest.fixture(scope="module", params=["rocksdb", "sqlite", "lsm"])
+def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> FullRun:
+    """One CLI run per engine with its data on a full tmpfs; the data copied out after."""
+    name = request.param
+    base = tmp_path_factory.mktemp(f"disk-full-{name}")
+    mnt, out = base / "mnt", base / "out"
+    mnt.mkdir()
+    _mount_tmpfs(mnt, TMPFS_SIZE[name])
+    try:
+        cmd = [sys.executable, "-m", "asyncbench", QUICK, "--engine", name, "--no-isolate", "--no-progress"]
+        cmd += ["--data", str(mnt), "--output", str(out), "--log-file", str(out / "run.log")]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240)
+        store = base / "store"
+        shutil.copytree(mnt / f"profiles-{PROFILES}" / name, store)
+    finally:
+        _umount(mnt)
+    (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}/asyncbench-*.json")]
+    (engine,) = result["engines"]
+    return FullRun(
+        proc.returncode, engine["status"], engine.get("notes", []), proc.stdout + proc.stderr, store
+    )
+
+
+def test_full_disk_fails_the_insert_phase_clearly(request: pytest.FixtureRequest, full_run: FullRun) -> None:
+    name = request.node.callspec.params["full_run"]
+    if name == "lsm":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="lsm reports a full disk as 'RuntimeError: LSM background task failed' (the OSError is "
+                "only its __cause__: engines/lsm/maintainer.py Maintainer.check), or, when its background log "
+                f"writer fails after the insert phase ended, in a later phase; this run: {full_run.status!r}",
+            )
+        )
+    assert full_run.code == 1, full_run.console
+    assert "Traceback" not in full_run.console, full_run.console
+    assert f"!! {full_run.status}" in full_run.console  # the console says it once, plainly
+    assert full_run.status.startswith("Failed: insert profiles: "), full_run.status
+    assert any(text in full_run.status for text in NO_SPACE[name]), full_run.status
+
+
+def test_store_reopens_consistent_after_a_full_disk(
+    request: pytest.FixtureRequest, full_run: FullRun
+) -> None:
+    name = request.node.callspec.params["full_run"]
+
+    async def main() -> tuple[int, Any]:
+        engine = engine_class(name)(EngineConfig(name, full_run.store, {}, limit=HUGE_LIMIT, seed=SEED))
+        async with opened(engine, reset=False):
+            report = getattr(engine, "recovery", None)
+            if name == "lsm" and not LSM_RECOVERS:
+                report = repair_lsm_by_hand(engine)  # what its adapter should do at open
+            state = await check_store(engine, PROFILES, SEED)
+            return state.count, report
+
+    k, report = anyio.run(main)
+    print(f"{name}: {full_run.status}; notes {full_run.notes}; reopened with {k} profiles; repair {report}")
+    # lsm may keep nothing: its log is written in the background, so the profiles written
+    # before the disk filled may all have been in memory still.
+    assert k < PROFILES and (k > 0 or name == "lsm")
+    if name == "rocksdb":
+        # its close failed after the error, so no clean-shutdown mark: the repair ran
+        assert any(note.startswith("close failed") for note in full_run.notes), full_run.notes
+        assert report is not None
