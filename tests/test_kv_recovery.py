@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from engines.kv_recovery import (
     CleanShutdownMarker,
+    Digests,
     KvView,
     UidSet,
+    expected_digests,
     missing_entries,
     profile_indexes,
     repair,
@@ -201,22 +203,55 @@ def test_any_mix_of_missing_orphan_and_stale_entries_is_repaired(
     assert s.indexes == s.expected()
 
 
-def test_stale_entries_and_missing_entries_directly() -> None:
+def test_pure_steps_directly() -> None:
     ps = profiles(5)
     s = Stores(ps[:4])
     spec = s.specs[CA]
+    digests, count = expected_digests(sorted(s.profiles.items()), [spec])
+    assert count == 4
+    assert [digests[0].get(uid) != 0 for uid in range(0, 6)] == [False, True, True, True, True, False]
     entries = sorted([*s.indexes[CA].items(), (created_at_key(ps[4]), primary_key(5))])
-    valid = UidSet()
-    stale, seen = stale_entries(entries, spec, s.profiles.get, valid)
+    stale, valid, seen = stale_entries(entries, spec, digests[0])
     assert stale == [created_at_key(ps[4])] and seen == 5
     assert [uid in valid for uid in range(1, 6)] == [True, True, True, True, False]
-    # uid 3 has no valid entry in the second index
+    # uid 3 has no right entry in the second index
     other = UidSet()
     for uid in (1, 2, 4):
         other.add(uid)
-    missing, count = missing_entries(sorted(s.profiles.items()), [spec, spec], [valid, other])
-    assert count == 4
+    missing = missing_entries(sorted(s.profiles.items()), [spec, spec], [valid, other])
     assert missing == [[], [(created_at_key(ps[2]), primary_key(3))]]
+
+
+def test_digests_dense_and_sparse() -> None:
+    d = Digests(dense_limit=100)
+    for uid in (0, 7, 99, 100, 10**15, -1):
+        d.set(uid, uid * 2 + 1)
+    assert [d.get(uid) for uid in (0, 7, 99, 100, 10**15, -1)] == [1, 15, 199, 201, 2 * 10**15 + 1, -1]
+    assert [d.get(uid) for uid in (1, 98, 101, 10**6)] == [0, 0, 0, 0]
+
+
+def test_no_second_profile_walk_when_nothing_is_missing() -> None:
+    """Orphans only (the crash state the write order leaves): one profile walk."""
+    ps = profiles(N + 1)
+    s = Stores(ps[:N])
+    for spec, ix in zip(s.specs, s.indexes, strict=True):
+        ix[spec.key_of(ps[N])] = spec.value_of(primary_key(ps[N][0]))
+    walks = 0
+    inner = view(s.profiles)
+
+    def items():  # type: ignore[no-untyped-def]
+        nonlocal walks
+        walks += 1
+        return inner.items()
+
+    counted = KvView(items=items, get=inner.get, put=inner.put, delete=inner.delete)
+    report = repair(counted, [(sp, view(ix)) for sp, ix in zip(s.specs, s.indexes, strict=True)])
+    assert [ix.deleted for ix in report.indexes] == [1, 1, 1, 1] and walks == 1
+    assert s.indexes == s.expected()
+    del s.indexes[REP][reputation_key(ps[0])]
+    walks = 0
+    repair(counted, [(sp, view(ix)) for sp, ix in zip(s.specs, s.indexes, strict=True)])
+    assert walks == 2 and s.indexes == s.expected()
 
 
 def test_uid_set_dense_and_sparse() -> None:
