@@ -129,6 +129,8 @@ def rocksdb_version() -> str:
 class RocksDbEngine(Engine):
     name = "rocksdb"
     needs_stabilization = True
+    #: What the crash repair at the last open did; None when the store was closed cleanly.
+    recovery: RepairReport | None = None
     default_settings = {
         "write_buffer_size_mb": 1024,
         "max_write_buffer_number": 4,
@@ -157,8 +159,6 @@ class RocksDbEngine(Engine):
         self._dbs: list[rocksdict.Rdict] = []
         self._effective: dict[str, str] = {}
         self._marker = CleanShutdownMarker(self.data_dir)
-        #: What the crash repair at the last open did; None when the store was closed cleanly.
-        self.recovery: RepairReport | None = None
 
     # --- lifecycle --------------------------------------------------------------------
     def _options(self) -> rocksdict.Options:

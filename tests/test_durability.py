@@ -146,12 +146,14 @@ def test_sigkill_during_inserts_leaves_a_consistent_prefix(
     child = spawn(
         name, tmp_path / name, n, batch, settings=settings if name != "mysql" else {"database": MYSQL_DB}
     )
-    acked, _ = run_until_killed(child, kill_after, rng.uniform(0, 0.03))
-    assert acked == kill_after * batch
+    delay = rng.uniform(0, 0.03)
+    acked, _ = run_until_killed(child, kill_after, delay)
+    where = f"killed {delay * 1000:.0f} ms after batch {kill_after} was acknowledged"
+    assert acked == kill_after * batch, where
     k, recovery = anyio.run(lambda: reopen_and_check(name, tmp_path / name, n, **settings))
-    print(f"{name} {settings}: acknowledged {acked}, recovered {k}, repair: {recovery}")
+    print(f"{name} {settings}: {where}; recovered {k}; {recovery.summary() if recovery else 'no repair'}")
     if keeps_acked:
-        assert k >= acked, f"lost acknowledged inserts: {k} < {acked}"
+        assert k >= acked, f"lost acknowledged inserts: {k} < {acked} ({where})"
     if name == "rocksdb":
         assert recovery is not None  # no clean-shutdown mark: the repair ran
 
