@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from asyncbench.engine import Engine, EngineConfig
+from engines.kv_recovery import CleanShutdownMarker, KvView, RepairReport, profile_indexes, repair
 from engines.lsm.maintainer import Maintainer
 from engines.lsm.tree import LsmTree, TreeOptions
 from workloads.profiles import (
@@ -43,6 +44,8 @@ TREE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-ind
 
 class LsmEngine(Engine):
     name = "lsm"
+    #: What the last open's crash repair did (None: the previous close was clean).
+    recovery: RepairReport | None = None
     needs_stabilization = True
     default_settings = {
         "mutable_segment_max_item_count": 250_000,
@@ -69,13 +72,22 @@ class LsmEngine(Engine):
         self._maint: Maintainer | None = None
         self._scope = anyio.CancelScope()
         self._done = anyio.Event()
+        self._marker = CleanShutdownMarker(self.data_dir)
 
     # --- lifecycle ----------------------------------------------------------------------
     def _open_trees(self, reset: bool) -> list[LsmTree]:
         if reset and self.data_dir.exists():
             shutil.rmtree(self.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        return [LsmTree(self.data_dir / n, self.options) for n in TREE_NAMES]
+        trees = [LsmTree(self.data_dir / n, self.options) for n in TREE_NAMES]
+        # A profile is five writes to five trees; after an unclean stop (no marker from
+        # close) the indexes are repaired from the profiles tree before anything runs.
+        self.recovery = None
+        if not self._marker.take() and not reset:
+            views = [KvView(items=t.iter, get=t.get, put=t.upsert, delete=t.delete) for t in trees]
+            indexes = list(zip(profile_indexes(values_are_pks=False), views[1:], strict=True))
+            self.recovery = repair(views[0], indexes)
+        return trees
 
     async def open(self, reset: bool) -> None:
         if self._trees:
@@ -112,6 +124,7 @@ class LsmEngine(Engine):
         self._trees = []
         if maint is not None:
             maint.check()
+        await anyio.to_thread.run_sync(self._marker.set)  # only a close that got this far is clean
 
     def _close_trees(self) -> None:
         for t in self._trees:
@@ -178,12 +191,14 @@ class LsmEngine(Engine):
         put_ca = self.created_at.upsert
         put_r = self.reputation.upsert
         for p in profiles:
+            # Index entries first, the profile last: a crash in between leaves only extra
+            # index entries, the cheapest state for the recovery pass to repair.
             pk = primary_key(p[0])
-            put_p(pk, encode(p))
             put_e(p[1].encode(), pk)
             put_cs(country_status_key(p), b"")
             put_ca(created_at_key(p), b"")
             put_r(reputation_key(p), b"")
+            put_p(pk, encode(p))
         await self._yield()
 
     async def read_by_id(self, uids: Sequence[int]) -> list[Any]:
@@ -280,11 +295,21 @@ class LsmEngine(Engine):
                 continue
             old = decode(raw)
             new = transform(old)
+            # New keys, then the profile, then the old keys go (a crash leaves extra keys);
+            # an unchanged key is deleted and put back after the profile, like the reference.
+            old_cs, new_cs = country_status_key(old), country_status_key(new)
+            old_rep, new_rep = reputation_key(old), reputation_key(new)
+            if new_cs != old_cs:
+                cs.upsert(new_cs, b"")
+            if new_rep != old_rep:
+                rep.upsert(new_rep, b"")
             put_p(pk, encode(new))
-            cs.delete(country_status_key(old))
-            cs.upsert(country_status_key(new), b"")
-            rep.delete(reputation_key(old))
-            rep.upsert(reputation_key(new), b"")
+            cs.delete(old_cs)
+            if new_cs == old_cs:
+                cs.upsert(new_cs, b"")
+            rep.delete(old_rep)
+            if new_rep == old_rep:
+                rep.upsert(new_rep, b"")
             out.append(new)
         await self._yield()
         return out

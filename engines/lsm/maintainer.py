@@ -83,7 +83,8 @@ class Maintainer:
 
     def check(self) -> None:
         if self.failure is not None:
-            raise RuntimeError("LSM background task failed") from self.failure
+            f = self.failure
+            raise RuntimeError(f"LSM background task failed: {type(f).__name__}: {f}") from f
 
     async def _job_loop(
         self, tree: LsmTree, next_job: Callable[[], Job | None], sig: _Signal, after: _Signal | None
