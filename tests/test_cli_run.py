@@ -113,3 +113,30 @@ def test_report_command_rejects_non_result(tmp_path, capsys) -> None:
     bogus.write_text('{"hello": 1}')
     assert main(["report", str(bogus)]) == 2
     assert "not an asyncbench result" in capsys.readouterr().err
+
+
+def test_missing_engine_library_names_the_package(monkeypatch: pytest.MonkeyPatch, run_cli) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rocksdict", None)  # import rocksdict -> ModuleNotFoundError
+    monkeypatch.delitem(sys.modules, "engines.rocksdb", raising=False)
+    code, results, output = run_cli(QUICK, "--engine", "rocksdb,memory", "--profiles", "1k", "--no-isolate")
+    assert code == 1
+    rocks, memory = results[0]["engines"]
+    assert (
+        rocks["status"]
+        == "Failed: open: engine 'rocksdb' needs the Python package 'rocksdict': pip install rocksdict"
+    )
+    assert memory["status"] == "ok"
+
+
+def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch, run_cli) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "asyncmy", None)
+    monkeypatch.delitem(sys.modules, "engines.mysql", raising=False)
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
+    code, results, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
+    assert code == 0, output
+    mysql, memory = results[0]["engines"]
+    assert mysql["status"].startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")
