@@ -47,10 +47,46 @@ from workloads.profiles import (
     country_status_key,
     created_at_key,
     decode,
+    encode,
     primary_key,
     reputation_key,
     uid_of_index_key,
 )
+
+#: The five stores of a key/value adapter, in the reference's names and order.
+STORE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
+
+Put = Callable[[bytes, bytes], object]
+Delete = Callable[[bytes], object]
+
+
+def write_update(
+    old: Profile,
+    new: Profile,
+    pk: bytes,
+    index_value: bytes,
+    put_profile: Put,
+    put_cs: Put,
+    delete_cs: Delete,
+    put_rep: Put,
+    delete_rep: Delete,
+) -> None:
+    """The reference's update writes (delete the old key, put the new one, per index)
+    in the crash-safe order: new keys, then the profile, then the old keys go. A key that
+    does not change is deleted and put back after the profile, as the reference does."""
+    old_cs, new_cs = country_status_key(old), country_status_key(new)
+    old_rep, new_rep = reputation_key(old), reputation_key(new)
+    if new_cs != old_cs:
+        put_cs(new_cs, index_value)
+    if new_rep != old_rep:
+        put_rep(new_rep, index_value)
+    put_profile(pk, encode(new))
+    delete_cs(old_cs)
+    if new_cs == old_cs:
+        put_cs(new_cs, index_value)
+    delete_rep(old_rep)
+    if new_rep == old_rep:
+        put_rep(new_rep, index_value)
 
 
 @dataclass(frozen=True)

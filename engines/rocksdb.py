@@ -43,7 +43,15 @@ import anyio.to_thread
 import rocksdict
 
 from asyncbench.engine import Engine, EngineConfig
-from engines.kv_recovery import CleanShutdownMarker, KvView, RepairReport, profile_indexes, repair
+from engines.kv_recovery import (
+    STORE_NAMES,
+    CleanShutdownMarker,
+    KvView,
+    RepairReport,
+    profile_indexes,
+    repair,
+    write_update,
+)
 from workloads.profiles import (
     Profile,
     country_status_key,
@@ -59,7 +67,7 @@ from workloads.profiles import (
 T = TypeVar("T")
 
 #: Directory names of the five databases, as in the reference.
-DB_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
+DB_NAMES = STORE_NAMES
 
 _COMPRESSION = {
     "none": rocksdict.DBCompressionType.none,
@@ -299,23 +307,7 @@ class RocksDbEngine(Engine):
                 continue
             old = decode(raw)
             new = transform(old)
-            # The reference's operations (delete the old key, put the new one, per index),
-            # ordered so a crash leaves stale extra keys rather than missing ones: new keys,
-            # then the profile, then the old keys go. A key that does not change is deleted
-            # and put back after the profile, as the reference deletes and re-puts it.
-            old_cs, new_cs = country_status_key(old), country_status_key(new)
-            old_rep, new_rep = reputation_key(old), reputation_key(new)
-            if new_cs != old_cs:
-                cs_db.put(new_cs, pk)
-            if new_rep != old_rep:
-                rep_db.put(new_rep, pk)
-            put_profile(pk, encode(new))
-            cs_db.delete(old_cs)
-            if new_cs == old_cs:
-                cs_db.put(new_cs, pk)
-            rep_db.delete(old_rep)
-            if new_rep == old_rep:
-                rep_db.put(new_rep, pk)
+            write_update(old, new, pk, pk, put_profile, cs_db.put, cs_db.delete, rep_db.put, rep_db.delete)
             out.append(new)
         return out
 

@@ -24,7 +24,15 @@ from typing import Any
 import anyio
 
 from asyncbench.engine import Engine, EngineConfig
-from engines.kv_recovery import CleanShutdownMarker, KvView, RepairReport, profile_indexes, repair
+from engines.kv_recovery import (
+    STORE_NAMES,
+    CleanShutdownMarker,
+    KvView,
+    RepairReport,
+    profile_indexes,
+    repair,
+    write_update,
+)
 from engines.lsm.maintainer import Maintainer
 from engines.lsm.tree import LsmTree, TreeOptions
 from workloads.profiles import (
@@ -39,7 +47,7 @@ from workloads.profiles import (
     reputation_key,
 )
 
-TREE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
+TREE_NAMES = STORE_NAMES
 
 
 class LsmEngine(Engine):
@@ -295,21 +303,7 @@ class LsmEngine(Engine):
                 continue
             old = decode(raw)
             new = transform(old)
-            # New keys, then the profile, then the old keys go (a crash leaves extra keys);
-            # an unchanged key is deleted and put back after the profile, like the reference.
-            old_cs, new_cs = country_status_key(old), country_status_key(new)
-            old_rep, new_rep = reputation_key(old), reputation_key(new)
-            if new_cs != old_cs:
-                cs.upsert(new_cs, b"")
-            if new_rep != old_rep:
-                rep.upsert(new_rep, b"")
-            put_p(pk, encode(new))
-            cs.delete(old_cs)
-            if new_cs == old_cs:
-                cs.upsert(new_cs, b"")
-            rep.delete(old_rep)
-            if new_rep == old_rep:
-                rep.upsert(new_rep, b"")
+            write_update(old, new, pk, b"", put_p, cs.upsert, cs.delete, rep.upsert, rep.delete)
             out.append(new)
         await self._yield()
         return out
