@@ -365,8 +365,8 @@ def query_throughput(run: RunResult) -> Figure:
     return _throughput(
         run,
         "Query Throughput",
-        f"Queries per second; each scans an index for up to {run.limit} ids, then reads each profile "
-        "by primary key · higher is better",
+        f"Queries per second; each returns up to {run.limit} whole profiles found through a secondary "
+        "index (key/value engines: index scan, then a get per id; SQL: one SELECT) · higher is better",
         _ops_groups(run, lambda k: k.startswith("query_")),
     )
 
