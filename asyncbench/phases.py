@@ -98,8 +98,7 @@ def stream_items(kind: str, stream: str | None, count: int | None, plan: Plan) -
     if kind in ("scan_top_reputation", "query_top_reputation"):
         total = getattr(plan.counts, STREAM_COUNT[stream])
         return range(total if count is None else count)
-    items = plan.stream(stream)
-    return items if count is None else items[:count]
+    return plan.stream(stream, count)
 
 
 async def drive(

@@ -6,7 +6,9 @@ same whatever phases a TOML file keeps, drops or reorders.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from workloads.profiles import COUNTRIES, STATUSES, created_at_of, email_of, seed_word
 
@@ -61,23 +63,55 @@ class Counts:
         return cls(profiles=profiles, limit=limit, **counts)
 
 
-@dataclass
 class Plan:
-    """Named operation streams; a phase consumes one of them."""
+    """Named operation streams; a phase consumes one of them.
 
-    counts: Counts
-    seed: int
-    reads: list[int] = field(default_factory=list)
-    email_reads: list[str] = field(default_factory=list)
-    queries: list[tuple[str, str]] = field(default_factory=list)
-    ranges: list[tuple[int, int]] = field(default_factory=list)
-    updates: list[int] = field(default_factory=list)
-    post_reads: list[int] = field(default_factory=list)
-    post_email_reads: list[str] = field(default_factory=list)
-    post_queries: list[tuple[str, str]] = field(default_factory=list)
+    Stored compactly (at 2_000_000 profiles a plan of Python lists and strings took about
+    760 MB, all of it counted in every engine's peak memory): id streams are ``array('q')``,
+    and the email and created-at streams keep only their ids and bounds, so ``email_reads``,
+    ``post_email_reads`` and ``ranges`` build their lists when asked, which the runner does
+    before a phase's clock starts.
+    """
 
-    def stream(self, name: str) -> list:
-        return getattr(self, name)
+    def __init__(self, counts: Counts, seed: int) -> None:
+        self.counts, self.seed = counts, seed
+        self.reads = array("q")
+        self.email_read_uids = array("q")
+        self.queries: list[tuple[str, str]] = []
+        self.range_from = array("q")
+        self.range_to = array("q")
+        self.updates = array("q")
+        self.post_reads = array("q")
+        self.post_email_read_uids = array("q")
+        self.post_queries: list[tuple[str, str]] = []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Plan) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    @property
+    def email_reads(self) -> list[str]:
+        return email_many(self.email_read_uids)
+
+    @property
+    def post_email_reads(self) -> list[str]:
+        return email_many(self.post_email_read_uids)
+
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        return list(zip(self.range_from, self.range_to, strict=True))
+
+    def stream(self, name: str, count: int | None = None) -> Sequence:
+        """The first ``count`` items (all by default) of stream ``name``."""
+        if name in ("email_reads", "post_email_reads"):
+            uids = getattr(self, name.replace("email_reads", "email_read_uids"))
+            return email_many(uids if count is None else uids[:count])
+        if name == "ranges":
+            hi = len(self.range_from) if count is None else count
+            return list(zip(self.range_from[:hi], self.range_to[:hi], strict=True))
+        items = getattr(self, name)
+        return items if count is None else items[:count]
 
 
 def _country_status(rng: NetRandom, count: int) -> list[tuple[str, str]]:
@@ -92,15 +126,15 @@ def draw_plan(counts: Counts, seed: int) -> Plan:
     n = counts.profiles
     rng = NetRandom(seed)
     plan = Plan(counts=counts, seed=seed)
-    plan.reads = rng.int64_list(counts.reads, 1, n + 1)
-    plan.email_reads = email_many(rng.int64_list(counts.email_reads, 1, n + 1))
+    plan.reads = array("q", rng.int64_list(counts.reads, 1, n + 1))
+    plan.email_read_uids = array("q", rng.int64_list(counts.email_reads, 1, n + 1))
     plan.queries = _country_status(rng, counts.queries)
     word = seed_word(seed)
     starts = rng.int64_list(counts.queries, 1, max(2, n - 5000))
-    ends = [min(n, sid + 5000) for sid in starts]
-    plan.ranges = list(zip(created_at_many(starts, word), created_at_many(ends, word), strict=True))
-    plan.updates = rng.int64_list(counts.updates, 1, n + 1)
-    plan.post_reads = rng.int64_list(counts.post_reads, 1, n + 1)
-    plan.post_email_reads = email_many(rng.int64_list(counts.post_email_reads, 1, n + 1))
+    plan.range_from = array("q", created_at_many(starts, word))
+    plan.range_to = array("q", created_at_many([min(n, sid + 5000) for sid in starts], word))
+    plan.updates = array("q", rng.int64_list(counts.updates, 1, n + 1))
+    plan.post_reads = array("q", rng.int64_list(counts.post_reads, 1, n + 1))
+    plan.post_email_read_uids = array("q", rng.int64_list(counts.post_email_reads, 1, n + 1))
     plan.post_queries = _country_status(rng, counts.post_queries)
     return plan
