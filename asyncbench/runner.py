@@ -24,7 +24,7 @@ from asyncbench.observers import Observer
 from asyncbench.phases import KINDS, PhaseOutcome, run_ops_phase, run_verify, stream_items
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from engines import engine_class
-from workloads.plan import Plan, draw_plan
+from workloads.plan import Counts, Plan, draw_plan
 
 CLOSE_GRACE_SECONDS = 60.0
 
@@ -180,17 +180,17 @@ class EngineRun:
         return hook
 
 
-def new_result(cfg: BenchConfig, plan: Plan, started_utc: str) -> RunResult:
+def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
     return RunResult(
         name=cfg.name,
         started_utc=started_utc,
-        profiles=plan.counts.profiles,
+        profiles=counts.profiles,
         parallelism=cfg.parallelism,
         seed=cfg.seed,
         limit=cfg.limit,
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
-        counts=asdict(plan.counts),
+        counts=asdict(counts),
         phases=[asdict(p) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(),
@@ -216,17 +216,16 @@ class Benchmark:
 
     async def run(self) -> list[RunResult]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self.sampler.run)
+            if not self.cfg.isolate:  # isolated engines sample their own process
+                tg.start_soon(self.sampler.run)
             for profiles in self.cfg.profiles:
                 counts = self.cfg.counts_for(profiles)
-                t0 = perf_counter()
-                plan = await anyio.to_thread.run_sync(draw_plan, counts, self.cfg.seed)
-                self.observer.message(f"plan for {profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")
-                run = new_result(self.cfg, plan, self.started_utc)
+                plan = None if self.cfg.isolate else await self._draw(counts)  # children draw their own
+                run = new_result(self.cfg, counts, self.started_utc)
                 self.results.append(run)
                 for name in self.cfg.engines:
                     engine_run: EngineRun | ChildEngineRun
-                    if self.cfg.isolate:
+                    if plan is None:
                         engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
                     else:
                         engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
@@ -237,3 +236,9 @@ class Benchmark:
                         self.on_progress(run)
             tg.cancel_scope.cancel()
         return self.results
+
+    async def _draw(self, counts: Counts) -> Plan:
+        t0 = perf_counter()
+        plan = await anyio.to_thread.run_sync(draw_plan, counts, self.cfg.seed)
+        self.observer.message(f"plan for {counts.profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")
+        return plan
