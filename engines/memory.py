@@ -22,13 +22,15 @@ from workloads.profiles import (
 
 
 class _SortedIndex:
-    """A set of byte keys with a sorted view rebuilt only after writes."""
+    """A set of byte keys with a sorted view (and the ids the keys end with) rebuilt only
+    after writes, so a scan is two bisects and a list slice."""
 
-    __slots__ = ("keys", "_sorted")
+    __slots__ = ("keys", "_sorted", "_ids")
 
     def __init__(self) -> None:
         self.keys: set[bytes] = set()
         self._sorted: list[bytes] | None = []
+        self._ids: list[int] = []
 
     def add(self, key: bytes) -> None:
         self.keys.add(key)
@@ -41,6 +43,7 @@ class _SortedIndex:
     def view(self) -> list[bytes]:
         if self._sorted is None:
             self._sorted = sorted(self.keys)
+            self._ids = [uid_of_index_key(k) for k in self._sorted]
         return self._sorted
 
     def first_ids(self, start: bytes, stop: bytes | None, limit: int) -> list[int]:
@@ -48,13 +51,13 @@ class _SortedIndex:
         keys = self.view()
         i = bisect_left(keys, start)
         j = len(keys) if stop is None else bisect_left(keys, stop)
-        return [uid_of_index_key(k) for k in keys[i : min(j, i + limit)]]
+        return self._ids[i : min(j, i + limit)]
 
     def first_ids_inclusive(self, start: bytes, last: bytes, limit: int) -> list[int]:
         keys = self.view()
         i = bisect_left(keys, start)
         j = bisect_right(keys, last)
-        return [uid_of_index_key(k) for k in keys[i : min(j, i + limit)]]
+        return self._ids[i : min(j, i + limit)]
 
 
 def _prefix_end(prefix: bytes) -> bytes:
