@@ -29,9 +29,10 @@ def write_run(run: RunResult, directory: Path, stamp: str, charts: bool = True) 
 
 
 def render_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
-    """(title, relative path) of each chart written; none until the charts module is present."""
-    try:
-        from asyncbench import charts
-    except ImportError:
-        return []
+    """(title, relative path) of each chart written.
+
+    Imported here, not at module top, so matplotlib loads only when charts are drawn.
+    """
+    from asyncbench import charts
+
     return charts.write_charts(run, directory, stamp)
