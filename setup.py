@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "asyncbench._speedups",
-            sources=["asyncbench/_speedups.c"],
+            "workloads.profile_store._kernels",
+            sources=["workloads/profile_store/_kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )

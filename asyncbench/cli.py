@@ -210,7 +210,7 @@ def child_main(args: argparse.Namespace) -> int:
     from asyncbench.isolation import PartialResultWriter
     from asyncbench.metrics import MemorySampler
     from asyncbench.runner import EngineRun
-    from workloads.plan import draw_plan
+    from workloads.profile_store.plan import draw_plan
 
     cfg = from_json(Path(args.child_run).read_bytes())
     profiles = int(args.child_profiles)

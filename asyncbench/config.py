@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.phases import KINDS, NEEDS_DATA, STREAM_COUNT
-from workloads.plan import COUNT_NAMES, Counts
+from workloads.profile_store.plan import COUNT_NAMES, Counts
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_PARALLELISM = 1024

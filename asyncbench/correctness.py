@@ -6,7 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import RunResult
-from workloads.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES, REFERENCE_SEED
+from workloads.profile_store.reference import (
+    REFERENCE_CHECKSUMS,
+    REFERENCE_PROFILES,
+    REFERENCE_QUERIES,
+    REFERENCE_SEED,
+)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import anyio
 from anyio.abc import TaskGroup
 
-from workloads.profiles import Profile, Record
+from workloads.profile_store.profiles import Profile, Record
 
 
 class EngineUnavailable(RuntimeError):

@@ -10,7 +10,7 @@ from importlib import metadata
 import psutil
 
 import asyncbench
-from asyncbench.checksum import ACCELERATED
+from workloads.profile_store.checksum import ACCELERATED
 
 
 def cpu_model() -> str:

@@ -14,10 +14,10 @@ from typing import Any
 
 import anyio
 
-from asyncbench.checksum import Checksum, combine
 from asyncbench.engine import Engine
-from workloads.plan import Plan
-from workloads.profiles import create_many, update
+from workloads.profile_store.checksum import Checksum, combine
+from workloads.profile_store.plan import Plan
+from workloads.profile_store.profiles import create_many, update
 
 
 @dataclass(frozen=True)

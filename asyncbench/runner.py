@@ -24,7 +24,7 @@ from asyncbench.observers import Observer
 from asyncbench.phases import KINDS, PhaseOutcome, run_ops_phase, run_verify, stream_items
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from engines import engine_class
-from workloads.plan import Counts, Plan, draw_plan
+from workloads.profile_store.plan import Counts, Plan, draw_plan
 
 CLOSE_GRACE_SECONDS = 60.0
 

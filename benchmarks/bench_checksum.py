@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench import _speedups as sp  # noqa: E402
-from asyncbench.checksum import OFFSET_BASIS, py_fold_profiles  # noqa: E402
-from workloads import plan as plan_module  # noqa: E402
-from workloads import profiles  # noqa: E402
-from workloads.dotnet_random import PyNetRandom  # noqa: E402
-from workloads.reference import REFERENCE_SEED as SEED  # noqa: E402
+from workloads.profile_store import _kernels as sp  # noqa: E402
+from workloads.profile_store import plan as plan_module  # noqa: E402
+from workloads.profile_store import profiles  # noqa: E402
+from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_profiles  # noqa: E402
+from workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
+from workloads.profile_store.reference import REFERENCE_SEED as SEED  # noqa: E402
 
 
 def best_seconds(fn: Callable[[], object], repeat: int) -> float:

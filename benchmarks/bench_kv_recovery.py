@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from engines import engine_class  # noqa: E402
 from engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair  # noqa: E402
-from workloads.profiles import create_many  # noqa: E402
+from workloads.profile_store.profiles import create_many  # noqa: E402
 
 SEED = 570123434
 

@@ -30,12 +30,12 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench.checksum import Checksum  # noqa: E402
 from asyncbench.engine import Engine, EngineConfig  # noqa: E402
 from engines import engine_class  # noqa: E402
-from workloads.plan import Counts, draw_plan  # noqa: E402
-from workloads.profiles import create_many, update  # noqa: E402
-from workloads.reference import REFERENCE_CHECKSUMS, REFERENCE_SEED  # noqa: E402
+from workloads.profile_store.checksum import Checksum  # noqa: E402
+from workloads.profile_store.plan import Counts, draw_plan  # noqa: E402
+from workloads.profile_store.profiles import create_many, update  # noqa: E402
+from workloads.profile_store.reference import REFERENCE_CHECKSUMS, REFERENCE_SEED  # noqa: E402
 
 SEED = REFERENCE_SEED
 #: Phases whose lsm/rocksdb throughput ratio must be >= 1 (the rest: >= 0.5).

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asyncbench.engine import EngineConfig  # noqa: E402
 from engines.rocksdb import DB_NAMES, RocksDbEngine, rocksdb_version  # noqa: E402
-from workloads.profiles import (  # noqa: E402
+from workloads.profile_store.profiles import (  # noqa: E402
     Profile,
     country_status_key,
     create_many,

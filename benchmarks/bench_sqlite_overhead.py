@@ -50,7 +50,7 @@ from engines.sqlite import (  # noqa: E402
     read_batch,
     validate_settings,
 )
-from workloads.profiles import Profile, create_many  # noqa: E402
+from workloads.profile_store.profiles import Profile, create_many  # noqa: E402
 
 SEED = 570123434
 

@@ -23,8 +23,8 @@ import anyio
 from asyncbench.engine import EngineConfig
 from asyncbench.phases import KINDS, run_ops_phase, stream_items
 from engines.memory import MemoryEngine
-from workloads.plan import Counts, draw_plan
-from workloads.profiles import create_many, update
+from workloads.profile_store.plan import Counts, draw_plan
+from workloads.profile_store.profiles import create_many, update
 
 SEED = 570123434
 PHASES = [

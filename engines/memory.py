@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from asyncbench.engine import Engine
-from workloads.profiles import (
+from workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,

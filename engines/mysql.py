@@ -34,7 +34,7 @@ import asyncmy
 from asyncmy.errors import OperationalError
 
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
-from workloads.profiles import Profile
+from workloads.profile_store.profiles import Profile
 
 TABLE = "profiles"
 COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"

@@ -52,7 +52,7 @@ from engines.kv_recovery import (
     repair,
     write_update,
 )
-from workloads.profiles import (
+from workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,

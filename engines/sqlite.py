@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from asyncbench.engine import Engine, EngineConfig
-from workloads.profiles import Profile
+from workloads.profile_store.profiles import Profile
 
 T = TypeVar("T")
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from engines import engine_class  # noqa: E402
-from workloads.profiles import create_many, update  # noqa: E402
+from workloads.profile_store.profiles import create_many, update  # noqa: E402
 
 #: Store name -> the adapter attribute holding it, per key/value engine.
 STORE_ATTRS = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from asyncbench.engine import Engine
 from engines.kv_recovery import KvView, RepairReport, profile_indexes, repair
 from engines.lsm.adapter import LsmEngine
-from workloads.profiles import (
+from workloads.profile_store.profiles import (
     COUNTRIES,
     INT63_MAX,
     STATUSES,

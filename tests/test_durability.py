@@ -39,7 +39,7 @@ from store_checks import (
 from asyncbench.engine import Engine, EngineConfig, opened
 from engines import engine_class
 from engines.kv_recovery import repair
-from workloads.profiles import country_status_key, create_many, reputation_key, update
+from workloads.profile_store.profiles import country_status_key, create_many, reputation_key, update
 
 SEED = 570123434
 N = 20_000

@@ -19,7 +19,7 @@ from engines.kv_recovery import (
     repair,
     stale_entries,
 )
-from workloads.profiles import (
+from workloads.profile_store.profiles import (
     country_status_key,
     create_many,
     created_at_key,

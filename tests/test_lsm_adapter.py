@@ -13,7 +13,7 @@ import pytest
 from asyncbench.engine import EngineConfig, opened
 from engines.lsm.adapter import TREE_NAMES, LsmEngine
 from engines.memory import MemoryEngine
-from workloads.profiles import create_many, decode, update
+from workloads.profile_store.profiles import create_many, decode, update
 
 SEED = 570123434
 N = 1500

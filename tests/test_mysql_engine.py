@@ -20,8 +20,8 @@ import pytest
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from engines.memory import MemoryEngine
 from engines.mysql import COLLATIONS, MySqlEngine, Statements, resolve_settings
-from workloads.plan import Counts, draw_plan
-from workloads.profiles import COUNTRIES, STATUSES, create, create_many, update
+from workloads.profile_store.plan import Counts, draw_plan
+from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
 
 SEED = 570123434
 LIMIT = 7

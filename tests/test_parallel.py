@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import REFERENCE_PLAN, mysql_configured
 
-from asyncbench.checksum import combine
 from asyncbench.phases import bucket_by_uid, partition
-from workloads.reference import REFERENCE_CHECKSUMS
+from workloads.profile_store.checksum import combine
+from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def test_contiguous_partitions_give_the_remainder_to_the_first_workers() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import REFERENCE_PLAN, mysql_configured
 
-from workloads.reference import REFERENCE_CHECKSUMS
+from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def _engine_params() -> list:

@@ -20,7 +20,7 @@ pytest.importorskip("rocksdict")
 from asyncbench.engine import EngineConfig  # noqa: E402
 from engines.memory import MemoryEngine  # noqa: E402
 from engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
-from workloads.profiles import (  # noqa: E402
+from workloads.profile_store.profiles import (  # noqa: E402
     COUNTRIES,
     STATUSES,
     create_many,

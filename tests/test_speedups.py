@@ -1,6 +1,6 @@
 """The compiled accelerator must equal its pure-Python definitions bit for bit.
 
-Property tests compare ``asyncbench._speedups`` with ``py_fold_*`` (checksum.py),
+Property tests compare ``workloads.profile_store._kernels`` with ``py_fold_*`` (checksum.py),
 ``PyNetRandom`` (dotnet_random.py) and ``py_create_many``/``encode``/``email_of``/
 ``created_at_of`` (profiles.py) on random inputs, including the awkward ones (huge and
 negative ints, astral characters, lone surrogates, int32 seed edges), plus the error
@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncbench.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles, py_fold_str
-from workloads import plan as plan_module
-from workloads import profiles
-from workloads.dotnet_random import PyNetRandom
-from workloads.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES
+from workloads.profile_store import plan as plan_module
+from workloads.profile_store import profiles
+from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles, py_fold_str
+from workloads.profile_store.dotnet_random import PyNetRandom
+from workloads.profile_store.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES
 
-sp = pytest.importorskip("asyncbench._speedups", reason="C accelerator not built")
+sp = pytest.importorskip("workloads.profile_store._kernels", reason="C accelerator not built")
 
 M64 = (1 << 64) - 1
 SEED = 570123434

@@ -28,7 +28,7 @@ from engines.sqlite import (
     pragma_statements,
     validate_settings,
 )
-from workloads.profiles import COUNTRIES, STATUSES, create, create_many, update
+from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
 
 SEED = 570123434
 LIMIT = 20
@@ -413,7 +413,7 @@ async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
         handles = [engine.worker(w) for w in range(3)]
         conns = {id(h._db) for h in handles}
         assert len(conns) == 3
-        from workloads.profiles import create_many
+        from workloads.profile_store.profiles import create_many
 
         await handles[1].insert(create_many(1, 10, 570123434))
         assert len(await handles[2].read_by_id(list(range(1, 11)))) == 10

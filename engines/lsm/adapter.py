@@ -35,7 +35,7 @@ from engines.kv_recovery import (
 )
 from engines.lsm.maintainer import Maintainer
 from engines.lsm.tree import LsmTree, TreeOptions
-from workloads.profiles import (
+from workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,

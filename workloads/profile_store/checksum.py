@@ -1,7 +1,7 @@
 """The per-phase checksum: an FNV-style fold over 64-bit words.
 
 This is the hottest code in the harness (query phases fold millions of profiles), so the
-folds run in the compiled ``asyncbench._speedups`` extension when it is built; the pure
+folds run in the compiled ``workloads.profile_store._kernels`` extension when it is built; the pure
 Python functions below are the fallback and the executable definition the tests compare
 the extension against.
 """
@@ -60,7 +60,7 @@ def py_fold_profiles(state: int, records: Iterable[object]) -> int:
 
 
 try:
-    from asyncbench._speedups import fold_ints, fold_profiles, fold_str
+    from workloads.profile_store._kernels import fold_ints, fold_profiles, fold_str
 
     ACCELERATED = True
 except ImportError:  # pragma: no cover - exercised when the extension is absent

@@ -1,12 +1,12 @@
 /*
- * asyncbench._speedups: compiled twins of the hot pure-Python workload code.
+ * workloads.profile_store._kernels: compiled twins of the hot pure-Python workload code.
  *
  * Every function here has a pure-Python definition it must match bit for bit:
- *   fold_ints / fold_str / fold_profiles  <- asyncbench/checksum.py (py_fold_*)
+ *   fold_ints / fold_str / fold_profiles  <- workloads/profile_store/checksum.py (py_fold_*)
  *   NetRandom                             <- workloads/dotnet_random.py (PyNetRandom)
  *   create_many                           <- workloads/profiles.py (py_create_many)
- *   encode_many                           <- [workloads.profiles.encode(p) for p in profiles]
- *   email_many / created_at_many          <- workloads.profiles.email_of / created_at_of per uid
+ *   encode_many                           <- [workloads.profile_store.profiles.encode(p) for p in profiles]
+ *   email_many / created_at_many          <- workloads.profile_store.profiles.email_of / created_at_of per uid
  * tests/test_speedups.py checks that equality with hypothesis.  The checksum folds
  * run over millions of records per phase and the plan draws tens of millions of
  * random numbers, which is why these live in C.
@@ -907,7 +907,7 @@ ll_arg(PyObject *o, long long *out, const char *fname, const char *name)
 PyDoc_STRVAR(create_many_doc,
              "create_many(start, count, seed_word) -> list[tuple]\n\n"
              "Profiles start .. start+count-1 as 9-tuples, equal to\n"
-             "workloads.profiles.py_create_many(start, count, seed) where seed_word is the\n"
+             "workloads.profile_store.profiles.py_create_many(start, count, seed) where seed_word is the\n"
              "seed taken as unsigned 32-bit.  User ids must lie within +-9e15.");
 
 static PyObject *
@@ -1025,7 +1025,7 @@ created_at_of(long long uid, uint64_t seed_word)
 
 PyDoc_STRVAR(email_many_doc,
              "email_many(uids) -> list[str]\n\n"
-             "[workloads.profiles.email_of(u) for u in uids] (the plan's email lookups).");
+             "[workloads.profile_store.profiles.email_of(u) for u in uids] (the plan's email lookups).");
 
 static PyObject *
 sp_email_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -1041,7 +1041,7 @@ sp_email_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *
 
 PyDoc_STRVAR(created_at_many_doc,
              "created_at_many(uids, seed_word) -> list[int]\n\n"
-             "[workloads.profiles.created_at_of(u, seed) for u in uids] with seed_word the seed\n"
+             "[workloads.profile_store.profiles.created_at_of(u, seed) for u in uids] with seed_word the seed\n"
              "as unsigned 32-bit (the plan's created-at range bounds).  |uid| <= 9e15.");
 
 static PyObject *
@@ -1172,7 +1172,7 @@ done:
 
 PyDoc_STRVAR(encode_many_doc,
              "encode_many(profiles) -> list[bytes]\n\n"
-             "[workloads.profiles.encode(p) for p in profiles]: the nine fields joined with '|'.");
+             "[workloads.profile_store.profiles.encode(p) for p in profiles]: the nine fields joined with '|'.");
 
 static PyObject *
 sp_encode_many(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -1594,12 +1594,12 @@ static PyMethodDef NetRandom_methods[] = {
 
 static PyTypeObject NetRandom_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "asyncbench._speedups.NetRandom",
+    .tp_name = "workloads.profile_store._kernels.NetRandom",
     .tp_basicsize = sizeof(NetRandomObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "NetRandom(seed)\n--\n\n"
               "Knuth's subtractive generator exactly as .NET's legacy seeded System.Random\n"
-              "seeds and samples it; bit-identical to workloads.dotnet_random.PyNetRandom.",
+              "seeds and samples it; bit-identical to workloads.profile_store.dotnet_random.PyNetRandom.",
     .tp_new = NetRandom_new,
     .tp_methods = NetRandom_methods,
 };
@@ -1628,7 +1628,7 @@ static PyMethodDef speedups_methods[] = {
 
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
-    "asyncbench._speedups",
+    "workloads.profile_store._kernels",
     "Compiled twins of the checksum fold, the .NET-compatible RNG and the profile generator.",
     -1,
     speedups_methods,
@@ -1639,7 +1639,7 @@ static struct PyModuleDef speedups_module = {
 };
 
 PyMODINIT_FUNC
-PyInit__speedups(void)
+PyInit__kernels(void)
 {
     PyObject *m;
     int i;

@@ -165,7 +165,7 @@ def uid_of_index_key(key: bytes) -> int:
 
 
 try:  # compiled generator when the extension is built; identical output (tested)
-    from asyncbench._speedups import create_many as _c_create_many
+    from workloads.profile_store._kernels import create_many as _c_create_many
 
     def create_many(start: int, count: int, seed: int) -> list[Profile]:
         """Profiles ``start .. start+count-1``."""

@@ -10,12 +10,12 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workloads.profiles import COUNTRIES, STATUSES, created_at_of, email_of, seed_word
+from workloads.profile_store.profiles import COUNTRIES, STATUSES, created_at_of, email_of, seed_word
 
 try:
-    from asyncbench._speedups import NetRandom, created_at_many, email_many
+    from workloads.profile_store._kernels import NetRandom, created_at_many, email_many
 except ImportError:  # pragma: no cover - exercised when the extension is absent
-    from workloads.dotnet_random import PyNetRandom as NetRandom
+    from workloads.profile_store.dotnet_random import PyNetRandom as NetRandom
 
     def email_many(uids: list[int]) -> list[str]:
         return [email_of(u) for u in uids]

@@ -2,7 +2,7 @@
 
 The reference benchmark draws its operation plan from this generator, so the
 plan (and every checksum) only matches when this is bit-exact. The compiled
-``asyncbench._speedups.NetRandom`` has the same API and is used when built.
+``workloads.profile_store._kernels.NetRandom`` has the same API and is used when built.
 """
 
 from __future__ import annotations
