@@ -22,21 +22,13 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 
 from asyncbench import fmt, report
-from asyncbench.result import EngineResult, PhaseResult, RunResult, write_atomic
+from asyncbench.facts import MemoryScope, StorageMethod
+from asyncbench.result import EngineResult, RunResult, write_atomic
+from workloads.profile_store.phases import PHASES, Action
+from workloads.profile_store.phases import Group as Group_
 
-#: Fixed colour per engine name, the same in every chart and every run.
-ENGINE_COLOURS = {
-    "memory": "#8c8c8c",
-    "lsm": "#2a9d5c",
-    "rocksdb": "#d1495b",
-    "sqlite": "#2f6fb0",
-    "mysql": "#f08c00",
-}
-#: Colours for engines not listed above, picked by a stable hash of the name.
+#: Colours for engines that state none in their facts, picked by a stable hash of the name.
 FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
-
-LOOKUP_KINDS = ("read_by_id", "lookup_by_email")
-WRITE_KINDS = ("insert", "update")
 
 WIDTH_IN = 10.0
 HEADER_IN = 0.95  # title + one subtitle line
@@ -60,11 +52,11 @@ RC = {
 }
 
 
-def engine_colour(name: str) -> str:
-    """The engine's fixed colour; unknown engines get a stable fallback."""
-    if name in ENGINE_COLOURS:
-        return ENGINE_COLOURS[name]
-    return FALLBACK_COLOURS[zlib.crc32(name.encode()) % len(FALLBACK_COLOURS)]
+def engine_colour(e: EngineResult) -> str:
+    """The colour the engine states in its facts; others get a stable fallback by name."""
+    if e.facts.colour:
+        return e.facts.colour
+    return FALLBACK_COLOURS[zlib.crc32(e.engine.encode()) % len(FALLBACK_COLOURS)]
 
 
 @dataclass
@@ -79,7 +71,8 @@ def _incomplete(e: EngineResult) -> bool:
 
 
 def _status_note(e: EngineResult) -> str:
-    status = e.status if len(e.status) <= 150 else e.status[:147] + "..."
+    text = e.status_text()
+    status = text if len(text) <= 150 else text[:147] + "..."
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
@@ -165,7 +158,7 @@ def execution_time(run: RunResult) -> Figure:
             y,
             r,
             height=0.62,
-            color=engine_colour(e.engine),
+            color=engine_colour(e),
             hatch="//" if _incomplete(e) else None,
             edgecolor="white",
             linewidth=0,
@@ -203,6 +196,7 @@ def _throughput(
     notes += extra_notes
     if not groups:
         notes.append("The plan has no phase of this kind.")
+    colours = {e.engine: engine_colour(e) for e in run.engines}
     n = max(len(engines), 1)
     body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
     fig = _figure(title, subtitle, body, notes)
@@ -234,7 +228,7 @@ def _throughput(
                 y,
                 pct,
                 height=0.82,
-                color=engine_colour(engine),
+                color=colours[engine],
                 hatch="//" if incomplete else None,
                 linewidth=0,
             )
@@ -254,7 +248,7 @@ def _throughput(
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
     ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest)")
-    handles = [Patch(color=engine_colour(e), label=e) for e in engines]
+    handles = [Patch(color=colours[e], label=e) for e in engines]
     ax.legend(
         handles=handles,
         loc="lower right",
@@ -268,69 +262,52 @@ def _throughput(
     return fig
 
 
-def _phase_names(run: RunResult, kinds: Callable[[str], bool]) -> list[str]:
-    """Names of the plan's phases whose kind matches, in plan order (engines' own order as fallback)."""
-    names = [p["name"] for p in run.phases if kinds(p["kind"])]
-    for e in run.engines:
-        for p in e.phases:
-            if kinds(p.kind) and p.name not in names:
-                names.append(p.name)
-    return names
+def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
+    """Plan positions of the operation phases in ``groups``, in plan order."""
+    return [i for i, p in enumerate(run.phases) if PHASES[p["kind"]].group in groups and p["kind"] in PHASES]
 
 
-def _ops_groups(run: RunResult, kinds: Callable[[str], bool]) -> list[Group]:
-    groups = []
-    for name in _phase_names(run, kinds):
+def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
+    out = []
+    for i in _plan_indexes(run, groups):
         values: dict[str, tuple[int, float] | None] = {}
         for e in run.engines:
-            p = e.phase(name)
-            values[e.engine] = (p.ops, p.seconds) if p and p.role == "ops" else None
-        groups.append(Group(name, values))
-    return groups
+            p = e.phase_at(i)
+            values[e.engine] = (p.ops, p.seconds) if p and p.action == "ops" else None
+        out.append(Group(run.phases[i]["name"], values))
+    return out
 
 
-def _stabilize_after(e: EngineResult, name: str) -> PhaseResult | None:
-    """The stabilize phase that directly follows the named write phase, if the plan has one."""
-    idx = next((i for i, p in enumerate(e.phases) if p.name == name), None)
-    if idx is None:
-        return None
-    for p in e.phases[idx + 1 :]:
-        if p.role == "stabilize":
-            return p
-        if p.role == "ops":
-            return None
-    return None
-
-
-def _planned_stabilize_after(run: RunResult, name: str) -> str | None:
-    idx = next((i for i, p in enumerate(run.phases) if p["name"] == name), None)
-    if idx is None:
-        return None
-    for p in run.phases[idx + 1 :]:
-        if p["kind"] == "stabilize":
-            return p["name"]
-        if p["kind"] not in ("settle", "reopen", "verify"):
+def _stabilize_after(run: RunResult, index: int) -> int | None:
+    """Plan position of the stabilize phase that directly follows the write phase at
+    ``index`` (maintenance phases in between allowed), if the plan has one."""
+    for i in range(index + 1, len(run.phases)):
+        kind = PHASES[run.phases[i]["kind"]]
+        if kind.action is Action.STABILIZE:
+            return i
+        if kind.group is not Group_.MAINTENANCE:
             return None
     return None
 
 
 def write_throughput(run: RunResult) -> Figure:
     groups: list[Group] = []
-    for name in _phase_names(run, lambda k: k in WRITE_KINDS):
+    for index in _plan_indexes(run, (Group_.WRITE,)):
+        name = run.phases[index]["name"]
+        stab = _stabilize_after(run, index)
         raw: dict[str, tuple[int, float] | None] = {}
         ready: dict[str, tuple[int, float] | None] = {}
         for e in run.engines:
-            p = e.phase(name)
+            p = e.phase_at(index)
             raw[e.engine] = (p.ops, p.seconds) if p else None
-            st = _stabilize_after(e, name)
+            st = e.phase_at(stab) if stab is not None else None
             if p is None or st is None:
                 ready[e.engine] = None
             else:
                 ready[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
         groups.append(Group(name, raw))
-        stab = _planned_stabilize_after(run, name)
-        if stab:
-            groups.append(Group(f"{name} ready\n(+ {stab})", ready))
+        if stab is not None:
+            groups.append(Group(f"{name} ready\n(+ {run.phases[stab]['name']})", ready))
     return _throughput(
         run,
         "Write Throughput",
@@ -347,7 +324,7 @@ def lookup_throughput(run: RunResult) -> Figure:
         "Lookup Throughput",
         "Point reads per second: profile by user id (primary key) and by email (unique index), before and "
         "after the update phase · higher is better",
-        _ops_groups(run, lambda k: k in LOOKUP_KINDS),
+        _ops_groups(run, (Group_.LOOKUP,)),
     )
 
 
@@ -357,7 +334,7 @@ def scan_throughput(run: RunResult) -> Figure:
         "Index Scan Throughput",
         f"Index-only scans per second, each returning up to {run.limit} user ids in key order "
         "(no profile fetch) · higher is better",
-        _ops_groups(run, lambda k: k.startswith("scan_")),
+        _ops_groups(run, (Group_.SCAN,)),
     )
 
 
@@ -367,20 +344,15 @@ def query_throughput(run: RunResult) -> Figure:
         "Query Throughput",
         f"Queries per second; each returns up to {run.limit} whole profiles found through a secondary "
         "index (key/value engines: index scan, then a get per id; SQL: one SELECT) · higher is better",
-        _ops_groups(run, lambda k: k.startswith("query_")),
+        _ops_groups(run, (Group_.QUERY,)),
     )
 
 
 # -- 6. Resource Footprint --------------------------------------------------------------------
 
 
-def _memory_note(e: EngineResult) -> str | None:
-    """The engine's note on what its process memory covers (MySQL: the client only)."""
-    return next((n for n in e.notes if "memory" in n.lower() and "client" in n.lower()), None)
-
-
 def _client_only(e: EngineResult) -> bool:
-    return e.engine == "mysql" or _memory_note(e) is not None
+    return e.facts.memory_scope is MemoryScope.CLIENT_ONLY
 
 
 def resource_footprint(run: RunResult) -> Figure:
@@ -392,10 +364,11 @@ def resource_footprint(run: RunResult) -> Figure:
                 f"{e.engine}: process peak memory is the benchmark (client) process only; the database "
                 "server's memory is not included."
             )
-    if any(e.engine == "memory" for e in engines):
-        notes.append("memory: the in-process reference engine writes no files, so its storage is 0 B.")
+    for e in engines:
+        if e.facts.storage_method is StorageMethod.NONE:
+            notes.append(f"{e.engine}: writes no files, so its storage is 0 B.")
     notes.append(
-        "Storage: bytes of every file under the engine's data directory after settle. Process peak memory: "
+        f"{report.storage_note(run)} Process peak memory: "
         "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
     )
     body = max(len(engines), 1) * 0.45 + AXIS_IN
@@ -430,7 +403,7 @@ def resource_footprint(run: RunResult) -> Figure:
                 y,
                 v / 1e6,
                 height=0.62,
-                color=engine_colour(e.engine),
+                color=engine_colour(e),
                 hatch="//" if _incomplete(e) else None,
                 linewidth=0,
             )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asyncbench.phases import KINDS, NEEDS_DATA, STREAM_COUNT
+from workloads.profile_store.phases import PHASES, STREAM_COUNT
 from workloads.profile_store.plan import COUNT_NAMES, Counts
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -46,10 +46,13 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class PhaseSpec:
+    """One validated ``[[phase]]``: its identity is (position, kind, stream, count)."""
+
     kind: str
     name: str
     stream: str | None = None
     count: int | None = None
+    post_update: bool = False  # consumes a post-update stream, or comes after an update phase
 
 
 @dataclass
@@ -196,7 +199,8 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
     phases: list[PhaseSpec] = []
     seen_insert = seen_update = False
-    names: dict[str, int] = {}
+    explicit: dict[str, str] = {}  # explicit display name -> key that set it
+    auto: dict[str, int] = {}
     for i, table in enumerate(items):
         key = f"phase[{i}]"
         if not isinstance(table, dict):
@@ -208,47 +212,62 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             )
         if "kind" not in table:
             raise ConfigError(where, f"{key}.kind", "is required")
-        kind = table["kind"]
-        if kind not in KINDS:
-            raise ConfigError(where, f"{key}.kind", f"unknown phase kind {kind!r}; known: {', '.join(KINDS)}")
-        info = KINDS[kind]
-        stream = table.get("stream", info.streams[0] if info.streams else None)
+        kind_name = table["kind"]
+        if not isinstance(kind_name, str) or kind_name not in PHASES:
+            raise ConfigError(
+                where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(PHASES)}"
+            )
+        kind = PHASES[kind_name]
+        stream = kind.streams[0] if kind.takes_stream else None
         if "stream" in table:
-            if not info.streams or kind == "insert":
-                raise ConfigError(where, f"{key}.stream", f"phase kind {kind!r} takes no stream")
-            if stream not in info.streams:
+            if not kind.takes_stream:
+                raise ConfigError(where, f"{key}.stream", f"phase kind {kind_name!r} takes no stream")
+            stream = table["stream"]
+            if stream not in kind.streams:
                 raise ConfigError(
                     where,
                     f"{key}.stream",
-                    f"{stream!r} is not a stream of {kind!r}; use {' or '.join(info.streams)}",
+                    f"{stream!r} is not a stream of {kind_name!r}; use {' or '.join(kind.streams)}",
                 )
         count = table.get("count")
         if count is not None:
-            if not info.streams or kind == "insert":
-                raise ConfigError(where, f"{key}.count", f"phase kind {kind!r} takes no count")
+            if not kind.takes_stream:
+                raise ConfigError(where, f"{key}.count", f"phase kind {kind_name!r} takes no count")
             count = _int(where, f"{key}.count", count, 1, MAX_PROFILES * 10)
-        if kind in NEEDS_DATA and not seen_insert:
-            raise ConfigError(where, f"{key}.kind", f"{kind!r} comes before any insert phase; insert first")
-        if kind == "insert":
+        if kind.needs_data and not seen_insert:
+            raise ConfigError(
+                where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first"
+            )
+        if kind_name == "insert":
             if seen_insert:
                 raise ConfigError(
                     where, f"{key}.kind", "a plan inserts the profiles once; remove the second insert"
                 )
             seen_insert = True
-        if kind == "update":
+        use = kind.use(stream if kind.takes_stream else None, after_update=seen_update)
+        if kind_name == "update":
             seen_update = True
         if "name" in table:
             name = _str(where, f"{key}.name", table["name"])
-        elif kind == "stabilize":
-            name = "post-update stabilization" if seen_update else "pre-read stabilization"
+            if name in explicit or name in auto:
+                raise ConfigError(
+                    where, f"{key}.name", f"{name!r} is already the name of another phase; names must differ"
+                )
+            explicit[name] = key
         else:
-            name = info.names[info.streams.index(stream)] if info.streams else info.names[0]
-        if name in names:
-            names[name] += 1
-            name = f"{name} ({names[name]})"
-        else:
-            names[name] = 1
-        phases.append(PhaseSpec(kind=kind, name=name, stream=stream, count=count))
+            name = use.name
+            auto[name] = auto.get(name, 0) + 1
+            if auto[name] > 1:
+                name = f"{name} ({auto[name]})"
+            if name in explicit:
+                raise ConfigError(
+                    where,
+                    f"{explicit[name]}.name",
+                    f"{name!r} is also the automatic name of {key}; choose another name",
+                )
+            auto.setdefault(name, 1)
+        post = use.post_update if kind.takes_stream else seen_update and kind_name != "update"
+        phases.append(PhaseSpec(kind=kind_name, name=name, stream=stream, count=count, post_update=post))
     return phases
 
 

@@ -1,17 +1,25 @@
-"""Checksum agreement across engines, and against the spec's table when the run matches it."""
+"""Checksum agreement across engines, and against the published reference tables.
+
+Phases are matched by identity (their position in the plan, which fixes kind, stream and
+count), never by display name; the reference check asks the phase table for the
+reference identity of a phase's (kind, stream) and skips phases limited by ``count``.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from asyncbench.result import RunResult
+from asyncbench.result import PhaseResult, RunResult
+from workloads.profile_store.phases import PHASES
 from workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
     REFERENCE_PROFILES,
     REFERENCE_QUERIES,
     REFERENCE_SEED,
 )
+
+__all__ = ["Verdict", "is_reference_run", "judge", "reference_identity"]
 
 
 @dataclass
@@ -34,17 +42,20 @@ def is_reference_run(run: RunResult) -> bool:
     )
 
 
+def reference_identity(p: PhaseResult) -> str | None:
+    """The reference table's name for this phase, or None when no table value applies."""
+    if p.count is not None or p.kind not in PHASES:
+        return None
+    return PHASES[p.kind].use(p.stream, p.post_update).reference
+
+
 def judge(run: RunResult) -> Verdict:
     """Every phase checksum must agree across the engines that completed it."""
     v = Verdict(ok=True)
-    names: list[str] = []
-    for e in run.engines:
-        for p in e.phases:
-            if p.checksum and p.name not in names:
-                names.append(p.name)
+    indexes = sorted({p.index for e in run.engines for p in e.phases if p.checksum})
     compared = 0
-    for name in names:
-        by_engine = {e.engine: p.checksum for e in run.engines if (p := e.phase(name)) and p.checksum}
+    for index in indexes:
+        by_engine = {e.engine: p.checksum for e in run.engines if (p := e.phase_at(index)) and p.checksum}
         if len(by_engine) < 2:
             continue
         compared += 1
@@ -52,27 +63,30 @@ def judge(run: RunResult) -> Verdict:
         if len(tally) == 1:
             continue
         v.ok = False
+        name = next(p.name for e in run.engines if (p := e.phase_at(index)))
         top, top_n = tally.most_common(1)[0]
         tie = sum(1 for n in tally.values() if n == top_n) > 1
         for engine, cs in by_engine.items():
             if tie or cs != top:
                 others = ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine)
                 v.failures.append(
-                    f"CHECKSUM MISMATCH: engine {engine}, phase {name!r}: {cs} (others: {others})"
+                    f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}): {cs} (others: {others})"
                 )
     if is_reference_run(run):
+        matched: dict[str, int] = {}
         for e in run.engines:
+            matched[e.engine] = 0
             for p in e.phases:
-                want = REFERENCE_CHECKSUMS.get(p.name)
-                if want and p.checksum and p.checksum != want:
+                want = REFERENCE_CHECKSUMS.get(reference_identity(p) or "")
+                if not want or not p.checksum:
+                    continue
+                if p.checksum == want:
+                    matched[e.engine] += 1
+                else:
                     v.ok = False
                     v.failures.append(
                         f"CHECKSUM MISMATCH: engine {e.engine}, phase {p.name!r}: {p.checksum}, spec says {want}"
                     )
-        matched = {
-            e.engine: sum(1 for p in e.phases if p.checksum and REFERENCE_CHECKSUMS.get(p.name) == p.checksum)
-            for e in run.engines
-        }
         v.lines.append(
             "This run uses the spec's reference configuration; phases matching the spec's checksums: "
             + ", ".join(f"{k} {n}/{len(REFERENCE_CHECKSUMS)}" for k, n in matched.items())

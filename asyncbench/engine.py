@@ -1,11 +1,14 @@
-"""The async engine protocol every adapter implements.
+"""The engine lifecycle every adapter implements, and the facts it states.
 
-Every method takes a whole operation *batch* so that event-loop and thread hops are
-paid once per batch, yet each item is still exactly one engine operation (no multi-get,
-no write batch, no ``IN (...)``). Reads return records in request order, skipping ids that
-are not found; a record is a profile tuple or its stored ``|``-joined encoding, which the
-checksum folds without decoding. Scans return the matching user ids, concatenated over
-the batch's queries in order.
+What an engine does for a *workload* is the workload's protocol (for the profile store,
+:class:`workloads.profile_store.store.ProfileStore`); this module holds only what every
+engine has whatever it runs: open / close / stabilize / settle / storage, per-worker
+handles, settings and :class:`~asyncbench.facts.EngineFacts`.
+
+Lifetime follows anyio's structured concurrency: ``open`` receives the task group that
+outlives ``open() .. close()`` as an argument, so an engine with background work (merges,
+log writers) starts it there and stops it in ``close``; it never enters a task group in
+``open`` and leaves it in ``close``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +24,9 @@ from typing import Any, ClassVar
 import anyio
 from anyio.abc import TaskGroup
 
-from workloads.profile_store.profiles import Profile, Record
+from asyncbench.facts import EngineFacts, Setting
+
+__all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened"]
 
 
 class EngineUnavailable(RuntimeError):
@@ -60,12 +65,6 @@ class Engine(abc.ABC):
     #: Whether data survives close + reopen (the memory engine only keeps its object).
     persistent: ClassVar[bool] = True
 
-    #: A task group that outlives ``open() .. close()``, set by whoever opens the engine
-    #: (the runner, or :func:`opened`). Engines with background work (merges, log writers)
-    #: start it here and must stop it in ``close()``; anyio scopes nest lexically, so an
-    #: engine must never enter a task group in ``open`` and leave it in ``close``.
-    background: TaskGroup | None = None
-
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         """Raise ValueError naming the setting when a value (of the right type) is not
@@ -79,12 +78,15 @@ class Engine(abc.ABC):
 
     # --- lifecycle --------------------------------------------------------------------
     @abc.abstractmethod
-    async def open(self, reset: bool) -> None:
-        """Open the store; ``reset`` wipes any previous data first."""
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        """Open the store (``reset`` wipes any previous data first). Background work, if
+        the engine has any, is started in ``background``, which stays open until after
+        ``close``; an engine that needs one raises TypeError without it."""
 
     @abc.abstractmethod
     async def close(self) -> None:
-        """Flush what the engine normally flushes on close and release every handle."""
+        """Flush what the engine normally flushes on close, stop its background work and
+        release every handle."""
 
     async def stabilize(self) -> None:
         """Bring background work to rest (flush, compact) before timed reads."""
@@ -95,77 +97,36 @@ class Engine(abc.ABC):
     def storage_bytes(self) -> int:
         return directory_size(self.data_dir)
 
-    def worker(self, index: int) -> Engine:
+    def worker(self, index: int) -> Any:
         """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
-        handle return ``self``; engines with a connection per worker (SQLite) return a view
-        bound to that worker's connection, opened in ``open``."""
+        handle return ``self``; engines with a connection per worker return a view bound
+        to that worker's connection, opened in ``open``."""
         return self
 
-    # --- operations -------------------------------------------------------------------
-    @abc.abstractmethod
-    async def insert(self, profiles: Sequence[Profile]) -> None:
-        """Insert each profile (and its four index entries) as its own operation."""
-
-    @abc.abstractmethod
-    async def read_by_id(self, uids: Sequence[int]) -> list[Record]: ...
-
-    @abc.abstractmethod
-    async def lookup_by_email(self, emails: Sequence[str]) -> list[Record]: ...
-
-    @abc.abstractmethod
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        """Per query, the first ``limit`` user ids of that country/status, by user id."""
-
-    @abc.abstractmethod
-    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Record]: ...
-
-    @abc.abstractmethod
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
-        """Per inclusive ``(from_ms, to_ms)`` range, the first ``limit`` ids by (created_at, id)."""
-
-    @abc.abstractmethod
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Record]: ...
-
-    @abc.abstractmethod
-    async def scan_top_reputation(self, times: int) -> list[int]:
-        """Run the top-``limit`` reputation scan ``times`` times (reputation desc, id asc)."""
-
-    @abc.abstractmethod
-    async def query_top_reputation(self, times: int) -> list[Record]: ...
-
-    @abc.abstractmethod
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        """Per id: read the current profile, ``transform`` it, write it back with its
-        indexes moved, and return the updated profiles in order (skip missing ids)."""
-
-    @abc.abstractmethod
-    async def count(self) -> int:
-        """Number of stored profiles."""
-
-    # --- report metadata ------------------------------------------------------------
-    def describe_settings(self) -> dict[str, str]:
-        """Engine Settings rows for the report."""
-        return {k: str(v) for k, v in self.settings.items()}
-
-    def durability(self) -> str:
-        """One Durability Settings line for the report."""
-        return "not stated"
+    # --- facts ------------------------------------------------------------------------
+    def facts(self) -> EngineFacts:
+        """What this engine states about itself; called before open and again after
+        close (when a server version or effective settings are known)."""
+        return EngineFacts(
+            settings=[Setting(k, str(v)) for k, v in self.settings.items()],
+            versions=self.library_versions(),
+            needs_stabilization=self.needs_stabilization,
+        )
 
     @classmethod
     def library_versions(cls) -> dict[str, str]:
-        """Versions of the libraries this engine measures, for the Environment section."""
+        """Versions of the libraries this engine measures (works before open)."""
         return {}
 
 
 @contextlib.asynccontextmanager
-async def opened(engine: Engine, reset: bool = True) -> AsyncIterator[Engine]:
+async def opened(engine: Any, reset: bool = True) -> AsyncIterator[Any]:
     """Open ``engine`` with a background task group around its lifetime; close it on exit.
 
     For tests and scripts; the runner does the same with timeouts and failure handling.
     """
     async with anyio.create_task_group() as tg:
-        engine.background = tg
-        await engine.open(reset)
+        await engine.open(reset, tg)
         try:
             yield engine
         finally:

@@ -14,16 +14,16 @@ import tempfile
 from pathlib import Path
 
 import anyio
+import orjson
 
 from asyncbench.config import BenchConfig, to_json
 from asyncbench.observers import Observer
-from asyncbench.result import EngineResult, PhaseResult, write_atomic
+from asyncbench.result import EngineResult, PhaseResult, ResultError, Status, write_atomic
 
 #: Beyond the engine's own timeout (which the child enforces), how long the parent waits.
 CHILD_GRACE_SECONDS = 120.0
 #: After SIGTERM, how long a child may take to close its store and write its result.
 CHILD_STOP_SECONDS = 60.0
-RUNNING = "running: "
 
 
 class ChildEngineRun:
@@ -39,7 +39,7 @@ class ChildEngineRun:
             log_path,
             observer,
         )
-        self.result = EngineResult(engine=name, status=f"{RUNNING}start-up")
+        self.result = EngineResult(engine=name, status=Status.RUNNING)
 
     async def run(self) -> EngineResult:
         with tempfile.TemporaryDirectory(prefix="asyncbench-child-") as tmp:
@@ -76,7 +76,7 @@ class ChildEngineRun:
                     raise
             self._collect(result_file, proc.returncode, reason)
         if not self.result.ok and not self.result.phases:
-            self.observer.message(f"  !! {self.name}: {self.result.status}")
+            self.observer.message(f"  !! {self.name}: {self.result.status_text()}")
         return self.result
 
     async def _stop(self, proc: anyio.abc.Process) -> None:
@@ -90,53 +90,83 @@ class ChildEngineRun:
 
     def _collect(self, result_file: Path, returncode: int | None, reason: str | None) -> None:
         try:
-            self.result = EngineResult.from_dict(_load(result_file))
+            self.result = EngineResult.from_dict(orjson.loads(result_file.read_bytes()))
         except FileNotFoundError:
             pass
-        except ValueError as exc:
+        except (ValueError, ResultError) as exc:
             self.result.notes.append(f"child result unreadable: {exc}")
         if returncode is None or returncode < 0:
             how = f"killed by {signal.Signals(-returncode).name}" if returncode else "did not end"
             reason = reason or f"child process {how}"
         elif returncode not in (0, 130):
             reason = reason or f"child process exited with code {returncode}"
-        status = self.result.status
-        if status.startswith(RUNNING):
-            phase = status.removeprefix(RUNNING)
-            self.result.status = f"Failed: {phase}: {reason or 'child process ended without a result'}"
+        if self.result.status is Status.RUNNING:
+            self.result.set_status(
+                Status.FAILED, self.result.phase, reason or "child process ended without a result"
+            )
         elif reason and self.result.ok:
-            self.result.status = f"Failed: {reason}"
-
-
-def _load(path: Path) -> dict:
-    import orjson
-
-    return orjson.loads(path.read_bytes())
+            self.result.set_status(Status.FAILED, None, reason)
 
 
 class PartialResultWriter(Observer):
-    """Child side: rewrites the result file at every phase boundary (atomically)."""
+    """Child side: rewrites the result file at every phase boundary (atomically), with
+    status ``running`` and the phase under way, so a killed child still tells where."""
 
     def __init__(self, path: Path, result: EngineResult) -> None:
         self.path, self.result = path, result
 
-    def _write(self, status: str | None = None) -> None:
-        saved = self.result.status
-        if status is not None:
-            self.result.status = status
-        try:
-            write_atomic(self.path, self.result.to_json())
-        finally:
-            self.result.status = saved
-
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
-        self._write(f"{RUNNING}{phase}")
+    def _write(self, running_phase: str | None = None, running: bool = False) -> None:
+        doc = self.result.to_dict()
+        if running and self.result.status is Status.OK:
+            doc["status"], doc["phase"], doc["detail"] = Status.RUNNING, running_phase, None
+        write_atomic(self.path, orjson.dumps(doc))
 
     def engine_start(self, engine: str, profiles: int) -> None:
-        self._write(f"{RUNNING}open")
+        self._write("open", running=True)
+
+    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+        self._write(phase, running=True)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
-        self._write(f"{RUNNING}between phases, after {result.name}" if self.result.ok else None)
+        self._write(f"between phases, after {result.name}", running=True)
 
     def engine_end(self, result: EngineResult) -> None:
         self._write()
+
+
+def child_main(config_file: Path, engine: str, profiles: int, result_file: Path, log_file: Path) -> int:
+    """One engine at one profile count, in a child process started by :class:`ChildEngineRun`."""
+    from asyncbench.config import from_json
+    from asyncbench.logs import open_log
+    from asyncbench.memory_sampler import MemorySampler
+    from asyncbench.observers import JsonLogObserver, ObserverGroup
+    from asyncbench.progress import terminal_observers
+    from asyncbench.runner import EngineRun
+    from asyncbench.signals import backend_options, watch_signals
+    from workloads.profile_store.plan import draw_plan
+
+    cfg = from_json(config_file.read_bytes())
+    logger, log_fh = open_log(log_file)
+    plan = draw_plan(cfg.counts_for(profiles), cfg.seed)
+    sampler = MemorySampler()
+    engine_run = EngineRun(cfg, engine, plan, ObserverGroup(), sampler)
+    writer = PartialResultWriter(result_file, engine_run.result)
+    console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
+    extra = [progress] if progress else []
+    engine_run.observer = ObserverGroup(JsonLogObserver(logger), writer, *extra, console)
+    state: dict = {"interrupted": None}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_signals, state, tg.cancel_scope)
+            tg.start_soon(sampler.run)
+            await engine_run.run()
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main, backend_options=backend_options())
+    except KeyboardInterrupt:
+        state["interrupted"] = "interrupted by SIGINT"
+    writer.engine_end(engine_run.result)
+    log_fh.close()
+    return 130 if state["interrupted"] else 0

@@ -25,7 +25,7 @@ class Observer:
     def message(self, text: str) -> None: ...
 
 
-class Observers(Observer):
+class ObserverGroup(Observer):
     """Fans every event out to several observers."""
 
     def __init__(self, *observers: Observer) -> None:
@@ -107,7 +107,9 @@ class JsonLogObserver(Observer):
         self.log.info(
             "engine_end",
             engine=result.engine,
-            status=result.status,
+            status=result.status.value,
+            phase=result.phase,
+            detail=result.detail,
             run_seconds=round(result.run_seconds, 3),
             storage_bytes=result.storage_bytes,
             peak_rss_bytes=result.peak_rss_bytes,
@@ -136,13 +138,13 @@ class ConsoleObserver(Observer):
         if result.skipped:
             self._print(f"  {result.name:<42} skipped (engine needs none)")
             return
-        throughput = fmt.rate(result.ops, result.seconds) if result.role == "ops" else ""
+        throughput = fmt.rate(result.ops, result.seconds) if result.action == "ops" else ""
         checksum = result.checksum or ""
         self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
 
     def engine_end(self, result: EngineResult) -> None:
         if not result.ok:
-            self._print(f"  !! {result.status}")
+            self._print(f"  !! {result.status_text()}")
         self._print(
             f"  run {result.run_seconds:.2f} s · storage {fmt.size(result.storage_bytes)}"
             f" · peak RSS {fmt.size(result.peak_rss_bytes)}"

@@ -12,7 +12,9 @@ def result_dir(output: Path, profiles: int) -> Path:
     return output / f"profiles-{profiles}"
 
 
-def write_run(run: RunResult, directory: Path, stamp: str, charts: bool = True) -> tuple[Path, Path]:
+def write_run(
+    run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
+) -> tuple[Path, Path]:
     """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off.
 
     The runner saves after every engine without charts (matplotlib would load into the
@@ -22,7 +24,8 @@ def write_run(run: RunResult, directory: Path, stamp: str, charts: bool = True) 
     directory.mkdir(parents=True, exist_ok=True)
     json_path = directory / f"asyncbench-{stamp}.json"
     md_path = directory / f"asyncbench-{stamp}.md"
-    write_atomic(json_path, run.to_json())
+    if write_json:  # `report` re-renders from a JSON it must never modify
+        write_atomic(json_path, run.to_json())
     chart_files = render_charts(run, directory, stamp) if charts else []
     write_atomic(md_path, report.render(run, chart_files).encode())
     return json_path, md_path

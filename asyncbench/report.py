@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from asyncbench import fmt
 from asyncbench.correctness import judge
+from asyncbench.facts import Durability, MemoryScope, StorageMethod
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 
@@ -18,18 +19,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = ""
 
 
 def _ops_phases(e: EngineResult) -> list[PhaseResult]:
-    return [p for p in e.phases if p.role == "ops"]
+    return [p for p in e.phases if p.action == "ops"]
 
 
 def _stabilize(e: EngineResult, which: str) -> PhaseResult | None:
     """``which`` is "pre" (before the first update phase) or "post" (after it)."""
-    seen_update = False
-    for p in e.phases:
-        if p.kind == "update":
-            seen_update = True
-        if p.role == "stabilize" and (seen_update == (which == "post")):
-            return p
-    return None
+    post = which == "post"
+    return next((p for p in e.phases if p.action == "stabilize" and p.post_update == post), None)
 
 
 def _secs(p: PhaseResult | None) -> str:
@@ -38,8 +34,8 @@ def _secs(p: PhaseResult | None) -> str:
     return "n/a" if p.skipped else fmt.ms(p.seconds)
 
 
-def _role_time(e: EngineResult, role: str) -> str:
-    return _secs(next((p for p in e.phases if p.role == role), None))
+def _action_time(e: EngineResult, action: str) -> str:
+    return _secs(next((p for p in e.phases if p.action == action), None))
 
 
 def completed_phase_seconds(e: EngineResult) -> float:
@@ -52,14 +48,14 @@ def total_by_engine(run: RunResult) -> list[str]:
         rows.append(
             [
                 e.engine,
-                "ok" if e.ok else e.status,
+                e.status_text(),
                 fmt.ms(e.run_seconds),
                 fmt.ms(completed_phase_seconds(e)),
                 _secs(_stabilize(e, "pre")),
                 _secs(_stabilize(e, "post")),
-                _role_time(e, "settle"),
-                _role_time(e, "reopen"),
-                _role_time(e, "verify"),
+                _action_time(e, "settle"),
+                _action_time(e, "reopen"),
+                _action_time(e, "verify"),
                 fmt.size(e.storage_bytes),
                 fmt.size(e.peak_rss_bytes),
                 f"`{e.final_checksum}`" if e.final_checksum else "-",
@@ -111,30 +107,26 @@ def write_readiness(run: RunResult) -> list[str]:
 
 def phase_results(run: RunResult) -> list[str]:
     out: list[str] = []
-    names: list[str] = []
-    for e in run.engines:
-        for p in _ops_phases(e):
-            if p.name not in names:
-                names.append(p.name)
-    if len(run.engines) > 1 and names:
+    indexes = sorted({p.index for e in run.engines for p in _ops_phases(e)})
+    if len(run.engines) > 1 and indexes:
         out += ["### Throughput by phase", ""]
         rows = []
-        for n in names:
-            row = [n]
+        for i in indexes:
+            row = [run.phases[i]["name"]]
             for e in run.engines:
-                p = e.phase(n)
+                p = e.phase_at(i)
                 row.append(fmt.rate(p.ops, p.seconds) if p else "-")
             rows.append(row)
         out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
     for e in run.engines:
         out += [f"### {e.engine}", ""]
         if not e.ok:
-            out += [f"**{e.status}**", ""]
+            out += [f"**{e.status_text()}**", ""]
         rows = [
             [p.name, fmt.count(p.ops), fmt.ms(p.seconds), fmt.rate(p.ops, p.seconds), f"`{p.checksum}`"]
             for p in _ops_phases(e)
         ]
-        verify = next((p for p in e.phases if p.role == "verify"), None)
+        verify = next((p for p in e.phases if p.action == "verify"), None)
         if verify:
             rows.append(
                 [verify.name, fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
@@ -152,7 +144,10 @@ def configuration(run: RunResult) -> list[str]:
         ["Seed", str(run.seed)],
         ["Query limit", str(run.limit)],
         ["Batch size", fmt.count(run.batch_size)],
-        ["Timeout per engine", f"{fmt.count(round(run.timeout_seconds))} s"],
+        [
+            "Timeout per engine",
+            "none" if run.timeout_seconds is None else f"{fmt.count(round(run.timeout_seconds))} s",
+        ],
         ["Engine isolation", "a child process per engine" if run.isolated else "none (one process)"],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
@@ -166,7 +161,7 @@ def environment(run: RunResult) -> list[str]:
         if e.initial_rss_bytes:
             rows.append([f"Initial RSS before {e.engine}", fmt.size(e.initial_rss_bytes)])
     for e in run.engines:
-        for lib, ver in e.versions.items():
+        for lib, ver in e.facts.versions.items():
             rows.append([f"{e.engine}: {lib}", ver])
     return _table(["Item", "Value"], rows, "ll")
 
@@ -175,16 +170,35 @@ def engine_settings(run: RunResult) -> list[str]:
     out: list[str] = []
     for e in run.engines:
         out += [f"### {e.engine}", ""]
-        if e.settings:
-            out += _table(["Setting", "Value"], [[k, f"`{v}`"] for k, v in e.settings.items()], "ll")
+        settings = e.facts.settings
+        if any(st.effective is not None for st in settings):
+            rows = [
+                [st.name, f"`{st.configured}`", f"`{st.effective}`" if st.effective is not None else "-"]
+                for st in settings
+            ]
+            out += _table(["Setting", "Configured", "Effective"], rows, "lll")
+        elif settings:
+            out += _table(["Setting", "Value"], [[st.name, f"`{st.configured}`"] for st in settings], "ll")
         else:
             out.append("No settings.")
         out.append("")
     return out
 
 
+def durability_line(d: Durability) -> str:
+    """One line from an engine's durability facts."""
+    if not d.persistent:
+        return "nothing persists beyond the process"
+    parts = [x for x in (d.log, f"synced {d.sync}" if d.sync else "", d.write_unit) if x]
+    if d.after_crash:
+        parts.append(f"after a crash: {d.after_crash}")
+    if d.parameters:
+        parts.append(", ".join(f"{k}={v}" for k, v in d.parameters.items()))
+    return "; ".join(parts) or "not stated"
+
+
 def durability(run: RunResult) -> list[str]:
-    return [f"- **{e.engine}**: {e.durability or 'not stated'}" for e in run.engines]
+    return [f"- **{e.engine}**: {durability_line(e.facts.durability)}" for e in run.engines]
 
 
 def interpretation_notes(run: RunResult) -> list[str]:
@@ -196,7 +210,7 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "no write batch, no `IN (...)`.",
         "Stabilization (flush and compaction) is timed separately and only for engines that ask for it; "
         "Write Readiness adds it to the write phase it follows.",
-        "Storage is the size of every file under the engine's data directory after settle.",
+        storage_note(run),
         (
             "Process peak memory is the peak RSS of the process that ran the engine, sampled every 100 ms; "
             "it includes the Python interpreter and the harness. Each engine ran in its own child process, "
@@ -210,11 +224,30 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "order.",
     ]
     for e in run.engines:
+        if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
+            notes.append(
+                f"{e.engine}: process memory is the client only; the server's memory is not included."
+            )
+        if e.facts.harness_floor:
+            notes.append(f"{e.engine} stores nothing durably; its times are the harness-overhead floor.")
         for n in e.notes:
             notes.append(f"{e.engine}: {n}")
-    if any(e.engine == "memory" for e in run.engines):
-        notes.append("The memory engine stores nothing durably; its times are the harness-overhead floor.")
     return [f"- {n}" for n in notes]
+
+
+def storage_note(run: RunResult) -> str:
+    """How each storage figure was obtained, from the engines' facts."""
+    methods = {e.facts.storage_method for e in run.engines}
+    parts = []
+    if StorageMethod.FILES in methods or not methods:
+        parts.append("Storage is the size of every file under the engine's data directory after settle")
+    estimates = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.SERVER_ESTIMATE]
+    if estimates:
+        parts.append(f"for {', '.join(estimates)} it is the server's own size estimate of the engine's tables")
+    empty = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.NONE]
+    if empty:
+        parts.append(f"{', '.join(empty)} writes no files (0 B)")
+    return "; ".join(parts) + "."
 
 
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:

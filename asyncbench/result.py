@@ -1,22 +1,71 @@
-"""The machine-readable result of a run (written as JSON, read back by ``report``)."""
+"""The one result model: written as JSON by a run (and by an isolated child), read back by
+the parent, ``report`` and ``compare``.
+
+Status is data: an enum plus the phase it happened in and a detail, never a string to
+decode by prefix. The parent and an isolated child exchange exactly this model
+(:meth:`EngineResult.to_dict` / :meth:`EngineResult.from_dict`), as pyperf's worker and
+manager share one benchmark model.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import types
+import typing
 from dataclasses import asdict, dataclass, field
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from asyncbench.facts import EngineFacts
+
+__all__ = [
+    "SCHEMA",
+    "EngineResult",
+    "PhaseResult",
+    "ResultError",
+    "RunResult",
+    "Status",
+    "exit_code",
+    "write_atomic",
+]
+
+#: Version of the JSON shape (docs/result-schema.md); ``report`` refuses other versions.
+SCHEMA = 2
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class ResultError(ValueError):
+    """A result file that is not an asyncbench result of a shape this version reads."""
+
+
+class Status(StrEnum):
+    RUNNING = "running"  # only ever seen in a child's partial file or a killed run
+    OK = "ok"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"  # an optional engine (from "all") that is not available here
+
 
 @dataclass
 class PhaseResult:
+    index: int  # position in the plan: the phase's identity within a run
     name: str
     kind: str
-    role: str  # ops | stabilize | settle | reopen | verify
+    action: str  # ops | stabilize | settle | reopen | verify (the phase table's Action)
+    group: str  # write | lookup | scan | query | maintenance | verify
     ops: int
     seconds: float
     checksum: str | None = None
+    stream: str | None = None
+    count: int | None = None
+    post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
 
     @property
@@ -27,38 +76,60 @@ class PhaseResult:
 @dataclass
 class EngineResult:
     engine: str
-    status: str = (
-        "ok"  # ok | "Timed out after N seconds; interrupted: <phase>" | "Failed: ..." | "Skipped: ..."
-    )
+    status: Status = Status.OK
+    phase: str | None = None  # where a non-ok status happened (None: before or after the phases)
+    detail: str | None = None  # the error, the timeout, the signal
     phases: list[PhaseResult] = field(default_factory=list)
     run_seconds: float = 0.0
     storage_bytes: int | None = None
     peak_rss_bytes: int | None = None
     initial_rss_bytes: int | None = None
-    settings: dict[str, str] = field(default_factory=dict)
-    durability: str = ""
-    versions: dict[str, str] = field(default_factory=dict)
+    facts: EngineFacts = field(default_factory=EngineFacts)
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status is Status.OK
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self))
+    @property
+    def broken(self) -> bool:
+        """Failed or timed out: the run as a whole failed."""
+        return self.status in (Status.FAILED, Status.TIMED_OUT, Status.RUNNING)
 
-    @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> EngineResult:
-        doc = dict(doc)
-        phases = [PhaseResult(**p) for p in doc.pop("phases", [])]
-        return cls(phases=phases, **doc)
+    def set_status(self, status: Status, phase: str | None = None, detail: str | None = None) -> None:
+        self.status, self.phase, self.detail = status, phase, detail
 
-    def phase(self, name: str) -> PhaseResult | None:
-        return next((p for p in self.phases if p.name == name), None)
+    def status_text(self) -> str:
+        """One human line for the console and the report."""
+        where = self.phase or "start-up"
+        if self.status is Status.OK:
+            return "ok"
+        if self.status is Status.FAILED:
+            return f"Failed: {where}: {self.detail}"
+        if self.status is Status.TIMED_OUT:
+            return f"Timed out after {self.detail}; interrupted: {where}"
+        if self.status is Status.INTERRUPTED:
+            return f"Interrupted during {where}" + (f" ({self.detail})" if self.detail else "")
+        if self.status is Status.SKIPPED:
+            return f"Skipped: {self.detail}"
+        return f"Running: {where}"
+
+    def phase_at(self, index: int) -> PhaseResult | None:
+        return next((p for p in self.phases if p.index == index), None)
 
     @property
     def final_checksum(self) -> str | None:
-        return next((p.checksum for p in self.phases if p.role == "verify"), None)
+        return next((p.checksum for p in self.phases if p.action == "verify"), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> EngineResult:
+        return _load(cls, doc, "engine")
 
 
 @dataclass
@@ -70,28 +141,123 @@ class RunResult:
     seed: int
     limit: int
     batch_size: int
-    timeout_seconds: float
+    timeout_seconds: float | None
     counts: dict[str, int]
-    phases: list[dict[str, Any]]
+    phases: list[dict[str, Any]]  # the plan's phase specs, in order
     source: str
-    environment: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
     engines: list[EngineResult] = field(default_factory=list)
     interrupted: str | None = None
     isolated: bool = False  # each engine ran in its own child process
-    schema: int = 1
+    schema: int = SCHEMA
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
 
     @classmethod
     def from_json(cls, data: bytes) -> RunResult:
-        doc = orjson.loads(data)
-        engines = [EngineResult.from_dict(e) for e in doc.pop("engines", [])]
-        return cls(engines=engines, **doc)
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ResultError(f"not JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise ResultError(f"not a result object (a JSON {type(doc).__name__})")
+        schema = doc.get("schema")
+        if schema != SCHEMA:
+            raise ResultError(
+                f"result schema {schema!r} is not the schema this asyncbench reads ({SCHEMA}); "
+                "re-run the benchmark with this version"
+            )
+        return _load(cls, doc, "result")
+
+    def failed(self) -> bool:
+        return any(e.broken for e in self.engines)
+
+
+def exit_code(runs: list[RunResult], checksums_agree: bool, interrupted: bool) -> int:
+    """The program's one exit-code rule: 130 interrupted, 1 a failure, timeout or checksum
+    mismatch, else 0 (bad input, 2, is decided before anything runs)."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if not checksums_agree or any(r.failed() for r in runs):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# --- typed loading of the dataclass tree (one generic reader, no hand-listed fields) -----
+
+
+def _load(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _load(arg, value, where)
+            except ResultError as exc:
+                errors.append(str(exc))
+        raise ResultError(errors[0] if errors else f"{where}: unexpected {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp) if f.init}
+        unknown = set(value) - names
+        if unknown:
+            raise ResultError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+        kwargs = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
+        try:
+            return tp(**kwargs)
+        except TypeError as exc:
+            raise ResultError(f"{where}: {exc}") from None
+    if origin is list:
+        if not isinstance(value, list):
+            raise ResultError(f"{where}: expected a list, got {type(value).__name__}")
+        (arg,) = typing.get_args(tp)
+        return [_load(arg, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
+        _, arg = typing.get_args(tp)
+        return {k: _load(arg, v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise ResultError(f"{where}: {value!r} is not one of {', '.join(m.value for m in tp)}") from None
+    if tp is Any:
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ResultError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ResultError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp in (str, bool):
+        if not isinstance(value, tp):
+            raise ResultError(f"{where}: expected {tp.__name__}, got {value!r}")
+        return value
+    raise ResultError(f"{where}: cannot read a value of type {tp!r}")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file + rename so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    """Write via a temporary file + rename so a reader never sees half a file.
+
+    The temporary name is unique to this process and created exclusively, so a file or
+    symlink planted at a predictable name is never followed or overwritten.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -7,6 +7,7 @@ every engine, so an interrupted run still leaves its partial report.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -19,11 +20,19 @@ from asyncbench import environment
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.isolation import ChildEngineRun
-from asyncbench.metrics import MemorySampler
+from asyncbench.memory_sampler import MemorySampler
 from asyncbench.observers import Observer
-from asyncbench.phases import KINDS, PhaseOutcome, run_ops_phase, run_verify, stream_items
-from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.phase_loop import run_operations
+from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
 from engines import engine_class
+from workloads.profile_store.phases import (
+    PHASES,
+    VERIFY_OPS,
+    Action,
+    PhaseContext,
+    phase_items,
+    verify_checksum,
+)
 from workloads.profile_store.plan import Counts, Plan, draw_plan
 
 CLOSE_GRACE_SECONDS = 60.0
@@ -35,9 +44,11 @@ class EngineRun:
     def __init__(self, cfg: BenchConfig, name: str, plan: Plan, observer: Observer, sampler: MemorySampler):
         self.cfg, self.name, self.plan, self.observer, self.sampler = cfg, name, plan, observer, sampler
         self.result = EngineResult(engine=name)
-        self.current: str | None = None
+        self.current: str | None = None  # the phase running now (a display name)
+        self.step = "setup"  # the step outside the phases: setup, open, after the last phase
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
+        self.ctx = PhaseContext.for_seed(cfg.seed)
 
     def _engine_config(self) -> EngineConfig:
         n = self.plan.counts.profiles
@@ -67,52 +78,48 @@ class EngineRun:
                     background.cancel_scope.cancel()
         except* EngineUnavailable as group:
             exc = group.exceptions[0]
-            optional = self.name in self.cfg.optional_engines
-            res.status = f"Skipped: {exc}" if optional else f"Failed: {self.current or 'open'}: {exc}"
+            if self.name in self.cfg.optional_engines:
+                res.set_status(Status.SKIPPED, None, str(exc))
+            else:
+                res.set_status(Status.FAILED, self.current or "open", str(exc))
         except* anyio.get_cancelled_exc_class():
-            res.status = f"Interrupted during {self.current or 'start-up'}"
+            res.set_status(Status.INTERRUPTED, self.current)
             raise
         except* Exception as group:  # an engine fault ends this engine's run, not the benchmark
             exc = group.exceptions[0]
-            res.status = f"Failed: {self.current or 'after the last phase'}: {type(exc).__name__}: {exc}"
+            res.set_status(Status.FAILED, self.current or self.step, f"{type(exc).__name__}: {exc}")
         finally:
             res.run_seconds = perf_counter() - started
             self.sampler.sample()
             res.peak_rss_bytes = self.sampler.peak
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
-                res.versions = self.engine.library_versions() or res.versions
-                res.durability = self.engine.durability() or res.durability
+                with contextlib.suppress(Exception):
+                    res.facts = self.engine.facts()
             self.observer.engine_end(res)
         return res
 
     async def _run_phases(self) -> None:
         res = self.result
+        self.step = "setup"
         cls = engine_class(self.name)
         econf = self._engine_config()
         econf.data_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = self._new_engine(cls, econf)
-        res.settings = self.engine.describe_settings()
-        res.durability = self.engine.durability()
-        res.versions = cls.library_versions()
-        note = getattr(cls, "memory_note", None)
-        if note:
-            res.notes.append(note)
+        self.step = "open"
+        self.engine = cls(econf)
+        res.facts = self.engine.facts()
         with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
             self.current = "open"
-            await self.engine.open(reset=True)
-            for spec in self.cfg.phases:
+            assert self.background is not None
+            await self.engine.open(True, self.background)
+            for index, spec in enumerate(self.cfg.phases):
                 self.current = spec.name
-                await self._phase(spec)
+                await self._phase(index, spec)
             self.current = None
+            self.step = "after the last phase"
             if res.storage_bytes is None:
                 res.storage_bytes = await anyio.to_thread.run_sync(self.engine.storage_bytes)
         if scope.cancelled_caught:
-            res.status = f"Timed out after {self.cfg.timeout_seconds:g} seconds; interrupted: {self.current}"
-
-    def _new_engine(self, cls: type[Engine], econf: EngineConfig) -> Engine:
-        engine = cls(econf)
-        engine.background = self.background
-        return engine
+            res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
 
     async def _close_quietly(self) -> None:
         if self.engine is None:
@@ -123,56 +130,76 @@ class EngineRun:
             except Exception as exc:  # closing after a failure must not hide the failure
                 self.result.notes.append(f"close failed: {type(exc).__name__}: {exc}")
 
-    async def _phase(self, spec: PhaseSpec) -> None:
+    async def _phase(self, index: int, spec: PhaseSpec) -> None:
         engine = self.engine
         assert engine is not None
-        info = KINDS[spec.kind]
-        role = info.role
-        if role == "stabilize" and not engine.needs_stabilization:
-            pr = PhaseResult(spec.name, spec.kind, role, 0, 0.0, skipped=True)
+        kind = PHASES[spec.kind]
+
+        def result(ops: int, seconds: float, checksum: str | None = None, skipped: bool = False) -> PhaseResult:
+            return PhaseResult(
+                index=index,
+                name=spec.name,
+                kind=spec.kind,
+                action=kind.action.value,
+                group=kind.group.value,
+                ops=ops,
+                seconds=seconds,
+                checksum=checksum,
+                stream=spec.stream,
+                count=spec.count,
+                post_update=spec.post_update,
+                skipped=skipped,
+            )
+
+        if kind.action is Action.STABILIZE and not engine.needs_stabilization:
+            pr = result(0, 0.0, skipped=True)
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
-        items = stream_items(spec.kind, spec.stream, spec.count, self.plan) if role == "ops" else ()
+        items = phase_items(kind, spec.stream, spec.count, self.plan)
         self.observer.phase_start(self.name, spec.name, len(items))
-        outcome = PhaseOutcome(ops=0, checksum=None)
+        checksum: str | None = None
+        ops = 0
         t0 = perf_counter()
-        if role == "ops":
+        if kind.action is Action.OPERATIONS:
             handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
-            outcome = await run_ops_phase(
-                spec.kind, items, handles, self.cfg.seed, self.cfg.batch_size, self._batch_hook(spec.name)
+            outcome = await run_operations(
+                kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name)
             )
-        elif role == "stabilize":
-            await engine.stabilize()
-        elif role == "settle":
-            await engine.settle()
-        elif role == "reopen":
-            await self._reopen()
-        elif role == "verify":
-            outcome = await run_verify(self.engine, self.plan.counts.profiles)
-        seconds = perf_counter() - t0 if outcome.seconds is None else outcome.seconds
-        if role == "settle":
+            ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
+        else:
+            if kind.action is Action.STABILIZE:
+                await engine.stabilize()
+            elif kind.action is Action.SETTLE:
+                await engine.settle()
+            elif kind.action is Action.REOPEN:
+                await self._reopen()
+            elif kind.action is Action.VERIFY:
+                checksum = await verify_checksum(self.engine, self.plan.counts.profiles)
+                ops = VERIFY_OPS
+            seconds = perf_counter() - t0
+        if kind.action is Action.SETTLE:
             self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
-        pr = PhaseResult(spec.name, spec.kind, role, outcome.ops, seconds, outcome.checksum)
+        pr = result(ops, seconds, checksum)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
     async def _reopen(self) -> None:
         """Close, then open the same store with reset off (a fresh adapter when persistent)."""
         engine = self.engine
-        assert engine is not None
+        assert engine is not None and self.background is not None
         await engine.close()
         if engine.persistent:
             self.engine = None  # a failing constructor must not leave a closed engine to close again
-            self.engine = self._new_engine(type(engine), engine.config)
-        await self.engine.open(reset=False)
+            self.engine = type(engine)(engine.config)
+        await self.engine.open(False, self.background)
 
-    def _batch_hook(self, phase: str) -> Callable[[int, int, float], None]:
+    def _batch_hook(self, phase: str) -> Callable[[int, int, int, float, list[int]], None]:
         observer_batch = self.observer.batch
         engine = self.name
         done = 0
 
-        def hook(index: int, ops: int, seconds: float) -> None:
+        def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
             nonlocal done
             done += ops
             observer_batch(engine, phase, index, ops, seconds, done)

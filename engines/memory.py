@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from time import perf_counter_ns
+from typing import Any
+
+from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine
+from asyncbench.facts import Durability, EngineFacts, StorageMethod
 from workloads.profile_store.profiles import (
     Profile,
     country_status_key,
@@ -19,6 +24,7 @@ from workloads.profile_store.profiles import (
     reputation_key,
     uid_of_index_key,
 )
+from workloads.profile_store.store import Marks, Transform
 
 
 class _SortedIndex:
@@ -79,7 +85,7 @@ class MemoryEngine(Engine):
         self.created_at = _SortedIndex()
         self.reputation = _SortedIndex()
 
-    async def open(self, reset: bool) -> None:
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if reset:
             self._reset()
 
@@ -89,22 +95,37 @@ class MemoryEngine(Engine):
     def storage_bytes(self) -> int:
         return 0
 
-    def durability(self) -> str:
-        return "memory: nothing persists beyond the process"
+    def facts(self) -> EngineFacts:
+        facts = super().facts()
+        facts.durability = Durability(persistent=False)
+        facts.storage_method = StorageMethod.NONE
+        facts.harness_floor = True
+        facts.colour = "#8c8c8c"
+        return facts
 
-    async def insert(self, profiles: Sequence[Profile]) -> None:
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        mark, clock = marks.append, perf_counter_ns
         for p in profiles:
             self.profiles[p[0]] = p
             self.emails[p[1]] = p[0]
             self.country_status.add(country_status_key(p))
             self.created_at.add(created_at_key(p))
             self.reputation.add(reputation_key(p))
+            mark(clock())
 
-    async def read_by_id(self, uids: Sequence[int]) -> list[Profile]:
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
         get = self.profiles.get
-        return [p for p in map(get, uids) if p is not None]
+        mark, clock = marks.append, perf_counter_ns
+        out = []
+        for uid in uids:
+            p = get(uid)
+            if p is not None:
+                out.append(p)
+            mark(clock())
+        return out
 
-    async def lookup_by_email(self, emails: Sequence[str]) -> list[Profile]:
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
+        mark, clock = marks.append, perf_counter_ns
         out = []
         for e in emails:
             uid = self.emails.get(e)
@@ -112,63 +133,65 @@ class MemoryEngine(Engine):
                 p = self.profiles.get(uid)
                 if p is not None:
                     out.append(p)
+            mark(clock())
         return out
 
-    def _country_status_ids(self, country: str, status: str) -> list[int]:
-        prefix = country_status_prefix(country, status)
+    def _country_status_ids(self, q: tuple[str, str]) -> list[int]:
+        prefix = country_status_prefix(*q)
         return self.country_status.first_ids(prefix, _prefix_end(prefix), self.limit)
 
-    def _created_at_ids(self, lo: int, hi: int) -> list[int]:
-        start, last = created_at_bounds(lo, hi)
+    def _created_at_ids(self, r: tuple[int, int]) -> list[int]:
+        start, last = created_at_bounds(*r)
         return self.created_at.first_ids_inclusive(start, last, self.limit)
 
-    def _top_ids(self) -> list[int]:
+    def _top_ids(self, _: object) -> list[int]:
         return self.reputation.first_ids(b"", None, self.limit)
 
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        out: list[int] = []
-        for c, s in queries:
-            out += self._country_status_ids(c, s)
-        return out
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Profile]:
-        return self._fetch(await self.scan_country_status(queries))
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
-        out: list[int] = []
-        for lo, hi in ranges:
-            out += self._created_at_ids(lo, hi)
-        return out
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Profile]:
-        return self._fetch(await self.scan_created_at(ranges))
-
-    async def scan_top_reputation(self, times: int) -> list[int]:
-        out: list[int] = []
-        for _ in range(times):
-            out += self._top_ids()
-        return out
-
-    async def query_top_reputation(self, times: int) -> list[Profile]:
-        return self._fetch(await self.scan_top_reputation(times))
-
-    def _fetch(self, uids: list[int]) -> list[Profile]:
+    def _each(
+        self, items: Sequence[Any], ids_of: Callable[[Any], list[int]], fetch: bool, marks: Marks
+    ) -> list:
+        """Per query: its ids (a scan) or their profiles (a query), one mark each."""
         get = self.profiles.get
-        return [p for p in map(get, uids) if p is not None]
+        mark, clock = marks.append, perf_counter_ns
+        out: list = []
+        for item in items:
+            ids = ids_of(item)
+            out += [p for p in map(get, ids) if p is not None] if fetch else ids
+            mark(clock())
+        return out
 
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return self._each(queries, self._country_status_ids, False, marks)
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
+        return self._each(queries, self._country_status_ids, True, marks)
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return self._each(ranges, self._created_at_ids, False, marks)
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
+        return self._each(ranges, self._created_at_ids, True, marks)
+
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return self._each(range(times), self._top_ids, False, marks)
+
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
+        return self._each(range(times), self._top_ids, True, marks)
+
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        mark, clock = marks.append, perf_counter_ns
         out = []
         for uid in uids:
             old = self.profiles.get(uid)
-            if old is None:
-                continue
-            new = transform(old)
-            self.profiles[uid] = new
-            self.country_status.discard(country_status_key(old))
-            self.country_status.add(country_status_key(new))
-            self.reputation.discard(reputation_key(old))
-            self.reputation.add(reputation_key(new))
-            out.append(new)
+            if old is not None:
+                new = transform(old)
+                self.profiles[uid] = new
+                self.country_status.discard(country_status_key(old))
+                self.country_status.add(country_status_key(new))
+                self.reputation.discard(reputation_key(old))
+                self.reputation.add(reputation_key(new))
+                out.append(new)
+            mark(clock())
         return out
 
     async def count(self) -> int:

@@ -16,7 +16,7 @@ point query than aiomysql, and its statement cache (``stmt_cache_size``) runs th
 on the way out, no text-to-int parsing on the way back.
 
 The process memory the runner reports is this client only; the server's is not included
-(``memory_note``). Connection settings come from ``[engines.mysql]`` or, where empty, from
+(its facts say so). Connection settings come from ``[engines.mysql]`` or, where empty, from
 ``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_DATABASE``/``MYSQL_USER``/``MYSQL_PASSWORD``
 (``eval "$(scripts/mysql-server start)"`` sets them for a throw-away MariaDB).
 """
@@ -27,17 +27,17 @@ import copy
 import importlib.metadata
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import asyncmy
+from anyio.abc import TaskGroup
 from asyncmy.errors import OperationalError
 
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
+from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
 from workloads.profile_store.profiles import Profile
-
-TABLE = "profiles"
-COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
+from workloads.profile_store.store import Marks, Transform
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
 COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
@@ -82,56 +82,12 @@ CONNECT_TIMEOUT_S = 5
 STMT_CACHE_SIZE = 32
 
 
-@dataclass(frozen=True)
-class Statements:
-    """Every SQL string the engine runs, built once per engine (the limit is inlined)."""
-
-    insert: str
-    by_id: str
-    by_email: str
-    scan_country_status: str
-    query_country_status: str
-    scan_created_at: str
-    query_created_at: str
-    scan_top_reputation: str
-    query_top_reputation: str
-    update: str
-    count: str
-
-    @classmethod
-    def build(cls, limit: int) -> Statements:
-        limit = int(limit)  # inlined into SQL: must be a plain int
-        # Each index query names its index: right after a bulk load InnoDB's statistics are
-        # refreshed by a background thread, and until then the optimizer may read the whole
-        # table and filesort it (seen for the full-row top-reputation query: ~1.2 ms instead
-        # of ~0.15 ms per query), so the plan, and the number, would depend on timing. The
-        # hint changes no result: WHERE, ORDER BY and LIMIT are the SQLite engine's.
-        cs = (
-            "FORCE INDEX (idx_profiles_country_status) "
-            f"WHERE country = %s AND status = %s ORDER BY user_id LIMIT {limit}"
-        )
-        created = (
-            "FORCE INDEX (idx_profiles_created_at) "
-            f"WHERE created_at BETWEEN %s AND %s ORDER BY created_at, user_id LIMIT {limit}"
-        )
-        top = f"FORCE INDEX (idx_profiles_reputation) ORDER BY reputation DESC, user_id LIMIT {limit}"
-        return cls(
-            insert=f"INSERT INTO {TABLE} ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            by_id=f"SELECT {COLUMNS} FROM {TABLE} WHERE user_id = %s",
-            by_email=f"SELECT {COLUMNS} FROM {TABLE} WHERE email = %s",
-            scan_country_status=f"SELECT user_id FROM {TABLE} {cs}",
-            query_country_status=f"SELECT {COLUMNS} FROM {TABLE} {cs}",
-            scan_created_at=f"SELECT user_id FROM {TABLE} {created}",
-            query_created_at=f"SELECT {COLUMNS} FROM {TABLE} {created}",
-            scan_top_reputation=f"SELECT user_id FROM {TABLE} {top}",
-            query_top_reputation=f"SELECT {COLUMNS} FROM {TABLE} {top}",
-            # email and created_at never change on update (spec): their indexes stay untouched.
-            update=(
-                f"UPDATE {TABLE} SET country = %s, status = %s, last_login = %s, reputation = %s, "
-                "display_name = %s, bio = %s WHERE user_id = %s"
-            ),
-            count=f"SELECT COUNT(*) FROM {TABLE}",
-        )
+#: Each index query names its index: right after a bulk load InnoDB's statistics are
+#: refreshed by a background thread, and until then the optimizer may read the whole table
+#: and filesort it (seen for the full-row top-reputation query: ~1.2 ms instead of ~0.15 ms
+#: per query), so the plan, and the number, would depend on timing. The hint changes no
+#: result: WHERE, ORDER BY and LIMIT are the shared SQL store's.
+DIALECT = Dialect(placeholder=lambda i: "%s", index_hint=lambda index: f"FORCE INDEX ({index}) ")
 
 
 def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -172,7 +128,7 @@ class _hybridmethod:
 
 
 class Session:
-    """One connection and its cursor with the batch loops: one statement per operation.
+    """One connection and its cursor, as the shared SQL store's :class:`AsyncSession`.
 
     A worker owns one session; with P workers the engine would hold P of them (asyncmy
     connections are not safe to share between concurrent tasks).
@@ -181,7 +137,7 @@ class Session:
     def __init__(self, conn: Any, sql: Statements) -> None:
         self.conn = conn
         self.cur = conn.cursor()
-        self.sql = sql
+        self.store = AsyncSqlProfileStore(self, sql)
 
     async def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -193,81 +149,22 @@ class Session:
         except Exception:
             conn.close()  # the transport is gone or broken: just drop it
 
-    async def execute(self, sql: str, args: Any = None) -> list[tuple]:
+    async def query(self, sql: str, args: Any = None) -> list[tuple]:
         cur = self.cur
         await cur.execute(sql, args)
         return list(await cur.fetchall())
 
-    async def insert(self, profiles: Sequence[Profile]) -> None:
-        execute, sql = self.cur.execute, self.sql.insert
-        for p in profiles:
-            await execute(sql, p)
+    # AsyncSession: empty args, not None, so asyncmy runs every statement prepared.
+    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
+        await self.cur.execute(statement, args)
+        return await self.cur.fetchone()
 
-    async def read(self, sql: str, keys: Sequence[Any]) -> list[Profile]:
-        """One point SELECT per key, rows in request order, missing keys skipped."""
-        cur = self.cur
-        execute, fetchone = cur.execute, cur.fetchone
-        out = []
-        append = out.append
-        for key in keys:
-            await execute(sql, (key,))
-            row = await fetchone()
-            if row is not None:
-                append(row)
-        return out
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        await self.cur.execute(statement, args)
+        return await self.cur.fetchall()
 
-    async def scan(self, sql: str, params: Sequence[Sequence[Any]]) -> list[int]:
-        """One index-only SELECT of user ids per query, concatenated in query order."""
-        cur = self.cur
-        execute, fetchall = cur.execute, cur.fetchall
-        out: list[int] = []
-        extend = out.extend
-        for p in params:
-            await execute(sql, p)
-            extend([row[0] for row in await fetchall()])
-        return out
-
-    async def query(self, sql: str, params: Sequence[Sequence[Any]]) -> list[Profile]:
-        """One full-row SELECT per query (same WHERE / ORDER BY / LIMIT as the scan)."""
-        cur = self.cur
-        execute, fetchall = cur.execute, cur.fetchall
-        out: list[Profile] = []
-        extend = out.extend
-        for p in params:
-            await execute(sql, p)
-            extend(await fetchall())
-        return out
-
-    async def repeat(self, sql: str, times: int, ids_only: bool) -> list[Any]:
-        """The same parameterless SELECT ``times`` times (top reputation)."""
-        cur = self.cur
-        execute, fetchall = cur.execute, cur.fetchall
-        out: list[Any] = []
-        extend = out.extend
-        for _ in range(times):
-            await execute(sql, ())  # empty args, not None: asyncmy then runs it prepared too
-            rows = await fetchall()
-            extend([row[0] for row in rows] if ids_only else rows)
-        return out
-
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        """Per id: SELECT the row, transform it, one autocommit UPDATE; missing ids skipped."""
-        cur = self.cur
-        execute, fetchone = cur.execute, cur.fetchone
-        by_id, update = self.sql.by_id, self.sql.update
-        out = []
-        append = out.append
-        for uid in uids:
-            await execute(by_id, (uid,))
-            old = await fetchone()
-            if old is None:
-                continue
-            new = transform(old)
-            if new[0] != old[0] or new[1] != old[1] or new[4] != old[4]:
-                raise ValueError(f"update of {uid} changed user_id, email or created_at")
-            await execute(update, (new[2], new[3], new[5], new[6], new[7], new[8], uid))
-            append(new)
-        return out
+    async def execute(self, statement: str, args: Sequence[Any]) -> None:
+        await self.cur.execute(statement, args)
 
 
 class MySqlEngine(Engine):
@@ -283,12 +180,11 @@ class MySqlEngine(Engine):
         "user": "",
         "password": "",
     }
-    memory_note = "process memory is the client only; the server's memory is not included"
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         self.conn_settings = resolve_settings(self.settings)
-        self.sql = Statements.build(self.limit)
+        self.sql = Statements.build(DIALECT, self.limit)
         self._session: Session | None = None
         self._worker_sessions: list[Session] = []
         self._server_version: str | None = None
@@ -339,17 +235,17 @@ class MySqlEngine(Engine):
             "start one with scripts/mysql-server"
         )
 
-    async def open(self, reset: bool) -> None:
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         conn = await self.connect()
         session = Session(conn, self.sql)
         try:
-            rows = await session.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
+            rows = await session.query("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
             self._server_version, flush = rows[0]
             self._flush_log_at_trx_commit = str(flush)
             self.collation = await pick_collation(session)
             if reset:
-                await session.execute(f"DROP TABLE IF EXISTS {TABLE}")
-            await session.execute(SCHEMA.format(collation=self.collation))
+                await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+            await session.query(SCHEMA.format(collation=self.collation))
         except BaseException:
             await session.close()
             raise
@@ -387,8 +283,8 @@ class MySqlEngine(Engine):
         """
         db = self._db
         await db.conn.commit()
-        await db.execute(f"ANALYZE TABLE {TABLE}")
-        rows = await db.execute(
+        await db.query(f"ANALYZE TABLE {TABLE}")
+        rows = await db.query(
             "SELECT data_length + index_length FROM information_schema.tables "
             "WHERE table_schema = DATABASE() AND table_name = %s",
             (TABLE,),
@@ -405,54 +301,68 @@ class MySqlEngine(Engine):
             raise RuntimeError("MySQL engine is not open")
         return self._session
 
-    # --- operations ---------------------------------------------------------------------
-    async def insert(self, profiles: Sequence[Profile]) -> None:
-        await self._db.insert(profiles)
+    # --- operations: the shared SQL store over this worker's session --------------------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await self._db.store.insert(profiles, marks)
 
-    async def read_by_id(self, uids: Sequence[int]) -> list[Profile]:
-        return await self._db.read(self.sql.by_id, uids)
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
+        return await self._db.store.read(self.sql.by_id, uids, marks)
 
-    async def lookup_by_email(self, emails: Sequence[str]) -> list[Profile]:
-        return await self._db.read(self.sql.by_email, emails)
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
+        return await self._db.store.read(self.sql.by_email, emails, marks)
 
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        return await self._db.scan(self.sql.scan_country_status, queries)
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_country_status, queries, True, marks)
 
-    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Profile]:
-        return await self._db.query(self.sql.query_country_status, queries)
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_country_status, queries, False, marks)
 
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
-        return await self._db.scan(self.sql.scan_created_at, ranges)
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_created_at, ranges, True, marks)
 
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Profile]:
-        return await self._db.query(self.sql.query_created_at, ranges)
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_created_at, ranges, False, marks)
 
-    async def scan_top_reputation(self, times: int) -> list[int]:
-        return await self._db.repeat(self.sql.scan_top_reputation, times, ids_only=True)
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
 
-    async def query_top_reputation(self, times: int) -> list[Profile]:
-        return await self._db.repeat(self.sql.query_top_reputation, times, ids_only=False)
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_top_reputation, [()] * times, False, marks)
 
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        return await self._db.update(uids, transform)
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await self._db.store.update(uids, transform, marks)
 
     async def count(self) -> int:
-        return int((await self._db.execute(self.sql.count))[0][0])
+        return await self._db.store.count()
 
-    # --- report metadata ------------------------------------------------------------
-    def describe_settings(self) -> dict[str, str]:
+    # --- facts ------------------------------------------------------------------------
+    def facts(self) -> EngineFacts:
         s = self.conn_settings
-        return {
-            "server": f"{s['host']}:{s['port']}",
-            "database": str(s["database"]),
-            "user": str(s["user"]),
-            "table": "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes",
-            "driver": f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})",
-        }
-
-    def durability(self) -> str:
-        flush = self._flush_log_at_trx_commit or "unknown until connected"
-        return f"MySQL/MariaDB: InnoDB, autocommit, innodb_flush_log_at_trx_commit={flush}"
+        flush = self._flush_log_at_trx_commit
+        settings = [
+            Setting("server", f"{s['host']}:{s['port']}"),
+            Setting("database", str(s["database"])),
+            Setting("user", str(s["user"])),
+            Setting(
+                "table", "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes"
+            ),
+            Setting("driver", f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})"),
+        ]
+        return EngineFacts(
+            settings=settings,
+            durability=Durability(
+                log="InnoDB redo log",
+                sync="per commit" if flush == "1" else "about once a second" if flush in ("0", "2") else "",
+                write_unit="one autocommit transaction per insert and per update",
+                after_crash="InnoDB recovers every committed transaction that reached the log",
+                parameters={"innodb_flush_log_at_trx_commit": flush or "unknown until connected"},
+            ),
+            memory_scope=MemoryScope.CLIENT_ONLY,
+            storage_method=StorageMethod.SERVER_ESTIMATE,
+            versions=self.library_versions(),
+            endpoints=[f"{s['host']}:{s['port']}"],
+            colour="#f08c00",
+        )
 
     @_hybridmethod
     def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance

@@ -41,28 +41,14 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import rocksdict
+from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine, EngineConfig
-from engines.kv_recovery import (
-    STORE_NAMES,
-    CleanShutdownMarker,
-    KvView,
-    RepairReport,
-    profile_indexes,
-    repair,
-    write_update,
-)
-from workloads.profile_store.profiles import (
-    Profile,
-    country_status_key,
-    country_status_prefix,
-    created_at_bounds,
-    created_at_key,
-    decode,
-    encode,
-    primary_key,
-    reputation_key,
-)
+from asyncbench.facts import Durability, EngineFacts, Setting
+from engines.kv_profile_store import STORE_NAMES, KvProfileStore
+from engines.kv_recovery import CleanShutdownMarker, RepairReport
+from workloads.profile_store.profiles import Profile
+from workloads.profile_store.store import Marks, Transform
 
 T = TypeVar("T")
 
@@ -133,6 +119,37 @@ def rocksdb_version() -> str:
         db.close()
         del db
         return read_options_file(Path(tmp)).get("rocksdb_version", "unknown")
+
+
+def _mb(option: str | None) -> str | None:
+    """An OPTIONS byte count as the MB figure the settings use."""
+    if option is None or not option.isdigit():
+        return option
+    return f"{int(option) / 2**20:g} MB"
+
+
+class RocksKv:
+    """A rocksdict database as a :class:`~engines.kv_profile_store.KvStore`: get, put and
+    delete are the database's own bound methods (no wrapper call per operation); a scan
+    is one iterator created and dropped inside the calling worker thread."""
+
+    __slots__ = ("db", "get", "put", "delete", "items")
+
+    def __init__(self, db: rocksdict.Rdict) -> None:
+        self.db = db
+        self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items
+
+    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
+        it = self.db.iter()
+        it.seek(start)
+        out: list[bytes] = []
+        while len(out) < limit and it.valid():
+            key = it.key()
+            if last is not None and key > last:
+                break
+            out.append(key)
+            it.next()
+        return out
 
 
 class RocksDbEngine(Engine):
@@ -208,29 +225,20 @@ class RocksDbEngine(Engine):
                 db.close()
             raise
         self._dbs = dbs
-        self._profiles, self._email, self._country_status, self._created_at, self._reputation = dbs
+        self._store = KvProfileStore([RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True)
         options = read_options_file(self.data_dir / DB_NAMES[0])
         self._effective = {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
         # A store that was not closed cleanly may hold a profile's five puts only in part.
         self.recovery = None
         if not self._marker.take() and not reset:
             try:
-                self.recovery = self._repair_sync()
+                self.recovery = self._store.repair()
             except BaseException:
                 self._dbs = []  # closed without the mark: the next open repairs again
                 for db in dbs:
                     with contextlib.suppress(Exception):
                         db.close()
                 raise
-
-    def _repair_sync(self) -> RepairReport:
-        """Make the four indexes agree with the profiles database (after an unclean stop)."""
-
-        def view(db: rocksdict.Rdict) -> KvView:
-            return KvView(items=db.items, get=db.get, put=db.put, delete=db.delete)
-
-        specs = profile_indexes(values_are_pks=True)
-        return repair(view(self._profiles), list(zip(specs, map(view, self._dbs[1:]), strict=True)))
 
     def _probe_effective(self) -> dict[str, str]:
         """The effective options of these settings, from a temporary database's OPTIONS file."""
@@ -241,7 +249,7 @@ class RocksDbEngine(Engine):
             options = read_options_file(Path(tmp))
         return {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
 
-    async def open(self, reset: bool) -> None:
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         await _writing(self._open_sync, reset)
 
     def _close_sync(self) -> None:
@@ -274,209 +282,101 @@ class RocksDbEngine(Engine):
     async def settle(self) -> None:
         await _writing(self._compact_all_sync)
 
-    # --- writes -----------------------------------------------------------------------
-    def _insert_sync(self, profiles: Sequence[Profile]) -> None:
-        put_profile = self._profiles.put
-        put_email = self._email.put
-        put_country_status = self._country_status.put
-        put_created_at = self._created_at.put
-        put_reputation = self._reputation.put
-        for p in profiles:
-            pk = primary_key(p[0])
-            # Indexes first, the profile last (see kv_recovery): a crash between these
-            # puts leaves only orphan index entries, never a profile missing one.
-            put_email(p[1].encode(), pk)
-            put_country_status(country_status_key(p), pk)
-            put_created_at(created_at_key(p), pk)
-            put_reputation(reputation_key(p), pk)
-            put_profile(pk, encode(p))
+    # --- operations: the shared key/value profile store, one thread hop per batch ---------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await _writing(self._store.insert, profiles, marks)
 
-    async def insert(self, profiles: Sequence[Profile]) -> None:
-        await _writing(self._insert_sync, profiles)
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await _writing(self._store.update, uids, transform, marks)
 
-    def _update_sync(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        get = self._profiles.get
-        put_profile = self._profiles.put
-        cs_db = self._country_status
-        rep_db = self._reputation
-        out = []
-        for uid in uids:
-            pk = primary_key(uid)
-            raw = get(pk)
-            if raw is None:
-                continue
-            old = decode(raw)
-            new = transform(old)
-            write_update(old, new, pk, pk, put_profile, cs_db.put, cs_db.delete, rep_db.put, rep_db.delete)
-            out.append(new)
-        return out
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
+        return await anyio.to_thread.run_sync(self._store.read_by_id, uids, marks)
 
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        return await _writing(self._update_sync, uids, transform)
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
+        return await anyio.to_thread.run_sync(self._store.lookup_by_email, emails, marks)
 
-    # --- point reads ------------------------------------------------------------------
-    def _read_sync(self, uids: Sequence[int]) -> list[bytes]:
-        get = self._profiles.get
-        out = []
-        append = out.append
-        for uid in uids:
-            value = get(primary_key(uid))
-            if value is not None:
-                append(value)
-        return out
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await anyio.to_thread.run_sync(self._store.scan_country_status, queries, marks)
 
-    async def read_by_id(self, uids: Sequence[int]) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._read_sync, uids)
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
+        return await anyio.to_thread.run_sync(self._store.query_country_status, queries, marks)
 
-    def _lookup_sync(self, emails: Sequence[str]) -> list[bytes]:
-        get_uid = self._email.get
-        get = self._profiles.get
-        out = []
-        for email in emails:
-            pk = get_uid(email.encode())
-            if pk is not None:
-                value = get(pk)
-                if value is not None:
-                    out.append(value)
-        return out
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await anyio.to_thread.run_sync(self._store.scan_created_at, ranges, marks)
 
-    async def lookup_by_email(self, emails: Sequence[str]) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._lookup_sync, emails)
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
+        return await anyio.to_thread.run_sync(self._store.query_created_at, ranges, marks)
 
-    # --- index scans ------------------------------------------------------------------
-    # One iterator per query (created and dropped inside the worker thread). The index
-    # value is the profile's primary key, so a query fetches with it directly and a scan
-    # turns it into the user id, as the reference reads the id from the value.
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await anyio.to_thread.run_sync(self._store.scan_top_reputation, times, marks)
 
-    def _scan_prefix(self, db: rocksdict.Rdict, prefix: bytes, out: list, fetch: Any) -> None:
-        it = db.iter()
-        it.seek(prefix)
-        n = 0
-        while n < self.limit and it.valid():
-            if not it.key().startswith(prefix):
-                break
-            fetch(it.value(), out)
-            n += 1
-            it.next()
-
-    def _scan_upto(self, db: rocksdict.Rdict, start: bytes, last: bytes, out: list, fetch: Any) -> None:
-        it = db.iter()
-        it.seek(start)
-        n = 0
-        while n < self.limit and it.valid():
-            if it.key() > last:
-                break
-            fetch(it.value(), out)
-            n += 1
-            it.next()
-
-    def _scan_first(self, db: rocksdict.Rdict, out: list, fetch: Any) -> None:
-        it = db.iter()
-        it.seek_to_first()
-        n = 0
-        while n < self.limit and it.valid():
-            fetch(it.value(), out)
-            n += 1
-            it.next()
-
-    @staticmethod
-    def _as_id(pk: bytes, out: list) -> None:
-        out.append(int(pk))
-
-    def _as_profile(self, pk: bytes, out: list) -> None:
-        """One primary-key get per index entry. An entry whose profile is missing counts
-        toward ``limit`` and returns nothing (the engine contract: the scan's ids, then a
-        get per id); the workload never leaves such entries."""
-        value = self._profiles.get(pk)
-        if value is not None:
-            out.append(value)
-
-    def _country_status_sync(self, queries: Sequence[tuple[str, str]], fetch: Any) -> list:
-        out: list = []
-        db = self._country_status
-        for country, status in queries:
-            self._scan_prefix(db, country_status_prefix(country, status), out, fetch)
-        return out
-
-    def _created_at_sync(self, ranges: Sequence[tuple[int, int]], fetch: Any) -> list:
-        out: list = []
-        db = self._created_at
-        for lo, hi in ranges:
-            start, last = created_at_bounds(lo, hi)
-            self._scan_upto(db, start, last, out, fetch)
-        return out
-
-    def _top_sync(self, times: int, fetch: Any) -> list:
-        out: list = []
-        db = self._reputation
-        for _ in range(times):
-            self._scan_first(db, out, fetch)
-        return out
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        return await anyio.to_thread.run_sync(self._country_status_sync, queries, self._as_id)
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._country_status_sync, queries, self._as_profile)
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
-        return await anyio.to_thread.run_sync(self._created_at_sync, ranges, self._as_id)
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._created_at_sync, ranges, self._as_profile)
-
-    async def scan_top_reputation(self, times: int) -> list[int]:
-        return await anyio.to_thread.run_sync(self._top_sync, times, self._as_id)
-
-    async def query_top_reputation(self, times: int) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._top_sync, times, self._as_profile)
-
-    def _count_sync(self) -> int:
-        it = self._profiles.iter()
-        it.seek_to_first()
-        n = 0
-        while it.valid():
-            n += 1
-            it.next()
-        return n
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
+        return await anyio.to_thread.run_sync(self._store.query_top_reputation, times, marks)
 
     async def count(self) -> int:
-        return await anyio.to_thread.run_sync(self._count_sync)
+        return await anyio.to_thread.run_sync(self._store.count)
 
-    # --- report metadata ------------------------------------------------------------
-    def describe_settings(self) -> dict[str, str]:
-        mb = self.settings["write_buffer_size_mb"]
-        rows = {
-            "Databases": ",".join(DB_NAMES),
-            "Compression": str(self.settings["compression"]).capitalize(),
-            "CompressionAllLevels": str(bool(self.settings["compression_all_levels"])).lower(),
-            "WriteBufferMb": str(self.settings["write_buffer_size_mb"]),
-            "MaxWriteBufferNumber": str(self.settings["max_write_buffer_number"]),
-            "WriteSync": str(bool(self.settings["sync"])).lower(),
-            "Parallelism": str(self.parallelism),
-            "LevelStyleCompaction": f"optimize_level_style_compaction({mb} MB) called last (reference order)",
-            "ReadStabilization": "Compact before read/query phases",
-        }
-        if not self._effective:  # the runner asks before open: probe a throwaway database
+    # --- facts ----------------------------------------------------------------------
+    def facts(self) -> EngineFacts:
+        s = self.settings
+        mb = s["write_buffer_size_mb"]
+        if not self._effective:  # asked before open: probe a throwaway database
             self._effective = self._probe_effective()
-        rows.update({f"Effective {k}": v for k, v in self._effective.items()})
-        return rows
-
-    def durability(self) -> str:
-        sync = bool(self.settings["sync"])
-        flag = str(sync).lower()
-        codec_note = (
-            ""
-            if self.settings["compression_all_levels"]
-            else " (overridden per level by optimize_level_style_compaction)"
+        eff = self._effective
+        sync = bool(s["sync"])
+        settings = [
+            Setting("Databases", ",".join(DB_NAMES)),
+            Setting("Compression", str(s["compression"]).capitalize(), eff.get("compression")),
+            Setting(
+                "CompressionAllLevels",
+                str(bool(s["compression_all_levels"])).lower(),
+                eff.get("compression_per_level"),
+            ),
+            Setting("WriteBufferMb", str(mb), _mb(eff.get("write_buffer_size"))),
+            Setting(
+                "MaxWriteBufferNumber", str(s["max_write_buffer_number"]), eff.get("max_write_buffer_number")
+            ),
+            Setting("WriteSync", str(sync).lower()),
+            Setting("Parallelism", str(self.parallelism), eff.get("max_background_jobs")),
+            Setting(
+                "LevelStyleCompaction",
+                f"optimize_level_style_compaction({mb} MB) called last (reference order)",
+            ),
+            Setting("ReadStabilization", "Compact before read/query phases"),
+        ]
+        settings += [
+            Setting(f"OPTIONS {k}", "-", v)
+            for k, v in eff.items()
+            if k
+            not in (
+                "compression",
+                "compression_per_level",
+                "write_buffer_size",
+                "max_write_buffer_number",
+                "max_background_jobs",
+            )
+        ]
+        durability = Durability(
+            log="write-ahead log on every database",
+            sync="per write" if sync else "by the OS (WriteOptions.sync=false)",
+            write_unit="a profile is five puts into five databases, no WriteBatch across them",
+            after_crash="open repairs the four indexes from the profiles database",
+            parameters={
+                "write_buffer_size": _mb(eff.get("write_buffer_size")) or f"{mb} MB",
+                "max_write_buffer_number": eff.get(
+                    "max_write_buffer_number", str(s["max_write_buffer_number"])
+                ),
+                "compression": eff.get(
+                    "compression_per_level", eff.get("compression", str(s["compression"]))
+                ),
+            },
         )
-        return (
-            f"RocksDB: WAL enabled, sync writes {'on' if sync else 'off'} (WriteOptions.sync={flag});"
-            " five separate RocksDB instances; no WriteBatch across indexes"
-            " (after an unclean shutdown, open repairs the indexes from the profiles);"
-            f" compression={str(self.settings['compression']).capitalize()}{codec_note};"
-            f" write_buffer_size={self.settings['write_buffer_size_mb']} MB per database;"
-            f" max_write_buffer_number={self.settings['max_write_buffer_number']}"
+        return EngineFacts(
+            settings=settings,
+            durability=durability,
+            versions=self.library_versions(),
+            needs_stabilization=True,
+            colour="#d1495b",
         )
 
     @classmethod

@@ -22,9 +22,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine, EngineConfig
+from asyncbench.facts import Durability, EngineFacts, Setting
+from engines.sql_profile_store import (
+    TABLE,
+    Dialect,
+    Statements,
+    sync_count,
+    sync_insert,
+    sync_read,
+    sync_repeat,
+    sync_select_many,
+    sync_update,
+)
 from workloads.profile_store.profiles import Profile
+from workloads.profile_store.store import Marks, Transform
 
 T = TypeVar("T")
 
@@ -32,10 +46,8 @@ DB_FILE = "profiles.db"
 #: The database file and the two files WAL mode keeps beside it.
 DB_SUFFIXES = ("", "-wal", "-shm")
 
-COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
-
 SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS profiles (
+    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
         user_id INTEGER PRIMARY KEY,
         email TEXT NOT NULL UNIQUE,
         country TEXT,
@@ -46,29 +58,12 @@ SCHEMA = (
         display_name TEXT,
         bio TEXT
     )""",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON {TABLE} (country, status, user_id)",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON {TABLE} (created_at, user_id)",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON {TABLE} (reputation DESC, user_id)",
 )
 
-SQL_INSERT = f"INSERT INTO profiles ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-SQL_BY_ID = f"SELECT {COLUMNS} FROM profiles WHERE user_id = ?"
-SQL_BY_EMAIL = f"SELECT {COLUMNS} FROM profiles WHERE email = ?"
-_WHERE_CS = "WHERE country = ? AND status = ? ORDER BY user_id LIMIT ?"
-_WHERE_CREATED = "WHERE created_at BETWEEN ? AND ? ORDER BY created_at, user_id LIMIT ?"
-_ORDER_TOP = "ORDER BY reputation DESC, user_id LIMIT ?"
-SQL_SCAN_COUNTRY_STATUS = f"SELECT user_id FROM profiles {_WHERE_CS}"
-SQL_QUERY_COUNTRY_STATUS = f"SELECT {COLUMNS} FROM profiles {_WHERE_CS}"
-SQL_SCAN_CREATED_AT = f"SELECT user_id FROM profiles {_WHERE_CREATED}"
-SQL_QUERY_CREATED_AT = f"SELECT {COLUMNS} FROM profiles {_WHERE_CREATED}"
-SQL_SCAN_TOP_REPUTATION = f"SELECT user_id FROM profiles {_ORDER_TOP}"
-SQL_QUERY_TOP_REPUTATION = f"SELECT {COLUMNS} FROM profiles {_ORDER_TOP}"
-#: email and created_at never change on update (spec), so their indexes are left alone.
-SQL_UPDATE = (
-    "UPDATE profiles SET country = ?, status = ?, last_login = ?, reputation = ?, "
-    "display_name = ?, bio = ? WHERE user_id = ?"
-)
-SQL_COUNT = "SELECT COUNT(*) FROM profiles"
+DIALECT = Dialect(placeholder=lambda i: "?")
 
 JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF")
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -118,75 +113,6 @@ def configure(conn: sqlite3.Connection, pragmas: Sequence[str]) -> None:
         conn.execute(pragma).fetchall()  # journal_mode answers with a row; drain it
     for statement in SCHEMA:
         conn.execute(statement)
-
-
-def insert_batch(conn: sqlite3.Connection, profiles: Sequence[Profile]) -> None:
-    """One autocommit INSERT per profile.
-
-    ``executemany`` steps the one prepared INSERT once per row; with ``isolation_level=None``
-    the sqlite3 module opens no transaction around it, so every row commits on its own (the
-    tests check the WAL gets a commit per row). It only saves the Python loop.
-    """
-    conn.executemany(SQL_INSERT, profiles)
-
-
-def read_batch(conn: sqlite3.Connection, sql: str, keys: Sequence[Any]) -> list[Profile]:
-    """One point SELECT per key, rows in request order, missing keys skipped."""
-    cur = conn.cursor()
-    execute = cur.execute
-    out = []
-    append = out.append
-    for key in keys:
-        row = execute(sql, (key,)).fetchone()
-        if row is not None:
-            append(row)
-    return out
-
-
-def scan_batch(conn: sqlite3.Connection, sql: str, params: Sequence[tuple]) -> list[int]:
-    """One index-only SELECT of user ids per query, concatenated in query order."""
-    cur = conn.cursor()
-    execute = cur.execute
-    out: list[int] = []
-    extend = out.extend
-    for p in params:
-        extend([uid for (uid,) in execute(sql, p)])
-    return out
-
-
-def query_batch(conn: sqlite3.Connection, sql: str, params: Sequence[tuple]) -> list[Profile]:
-    """One full-row SELECT per query (same WHERE / ORDER BY / LIMIT as the scan)."""
-    cur = conn.cursor()
-    execute = cur.execute
-    out: list[Profile] = []
-    extend = out.extend
-    for p in params:
-        extend(execute(sql, p).fetchall())
-    return out
-
-
-def update_batch(
-    conn: sqlite3.Connection, uids: Sequence[int], transform: Callable[[Profile], Profile]
-) -> list[Profile]:
-    """Per id: SELECT the row, transform it, one autocommit UPDATE; missing ids skipped."""
-    cur = conn.cursor()
-    execute = cur.execute
-    out = []
-    append = out.append
-    for uid in uids:
-        old = execute(SQL_BY_ID, (uid,)).fetchone()
-        if old is None:
-            continue
-        new = transform(old)
-        if new[0] != old[0] or new[1] != old[1] or new[4] != old[4]:
-            raise ValueError(f"update of {uid} changed user_id, email or created_at")
-        execute(SQL_UPDATE, (new[2], new[3], new[5], new[6], new[7], new[8], uid))
-        append(new)
-    return out
-
-
-def count_rows(conn: sqlite3.Connection) -> int:
-    return conn.execute(SQL_COUNT).fetchone()[0]
 
 
 def checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -273,6 +199,7 @@ class SqliteEngine(Engine):
         super().__init__(config)
         self.settings = validate_settings(self.settings)
         self.path = self.data_dir / DB_FILE
+        self.sql = Statements.build(DIALECT, self.limit)
         self._conn: SqliteConnection | None = None
         self._worker_conns: list[SqliteConnection] = []
 
@@ -285,7 +212,7 @@ class SqliteEngine(Engine):
         return SqliteConnection(self.path, pragma_statements(self.settings))
 
     # --- lifecycle ----------------------------------------------------------------------
-    async def open(self, reset: bool) -> None:
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._conn is not None:
             raise RuntimeError("SQLite engine is already open")
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -338,58 +265,66 @@ class SqliteEngine(Engine):
             raise RuntimeError("SQLite engine is not open")
         return self._conn
 
-    # --- operations ---------------------------------------------------------------------
-    async def insert(self, profiles: Sequence[Profile]) -> None:
-        await self._db.run(insert_batch, profiles)
+    # --- operations: the shared SQL store's synchronous bodies, one hop per batch ----------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await self._db.run(sync_insert, self.sql, profiles, marks)
 
-    async def read_by_id(self, uids: Sequence[int]) -> list[Profile]:
-        return await self._db.run(read_batch, SQL_BY_ID, uids)
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_read, self.sql.by_id, uids, marks)
 
-    async def lookup_by_email(self, emails: Sequence[str]) -> list[Profile]:
-        return await self._db.run(read_batch, SQL_BY_EMAIL, emails)
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_read, self.sql.by_email, emails, marks)
 
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]]) -> list[int]:
-        limit = self.limit
-        return await self._db.run(scan_batch, SQL_SCAN_COUNTRY_STATUS, [(c, s, limit) for c, s in queries])
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await self._db.run(sync_select_many, self.sql.scan_country_status, queries, True, marks)
 
-    async def query_country_status(self, queries: Sequence[tuple[str, str]]) -> list[Profile]:
-        limit = self.limit
-        return await self._db.run(query_batch, SQL_QUERY_COUNTRY_STATUS, [(c, s, limit) for c, s in queries])
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_select_many, self.sql.query_country_status, queries, False, marks)
 
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[int]:
-        limit = self.limit
-        return await self._db.run(scan_batch, SQL_SCAN_CREATED_AT, [(lo, hi, limit) for lo, hi in ranges])
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await self._db.run(sync_select_many, self.sql.scan_created_at, ranges, True, marks)
 
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]]) -> list[Profile]:
-        limit = self.limit
-        return await self._db.run(query_batch, SQL_QUERY_CREATED_AT, [(lo, hi, limit) for lo, hi in ranges])
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_select_many, self.sql.query_created_at, ranges, False, marks)
 
-    async def scan_top_reputation(self, times: int) -> list[int]:
-        return await self._db.run(scan_batch, SQL_SCAN_TOP_REPUTATION, [(self.limit,)] * times)
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await self._db.run(sync_repeat, self.sql.scan_top_reputation, times, True, marks)
 
-    async def query_top_reputation(self, times: int) -> list[Profile]:
-        return await self._db.run(query_batch, SQL_QUERY_TOP_REPUTATION, [(self.limit,)] * times)
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_repeat, self.sql.query_top_reputation, times, False, marks)
 
-    async def update(self, uids: Sequence[int], transform: Callable[[Profile], Profile]) -> list[Profile]:
-        return await self._db.run(update_batch, uids, transform)
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await self._db.run(sync_update, self.sql, uids, transform, marks)
 
     async def count(self) -> int:
-        return await self._db.run(count_rows)
+        return await self._db.run(sync_count, self.sql)
 
-    # --- report metadata ----------------------------------------------------------------
-    def describe_settings(self) -> dict[str, str]:
+    # --- facts ------------------------------------------------------------------------
+    def facts(self) -> EngineFacts:
         s = self.settings
-        return {
-            "journal_mode": s["journal_mode"],
-            "synchronous": s["synchronous"],
-            "cache_size": f"{s['cache_size_mb']} MB",
-            "mmap_size": f"{s['mmap_size_mb']} MB",
-            "temp_store": s["temp_store"],
-            "writes": "autocommit, one transaction per insert / update",
-        }
-
-    def durability(self) -> str:
-        return f"SQLite: {self.settings['journal_mode']}, synchronous={self.settings['synchronous']}"
+        settings = [
+            Setting("journal_mode", s["journal_mode"]),
+            Setting("synchronous", s["synchronous"]),
+            Setting("cache_size", f"{s['cache_size_mb']} MB"),
+            Setting("mmap_size", f"{s['mmap_size_mb']} MB"),
+            Setting("temp_store", s["temp_store"]),
+            Setting("writes", "autocommit, one transaction per insert / update"),
+        ]
+        wal = s["journal_mode"] == "WAL"
+        return EngineFacts(
+            settings=settings,
+            durability=Durability(
+                log="write-ahead log" if wal else f"rollback journal ({s['journal_mode']})",
+                sync={"OFF": "never (by the OS)", "NORMAL": "at checkpoints" if wal else "per commit"}.get(
+                    s["synchronous"], "per commit"
+                ),
+                write_unit="one autocommit transaction per insert and per update",
+                after_crash="every committed transaction that reached the disk survives",
+                parameters={"journal_mode": s["journal_mode"], "synchronous": s["synchronous"]},
+            ),
+            versions=self.library_versions(),
+            colour="#2f6fb0",
+        )
 
     @classmethod
     def library_versions(cls) -> dict[str, str]:

@@ -33,3 +33,11 @@ def run_cli(tmp_path: Path, capfd: pytest.CaptureFixture[str]):
 
 def mysql_configured() -> bool:
     return bool(os.environ.get("MYSQL_HOST") and os.environ.get("MYSQL_PORT"))
+
+
+def status_line(engine_doc: dict) -> str:
+    """The human status line of an engine result as saved in JSON (status is data there:
+    an enum plus phase and detail)."""
+    from asyncbench.result import EngineResult
+
+    return EngineResult.from_dict(engine_doc).status_text()

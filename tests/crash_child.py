@@ -29,22 +29,13 @@ from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from engines import engine_class  # noqa: E402
 from workloads.profile_store.profiles import create_many, update  # noqa: E402
 
-#: Store name -> the adapter attribute holding it, per key/value engine.
+#: Store name -> the attribute of the engine's shared KvProfileStore (``engine._store``).
 STORE_ATTRS = {
-    "rocksdb": {
-        "profiles": "_profiles",
-        "email-index": "_email",
-        "country-status-index": "_country_status",
-        "created-at-index": "_created_at",
-        "reputation-index": "_reputation",
-    },
-    "lsm": {
-        "profiles": "profiles",
-        "email-index": "emails",
-        "country-status-index": "country_status",
-        "created-at-index": "created_at",
-        "reputation-index": "reputation",
-    },
+    "profiles": "profiles",
+    "email-index": "emails",
+    "country-status-index": "country_status",
+    "created-at-index": "created_at",
+    "reputation-index": "reputation",
 }
 
 
@@ -69,8 +60,9 @@ class Tripwire:
 
 
 def arm(engine: Engine, store: str, method: str, at: int) -> None:
-    attr = STORE_ATTRS[engine.name][store]
-    setattr(engine, attr, Tripwire(getattr(engine, attr), method, at))
+    kv = engine._store  # type: ignore[attr-defined]
+    attr = STORE_ATTRS[store]
+    setattr(kv, attr, Tripwire(getattr(kv, attr), method, at))
 
 
 async def run(spec: dict[str, Any]) -> None:
@@ -87,14 +79,14 @@ async def run(spec: dict[str, Any]) -> None:
             arm(engine, die["store"], die["method"], die["at"])
         for start in range(1, n + 1, batch):
             count = min(batch, n - start + 1)
-            await engine.insert(create_many(start, count, seed))
+            await engine.insert(create_many(start, count, seed), [])
             print("insert", start + count - 1, flush=True)
         if spec.get("update"):
             if die and die["phase"] == "update":
                 arm(engine, die["store"], die["method"], die["at"])
             for start in range(1, n + 1, batch):
                 uids = list(range(start, min(n, start + batch - 1) + 1))
-                await engine.update(uids, transform)
+                await engine.update(uids, transform, [])
                 print("update", uids[-1], flush=True)
     print("done", flush=True)
 

@@ -16,11 +16,11 @@ class FaultyEngine(MemoryEngine):
         super().__init__(config)
         self.calls = 0
 
-    async def query_country_status(self, queries):  # type: ignore[no-untyped-def]
+    async def query_country_status(self, queries, marks):  # type: ignore[no-untyped-def]
         self.calls += 1
         if self.calls == 2:
             raise OSError("simulated device error")
-        return await super().query_country_status(queries)
+        return await super().query_country_status(queries, marks)
 
 
 class WrongEngine(MemoryEngine):
@@ -28,8 +28,8 @@ class WrongEngine(MemoryEngine):
 
     name = "wrong"
 
-    async def lookup_by_email(self, emails):  # type: ignore[no-untyped-def]
-        return (await super().lookup_by_email(emails))[:-1]
+    async def lookup_by_email(self, emails, marks):  # type: ignore[no-untyped-def]
+        return (await super().lookup_by_email(emails, marks))[:-1]
 
 
 class SlowEngine(MemoryEngine):
@@ -37,9 +37,9 @@ class SlowEngine(MemoryEngine):
 
     name = "slow"
 
-    async def read_by_id(self, uids):  # type: ignore[no-untyped-def]
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
         await anyio.sleep(30)
-        return await super().read_by_id(uids)
+        return await super().read_by_id(uids, marks)
 
 
 class CrashingEngine(MemoryEngine):
@@ -47,7 +47,7 @@ class CrashingEngine(MemoryEngine):
 
     name = "crashing"
 
-    async def lookup_by_email(self, emails):  # type: ignore[no-untyped-def]
+    async def lookup_by_email(self, emails, marks):  # type: ignore[no-untyped-def]
         import os
         import signal
 

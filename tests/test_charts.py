@@ -10,7 +10,9 @@ import pytest
 
 from asyncbench import charts
 from asyncbench.cli import main
-from asyncbench.result import RunResult
+from asyncbench.engine import EngineConfig
+from asyncbench.facts import MemoryScope
+from asyncbench.result import RunResult, Status
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -54,7 +56,7 @@ def fail_engine(run: RunResult, engine: str, keep: int) -> RunResult:
     e = next(x for x in run.engines if x.engine == engine)
     stopped = e.phases[keep].name
     e.phases = e.phases[:keep]
-    e.status = f"Failed: {stopped}: RuntimeError: disk on fire"
+    e.set_status(Status.FAILED, stopped, "RuntimeError: disk on fire")
     e.storage_bytes = None
     return run
 
@@ -101,7 +103,7 @@ def test_charts_carry_phase_names_and_numbers(
     assert "insert profiles" in writes and "update profiles" in writes
     assert "(+ pre-read stabilization)" in writes and "(+ post-update stabilization)" in writes
     # the fastest engine of a phase is 100%, and every bar label shows its ops/s
-    insert = {e.engine: e.phase("insert profiles") for e in sample.engines}
+    insert = {e.engine: e.phase_at(0) for e in sample.engines}
     best = max(insert.values(), key=lambda p: p.ops_per_s)
     assert f"{round(best.ops_per_s):_d}/s · 100%" in writes
     _, _, exec_time = svg_texts(directory / written["Execution Time"])
@@ -138,9 +140,10 @@ def test_engine_without_any_phase_and_empty_run(sample: RunResult, tmp_path: Pat
     assert len(charts.write_charts(empty, tmp_path / "none", "s")) == 6
 
 
-def test_mysql_memory_is_labelled_client_only(sample: RunResult, tmp_path: Path) -> None:
+def test_client_only_memory_is_labelled(sample: RunResult, tmp_path: Path) -> None:
+    """A client/server engine states it (a fact), whatever its name: the chart says so."""
     run = copy.deepcopy(sample)
-    run.engines[1].engine = "mysql"
+    run.engines[1].facts.memory_scope = MemoryScope.CLIENT_ONLY
     chart = next(c for c in charts.CHARTS if c.slug == "resource-footprint")
     path = tmp_path / "footprint.svg"
     path.write_bytes(charts.render_svg(chart, run))
@@ -149,11 +152,16 @@ def test_mysql_memory_is_labelled_client_only(sample: RunResult, tmp_path: Path)
     assert "server's memory is not included" in footprint
 
 
-def test_colours_are_fixed_per_engine() -> None:
-    assert charts.engine_colour("rocksdb") == charts.ENGINE_COLOURS["rocksdb"]
-    assert len({charts.engine_colour(e) for e in ("memory", "lsm", "rocksdb", "sqlite", "mysql")}) == 5
-    assert charts.engine_colour("newdb") == charts.engine_colour("newdb")
-    assert charts.engine_colour("newdb") in charts.FALLBACK_COLOURS
+def test_colours_are_fixed_per_engine(sample: RunResult) -> None:
+    """Each engine states its colour; an engine that states none gets a stable fallback."""
+    from engines import ALL_ENGINES, engine_class
+
+    stated = {engine_class(n)(EngineConfig(n, Path("unused"))).facts().colour for n in ("memory", *ALL_ENGINES)}
+    assert None not in stated and len(stated) == 5
+    e = copy.deepcopy(sample.engines[0])
+    assert charts.engine_colour(e) == e.facts.colour
+    e.engine, e.facts.colour = "newdb", None
+    assert charts.engine_colour(e) == charts.engine_colour(copy.deepcopy(e)) in charts.FALLBACK_COLOURS
 
 
 def test_report_subcommand_rerenders_charts_and_embeds_them(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import REFERENCE_PLAN, ROOT
+from conftest import REFERENCE_PLAN, ROOT, status_line
 
 import engines
 from asyncbench.cli import main
@@ -72,9 +72,9 @@ def test_engine_fault_keeps_completed_phases_and_other_engines_run(test_engines,
     code, results, output = run_cli(QUICK, "--engine", "faulty,memory", "--profiles", "4k")
     assert code == 1
     faulty, memory = results[0]["engines"]
-    assert faulty["status"] == "Failed: query country/status: OSError: simulated device error"
+    assert status_line(faulty) == "Failed: query country/status: OSError: simulated device error"
     assert [p["name"] for p in faulty["phases"]][-1] == "scan country/status index"
-    assert memory["status"] == "ok" and memory["phases"][-1]["role"] == "verify"
+    assert status_line(memory) == "ok" and memory["phases"][-1]["action"] == "verify"
     assert "Failed: query country/status" in output
 
 
@@ -82,7 +82,7 @@ def test_timeout_records_interrupted_phase_and_writes_partial_report(test_engine
     code, results, _ = run_cli(QUICK, "--engine", "slow", "--profiles", "2k", "--timeout-seconds", "1")
     assert code == 1
     (er,) = results[0]["engines"]
-    assert er["status"] == "Timed out after 1 seconds; interrupted: read by user id"
+    assert status_line(er) == "Timed out after 1 seconds; interrupted: read by user id"
     assert [p["name"] for p in er["phases"]] == ["insert profiles", "pre-read stabilization"]
     md = next((tmp_path / "out" / "profiles-2000").glob("*.md")).read_text()
     assert "Timed out after 1 seconds; interrupted: read by user id" in md
@@ -124,10 +124,10 @@ def test_missing_engine_library_names_the_package(monkeypatch: pytest.MonkeyPatc
     assert code == 1
     rocks, memory = results[0]["engines"]
     assert (
-        rocks["status"]
+        status_line(rocks)
         == "Failed: open: engine 'rocksdb' needs the Python package 'rocksdict': pip install rocksdict"
     )
-    assert memory["status"] == "ok"
+    assert status_line(memory) == "ok"
 
 
 def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch, run_cli) -> None:
@@ -139,4 +139,4 @@ def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch,
     code, results, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
     assert code == 0, output
     mysql, memory = results[0]["engines"]
-    assert mysql["status"].startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")
+    assert status_line(mysql).startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")

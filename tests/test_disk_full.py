@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import ROOT
+from conftest import ROOT, status_line
 from store_checks import HUGE_LIMIT, LSM_RECOVERS, check_store, repair_lsm_by_hand
 
 from asyncbench.engine import EngineConfig, opened
@@ -85,7 +85,7 @@ def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}/asyncbench-*.json")]
     (engine,) = result["engines"]
     return FullRun(
-        proc.returncode, engine["status"], engine.get("notes", []), proc.stdout + proc.stderr, store
+        proc.returncode, status_line(engine), engine.get("notes", []), proc.stdout + proc.stderr, store
     )
 
 

@@ -220,14 +220,14 @@ def test_rocksdb_update_torn_between_delete_and_put_of_same_key_is_repaired(tmp_
 async def read_one(data: Path, uid: int) -> Any:
     engine = make("rocksdb", data)
     async with opened(engine, reset=False):
-        (record,) = await engine.read_by_id([uid])
+        (record,) = await engine.read_by_id([uid], [])
         return as_profile(record)
 
 
 @pytest.mark.xfail(not LSM_RECOVERS, reason=LSM_REASON, strict=True)
 def test_lsm_insert_torn_between_puts_is_repaired(tmp_path: Path) -> None:
     """The lsm adapter writes the profile first: a cut leaves it without some entries."""
-    die = {"phase": "insert", "store": "country-status-index", "method": "upsert", "at": 1234}
+    die = {"phase": "insert", "store": "country-status-index", "method": "put", "at": 1234}
     data, acked = _torn(tmp_path, "lsm", die, {"wal_mode": "sync"})
     k, _ = anyio.run(lambda: reopen_and_check("lsm", data, 3000, wal_mode="sync"))
     assert k >= acked
@@ -235,7 +235,7 @@ def test_lsm_insert_torn_between_puts_is_repaired(tmp_path: Path) -> None:
 
 def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
     """What the lsm adapter has to run, run by hand over its trees: the store checks pass."""
-    die = {"phase": "insert", "store": "country-status-index", "method": "upsert", "at": 1234}
+    die = {"phase": "insert", "store": "country-status-index", "method": "put", "at": 1234}
     data, acked = _torn(tmp_path, "lsm", die, {"wal_mode": "sync"})
 
     async def main() -> tuple[int, Any]:
@@ -259,7 +259,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
 
 
 def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engines.rocksdb as rocksdb_module
+    import engines.kv_profile_store as rocksdb_module  # where the engines call repair
 
     scans: list[str] = []
 
@@ -273,7 +273,7 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
     async def main() -> None:
         engine = make("rocksdb", data)
         async with opened(engine, reset=True):
-            await engine.insert(create_many(1, 500, SEED))
+            await engine.insert(create_many(1, 500, SEED), [])
         assert engine.recovery is None and scans == []  # a fresh store is not scanned
         for _ in range(2):  # close + reopen, as the runner's reopen phase does
             engine = make("rocksdb", data)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT
+from conftest import ROOT, status_line
 
 TESTS = str(Path(__file__).parent)
 
@@ -70,7 +70,7 @@ def test_signal_writes_partial_report_and_exits_130(tmp_path: Path, signum: int,
     name = signal.Signals(signum).name
     assert run["interrupted"] == f"interrupted by {name}"
     (slow,) = run["engines"]  # memory never started
-    assert slow["status"].startswith("Interrupted during read by user id")
+    assert status_line(slow).startswith("Interrupted during read by user id")
     assert [p["name"] for p in slow["phases"]] == ["insert profiles", "pre-read stabilization"]
     md = result_file.with_suffix(".md").read_text()
     assert f"Partial report: interrupted by {name}" in md

@@ -29,16 +29,10 @@ def records(rs: list) -> list:
 
 @contextlib.asynccontextmanager
 async def maybe_opened(engine: LsmEngine, reset: bool, background: bool) -> AsyncIterator[LsmEngine]:
-    """Like the runner (a background task group around open..close), or bare (inline)."""
-    if background:
-        async with opened(engine, reset) as e:
-            yield e
-    else:
-        await engine.open(reset)
-        try:
-            yield engine
-        finally:
-            await engine.close()
+    """Like the runner: a background task group around open..close (the only way; an
+    lsm engine opened without one refuses, see test_open_without_task_group_refuses)."""
+    async with opened(engine, reset) as e:
+        yield e
 
 
 async def workload(path: Path, settings: dict, background: bool) -> None:
@@ -52,36 +46,36 @@ async def workload(path: Path, settings: dict, background: bool) -> None:
     async with maybe_opened(again, False, background):
         assert await again.count() == N
         ids = list(range(0, N + 10, 7))
-        assert records(await again.read_by_id(ids)) == await mem.read_by_id(ids)
+        assert records(await again.read_by_id(ids, [])) == await mem.read_by_id(ids, [])
         queries = [("US", "active"), ("DE", "pending")]
-        assert await again.scan_country_status(queries) == await mem.scan_country_status(queries)
-        assert await again.scan_top_reputation(1) == await mem.scan_top_reputation(1)
+        assert await again.scan_country_status(queries, []) == await mem.scan_country_status(queries, [])
+        assert await again.scan_top_reputation(1, []) == await mem.scan_top_reputation(1, [])
 
 
 async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
     for start in range(1, N + 1, 100):
         batch = create_many(start, 100, SEED)
-        await lsm.insert(batch)
-        await mem.insert(batch)
+        await lsm.insert(batch, [])
+        await mem.insert(batch, [])
     await lsm.stabilize()
     assert all(len(t.segments) <= 1 and not t.frozen for t in lsm._trees)
     ids = list(range(0, N + 10, 7))
-    assert records(await lsm.read_by_id(ids)) == await mem.read_by_id(ids)
+    assert records(await lsm.read_by_id(ids, [])) == await mem.read_by_id(ids, [])
     emails = [p[1] for p in create_many(1, 50, SEED)] + ["nobody@example.com"]
-    assert records(await lsm.lookup_by_email(emails)) == await mem.lookup_by_email(emails)
+    assert records(await lsm.lookup_by_email(emails, [])) == await mem.lookup_by_email(emails, [])
     queries = [("US", "active"), ("DE", "pending"), ("GR", "deleted"), ("XX", "active")]
-    assert await lsm.scan_country_status(queries) == await mem.scan_country_status(queries)
+    assert await lsm.scan_country_status(queries, []) == await mem.scan_country_status(queries, [])
     p = create_many(100, 1, SEED)[0]
     ranges = [(p[4], p[4] + 30_000), (0, 1), (p[4], p[4])]
-    assert await lsm.scan_created_at(ranges) == await mem.scan_created_at(ranges)
-    assert records(await lsm.query_created_at(ranges)) == await mem.query_created_at(ranges)
+    assert await lsm.scan_created_at(ranges, []) == await mem.scan_created_at(ranges, [])
+    assert records(await lsm.query_created_at(ranges, [])) == await mem.query_created_at(ranges, [])
     for _ in range(3):  # updates land in memtables, flushes and merges run meanwhile
         ups = list(range(1, N + 1, 3)) + [N + 5]
-        got = await lsm.update(ups, lambda q: update(q, SEED))
-        assert got == await mem.update(ups, lambda q: update(q, SEED))
-        assert await lsm.scan_top_reputation(2) == await mem.scan_top_reputation(2)
-        assert records(await lsm.query_country_status(queries)) == await mem.query_country_status(queries)
-    assert records(await lsm.query_top_reputation(1)) == await mem.query_top_reputation(1)
+        got = await lsm.update(ups, lambda q: update(q, SEED), [])
+        assert got == await mem.update(ups, lambda q: update(q, SEED), [])
+        assert await lsm.scan_top_reputation(2, []) == await mem.scan_top_reputation(2, [])
+        assert records(await lsm.query_country_status(queries, [])) == await mem.query_country_status(queries, [])
+    assert records(await lsm.query_top_reputation(1, [])) == await mem.query_top_reputation(1, [])
     if background:
         assert lsm._maint is not None and any(len(t.segments) for t in lsm._trees)
     await lsm.settle()
@@ -96,21 +90,16 @@ def test_matches_memory_engine(tmp_path: Path, backend: tuple, wal_mode: str) ->
     anyio.run(workload, tmp_path, settings, True, backend=backend[0], backend_options=backend[1])
 
 
-def test_without_background_group_maintenance_runs_inline(tmp_path: Path) -> None:
-    settings = {"mutable_segment_max_item_count": 700, "sparse_array_step": 8}
-    anyio.run(workload, tmp_path, settings, False)
-
-
 def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
     async def run() -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
-            await e.insert(create_many(1, 300, SEED))
+            await e.insert(create_many(1, 300, SEED), [])
         # memtables were not flushed; the log carries them
         assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN"}
         assert not list(tmp_path.glob("*/seg-*"))
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
             assert await e.count() == 300
-            assert len(await e.read_by_id(range(1, 301))) == 300
+            assert len(await e.read_by_id(range(1, 301), [])) == 300
 
     anyio.run(run)
 
@@ -132,17 +121,27 @@ def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
     async def run() -> None:
         async with anyio.create_task_group() as tg:
             e = LsmEngine(EngineConfig("lsm", tmp_path, {"mutable_segment_max_item_count": 500}, 50, SEED))
-            e.background = tg
             with anyio.move_on_after(60):
-                await e.open(True)
+                await e.open(True, tg)
                 for s in range(1, 2001, 250):
-                    await e.insert(create_many(s, 250, SEED))
+                    await e.insert(create_many(s, 250, SEED), [])
             with anyio.CancelScope(shield=True):
                 await e.close()
-            assert e._done.is_set()  # the background task has ended
+            assert e._maint is None  # close stopped and awaited the background task
             tg.cancel_scope.cancel()
         e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
         async with opened(e, False):
             assert await e.count() == 2000
 
     anyio.run(run, backend=backend[0], backend_options=backend[1])
+
+
+def test_open_without_task_group_refuses(tmp_path: Path) -> None:
+    """No hidden inline path: background work needs the opener's task group."""
+
+    async def run() -> None:
+        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
+        with pytest.raises(TypeError, match="task group"):
+            await e.open(True)
+
+    anyio.run(run)

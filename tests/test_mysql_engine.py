@@ -18,8 +18,10 @@ import asyncmy
 import pytest
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.facts import MemoryScope, StorageMethod
 from engines.memory import MemoryEngine
-from engines.mysql import COLLATIONS, MySqlEngine, Statements, resolve_settings
+from engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
+from engines.sql_profile_store import Statements
 from workloads.profile_store.plan import Counts, draw_plan
 from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
 
@@ -52,7 +54,7 @@ def transform(p):  # type: ignore[no-untyped-def]
 async def status(engine: MySqlEngine, *names: str) -> dict[str, int]:
     """Session status counters of the engine's own connection."""
     where = ", ".join(f"'{n}'" for n in names)
-    rows = await engine._db.execute(f"SHOW SESSION STATUS WHERE Variable_name IN ({where})")
+    rows = await engine._db.query(f"SHOW SESSION STATUS WHERE Variable_name IN ({where})")
     return {name: int(value) for name, value in rows}
 
 
@@ -75,7 +77,7 @@ async def fetch(conn, sql: str, args: tuple = ()) -> list[tuple]:  # type: ignor
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.insert(create_many(1, N, SEED))
+    await engine.insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -99,7 +101,7 @@ def test_settings_toml_then_env_then_default() -> None:
 
 
 def test_statements_inline_limit_and_keep_the_reference_order() -> None:
-    sql = Statements.build(13)
+    sql = Statements.build(DIALECT, 13)
     assert sql.scan_country_status == (
         "SELECT user_id FROM profiles FORCE INDEX (idx_profiles_country_status) "
         "WHERE country = %s AND status = %s ORDER BY user_id LIMIT 13"
@@ -115,7 +117,9 @@ def test_statements_inline_limit_and_keep_the_reference_order() -> None:
 
 def test_class_metadata_before_open() -> None:
     assert MySqlEngine.name == "mysql" and MySqlEngine.persistent and not MySqlEngine.needs_stabilization
-    assert "client only" in MySqlEngine.memory_note
+    facts = MySqlEngine(EngineConfig("mysql", Path("unused"), {"host": "127.0.0.1", "port": 1})).facts()
+    assert facts.memory_scope is MemoryScope.CLIENT_ONLY
+    assert facts.storage_method is StorageMethod.SERVER_ESTIMATE
     assert set(MySqlEngine.library_versions()) == {"asyncmy"}
 
 
@@ -178,7 +182,7 @@ async def test_index_queries_read_their_index_in_order(loaded: MySqlEngine) -> N
         (sql.query_top_reputation, (), "idx_profiles_reputation"),
     ]
     for text, args, index in cases:
-        ((_id, _type, _table, access, _keys, key, *_rest, extra),) = await loaded._db.execute(
+        ((_id, _type, _table, access, _keys, key, *_rest, extra),) = await loaded._db.query(
             "EXPLAIN " + (text % args if args else text)
         )
         assert key == index and access != "ALL", text
@@ -190,37 +194,37 @@ async def test_strings_compare_as_bytes(loaded: MySqlEngine) -> None:
     p = create(N + 1, SEED)
     upper = (N + 2, p[1].upper(), p[2].lower(), *p[3:])  # same letters, other case
     padded = (N + 3, p[1] + " ", *p[2:])  # trailing space: a different byte key
-    await loaded.insert([p, upper, padded])
-    assert await loaded.lookup_by_email([p[1], p[1].upper(), p[1] + " "]) == [p, upper, padded]
-    assert await loaded.lookup_by_email([p[1].title()]) == []
+    await loaded.insert([p, upper, padded], [])
+    assert await loaded.lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
+    assert await loaded.lookup_by_email([p[1].title()], []) == []
     # country "us" (lower case) is not "US"
-    got = await loaded.scan_country_status([(p[2].lower(), p[3])])
+    got = await loaded.scan_country_status([(p[2].lower(), p[3])], [])
     assert got == [N + 2]
 
 
 @needs_server
 async def test_rows_are_python_ints_and_strs(loaded: MySqlEngine) -> None:
-    (row,) = await loaded.read_by_id([5])
+    (row,) = await loaded.read_by_id([5], [])
     assert row == create(5, SEED)
     assert [type(v) for v in row] == [int, str, str, str, int, int, int, str, str]
-    top = await loaded.query_top_reputation(1)
+    top = await loaded.query_top_reputation(1, [])
     assert len(top) == LIMIT and all(type(r[0]) is int and type(r[6]) is int for r in top)
 
 
 @needs_server
 async def test_every_write_commits_on_its_own(loaded: MySqlEngine) -> None:
-    (autocommit,) = (await loaded._db.execute("SELECT @@autocommit"))[0]
+    (autocommit,) = (await loaded._db.query("SELECT @@autocommit"))[0]
     assert int(autocommit) == 1
     before = await status(loaded, "Handler_commit", "Com_stmt_execute")
-    await loaded.insert(create_many(N + 1, 5, SEED))
-    updated = await loaded.update([N + 1, N + 3, 10**9], transform)
+    await loaded.insert(create_many(N + 1, 5, SEED), [])
+    updated = await loaded.update([N + 1, N + 3, 10**9], transform, [])
     after = await status(loaded, "Handler_commit", "Com_stmt_execute")
     # 5 INSERTs + 3 SELECTs + 2 UPDATEs, each its own statement and its own transaction.
     assert after["Com_stmt_execute"] - before["Com_stmt_execute"] == 10
     assert after["Handler_commit"] - before["Handler_commit"] == 10
     conn = await other_connection()  # visible to another client without any explicit commit
     try:
-        rows = await fetch(conn, Statements.build(1).by_id, (N + 3,))
+        rows = await fetch(conn, Statements.build(DIALECT, 1).by_id, (N + 3,))
         assert await fetch(conn, "SELECT COUNT(*) FROM profiles") == [(N + 5,)]
     finally:
         await conn.ensure_closed()
@@ -249,7 +253,7 @@ async def test_one_statement_per_operation(loaded: MySqlEngine) -> None:
 async def test_results_equal_the_reference_engine(loaded: MySqlEngine, tmp_path: Path) -> None:
     ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
     await ref.open(reset=True)
-    await ref.insert(create_many(1, N, SEED))
+    await ref.insert(create_many(1, N, SEED), [])
     plan = draw_plan(Counts.for_profiles(N, queries=60, post_queries=60), SEED)
     pairs = [(c, s) for c in COUNTRIES for s in STATUSES]
     ranges = [*plan.ranges, (0, 1), (create(N, SEED)[4], 2**62)]
@@ -273,26 +277,26 @@ async def test_results_equal_the_reference_engine(loaded: MySqlEngine, tmp_path:
 
     await compare_all()
     ids = [*plan.updates[:150], plan.updates[0], N + 50]  # a repeated id and a missing one
-    assert await loaded.update(ids, transform) == await ref.update(ids, transform)
+    assert await loaded.update(ids, transform, []) == await ref.update(ids, transform, [])
     await compare_all()
 
 
 @needs_server
 async def test_reopen_keeps_data_and_reset_wipes_it(loaded: MySqlEngine, tmp_path: Path) -> None:
-    changed = await loaded.update([3], transform)
+    changed = await loaded.update([3], transform, [])
     await loaded.close()
     again = make(tmp_path)
     await again.open(reset=False)
     try:
         assert await again.count() == N
-        assert await again.read_by_id([3, N]) == [*changed, create(N, SEED)]
+        assert await again.read_by_id([3, N], []) == [*changed, create(N, SEED)]
     finally:
         await again.close()
     fresh = make(tmp_path)
     await fresh.open(reset=True)
     try:
         assert await fresh.count() == 0
-        assert await fresh.read_by_id([1]) == []
+        assert await fresh.read_by_id([1], []) == []
     finally:
         await fresh.close()
 
@@ -302,7 +306,7 @@ async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine
     assert loaded.storage_bytes() == 0  # nothing measured before settle
     await loaded.settle()
     stored = loaded.storage_bytes()
-    rows = await loaded._db.execute(
+    rows = await loaded._db.query(
         "SELECT data_length, index_length FROM information_schema.tables "
         "WHERE table_schema = DATABASE() AND table_name = 'profiles'"
     )
@@ -310,12 +314,11 @@ async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine
     assert int(rows[0][1]) > 0  # the four secondary indexes are counted
     assert await anyio.to_thread.run_sync(loaded.storage_bytes) == stored  # the runner calls it off-loop
     versions = loaded.library_versions()
-    (server,) = (await loaded._db.execute("SELECT VERSION()"))[0]
+    (server,) = (await loaded._db.query("SELECT VERSION()"))[0]
     assert versions == {"asyncmy": MySqlEngine.library_versions()["asyncmy"], "server": server}
-    assert loaded.durability().startswith(
-        "MySQL/MariaDB: InnoDB, autocommit, innodb_flush_log_at_trx_commit="
-    )
-    assert loaded.durability()[-1] in "012"
+    durability = loaded.facts().durability
+    assert durability.parameters["innodb_flush_log_at_trx_commit"] in ("0", "1", "2")
+    assert durability.write_unit == "one autocommit transaction per insert and per update"
 
 
 @needs_server
@@ -328,8 +331,8 @@ async def test_missing_database_is_created(tmp_path: Path) -> None:
     engine = make(tmp_path, database=f"{TEST_DB}_created")
     await engine.open(reset=False)
     try:
-        await engine.insert(create_many(1, 2, SEED))
+        await engine.insert(create_many(1, 2, SEED), [])
         assert await engine.count() == 2
-        await engine._db.execute(f"DROP DATABASE {TEST_DB}_created")
+        await engine._db.query(f"DROP DATABASE {TEST_DB}_created")
     finally:
         await engine.close()

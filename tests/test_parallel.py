@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured
+from conftest import REFERENCE_PLAN, mysql_configured, status_line
 
-from asyncbench.phases import bucket_by_uid, partition
+from asyncbench.phase_loop import bucket_by_uid, partition
 from workloads.profile_store.checksum import combine
 from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
@@ -36,7 +36,7 @@ def test_engines_agree_with_memory_at_p(parallelism: str, run_cli) -> None:
     code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
     assert code == 0, output
     runs = {e["engine"]: e for e in results[0]["engines"]}
-    assert all(e["status"] == "ok" for e in runs.values()), {k: e["status"] for k, e in runs.items()}
+    assert all(status_line(e) == "ok" for e in runs.values()), {k: status_line(e) for k, e in runs.items()}
     memory = {p["name"]: p["checksum"] for p in runs["memory"]["phases"] if p["checksum"]}
     assert len(memory) == 17
     for name, e in runs.items():

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from asyncbench import progress as progress_mod
 from asyncbench.cli import build_parser, main
-from asyncbench.observers import ConsoleObserver, Observers
+from asyncbench.observers import ConsoleObserver, ObserverGroup
 from asyncbench.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
 from asyncbench.result import EngineResult, PhaseResult
 
@@ -44,7 +44,7 @@ def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     assert "sqlite · read by user id" in shown
     assert "1_500/2_000 ops" in shown
     assert "ops/s" in shown and "ETA" in shown
-    obs.phase_end("sqlite", PhaseResult("read by user id", "read_by_id", "ops", 2000, 0.05))
+    obs.phase_end("sqlite", PhaseResult(2, "read by user id", "read_by_id", "ops", "lookup", 2000, 0.05))
     assert obs.tasks == {} and obs.progress.tasks == []
     obs.engine_end(EngineResult(engine="sqlite"))
     assert not obs.progress.live.is_started
@@ -66,11 +66,11 @@ def test_console_lines_print_through_the_progress_console() -> None:
     console, buf = forced_console()
     obs = ProgressObserver(console)
     lines = ConsoleObserver(obs.stream)
-    fan = Observers(obs, lines)
+    fan = ObserverGroup(obs, lines)
     fan.engine_start("memory", 2000)
     fan.phase_start("memory", "insert profiles", 2000)
     fan.batch("memory", "insert profiles", 0, 2000, 0.01, 2000)
-    fan.phase_end("memory", PhaseResult("insert profiles", "insert", "ops", 2000, 0.5, "ABCDEF0123456789"))
+    fan.phase_end("memory", PhaseResult(0, "insert profiles", "insert", "ops", "write", 2000, 0.5, "ABCDEF0123456789"))
     fan.engine_end(EngineResult(engine="memory", run_seconds=1.0))
     out = buf.getvalue()
     assert "== memory · 2_000 profiles" in out

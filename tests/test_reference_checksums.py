@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured
+from conftest import REFERENCE_PLAN, mysql_configured, status_line
 
 from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
@@ -29,9 +29,9 @@ def test_reference_checksums_through_runner(engine: str, run_cli) -> None:
     assert code == 0, output
     (run,) = results
     (er,) = run["engines"]
-    assert er["status"] == "ok", er["status"]
+    assert status_line(er) == "ok", status_line(er)
     got = {p["name"]: p["checksum"] for p in er["phases"] if p["checksum"]}
     assert got == REFERENCE_CHECKSUMS
     # Reopen happened before verify and the final checksum came from the reopened store.
-    roles = [p["role"] for p in er["phases"]]
+    roles = [p["action"] for p in er["phases"]]
     assert roles.index("reopen") < roles.index("verify")

@@ -49,8 +49,8 @@ async def pair(path: Path, n: int = N) -> tuple[RocksDbEngine, MemoryEngine]:
     await memory.open(reset=True)
     for start in range(1, n + 1, 250):
         batch = create_many(start, min(250, n + 1 - start), SEED)
-        await rocks.insert(batch)
-        await memory.insert(batch)
+        await rocks.insert(batch, [])
+        await memory.insert(batch, [])
     return rocks, memory
 
 
@@ -62,12 +62,12 @@ def test_reads_in_request_order_skip_missing(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
         uids = [5, 1, N, 0, N + 1, 5, 300]
-        got = await rocks.read_by_id(uids)
-        assert got == encoded(await memory.read_by_id(uids))
+        got = await rocks.read_by_id(uids, [])
+        assert got == encoded(await memory.read_by_id(uids, []))
         assert [int(v.split(b"|", 1)[0]) for v in got] == [5, 1, N, 5, 300]
         emails = [p[1] for p in create_many(10, 3, SEED)] + ["nobody@example.com"]
-        assert await rocks.lookup_by_email(emails) == encoded(await memory.lookup_by_email(emails))
-        assert len(await rocks.lookup_by_email(emails)) == 3
+        assert await rocks.lookup_by_email(emails, []) == encoded(await memory.lookup_by_email(emails, []))
+        assert len(await rocks.lookup_by_email(emails, [])) == 3
         await rocks.close()
 
     run(main)
@@ -77,12 +77,12 @@ def test_country_status_prefix_scans_match_reference(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
         queries = [(c, s) for c in COUNTRIES for s in STATUSES]
-        ids = await rocks.scan_country_status(queries)
-        assert ids == await memory.scan_country_status(queries)
+        ids = await rocks.scan_country_status(queries, [])
+        assert ids == await memory.scan_country_status(queries, [])
         # some prefixes have fewer than LIMIT entries: the scan stopped on the prefix end
         assert len(ids) < LIMIT * len(queries)
-        assert await rocks.query_country_status(queries) == encoded(
-            await memory.query_country_status(queries)
+        assert await rocks.query_country_status(queries, []) == encoded(
+            await memory.query_country_status(queries, [])
         )
         await rocks.close()
 
@@ -107,12 +107,12 @@ def test_created_at_range_boundaries_are_inclusive(tmp_path: Path) -> None:
         for _ in range(50):
             lo = rng.randrange(at[1] - 5000, at[N] + 5000)
             ranges.append((lo, lo + rng.randrange(0, 20_000)))
-        ids = await rocks.scan_created_at(ranges)
-        assert ids == await memory.scan_created_at(ranges)
-        per_range = [await rocks.scan_created_at([r]) for r in ranges[:7]]
+        ids = await rocks.scan_created_at(ranges, [])
+        assert ids == await memory.scan_created_at(ranges, [])
+        per_range = [await rocks.scan_created_at([r], []) for r in ranges[:7]]
         assert per_range[:6] == [[10], [11], [10, 11], [1, 2, 3], [N - 2, N - 1, N], []]
         assert per_range[6] == list(range(100, 100 + LIMIT))
-        assert await rocks.query_created_at(ranges) == encoded(await memory.query_created_at(ranges))
+        assert await rocks.query_created_at(ranges, []) == encoded(await memory.query_created_at(ranges, []))
         await rocks.close()
 
     run(main)
@@ -121,13 +121,13 @@ def test_created_at_range_boundaries_are_inclusive(tmp_path: Path) -> None:
 def test_top_reputation_matches_reference(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
-        ids = await rocks.scan_top_reputation(3)
-        assert ids == await memory.scan_top_reputation(3)
+        ids = await rocks.scan_top_reputation(3, [])
+        assert ids == await memory.scan_top_reputation(3, [])
         assert len(ids) == 3 * LIMIT
         reps = {p[0]: p[6] for p in create_many(1, N, SEED)}
         top = ids[:LIMIT]
         assert [reps[i] for i in top] == sorted((reps[i] for i in top), reverse=True)
-        assert await rocks.query_top_reputation(2) == encoded(await memory.query_top_reputation(2))
+        assert await rocks.query_top_reputation(2, []) == encoded(await memory.query_top_reputation(2, []))
         await rocks.close()
 
     run(main)
@@ -136,8 +136,8 @@ def test_top_reputation_matches_reference(tmp_path: Path) -> None:
 def test_top_reputation_on_tiny_store_stops_at_index_end(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path, n=3)
-        assert await rocks.scan_top_reputation(2) == await memory.scan_top_reputation(2)
-        assert len(await rocks.scan_top_reputation(1)) == 3
+        assert await rocks.scan_top_reputation(2, []) == await memory.scan_top_reputation(2, [])
+        assert len(await rocks.scan_top_reputation(1, [])) == 3
         await rocks.close()
 
     run(main)
@@ -151,22 +151,23 @@ def test_update_moves_index_entries(tmp_path: Path) -> None:
             return update(p, SEED)
 
         uids = [4, 8, 4, 13, 999_999, 8, 100]  # repeats and a missing id
-        got = await rocks.update(uids, transform)
-        assert got == await memory.update(uids, transform)
+        got = await rocks.update(uids, transform, [])
+        assert got == await memory.update(uids, transform, [])
         assert [p[0] for p in got] == [4, 8, 4, 13, 8, 100]
         # uid 4 was updated twice from its stored value, not from the original
         original = create_many(4, 1, SEED)[0]
         assert got[2] == update(update(original, SEED), SEED)
-        assert await rocks.read_by_id([4]) == [encode(got[2])]
+        assert await rocks.read_by_id([4], []) == [encode(got[2])]
         # the status of uid % 4 == 0 moved: old country/status entry gone, new one present
         old_key = f"{original[2]}|{original[3]}|{4:020d}".encode()
         new_key = f"{got[2][2]}|{got[2][3]}|{4:020d}".encode()
         assert old_key != new_key
-        assert rocks._country_status.get(old_key) is None
-        assert rocks._country_status.get(new_key) == b"%020d" % 4
+        cs_db = rocks._dbs[2]  # country-status-index
+        assert cs_db.get(old_key) is None
+        assert cs_db.get(new_key) == b"%020d" % 4
         queries = [(c, s) for c in COUNTRIES for s in STATUSES]
-        assert await rocks.scan_country_status(queries) == await memory.scan_country_status(queries)
-        assert await rocks.scan_top_reputation(1) == await memory.scan_top_reputation(1)
+        assert await rocks.scan_country_status(queries, []) == await memory.scan_country_status(queries, [])
+        assert await rocks.scan_top_reputation(1, []) == await memory.scan_top_reputation(1, [])
         assert await rocks.count() == N
         await rocks.close()
 
@@ -176,26 +177,26 @@ def test_update_moves_index_entries(tmp_path: Path) -> None:
 def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
-        await rocks.update([6], lambda p: update(p, SEED))
+        await rocks.update([6], lambda p: update(p, SEED), [])
         await rocks.settle()
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DB_NAMES)
         assert rocks.storage_bytes() > 0
-        expected = await rocks.read_by_id([1, 6, N // 2, N])
+        expected = await rocks.read_by_id([1, 6, N // 2, N], [])
         await rocks.close()
 
         again = make(tmp_path)
         await again.open(reset=False)
         assert await again.count() == N
-        assert await again.read_by_id([1, 6, N // 2, N]) == expected
-        assert await again.scan_top_reputation(1) != []
+        assert await again.read_by_id([1, 6, N // 2, N], []) == expected
+        assert await again.scan_top_reputation(1, []) != []
         await again.close()
 
         (tmp_path / "stray.txt").write_text("left over from an earlier run")
         wiped = make(tmp_path)
         await wiped.open(reset=True)
         assert await wiped.count() == 0
-        assert await wiped.read_by_id([1, N]) == []
-        assert await wiped.scan_top_reputation(1) == []
+        assert await wiped.read_by_id([1, N], []) == []
+        assert await wiped.scan_top_reputation(1, []) == []
         assert not (tmp_path / "stray.txt").exists()
         await wiped.close()
 
@@ -206,7 +207,7 @@ def test_writes_after_close_reach_disk_without_settle(tmp_path: Path) -> None:
     async def main() -> None:
         rocks = make(tmp_path)
         await rocks.open(reset=True)
-        await rocks.insert(create_many(1, 20, SEED))
+        await rocks.insert(create_many(1, 20, SEED), [])
         await rocks.close()
         again = make(tmp_path)
         await again.open(reset=False)
@@ -226,10 +227,10 @@ def test_concurrent_tasks_share_one_engine(tmp_path: Path) -> None:
             start = 1 + w * 200
             batch = create_many(start, 200, SEED)
             for i in range(0, 200, 50):
-                await rocks.insert(batch[i : i + 50])
+                await rocks.insert(batch[i : i + 50], [])
             results[w] = (
-                await rocks.read_by_id(list(range(start, start + 200))),
-                await rocks.scan_top_reputation(5),
+                await rocks.read_by_id(list(range(start, start + 200)), []),
+                await rocks.scan_top_reputation(5, []),
             )
 
         async with anyio.create_task_group() as tg:
@@ -248,23 +249,28 @@ def test_settings_reach_rocksdb(tmp_path: Path) -> None:
     async def main() -> None:
         rocks = make(tmp_path, write_buffer_size_mb=64, max_write_buffer_number=3)
         await rocks.open(reset=True)
-        rows = rocks.describe_settings()
+        facts = rocks.facts()
         await rocks.close()
+        rows = {st.name: st for st in facts.settings}
         # optimize_level_style_compaction(64 MB) runs last, as in the reference: it sets
-        # write_buffer_size to budget / 4 and max_write_buffer_number to 6
-        assert rows["WriteBufferMb"] == "64"
-        assert rows["Effective write_buffer_size"] == str(16 * 1024 * 1024)
-        assert rows["Effective max_write_buffer_number"] == "6"
-        assert rows["Effective compression"] == "kZSTD"
-        assert "kNoCompression" in rows["Effective compression_per_level"]
-        assert rocks.durability().startswith("RocksDB: WAL enabled, sync writes off")
+        # write_buffer_size to budget / 4 and max_write_buffer_number to 6; configured and
+        # effective values are stated side by side, the durability facts use the effective
+        assert rows["WriteBufferMb"].configured == "64"
+        assert rows["WriteBufferMb"].effective == "16 MB"
+        assert rows["MaxWriteBufferNumber"].configured == "3"
+        assert rows["MaxWriteBufferNumber"].effective == "6"
+        assert rows["Compression"].effective == "kZSTD"
+        assert "kNoCompression" in rows["CompressionAllLevels"].effective
+        assert facts.durability.sync.startswith("by the OS")
+        assert facts.durability.parameters["write_buffer_size"] == "16 MB"
+        assert facts.durability.parameters["max_write_buffer_number"] == "6"
 
         every = make(tmp_path, compression="lz4", compression_all_levels=True, sync=True)
         await every.open(reset=True)
         await every.close()
         options = read_options_file(tmp_path / "reputation-index")
         assert set(options["compression_per_level"].split(":")) == {"kLZ4Compression"}
-        assert "sync writes on" in every.durability()
+        assert every.facts().durability.sync == "per write"
 
     run(main)
 
@@ -303,13 +309,13 @@ def test_event_loop_keeps_running_during_engine_calls(tmp_path: Path) -> None:
 
         calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
             ("open", lambda: rocks.open(reset=True)),
-            ("insert", lambda: rocks.insert(create_many(1, 300, SEED))),
-            ("read_by_id", lambda: rocks.read_by_id(list(range(1, 300)))),
-            ("lookup_by_email", lambda: rocks.lookup_by_email([p[1] for p in create_many(1, 50, SEED)])),
-            ("scan_country_status", lambda: rocks.scan_country_status([("US", "active")] * 20)),
-            ("query_created_at", lambda: rocks.query_created_at([(0, 2**62)] * 20)),
-            ("query_top_reputation", lambda: rocks.query_top_reputation(20)),
-            ("update", lambda: rocks.update(list(range(1, 100)), lambda p: update(p, SEED))),
+            ("insert", lambda: rocks.insert(create_many(1, 300, SEED), [])),
+            ("read_by_id", lambda: rocks.read_by_id(list(range(1, 300)), [])),
+            ("lookup_by_email", lambda: rocks.lookup_by_email([p[1] for p in create_many(1, 50, SEED)], [])),
+            ("scan_country_status", lambda: rocks.scan_country_status([("US", "active")] * 20, [])),
+            ("query_created_at", lambda: rocks.query_created_at([(0, 2**62)] * 20, [])),
+            ("query_top_reputation", lambda: rocks.query_top_reputation(20, [])),
+            ("update", lambda: rocks.update(list(range(1, 100)), lambda p: update(p, SEED), [])),
             ("stabilize", rocks.stabilize),
             ("settle", rocks.settle),
             ("count", rocks.count),
@@ -326,7 +332,7 @@ def test_event_loop_keeps_running_during_engine_calls(tmp_path: Path) -> None:
 
 
 def test_effective_settings_are_known_before_open(tmp_path: Path) -> None:
-    rows = make(tmp_path / "never-opened", write_buffer_size_mb=32).describe_settings()
-    assert rows["Effective write_buffer_size"] == str(8 * 1024 * 1024)
-    assert rows["Effective max_write_buffer_number"] == "6"
+    rows = {st.name: st for st in make(tmp_path / "never-opened", write_buffer_size_mb=32).facts().settings}
+    assert rows["WriteBufferMb"].effective == "8 MB"
+    assert rows["MaxWriteBufferNumber"].effective == "6"
     assert not (tmp_path / "never-opened").exists()

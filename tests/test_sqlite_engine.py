@@ -12,19 +12,11 @@ import pytest
 
 from asyncbench.engine import EngineConfig
 from engines.memory import MemoryEngine
+from engines.sql_profile_store import Statements, sync_insert
 from engines.sqlite import (
-    SQL_BY_EMAIL,
-    SQL_BY_ID,
-    SQL_INSERT,
-    SQL_QUERY_COUNTRY_STATUS,
-    SQL_QUERY_CREATED_AT,
-    SQL_QUERY_TOP_REPUTATION,
-    SQL_SCAN_COUNTRY_STATUS,
-    SQL_SCAN_CREATED_AT,
-    SQL_SCAN_TOP_REPUTATION,
+    DIALECT,
     SqliteEngine,
     configure,
-    insert_batch,
     pragma_statements,
     validate_settings,
 )
@@ -33,6 +25,7 @@ from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create
 SEED = 570123434
 LIMIT = 20
 N = 1_500
+SQL = Statements.build(DIALECT, LIMIT)
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +53,7 @@ async def traced(engine: SqliteEngine, coro_fn, *args):  # type: ignore[no-untyp
     log: list[str] = []
     await engine._db.run(lambda conn: conn.set_trace_callback(log.append))
     try:
-        result = await coro_fn(*args)
+        result = await coro_fn(*args, [])
     finally:
         await engine._db.run(lambda conn: conn.set_trace_callback(None))
     return result, log
@@ -70,7 +63,7 @@ async def traced(engine: SqliteEngine, coro_fn, *args):  # type: ignore[no-untyp
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.insert(create_many(1, N, SEED))
+    await engine.insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -97,11 +90,13 @@ def test_settings_are_validated_and_normalised(tmp_path: Path) -> None:
 
 def test_report_metadata(tmp_path: Path) -> None:
     e = make(tmp_path)
-    assert e.durability() == "SQLite: WAL, synchronous=NORMAL"
+    facts = e.facts()
+    assert facts.durability.parameters == {"journal_mode": "WAL", "synchronous": "NORMAL"}
+    assert facts.durability.log == "write-ahead log"
     versions = SqliteEngine.library_versions()
     assert versions["SQLite"] == sqlite3.sqlite_version
     assert versions["aiosqlite"]
-    assert e.describe_settings()["cache_size"] == "1024 MB"
+    assert {st.name: st.configured for st in facts.settings}["cache_size"] == "1024 MB"
     assert SqliteEngine.needs_stabilization is False
 
 
@@ -134,10 +129,10 @@ async def test_schema(tmp_path: Path) -> None:
         assert indexes["idx_profiles_created_at"] == (0, [("created_at", 0), ("user_id", 0)])
         assert indexes["idx_profiles_reputation"] == (0, [("reputation", 1), ("user_id", 0)])
         assert (1, [("email", 0)]) in indexes.values()  # UNIQUE email
-        await engine.insert([create(1, SEED)])
+        await engine.insert([create(1, SEED)], [])
         dup = (2,) + create(1, SEED)[1:]
         with pytest.raises(sqlite3.IntegrityError):
-            await engine.insert([dup])
+            await engine.insert([dup], [])
     finally:
         await engine.close()
 
@@ -197,7 +192,7 @@ async def test_each_insert_is_its_own_transaction(tmp_path: Path) -> None:
     configure(conn, pragma_statements(validate_settings(SqliteEngine.default_settings)))
     conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.execute("BEGIN")
-    conn.executemany(SQL_INSERT, create_many(1, n, SEED))
+    conn.executemany(SQL.insert, create_many(1, n, SEED))
     conn.execute("COMMIT")
     one_txn_frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
     conn.close()
@@ -212,12 +207,12 @@ async def test_update_is_select_then_one_update_per_id(loaded: SqliteEngine) -> 
     kinds = [s.split()[0] for s in log]
     assert kinds == ["SELECT", "UPDATE", "SELECT", "UPDATE", "SELECT", "UPDATE", "SELECT", "SELECT", "UPDATE"]
     assert await loaded._db.run(lambda c: c.in_transaction) is False
-    assert await loaded.read_by_id([5, 9]) == [transform(first), transform(create(9, SEED))]
+    assert await loaded.read_by_id([5, 9], []) == [transform(first), transform(create(9, SEED))]
 
 
 async def test_update_refuses_to_change_keys_that_never_change(loaded: SqliteEngine) -> None:
     with pytest.raises(ValueError):
-        await loaded.update([3], lambda p: (p[0], "x@y.z", *p[2:]))
+        await loaded.update([3], lambda p: (p[0], "x@y.z", *p[2:]), [])
 
 
 # --- reads ----------------------------------------------------------------------------------
@@ -255,38 +250,38 @@ async def test_results_equal_reference_engine(loaded: SqliteEngine, tmp_path: Pa
     after updates that move rows in the country/status and reputation indexes."""
     ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
     await ref.open(reset=True)
-    await ref.insert(create_many(1, N, SEED))
+    await ref.insert(create_many(1, N, SEED), [])
     qs = [(c, s) for c in COUNTRIES[:8] for s in STATUSES]
     ranges = [(create(u, SEED)[4], create(min(N, u + 60), SEED)[4]) for u in (1, 50, 700, N - 5)]
 
     async def compare() -> None:
-        assert await loaded.scan_country_status(qs) == await ref.scan_country_status(qs)
-        assert await loaded.query_country_status(qs) == await ref.query_country_status(qs)
-        assert await loaded.scan_created_at(ranges) == await ref.scan_created_at(ranges)
-        assert await loaded.query_created_at(ranges) == await ref.query_created_at(ranges)
-        assert await loaded.scan_top_reputation(2) == await ref.scan_top_reputation(2)
-        assert await loaded.query_top_reputation(2) == await ref.query_top_reputation(2)
+        assert await loaded.scan_country_status(qs, []) == await ref.scan_country_status(qs, [])
+        assert await loaded.query_country_status(qs, []) == await ref.query_country_status(qs, [])
+        assert await loaded.scan_created_at(ranges, []) == await ref.scan_created_at(ranges, [])
+        assert await loaded.query_created_at(ranges, []) == await ref.query_created_at(ranges, [])
+        assert await loaded.scan_top_reputation(2, []) == await ref.scan_top_reputation(2, [])
+        assert await loaded.query_top_reputation(2, []) == await ref.query_top_reputation(2, [])
         assert await loaded.count() == await ref.count()
 
     await compare()
-    assert len(await loaded.scan_top_reputation(1)) == LIMIT
+    assert len(await loaded.scan_top_reputation(1, [])) == LIMIT
     # Update every id divisible by 4 (status moves) plus the current top ids (reputation moves).
-    uids = list(range(4, N + 1, 4)) + await ref.scan_top_reputation(1)
-    assert await loaded.update(uids, transform) == await ref.update(uids, transform)
+    uids = list(range(4, N + 1, 4)) + await ref.scan_top_reputation(1, [])
+    assert await loaded.update(uids, transform, []) == await ref.update(uids, transform, [])
     await compare()
 
 
 async def test_index_plans(loaded: SqliteEngine) -> None:
     await sql(loaded, "ANALYZE")  # plans must hold with statistics too, not just without
     expect = {
-        SQL_BY_ID: "USING INTEGER PRIMARY KEY",
-        SQL_BY_EMAIL: "USING INDEX sqlite_autoindex_profiles_1",
-        SQL_SCAN_COUNTRY_STATUS: "USING COVERING INDEX idx_profiles_country_status",
-        SQL_QUERY_COUNTRY_STATUS: "USING INDEX idx_profiles_country_status",
-        SQL_SCAN_CREATED_AT: "USING COVERING INDEX idx_profiles_created_at",
-        SQL_QUERY_CREATED_AT: "USING INDEX idx_profiles_created_at",
-        SQL_SCAN_TOP_REPUTATION: "idx_profiles_reputation",
-        SQL_QUERY_TOP_REPUTATION: "idx_profiles_reputation",
+        SQL.by_id: "USING INTEGER PRIMARY KEY",
+        SQL.by_email: "USING INDEX sqlite_autoindex_profiles_1",
+        SQL.scan_country_status: "USING COVERING INDEX idx_profiles_country_status",
+        SQL.query_country_status: "USING INDEX idx_profiles_country_status",
+        SQL.scan_created_at: "USING COVERING INDEX idx_profiles_created_at",
+        SQL.query_created_at: "USING INDEX idx_profiles_created_at",
+        SQL.scan_top_reputation: "idx_profiles_reputation",
+        SQL.query_top_reputation: "idx_profiles_reputation",
     }
     for statement, needle in expect.items():
         n_params = statement.count("?")
@@ -302,17 +297,17 @@ async def test_index_plans(loaded: SqliteEngine) -> None:
 async def test_reopen_keeps_data(tmp_path: Path) -> None:
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.insert(create_many(1, 300, SEED))
-    updated = await engine.update([4, 8], transform)
+    await engine.insert(create_many(1, 300, SEED), [])
+    updated = await engine.update([4, 8], transform, [])
     await engine.close()
     current = {p[0]: p for p in create_many(1, 300, SEED)} | {p[0]: p for p in updated}
     again = make(tmp_path)
     await again.open(reset=False)
     try:
         assert await again.count() == 300
-        assert await again.read_by_id([1, 4, 8, 300]) == [current[u] for u in (1, 4, 8, 300)]
+        assert await again.read_by_id([1, 4, 8, 300], []) == [current[u] for u in (1, 4, 8, 300)]
         top = sorted(current, key=lambda u: (-current[u][6], u))[:LIMIT]
-        assert await again.scan_top_reputation(1) == top
+        assert await again.scan_top_reputation(1, []) == top
     finally:
         await again.close()
 
@@ -325,7 +320,7 @@ async def test_reset_removes_db_wal_and_shm(tmp_path: Path) -> None:
     await engine.open(reset=True)  # would fail on the junk if any file were kept
     try:
         assert await engine.count() == 0
-        await engine.insert(create_many(1, 10, SEED))
+        await engine.insert(create_many(1, 10, SEED), [])
     finally:
         await engine.close()
     await engine.open(reset=True)
@@ -348,7 +343,7 @@ async def test_settle_truncates_wal_and_storage_counts_only_db_files(loaded: Sql
 async def test_closed_engine_refuses_operations(tmp_path: Path) -> None:
     engine = make(tmp_path)
     with pytest.raises(RuntimeError):
-        await engine.read_by_id([1])
+        await engine.read_by_id([1], [])
     await engine.open(reset=True)
     await engine.close()
     await engine.close()  # idempotent
@@ -368,11 +363,11 @@ async def test_batches_run_on_one_connection_thread(loaded: SqliteEngine) -> Non
 async def test_concurrent_calls_on_one_engine(loaded: SqliteEngine) -> None:
     qs = [(c, s) for c in COUNTRIES[:4] for s in STATUSES]
     ids = list(range(1, N + 1, 7))
-    expected = (await loaded.read_by_id(ids), await loaded.query_country_status(qs))
+    expected = (await loaded.read_by_id(ids, []), await loaded.query_country_status(qs, []))
     results: list = [None] * 8
 
     async def worker(i: int) -> None:
-        results[i] = (await loaded.read_by_id(ids), await loaded.query_country_status(qs))
+        results[i] = (await loaded.read_by_id(ids, []), await loaded.query_country_status(qs, []))
 
     async with anyio.create_task_group() as tg:
         for i in range(len(results)):
@@ -391,13 +386,13 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
 
         async def write(i: int) -> None:
             for start in range(1 + i * 300, 1 + (i + 1) * 300, 100):
-                await conns[i].run(insert_batch, create_many(start, 100, SEED))
+                await conns[i].run(sync_insert, SQL, create_many(start, 100, SEED), [])
 
         async with anyio.create_task_group() as tg:
             for i in range(len(conns)):
                 tg.start_soon(write, i)
         assert await engine.count() == 900
-        assert await engine.read_by_id([1, 450, 900]) == [create(u, SEED) for u in (1, 450, 900)]
+        assert await engine.read_by_id([1, 450, 900], []) == [create(u, SEED) for u in (1, 450, 900)]
     finally:
         for c in conns:
             await c.close()
@@ -415,6 +410,6 @@ async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
         assert len(conns) == 3
         from workloads.profile_store.profiles import create_many
 
-        await handles[1].insert(create_many(1, 10, 570123434))
-        assert len(await handles[2].read_by_id(list(range(1, 11)))) == 10
+        await handles[1].insert(create_many(1, 10, 570123434), [])
+        assert len(await handles[2].read_by_id(list(range(1, 11)), [])) == 10
     assert engine._conn is None and engine._worker_conns == []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
 from engines.lsm.tree import Job, LsmTree
 from engines.lsm.wal import encode_records
@@ -63,6 +63,28 @@ class Maintainer:
         self.busy: dict[int, int] = {}
         self._wake: dict[int, _Signal] = {}
         self._stopping = False
+        self._scope: anyio.CancelScope | None = None
+        self._stopped = anyio.Event()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Every loop, until :meth:`shutdown`; started with ``await tg.start(maint.run)`` in
+        the task group the engine's opener passed to ``open``. The cancel scope stays
+        inside this task, so scopes nest lexically."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with anyio.create_task_group() as tg:
+                    self.start(tg)
+                    task_status.started()
+        finally:
+            self._stopped.set()
+
+    async def shutdown(self) -> None:
+        """Stop every loop (a log write in flight completes) and wait until they ended."""
+        self.stop()
+        if self._scope is not None:
+            self._scope.cancel()
+            await self._stopped.wait()
 
     def start(self, tg: TaskGroup) -> None:
         for t in self.trees:

@@ -1,0 +1,83 @@
+"""``python -m asyncbench PLAN.toml``: run a validated plan and write its results."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+
+from asyncbench.config import BenchConfig
+from asyncbench.correctness import judge
+from asyncbench.logs import open_log
+from asyncbench.observers import JsonLogObserver, ObserverGroup
+from asyncbench.outputs import result_dir, write_run
+from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
+from asyncbench.result import RunResult, exit_code
+from asyncbench.runner import Benchmark
+from asyncbench.signals import backend_options, watch_signals
+
+__all__ = ["run", "utc_stamp"]
+
+
+def utc_stamp() -> str:
+    """UTC to the millisecond, so two runs started in one second do not share files."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"
+
+
+def run(
+    cfg: BenchConfig, log_file: str | None, no_progress: bool = False, update_latest: bool = False
+) -> int:
+    stamp = utc_stamp()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    cfg.output.mkdir(parents=True, exist_ok=True)
+    log_path = Path(log_file) if log_file else cfg.output / f"asyncbench-{stamp}.log"
+    logger, log_fh = open_log(log_path)
+    if no_progress:  # engine child processes inherit the environment
+        os.environ[NO_PROGRESS_ENV] = "1"
+    console, progress = terminal_observers(no_progress)  # console lines print above the bars
+    # bars first, so a finished phase's bar is gone before its console line is printed
+    observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
+    written: dict[int, tuple[Path, Path]] = {}
+
+    def save(result: RunResult, final: bool = False) -> None:
+        directory = result_dir(cfg.output, result.profiles)
+        written[result.profiles] = write_run(result, directory, stamp, charts=final)
+        if final and update_latest:
+            from asyncbench.charts import update_latest as write_latest
+
+            write_latest(result, directory, stamp, cfg.output)
+
+    bench = Benchmark(cfg, observer, started, save, log_path)
+    state: dict = {"interrupted": None}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_signals, state, tg.cancel_scope)
+            await bench.run()
+            tg.cancel_scope.cancel()
+
+    console.message(f"asyncbench: plan {cfg.source}, engines {', '.join(cfg.engines)}; log: {log_path}")
+    observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
+    try:
+        anyio.run(main, backend_options=backend_options())
+    except KeyboardInterrupt:  # a second Ctrl-C before the handler ran
+        state["interrupted"] = "interrupted by SIGINT"
+    agree = True
+    for result in bench.results:
+        result.interrupted = state["interrupted"]
+        save(result, final=True)
+        verdict = judge(result)
+        for line in verdict.failures:
+            console.message(line)
+        agree = agree and verdict.ok
+        json_path, md_path = written[result.profiles]
+        console.message(f"\nreport: {md_path}\nresult: {json_path}")
+    code = exit_code(bench.results, agree, state["interrupted"] is not None)
+    observer.run_end(exit_code=code, interrupted=state["interrupted"])
+    log_fh.close()
+    if state["interrupted"]:
+        console.message(f"asyncbench: {state['interrupted']}; partial report written")
+    return code

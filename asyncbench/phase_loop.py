@@ -1,0 +1,122 @@
+"""The timed loop of an operation phase: batches, workers, checksum folds.
+
+A phase runs its items in batches through the phase kind's one batch call each, folding
+every batch's result into the worker's checksum; the phase is timed from the workers'
+release to the last worker's end, checksum included, exactly as the reference times it.
+Everything the loop needs to know about the phase comes from its phase-table row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+import anyio
+
+from workloads.profile_store.checksum import Checksum, combine
+from workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
+from workloads.profile_store.store import Marks
+
+__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
+
+BatchHook = Callable[[int, int, int, float, Marks], None]
+"""Called after every batch with (worker, batch index, ops in batch, batch seconds, marks)."""
+
+
+@dataclass
+class PhaseOutcome:
+    ops: int
+    checksum: str | None
+    seconds: float
+
+
+def partition(items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
+    """Contiguous partitions: ``len // P`` each, the first ``len % P`` workers one more."""
+    base, extra = divmod(len(items), workers)
+    parts, start = [], 0
+    for w in range(workers):
+        size = base + (1 if w < extra else 0)
+        parts.append(items[start : start + size])
+        start += size
+    return parts
+
+
+def bucket_by_uid(uids: Sequence[int], workers: int) -> list[list[int]]:
+    """Updates go to worker ``uid % P`` in plan order, so each id's updates stay ordered."""
+    buckets: list[list[int]] = [[] for _ in range(workers)]
+    for uid in uids:
+        buckets[uid % workers].append(uid)
+    return buckets
+
+
+async def run_batches(
+    kind: PhaseKind,
+    store: Any,
+    items: Sequence[Any],
+    ctx: PhaseContext,
+    checksum: Checksum,
+    batch_size: int,
+    on_batch: BatchHook,
+    worker: int = 0,
+) -> int:
+    """One worker's loop: a batch call and a fold per batch; returns the operation count."""
+    call = kind.call
+    assert call is not None, f"{kind.kind} is not an operation phase"
+    fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
+    clock = perf_counter
+    t0 = clock()
+    total = len(items)
+    for index, start in enumerate(range(0, total, batch_size)):
+        chunk = items[start : start + batch_size]
+        marks: Marks = []
+        fold(await call(store, chunk, ctx, marks))
+        t1 = clock()
+        on_batch(worker, index, len(chunk), t1 - t0, marks)
+        t0 = t1
+    return total
+
+
+async def run_operations(
+    kind: PhaseKind,
+    items: Sequence[Any],
+    stores: Sequence[Any],
+    ctx: PhaseContext,
+    batch_size: int,
+    on_batch: BatchHook,
+) -> PhaseOutcome:
+    """One worker per store handle; P > 1 workers start together behind a gate.
+
+    Each worker folds its own partition; the phase checksum is the fold of the active
+    workers' hex checksums in worker order (one active worker: its own checksum).
+    """
+    workers = len(stores)
+    if workers == 1:
+        cs = Checksum()
+        t0 = perf_counter()
+        ops = await run_batches(kind, stores[0], items, ctx, cs, batch_size, on_batch)
+        return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
+    parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
+    sums = [Checksum() for _ in range(workers)]
+    gate = anyio.Event()
+    ready = 0
+
+    async def worker(w: int) -> None:
+        nonlocal ready
+        ready += 1
+        await gate.wait()
+        await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
+
+    async with anyio.create_task_group() as tg:
+        for w in range(workers):
+            tg.start_soon(worker, w)
+        while ready < workers:  # every worker is parked at the gate before the clock starts
+            await anyio.sleep(0)
+        t0 = perf_counter()
+        gate.set()
+    seconds = perf_counter() - t0
+    active = [sums[w].hex() for w in range(workers) if len(parts[w])]
+    return PhaseOutcome(
+        ops=len(items), checksum=combine(active) if active else Checksum().hex(), seconds=seconds
+    )

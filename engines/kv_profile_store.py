@@ -1,0 +1,210 @@
+"""The profile store over five ordered key/value stores, written once for every KV engine.
+
+The RocksDB and LSM adapters differ only in their store (a rocksdict database, an LSM
+tree) and in where a batch runs (a worker thread, the event loop). The mapping of the
+workload onto keys and values is the spec's and lives here: profiles under the 20-digit
+primary key, the email index mapping email -> primary key, and three ordered indexes
+whose keys end with the user id. Writes follow the crash-safe order of
+:mod:`engines.kv_recovery` (index entries before the profile on insert; new keys, profile,
+old keys on update), so a crash leaves only extra entries for the repair to remove.
+
+Every method is synchronous and does one store operation per item (no multi-get, no
+write batch); after each *workload* operation it appends ``perf_counter_ns()`` to
+``marks`` (see :mod:`workloads.profile_store.store`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from time import perf_counter_ns
+from typing import Protocol
+
+from engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
+from workloads.profile_store.profiles import (
+    Profile,
+    country_status_key,
+    country_status_prefix,
+    created_at_bounds,
+    created_at_key,
+    decode,
+    encode,
+    primary_key,
+    reputation_key,
+)
+from workloads.profile_store.store import Marks, Transform
+
+__all__ = ["STORE_NAMES", "KvProfileStore", "KvStore"]
+
+#: The five stores, in the reference's names and order.
+STORE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
+
+#: Index keys are ASCII; a key that continues a prefix sorts before ``prefix + 0xFF``.
+_PREFIX_END = b"\xff"
+
+
+class KvStore(Protocol):
+    """One ordered key/value store, implemented natively by each engine."""
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes) -> None: ...
+
+    def delete(self, key: bytes) -> None: ...
+
+    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
+        """The first ``limit`` keys >= ``start`` and <= ``last`` (None: no upper bound),
+        in key order: one iteration from ``start``."""
+        ...
+
+    def items(self) -> Iterable[tuple[bytes, bytes]]:
+        """Every (key, value) in key order (crash repair and counting)."""
+        ...
+
+
+class KvProfileStore:
+    """The workload's operations over five :class:`KvStore` objects."""
+
+    def __init__(self, stores: Sequence[KvStore], limit: int, index_values_are_pks: bool) -> None:
+        self.profiles, self.emails, self.country_status, self.created_at, self.reputation = stores
+        self.stores = list(stores)
+        self.limit = limit
+        self.values_are_pks = index_values_are_pks
+        self._index_value: Callable[[bytes], bytes] = (
+            (lambda pk: pk) if index_values_are_pks else (lambda pk: b"")
+        )
+
+    # --- writes -----------------------------------------------------------------------
+    def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        put_profile, put_email = self.profiles.put, self.emails.put
+        put_cs, put_ca, put_rep = self.country_status.put, self.created_at.put, self.reputation.put
+        ordered = b"" if not self.values_are_pks else None
+        mark, clock = marks.append, perf_counter_ns
+        for p in profiles:
+            pk = primary_key(p[0])
+            value = pk if ordered is None else ordered
+            # Indexes first, the profile last: a crash in between leaves only extra entries.
+            put_email(p[1].encode(), pk)
+            put_cs(country_status_key(p), value)
+            put_ca(created_at_key(p), value)
+            put_rep(reputation_key(p), value)
+            put_profile(pk, encode(p))
+            mark(clock())
+
+    def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        get, put_profile = self.profiles.get, self.profiles.put
+        cs, rep = self.country_status, self.reputation
+        index_value = self._index_value
+        mark, clock = marks.append, perf_counter_ns
+        out = []
+        for uid in uids:
+            pk = primary_key(uid)
+            raw = get(pk)
+            if raw is not None:
+                old = decode(raw)
+                new = transform(old)
+                write_update(
+                    old, new, pk, index_value(pk), put_profile, cs.put, cs.delete, rep.put, rep.delete
+                )
+                out.append(new)
+            mark(clock())
+        return out
+
+    # --- point reads ------------------------------------------------------------------
+    def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
+        get = self.profiles.get
+        mark, clock = marks.append, perf_counter_ns
+        out: list[bytes] = []
+        append = out.append
+        for uid in uids:
+            value = get(primary_key(uid))
+            if value is not None:
+                append(value)
+            mark(clock())
+        return out
+
+    def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
+        get_pk, get = self.emails.get, self.profiles.get
+        mark, clock = marks.append, perf_counter_ns
+        out: list[bytes] = []
+        for email in emails:
+            pk = get_pk(email.encode())
+            if pk is not None:
+                value = get(pk)
+                if value is not None:
+                    out.append(value)
+            mark(clock())
+        return out
+
+    # --- scans and queries: one iteration per query; an index key's last 20 bytes are
+    # the profile's primary key, so a query fetches with it directly -------------------
+    def _ids(self, keys: list[bytes], out: list) -> None:
+        out += [int(k[-20:]) for k in keys]
+
+    def _profiles_of(self, keys: list[bytes], out: list) -> None:
+        """One primary-key get per index entry. An entry whose profile is missing counts
+        toward ``limit`` and returns nothing (the scan's ids, then a get per id)."""
+        get = self.profiles.get
+        for k in keys:
+            value = get(k[-20:])
+            if value is not None:
+                out.append(value)
+
+    def _country_status(self, queries: Sequence[tuple[str, str]], marks: Marks, take: Callable) -> list:
+        scan, limit = self.country_status.scan, self.limit
+        mark, clock = marks.append, perf_counter_ns
+        out: list = []
+        for country, status in queries:
+            prefix = country_status_prefix(country, status)
+            take(scan(prefix, prefix + _PREFIX_END, limit), out)
+            mark(clock())
+        return out
+
+    def _created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks, take: Callable) -> list:
+        scan, limit = self.created_at.scan, self.limit
+        mark, clock = marks.append, perf_counter_ns
+        out: list = []
+        for lo, hi in ranges:
+            start, last = created_at_bounds(lo, hi)
+            take(scan(start, last, limit), out)
+            mark(clock())
+        return out
+
+    def _top(self, times: int, marks: Marks, take: Callable) -> list:
+        scan, limit = self.reputation.scan, self.limit
+        mark, clock = marks.append, perf_counter_ns
+        out: list = []
+        for _ in range(times):
+            take(scan(b"", None, limit), out)
+            mark(clock())
+        return out
+
+    def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return self._country_status(queries, marks, self._ids)
+
+    def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
+        return self._country_status(queries, marks, self._profiles_of)
+
+    def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return self._created_at(ranges, marks, self._ids)
+
+    def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
+        return self._created_at(ranges, marks, self._profiles_of)
+
+    def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return self._top(times, marks, self._ids)
+
+    def query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
+        return self._top(times, marks, self._profiles_of)
+
+    def count(self) -> int:
+        return sum(1 for _ in self.profiles.items())
+
+    # --- crash repair -------------------------------------------------------------------
+    def repair(self) -> RepairReport:
+        """Make the four indexes agree with the profiles store (after an unclean stop)."""
+
+        def view(s: KvStore) -> KvView:
+            return KvView(items=s.items, get=s.get, put=s.put, delete=s.delete)
+
+        specs = profile_indexes(values_are_pks=self.values_are_pks)
+        return repair(view(self.profiles), list(zip(specs, map(view, self.stores[1:]), strict=True)))

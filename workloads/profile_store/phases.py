@@ -1,0 +1,307 @@
+"""The phase table: every phase kind of the profile-store workload, in one place.
+
+One typed row per kind says which plan streams it may consume (and the display name,
+post-update flag and reference identity of each), which :class:`ProfileStore` call runs a
+batch, what the checksum folds (ids or records), which group the report and charts put
+it in, and how P workers split its items. Config validation, the runner, the report, the
+charts and the correctness check all read this table; none of them parses display names.
+
+Adding a phase kind is one row here plus one :class:`ProfileStore` method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from time import perf_counter_ns
+from typing import Any
+
+from workloads.profile_store.checksum import Checksum
+from workloads.profile_store.plan import Plan
+from workloads.profile_store.profiles import create_many, update
+from workloads.profile_store.store import Marks, ProfileStore
+
+__all__ = [
+    "PHASES",
+    "Action",
+    "Fold",
+    "Group",
+    "PhaseContext",
+    "PhaseKind",
+    "Split",
+    "StreamUse",
+    "VERIFY_OPS",
+    "kind_of",
+    "phase_items",
+    "verify_checksum",
+]
+
+
+class Action(StrEnum):
+    """What the runner does for a phase."""
+
+    OPERATIONS = "ops"  # timed operation batches through one ProfileStore call each
+    STABILIZE = "stabilize"  # engine brings background work to rest (only if it needs it)
+    SETTLE = "settle"  # engine makes everything durable; storage is measured after it
+    REOPEN = "reopen"  # close, then open the same store without reset
+    VERIFY = "verify"  # the final checksum: count + three profiles
+
+
+class Group(StrEnum):
+    """Where the report and charts put a phase."""
+
+    WRITE = "write"
+    LOOKUP = "lookup"
+    SCAN = "scan"
+    QUERY = "query"
+    MAINTENANCE = "maintenance"
+    VERIFY = "verify"
+
+
+class Fold(StrEnum):
+    """What the phase checksum folds from a batch's result."""
+
+    IDS = "ids"  # one word per user id
+    RECORDS = "records"  # the seven checksum fields per profile
+
+
+class Split(StrEnum):
+    """How P workers divide a phase's items."""
+
+    CONTIGUOUS = "contiguous"  # len // P each, the first len % P workers one more
+    BY_UID = "by_uid"  # worker uid % P, in plan order (an id's updates stay ordered)
+
+
+class Items(StrEnum):
+    """Where a phase's items come from."""
+
+    NONE = "none"
+    PROFILE_IDS = "profile_ids"  # uids 1..profiles (insert)
+    STREAM = "stream"  # the plan stream's items
+    REPEATS = "repeats"  # range(n): the same query n times (n sized by the stream's count)
+
+
+@dataclass(frozen=True)
+class StreamUse:
+    """One way a kind can run: the plan stream it consumes and what that makes it.
+
+    ``reference`` is the identity the published checksum tables use for this use, so a
+    renamed phase is still checked and a ``count``-limited one is never compared.
+    """
+
+    stream: str | None
+    name: str
+    post_update: bool
+    reference: str
+
+
+@dataclass(frozen=True)
+class PhaseContext:
+    """What a batch call needs besides the store and its items."""
+
+    seed: int
+    transform: Callable[[Any], Any]
+
+    @classmethod
+    def for_seed(cls, seed: int) -> PhaseContext:
+        def transform(p: Any) -> Any:
+            return update(p, seed)
+
+        return cls(seed=seed, transform=transform)
+
+
+#: One batch: (store, items, context, marks) -> what the checksum folds.
+BatchCall = Callable[[ProfileStore, Sequence[Any], PhaseContext, Marks], Awaitable[Sequence[Any]]]
+
+
+@dataclass(frozen=True)
+class PhaseKind:
+    kind: str
+    action: Action
+    group: Group
+    uses: tuple[StreamUse, ...]  # the first is the default; stream-less kinds pick by position
+    items: Items = Items.NONE
+    call: BatchCall | None = None
+    fold: Fold | None = None
+    split: Split = Split.CONTIGUOUS
+    needs_data: bool = True  # must follow the insert phase
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(u.stream for u in self.uses if u.stream is not None)
+
+    @property
+    def takes_stream(self) -> bool:
+        return self.items in (Items.STREAM, Items.REPEATS)
+
+    def use(self, stream: str | None, after_update: bool) -> StreamUse:
+        """The use a phase spec selects: by stream, or (stream-less kinds) by position."""
+        if stream is not None:
+            return next(u for u in self.uses if u.stream == stream)
+        return next((u for u in self.uses if u.post_update == after_update), self.uses[0])
+
+
+# --- the batch calls: one ProfileStore call each; the start stamp goes in last -------------
+
+
+async def _insert(store: ProfileStore, uids: Sequence[int], ctx: PhaseContext, marks: Marks) -> Sequence[int]:
+    assert isinstance(uids, range)
+    profiles = create_many(uids.start, len(uids), ctx.seed)  # generated inside the phase time
+    marks.append(perf_counter_ns())
+    await store.insert(profiles, marks)
+    return uids
+
+
+async def _update(store: ProfileStore, uids: Sequence[int], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
+    marks.append(perf_counter_ns())
+    return await store.update(uids, ctx.transform, marks)
+
+
+def _per_item(method: str) -> BatchCall:
+    async def call(store: ProfileStore, items: Sequence[Any], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
+        bound = getattr(store, method)
+        marks.append(perf_counter_ns())
+        return await bound(items, marks)
+
+    call.__name__ = method
+    return call
+
+
+def _repeated(method: str) -> BatchCall:
+    async def call(store: ProfileStore, items: Sequence[Any], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
+        bound = getattr(store, method)
+        marks.append(perf_counter_ns())
+        return await bound(len(items), marks)
+
+    call.__name__ = method
+    return call
+
+
+def _ops(
+    kind: str,
+    group: Group,
+    fold: Fold,
+    uses: tuple[StreamUse, ...],
+    items: Items = Items.STREAM,
+) -> PhaseKind:
+    call = _repeated(kind) if items is Items.REPEATS else _per_item(kind)
+    return PhaseKind(kind, Action.OPERATIONS, group, uses, items, call, fold)
+
+
+def _use(stream: str | None, name: str, post: bool = False) -> StreamUse:
+    return StreamUse(stream, name, post, reference=name)
+
+
+_READS = ("reads", "post_reads")
+_QUERIES = ("queries", "post_queries")
+
+
+def _pre_post(streams: tuple[str, str], name: str) -> tuple[StreamUse, StreamUse]:
+    return _use(streams[0], name), _use(streams[1], f"post-update {name}", post=True)
+
+
+PHASES: dict[str, PhaseKind] = {
+    k.kind: k
+    for k in (
+        PhaseKind(
+            "insert",
+            Action.OPERATIONS,
+            Group.WRITE,
+            (_use("profiles", "insert profiles"),),
+            Items.PROFILE_IDS,
+            _insert,
+            Fold.IDS,
+            needs_data=False,
+        ),
+        PhaseKind(
+            "stabilize",
+            Action.STABILIZE,
+            Group.MAINTENANCE,
+            (_use(None, "pre-read stabilization"), _use(None, "post-update stabilization", post=True)),
+            needs_data=False,
+        ),
+        _ops("read_by_id", Group.LOOKUP, Fold.RECORDS, _pre_post(_READS, "read by user id")),
+        _ops(
+            "lookup_by_email",
+            Group.LOOKUP,
+            Fold.RECORDS,
+            _pre_post(("email_reads", "post_email_reads"), "lookup by email"),
+        ),
+        _ops("scan_country_status", Group.SCAN, Fold.IDS, _pre_post(_QUERIES, "scan country/status index")),
+        _ops("query_country_status", Group.QUERY, Fold.RECORDS, _pre_post(_QUERIES, "query country/status")),
+        _ops("scan_created_at", Group.SCAN, Fold.IDS, (_use("ranges", "scan created-at index"),)),
+        _ops("query_created_at", Group.QUERY, Fold.RECORDS, (_use("ranges", "query created-at range"),)),
+        _ops(
+            "scan_top_reputation",
+            Group.SCAN,
+            Fold.IDS,
+            _pre_post(_QUERIES, "scan top reputation index"),
+            Items.REPEATS,
+        ),
+        _ops(
+            "query_top_reputation",
+            Group.QUERY,
+            Fold.RECORDS,
+            _pre_post(_QUERIES, "query top reputation"),
+            Items.REPEATS,
+        ),
+        PhaseKind(
+            "update",
+            Action.OPERATIONS,
+            Group.WRITE,
+            (_use("updates", "update profiles"),),
+            Items.STREAM,
+            _update,
+            Fold.RECORDS,
+            Split.BY_UID,
+        ),
+        PhaseKind("settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False),
+        PhaseKind("reopen", Action.REOPEN, Group.MAINTENANCE, (_use(None, "reopen"),), needs_data=False),
+        PhaseKind("verify", Action.VERIFY, Group.VERIFY, (_use(None, "final (verify)"),)),
+    )
+}
+
+#: Plan stream -> the count that sizes it (``ranges`` is sized by ``queries``).
+STREAM_COUNT = {
+    "profiles": "profiles",
+    "reads": "reads",
+    "email_reads": "email_reads",
+    "queries": "queries",
+    "ranges": "queries",
+    "updates": "updates",
+    "post_reads": "post_reads",
+    "post_email_reads": "post_email_reads",
+    "post_queries": "post_queries",
+}
+
+
+def kind_of(kind: str) -> PhaseKind:
+    return PHASES[kind]
+
+
+def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
+    """The operations a phase will run, built before its clock starts."""
+    if kind.items is Items.PROFILE_IDS:
+        return range(1, plan.counts.profiles + 1)
+    if kind.items is Items.REPEATS:
+        assert stream is not None
+        total = getattr(plan.counts, STREAM_COUNT[stream])
+        return range(total if count is None else count)
+    if kind.items is Items.STREAM:
+        assert stream is not None
+        return plan.stream(stream, count)
+    return ()
+
+
+#: The verify phase's operations: one count and three point reads.
+VERIFY_OPS = 4
+
+
+async def verify_checksum(store: ProfileStore, profiles: int) -> str:
+    """The final checksum: the stored count, then profiles 1, profiles // 2 and the last."""
+    cs = Checksum()
+    cs.add_int(await store.count())
+    marks: Marks = [perf_counter_ns()]
+    cs.add_profiles(await store.read_by_id([1, max(1, profiles // 2), profiles], marks))
+    return cs.hex()
