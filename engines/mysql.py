@@ -109,7 +109,7 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
 async def pick_collation(session: Session) -> str:
     """The first of :data:`COLLATIONS` the server knows."""
     names = ", ".join(f"'{c}'" for c in COLLATIONS)
-    have = {row[0] for row in await session.execute(f"SHOW COLLATION WHERE Collation IN ({names})")}
+    have = {row[0] for row in await session.query(f"SHOW COLLATION WHERE Collation IN ({names})")}
     for name in COLLATIONS:
         if name in have:
             return name

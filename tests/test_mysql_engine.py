@@ -261,7 +261,7 @@ async def test_results_equal_the_reference_engine(loaded: MySqlEngine, tmp_path:
     emails = [*plan.email_reads[:100], "missing@example.com"]
 
     async def same(method: str, arg) -> None:  # type: ignore[no-untyped-def]
-        got, want = await getattr(loaded, method)(arg), await getattr(ref, method)(arg)
+        got, want = await getattr(loaded, method)(arg, []), await getattr(ref, method)(arg, [])
         assert got == want, method
 
     async def compare_all() -> None:
