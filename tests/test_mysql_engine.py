@@ -244,7 +244,7 @@ async def test_one_statement_per_operation(loaded: MySqlEngine) -> None:
     ]
     for method, arg, statements in cases:
         before = await status(loaded, "Com_stmt_execute")
-        await method(arg)
+        await method(arg, [])
         after = await status(loaded, "Com_stmt_execute")
         assert after["Com_stmt_execute"] - before["Com_stmt_execute"] == statements, method.__name__
 
