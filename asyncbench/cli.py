@@ -20,24 +20,26 @@ timed out; 2 bad plan file or flag (nothing is run or written); 130 interrupted 
 SIGTERM; the partial report is still written).
 
 examples:
-  python -m asyncbench benchmarks/quick.toml --engine memory
-  python -m asyncbench benchmarks.toml --engine lsm,rocksdb --profiles 200k
+  python -m asyncbench benchmarks/quick.toml --engine {first}
+  python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
   python -m asyncbench report results/profiles-20000/asyncbench-20261202T120000Z.json
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from engines import ALL_ENGINES, REGISTRY
+
     p = argparse.ArgumentParser(
         prog="python -m asyncbench",
         description="Run the profile-store benchmark plan in a TOML file against storage engines.",
-        epilog=EPILOG,
+        epilog=EPILOG.format(first=ALL_ENGINES[0], pair=",".join(ALL_ENGINES[:2])),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "plan", nargs="?", default="benchmarks.toml", help="TOML plan file (default: benchmarks.toml)"
     )
     p.add_argument(
-        "--engine", help="engines to run, comma separated: memory, lsm, rocksdb, sqlite, mysql, or all"
+        "--engine", help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all"
     )
     p.add_argument(
         "--profiles", help="profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts"

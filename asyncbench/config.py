@@ -36,6 +36,13 @@ PHASE_KEYS = {"kind", "name", "stream", "count"}
 TOP_KEYS = {"run", "counts", "engines", "phase"}
 
 
+def default_engines() -> tuple[str, ...]:
+    """The engines a plan without ``engines`` runs: the registry's serverless defaults."""
+    from engines import DEFAULT_ENGINES
+
+    return DEFAULT_ENGINES
+
+
 class ConfigError(ValueError):
     """A problem in a plan file or flag: ``where`` is the file (or "command line"), ``key`` the key."""
 
@@ -65,7 +72,7 @@ class BenchConfig:
     limit: int = 50
     batch_size: int = 1_000
     timeout_seconds: float = 120_000.0
-    engines: list[str] = field(default_factory=lambda: ["lsm", "rocksdb", "sqlite"])
+    engines: list[str] = field(default_factory=lambda: list(default_engines()))
     output: Path = Path("results")
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process

@@ -65,7 +65,7 @@ class Timing:
         add = cs.add_ints if ints else cs.add_profiles
         w, c = time.perf_counter(), time.process_time()
         for chunk in work:
-            add(await call(chunk))
+            add(await call(chunk, []))
         self.rows.append((name, n, time.perf_counter() - w, time.process_time() - c, cs.hex()))
 
     async def untimed_ops(self, name: str, fn: Callable[[], Awaitable[None]]) -> None:
@@ -91,17 +91,16 @@ async def run_phases(tg: Any, name: str, profiles: int, batch: int, settings: di
     plan = draw_plan(counts, SEED)
     cls = engine_class(name)
     e: Engine = cls(EngineConfig(name, data, settings, counts.limit, SEED))
-    e.background = tg
-    await e.open(True)
+    await e.open(True, tg)
     t = Timing()
 
     async def insert(start_count: tuple[int, int]) -> list[int]:
         ps = create_many(start_count[0], start_count[1], SEED)
-        await e.insert(ps)
+        await e.insert(ps, [])
         return [p[0] for p in ps]
 
     starts = [(s, min(batch, profiles - s + 1)) for s in range(1, profiles + 1, batch)]
-    await t.phase("insert profiles", starts, 1, lambda ch: insert(ch[0]), True)
+    await t.phase("insert profiles", starts, 1, lambda ch, _marks: insert(ch[0]), True)
     t.rows[-1] = ("insert profiles", profiles, *t.rows[-1][2:])
     if cls.needs_stabilization:
         await t.untimed_ops("(pre-read stabilization)", e.stabilize)
@@ -115,7 +114,7 @@ async def run_phases(tg: Any, name: str, profiles: int, batch: int, settings: di
     await t.phase("scan top reputation index", q, batch, e.scan_top_reputation, True)
     await t.phase("query top reputation", q, batch, e.query_top_reputation, False)
     await t.phase(
-        "update profiles", plan.updates, batch, lambda ids: e.update(ids, lambda p: update(p, SEED)), False
+        "update profiles", plan.updates, batch, lambda ids, marks: e.update(ids, lambda p: update(p, SEED), marks), False
     )
     if cls.needs_stabilization:
         await t.untimed_ops("(post-update stabilization)", e.stabilize)
@@ -132,13 +131,12 @@ async def run_phases(tg: Any, name: str, profiles: int, batch: int, settings: di
     size = e.storage_bytes()
     await t.untimed_ops("(close)", e.close)
     e = cls(EngineConfig(name, data, settings, counts.limit, SEED))
-    e.background = tg
 
     async def verify() -> None:
-        await e.open(False)
+        await e.open(False, tg)
         cs = Checksum()
         cs.add_int(await e.count())
-        cs.add_profiles(await e.read_by_id([1, max(1, profiles // 2), profiles]))
+        cs.add_profiles(await e.read_by_id([1, max(1, profiles // 2), profiles], []))
         await e.close()
         verify.hex = cs.hex()  # type: ignore[attr-defined]
 

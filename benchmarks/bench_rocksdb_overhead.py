@@ -128,7 +128,7 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> Samples:
     await engine.open(reset=True)
     t = time.perf_counter()
     for start in range(1, args.profiles + 1, args.batch):
-        await engine.insert(create_many(start, min(args.batch, args.profiles + 1 - start), SEED))
+        await engine.insert(create_many(start, min(args.batch, args.profiles + 1 - start), SEED), [])
     load = time.perf_counter() - t
     await engine.stabilize()
     print(f"loaded {args.profiles:,} profiles in {load:.1f} s (adapter, batch {args.batch}), compacted")
@@ -136,7 +136,7 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> Samples:
     rng = random.Random(1)
     uids = [rng.randrange(1, args.profiles + 1) for _ in range(args.reads)]
     batches = chunks(uids, args.batch)
-    db = engine._profiles
+    db = engine._dbs[0]  # the profiles database
     expected = plain_reads(db, uids)
 
     async def plain() -> None:
@@ -148,16 +148,16 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> Samples:
     async def body() -> None:
         n = 0
         for b in batches:
-            n += len(engine._read_sync(b))
+            n += len(engine._store.read_by_id(b, []))
         assert n == len(expected)
 
     async def adapter() -> None:
         n = 0
         for b in batches:
-            n += len(await engine.read_by_id(b))
+            n += len(await engine.read_by_id(b, []))
         assert n == len(expected)
 
-    assert [v for b in batches for v in await engine.read_by_id(b)] == expected
+    assert [v for b in batches for v in await engine.read_by_id(b, [])] == expected
     variants = {
         "(a) plain rocksdict loop": plain,
         "(b) adapter body, no hop": body,
@@ -194,7 +194,7 @@ async def bench_inserts(args: argparse.Namespace, root: Path) -> Samples:
                 await engine.open(reset=True)
                 start = clock()
                 for b in batches:
-                    await engine.insert(b)
+                    await engine.insert(b, [])
                 times[label].append(per_op(start, len(profiles)))
                 await engine.close()
     return times

@@ -40,19 +40,19 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asyncbench.engine import EngineConfig  # noqa: E402
+from engines.sql_profile_store import Statements, sync_insert, sync_read  # noqa: E402
 from engines.sqlite import (  # noqa: E402
-    SQL_BY_ID,
-    SQL_INSERT,
+    DIALECT,
     SqliteEngine,
     configure,
-    insert_batch,
     pragma_statements,
-    read_batch,
     validate_settings,
 )
 from workloads.profile_store.profiles import Profile, create_many  # noqa: E402
 
 SEED = 570123434
+SQL = Statements.build(DIALECT, 50)
+SQL_BY_ID, SQL_INSERT = SQL.by_id, SQL.insert
 
 
 def chunks(xs: Sequence, n: int) -> list[Sequence]:
@@ -144,7 +144,7 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> Samples:
 
     async def body(rnd: int) -> tuple[float, float, int]:
         batches = chunks(rounds[rnd], args.batch)
-        return timed(lambda: sum(len(read_batch(plain, SQL_BY_ID, b)) for b in batches))
+        return timed(lambda: sum(len(sync_read(plain, SQL_BY_ID, b, [])) for b in batches))
 
     async def adapter(rnd: int) -> tuple[float, float, int]:
         batches = chunks(rounds[rnd], args.batch)
@@ -152,7 +152,7 @@ async def bench_reads(args: argparse.Namespace, root: Path) -> Samples:
         async def go() -> int:
             n = 0
             for b in batches:
-                n += len(await engine.read_by_id(b))
+                n += len(await engine.read_by_id(b, []))
             return n
 
         return await atimed(go)
@@ -191,7 +191,7 @@ async def bench_inserts(args: argparse.Namespace, root: Path) -> Samples:
 
         def go() -> None:
             for b in batches:
-                insert_batch(conn, b)
+                sync_insert(conn, SQL, b, [])
 
         wall, cpu, _ = timed(go)
         return wall, cpu, count_and_drop(d, conn)
@@ -202,7 +202,7 @@ async def bench_inserts(args: argparse.Namespace, root: Path) -> Samples:
 
         async def go() -> None:
             for b in batches:
-                await engine.insert(b)
+                await engine.insert(b, [])
 
         wall, cpu, _ = await atimed(go)
         n = await engine.count()

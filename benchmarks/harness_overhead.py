@@ -21,8 +21,10 @@ from time import perf_counter
 import anyio
 
 from asyncbench.engine import EngineConfig
-from asyncbench.phases import KINDS, run_ops_phase, stream_items
+from asyncbench.phase_loop import run_operations
 from engines.memory import MemoryEngine
+from workloads.profile_store.phases import PHASES as KINDS
+from workloads.profile_store.phases import PhaseContext, phase_items
 from workloads.profile_store.plan import Counts, draw_plan
 from workloads.profile_store.profiles import create_many, update
 
@@ -46,13 +48,13 @@ async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
     for i in range(0, len(items), batch):
         chunk = items[i : i + batch]
         if kind == "insert":
-            await engine.insert(create_many(chunk.start, len(chunk), SEED))
+            await engine.insert(create_many(chunk.start, len(chunk), SEED), [])
         elif kind == "update":
-            await engine.update(chunk, lambda p: update(p, SEED))
+            await engine.update(chunk, lambda p: update(p, SEED), [])
         elif kind.endswith("_top_reputation"):
-            await getattr(engine, kind)(len(chunk))
+            await getattr(engine, kind)(len(chunk), [])
         else:
-            await getattr(engine, kind)(chunk)
+            await getattr(engine, kind)(chunk, [])
     return perf_counter() - t0
 
 
@@ -60,21 +62,21 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
     plan = draw_plan(Counts.for_profiles(profiles), SEED)
     engine = MemoryEngine(EngineConfig("memory", Path(tempfile.mkdtemp()), {}, 50, SEED))
     await engine.open(True)
-    await engine.insert(create_many(1, profiles, SEED))
+    await engine.insert(create_many(1, profiles, SEED), [])
     hook_calls = 0
 
-    def hook(index: int, ops: int, seconds: float) -> None:
+    def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         nonlocal hook_calls
         hook_calls += 1
 
     print(f"profiles {profiles:_d}, batch {batch:_d}, median of {repeat} runs (µs per operation)")
     print(f"{'phase kind':<24}{'ops':>10}{'full':>10}{'bare':>10}{'harness':>10}{'share':>8}")
     for kind, stream in PHASES:
-        items = stream_items(kind, stream or KINDS[kind].streams[0], None, plan)
+        items = phase_items(KINDS[kind], stream or KINDS[kind].streams[0], None, plan)
         fulls, bares = [], []
         for _ in range(repeat):  # alternate so drift hits both alike
             t0 = perf_counter()
-            await run_ops_phase(kind, items, [engine], SEED, batch, hook)
+            await run_operations(KINDS[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
             fulls.append(perf_counter() - t0)
             bares.append(await bare(kind, engine, items, batch))
         n = len(items)

@@ -37,6 +37,8 @@ _register_from_env()
 
 #: What ``--engine all`` means, in report order.
 ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql")
+#: What a plan without ``engines`` runs: every shipped engine that needs no server.
+DEFAULT_ENGINES = ("lsm", "rocksdb", "sqlite")
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -1,0 +1,1 @@
+"""Examples a user can copy: a complete engine adapter in one file."""
