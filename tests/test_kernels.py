@@ -16,7 +16,11 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.util
+import json
+import os
+import re
 import sqlite3
+import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
@@ -670,3 +674,144 @@ def test_configure_rejects_constants_the_kernels_cannot_use(change: dict) -> Non
     finally:
         kernels.configure(sp)
     assert sp.create_many(1, 100, 5) == profiles.py_create_many(1, 100, 5)
+
+
+# --- one import point, loud when missing ------------------------------------------------
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_compiled_kernels_are_built() -> None:
+    """A missing build fails the suite (reinstall with a C compiler) instead of skipping."""
+    assert BUILT, "compiled kernels not built: reinstall with a C compiler: pip install -e ."
+    if os.environ.get(kernels.DISABLE_ENV, "") in ("", "0"):
+        kernels.require()
+        assert kernels.ACCELERATED and kernels.FALLBACK_REASON is None
+        assert kernels.status_line() == "compiled C kernels"
+        assert kernels.fold_profiles is sp.fold_profiles and kernels.NetRandom is sp.NetRandom
+
+
+@pytest.mark.parametrize("first", ["kernels", "checksum", "profiles", "plan", "dotnet_random"])
+def test_any_module_can_be_imported_first(first: str) -> None:
+    # kernels.py and checksum.py/profiles.py import each other: every order must work
+    code = (
+        f"import workloads.profile_store.{first}\n"
+        "from workloads.profile_store import checksum, kernels, plan, profiles\n"
+        "assert profiles.create_many(1, 3, 5) == profiles.py_create_many(1, 3, 5)\n"
+        "assert checksum.ACCELERATED is kernels.ACCELERATED is True\n"
+        "assert plan.NetRandom is kernels.NetRandom\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_unconfigured_extension_refuses_to_fold() -> None:
+    code = (
+        "from workloads.profile_store import _kernels\n"
+        "try:\n    _kernels.fold_ints(1, [2])\nexcept RuntimeError as e:\n    print(e)\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert "configure() was not called" in done.stdout
+
+
+def test_only_kernels_py_imports_the_extension() -> None:
+    """No other module reaches for the extension (nor catches its ImportError)."""
+    offenders = []
+    for path in [
+        *ROOT.glob("asyncbench/**/*.py"),
+        *ROOT.glob("engines/**/*.py"),
+        *ROOT.glob("workloads/**/*.py"),
+    ]:
+        text = path.read_text(encoding="utf-8")
+        if path.name != "kernels.py" and re.search(r"\b_kernels\b|_speedups", text):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+BLOCKED_RUN = r"""
+import importlib.abc, json, sys, tempfile
+from pathlib import Path
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "workloads.profile_store._kernels":
+            raise ImportError("simulated: the C extension was not built")
+        return None
+
+sys.meta_path.insert(0, Block())
+from workloads.profile_store import checksum, kernels, plan, profiles
+from workloads.profile_store.dotnet_random import PyNetRandom
+facts = {
+    "accelerated": kernels.ACCELERATED,
+    "reason": kernels.FALLBACK_REASON,
+    "status": kernels.status_line(),
+    "extension_loaded": "workloads.profile_store._kernels" in sys.modules,
+    "python_everywhere": kernels.fold_profiles is checksum.py_fold_profiles
+    and kernels.fold_ints is checksum.py_fold_ints
+    and kernels.create_many is profiles.py_create_many
+    and plan.NetRandom is PyNetRandom,
+}
+try:
+    kernels.require()
+except RuntimeError as exc:
+    facts["require"] = str(exc)
+from asyncbench.cli import main
+out = Path(tempfile.mkdtemp())
+code = main(["benchmarks/reference.toml", "--engine", "memory", "--no-isolate", "--no-progress",
+             "--output", str(out / "out"), "--data", str(out / "data")])
+(result,) = [json.loads(p.read_text()) for p in (out / "out").glob("profiles-*/asyncbench-*.json")]
+(engine,) = result["engines"]
+facts["exit"] = code
+facts["checksums"] = {p["name"]: p["checksum"] for p in engine["phases"] if p["checksum"]}
+print("FACTS" + json.dumps(facts))
+"""
+
+
+def test_missing_extension_falls_back_loudly_and_still_matches_the_spec() -> None:
+    """The extension's import fails: the pure-Python fallback says so and reproduces the
+    spec's 17 reference checksums through the real runner (memory engine)."""
+    done = run_python(BLOCKED_RUN, ASYNCBENCH_NO_KERNELS="")
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.split("FACTS", 1)[1])
+    assert facts["accelerated"] is False
+    assert facts["reason"] == "ImportError: simulated: the C extension was not built"
+    assert facts["status"] == (
+        "pure-Python fallback (slower: timings are not comparable): "
+        "ImportError: simulated: the C extension was not built"
+    )
+    assert facts["require"] == (
+        "compiled kernels not built: ImportError: simulated: the C extension was not built; "
+        "reinstall with a C compiler: pip install -e ."
+    )
+    assert not facts["extension_loaded"] and facts["python_everywhere"]
+    assert facts["exit"] == 0
+    assert facts["checksums"] == REFERENCE_CHECKSUMS
+
+
+def test_env_var_forces_the_fallback() -> None:
+    code = (
+        "import json\n"
+        "from workloads.profile_store import checksum, kernels, profiles\n"
+        "print(json.dumps([kernels.ACCELERATED, kernels.FALLBACK_REASON, kernels.status_line(),\n"
+        "    kernels.fold_profiles is checksum.py_fold_profiles, profiles.create(3, 9) == profiles.py_create(3, 9)]))\n"
+    )
+    done = run_python(code, ASYNCBENCH_NO_KERNELS="1")
+    assert done.returncode == 0, done.stderr
+    accelerated, reason, status, python_fold, same = json.loads(done.stdout)
+    assert (accelerated, reason, python_fold, same) == (
+        False,
+        "disabled by ASYNCBENCH_NO_KERNELS=1",
+        True,
+        True,
+    )
+    assert status.startswith("pure-Python fallback (slower: timings are not comparable): ")
