@@ -26,6 +26,7 @@ Set ``ASYNCBENCH_NO_KERNELS=1`` to use the fallbacks even when the extension is 
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -36,10 +37,9 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
     try:
-        from workloads.profile_store import _kernels
-    except ImportError as exc:
+        return importlib.import_module("workloads.profile_store._kernels"), None
+    except ImportError as exc:  # not built (no compiler), or built for another Python
         return None, f"{type(exc).__name__}: {exc}"
-    return _kernels, None
 
 
 _compiled, FALLBACK_REASON = _load()
