@@ -1,7 +1,8 @@
-"""Build hook for the optional C accelerator (checksum fold, .NET RNG, profile generator).
+"""Build hook for the workload's compiled kernels (checksum folds, profile generator, .NET RNG).
 
 ``optional=True``: without a compiler the package still installs and runs on the pure
-Python fallbacks, only slower.
+Python fallbacks, only slower, and says so: ``workloads.profile_store.kernels`` (the one
+import point) reports ``ACCELERATED = False`` with the reason, and its ``require()`` raises.
 """
 
 from setuptools import Extension, setup

@@ -1,18 +1,19 @@
-"""Cost of the harness's own hot code: C accelerator against its pure-Python definitions.
+"""Cost of the harness's own hot code: each compiled kernel against its pure-Python definition.
 
-Why: every query phase folds millions of returned profiles into its checksum and every
-run draws its whole plan up front, so this harness time must stay small next to the
-engine time it measures. Reports:
+Why: every query phase folds millions of returned profiles into its checksum, the insert
+phase generates every profile, and every run draws its whole plan up front, so this
+harness time must stay small next to the engine time it measures. A kernel stays in
+``workloads/profile_store/_kernels.c`` only while it saves well over 1.5x on a hot path.
+Reports, in ns per item (Python on a ``--python-n`` slice: it is up to ~100x slower):
 
-* ``fold_profiles`` in ns per profile, on profile tuples and on their stored encoding
-  (bytes), C vs Python (Python on a ``--python-n`` slice: it is ~50x slower);
-* ``create_many`` and ``encode_many`` in ns per profile, C vs Python;
-* ``email_many`` / ``created_at_many`` (the per-uid parts of plan drawing) vs the Python
-  ``email_of`` / ``created_at_of`` loops;
-* drawing the reference plan for ``--profiles`` (default 2_000_000) profiles with the C
-  ``NetRandom`` vs ``PyNetRandom`` (the plan's emails and created-at bounds are Python in
-  both), and checks the two plans are equal. Wall and CPU time are both printed: on a
-  shared machine CPU time is the steadier of the two.
+* ``fold_ints`` on a list (scan phases) and on ranges of 1_000 (the insert phase);
+* ``fold_profiles`` on profile tuples and on their stored encoding (bytes);
+* ``create_many`` in batches of 1_000, as the insert phase calls it;
+* ``email_many`` / ``created_at_many`` (the plan's email streams and created-at bounds);
+* ``NetRandom.int64_list`` and ``NetRandom.next`` (the plan's draws);
+* drawing the plan for ``--profiles`` (default 2_000_000) profiles with the compiled
+  kernels vs the pure-Python fallbacks, and checks the two plans are equal. Wall and CPU
+  time are both printed: on a shared machine CPU time is the steadier of the two.
 
     .venv/bin/python benchmarks/bench_checksum.py [--n 200000] [--python-n 20000]
         [--profiles 2000000] [--repeat 3]
@@ -28,10 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workloads.profile_store import _kernels as sp  # noqa: E402
+from workloads.profile_store import kernels, profiles  # noqa: E402
 from workloads.profile_store import plan as plan_module  # noqa: E402
-from workloads.profile_store import profiles  # noqa: E402
-from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_profiles  # noqa: E402
+from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles  # noqa: E402
 from workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
 from workloads.profile_store.reference import REFERENCE_SEED as SEED  # noqa: E402
 
@@ -47,92 +47,119 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 
 def row(label: str, c_ns: float, py_ns: float) -> None:
-    print(f"{label:34} C {c_ns:9.1f} ns   Python {py_ns:9.1f} ns   x{py_ns / c_ns:6.1f}")
+    print(f"{label:38} C {c_ns:8.1f} ns   Python {py_ns:9.1f} ns   x{py_ns / c_ns:6.1f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200_000, help="profiles per C measurement")
-    ap.add_argument("--python-n", type=int, default=20_000, help="profiles per Python measurement")
+    ap.add_argument("--n", type=int, default=200_000, help="items per C measurement")
+    ap.add_argument("--python-n", type=int, default=20_000, help="items per Python measurement")
     ap.add_argument("--profiles", type=int, default=2_000_000, help="plan size")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    kernels.require()
+    n, pn = args.n, args.python_n
+    word = profiles.seed_word(SEED)
 
-    ps = sp.create_many(1, args.n, SEED & 0xFFFFFFFF)
-    enc = sp.encode_many(ps)
-    ps_py, enc_py = ps[: args.python_n], enc[: args.python_n]
-    assert sp.fold_profiles(OFFSET_BASIS, ps_py) == py_fold_profiles(OFFSET_BASIS, ps_py)
-    assert sp.fold_profiles(OFFSET_BASIS, enc_py) == py_fold_profiles(OFFSET_BASIS, enc_py)
+    def per_item(fn: Callable[[], object], count: int) -> float:
+        return best_seconds(fn, args.repeat) / count * 1e9
 
-    def per_profile(fn: Callable[[], object], n: int) -> float:
-        return best_seconds(fn, args.repeat) / n * 1e9
+    def compare(label: str, c_fn: Callable[[int], object], py_fn: Callable[[int], object]) -> None:
+        assert c_fn(min(n, pn)) == py_fn(min(n, pn)), label
+        row(label, per_item(lambda: c_fn(n), n), per_item(lambda: py_fn(pn), pn))
 
-    print(f"ns per profile (C over {args.n:_}, Python over {args.python_n:_}, best of {args.repeat})")
-    row(
-        "fold_profiles, tuples",
-        per_profile(lambda: sp.fold_profiles(OFFSET_BASIS, ps), args.n),
-        per_profile(lambda: py_fold_profiles(OFFSET_BASIS, ps_py), args.python_n),
-    )
-    row(
-        "fold_profiles, bytes",
-        per_profile(lambda: sp.fold_profiles(OFFSET_BASIS, enc), args.n),
-        per_profile(lambda: py_fold_profiles(OFFSET_BASIS, enc_py), args.python_n),
-    )
-
-    # generated and encoded in batches of 1_000, as the insert phase does (one huge list
-    # would mostly measure page faults of fresh memory)
-    def batched(fn: Callable[[int], object], n: int) -> Callable[[], None]:
-        def run() -> None:
-            for start in range(1, n + 1, 1000):
-                fn(start)  # each batch is dropped before the next, as in the runner
+    def batched(fn: Callable[[int, int], object]) -> Callable[[int], object]:
+        # batches of 1_000, as the insert phase does (one huge list would mostly measure
+        # page faults of fresh memory); each batch is dropped before the next
+        def run(count: int) -> object:
+            last = None
+            for s in range(1, count + 1, 1000):
+                last = fn(s, min(1000, count + 1 - s))
+            return last
 
         return run
 
-    word = SEED & 0xFFFFFFFF
-    row(
-        "create_many (batches of 1_000)",
-        per_profile(batched(lambda s: sp.create_many(s, 1000, word), args.n), args.n),
-        per_profile(batched(lambda s: profiles.py_create_many(s, 1000, SEED), args.python_n), args.python_n),
+    ps = kernels.create_many(1, n, word)
+    enc = [profiles.encode(p) for p in ps]
+    ints = list(range(n))
+    uids = list(range(1, n + 1))
+    print(f"ns per item (C over {n:_}, Python over {pn:_}, best of {args.repeat})")
+    compare(
+        "fold_ints, list (scans)",
+        lambda k: kernels.fold_ints(OFFSET_BASIS, ints[:k]),
+        lambda k: py_fold_ints(OFFSET_BASIS, ints[:k]),
     )
-    row(
-        "encode_many (batches of 1_000)",
-        per_profile(batched(lambda s: sp.encode_many(ps[s - 1 : s + 999]), args.n), args.n),
-        per_profile(
-            batched(lambda s: [profiles.encode(p) for p in ps[s - 1 : s + 999]], args.python_n), args.python_n
-        ),
+    compare(
+        "fold_ints, ranges of 1_000 (insert)",
+        batched(lambda s, k: kernels.fold_ints(OFFSET_BASIS, range(s, s + k))),
+        batched(lambda s, k: py_fold_ints(OFFSET_BASIS, range(s, s + k))),
+    )
+    compare(
+        "fold_profiles, tuples",
+        lambda k: kernels.fold_profiles(OFFSET_BASIS, ps[:k]),
+        lambda k: py_fold_profiles(OFFSET_BASIS, ps[:k]),
+    )
+    compare(
+        "fold_profiles, encoded bytes",
+        lambda k: kernels.fold_profiles(OFFSET_BASIS, enc[:k]),
+        lambda k: py_fold_profiles(OFFSET_BASIS, enc[:k]),
+    )
+    compare(
+        "create_many, batches of 1_000",
+        batched(lambda s, k: kernels.create_many(s, k, word)),
+        batched(lambda s, k: profiles.py_create_many(s, k, SEED)),
+    )
+    compare(
+        "email_many",
+        lambda k: kernels.email_many(uids[:k]),
+        lambda k: profiles.py_email_many(uids[:k]),
+    )
+    compare(
+        "created_at_many",
+        lambda k: kernels.created_at_many(uids[:k], word),
+        lambda k: profiles.py_created_at_many(uids[:k], word),
+    )
+    compare(
+        "NetRandom.int64_list(k, 1, 2_000_001)",
+        lambda k: kernels.NetRandom(SEED).int64_list(k, 1, 2_000_001),
+        lambda k: PyNetRandom(SEED).int64_list(k, 1, 2_000_001),
     )
 
-    # plan helpers: draw_plan's Python parts (emails, created-at bounds) per uid
-    uids = list(range(1, args.n + 1))
-    row(
-        "email_many vs email_of",
-        per_profile(lambda: sp.email_many(uids), args.n),
-        per_profile(lambda: [profiles.email_of(u) for u in uids[: args.python_n]], args.python_n),
-    )
-    row(
-        "created_at_many vs created_at_of",
-        per_profile(lambda: sp.created_at_many(uids, word), args.n),
-        per_profile(lambda: [profiles.created_at_of(u, SEED) for u in uids[: args.python_n]], args.python_n),
-    )
+    def next_pairs(rng_type: type) -> Callable[[int], list]:
+        def run(k: int) -> list:
+            nxt = rng_type(SEED).next
+            return [(nxt(0, 32), nxt(0, 4)) for _ in range(k)]
+
+        return run
+
+    compare("NetRandom.next(0,32)+next(0,4)", next_pairs(kernels.NetRandom), next_pairs(PyNetRandom))
 
     counts = plan_module.Counts.for_profiles(args.profiles)
-    timings = {}
-    plans = {}
-    original = plan_module.NetRandom
+    fallbacks = {
+        "NetRandom": PyNetRandom,
+        "created_at_many": profiles.py_created_at_many,
+        "email_many": profiles.py_email_many,
+    }
+    compiled = {name: getattr(plan_module, name) for name in fallbacks}
+    timings, plans = {}, {}
     try:
-        for name, rng in (("C NetRandom", sp.NetRandom), ("PyNetRandom", PyNetRandom)):
-            plan_module.NetRandom = rng
+        for label, names in (("compiled", compiled), ("Python", fallbacks)):
+            for name, fn in names.items():
+                setattr(plan_module, name, fn)
             t, cpu = time.perf_counter(), time.process_time()
-            plans[name] = plan_module.draw_plan(counts, SEED)
-            timings[name] = (time.perf_counter() - t, time.process_time() - cpu)
+            plans[label] = plan_module.draw_plan(counts, SEED)
+            emails = (plans[label].email_reads, plans[label].post_email_reads)
+            timings[label] = (time.perf_counter() - t, time.process_time() - cpu)
+            del emails
     finally:
-        plan_module.NetRandom = original
-    same = plans["C NetRandom"] == plans["PyNetRandom"]
-    print(f"draw_plan({args.profiles:_} profiles, seed {SEED}), plans equal: {same}")
-    for name, (wall, cpu) in timings.items():
-        print(f"  {name:12} {wall:8.2f} s wall  {cpu:8.2f} s CPU")
+        for name, fn in compiled.items():
+            setattr(plan_module, name, fn)
+    same = plans["compiled"] == plans["Python"]
+    print(f"draw_plan + both email streams ({args.profiles:_} profiles, seed {SEED}), plans equal: {same}")
+    for label, (wall, cpu) in timings.items():
+        print(f"  {label:9} {wall:8.2f} s wall  {cpu:8.2f} s CPU")
     if not same:
-        sys.exit("C and Python plans differ")
+        sys.exit("compiled and Python plans differ")
 
 
 if __name__ == "__main__":

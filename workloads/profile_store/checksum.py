@@ -1,9 +1,9 @@
 """The per-phase checksum: an FNV-style fold over 64-bit words.
 
-This is the hottest code in the harness (query phases fold millions of profiles), so the
-folds run in the compiled ``workloads.profile_store._kernels`` extension when it is built; the pure
-Python functions below are the fallback and the executable definition the tests compare
-the extension against.
+This is the hottest code in the harness (query phases fold millions of profiles), so
+:class:`Checksum` folds through :mod:`workloads.profile_store.kernels` (compiled when
+built); the pure-Python ``py_fold_*`` below are the fallback and the executable definition
+the compiled kernels are tested against.
 """
 
 from __future__ import annotations
@@ -59,13 +59,11 @@ def py_fold_profiles(state: int, records: Iterable[object]) -> int:
     return state
 
 
-try:
-    from workloads.profile_store._kernels import fold_ints, fold_profiles, fold_str
+# After the definitions above, which kernels.py falls back to (it imports this module).
+from workloads.profile_store import kernels  # noqa: E402
 
-    ACCELERATED = True
-except ImportError:  # pragma: no cover - exercised when the extension is absent
-    fold_ints, fold_profiles, fold_str = py_fold_ints, py_fold_profiles, py_fold_str
-    ACCELERATED = False
+#: Kept for asyncbench.environment; kernels.status_line() says more.
+ACCELERATED = kernels.ACCELERATED
 
 
 def to_hex(state: int) -> str:
@@ -84,13 +82,13 @@ class Checksum:
         self.state = ((self.state ^ (value & M64)) * PRIME) & M64
 
     def add_ints(self, values: Iterable[int]) -> None:
-        self.state = fold_ints(self.state, values)
+        self.state = kernels.fold_ints(self.state, values)
 
     def add_str(self, text: str) -> None:
-        self.state = fold_str(self.state, text)
+        self.state = py_fold_str(self.state, text)  # only combine() folds text
 
     def add_profiles(self, records: Iterable[object]) -> None:
-        self.state = fold_profiles(self.state, records)
+        self.state = kernels.fold_profiles(self.state, records)
 
     def hex(self) -> str:
         return to_hex(self.state)

@@ -1,8 +1,9 @@
 """Pure-Python twin of .NET's legacy seeded ``System.Random`` (Net5CompatSeedImpl).
 
 The reference benchmark draws its operation plan from this generator, so the
-plan (and every checksum) only matches when this is bit-exact. The compiled
-``workloads.profile_store._kernels.NetRandom`` has the same API and is used when built.
+plan (and every checksum) only matches when this is bit-exact. The plan draws through
+``workloads.profile_store.kernels.NetRandom``: the compiled twin of ``next`` and
+``int64_list`` when built, this class otherwise.
 """
 
 from __future__ import annotations

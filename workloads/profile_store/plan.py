@@ -10,19 +10,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workloads.profile_store.profiles import COUNTRIES, STATUSES, created_at_of, email_of, seed_word
-
-try:
-    from workloads.profile_store._kernels import NetRandom, created_at_many, email_many
-except ImportError:  # pragma: no cover - exercised when the extension is absent
-    from workloads.profile_store.dotnet_random import PyNetRandom as NetRandom
-
-    def email_many(uids: list[int]) -> list[str]:
-        return [email_of(u) for u in uids]
-
-    def created_at_many(uids: list[int], word: int) -> list[int]:
-        return [created_at_of(u, word) for u in uids]
-
+from workloads.profile_store.kernels import NetRandom, created_at_many, email_many
+from workloads.profile_store.profiles import COUNTRIES, STATUSES, seed_word
 
 #: Count names of the plan, in drawing order.
 COUNT_NAMES = (

@@ -7,6 +7,8 @@ plain 9-tuple (cheapest to build, compare and hand to C):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 Profile = tuple[int, str, str, str, int, int, int, str, str]
 #: What a read returns: a profile tuple, or its stored encoding (``bytes``/``str``) which
 #: the checksum folds directly without building a tuple.
@@ -164,15 +166,21 @@ def uid_of_index_key(key: bytes) -> int:
     return int(key[-20:])
 
 
-try:  # compiled generator when the extension is built; identical output (tested)
-    from workloads.profile_store._kernels import create_many as _c_create_many
+def py_email_many(uids: Iterable[int]) -> list[str]:
+    return [email_of(u) for u in uids]
 
-    def create_many(start: int, count: int, seed: int) -> list[Profile]:
-        """Profiles ``start .. start+count-1``."""
-        return _c_create_many(start, count, seed_word(seed))
 
-except ImportError:  # pragma: no cover - exercised when the extension is absent
-    create_many = py_create_many
+def py_created_at_many(uids: Iterable[int], seed: int) -> list[int]:
+    return [created_at_of(u, seed) for u in uids]
+
+
+# After the definitions above, which kernels.py falls back to (it imports this module).
+from workloads.profile_store import kernels  # noqa: E402
+
+
+def create_many(start: int, count: int, seed: int) -> list[Profile]:
+    """Profiles ``start .. start+count-1`` (compiled when built; equal to py_create_many)."""
+    return kernels.create_many(start, count, seed_word(seed))
 
 
 def create(uid: int, seed: int) -> Profile:

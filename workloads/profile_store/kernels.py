@@ -1,0 +1,99 @@
+"""The one import point of the workload's compiled kernels, or of their pure-Python fallbacks.
+
+The compiled extension ``workloads.profile_store._kernels`` (``_kernels.c``, built by
+``pip install -e .`` when a C compiler is present) speeds up what a run spends most of
+its own time on; each function equals its pure-Python definition bit for bit:
+
+========================  ======================================  ==========================
+name                      pure-Python definition                  who calls it
+========================  ======================================  ==========================
+``fold_ints``             ``checksum.py_fold_ints``               insert and scan phases
+``fold_profiles``         ``checksum.py_fold_profiles``           read, lookup, query, update
+``create_many``           ``profiles.py_create_many``             insert phase
+``email_many``            ``profiles.py_email_many``              the plan's email streams
+``created_at_many``       ``profiles.py_created_at_many``         drawing the plan
+``NetRandom``             ``dotnet_random.PyNetRandom``           drawing the plan
+========================  ======================================  ==========================
+
+``create_many`` and ``created_at_many`` take the seed word (``profiles.seed_word(seed)``);
+the compiled ``NetRandom`` has ``next`` and ``int64_list`` only, for bounds within ±2**62.
+
+Without the extension everything still runs and every checksum is the same, only slower:
+nothing is printed here, but :data:`ACCELERATED` is False, :data:`FALLBACK_REASON` says
+why, :func:`status_line` words it for a console or report and :func:`require` raises.
+Set ``ASYNCBENCH_NO_KERNELS=1`` to use the fallbacks even when the extension is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+DISABLE_ENV = "ASYNCBENCH_NO_KERNELS"
+
+
+def _load() -> tuple[ModuleType | None, str | None]:
+    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+        return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
+    try:
+        return importlib.import_module("workloads.profile_store._kernels"), None
+    except ImportError as exc:  # not built (no compiler), or built for another Python
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+_compiled, FALLBACK_REASON = _load()
+#: True when the compiled kernels are in use.
+ACCELERATED: bool = _compiled is not None
+
+# The definitions the kernels must equal, and the constants they take. Imported only after
+# ACCELERATED is set: checksum.py and profiles.py import this module after their own
+# definitions and read it from then on, whichever of them is imported first.
+from workloads.profile_store import checksum, profiles  # noqa: E402
+from workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
+
+
+def configure(module: ModuleType) -> None:
+    """Hands the workload's constants (defined once, in profiles.py and checksum.py) to a
+    compiled kernels module; done at import, again by tests that change the constants."""
+    module.configure(
+        profiles.COUNTRIES,
+        profiles.STATUSES,
+        profiles.TOPICS,
+        profiles.BASE_MS,
+        profiles.LAST_LOGIN_SPAN_MS,
+        profiles.GOLDEN,
+        checksum.PRIME,
+    )
+
+
+if _compiled is not None:
+    configure(_compiled)
+    fold_ints = _compiled.fold_ints
+    fold_profiles = _compiled.fold_profiles
+    create_many = _compiled.create_many
+    email_many = _compiled.email_many
+    created_at_many = _compiled.created_at_many
+    NetRandom = _compiled.NetRandom
+else:
+    fold_ints = checksum.py_fold_ints
+    fold_profiles = checksum.py_fold_profiles
+    create_many = profiles.py_create_many  # a seed word is its own seed word
+    email_many = profiles.py_email_many
+    created_at_many = profiles.py_created_at_many
+    NetRandom = PyNetRandom
+
+
+def status_line() -> str:
+    """One line for a console or a report's Correctness/Environment section."""
+    if ACCELERATED:
+        return "compiled C kernels"
+    return f"pure-Python fallback (slower: timings are not comparable): {FALLBACK_REASON}"
+
+
+def require() -> None:
+    """Raises RuntimeError unless the compiled kernels are in use (``--require-accelerator``)."""
+    if not ACCELERATED:
+        raise RuntimeError(
+            f"compiled kernels not built: {FALLBACK_REASON}; reinstall with a C compiler: pip install -e ."
+        )
