@@ -191,7 +191,9 @@ pid_alive() { [[ "$1" =~ ^[1-9][0-9]*$ ]] && [[ -d "/proc/$1" ]]; }
 verify_pid() {
     local pid="$1" start="$2" owner="$3" names="$4" arg="$5" uid exe name
     [[ "$pid" =~ ^[1-9][0-9]*$ ]] || { log "refusing: recorded pid '$pid' is not a pid"; return 1; }
-    uid="$(stat -c %u "/proc/$pid" 2>/dev/null)" || { log "pid $pid is not running"; return 1; }
+    # The effective uid from status: /proc/PID itself shows root for a non-dumpable process.
+    uid="$(awk '/^Uid:/ {print $3}' "/proc/$pid/status" 2>/dev/null)" && [[ -n "$uid" ]] \
+        || { log "pid $pid is not running"; return 1; }
     [[ "$uid" == "$owner" ]] || { log "refusing: pid $pid belongs to uid $uid, not $owner"; return 1; }
     [[ "$(proc_start "$pid")" == "$start" ]] \
         || { log "refusing: pid $pid is not the process that was started (start time differs)"; return 1; }
@@ -224,6 +226,27 @@ stop_verified_pid() {
         done
     fi
     return 0
+}
+
+# server_user SYSTEM_USER: the OS user a server runs as: SYSTEM_USER (a Debian package's
+# system user) when we are root, else ourselves.
+server_user() {
+    if (( EUID == 0 )); then
+        id -u "$1" >/dev/null 2>&1 || die "running as root, but there is no '$1' system user to run the server as"
+        echo "$1"
+    else
+        id -un
+    fi
+}
+
+# run_as CMD...: runs CMD as $SERVER_USER from inside $WORK_DIR; exec, so the pid stays.
+# Use in a subshell: ( run_as ... ).
+run_as() {
+    cd -- "$WORK_DIR"
+    if (( EUID == 0 )); then
+        exec setpriv --reuid="$SERVER_USER" --regid="$SERVER_USER" --init-groups -- "$@"
+    fi
+    exec "$@"
 }
 
 # --- machine and ports ------------------------------------------------------------------
