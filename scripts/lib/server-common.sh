@@ -192,8 +192,8 @@ verify_pid() {
     local pid="$1" start="$2" owner="$3" names="$4" arg="$5" uid exe name
     [[ "$pid" =~ ^[1-9][0-9]*$ ]] || { log "refusing: recorded pid '$pid' is not a pid"; return 1; }
     # The effective uid from status: /proc/PID itself shows root for a non-dumpable process.
-    uid="$(awk '/^Uid:/ {print $3}' "/proc/$pid/status" 2>/dev/null)" && [[ -n "$uid" ]] \
-        || { log "pid $pid is not running"; return 1; }
+    uid="$(awk '/^Uid:/ {print $3}' "/proc/$pid/status" 2>/dev/null)" || uid=""
+    [[ -n "$uid" ]] || { log "pid $pid is not running"; return 1; }
     [[ "$uid" == "$owner" ]] || { log "refusing: pid $pid belongs to uid $uid, not $owner"; return 1; }
     [[ "$(proc_start "$pid")" == "$start" ]] \
         || { log "refusing: pid $pid is not the process that was started (start time differs)"; return 1; }
@@ -242,7 +242,7 @@ server_user() {
 # run_as CMD...: runs CMD as $SERVER_USER from inside $WORK_DIR; exec, so the pid stays.
 # Use in a subshell: ( run_as ... ).
 run_as() {
-    cd -- "$WORK_DIR"
+    cd -- "$WORK_DIR" || exit 1
     if (( EUID == 0 )); then
         exec setpriv --reuid="$SERVER_USER" --regid="$SERVER_USER" --init-groups -- "$@"
     fi
