@@ -1,0 +1,431 @@
+"""The throw-away server scripts: private state, verified stop, a working server.
+
+``scripts/mysql-server`` and ``scripts/postgres-server`` keep their state (the path of the
+``mktemp -d`` work dir, its marker token, the server's pid and start tick) in a private
+state dir and must never delete a directory or signal a process they did not create. Each
+test points the scripts at its own state dir (``ASYNCBENCH_STATE_DIR``), so a server that CI
+or a developer started is never touched.
+
+The fast tests need no server: the state dir checks, and ``stop``/``start`` faced with a
+state file that points at a sentinel dir or at an unrelated ``sleep``. The slow ones start
+a real server (small memory) per script, log in with its password, tamper with its state
+while it runs, and stop it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import re
+import secrets
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"
+# What each script calls its work dirs, and settings that keep a test server small.
+SERVERS = {
+    "mysql-server": {
+        "prefix": "asyncbench-mysql",
+        "env": {"MYSQL_SERVER_BUFFER_POOL": "128M", "MYSQL_SERVER_LOG_FILE_SIZE": "48M"},
+    },
+    "postgres-server": {
+        "prefix": "asyncbench-postgres",
+        "env": {"POSTGRES_SERVER_SHARED_BUFFERS": "128MB"},
+    },
+}
+EXPORT_LINE = re.compile(r"^export [A-Z_]+=(?:[A-Za-z0-9_.:,-]*|'[^']*')$")
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+
+
+def run(script: str, command: str, state_dir: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASYNCBENCH_STATE_DIR": str(state_dir), **SERVERS[script]["env"]}
+    return subprocess.run(
+        [str(SCRIPTS / script), command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def temp_base() -> Path:
+    return Path(os.environ.get("TMPDIR") or "/tmp").resolve()
+
+
+def read_state(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def write_state(path: Path, state: dict[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in state.items()))
+    path.chmod(0o600)
+
+
+def proc_start(pid: int) -> str:
+    """Field 22 of /proc/PID/stat: the clock tick at which the process started."""
+    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return rest[19]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited: only its parent's wait is missing.
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0] != "Z"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+@pytest.fixture
+def sentinel(tmp_path: Path) -> Path:
+    """A directory the scripts did not create, with a file that must survive."""
+    d = tmp_path / "sentinel"
+    d.mkdir()
+    (d / "keep.txt").write_text("precious")
+    return d
+
+
+@pytest.fixture
+def lookalike(script: str) -> Iterator[Path]:
+    """A dir named and placed like a work dir (0700, ours, a marker) but with another token."""
+    d = temp_base() / f"{SERVERS[script]['prefix']}.{secrets.token_hex(5)}"
+    d.mkdir(mode=0o700)
+    (d / ".asyncbench-marker").write_text(f"asyncbench {script} {'0' * 32}\n")
+    (d / ".asyncbench-marker").chmod(0o600)
+    (d / "keep.txt").write_text("precious")
+    yield d
+    subprocess.run(["rm", "-rf", "--", str(d)], check=True)
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """An unrelated process of ours that must not be killed."""
+    proc = subprocess.Popen(["sleep", "600"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def private_state_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "state"
+    d.mkdir(mode=0o700)
+    return d
+
+
+# --- the state dir ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", SERVERS)
+def test_state_dir_is_created_private(script: str, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = run(script, "status", state)
+    assert result.returncode == 1, result.stderr  # nothing runs
+    assert "not running" in result.stderr
+    assert result.stdout == ""
+    assert state.is_dir() and not state.is_symlink()
+    assert mode(state) == 0o700
+    assert state.stat().st_uid == os.geteuid()
+
+
+@pytest.mark.parametrize("script", SERVERS)
+@pytest.mark.parametrize("command", ["start", "stop", "status", "env"])
+def test_symlinked_state_dir_is_refused(script: str, command: str, tmp_path: Path) -> None:
+    target = private_state_dir(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    result = run(script, command, link)
+    assert result.returncode != 0
+    assert "symlink" in result.stderr
+    assert list(target.iterdir()) == []  # nothing written through the link
+
+
+@as_root
+@pytest.mark.parametrize("script", SERVERS)
+@pytest.mark.parametrize("command", ["start", "stop", "status"])
+def test_state_dir_of_another_user_is_refused(script: str, command: str, tmp_path: Path) -> None:
+    state = private_state_dir(tmp_path)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(state, nobody.pw_uid, nobody.pw_gid)
+    result = run(script, command, state)
+    assert result.returncode != 0
+    assert f"owned by uid {nobody.pw_uid}" in result.stderr
+    assert list(state.iterdir()) == []
+
+
+@pytest.mark.parametrize("script", SERVERS)
+def test_state_dir_open_to_others_is_refused(script: str, tmp_path: Path) -> None:
+    state = private_state_dir(tmp_path)
+    state.chmod(0o755)
+    result = run(script, "stop", state)
+    assert result.returncode != 0
+    assert "mode 755" in result.stderr
+
+
+@pytest.mark.parametrize("script", SERVERS)
+def test_state_file_that_is_a_symlink_is_refused(script: str, tmp_path: Path, sentinel: Path) -> None:
+    state = private_state_dir(tmp_path)
+    elsewhere = tmp_path / "elsewhere.state"
+    write_state(elsewhere, {"dir": str(sentinel), "token": "0" * 32, "uid": str(os.geteuid())})
+    (state / f"{script}.state").symlink_to(elsewhere)
+    result = run(script, "stop", state)
+    assert result.returncode != 0
+    assert "symlink" in result.stderr
+    assert (sentinel / "keep.txt").read_text() == "precious"
+
+
+# --- stop (and start, which clears old state first) with a tampered state file ----------
+
+
+@pytest.mark.parametrize("script", SERVERS)
+@pytest.mark.parametrize("command", ["stop", "start"])
+def test_stop_refuses_a_dir_it_did_not_create(
+    script: str, command: str, tmp_path: Path, sentinel: Path
+) -> None:
+    state = private_state_dir(tmp_path)
+    write_state(
+        state / f"{script}.state", {"dir": str(sentinel), "token": "0" * 32, "uid": str(os.geteuid())}
+    )
+    result = run(script, command, state)
+    assert result.returncode == 1
+    assert "refusing" in result.stderr
+    assert (sentinel / "keep.txt").read_text() == "precious"
+    assert (state / f"{script}.state").exists()  # left for the user to inspect
+
+
+@pytest.mark.parametrize("script", SERVERS)
+def test_stop_refuses_a_lookalike_work_dir(script: str, lookalike: Path, tmp_path: Path) -> None:
+    """Right place, right name pattern, ours, 0700, a marker: only the token differs."""
+    state = private_state_dir(tmp_path)
+    write_state(
+        state / f"{script}.state", {"dir": str(lookalike), "token": "1" * 32, "uid": str(os.geteuid())}
+    )
+    result = run(script, "stop", state)
+    assert result.returncode == 1
+    assert "token" in result.stderr
+    assert (lookalike / "keep.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize("script", SERVERS)
+@pytest.mark.parametrize("same_start_tick", [False, True], ids=["reused-pid", "forged-start"])
+def test_stop_refuses_a_pid_it_did_not_start(
+    script: str, same_start_tick: bool, tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """The recorded pid is an unrelated `sleep` of ours: it must stay alive.
+
+    With ``forged-start`` even the start tick matches the sleep, so only the executable and
+    the data dir argument tell it apart from the server.
+    """
+    state = private_state_dir(tmp_path)
+    gone = temp_base() / f"{SERVERS[script]['prefix']}.{secrets.token_hex(5)}"  # no such dir
+    write_state(
+        state / f"{script}.state",
+        {
+            "dir": str(gone),
+            "token": "0" * 32,
+            "uid": str(os.geteuid()),
+            "pid": str(sleeper.pid),
+            "start": proc_start(sleeper.pid) if same_start_tick else "1",
+        },
+    )
+    for command in ("stop", "start"):
+        result = run(script, command, state)
+        assert result.returncode == 1, result.stderr
+        assert "refusing" in result.stderr
+        time.sleep(0.2)
+        assert alive(sleeper.pid), f"{command} killed an unrelated process"
+
+
+# --- a real server -----------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, script: str, state_dir: Path, env: dict[str, str], stdout: str) -> None:
+        self.script, self.state_dir, self.env, self.stdout = script, state_dir, env, stdout
+        self.state_file = state_dir / f"{script}.state"
+        self.env_file = state_dir / f"{script}.env"
+        self.state = read_state(self.state_file)
+        self.pid = int(self.state["pid"])
+        self.work_dir = Path(self.state["dir"])
+
+    def run(self, command: str) -> subprocess.CompletedProcess[str]:
+        return run(self.script, command, self.state_dir)
+
+
+def parse_exports(stdout: str) -> dict[str, str]:
+    env = {}
+    for line in stdout.splitlines():
+        name, value = line.removeprefix("export ").split("=", 1)
+        env[name] = value.strip("'")
+    return env
+
+
+@pytest.fixture(scope="module", params=list(SERVERS))
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    script = request.param
+    state_dir = tmp_path_factory.mktemp(script) / "state"
+    started = run(script, "start", state_dir)
+    assert started.returncode == 0, f"{script} start failed:\n{started.stderr}"
+    server = Server(script, state_dir, parse_exports(started.stdout), started.stdout)
+    yield server
+    run(script, "stop", state_dir)
+
+
+@pytest.mark.slow
+def test_start_prints_only_exports_and_keeps_its_files_private(server: Server) -> None:
+    lines = server.stdout.splitlines()
+    assert lines and all(EXPORT_LINE.match(line) for line in lines), server.stdout
+    if server.script == "mysql-server":
+        assert {
+            "MYSQL_HOST",
+            "MYSQL_PORT",
+            "MYSQL_DATABASE",
+            "MYSQL_USER",
+            "MYSQL_PASSWORD",
+        } <= server.env.keys()
+        host = server.env["MYSQL_HOST"]
+    else:
+        assert {"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD"} <= server.env.keys()
+        host = server.env["PGHOST"]
+    assert host == "127.0.0.1"
+    assert mode(server.state_dir) == 0o700
+    assert mode(server.env_file) == 0o600
+    assert mode(server.state_file) == 0o600
+    assert server.env_file.stat().st_uid == os.geteuid()
+    assert mode(server.work_dir) == 0o700
+    assert server.work_dir.parent == temp_base()
+    assert server.run("status").returncode == 0
+    again = server.run("env")
+    assert again.returncode == 0 and again.stdout == server.stdout
+    assert server.run("start").stdout == server.stdout  # already running: same server
+
+
+async def mysql_checks(env: dict[str, str]) -> dict[str, str]:
+    import asyncmy
+    from asyncmy.errors import OperationalError, ProgrammingError
+
+    conn = await asyncmy.connect(
+        host=env["MYSQL_HOST"], port=int(env["MYSQL_PORT"]), user=env["MYSQL_USER"],
+        password=env["MYSQL_PASSWORD"], database=env["MYSQL_DATABASE"], autocommit=True,
+    )  # fmt: skip
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SHOW VARIABLES WHERE Variable_name IN "
+                              "('log_bin', 'sync_binlog', 'innodb_flush_log_at_trx_commit', 'bind_address')")  # fmt: skip
+            settings = {name: value for name, value in await cur.fetchall()}
+            # What the engine and the tests do: their own databases, tables, FLUSH TABLES t.
+            await cur.execute("CREATE DATABASE IF NOT EXISTS asyncbench_test_scripts")
+            await cur.execute("CREATE TABLE asyncbench_test_scripts.t (id INT PRIMARY KEY)")
+            await cur.execute("INSERT INTO asyncbench_test_scripts.t VALUES (1)")
+            await cur.execute("FLUSH TABLES asyncbench_test_scripts.t")
+            await cur.execute("DROP DATABASE asyncbench_test_scripts")
+            for forbidden in ("CREATE DATABASE other_db", "CREATE DATABASE asyncbenchx",
+                              "SELECT user FROM mysql.user"):  # fmt: skip
+                with pytest.raises((OperationalError, ProgrammingError)):
+                    await cur.execute(forbidden)
+    finally:
+        await conn.ensure_closed()
+    return settings
+
+
+async def postgres_checks(env: dict[str, str]) -> dict[str, str]:
+    import asyncpg
+
+    conn = await asyncpg.connect(
+        host=env["PGHOST"], port=int(env["PGPORT"]), user=env["PGUSER"],
+        password=env["PGPASSWORD"], database=env["PGDATABASE"],
+    )  # fmt: skip
+    try:
+        settings = {name: await conn.fetchval(f"SHOW {name}") for name in ("fsync", "synchronous_commit")}
+        assert await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user") is False
+        await conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
+        await conn.execute("INSERT INTO t VALUES (1)")
+        assert await conn.fetchval("SELECT count(*) FROM t") == 1
+        await conn.execute("DROP TABLE t")
+        await conn.execute("CREATE DATABASE asyncbench_test_scripts")
+        await conn.execute("DROP DATABASE asyncbench_test_scripts")
+    finally:
+        await conn.close()
+    with pytest.raises(asyncpg.InvalidPasswordError):
+        await asyncpg.connect(
+            host=env["PGHOST"], port=int(env["PGPORT"]), user=env["PGUSER"],
+            password="wrong", database=env["PGDATABASE"],
+        )  # fmt: skip
+    return settings
+
+
+@pytest.mark.slow
+def test_password_login_and_settings(server: Server) -> None:
+    if server.script == "mysql-server":
+        settings = asyncio.run(mysql_checks(server.env))
+        assert settings == {
+            "log_bin": "OFF",
+            "sync_binlog": "0",
+            "innodb_flush_log_at_trx_commit": "2",
+            "bind_address": "127.0.0.1",
+        }
+    else:
+        settings = asyncio.run(postgres_checks(server.env))
+        assert settings == {"fsync": "on", "synchronous_commit": "on"}
+
+
+@pytest.mark.slow
+def test_running_server_stop_refuses_a_tampered_dir(server: Server, sentinel: Path) -> None:
+    original = server.state_file.read_text()
+    try:
+        write_state(server.state_file, {**server.state, "dir": str(sentinel)})
+        result = server.run("stop")
+        assert result.returncode == 1
+        assert "refusing" in result.stderr
+        assert (sentinel / "keep.txt").read_text() == "precious"
+        assert alive(server.pid), "stop killed the server although it refused"
+    finally:
+        server.state_file.write_text(original)
+    assert server.run("status").returncode == 0
+
+
+@pytest.mark.slow
+def test_running_server_stop_refuses_a_tampered_pid(server: Server, sleeper: subprocess.Popen[bytes]) -> None:
+    original = server.state_file.read_text()
+    try:
+        forged = {
+            **server.state,
+            "pid": str(sleeper.pid),
+            "start": proc_start(sleeper.pid),
+            "uid": str(os.geteuid()),
+        }
+        write_state(server.state_file, forged)
+        result = server.run("stop")
+        assert result.returncode == 1
+        assert "refusing" in result.stderr
+        time.sleep(0.2)
+        assert alive(sleeper.pid), "stop killed an unrelated process"
+        assert server.work_dir.is_dir(), "stop deleted the data although it refused"
+    finally:
+        server.state_file.write_text(original)
+    assert server.run("status").returncode == 0
+
+
+@pytest.mark.slow
+def test_stop_stops_its_own_server_and_deletes_its_dir(server: Server) -> None:
+    result = server.run("stop")
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 10
+    while alive(server.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(server.pid)
+    assert not server.work_dir.exists()
+    assert not server.state_file.exists() and not server.env_file.exists()
+    assert server.run("status").returncode == 1
+    assert server.run("stop").returncode == 0  # nothing left to stop
