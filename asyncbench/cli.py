@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
     )
     p.add_argument(
+        "--require-accelerator",
+        action="store_true",
+        help="refuse to run (exit 2) when the compiled workload kernels are not built",
+    )
+    p.add_argument(
         "--isolate",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -146,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)
+        if args.require_accelerator:
+            from workloads.profile_store import kernels
+
+            if not kernels.ACCELERATED:
+                raise ConfigError("command line", "--require-accelerator", kernels.status_line())
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

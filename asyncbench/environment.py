@@ -10,7 +10,7 @@ from importlib import metadata
 import psutil
 
 import asyncbench
-from workloads.profile_store.checksum import ACCELERATED
+from workloads.profile_store import kernels
 
 
 def cpu_model() -> str:
@@ -51,6 +51,6 @@ def collect() -> dict[str, str]:
         "Total memory": f"{vm.total / 2**30:.1f} GiB",
         "Event loop": event_loop_backend(),
         "asyncbench": asyncbench.__version__,
-        "Checksum accelerator": "compiled C extension" if ACCELERATED else "pure Python fallback",
+        "Compiled kernels": kernels.status_line(),
         "anyio": package_version("anyio"),
     }

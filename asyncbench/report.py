@@ -266,6 +266,11 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         lines += [f"![{title}]({path})", ""]
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
+    if not run.accelerated:
+        lines += [
+            "- **Timed on the pure-Python fallback of the workload kernels (compiled kernels not built): "
+            "checksums are exact, timings are not comparable with compiled runs.**"
+        ]
     lines += [f"- **{f}**" for f in verdict.failures]
     lines += [f"- {x}" for x in verdict.lines] + [""]
     lines += ["## Write Readiness", ""] + write_readiness(run) + [""]

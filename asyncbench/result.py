@@ -149,6 +149,9 @@ class RunResult:
     engines: list[EngineResult] = field(default_factory=list)
     interrupted: str | None = None
     isolated: bool = False  # each engine ran in its own child process
+    #: The workload's compiled kernels were in use; False: the pure-Python fallback ran and
+    #: its timings are not comparable with compiled runs.
+    accelerated: bool = True
     schema: int = SCHEMA
 
     def to_json(self) -> bytes:

@@ -25,6 +25,7 @@ from asyncbench.observers import Observer
 from asyncbench.phase_loop import run_operations
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
 from engines import engine_class
+from workloads.profile_store import kernels
 from workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
@@ -222,6 +223,7 @@ def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
         source=cfg.source,
         environment=environment.collect(),
         isolated=cfg.isolate,
+        accelerated=kernels.ACCELERATED,
     )
 
 

@@ -17,6 +17,7 @@ from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.result import RunResult, exit_code
 from asyncbench.runner import Benchmark
 from asyncbench.signals import backend_options, watch_signals
+from workloads.profile_store import kernels
 
 __all__ = ["run", "utc_stamp"]
 
@@ -60,6 +61,8 @@ def run(
             tg.cancel_scope.cancel()
 
     console.message(f"asyncbench: plan {cfg.source}, engines {', '.join(cfg.engines)}; log: {log_path}")
+    if not kernels.ACCELERATED:
+        console.message(f"asyncbench: WARNING: {kernels.status_line()}")
     observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
     try:
         anyio.run(main, backend_options=backend_options())
