@@ -363,8 +363,9 @@ class PhaseLatency:
         self._start_ns = start_ns
         self._hist: LatencyHistogram | None = None
 
-    def add(self, marks: Marks) -> None:
-        """Keep one batch's marks (O(1): the list itself; converted after the phase)."""
+    def add(self, marks: Marks | np.ndarray) -> None:
+        """Keep one batch's marks (O(1): the list itself; converted after the phase). An int64
+        array of marks (e.g. a zero-copy view of a C recorder's buffer) is kept as it is."""
         if len(marks) >= 2:
             self._batches.append(marks)
             self._hist = None
