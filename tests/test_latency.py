@@ -18,6 +18,8 @@ from asyncbench.latency import (
     LatencyHistogram,
     PhaseLatency,
     batch_p99_max,
+    format_us,
+    latency_rows,
     nearest_rank,
 )
 
@@ -225,3 +227,13 @@ def test_over_time_counts_from_the_given_phase_start() -> None:
     assert points[0].t_s > 0.5  # nothing ended in the first half second
     with pytest.raises(ValueError):
         c.over_time(buckets=0)
+
+
+def test_json_entry_and_report_rows(known: PhaseLatency) -> None:
+    entry = known.to_dict()
+    assert entry["count"] == 1010 and entry["histogram"] == known.encoded()
+    assert set(entry) == {"count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "histogram"}
+    empty = PhaseLatency().summary()
+    rows = latency_rows({"read by user id": known.summary(), "reopen": empty})
+    assert rows == [("read by user id", "10.0", "10.0", "1_000", "1_000")]  # µs; empty phases left out
+    assert [format_us(v) for v in (850, 12_345, 123_456, 1_234_567)] == ["0.85", "12.3", "123", "1_235"]
