@@ -10,8 +10,12 @@ measurement, not by taste. Three parts:
    ``b"%020d" % uid`` (~cheap, so the recording cost is not hidden), with each candidate
    recording primitive, against the same loop without recording. Rounds are interleaved
    (every variant once per round, rotating order) and the table shows, per variant, the
-   median ns per operation and the added cost over the bare loop (median of the
-   per-round differences, with min-max), so other tenants' load hits every variant alike.
+   median and best (minimum) ns per operation, and the added cost over the bare loop two
+   ways: best minus best (other tenants' load only ever adds time, so the minimum is the
+   steadiest estimate on a shared machine) and the median of the per-round differences
+   with min-max.
+   ``--c-recorder`` adds the prototype C recorder (``latency_recorder_prototype.c``,
+   compiled on the fly; see ``bench_latency_overhead.py``).
 2. Per batch: ``PhaseLatency.add`` (O(1), keeps the list) and ``PhaseLatency.add_with_stats``
    (int64 conversion + exact p99/max for a live log line), in ns per operation of a
    ``--batch`` batch, with warm caches (right after a RocksDB batch it costs ~3x more:
@@ -31,15 +35,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from array import array
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_latency_overhead import build_c_recorder  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 
 from asyncbench.latency import (  # noqa: E402
@@ -165,6 +173,24 @@ def v_clock_only(uids: range) -> object:
     return out
 
 
+def c_variant(module: Any) -> Body:
+    """The prototype C recorder (``latency_recorder_prototype.c``): one C call per mark."""
+    recorder_type = module.Recorder
+
+    def v_c_recorder(uids: range) -> object:
+        out = []
+        append = out.append
+        recorder = recorder_type()
+        mark = recorder.mark
+        mark()
+        for uid in uids:
+            append(b"%020d" % uid)
+            mark()
+        return recorder
+
+    return v_c_recorder
+
+
 VARIANTS: dict[str, Body] = {
     "off (bare loop)": v_off,
     "clock only, discarded": v_clock_only,
@@ -186,24 +212,31 @@ def time_batches(body: Body, batches: list[range]) -> float:
     return (clock() - t0) / sum(len(b) for b in batches)
 
 
-def per_op(ops: int, batch: int, rounds: int) -> None:
+def per_op(ops: int, batch: int, rounds: int, c_module: Any) -> None:
     batches = [range(s, min(s + batch, ops)) for s in range(0, ops, batch)]
-    names = list(VARIANTS)
+    variants = dict(VARIANTS)
+    if c_module is not None:
+        variants["C recorder mark() (prototype, not shipped)"] = c_variant(c_module)
+    names = list(variants)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for n in names:  # warm-up
-        time_batches(VARIANTS[n], batches[:20])
+        time_batches(variants[n], batches[:20])
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for n in order:
-            samples[n].append(time_batches(VARIANTS[n], batches))
+            samples[n].append(time_batches(variants[n], batches))
     base = samples["off (bare loop)"]
     print(f"\n1. Per operation: {ops:_} ops in batches of {batch:_}, {rounds} interleaved rounds")
-    print(f"{'variant':50} {'ns/op':>8} {'added ns/op (median, min-max of per-round diffs)':>50}")
+    print(
+        f"{'variant':50} {'ns/op':>7} {'best':>7}   {'added: best - best':>18}   "
+        "added: median (min .. max) of per-round diffs"
+    )
     for n in names:
         diffs = [s - b for s, b in zip(samples[n], base, strict=True)]
         print(
-            f"{n:50} {statistics.median(samples[n]):8.1f} "
-            f"{statistics.median(diffs):+22.1f}  ({min(diffs):+.1f} .. {max(diffs):+.1f})"
+            f"{n:50} {statistics.median(samples[n]):7.1f} {min(samples[n]):7.1f}   "
+            f"{min(samples[n]) - min(base):+18.1f}   "
+            f"{statistics.median(diffs):+.1f} ({min(diffs):+.1f} .. {max(diffs):+.1f})"
         )
 
 
@@ -326,11 +359,14 @@ def main() -> None:
     ap.add_argument("--values", type=int, default=2_000_000)
     ap.add_argument("--slow-values", type=int, default=200_000)
     ap.add_argument("--skip", default="", help="comma list of parts to skip: 1,2,3")
+    ap.add_argument("--c-recorder", action="store_true", help="part 1 also measures the prototype C recorder")
     args = ap.parse_args()
     skip = set(args.skip.split(","))
     print(f"Python {sys.version.split()[0]}, numpy {np.__version__}")
     if "1" not in skip:
-        per_op(args.ops, args.batch, args.rounds)
+        with tempfile.TemporaryDirectory(prefix="asyncbench-latency-recorder-") as tmp:
+            c_module = build_c_recorder(Path(tmp)) if args.c_recorder else None
+            per_op(args.ops, args.batch, args.rounds, c_module)
     if "2" not in skip:
         per_batch(args.batch, args.rounds)
     if "3" not in skip:
