@@ -17,13 +17,13 @@ operation and one after every operation::
                 if value is not None:
                     append(value)
             return out
-        mark, clock = marks.append, CLOCK      # latency on: one clock read + one append per op
-        mark(clock())                          # the batch's start stamp, taken in this thread
+        clock = CLOCK                          # latency on: one clock read + one append per op
+        marks.append(clock())                  # the batch's start stamp, taken in this thread
         for uid in uids:
             value = get(primary_key(uid))
             if value is not None:
                 append(value)
-            mark(clock())
+            marks.append(clock())
         return out
 
 so ``marks`` holds ``ops + 1`` stamps and operation ``i`` took ``marks[i + 1] - marks[i]``
@@ -42,25 +42,31 @@ write-phase stall chart and :meth:`PhaseLatency.batch_stats` every batch's exact
 max for the JSON log's batch lines. :meth:`PhaseLatency.add_with_stats` gives a batch's
 p99/max immediately, for a live log line, at a measured cost (below).
 
-Why this primitive (``benchmarks/bench_latency_recording.py``: 2-vCPU AMD EPYC KVM guest,
-TSC clocksource, CPython 3.11; ns per operation added to a tight loop, medians of
-interleaved rounds): ``list.append(perf_counter_ns())`` adds ~50-60 ns, of which the
-clock read alone is ~45 ns (``clock_gettime`` itself is ~24 ns in C; the rest is the call
-and the int object); ``time.monotonic_ns`` is the same clock on Linux at the same cost;
-float ``perf_counter()`` is no cheaper and loses exactness on long-uptime machines;
-``array('q').append`` adds ~110 ns (its item setter parses the int with ``PyArg_Parse``);
-a preallocated list written by index ~70 ns, a preallocated numpy buffer ~105 ns (numpy
-scalar ``__setitem__``). The clock read dominates and no pure Python variant avoids it,
-so the plain list it is: one C-level clock call and one specialised append per op.
+Why this primitive (``benchmarks/bench_latency_recording.py --c-recorder``, 2-vCPU AMD
+EPYC KVM guest, TSC clocksource, CPython 3.11; ns added per operation to a tight loop,
+best of 21 interleaved rounds): ``marks.append(perf_counter_ns())`` +57 ns (the bound
+``mark = marks.append`` form +62: the method form hits CPython's specialised list
+append), of which the clock read alone is +49 (``clock_gettime`` itself is ~24 ns in C;
+the rest is the call and the int object); ``time.monotonic_ns`` is the same clock on
+Linux, +64; float ``perf_counter()`` +59, no cheaper and inexact on long-uptime machines;
+a preallocated list written by index +76; a preallocated numpy buffer +107 (numpy scalar
+``__setitem__``); ``array('q').append`` +115 (its item setter parses the int with
+``PyArg_Parse``). The clock read dominates and no pure Python variant avoids it, so the
+plain list it is. A compiled recorder (one C call storing into an int64 buffer, no
+Python int; prototype in ``benchmarks/latency_recorder_prototype.c``) costs +32: the
+only way to roughly halve it, and it needs a build change (``setup.py``).
 
-Inside a real engine loop the same primitive costs more than in a tight loop (~130 ns
-per RocksDB point read from a cached store, ``bench_latency_overhead.py``): the clock
-read runs with cold caches and each retained int is fresh memory. Per-batch work is the
-next cost, so ``add`` does none: converting a batch and taking its p99/max right after
-the engine's batch costs ~100 ns per operation (cold numpy code and data), ~30 ns in a
-warm microbenchmark; that is ``add_with_stats``, off the default path. The kept lists
-cost ~40 bytes per operation until the phase ends (a list slot + an int), which the
-peak-RSS figure of a 2_000_000-operation phase will include (~80 MB).
+Inside real engine loops it costs more than in a tight loop (cold caches; each kept int is
+fresh memory): ``benchmarks/bench_latency_overhead.py`` measured +2.7 % and +6.0 % (two
+runs, per-slice CPU-time medians) on RocksDB point reads from a fully cached store
+(~2.8 µs per read with the thread hop: the issue's budget is 3 %), +1.5 % to +2.6 % on
+SQLite point selects, +2.9 % to +5.7 % on RocksDB puts, ~+30 % on a dict get loop (the
+memory engine's ~240 ns operations). Per-batch work is the next cost, so ``add`` does
+none: converting a batch and taking its p99/max right after the engine's batch adds 3-5
+points more (cold numpy code and data; ~30 ns per operation warm); that is
+``add_with_stats``, off the default path. The kept lists cost ~40 bytes per operation
+until the phase ends (a list slot + an int), which the peak-RSS figure of a
+2_000_000-operation phase will include (~80 MB).
 
 After the phase the HdrHistogram is built from the counts array directly: a vectorised
 bucket index (the HdrHistogram index formula in numpy) and one ``numpy.bincount`` written

@@ -8,7 +8,7 @@ in batches of ``--batch`` through a synchronous batch body, as the engines do:
 
 * ``off``: the body without recording (what the engines run today);
 * ``on``: the body with the ``asyncbench.latency`` protocol (one ``perf_counter_ns`` read
-  and one ``list.append`` per operation, the start stamp taken in the body's own thread)
+  and one ``marks.append`` per operation, the start stamp taken in the body's own thread)
   plus, per batch, ``PhaseLatency.add`` (O(1): keeps the list; converted after the phase);
 * ``on+stats``: the same, with ``PhaseLatency.add_with_stats`` per batch instead (int64
   conversion + the batch's exact p99/max now, as a live log line would need);
@@ -139,13 +139,13 @@ def rocksdb_reads(root: Path, keys: int) -> Bodies:
     def on(uids: Sequence[int], marks: list[int]) -> list[bytes]:
         out = []
         append = out.append
-        mark, clock = marks.append, CLOCK
-        mark(clock())
+        clock = CLOCK
+        marks.append(clock())
         for uid in uids:
             value = get(primary_key(uid))
             if value is not None:
                 append(value)
-            mark(clock())
+            marks.append(clock())
         return out
 
     def on_c(uids: Sequence[int], recorder: Any) -> list[bytes]:
@@ -172,11 +172,11 @@ def rocksdb_puts(root: Path) -> Bodies:
             put(primary_key(p[0]), encode(p))
 
     def on(profiles: Sequence[tuple], marks: list[int]) -> None:
-        mark, clock = marks.append, CLOCK
-        mark(clock())
+        clock = CLOCK
+        marks.append(clock())
         for p in profiles:
             put(primary_key(p[0]), encode(p))
-            mark(clock())
+            marks.append(clock())
 
     def on_c(profiles: Sequence[tuple], recorder: Any) -> None:
         mark = recorder.mark
@@ -215,13 +215,13 @@ def sqlite_reads(root: Path, keys: int) -> Bodies:
         execute = conn.cursor().execute
         out = []
         append = out.append
-        mark, clock = marks.append, CLOCK
-        mark(clock())
+        clock = CLOCK
+        marks.append(clock())
         for uid in uids:
             row = execute(sql, (uid,)).fetchone()
             if row is not None:
                 append(row)
-            mark(clock())
+            marks.append(clock())
         return out
 
     def on_c(uids: Sequence[int], recorder: Any) -> list[tuple]:
@@ -260,13 +260,13 @@ def dict_reads(keys: int) -> Bodies:
     def on(uids: Sequence[int], marks: list[int]) -> list:
         out = []
         append = out.append
-        mark, clock = marks.append, CLOCK
-        mark(clock())
+        clock = CLOCK
+        marks.append(clock())
         for uid in uids:
             p = get(uid)
             if p is not None:
                 append(p)
-            mark(clock())
+            marks.append(clock())
         return out
 
     def on_c(uids: Sequence[int], recorder: Any) -> list:
