@@ -56,6 +56,7 @@ __all__ = [
     "Summary",
     "Verdict",
     "compare",
+    "comparison_row",
     "exit_code",
     "busy_processes",
     "noise_advice",
@@ -282,6 +283,13 @@ def compare(
         assert p is not None
         verdict = direction if p < alpha else Verdict.NOT_SIGNIFICANT
     return Comparison(verdict, ratio, change, base, new, p, with_spread, threshold)
+
+
+def comparison_row(
+    engine: str, phase: str, c: Comparison, unit: str = "/s"
+) -> tuple[str, str, str, str, str, str]:
+    """One row of the compare table: engine, phase, base, new, ratio, verdict."""
+    return (engine, phase, c.base.format(unit), c.new.format(unit), f"{c.ratio:.3f}x", c.describe())
 
 
 def exit_code(comparisons: Sequence[Comparison]) -> int:

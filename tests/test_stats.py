@@ -14,6 +14,7 @@ from asyncbench.stats import (
     Summary,
     Verdict,
     compare,
+    comparison_row,
     exit_code,
     noise_advice,
     read_governors,
@@ -87,6 +88,9 @@ def test_compare_significantly_faster_and_slower() -> None:
     assert slower.change_pct == pytest.approx((100 / 110 - 1) * 100)
     assert exit_code([c, slower]) == 1
     assert exit_code([c]) == 0
+    row = comparison_row("rocksdb", "read by user id", slower)
+    assert row[:5] == ("rocksdb", "read by user id", "110/s ± 0.9%", "100/s ± 1.0%", "0.909x")
+    assert row[5].startswith("slower by 9.1% (p = ")
 
 
 def test_overlapping_noisy_samples_six_percent_apart_are_not_significant() -> None:
