@@ -8,10 +8,12 @@
 * :func:`latency_over_time`: one write phase, p50/p99/max per time bucket against seconds
   since the phase start, so compaction or merge stalls show where they happened.
 
-Same style and guarantees as ``asyncbench.charts`` (its rcParams and engine colours: an
-engine has one colour in every chart): matplotlib's object API without pyplot, text drawn
-as paths, a fixed SVG hash salt and no date, so the same data gives the same bytes; the
-chart's title is the SVG ``<title>``.
+Same style and guarantees as ``asyncbench.charts`` (its rcParams): matplotlib's object API
+without pyplot, text drawn as paths, a fixed SVG hash salt and no date, so the same data
+gives the same bytes; the chart's title is the SVG ``<title>``. Engine colours are an
+argument (engine -> colour), so the caller passes the colours the other charts use (an
+engine keeps one colour across the report); engines without one get a stable colour
+picked by a hash of the name.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
 import numpy as np
@@ -29,11 +32,12 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from asyncbench.charts import MUTED, RC, TEXT, WIDTH_IN, engine_colour
+from asyncbench.charts import MUTED, RC, TEXT, WIDTH_IN
 from asyncbench.latency import LatencyHistogram, TimeBucket
 
 __all__ = [
     "DISTRIBUTION_TITLE",
+    "FALLBACK_COLOURS",
     "OverTimePoint",
     "latency_over_time",
     "nines",
@@ -53,6 +57,17 @@ _NOTE_LINE_IN = 0.19
 _POINTS = 240  # percentile samples per line
 _MIN_NINES = 4  # the x axis always reaches 99.99
 _MAX_NINES = 7  # 10 million operations
+#: Colours for engines the caller gives none, picked by a stable hash of the name.
+FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
+
+
+def _colour_of(colours: Mapping[str, str] | None) -> Callable[[str], str]:
+    def colour(engine: str) -> str:
+        if colours and engine in colours:
+            return colours[engine]
+        return FALLBACK_COLOURS[zlib.crc32(engine.encode()) % len(FALLBACK_COLOURS)]
+
+    return colour
 
 
 def nines(percentile: float) -> float:
@@ -130,9 +145,13 @@ def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
     return xs, np.maximum(values, 1e-3)  # log axis: a 0 ns bucket shows at 1 ns
 
 
-def percentile_distribution(series: Mapping[str, Mapping[str, str]], subtitle: str) -> str:
+def percentile_distribution(
+    series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
+) -> str:
     """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
-    (``PhaseLatency.encoded()``); one panel per phase, in first-seen order."""
+    (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
+    engine -> colour."""
+    engine_colour = _colour_of(colours)
     phases: list[str] = []
     for by_phase in series.values():
         for phase in by_phase:
@@ -201,9 +220,16 @@ def _with_gaps(points: Sequence[OverTimePoint]) -> tuple[np.ndarray, ...]:
     return (t, *cols)
 
 
-def latency_over_time(series: Mapping[str, Sequence[OverTimePoint]], phase: str, subtitle: str) -> str:
+def latency_over_time(
+    series: Mapping[str, Sequence[OverTimePoint]],
+    phase: str,
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> str:
     """SVG of one phase's latency over time: ``series`` is engine -> points
-    (:func:`over_time_points`); per engine p99 (solid), max (thin) and p50 (dotted)."""
+    (:func:`over_time_points`); per engine p99 (solid), max (thin) and p50 (dotted);
+    ``colours`` is engine -> colour."""
+    engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
     notes = [
         "Each point summarises the operations that ended in one time slice of the phase; a break in a "

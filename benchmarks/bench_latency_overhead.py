@@ -82,7 +82,11 @@ import rocksdict
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asyncbench.latency import CLOCK, PhaseLatency  # noqa: E402
-from workloads.profiles import create_many, encode, primary_key  # noqa: E402
+
+try:  # the workload package's layout on main (workloads/profile_store/) and before it
+    from workloads.profile_store.profiles import create_many, encode, primary_key  # noqa: E402
+except ImportError:
+    from workloads.profiles import create_many, encode, primary_key  # noqa: E402
 
 SEED = 570123434
 C_MODE = "on (C)"

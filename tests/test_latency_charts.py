@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from asyncbench import latency_charts
-from asyncbench.charts import engine_colour
 from asyncbench.latency import PhaseLatency
 from asyncbench.latency_charts import (
     latency_over_time,
@@ -64,8 +63,11 @@ def test_nines_scale() -> None:
     assert [nines_label(n) for n in range(6)] == ["0", "90", "99", "99.9", "99.99", "99.999"]
 
 
+COLOURS = {"rocksdb": "#d1495b", "sqlite": "#2f6fb0"}
+
+
 def test_percentile_distribution_svg(series: dict[str, dict[str, str]]) -> None:
-    svg = percentile_distribution(series, "20_000 profiles · P1 · batch 1_000")
+    svg = percentile_distribution(series, "20_000 profiles · P1 · batch 1_000", COLOURS)
     title, drawn = parse(svg)
     assert title == "Latency Distribution"
     for text in (
@@ -81,9 +83,11 @@ def test_percentile_distribution_svg(series: dict[str, dict[str, str]]) -> None:
     assert "percentile (%)" in drawn and "latency (µs)" in drawn
     for engine in series:
         assert engine in drawn
-        assert engine_colour(engine) in svg  # each engine's line in its report-wide colour
+    assert "#d1495b" in svg and "#2f6fb0" in svg  # the colours the caller gives
+    fallback = latency_charts.FALLBACK_COLOURS
+    assert any(c in svg for c in fallback)  # "mine" has none given: a stable fallback
     assert "<dc:date>" not in svg  # deterministic: no date
-    assert percentile_distribution(series, "20_000 profiles · P1 · batch 1_000") == svg
+    assert percentile_distribution(series, "20_000 profiles · P1 · batch 1_000", COLOURS) == svg
 
 
 def test_the_axis_reaches_further_nines_with_more_operations() -> None:
