@@ -54,17 +54,20 @@ a preallocated list written by index +76; a preallocated numpy buffer +107 (nump
 ``PyArg_Parse``). The clock read dominates and no pure Python variant avoids it, so the
 plain list it is. A compiled recorder (one C call storing into an int64 buffer, no
 Python int; prototype in ``benchmarks/latency_recorder_prototype.c``) costs +32: the
-only way to roughly halve it, and it needs a build change (``setup.py``).
+only way to roughly halve it in a tight loop, it needs a build change (``setup.py``), and
+in the real loops it measured inconsistently (from better than the list to worse), so it
+is a lead, not a result.
 
 Inside real engine loops it costs more than in a tight loop (cold caches; each kept int is
-fresh memory): ``benchmarks/bench_latency_overhead.py`` measured +2.7 % and +6.0 % (two
-runs, per-slice CPU-time medians) on RocksDB point reads from a fully cached store
-(~2.8 µs per read with the thread hop: the issue's budget is 3 %), +1.5 % to +2.6 % on
-SQLite point selects, +2.9 % to +5.7 % on RocksDB puts, ~+30 % on a dict get loop (the
-memory engine's ~240 ns operations). Per-batch work is the next cost, so ``add`` does
-none: converting a batch and taking its p99/max right after the engine's batch adds 3-5
-points more (cold numpy code and data; ~30 ns per operation warm); that is
-``add_with_stats``, off the default path. The kept lists cost ~40 bytes per operation
+fresh memory): ``benchmarks/bench_latency_overhead.py`` (three runs of 21 rounds, per-slice
+CPU-time medians, load average 0.9 to 3.3 on 2 vCPUs) measured +1.9 %, +2.7 % and +6.0 %
+on RocksDB point reads from a fully cached store (~2.8 µs per read with the thread hop;
+the issue's budget is 3 %), +1.5 %, +2.1 % and +2.6 % on SQLite point selects, +2.9 %,
++3.9 % and +5.7 % on RocksDB puts (budget 2 %), and ~+30 % on a dict get loop (the memory
+engine's ~240 ns operations: no per-operation clock read fits in 2 % of that).
+Per-batch work is the next cost, so ``add`` does none: converting a batch and taking its
+p99/max right after the engine's batch adds 2-6 points more (cold numpy code and data;
+~30 ns per operation warm); that is ``add_with_stats``, off the default path. The kept lists cost ~40 bytes per operation
 until the phase ends (a list slot + an int), which the peak-RSS figure of a
 2_000_000-operation phase will include (~80 MB).
 
