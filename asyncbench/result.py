@@ -67,6 +67,11 @@ class PhaseResult:
     count: int | None = None
     post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
+    #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
+    #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
+    latency: dict[str, Any] | None = None
+    #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
+    latency_over_time: list[list[float]] | None = None
 
     @property
     def ops_per_s(self) -> float:
@@ -86,6 +91,8 @@ class EngineResult:
     initial_rss_bytes: int | None = None
     facts: EngineFacts = field(default_factory=EngineFacts)
     notes: list[str] = field(default_factory=list)
+    repeat: int = 0  # which repeat of this engine (0-based, interleaved A B C A B C ...)
+    warmup: bool = False  # a declared warm-up repeat: kept here, left out of the statistics
 
     @property
     def ok(self) -> bool:
