@@ -53,7 +53,9 @@ class PhaseRecorder:
         stats = [iter(w.batch_stats()) for w in self._workers]
         counters = [0] * len(self._workers)
         rows = []
+        done = 0
         for worker, ops, seconds in self._batches:
+            done += ops
             st = next(stats[worker], None)
             index = counters[worker]
             counters[worker] += 1
@@ -63,7 +65,8 @@ class PhaseRecorder:
                     "batch": index,
                     "ops": ops,
                     "elapsed_ms": round(seconds * 1000, 3),
-                    "worker_ops_per_s": round(ops / seconds) if seconds > 0 else None,
+                    "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
+                    "done": done,  # operations completed in the phase, all workers
                     "p99_us": round(st.p99_ns / 1000, 3) if st and st.ops else None,
                     "max_us": round(st.max_ns / 1000, 3) if st and st.ops else None,
                 }
