@@ -11,7 +11,15 @@ import sys
 from pathlib import Path
 
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_paths, check_phase_counts, load
+from asyncbench.config import (
+    BenchConfig,
+    ConfigError,
+    apply_run_key,
+    check_paths,
+    check_phase_counts,
+    check_repeats,
+    load,
+)
 from asyncbench.result import EXIT_BAD_INPUT
 
 EPILOG = """\
@@ -51,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
     p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
+    p.add_argument(
+        "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
+    )
+    p.add_argument("--warmup", help="leading repeats kept in the JSON but left out of the statistics")
     p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
     p.add_argument(
         "--no-progress",
@@ -103,7 +115,13 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         except ValueError:
             raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
         apply_run_key(cfg, where, "--seed", "seed", seed)
-    for flag, key in (("--parallelism", "parallelism"), ("--batch-size", "batch_size"), ("--limit", "limit")):
+    for flag, key in (
+        ("--parallelism", "parallelism"),
+        ("--batch-size", "batch_size"),
+        ("--limit", "limit"),
+        ("--repeat", "repeat"),
+        ("--warmup", "warmup"),
+    ):
         value = getattr(args, key)
         if value is not None:
             apply_run_key(cfg, where, flag, key, number(flag, value))
@@ -122,6 +140,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         if value is not None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
+    check_repeats(cfg, where)
     check_paths(cfg, where)
     if args.log_file is not None:
         log = Path(args.log_file)

@@ -22,7 +22,6 @@ import platform
 import shlex
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -37,11 +36,9 @@ from asyncbench import fmt
 from asyncbench.stats import read_governors
 
 __all__ = [
-    "ENGINE_LIBRARIES",
     "SUPPORT_LIBRARIES",
     "Provenance",
     "collect",
-    "engine_library_versions",
     "file_sha256",
     "filesystem_of",
     "format_rows",
@@ -51,12 +48,6 @@ __all__ = [
     "python_build_flags",
 ]
 
-#: Distribution names of each engine's Python library (``sqlite`` also gets the C library).
-ENGINE_LIBRARIES: dict[str, tuple[str, ...]] = {
-    "rocksdb": ("rocksdict",),
-    "sqlite": ("aiosqlite",),
-    "mysql": ("asyncmy",),
-}
 #: Libraries that shape every engine's numbers (event loop, thread hops, measurement).
 SUPPORT_LIBRARIES = ("anyio", "uvloop", "numpy", "hdrhistogram", "psutil", "orjson")
 
@@ -245,17 +236,6 @@ def library_versions(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def engine_library_versions(engines: Iterable[str] | None = None) -> dict[str, str]:
-    """The engines' Python libraries (plus the SQLite C library the sqlite engine links)."""
-    wanted = list(ENGINE_LIBRARIES) if engines is None else list(engines)
-    out: dict[str, str] = {}
-    for e in wanted:
-        out.update(library_versions(ENGINE_LIBRARIES.get(e, ())))
-        if e == "sqlite":
-            out["SQLite (C library)"] = sqlite3.sqlite_version
-    return out
-
-
 # --- the record ----------------------------------------------------------------------------------
 
 
@@ -269,8 +249,9 @@ def collect(
 ) -> Provenance:
     """Everything about this run's context, at its start (call :func:`mark_end` at the end).
 
-    ``engine_versions`` comes from the engines (e.g. ``{"rocksdict": "0.3.29",
-    "RocksDB": "9.10.0"}``; :func:`engine_library_versions` covers the Python libraries);
+    ``engine_versions`` comes from the engines themselves (each engine class's
+    ``library_versions()``, asked through the registry by the caller: this module names
+    no engine);
     ``repo`` is the source checkout to describe (default: the one holding asyncbench).
     """
     plan = Path(plan_path) if plan_path is not None else None

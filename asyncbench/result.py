@@ -156,6 +156,11 @@ class RunResult:
     engines: list[EngineResult] = field(default_factory=list)
     interrupted: str | None = None
     isolated: bool = False  # each engine ran in its own child process
+    repeat: int = 1  # runs per engine; ``engines`` holds every one (EngineResult.repeat)
+    warmup: int = 0  # leading repeats left out of the statistics
+    #: Per engine, per operation phase: throughput statistics over the measured repeats
+    #: (median, min, max, 95% Student-t interval, spread); written with the result.
+    throughput: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: The workload's compiled kernels were in use; False: the pure-Python fallback ran and
     #: its timings are not comparable with compiled runs.
     accelerated: bool = True

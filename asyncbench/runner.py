@@ -236,8 +236,10 @@ def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
         counts=asdict(counts),
         phases=[asdict(p) for p in cfg.phases],
         source=cfg.source,
-        environment=environment.collect(),
+        environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,
+        repeat=cfg.repeat,
+        warmup=cfg.warmup,
         accelerated=kernels.ACCELERATED,
     )
 
@@ -267,17 +269,20 @@ class Benchmark:
                 plan = None if self.cfg.isolate else await self._draw(counts)  # children draw their own
                 run = new_result(self.cfg, counts, self.started_utc)
                 self.results.append(run)
-                for name in self.cfg.engines:
-                    engine_run: EngineRun | ChildEngineRun
-                    if plan is None:
-                        engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
-                    else:
-                        engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
-                    try:
-                        await engine_run.run()
-                    finally:  # an interrupted engine still reports what it completed
-                        run.engines.append(engine_run.result)
-                        self.on_progress(run)
+                for repeat in range(self.cfg.repeat):  # interleaved: A B C A B C ...
+                    for name in self.cfg.engines:
+                        engine_run: EngineRun | ChildEngineRun
+                        if plan is None:
+                            engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
+                        else:
+                            engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
+                        try:
+                            await engine_run.run()
+                        finally:  # an interrupted engine still reports what it completed
+                            engine_run.result.repeat = repeat
+                            engine_run.result.warmup = repeat < self.cfg.warmup
+                            run.engines.append(engine_run.result)
+                            self.on_progress(run)
             tg.cancel_scope.cancel()
         return self.results
 
