@@ -156,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         from asyncbench.commands.report import report
 
         return report(argv[1:])
+    if argv[:1] == ["compare"]:
+        from asyncbench.commands.compare import compare_command
+
+        return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
     if args.child_run:
         from asyncbench.isolation import child_main

@@ -26,3 +26,22 @@ class SleepyEngine(MemoryEngine):
                 out.append(p)
             marks.append(perf_counter_ns())
         return out
+
+
+class SlowReadsEngine(MemoryEngine):
+    """The memory engine with every point read 20 µs slower: a regression to catch."""
+
+    name = "memory"
+
+    async def read_by_id(self, uids: Sequence[int], marks: list[int]) -> list:
+        out = []
+        marks.append(perf_counter_ns())
+        for uid in uids:
+            deadline = perf_counter_ns() + 20_000
+            while perf_counter_ns() < deadline:
+                pass
+            p = self.profiles.get(uid)
+            if p is not None:
+                out.append(p)
+            marks.append(perf_counter_ns())
+        return out
