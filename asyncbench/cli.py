@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import asyncbench
 from asyncbench import fmt
 from asyncbench.config import (
     BenchConfig,
@@ -74,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
+        "spread, latency percentiles, checksum)",
     )
     p.add_argument(
         "--require-accelerator",
@@ -184,4 +192,4 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     from asyncbench.commands.run import run
 
-    return run(cfg, args.log_file, args.no_progress, args.update_latest)
+    return run(cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv)

@@ -11,6 +11,7 @@ import anyio
 from asyncbench.aggregate import throughput_stats, unstable_phases
 from asyncbench.config import BenchConfig
 from asyncbench.correctness import judge
+from asyncbench.csv_export import write_csv
 from asyncbench.logs import open_log
 from asyncbench.observers import JsonLogObserver, ObserverGroup
 from asyncbench.outputs import result_dir, write_run
@@ -31,7 +32,11 @@ def utc_stamp() -> str:
 
 
 def run(
-    cfg: BenchConfig, log_file: str | None, no_progress: bool = False, update_latest: bool = False
+    cfg: BenchConfig,
+    log_file: str | None,
+    no_progress: bool = False,
+    update_latest: bool = False,
+    csv: bool = False,
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -51,6 +56,8 @@ def run(
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
         directory = result_dir(cfg.output, result.profiles)
         written[result.profiles] = write_run(result, directory, stamp, charts=final)
+        if final and csv:
+            write_csv(result, directory / f"asyncbench-{stamp}.csv")
         if final and update_latest:
             from asyncbench.charts import update_latest as write_latest
 
