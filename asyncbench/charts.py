@@ -77,7 +77,7 @@ def _status_note(e: EngineResult) -> str:
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
-def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
+def figure_frame(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
     """A figure with a fixed header (title, subtitle) and footer (notes) around a constrained body."""
     sub_lines = textwrap.wrap(subtitle, 125) or [""]
     note_lines: list[str] = []
@@ -143,7 +143,7 @@ def execution_time(run: RunResult) -> Figure:
         "run time is the engine's whole run, open to close."
     )
     body = max(len(order), 1) * 0.45 + AXIS_IN
-    fig = _figure(
+    fig = figure_frame(
         "Execution Time",
         f"Completed phase time per engine relative to the fastest · {fmt.count(run.profiles)} profiles · "
         "shorter is better",
@@ -202,7 +202,7 @@ def _throughput(
     colours = {e.engine: engine_colour(e) for e in run.engines}
     n = max(len(engines), 1)
     body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
-    fig = _figure(title, subtitle, body, notes)
+    fig = figure_frame(title, subtitle, body, notes)
     ax = fig.add_subplot()
     _style_axis(ax)
     centers = []
@@ -396,7 +396,7 @@ def resource_footprint(run: RunResult) -> Figure:
         "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
     )
     body = max(len(engines), 1) * 0.45 + AXIS_IN
-    fig = _figure(
+    fig = figure_frame(
         "Resource Footprint",
         f"Storage on disk and process peak memory per engine · {fmt.count(run.profiles)} profiles · "
         "lower is better",

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import io
 import math
-import textwrap
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib
 import numpy as np
-from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from asyncbench.charts import MUTED, RC, TEXT, WIDTH_IN
+from asyncbench.charts import MUTED, RC, TEXT
+from asyncbench.charts import figure_frame as _figure
 from asyncbench.latency import LatencyHistogram, TimeBucket
 
 __all__ = [
@@ -51,9 +49,6 @@ OverTimePoint = tuple[float, int, int, int]
 """(seconds since the phase start, p50 ns, p99 ns, max ns) of one time bucket."""
 
 _PANEL_IN = 2.7
-_HEADER_IN = 0.95
-_SUBTITLE_LINE_IN = 0.2
-_NOTE_LINE_IN = 0.19
 _POINTS = 240  # percentile samples per line
 _MIN_NINES = 4  # the x axis always reaches 99.99
 _MAX_NINES = 7  # 10 million operations
@@ -91,31 +86,6 @@ def _us_label(v: float, _pos: object = None) -> str:
     if v >= 1:
         return f"{v:_.0f}"
     return f"{v:.3f}".rstrip("0").rstrip(".")
-
-
-def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
-    sub_lines = textwrap.wrap(subtitle, 125) or [""]
-    note_lines: list[str] = []
-    for n in notes:
-        note_lines += textwrap.wrap(n, 165, subsequent_indent="    ")
-    header = _HEADER_IN + _SUBTITLE_LINE_IN * (len(sub_lines) - 1)
-    footer = 0.12 + _NOTE_LINE_IN * len(note_lines)
-    height = header + body_in + footer
-    fig = Figure(figsize=(WIDTH_IN, height), facecolor="white")
-    FigureCanvasSVG(fig)
-    fig.set_layout_engine(
-        ConstrainedLayoutEngine(rect=(0.0, footer / height, 1.0, body_in / height), w_pad=0.08, h_pad=0.08)
-    )
-    x0 = 0.12 / WIDTH_IN
-    fig.text(x0, 1 - 0.4 / height, title, fontsize=15, fontweight="bold", color=TEXT, va="baseline")
-    fig.text(
-        x0, 1 - 0.66 / height, "\n".join(sub_lines), fontsize=9.5, color=MUTED, va="top", linespacing=1.45
-    )
-    if note_lines:
-        fig.text(
-            x0, 0.1 / height, "\n".join(note_lines), fontsize=8, color=MUTED, va="bottom", linespacing=1.5
-        )
-    return fig
 
 
 def _style(ax) -> None:  # type: ignore[no-untyped-def]

@@ -3,15 +3,12 @@ batch, known latencies give the expected percentiles, and the stored histogram d
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import orjson
 import pytest
-from conftest import ROOT
+from conftest import run_asyncbench
 from engines_latency import FAST_S, SLOW_EVERY, SLOW_S
 
 from asyncbench.engine import EngineConfig, opened
@@ -64,27 +61,8 @@ kind = "read_by_id"
 def test_known_latencies_give_the_expected_percentiles(tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
-    env = {**os.environ, "ASYNCBENCH_ENGINES": "sleepy=engines_latency:SleepyEngine"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "asyncbench",
-            str(plan),
-            "--no-progress",
-            "--batch-size",
-            "100",
-            "--output",
-            str(tmp_path / "out"),
-            "--data",
-            str(tmp_path / "data"),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_asyncbench(
+        tmp_path, str(plan), "--batch-size", "100", engines="sleepy=engines_latency:SleepyEngine"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
