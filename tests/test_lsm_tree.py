@@ -197,6 +197,24 @@ class TreeModel(RuleBasedStateMachine):
         self.tree.close()
         self.tree = LsmTree(self.dir, self.options)
 
+    @rule()
+    def crash(self) -> None:
+        """Reopen a copy of the files as they are now, mid-job perhaps: what a kill
+        leaves (after the log writer drained; ``none`` mode loses memtables by design)."""
+        if self.options.wal_mode == "none":
+            return
+        import shutil
+        import tempfile
+
+        self.tree.wal.write_now()
+        copy = Path(tempfile.mkdtemp(prefix="lsm-model-"))
+        shutil.copytree(self.dir, copy, dirs_exist_ok=True)
+        self.reopen()
+        self.tree.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir = copy
+        self.tree = LsmTree(self.dir, self.options)
+
     @invariant()
     def count_matches(self) -> None:
         if hasattr(self, "tree"):

@@ -5,3 +5,7 @@ segment format, reader, writer), ``cache`` (bounded read caches), ``merge`` (mer
 sorted sources), ``tree`` (one LSM tree), ``maintainer`` (background tasks on the anyio
 loop) and ``adapter`` (the profile workload as five trees).
 """
+
+from engines.lsm.errors import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
+
+__all__ = ["CorruptLog", "CorruptMeta", "CorruptSegment", "CorruptStore", "MissingStore"]

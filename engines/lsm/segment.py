@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.lsm.cache import GenerationalCache
+from engines.lsm.errors import CorruptSegment
 
 MAGIC = b"LSMSEG01"
 FOOTER_MAGIC = b"LSMFOOT1"
@@ -52,10 +53,6 @@ _U32 = struct.Struct("<I")
 
 #: What a segment lookup returns for a key it holds as deleted.
 TOMBSTONE = object()
-
-
-class CorruptSegment(Exception):
-    """A segment file failed a magic or checksum test."""
 
 
 _u32_structs: dict[int, struct.Struct] = {}
@@ -132,6 +129,7 @@ class SegmentWriter:
         self.entries = 0
         self.live = 0
         self.blocks = 0
+        self._finished = False
 
     def add(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
         """Append entries whose keys are strictly greater than every key added before."""
@@ -207,10 +205,14 @@ class SegmentWriter:
         os.fsync(self._f.fileno())
         self._f.close()
         os.replace(self.tmp, self.path)
+        self._finished = True
 
     def abort(self) -> None:
+        """Give the segment up: it will never be committed, even if already renamed."""
         self._f.close()
         self.tmp.unlink(missing_ok=True)
+        if self._finished:
+            self.path.unlink(missing_ok=True)
 
 
 class DiskSegment:
@@ -231,22 +233,22 @@ class DiskSegment:
         size = os.fstat(self._file.fileno()).st_size
         if size < _HEADER.size + _FOOTER_SIZE:
             self._file.close()
-            raise CorruptSegment(f"{self.path}: too short")
+            raise CorruptSegment(self.path, None, f"too short for a segment ({size} bytes)")
         self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         self._file.close()  # the mapping keeps its own descriptor
         mm = self._mm
         magic, version, step = _HEADER.unpack_from(mm, 0)
         if magic != MAGIC or version != VERSION:
-            raise CorruptSegment(f"{self.path}: bad header")
+            raise CorruptSegment(self.path, 0, "bad header")
         fo = size - _FOOTER_SIZE
         footer = mm[fo : fo + _FOOTER.size]
         (fcrc,) = _U32.unpack_from(mm, fo + _FOOTER.size)
         if mm[size - 8 : size] != FOOTER_MAGIC or zlib.crc32(footer) != fcrc:
-            raise CorruptSegment(f"{self.path}: bad footer")
+            raise CorruptSegment(self.path, fo, "bad footer")
         ioff, ilen, self.entries, self.live, nblocks, icrc = _FOOTER.unpack(footer)
         index = mm[ioff : ioff + ilen]
         if zlib.crc32(index) != icrc:
-            raise CorruptSegment(f"{self.path}: bad index checksum")
+            raise CorruptSegment(self.path, ioff, "index checksum mismatch")
         self.step = step
         self.first_keys: list[bytes] = []
         self.offsets = array("Q")
@@ -282,7 +284,7 @@ class DiskSegment:
     def _verify(self, i: int) -> None:
         off = self.offsets[i]
         if zlib.crc32(self._mm[off : off + self.lengths[i]]) != self.crcs[i]:
-            raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+            raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
         self._verified[i] = 1
 
     def raw_block(self, i: int) -> bytes:
@@ -292,7 +294,7 @@ class DiskSegment:
             off = self.offsets[i]
             raw = self._mm[off : off + self.lengths[i]]
             if zlib.crc32(raw) != self.crcs[i]:
-                raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+                raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
             self._verified[i] = 1
             self.block_cache.put(i, raw)
         return raw
@@ -368,7 +370,7 @@ class DiskSegment:
         off = self.offsets[i]
         raw = self._mm[off : off + self.lengths[i]]
         if zlib.crc32(raw) != self.crcs[i]:
-            raise CorruptSegment(f"{self.path}: block {i} checksum mismatch")
+            raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
         return raw
 
     # --- lookups --------------------------------------------------------------------

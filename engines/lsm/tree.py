@@ -13,28 +13,34 @@ every segment into one, so shadowed values and tombstones are dropped safely (no
 older remains below). Flushes add segments in front while a merge runs; the merge then
 replaces only the segments it read.
 
-Directory: ``meta.json`` (atomically replaced) lists the live segments newest first and
-the oldest write-ahead log still needed; ``seg-*.sst`` are segments; ``wal-*.log`` logs.
-Anything else the metadata does not name (a crashed flush or merge) is deleted on open.
+Directory: ``meta.json`` (the manifest, see ``meta.py``) lists the live segments newest
+first, the logs still needed and whether the last session closed cleanly; ``seg-*.sst``
+are segments, ``wal-*.log`` logs. Open checks everything before it changes anything: a
+missing or unreadable manifest next to segments, a listed file that is gone, a segment
+the manifest cannot account for, or log damage that is not a torn tail raise a
+``CorruptStore`` error naming the file. Only then does it delete what is provably
+garbage: segments of a crashed flush or merge, sources of a committed merge, logs already
+in segments, ``*.tmp`` files.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from engines.lsm.errors import CorruptLog, CorruptMeta, MissingStore
 from engines.lsm.memtable import Memtable
 from engines.lsm.merge import merge_chunks
+from engines.lsm.meta import META, Meta, read_meta, write_meta
 from engines.lsm.segment import TOMBSTONE, DiskSegment, SegmentWriter, merge_segments
+from engines.lsm.wal import MAGIC as WAL_MAGIC
 from engines.lsm.wal import MODES, WriteAheadLog, replay_file, wal_path
 
 Job = Generator["Callable[[], Any] | None", None, None]
 _MISS = object()
-META = "meta.json"
 #: Entries a job handles between two cooperative checkpoints.
 JOB_SLICE = 4096
 
@@ -86,35 +92,109 @@ def prefix_end(prefix: bytes) -> bytes | None:
 
 
 class LsmTree:
-    def __init__(self, directory: Path, options: TreeOptions | None = None) -> None:
+    """One LSM tree in ``directory``.
+
+    ``create_if_missing=False`` is for a caller that knows the tree exists (say, its
+    other trees or its clean-shutdown marker are there): a directory that is gone or
+    holds no tree then raises :class:`MissingStore` instead of opening an empty tree.
+    Damage found at open raises a :class:`CorruptStore` subclass and changes nothing.
+    ``last_close_was_clean`` tells whether the session before this open ended with
+    ``close`` (recorded in ``meta.json``)."""
+
+    def __init__(
+        self, directory: Path, options: TreeOptions | None = None, *, create_if_missing: bool = True
+    ) -> None:
         self.dir = Path(directory)
         self.options = opts = options or TreeOptions()
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.max_items = opts.mutable_segment_max_item_count
         #: Called (no arguments) when a memtable freezes or segments change.
         self.on_work: Callable[[], None] | None = None
         self.closed = False
-        meta = self._read_meta()
-        listed = meta.get("segments", [])
-        self._min_wal: int = meta.get("min_wal", 0)
-        self._next_id: int = meta.get("next_id", 0)
-        self._clean_orphans(set(listed))
-        self.segments: list[DiskSegment] = [self._open_segment(i) for i in listed]
+        self.segments: list[DiskSegment] = []
         self.frozen: list[Memtable] = []  # newest first
-        wal_seqs = self._recover_wal()
-        seq = max([self._min_wal - 1, *wal_seqs]) + 1
-        self.wal = WriteAheadLog(self.dir, opts.wal_mode, seq)
-        self._log = self.wal.append
-        self.mutable.wal_seqs.append(seq)
+        #: Segment ids flush/merge jobs are writing; merged-away ids whose files remain.
+        self._writing: set[int] = set()
+        self._obsolete: set[int] = set()
+        if not self.dir.is_dir():
+            if not create_if_missing:
+                raise MissingStore(self.dir, None, "no LSM tree here: the directory does not exist")
+            self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open(create_if_missing)
+        except BaseException:
+            for seg in self.segments:
+                seg.close()
+            raise
         if self.mutable_was_replayed and len(self.mutable) >= self.max_items:
             self.freeze()
 
     # --- open / recovery ----------------------------------------------------------------
-    def _read_meta(self) -> dict[str, Any]:
-        path = self.dir / META
-        if not path.exists():
-            return {}
-        return json.loads(path.read_text())
+    def _open(self, create_if_missing: bool) -> None:
+        """Check everything first, then delete what is provably garbage, then write."""
+        seg_ids, log_seqs, temps = self._list_files()
+        meta = read_meta(self.dir)
+        if meta is None:
+            if seg_ids:
+                names = ", ".join(self._seg_path(i).name for i in sorted(seg_ids))
+                raise CorruptMeta(
+                    self.dir / META,
+                    None,
+                    f"missing, but the directory holds segments ({names}); nothing was deleted",
+                )
+            if not create_if_missing and not log_seqs:
+                raise MissingStore(self.dir, None, "no LSM tree here: no meta.json, segments or logs")
+            meta = Meta()
+        self.last_close_was_clean = meta.clean_close
+        listed = set(meta.segments)
+        for seg_id in meta.segments:
+            if seg_id not in seg_ids:
+                raise MissingStore(self._seg_path(seg_id), None, f"listed in {META} but gone")
+        strays = seg_ids - listed
+        unexplained = sorted(i for i in strays if not meta.is_uncommitted(i))
+        if unexplained:
+            names = ", ".join(self._seg_path(i).name for i in unexplained)
+            raise CorruptMeta(
+                self.dir / META,
+                None,
+                f"does not list {names}, and they are no leftovers of a crashed flush or merge "
+                "(ids below next_id, not being written, not merged away); nothing was deleted",
+            )
+        for seq in meta.logs:
+            if seq >= meta.min_wal and seq not in log_seqs:
+                raise MissingStore(wal_path(self.dir, seq), None, f"listed in {META} but gone")
+        self._min_wal = meta.min_wal
+        self.segments = [self._open_segment(i) for i in meta.segments]
+        live_logs = sorted(s for s in log_seqs if s >= meta.min_wal)
+        self._recover_wal(live_logs, meta)
+        # Everything checked: drop what is provably garbage, then record the open session.
+        for p in temps:
+            p.unlink(missing_ok=True)
+        for seg_id in strays:
+            self._seg_path(seg_id).unlink(missing_ok=True)
+        for seq in log_seqs:
+            if seq < meta.min_wal:
+                wal_path(self.dir, seq).unlink(missing_ok=True)
+        self._next_id = max([meta.next_id, *(i + 1 for i in seg_ids)])
+        seq = max([self._min_wal - 1, *live_logs]) + 1
+        self.wal = WriteAheadLog(self.dir, self.options.wal_mode, seq)
+        self._log = self.wal.append
+        self.mutable.wal_seqs.append(seq)
+        self.save_meta()  # clean_close false from here until close
+
+    def _list_files(self) -> tuple[set[int], set[int], list[Path]]:
+        """Segment ids, log sequence numbers, and leftover temporary files."""
+        seg_ids: set[int] = set()
+        log_seqs: set[int] = set()
+        temps: list[Path] = []
+        for p in self.dir.iterdir():
+            name = p.name
+            if name.startswith("seg-") and name.endswith(".sst") and name[4:-4].isdigit():
+                seg_ids.add(int(name[4:-4]))
+            elif name.startswith("wal-") and name.endswith(".log") and name[4:-4].isdigit():
+                log_seqs.add(int(name[4:-4]))
+            elif name == META + ".tmp" or (name.startswith("seg-") and name.endswith(".sst.tmp")):
+                temps.append(p)
+        return seg_ids, log_seqs, temps
 
     def _seg_path(self, seg_id: int) -> Path:
         return self.dir / f"seg-{seg_id:08d}.sst"
@@ -129,41 +209,38 @@ class LsmTree:
             block_cache=o.block_cache_size,
         )
 
-    def _clean_orphans(self, listed: set[int]) -> None:
-        for p in self.dir.iterdir():
-            name = p.name
-            if name.endswith(".tmp"):
-                p.unlink()
-            elif name.startswith("seg-") and name.endswith(".sst"):
-                seg_id = int(name[4:-4])
-                self._next_id = max(self._next_id, seg_id + 1)
-                if seg_id not in listed:
-                    p.unlink()
-
-    def _recover_wal(self) -> list[int]:
+    def _recover_wal(self, seqs: list[int], meta: Meta) -> None:
         """Replay live logs into memtables (whole files per memtable, so a memtable's
-        logs can be deleted once it is flushed); delete logs already in segments."""
-        seqs = []
-        for p in self.dir.glob("wal-*.log"):
-            seq = int(p.name[4:-4])
-            if seq < self._min_wal:
-                p.unlink()
-            else:
-                seqs.append(seq)
-        seqs.sort()
+        logs can be deleted once it is flushed). Only the last log holding frames may end
+        in a torn frame, and only if the last session did not close cleanly; after a
+        clean close every log must also have the size ``close`` recorded."""
+        sizes = {seq: wal_path(self.dir, seq).stat().st_size for seq in seqs}
         mt = Memtable()
-        for seq in seqs:
+        for n, seq in enumerate(seqs):
+            path = wal_path(self.dir, seq)
+            last = all(sizes[later] <= len(WAL_MAGIC) for later in seqs[n + 1 :])
             data = mt.data
-            for k, v in replay_file(wal_path(self.dir, seq)):
+            for k, v in replay_file(path, torn_tail_ok=last and not meta.clean_close):
                 data[k] = v
+            closed_size = meta.logs.get(seq) if meta.clean_close else None
+            if closed_size is not None and closed_size != sizes[seq]:
+                raise CorruptLog(
+                    path,
+                    min(closed_size, sizes[seq]),
+                    f"{sizes[seq]} bytes, but {closed_size} when the tree was closed cleanly; nothing was changed",
+                )
             mt.wal_seqs.append(seq)
             if len(mt) >= self.max_items:
-                mt.frozen = True
                 self.frozen.insert(0, mt)
                 mt = Memtable()
+        for seq in seqs:  # durable before any newer log gets frames (see wal.py)
+            fd = os.open(wal_path(self.dir, seq), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self.mutable = mt
         self.mutable_was_replayed = bool(seqs)
-        return seqs
 
     # --- writes ---------------------------------------------------------------------
     def upsert(self, key: bytes, value: bytes) -> None:
@@ -298,12 +375,14 @@ class LsmTree:
                 yield writer.finish
             except BaseException:
                 writer.abort()
+                self._writing.discard(seg_id)
                 raise
             seg = self._open_segment(seg_id)
         if self.closed:
             return
         if seg is not None:
             self.segments.insert(0, seg)
+            self._writing.discard(seg.id)
         self.frozen.remove(mt)
         if mt.wal_seqs:
             self._min_wal = max(self._min_wal, max(mt.wal_seqs) + 1)
@@ -329,6 +408,7 @@ class LsmTree:
             yield writer.finish
         except BaseException:
             writer.abort()
+            self._writing.discard(seg_id)
             raise
         if self.closed:
             return
@@ -336,16 +416,20 @@ class LsmTree:
         # Only flushes add segments, always in front: the merged ones are the tail.
         gone = set(map(id, srcs))
         self.segments = [s for s in self.segments if id(s) not in gone] + ([merged] if merged.entries else [])
-        self.save_meta()
-        for s in srcs:
+        self._writing.discard(seg_id)
+        dead = [*srcs, *([] if merged.entries else [merged])]
+        self._obsolete.update(s.id for s in dead)
+        self.save_meta()  # the commit; a crash before the deletes leaves provable garbage
+        for s in dead:
+            s.close()
             s.path.unlink(missing_ok=True)
-        if not merged.entries:
-            merged.close()
-            merged.path.unlink(missing_ok=True)
+        self._obsolete.difference_update(s.id for s in dead)
 
     def _new_id(self) -> int:
+        """A fresh segment id, recorded as being written until its job commits or aborts."""
         i = self._next_id
         self._next_id += 1
+        self._writing.add(i)
         return i
 
     @staticmethod
@@ -376,23 +460,28 @@ class LsmTree:
             seg.rotate_caches()
 
     def save_meta(self) -> None:
-        meta = {
-            "version": 1,
-            "segments": [s.id for s in self.segments],
-            "min_wal": self._min_wal,
-            "next_id": self._next_id,
-        }
-        tmp = self.dir / (META + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(meta, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.dir / META)
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        """Persist the manifest (``meta.json``); see ``meta.py`` for what it records."""
+        self._save_meta(clean_close=False)
+
+    def _save_meta(self, clean_close: bool) -> None:
+        logs: dict[int, int | None] = {}
+        for mt in (self.mutable, *self.frozen):
+            for seq in mt.wal_seqs:
+                try:
+                    size = wal_path(self.dir, seq).stat().st_size
+                except FileNotFoundError:  # wal_mode "none": no files
+                    continue
+                logs[seq] = size if clean_close else None
+        meta = Meta(
+            segments=[s.id for s in self.segments],
+            next_id=self._next_id,
+            min_wal=self._min_wal,
+            writing=sorted(self._writing),
+            obsolete=sorted(self._obsolete),
+            logs=logs,
+            clean_close=clean_close,
+        )
+        write_meta(self.dir, meta)
 
     def storage_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
@@ -404,7 +493,7 @@ class LsmTree:
         if self.options.wal_mode == "none":
             self.flush_all()
         self.wal.close()
-        self.save_meta()
+        self._save_meta(clean_close=True)  # only after every log is written and fsynced
         self.closed = True
         for seg in self.segments:
             seg.close()
