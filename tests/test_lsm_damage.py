@@ -381,3 +381,30 @@ def test_errors_share_a_base_and_survive_pickling() -> None:
         again = pickle.loads(pickle.dumps(e))
         assert type(again) is cls and (again.path, again.offset, again.reason) == (e.path, 17, e.reason)
         assert str(again) == "/x/wal-00000001.log at offset 17: checksum mismatch"
+
+
+# --- the clean-close record and older stores ---------------------------------------------------
+
+
+def test_a_tree_knows_whether_its_last_session_closed_cleanly(tmp_path: Path) -> None:
+    t = LsmTree(tmp_path, opts())
+    assert not t.last_close_was_clean  # a new tree
+    t.upsert(b"k", b"v")
+    t.close()
+    t = LsmTree(tmp_path, opts())
+    assert t.last_close_was_clean
+    assert json.loads((tmp_path / "meta.json").read_text())["clean_close"] is False  # cleared at open
+    t.upsert(b"k2", b"v")
+    t.save_meta()  # (settle) is no close
+    # killed
+    assert not LsmTree(tmp_path, opts()).last_close_was_clean
+
+
+def test_a_store_with_the_older_meta_format_opens(tmp_path: Path) -> None:
+    expected = tree_with_segments(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    old = {k: meta[k] for k in ("version", "segments", "min_wal", "next_id")}
+    (tmp_path / "meta.json").write_text(json.dumps(old))
+    t = LsmTree(tmp_path, opts())
+    assert not t.last_close_was_clean and dict(t.iter()) == expected
+    t.close()

@@ -10,11 +10,15 @@ idle for longer than one lifetime is gone after two rotations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
+
+__all__ = ["GenerationalCache"]
 
 
 class GenerationalCache:
-    """Bounded map; ``capacity`` 0 disables caching."""
+    """Bounded map; ``capacity`` 0 disables caching. Callers go through
+    :meth:`get_or_load` only, so the generations stay this class's business."""
 
     __slots__ = ("young", "old", "half")
 
@@ -25,23 +29,26 @@ class GenerationalCache:
         self.young: dict[Any, Any] = {}
         self.old: dict[Any, Any] = {}
 
-    def get(self, key: Any) -> Any:
-        """The cached value or None (callers never store None)."""
+    def get_or_load(self, key: Hashable, loader: Callable[[Any], Any]) -> Any:
+        """The cached value of ``key``, else ``loader(key)``, cached unless it is None
+        (None means "nothing there" and is never stored). A hit in the old generation
+        moves to the young one."""
         v = self.young.get(key)
+        if v is not None:
+            return v
+        v = self.old.get(key)
         if v is None:
-            v = self.old.get(key)
-            if v is not None:
-                self.put(key, v)
+            v = loader(key)
+            if v is None:
+                return None
+        half = self.half
+        if half:
+            young = self.young
+            if len(young) >= half:
+                self.old = young
+                self.young = young = {}
+            young[key] = v
         return v
-
-    def put(self, key: Any, value: Any) -> None:
-        if not self.half:
-            return
-        young = self.young
-        if len(young) >= self.half:
-            self.old = young
-            self.young = young = {}
-        young[key] = value
 
     def rotate(self) -> None:
         """Age every entry by one generation (called by the lifetime clock)."""

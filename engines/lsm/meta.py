@@ -36,7 +36,7 @@ from typing import Any
 
 from engines.lsm.errors import CorruptMeta
 
-__all__ = ["META", "Meta", "fsync_dir", "read_meta", "write_meta"]
+__all__ = ["META", "Meta", "fsync_path", "read_meta", "write_meta"]
 
 META = "meta.json"
 VERSION = 1
@@ -132,12 +132,12 @@ def write_meta(directory: Path, meta: Meta) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, directory / META)
-    fsync_dir(directory)
+    fsync_path(directory)
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make renames and deletions in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """Make a file's contents, or a directory's renames and deletions, durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

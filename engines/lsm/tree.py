@@ -1,7 +1,9 @@
 """One LSM tree: memtables + write-ahead log + disk segments + metadata.
 
-Reads look in the mutable memtable, the frozen memtables (newest first), then the disk
-segments newest first; the first hit wins and a tombstone hides older values.
+Point reads look in the mutable memtable, the frozen memtables (newest first), then the
+disk segments newest first; the first hit wins and a tombstone hides older values.
+Scans, iteration, counts, flushes and merges all go through the one merging iterator
+(``merging_iterator.py``) over cursors of those sources.
 
 Background work is expressed as *jobs*: generators that do a bounded slice of work per
 step and yield either ``None`` (a cooperative checkpoint) or a callable to run in a
@@ -25,7 +27,6 @@ in segments, ``*.tmp`` files.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -33,11 +34,14 @@ from typing import Any
 
 from engines.lsm.errors import CorruptLog, CorruptMeta, MissingStore
 from engines.lsm.memtable import Memtable
-from engines.lsm.merge import merge_chunks
-from engines.lsm.meta import META, Meta, read_meta, write_meta
-from engines.lsm.segment import TOMBSTONE, DiskSegment, SegmentWriter, merge_segments
+from engines.lsm.merging_iterator import Cursor, compact, merge
+from engines.lsm.meta import META, Meta, fsync_path, read_meta, write_meta
+from engines.lsm.segment_reader import TOMBSTONE, SegmentReader
+from engines.lsm.segment_writer import SegmentWriter
 from engines.lsm.wal import MAGIC as WAL_MAGIC
 from engines.lsm.wal import MODES, WriteAheadLog, replay_file, wal_path
+
+__all__ = ["JOB_SLICE", "Job", "LsmTree", "TreeOptions", "prefix_end"]
 
 Job = Generator["Callable[[], Any] | None", None, None]
 _MISS = object()
@@ -47,6 +51,8 @@ JOB_SLICE = 4096
 
 @dataclass(frozen=True)
 class TreeOptions:
+    """A tree's settings (the engine's settings of the same names), validated."""
+
     mutable_segment_max_item_count: int = 250_000
     sparse_array_step: int = 16
     key_cache_size: int = 1024
@@ -110,7 +116,7 @@ class LsmTree:
         #: Called (no arguments) when a memtable freezes or segments change.
         self.on_work: Callable[[], None] | None = None
         self.closed = False
-        self.segments: list[DiskSegment] = []
+        self.segments: list[SegmentReader] = []
         self.frozen: list[Memtable] = []  # newest first
         #: Segment ids flush/merge jobs are writing; merged-away ids whose files remain.
         self._writing: set[int] = set()
@@ -125,7 +131,7 @@ class LsmTree:
             for seg in self.segments:
                 seg.close()
             raise
-        if self.mutable_was_replayed and len(self.mutable) >= self.max_items:
+        if self._replayed and len(self.mutable) >= self.max_items:
             self.freeze()
 
     # --- open / recovery ----------------------------------------------------------------
@@ -199,9 +205,9 @@ class LsmTree:
     def _seg_path(self, seg_id: int) -> Path:
         return self.dir / f"seg-{seg_id:08d}.sst"
 
-    def _open_segment(self, seg_id: int) -> DiskSegment:
+    def _open_segment(self, seg_id: int) -> SegmentReader:
         o = self.options
-        return DiskSegment(
+        return SegmentReader(
             self._seg_path(seg_id),
             seg_id,
             key_cache=o.key_cache_size,
@@ -234,41 +240,27 @@ class LsmTree:
                 self.frozen.insert(0, mt)
                 mt = Memtable()
         for seq in seqs:  # durable before any newer log gets frames (see wal.py)
-            fd = os.open(wal_path(self.dir, seq), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(wal_path(self.dir, seq))
         self.mutable = mt
-        self.mutable_was_replayed = bool(seqs)
+        self._replayed = bool(seqs)
 
     # --- writes ---------------------------------------------------------------------
-    def upsert(self, key: bytes, value: bytes) -> None:
-        mt = self.mutable
-        data = mt.data
-        if mt.sorted_keys is not None and key not in data:
-            mt.pending.append(key)
+    def upsert(self, key: bytes, value: bytes | None) -> None:
+        """Store ``value`` under ``key`` (``None`` writes a tombstone, see ``delete``)."""
+        data = self.mutable.data
         data[key] = value
         self._log(key, value)
         if len(data) >= self.max_items:
             self.freeze()
 
     def delete(self, key: bytes) -> None:
-        mt = self.mutable
-        data = mt.data
-        if mt.sorted_keys is not None and key not in data:
-            mt.pending.append(key)
-        data[key] = None
-        self._log(key, None)
-        if len(data) >= self.max_items:
-            self.freeze()
+        self.upsert(key, None)
 
     def freeze(self) -> None:
         """Make the mutable memtable read-only (to be flushed) and start a new one."""
         old = self.mutable
         if not old.data:
             return
-        old.frozen = True
         self.frozen.insert(0, old)
         seq = self.wal.rotate()
         self.mutable = Memtable([seq])
@@ -287,68 +279,83 @@ class LsmTree:
         for seg in self.segments:
             v = seg.get(key)
             if v is not None:
-                return None if v is TOMBSTONE else v  # type: ignore[return-value]
+                return None if v is TOMBSTONE else v
         return None
 
-    def _sources(self) -> list[Any]:
-        return [self.mutable, *self.frozen, *self.segments]
+    def _cursors(
+        self,
+        start: bytes | None,
+        end: bytes | None,
+        inclusive: bool,
+        keys_only: bool,
+        chunk: int,
+        blocks: int,
+        max_blocks: int,
+        min_entries: int = 0,
+    ) -> list[Cursor]:
+        """One cursor per non-empty source, newest first: memtables ``chunk`` entries at
+        a time, segments as ``SegmentReader.cursor`` says."""
+        out: list[Cursor] = []
+        if self.mutable.data:
+            out.append(self.mutable.cursor(start, end, inclusive, chunk))
+        for mt in self.frozen:
+            out.append(mt.cursor(start, end, inclusive, chunk))
+        for seg in self.segments:
+            out.append(seg.cursor(start, end, inclusive, blocks, max_blocks, min_entries, keys_only))
+        return out
 
     def scan_keys(self, start: bytes, end: bytes | None, inclusive: bool, limit: int) -> list[bytes]:
         """The first ``limit`` live keys with start <= key < end (<= end if inclusive)."""
         if limit <= 0:
             return []
-        fetch = limit
-        while True:
-            parts = []
-            bound: bytes | None = None
-            truncated_any = False
-            for src in self._sources():
-                ks, flags, truncated = src.range_keys(start, end, inclusive, fetch)
-                if ks:
-                    parts.append((ks, flags))
-                if truncated:
-                    truncated_any = True
-                    if bound is None or ks[-1] < bound:
-                        bound = ks[-1]
-            if not parts:
-                return []
-            if len(parts) == 1:
-                ks, flags = parts[0]
-                live = [k for k, f in zip(ks, flags, strict=False) if not f] if any(flags) else ks
+        prefetch = self.options.iterator_prefetch
+        out: list[bytes] = []
+        cursors = self._cursors(
+            start,
+            end,
+            inclusive,
+            keys_only=True,
+            chunk=limit,
+            blocks=1,
+            max_blocks=prefetch,
+            min_entries=limit,
+        )
+        for keys, _ in merge(cursors, True):
+            if out:
+                out += keys
             else:
-                merged: dict[bytes, Any] = {}
-                for ks, flags in reversed(parts):
-                    merged.update(zip(ks, flags, strict=False))
-                live = sorted(k for k, f in merged.items() if not f)
-                if bound is not None:
-                    live = [k for k in live if k <= bound]
-            if len(live) >= limit or not truncated_any:
-                return live[:limit]
-            fetch *= 4
+                out = keys  # the chunk is the caller's now (merge never reuses it)
+            if len(out) >= limit:
+                del out[limit:]
+                break
+        return out
 
     def scan_prefix(self, prefix: bytes, limit: int) -> list[bytes]:
         return self.scan_keys(prefix, prefix_end(prefix), False, limit)
 
     def iter(self, start: bytes | None = None, end: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """Live (key, value) pairs in key order, from ``start`` (seek) to before ``end``."""
-        prefetch = self.options.iterator_prefetch
-        srcs = [mt.iter_chunks(start, 16 * prefetch) for mt in (self.mutable, *self.frozen)]
-        srcs += [seg.iter_chunks(start, prefetch) for seg in self.segments]
-        for keys, values in merge_chunks(srcs, drop_tombstones=True):
-            for k, v in zip(keys, values, strict=False):
-                if end is not None and k >= end:
-                    return
-                yield k, v  # type: ignore[misc]
+        """Live (key, value) pairs in key order, from ``start`` (seek) to before ``end``.
+        Reads ramp from one block up to ``iterator_prefetch`` blocks, so short walks stay
+        short."""
+        o = self.options
+        cursors = self._cursors(
+            start,
+            end,
+            False,
+            keys_only=False,
+            chunk=16 * o.iterator_prefetch,
+            blocks=1,
+            max_blocks=o.iterator_prefetch,
+        )
+        for keys, values in merge(cursors, True):
+            yield from zip(keys, values, strict=True)  # type: ignore[misc]
 
     def count(self) -> int:
         """Number of live keys."""
-        nonempty = [s for s in self._sources() if len(s)]
-        if not nonempty:
-            return 0
-        if len(nonempty) == 1 and isinstance(nonempty[0], DiskSegment):
-            return nonempty[0].live
-        srcs = [s.iter_chunks(None, 4096) for s in nonempty]
-        return sum(len(ks) for ks, _ in merge_chunks(srcs, drop_tombstones=True))
+        if not self.mutable.data and not self.frozen and len(self.segments) == 1:
+            return self.segments[0].live
+        cursors = self._cursors(None, None, False, keys_only=True, chunk=4096, blocks=1, max_blocks=4096)
+        return sum(len(keys) for keys, _ in merge(cursors, True))
 
     # --- jobs -----------------------------------------------------------------------
     def flush_job(self) -> Job | None:
@@ -358,19 +365,15 @@ class LsmTree:
         return self._flush(self.frozen[-1])
 
     def _flush(self, mt: Memtable) -> Job:
+        # Tombstones can go only if nothing older exists (no segment, no older memtable).
         drop = not self.segments and len(self.frozen) == 1
-        keys, values = mt.sorted_items()
-        if drop and None in values:
-            pairs = [(k, v) for k, v in zip(keys, values, strict=False) if v is not None]
-            keys = [k for k, _ in pairs]
-            values = [v for _, v in pairs]
         seg = None
-        if keys:
+        if mt.data and not (drop and list(mt.data.values()).count(None) == len(mt.data)):
             seg_id = self._new_id()
             writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
             try:
-                for i in range(0, len(keys), JOB_SLICE):
-                    writer.add(keys[i : i + JOB_SLICE], values[i : i + JOB_SLICE])
+                for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
+                    writer.add(keys, values)  # type: ignore[arg-type]
                     yield None
                 yield writer.finish
             except BaseException:
@@ -400,11 +403,12 @@ class LsmTree:
             return None
         return self._merge(list(self.segments))
 
-    def _merge(self, srcs: list[DiskSegment]) -> Job:
+    def _merge(self, srcs: list[SegmentReader]) -> Job:
         seg_id = self._new_id()
         writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
         try:
-            yield from merge_segments(srcs, writer, drop_tombstones=True, slice_entries=JOB_SLICE)
+            cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
+            yield from compact(cursors, writer, drop_tombstones=True, slice_entries=JOB_SLICE)
             yield writer.finish
         except BaseException:
             writer.abort()
@@ -420,8 +424,9 @@ class LsmTree:
         dead = [*srcs, *([] if merged.entries else [merged])]
         self._obsolete.update(s.id for s in dead)
         self.save_meta()  # the commit; a crash before the deletes leaves provable garbage
-        for s in dead:
-            s.close()
+        if not merged.entries:
+            merged.close()
+        for s in dead:  # (a source's mapping outlives its file for iterators still on it)
             s.path.unlink(missing_ok=True)
         self._obsolete.difference_update(s.id for s in dead)
 
@@ -451,10 +456,6 @@ class LsmTree:
         while self.needs_merge():
             self.run_job(self.merge_job())
 
-    def sync_wal(self) -> None:
-        self.wal.write_now()
-        self.wal.sync()
-
     def rotate_caches(self) -> None:
         for seg in self.segments:
             seg.rotate_caches()
@@ -482,9 +483,6 @@ class LsmTree:
             clean_close=clean_close,
         )
         write_meta(self.dir, meta)
-
-    def storage_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
 
     def close(self) -> None:
         """Persist: drain the log (or, without a log, flush memtables), save metadata."""
