@@ -43,8 +43,8 @@ def test_block_round_trip_with_tombstones_and_empty_values() -> None:
     fixed = [b"aa", b"bb", b"cc"]
     raw = block.encode(fixed, [b"1", None, b"333"])
     assert block.decode(raw) == (fixed, [b"1", None, b"333"])
-    shp = block.shape_at(raw)
-    assert (shp.n, shp.width, shp.keys) == (3, 2, 4 + 5 * 3)
+    n, width, _kx, _ve, _fl, keys_at = block.shape_at(raw)
+    assert (n, width, keys_at) == (3, 2, 4 + 5 * 3)
     assert block.last_key(raw) == b"cc"
     assert block.last_key(block.encode(keys, values)) == b"d" * 300
 
@@ -170,6 +170,8 @@ def test_generational_cache_is_bounded_and_ages() -> None:
     c.rotate()
     c.rotate()
     assert c.get_or_load(0, load) == 0 and loads == [0]  # idle for two rotations: gone
+    get = c.getter(load)  # the bound form shares the generations
+    assert get(0) == 0 and loads == [0]  # the value get_or_load cached
     off = GenerationalCache(0)
     assert off.get_or_load(1, load) == 1 and off.get_or_load(1, load) == 1 and len(off) == 0
 
@@ -259,3 +261,20 @@ def test_empty_segment(tmp_path: Path) -> None:
     assert seg.entries == 0 and seg.get(b"") is None and seg.get(b"a") is None
     assert range_keys(seg, b"", None, False) == ([], [])
     assert entries(seg) == []
+
+
+def test_a_reader_is_freed_as_soon_as_its_last_user_lets_go(tmp_path: Path) -> None:
+    """No reference cycle (the lookup closures hold the tables, not the reader), so a
+    merged-away segment is unmapped at once rather than at some later GC pass."""
+    import gc
+    import weakref
+
+    seg = write_segment(tmp_path / "s.sst", [(b"k%03d" % i, b"v") for i in range(50)])
+    assert seg.get(b"k007") == b"v" and entries(seg, keys_only=True)
+    ref = weakref.ref(seg)
+    gc.disable()
+    try:
+        del seg
+        assert ref() is None
+    finally:
+        gc.enable()

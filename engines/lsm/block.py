@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Any
 
 __all__ = [
     "TOMBSTONE",
@@ -47,23 +47,18 @@ _u32_structs: dict[int, struct.Struct] = {}
 Decoded = tuple[list[bytes], tuple[int, ...], int, int]
 
 
-class Shape(NamedTuple):
-    """Where the parts of a block of ``n`` entries start, relative to the block
-    (``key_ends`` is 0 in a fixed-width block, which has no key offsets)."""
-
-    n: int
-    width: int
-    key_ends: int
-    value_ends: int
-    flags: int
-    keys: int
+#: Where the parts of a block start, relative to the block: (n, width, key ends, value
+#: ends, flags, keys); key ends is 0 in a fixed-width block, which has none. A plain
+#: tuple, not a NamedTuple: lookups unpack it, and unpacking a tuple subclass is
+#: several times slower.
+Shape = tuple[int, int, int, int, int, int]
 
 
 def shape(n: int, width: int) -> Shape:
     """The one place that knows the block layout's offsets."""
     if width:
-        return Shape(n, width, 0, 4, 4 + 4 * n, 4 + 5 * n)
-    return Shape(n, width, 4, 4 + 4 * n, 4 + 8 * n, 4 + 9 * n)
+        return (n, width, 0, 4, 4 + 4 * n, 4 + 5 * n)
+    return (n, width, 4, 4 + 4 * n, 4 + 8 * n, 4 + 9 * n)
 
 
 _shapes: dict[bytes, Shape] = {}

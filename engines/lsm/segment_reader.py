@@ -24,6 +24,7 @@ import struct
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,16 @@ class SegmentReader:
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
         self.value_cache = GenerationalCache(value_cache)
-        self._shape_ids = array("H", bytes(2 * len(self.first_keys)))
-        self._shapes: list[block.Shape | None] = [None]
-        self._shape_index: dict[bytes, int] = {}  # block header -> shape id
+        self._blocks = blocks = _Blocks(self.path, self._mm, self.offsets, self.lengths, self.crcs)
+        #: Block ``i``'s bytes, bypassing the caches (the checksum is tested here).
+        self.read_block = blocks.read
+        #: Block ``i``'s bytes, checksum tested, through the block cache.
+        self.raw_block = self.block_cache.getter(blocks.read)
+        #: Block ``i``'s keys decoded (positions absolute in the mapping), through the
+        #: key cache.
+        self.block_keys = self.key_cache.getter(blocks.decode_keys)
+        #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
+        self.get = _lookup(blocks, self, self.key_cache, self.value_cache)
 
     def _read_index(self, size: int) -> None:
         mm = self._mm
@@ -124,53 +132,15 @@ class SegmentReader:
         return self.entries
 
     # --- blocks ---------------------------------------------------------------------
-    def read_block(self, i: int) -> bytes:
-        """Block ``i``'s bytes, bypassing the caches; the one place a block's checksum
-        is tested."""
-        off = self.offsets[i]
-        raw = self._mm[off : off + self.lengths[i]]
-        if zlib.crc32(raw) != self.crcs[i]:
-            raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
-        return raw
-
-    def raw_block(self, i: int) -> bytes:
-        """Block ``i``'s bytes, checksum verified, through the block cache."""
-        return self.block_cache.get_or_load(i, self.read_block)
-
-    def block_keys(self, i: int) -> block.Decoded:
-        """Block ``i``'s keys decoded (positions absolute in the mapping), through the
-        key cache."""
-        return self.key_cache.get_or_load(i, self._decode_keys)
-
-    def _decode_keys(self, i: int) -> block.Decoded:
-        self._shape(i)
-        return block.decode_keys(self._mm, self.offsets[i])
-
-    def _shape(self, i: int) -> block.Shape:
-        """Block ``i``'s shape; the first call checks the block's checksum."""
-        shp = self._shapes[self._shape_ids[i]]
-        if shp is None:
-            head = self.read_block(i)[:4]
-            sid = self._shape_index.get(head)
-            if sid is not None:
-                shp = self._shapes[sid]
-            else:
-                shp = block.shape_at(head)
-                if len(self._shapes) <= _MAX_SHAPES:  # else checked again next time
-                    sid = self._shape_index[head] = len(self._shapes)
-                    self._shapes.append(shp)
-            if sid is not None:
-                self._shape_ids[i] = sid
-        return shp
-
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
         block with tombstones when they are to be dropped) to copy verbatim, or None."""
-        mm, offsets, shapes, ids = self._mm, self.offsets, self._shapes, self._shape_ids
+        blocks = self._blocks
+        mm, offsets, shapes, ids = self._mm, self.offsets, blocks.shapes, blocks.shape_ids
         entries = dead = 0
         b = i
         while b < stop and entries < max_entries:
-            n, _w, _kx, _ve, fl, _ks = shapes[ids[b]] or self._shape(b)
+            n, _w, _kx, _ve, fl, _ks = shapes[ids[b]] or blocks.shape(b)
             flags = offsets[b] + fl
             if drop_tombstones:
                 if mm.find(b"\x01", flags, flags + n) >= 0:
@@ -192,49 +162,7 @@ class SegmentReader:
             entries - dead,
         )
 
-    # --- lookups --------------------------------------------------------------------
-    def get(self, key: bytes) -> Any:
-        """The value, ``TOMBSTONE`` if deleted here, or None if this segment lacks the key."""
-        return self.value_cache.get_or_load(key, self._find)
-
-    def _find(self, key: bytes) -> Any:
-        """The value cache's loader: ``get`` without the cache. A fixed-width block is
-        searched in place (one C-level ``find`` over its key area, at the offsets its
-        shape gives); a mixed-width one through its decoded keys."""
-        if key > self.last_key or key < self.min_key:
-            return None
-        i = bisect_right(self.first_keys, key) - 1
-        n, width, _kx, ve, fl, ks = self._shapes[self._shape_ids[i]] or self._shape(i)
-        mm = self._mm
-        if width:
-            if len(key) != width:
-                return None
-            off = self.offsets[i]
-            kb = off + ks
-            ke = kb + n * width
-            p = mm.find(key, kb, ke)
-            while p >= 0 and (p - kb) % width:  # a match across two keys
-                p = mm.find(key, p + 1, ke)
-            if p < 0:
-                return None
-            j = (p - kb) // width
-            if mm[off + fl + j]:
-                return TOMBSTONE
-            vb = ke  # values follow the keys
-            ends = off + ve + 4 * j
-        else:
-            keys, _vends, vb, fb = self.block_keys(i)
-            j = bisect_left(keys, key)
-            if j == len(keys) or keys[j] != key:
-                return None
-            if mm[fb + j]:
-                return TOMBSTONE
-            ends = self.offsets[i] + ve + 4 * j
-        if j:
-            a, b = _U32X2.unpack_from(mm, ends - 4)
-            return mm[vb + a : vb + b]
-        return mm[vb : vb + _U32.unpack_from(mm, ends)[0]]
-
+    # --- lookups (``get`` is made by ``_lookup``) -----------------------------------------
     def locate(self, key: bytes) -> tuple[int, int]:
         """(block, position) of the first entry >= key; block == len(blocks) at the end."""
         i = bisect_right(self.first_keys, key) - 1
@@ -273,6 +201,104 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
+
+
+class _Blocks:
+    """A segment's blocks: where they are, their checksums and shapes. Apart from the
+    reader so that ``_lookup``'s closure can hold it without holding the reader."""
+
+    __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "shapes", "shape_ids", "_shape_index")
+
+    def __init__(self, path: Path, mm: mmap.mmap, offsets: array, lengths: array, crcs: array) -> None:
+        self.path, self.mm, self.offsets, self.lengths, self.crcs = path, mm, offsets, lengths, crcs
+        #: Per block a shape id, 0 until the block's checksum passed; ``shapes[id]``.
+        self.shape_ids = array("H", bytes(2 * len(offsets)))
+        self.shapes: list[block.Shape | None] = [None]
+        self._shape_index: dict[bytes, int] = {}  # block header -> shape id
+
+    def read(self, i: int) -> bytes:
+        """Block ``i``'s bytes; the one place a block's checksum is tested."""
+        off = self.offsets[i]
+        raw = self.mm[off : off + self.lengths[i]]
+        if zlib.crc32(raw) != self.crcs[i]:
+            raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
+        return raw
+
+    def shape(self, i: int) -> block.Shape:
+        """Block ``i``'s shape; the first call tests the block's checksum."""
+        shp = self.shapes[self.shape_ids[i]]
+        if shp is None:
+            head = self.read(i)[:4]
+            sid = self._shape_index.get(head)
+            if sid is not None:
+                shp = self.shapes[sid]
+            else:
+                shp = block.shape_at(head)
+                if len(self.shapes) <= _MAX_SHAPES:  # else tested again next time
+                    sid = self._shape_index[head] = len(self.shapes)
+                    self.shapes.append(shp)
+            if sid is not None:
+                self.shape_ids[i] = sid
+        return shp
+
+    def decode_keys(self, i: int) -> block.Decoded:
+        self.shape(i)
+        return block.decode_keys(self.mm, self.offsets[i])
+
+
+def _lookup(
+    blocks: _Blocks, seg: SegmentReader, key_cache: GenerationalCache, value_cache: GenerationalCache
+) -> Callable[[bytes], Any]:
+    """``SegmentReader.get``: the value cache in front of an in-place search.
+
+    Why a closure over the segment's tables and not a method: point reads are the
+    hottest path, and this saves the bound methods and attribute lookups per call; it
+    holds no reference to the reader, so a retired segment is still freed (and
+    unmapped) as soon as its last user lets go."""
+    mm, offsets, shapes, ids = blocks.mm, blocks.offsets, blocks.shapes, blocks.shape_ids
+    learn, decode = blocks.shape, blocks.decode_keys
+    first_keys, last_key, min_key = seg.first_keys, seg.last_key, seg.min_key
+    keys_of = key_cache.getter(decode)
+    u32, u32x2 = _U32.unpack_from, _U32X2.unpack_from
+
+    def find(key: bytes) -> Any:
+        """The value cache's loader. A fixed-width block is searched in place (one
+        C-level ``find`` over its key area, at the offsets its shape gives); a
+        mixed-width one through its decoded keys."""
+        if key > last_key or key < min_key:
+            return None
+        i = bisect_right(first_keys, key) - 1
+        n, width, _kx, ve, fl, ks = shapes[ids[i]] or learn(i)
+        if width:
+            if len(key) != width:
+                return None
+            off = offsets[i]
+            kb = off + ks
+            ke = kb + n * width
+            p = mm.find(key, kb, ke)
+            while p >= 0 and (p - kb) % width:  # a match across two keys
+                p = mm.find(key, p + 1, ke)
+            if p < 0:
+                return None
+            j = (p - kb) // width
+            if mm[off + fl + j]:
+                return TOMBSTONE
+            vb = ke  # values follow the keys
+            ends = off + ve + 4 * j
+        else:
+            keys, _vends, vb, fb = keys_of(i)
+            j = bisect_left(keys, key)
+            if j == len(keys) or keys[j] != key:
+                return None
+            if mm[fb + j]:
+                return TOMBSTONE
+            ends = offsets[i] + ve + 4 * j
+        if j:
+            a, b = u32x2(mm, ends - 4)
+            return mm[vb + a : vb + b]
+        return mm[vb : vb + u32(mm, ends)[0]]
+
+    return value_cache.getter(find)
 
 
 class SegmentCursor(Cursor):
@@ -345,11 +371,10 @@ class SegmentCursor(Cursor):
         want = i + self._want
         need = self._min + self._j  # entries before the seek position are cut off below
         if self._keys_only:
-            mm = seg._mm
-            load, decode = seg.key_cache.get_or_load, seg._decode_keys
+            mm, block_keys = seg._mm, seg.block_keys
             flags = bytearray()
             while i < stop and (i < want or len(ks) < need):
-                keys, _vends, _vb, fb = load(i, decode)
+                keys, _vends, _vb, fb = block_keys(i)
                 ks += keys
                 flags += mm[fb : fb + len(keys)]
                 i += 1
