@@ -97,9 +97,10 @@ def encode(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
     return b"".join((head, flags, *keys, *vals))
 
 
-def decode_keys(buf: Any, off: int = 0) -> Decoded:
-    """The keys of the block at ``off`` of ``buf``, with where its values and flags are."""
-    n, width, kx, ve, fl, ks = shape_at(buf, off)
+def decode_keys(buf: Any, off: int = 0, shp: Shape | None = None) -> Decoded:
+    """The keys of the block at ``off`` of ``buf`` (whose shape may be known), with
+    where its values and flags are."""
+    n, width, kx, ve, fl, ks = shp or shape_at(buf, off)
     kb = off + ks
     if width:
         ke = kb + n * width

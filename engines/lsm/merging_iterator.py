@@ -106,6 +106,17 @@ def merge(
                 continue
             for c in live:
                 c.load()
+        elif len(live) == 1:  # one source left (a scan's usual case): chunks pass through
+            c = live[0]
+            chunk: Chunk | None = (
+                (c.keys[c.pos :], c.values[c.pos :]) if c.pos < len(c.keys) else c.next_chunk()
+            )
+            while chunk is not None:
+                keys, values = live_only(*chunk) if drop_tombstones else chunk
+                if keys:
+                    yield keys, values
+                chunk = c.next_chunk()
+            return
         else:
             live = [c for c in live if c.load()]
             if not live:

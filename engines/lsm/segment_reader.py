@@ -6,14 +6,13 @@ checksum) is in memory, the blocks stay in the file's memory mapping and only bo
 caches hold Python objects made from them, so a segment of any size costs a few
 bytes per block. A point lookup is a bisect over the first keys and then, in a
 fixed-width block, one C-level ``find`` in the mapping. Each block's checksum is
-tested the first time the block is touched (:meth:`SegmentReader.read_block`, the only
-read that checks) and its shape remembered as a small id, so later lookups skip the
-header too.
+tested the first time the block is touched (``_Blocks.read``, the only read that
+checks) and its shape remembered as a small id, so later lookups skip the header too.
 
-Caches (``cache.py``, all bounded, all through ``get_or_load``): the *value cache*
-holds recently read values by key; the *key cache* decoded block keys (scans,
-mixed-width lookups); the *block cache* raw blocks for iterators, dropped when idle
-longer than the lifetime. Compaction reads bypass the caches.
+Caches (``cache.py``, all bounded, all through ``get_or_load`` or its bound form
+``getter``): the *value cache* holds recently read values by key; the *key cache*
+decoded block keys (scans, mixed-width lookups); the *block cache* raw blocks for
+iterators, dropped when idle longer than the lifetime. Compaction reads bypass them.
 """
 
 from __future__ import annotations
@@ -242,8 +241,7 @@ class _Blocks:
         return shp
 
     def decode_keys(self, i: int) -> block.Decoded:
-        self.shape(i)
-        return block.decode_keys(self.mm, self.offsets[i])
+        return block.decode_keys(self.mm, self.offsets[i], self.shapes[self.shape_ids[i]] or self.shape(i))
 
 
 def _lookup(
@@ -269,34 +267,31 @@ def _lookup(
             return None
         i = bisect_right(first_keys, key) - 1
         n, width, _kx, ve, fl, ks = shapes[ids[i]] or learn(i)
-        if width:
-            if len(key) != width:
-                return None
-            off = offsets[i]
-            kb = off + ks
-            ke = kb + n * width
-            p = mm.find(key, kb, ke)
-            while p >= 0 and (p - kb) % width:  # a match across two keys
-                p = mm.find(key, p + 1, ke)
-            if p < 0:
-                return None
-            j = (p - kb) // width
-            if mm[off + fl + j]:
-                return TOMBSTONE
-            vb = ke  # values follow the keys
-            ends = off + ve + 4 * j
-        else:
-            keys, _vends, vb, fb = keys_of(i)
+        if not width:
+            keys, vends, vb, fb = keys_of(i)
             j = bisect_left(keys, key)
             if j == len(keys) or keys[j] != key:
                 return None
             if mm[fb + j]:
                 return TOMBSTONE
-            ends = offsets[i] + ve + 4 * j
+            return mm[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+        if len(key) != width:
+            return None
+        off = offsets[i]
+        kb = off + ks
+        ke = kb + n * width  # values follow the keys
+        p = mm.find(key, kb, ke)
+        while p >= 0 and (p - kb) % width:  # a match across two keys
+            p = mm.find(key, p + 1, ke)
+        if p < 0:
+            return None
+        j = (p - kb) // width
+        if mm[off + fl + j]:
+            return TOMBSTONE
         if j:
-            a, b = u32x2(mm, ends - 4)
-            return mm[vb + a : vb + b]
-        return mm[vb : vb + u32(mm, ends)[0]]
+            a, b = u32x2(mm, off + ve + 4 * (j - 1))
+            return mm[ke + a : ke + b]
+        return mm[ke : ke + u32(mm, off + ve)[0]]
 
     return value_cache.getter(find)
 
