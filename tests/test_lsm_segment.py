@@ -1,4 +1,5 @@
-"""Disk segment codec, writer and reader: round trips, lookups, ranges, corruption."""
+"""Block codec, segment writer and reader, cursors and compaction: round trips,
+lookups, ranges, corruption."""
 
 from __future__ import annotations
 
@@ -6,31 +7,46 @@ from pathlib import Path
 
 import pytest
 
+from engines.lsm import block
 from engines.lsm.cache import GenerationalCache
-from engines.lsm.segment import (
-    TOMBSTONE,
-    CorruptSegment,
-    DiskSegment,
-    SegmentWriter,
-    decode_block,
-    encode_block,
-    merge_segments,
-)
+from engines.lsm.errors import CorruptSegment
+from engines.lsm.merging_iterator import compact, merge
+from engines.lsm.segment_reader import TOMBSTONE, SegmentReader
+from engines.lsm.segment_writer import SegmentWriter
 
 
-def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int = 4) -> DiskSegment:
+def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int = 4) -> SegmentReader:
     w = SegmentWriter(path, step)
     for i in range(0, len(items), 7):  # odd slices: blocks span add() calls
         chunk = items[i : i + 7]
         w.add([k for k, _ in chunk], [v for _, v in chunk])
     w.finish()
-    return DiskSegment(path, 1, key_cache=8, value_cache=8, block_cache=8)
+    return SegmentReader(path, 1, key_cache=8, value_cache=8, block_cache=8)
+
+
+def entries(seg: SegmentReader, start: bytes | None = None, **kw: object) -> list[tuple[bytes, bytes | None]]:
+    """Everything a cursor yields (tombstones included)."""
+    return [(k, v) for ks, vs in merge([seg.cursor(start, **kw)], False) for k, v in zip(ks, vs, strict=True)]  # type: ignore[arg-type, misc]
+
+
+def range_keys(seg: SegmentReader, start: bytes, end: bytes | None, inclusive: bool) -> tuple[list, list]:
+    got = entries(
+        seg, start, end=end, inclusive=inclusive, blocks=1, max_blocks=2, min_entries=3, keys_only=True
+    )
+    return [k for k, _ in got], [int(v is None) for _, v in got]
 
 
 def test_block_round_trip_with_tombstones_and_empty_values() -> None:
     keys = [b"a", b"bb", b"c\x00", b"d" * 300]
     values = [b"1", None, b"", b"x" * 1000]
-    assert decode_block(encode_block(keys, values)) == (keys, values)
+    assert block.decode(block.encode(keys, values)) == (keys, values)
+    fixed = [b"aa", b"bb", b"cc"]
+    raw = block.encode(fixed, [b"1", None, b"333"])
+    assert block.decode(raw) == (fixed, [b"1", None, b"333"])
+    n, width, _kx, _ve, _fl, keys_at = block.shape_at(raw)
+    assert (n, width, keys_at) == (3, 2, 4 + 5 * 3)
+    assert block.last_key(raw) == b"cc"
+    assert block.last_key(block.encode(keys, values)) == b"d" * 300
 
 
 def test_point_lookups(tmp_path: Path) -> None:
@@ -46,31 +62,32 @@ def test_point_lookups(tmp_path: Path) -> None:
     seg.close()
 
 
-def test_range_keys_and_truncation(tmp_path: Path) -> None:
+def test_cursor_ranges(tmp_path: Path) -> None:
     items = [(b"k%03d" % i, None if i % 5 == 0 else b"") for i in range(100)]
     seg = write_segment(tmp_path / "s.sst", items, step=3)
-    keys, flags, more = seg.range_keys(b"k010", b"k020", False, 100)
+    keys, flags = range_keys(seg, b"k010", b"k020", False)
     assert keys == [b"k%03d" % i for i in range(10, 20)]
     assert flags == [int(i % 5 == 0) for i in range(10, 20)]
-    assert not more
-    keys, _, more = seg.range_keys(b"k010", b"k020", True, 100)
-    assert keys[-1] == b"k020" and not more
-    keys, _, more = seg.range_keys(b"k0105", None, False, 4)
-    assert keys == [b"k011", b"k012", b"k013", b"k014"] and more
-    keys, _, more = seg.range_keys(b"k095", b"k099", True, 5)
-    assert len(keys) == 5 and not more
-    keys, _, more = seg.range_keys(b"k095", b"k099", True, 4)
-    assert len(keys) == 4 and more
-    assert seg.range_keys(b"zz", None, False, 10) == ([], [], False)
+    keys, _ = range_keys(seg, b"k010", b"k020", True)
+    assert keys[-1] == b"k020"
+    keys, _ = range_keys(seg, b"k0105", b"k015", False)
+    assert keys == [b"k011", b"k012", b"k013", b"k014"]
+    keys, _ = range_keys(seg, b"k095", b"k099", True)
+    assert keys == [b"k%03d" % i for i in range(95, 100)]
+    assert range_keys(seg, b"zz", None, False) == ([], [])
+    assert range_keys(seg, b"", b"k000", False) == ([], [])
+    assert range_keys(seg, b"", b"k000", True) == ([b"k000"], [1])
 
 
-def test_iter_chunks_seeks_and_covers_everything(tmp_path: Path) -> None:
+def test_cursor_seeks_and_covers_everything(tmp_path: Path) -> None:
     items = [(b"%04d" % i, b"v" * (i % 7)) for i in range(500)]
     seg = write_segment(tmp_path / "s.sst", items, step=16)
-    got = [(k, v) for ks, vs in seg.iter_chunks(None, 4) for k, v in zip(ks, vs, strict=True)]
-    assert got == items
-    got = [k for ks, _ in seg.iter_chunks(b"0250x", 4) for k in ks]
-    assert got == [b"%04d" % i for i in range(251, 500)]
+    assert entries(seg, blocks=1, max_blocks=4) == items
+    assert entries(seg, cached=False, blocks=8) == items
+    assert [k for k, _ in entries(seg, b"0250x", blocks=1, max_blocks=4)] == [
+        b"%04d" % i for i in range(251, 500)
+    ]
+    assert [k for k, _ in entries(seg, b"0250", keys_only=True)] == [b"%04d" % i for i in range(250, 500)]
 
 
 def test_writer_rejects_unsorted_keys(tmp_path: Path) -> None:
@@ -90,34 +107,73 @@ def test_corrupt_block_is_detected(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[off] ^= 0xFF
     path.write_bytes(bytes(data))
-    seg = DiskSegment(path, 1)
+    seg = SegmentReader(path, 1)
     with pytest.raises(CorruptSegment):
         for i in range(64):
             seg.get(b"k%03d" % i)
+
+
+@pytest.mark.parametrize("read", ["get", "scan", "iterate", "compact"])
+def test_every_read_path_checks_block_checksums(tmp_path: Path, read: str) -> None:
+    path = tmp_path / "s.sst"
+    seg = write_segment(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)])
+    off = seg.offsets[3]
+    seg.close()
+    data = bytearray(path.read_bytes())
+    data[off + 7] ^= 0xFF
+    path.write_bytes(bytes(data))
+    seg = SegmentReader(path, 1)
+    with pytest.raises(CorruptSegment) as err:
+        if read == "get":
+            seg.get(b"k013")
+        elif read == "scan":
+            entries(seg, b"k010", keys_only=True, min_entries=50)
+        elif read == "iterate":
+            entries(seg, blocks=64)
+        else:
+            for step in compact(
+                [seg.cursor(blocks=8, cached=False)], SegmentWriter(tmp_path / "o.sst", 4), True, 64
+            ):
+                if step is not None:
+                    step()
+    assert err.value.offset == off and "block 3" in str(err.value)
 
 
 def test_truncated_file_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "s.sst"
     write_segment(path, [(b"a", b"1"), (b"b", b"2")]).close()
     path.write_bytes(path.read_bytes()[:-3])
-    with pytest.raises(CorruptSegment):
-        DiskSegment(path, 1)
+    with pytest.raises(CorruptSegment) as err:
+        SegmentReader(path, 1)
+    assert err.value.path == path
 
 
 def test_generational_cache_is_bounded_and_ages() -> None:
     c = GenerationalCache(10)
+    loads: list[int] = []
+
+    def load(k: int) -> int | None:
+        loads.append(k)
+        return None if k < 0 else k
+
     for i in range(100):
-        c.put(i, i)
+        assert c.get_or_load(i, load) == i
         assert len(c) <= 10
-    assert c.get(99) == 99 and c.get(0) is None
+    loads.clear()
+    assert c.get_or_load(99, load) == 99 and not loads  # cached
+    assert c.get_or_load(0, load) == 0 and loads == [0]  # evicted long ago: loaded again
+    assert c.get_or_load(-1, load) is None and c.get_or_load(-1, load) is None
+    assert loads == [0, -1, -1]  # "nothing there" is never cached
+    c.rotate()  # 0 is now in the old generation
+    loads.clear()
+    assert c.get_or_load(0, load) == 0 and not loads  # promoted back to young
     c.rotate()
-    assert c.get(99) == 99  # promoted back to young
     c.rotate()
-    c.rotate()
-    assert c.get(99) is None
+    assert c.get_or_load(0, load) == 0 and loads == [0]  # idle for two rotations: gone
+    get = c.getter(load)  # the bound form shares the generations
+    assert get(0) == 0 and loads == [0]  # the value get_or_load cached
     off = GenerationalCache(0)
-    off.put(1, 1)
-    assert off.get(1) is None
+    assert off.get_or_load(1, load) == 1 and off.get_or_load(1, load) == 1 and len(off) == 0
 
 
 def test_fixed_width_lookup_ignores_matches_across_key_boundaries(tmp_path: Path) -> None:
@@ -161,13 +217,20 @@ def test_merge_segments_matches_a_dict_fold(tmp_path: Path, seed: int, drop: boo
     for n, layer in enumerate(reversed(layers)):  # newest first as merge sources
         sources.append(write_segment(tmp_path / f"s{n}.sst", layer, step=rng.choice([1, 2, 4, 16])))
     w = SegmentWriter(tmp_path / "out.sst", 4)
-    for step in merge_segments(sources, w, drop, slice_entries=7):
+    cursors = [s.cursor(blocks=rng.choice([1, 3, 8]), cached=False) for s in sources]
+    for step in compact(cursors, w, drop, slice_entries=7):
         if step is not None:
             step()
     w.finish()
-    out = DiskSegment(tmp_path / "out.sst", 9)
-    got = [(k, v) for ks, vs in out.iter_chunks(None, 4) for k, v in zip(ks, vs, strict=True)]
+    out = SegmentReader(tmp_path / "out.sst", 9)
+    got = entries(out)
+    reads = [
+        (k, v)
+        for ks, vs in merge([s.cursor(min_entries=3) for s in sources], drop)
+        for k, v in zip(ks, vs, strict=True)
+    ]  # type: ignore[misc]
     expected = sorted((k, v) for k, v in model.items() if not (drop and v is None))
+    assert reads == expected  # the read path merges the same way
     assert got == expected
     assert out.live == sum(v is not None for _, v in expected)
 
@@ -176,11 +239,16 @@ def test_merge_of_disjoint_segments_copies_blocks(tmp_path: Path) -> None:
     old = write_segment(tmp_path / "a.sst", [(b"a%03d" % i, b"x" * i) for i in range(40)], step=4)
     new = write_segment(tmp_path / "b.sst", [(b"b%03d" % i, b"y") for i in range(40)], step=4)
     w = SegmentWriter(tmp_path / "out.sst", 4)
-    for step in merge_segments([new, old], w, True):
+    copies = 0
+    for step in compact(
+        [new.cursor(blocks=8, cached=False), old.cursor(blocks=8, cached=False)], w, True, 4096
+    ):
         if step is not None:
+            copies += 1
             step()
     w.finish()
-    out = DiskSegment(tmp_path / "out.sst", 3)
+    assert copies == 2  # one run per source, nothing decoded
+    out = SegmentReader(tmp_path / "out.sst", 3)
     raw_blocks = [out.read_block(i) for i in range(len(out.first_keys))]
     assert raw_blocks == [old.read_block(i) for i in range(10)] + [new.read_block(i) for i in range(10)]
     assert out.last_key == b"b039" and out.entries == 80
@@ -189,7 +257,24 @@ def test_merge_of_disjoint_segments_copies_blocks(tmp_path: Path) -> None:
 def test_empty_segment(tmp_path: Path) -> None:
     w = SegmentWriter(tmp_path / "e.sst", 4)
     w.finish()
-    seg = DiskSegment(tmp_path / "e.sst", 1)
+    seg = SegmentReader(tmp_path / "e.sst", 1)
     assert seg.entries == 0 and seg.get(b"") is None and seg.get(b"a") is None
-    assert seg.range_keys(b"", None, False, 5) == ([], [], False)
-    assert list(seg.iter_chunks()) == []
+    assert range_keys(seg, b"", None, False) == ([], [])
+    assert entries(seg) == []
+
+
+def test_a_reader_is_freed_as_soon_as_its_last_user_lets_go(tmp_path: Path) -> None:
+    """No reference cycle (the lookup closures hold the tables, not the reader), so a
+    merged-away segment is unmapped at once rather than at some later GC pass."""
+    import gc
+    import weakref
+
+    seg = write_segment(tmp_path / "s.sst", [(b"k%03d" % i, b"v") for i in range(50)])
+    assert seg.get(b"k007") == b"v" and entries(seg, keys_only=True)
+    ref = weakref.ref(seg)
+    gc.disable()
+    try:
+        del seg
+        assert ref() is None
+    finally:
+        gc.enable()

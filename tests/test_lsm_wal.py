@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from engines.lsm.wal import WriteAheadLog, decode_records, encode_records, replay_file, wal_path
+import engines.lsm.wal as wal_module
+from engines.lsm.errors import CorruptLog
+from engines.lsm.wal import WriteAheadLog, decode_records, encode_records, frame, replay_file, wal_path
 
 RECORDS = [(b"a", b"1"), (b"b", None), (b"", b""), (b"c" * 70, b"x" * 5000), (b"a", b"2")]
 
@@ -52,31 +55,90 @@ def test_take_respects_limit_and_order_across_rotation(tmp_path: Path) -> None:
     wal.close()
 
 
-@pytest.mark.parametrize("cut", [1, 5, 9, 18])
-def test_torn_tail_is_dropped_and_file_truncated(tmp_path: Path, cut: int) -> None:
-    wal = WriteAheadLog(tmp_path, "sync", 0)
+def sync_log(path: Path) -> Path:
+    wal = WriteAheadLog(path, "sync", 0)
     for k, v in RECORDS:
         wal.append(k, v)
     wal.close()
-    path = wal_path(tmp_path, 0)
+    return wal_path(path, 0)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 9, 18])
+def test_torn_tail_is_dropped_and_file_truncated_only_when_allowed(tmp_path: Path, cut: int) -> None:
+    path = sync_log(tmp_path)
     full = path.read_bytes()
     path.write_bytes(full[:-cut])
-    got = list(replay_file(path))
+    with pytest.raises(CorruptLog) as err:
+        list(replay_file(path))
+    assert err.value.path == path and 0 < err.value.offset < len(full)  # type: ignore[operator]
+    assert path.read_bytes() == full[:-cut]  # untouched until allowed
+    got = list(replay_file(path, torn_tail_ok=True))
     assert got == RECORDS[: len(got)] and len(got) == len(RECORDS) - 1
+    assert path.stat().st_size == err.value.offset
     assert list(replay_file(path)) == got  # the cut-off tail is gone for good
 
 
-def test_corrupt_frame_stops_replay(tmp_path: Path) -> None:
-    wal = WriteAheadLog(tmp_path, "sync", 0)
-    for k, v in RECORDS:
-        wal.append(k, v)
-    wal.close()
-    path = wal_path(tmp_path, 0)
+def test_corrupt_frame_before_the_tail_is_damage_even_after_a_crash(tmp_path: Path) -> None:
+    path = sync_log(tmp_path)
     data = bytearray(path.read_bytes())
-    second_frame_payload = 8 + 9 + len(encode_records(RECORDS[:1])) + 9
-    data[second_frame_payload] ^= 0x55
+    second_frame = 8 + 9 + len(encode_records(RECORDS[:1]))
+    data[second_frame + 9] ^= 0x55
     path.write_bytes(bytes(data))
-    assert list(replay_file(path)) == RECORDS[:1]
+    with pytest.raises(CorruptLog) as err:
+        list(replay_file(path, torn_tail_ok=True))
+    assert err.value.offset == second_frame and "intact frames follow" in str(err.value)
+    assert path.read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize("content", [b"", b"LSMW"])
+def test_log_torn_while_its_header_was_written(tmp_path: Path, content: bytes) -> None:
+    path = wal_path(tmp_path, 0)
+    path.write_bytes(content)
+    with pytest.raises(CorruptLog):
+        list(replay_file(path))
+    assert list(replay_file(path, torn_tail_ok=True)) == []
+    assert path.read_bytes() == b"LSMWAL01"
+
+
+def test_foreign_file_is_never_a_torn_tail(tmp_path: Path) -> None:
+    path = wal_path(tmp_path, 0)
+    path.write_bytes(b"something else entirely")
+    with pytest.raises(CorruptLog) as err:
+        list(replay_file(path, torn_tail_ok=True))
+    assert err.value.offset == 0 and "not a write-ahead log" in str(err.value)
+    assert path.read_bytes() == b"something else entirely"
+
+
+def test_checksummed_frame_that_does_not_decode_is_damage(tmp_path: Path) -> None:
+    path = wal_path(tmp_path, 0)
+    path.write_bytes(b"LSMWAL01" + frame(b"\x05\x00\x00\x00\x01\x00\x00\x00ab", False))
+    with pytest.raises(CorruptLog) as err:
+        list(replay_file(path, torn_tail_ok=True))
+    assert err.value.offset == 8 and "does not decode" in str(err.value)
+
+
+def test_a_log_is_fsynced_before_the_next_one_gets_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, int]] = []
+    real_write, real_fsync = os.write, os.fsync
+    monkeypatch.setattr(
+        wal_module.os, "write", lambda fd, b: events.append(("write", fd)) or real_write(fd, b)
+    )
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: events.append(("fsync", fd)) or real_fsync(fd))
+    wal = WriteAheadLog(tmp_path, "async-compressed", 0)
+    wal.append(b"a", b"1")
+    wal.write_now()
+    old = wal.current
+    assert old is not None
+    wal.rotate()
+    wal.append(b"b", b"2")
+    events.clear()
+    wal.write_now()
+    new = wal.current
+    assert new is not None
+    assert events.index(("fsync", old.fd)) < events.index(("write", new.fd))
+    wal.close()
 
 
 def test_none_mode_writes_nothing_and_retire_deletes(tmp_path: Path) -> None:
@@ -95,3 +157,31 @@ def test_none_mode_writes_nothing_and_retire_deletes(tmp_path: Path) -> None:
 def test_unknown_mode_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         WriteAheadLog(tmp_path, "fast", 0)
+
+
+def test_a_failed_write_leaves_a_torn_tail_and_nothing_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wal = WriteAheadLog(tmp_path, "async-compressed", 0)
+    wal.append(b"a", b"1")
+    wal.write_now()
+    real_write = os.write
+    calls = []
+
+    def disk_fills(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data)[: len(data) // 2])  # a short write, then full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(wal_module.os, "write", disk_fills)
+    wal.append(b"b", b"2" * 100)
+    with pytest.raises(OSError):
+        wal.write_now()
+    monkeypatch.setattr(wal_module.os, "write", real_write)  # space again: still no frame after it
+    wal.append(b"c", b"3")
+    with pytest.raises(OSError, match="no more writes"):
+        wal.write_now()
+    assert len(calls) == 2
+    path = wal_path(tmp_path, 0)
+    assert list(replay_file(path, torn_tail_ok=True)) == [(b"a", b"1")]

@@ -1,7 +1,20 @@
-"""A native LSM-tree storage engine in pure Python.
+"""A native LSM-tree storage engine in pure Python, laid out like LevelDB.
 
-Modules: ``memtable`` (mutable segment), ``wal`` (write-ahead log), ``segment`` (disk
-segment format, reader, writer), ``cache`` (bounded read caches), ``merge`` (merging
-sorted sources), ``tree`` (one LSM tree), ``maintainer`` (background tasks on the anyio
-loop) and ``adapter`` (the profile workload as five trees).
+Modules, one concept each:
+
+- ``tree``: one LSM tree (memtables + log + segments + manifest) and its jobs.
+- ``memtable``: the mutable in-memory table and its cursor.
+- ``wal``: the write-ahead log (framing, background writer, replay).
+- ``meta``: ``meta.json``, the manifest that says what is committed.
+- ``block``: the data block format.
+- ``segment_writer`` / ``segment_reader``: immutable sorted segment files.
+- ``merging_iterator``: the one k-way merge behind reads, scans, flushes and compaction.
+- ``cache``: bounded two-generation read caches.
+- ``maintainer``: background flush / merge / log-writer tasks on the anyio loop.
+- ``errors``: why a damaged or missing store is refused.
+- ``adapter``: the profile workload as five trees.
 """
+
+from engines.lsm.errors import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
+
+__all__ = ["CorruptLog", "CorruptMeta", "CorruptSegment", "CorruptStore", "MissingStore"]

@@ -10,11 +10,16 @@ idle for longer than one lifetime is gone after two rotations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
+
+__all__ = ["GenerationalCache"]
 
 
 class GenerationalCache:
-    """Bounded map; ``capacity`` 0 disables caching."""
+    """Bounded map; ``capacity`` 0 disables caching. Callers go through
+    :meth:`get_or_load` (or its bound form :meth:`getter`) only, so the generations
+    stay this class's business."""
 
     __slots__ = ("young", "old", "half")
 
@@ -25,23 +30,37 @@ class GenerationalCache:
         self.young: dict[Any, Any] = {}
         self.old: dict[Any, Any] = {}
 
-    def get(self, key: Any) -> Any:
-        """The cached value or None (callers never store None)."""
-        v = self.young.get(key)
-        if v is None:
-            v = self.old.get(key)
-            if v is not None:
-                self.put(key, v)
-        return v
+    def get_or_load(self, key: Hashable, loader: Callable[[Any], Any]) -> Any:
+        """The cached value of ``key``, else ``loader(key)``, cached unless it is None
+        (None means "nothing there" and is never stored). A hit in the old generation
+        moves to the young one."""
+        return self.getter(loader)(key)
 
-    def put(self, key: Any, value: Any) -> None:
-        if not self.half:
-            return
-        young = self.young
-        if len(young) >= self.half:
-            self.old = young
-            self.young = young = {}
-        young[key] = value
+    def getter(self, loader: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``get_or_load`` with ``loader`` fixed, as one function: what hot paths keep
+        (a point read pays one call for the cache instead of a method call and a bound
+        loader per lookup)."""
+        cache = self
+
+        def get(key: Any) -> Any:
+            v = cache.young.get(key)
+            if v is not None:
+                return v
+            v = cache.old.get(key)
+            if v is None:
+                v = loader(key)
+                if v is None:
+                    return None
+            half = cache.half
+            if half:
+                young = cache.young
+                if len(young) >= half:
+                    cache.old = young
+                    cache.young = young = {}
+                young[key] = v
+            return v
+
+        return get
 
     def rotate(self) -> None:
         """Age every entry by one generation (called by the lifetime clock)."""

@@ -21,6 +21,8 @@ from anyio.abc import TaskGroup, TaskStatus
 from engines.lsm.tree import Job, LsmTree
 from engines.lsm.wal import encode_records
 
+__all__ = ["MAX_FROZEN", "WAL_FRAME_RECORDS", "Maintainer", "run_job_on_loop"]
+
 #: Records per compressed WAL frame.
 WAL_FRAME_RECORDS = 16_384
 #: How often an idle log writer looks for queued records (seconds).
@@ -43,8 +45,9 @@ class _Signal:
         self._event = anyio.Event()
 
 
-async def drive(job: Job) -> None:
-    """Run a job on the loop: checkpoints yield a turn, callables go to a thread."""
+async def run_job_on_loop(job: Job) -> None:
+    """Run a job on the event loop: checkpoints yield a turn, callables (fsync, bulk
+    writes) go to a worker thread. ``LsmTree.run_job`` is the synchronous twin."""
     try:
         for step in job:
             if step is None:
@@ -56,12 +59,14 @@ async def drive(job: Job) -> None:
 
 
 class Maintainer:
+    """The background loops of ``trees`` (see the module doc); ``busy`` marks running
+    jobs and log writes, ``failure`` keeps the first error for ``check``."""
+
     def __init__(self, trees: list[LsmTree], lifetime_ms: int) -> None:
         self.trees = trees
         self.lifetime_s = lifetime_ms / 1000
         self.failure: BaseException | None = None
         self.busy: dict[int, int] = {}
-        self._wake: dict[int, _Signal] = {}
         self._stopping = False
         self._scope: anyio.CancelScope | None = None
         self._stopped = anyio.Event()
@@ -90,8 +95,8 @@ class Maintainer:
         for t in self.trees:
             flush_sig, merge_sig = _Signal(), _Signal()
             t.on_work = self._waker(flush_sig, merge_sig)
-            tg.start_soon(self._job_loop, t, t.flush_job, flush_sig, merge_sig)
-            tg.start_soon(self._job_loop, t, t.merge_job, merge_sig, None)
+            tg.start_soon(self._job_loop, t.flush_job, flush_sig, merge_sig)
+            tg.start_soon(self._job_loop, t.merge_job, merge_sig, None)
             tg.start_soon(self._wal_loop, t)
         tg.start_soon(self._clock)
 
@@ -109,8 +114,10 @@ class Maintainer:
             raise RuntimeError(f"LSM background task failed: {type(f).__name__}: {f}") from f
 
     async def _job_loop(
-        self, tree: LsmTree, next_job: Callable[[], Job | None], sig: _Signal, after: _Signal | None
+        self, next_job: Callable[[], Job | None], sig: _Signal, after: _Signal | None
     ) -> None:
+        """Run ``next_job()`` whenever ``sig`` fires until it returns None; then wake
+        ``after`` (a flush may make a merge due)."""
         key = id(sig)
         try:
             while not self._stopping:
@@ -120,7 +127,7 @@ class Maintainer:
                     continue
                 self.busy[key] = 1
                 try:
-                    await drive(job)
+                    await run_job_on_loop(job)
                 finally:
                     self.busy.pop(key, None)
                 if after is not None:

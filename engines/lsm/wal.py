@@ -5,10 +5,18 @@ File: ``wal-{seq:08d}.log`` = b"LSMWAL01" then frames::
     u32 payload length | u32 crc32(payload) | u8 kind (0 raw, 1 zlib) | payload
 
 A payload is a run of records ``u32 key length | u32 value length (0xFFFFFFFF =
-tombstone) | key | value``. Replay reads frames in order and stops at the first one
-that is short or fails its checksum (a torn tail after a crash), truncating the file
-there: a crash can lose the tail, never corrupt what precedes it, and what survives is a
+tombstone) | key | value``; frames are appended whole, in order, so a crash keeps a
 prefix of the writes.
+
+Replay tells a torn tail from damage. A frame that is short, fails its checksum or has
+an unknown kind is a *torn tail* only if no intact frame follows it in its file, the log
+is the last one holding frames, and the tree was not closed cleanly (``meta.json``
+records clean closes): then it is what a crash left mid-append, it is dropped and the
+file is cut there (durably, so it never reappears mid-log once newer logs get frames).
+Anything else is damage: :class:`CorruptLog` names the file and the frame's offset and
+nothing is changed, so the user decides. To keep "only the last log can be torn" true
+even when the machine loses power, the background writer fsyncs a log before it writes
+the first frame of the next one.
 
 Modes: ``none`` (no log; only flushed segments persist), ``sync`` (one frame written and
 fsynced per write, before the write is acknowledged) and ``async-compressed`` (records
@@ -20,12 +28,26 @@ fsyncs about once a second, settle and close fsync everything).
 from __future__ import annotations
 
 import os
+import re
 import struct
 import threading
 import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+
+from engines.lsm.errors import CorruptLog
+
+__all__ = [
+    "MAGIC",
+    "MODES",
+    "WriteAheadLog",
+    "decode_records",
+    "encode_records",
+    "frame",
+    "replay_file",
+    "wal_path",
+]
 
 MODES = ("none", "sync", "async-compressed")
 MAGIC = b"LSMWAL01"
@@ -71,6 +93,8 @@ def decode_records(payload: bytes) -> Iterator[tuple[bytes, bytes | None]]:
         else:
             yield k, payload[pos : pos + vlen]
             pos += vlen
+    if pos != end:
+        raise ValueError(f"records overrun their payload by {pos - end} bytes")
 
 
 def frame(payload: bytes, compress: bool) -> bytes:
@@ -79,37 +103,93 @@ def frame(payload: bytes, compress: bool) -> bytes:
     return _FRAME.pack(len(payload), zlib.crc32(payload), 1 if compress else 0) + payload
 
 
-def replay_file(path: Path) -> Iterator[tuple[bytes, bytes | None]]:
-    """Records of one log file up to its first torn/corrupt frame (which is cut off)."""
+def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes, bytes | None]]:
+    """The records of one log, in order (see the module doc for torn tails and damage).
+
+    ``torn_tail_ok``: the caller knows the last session stopped uncleanly and that no
+    later log holds frames, so this log's last frame may be torn and is then dropped.
+    Otherwise, and for a bad frame that intact frames follow, :class:`CorruptLog`."""
     data = path.read_bytes()
-    if data[:8] != MAGIC:
-        good = 0
-        if len(data) >= 8:  # not a log this engine wrote
-            raise ValueError(f"{path}: not a write-ahead log")
-    else:
-        pos = good = 8
-        while pos + _FRAME.size <= len(data):
-            length, crc, kind = _FRAME.unpack_from(data, pos)
-            start = pos + _FRAME.size
-            payload = data[start : start + length]
-            if len(payload) != length or zlib.crc32(payload) != crc or kind > 1:
+    if data[:8] == MAGIC:
+        pos = 8
+        while pos < len(data):
+            payload, reason = _read_frame(data, pos)
+            if payload is None:
                 break
-            if kind == 1:
-                try:
+            try:  # a valid checksum over a payload that does not decode: never a torn write
+                if data[pos + 8]:
                     payload = zlib.decompress(payload)
-                except zlib.error:
-                    break
-            yield from decode_records(payload)
-            pos = good = start + length
-    if good != len(data):
-        with open(path, "r+b") as f:
-            f.truncate(good)
-            if good == 0:
-                f.write(MAGIC)
+                records = list(decode_records(payload))
+            except (zlib.error, struct.error, ValueError) as e:
+                raise CorruptLog(path, pos, f"frame does not decode: {e}; nothing was changed") from e
+            yield from records
+            pos += _FRAME.size + _FRAME.unpack_from(data, pos)[0]
+        else:
+            return
+    elif len(data) < 8 and MAGIC.startswith(data):
+        pos, reason = 0, f"header cut short ({len(data)} of 8 bytes)"
+    else:
+        raise CorruptLog(path, 0, "not a write-ahead log (bad magic); nothing was changed")
+    if not torn_tail_ok:
+        raise CorruptLog(
+            path,
+            pos,
+            f"{reason}; only the last log's last frame may be torn, and only after an "
+            "unclean stop (this tree was closed cleanly or a later log holds frames); "
+            "nothing was changed",
+        )
+    if _intact_frame_after(data, pos):
+        raise CorruptLog(
+            path,
+            pos,
+            f"{reason}; intact frames follow it, so it is damage, not a torn tail; nothing was changed",
+        )
+    with open(path, "r+b") as f:  # drop the torn tail for good
+        f.truncate(pos)
+        if pos == 0:
+            f.write(MAGIC)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _read_frame(data: bytes, pos: int) -> tuple[bytes | None, str]:
+    """(payload as stored, "") of the intact frame at ``pos``, or (None, what is wrong)."""
+    if pos + _FRAME.size > len(data):
+        return None, f"frame header cut short ({len(data) - pos} of {_FRAME.size} bytes)"
+    length, crc, kind = _FRAME.unpack_from(data, pos)
+    start = pos + _FRAME.size
+    end = start + length
+    if kind > 1:
+        return None, f"unknown frame kind {kind}"
+    if end > len(data):
+        return None, f"frame of {length} bytes runs {end - len(data)} bytes past the end of the file"
+    if zlib.crc32(memoryview(data)[start:end]) != crc:
+        return None, "frame checksum mismatch"
+    return data[start:end], ""
+
+
+_KIND_BYTE = re.compile(rb"[\x00\x01]")
+
+
+def _intact_frame_after(data: bytes, bad: int) -> bool:
+    """Whether an intact frame starts anywhere after offset ``bad`` (then the bad frame
+    is not the tail: e.g. its length field was damaged). Candidates are the positions
+    whose kind byte is 0 or 1; the checksum decides. Empty frames are never written, so
+    a run of zero bytes (what a lost page reads as) is no frame."""
+    n = len(data)
+    view = memoryview(data)
+    unpack = _FRAME.unpack_from
+    for m in _KIND_BYTE.finditer(data, bad + 1 + 8):
+        q = m.start() - 8
+        length, crc, _kind = unpack(data, q)
+        end = q + _FRAME.size + length
+        if length > 0 and end <= n and zlib.crc32(view[q + _FRAME.size : end]) == crc:
+            return True
+    return False
 
 
 class _LogFile:
-    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced")
+    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced", "broken")
 
     def __init__(self, directory: Path, seq: int) -> None:
         self.seq = seq
@@ -121,6 +201,27 @@ class _LogFile:
         #: Held while a worker thread writes, so a file is never closed mid-write.
         self.lock = threading.Lock()
         self.synced = time.monotonic()
+        #: The error of a failed write: the file may end in a part frame, so nothing may
+        #: follow it (a torn frame is tolerated only as the very last one).
+        self.broken: BaseException | None = None
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` whole (short writes continue; the caller holds the lock or
+        is the only writer)."""
+        if self.broken is not None:
+            raise OSError(f"{self.path}: no more writes after a failed one") from self.broken
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except BaseException as e:
+            self.broken = e
+            raise
+
+    def sync(self) -> None:
+        with self.lock:
+            if self.fd >= 0:
+                os.fsync(self.fd)
 
     def close(self) -> None:
         with self.lock:
@@ -144,6 +245,8 @@ class WriteAheadLog:
         self.queue: list[tuple[_LogFile, list[tuple[bytes, bytes | None]]]] = []
         self.files: dict[int, _LogFile] = {}
         self.current: _LogFile | None = None
+        #: The newest log that frames were written to (older ones are fsynced first).
+        self._frames_seq = seq
         if mode != "none":
             self.current = self.files[seq] = _LogFile(self.dir, seq)
         self.append = self._bind_append()
@@ -156,9 +259,9 @@ class WriteAheadLog:
         return self._append_async
 
     def _append_sync(self, key: bytes, value: bytes | None) -> None:
-        fd = self.current.fd  # type: ignore[union-attr]
-        os.write(fd, frame(encode_records([(key, value)]), False))
-        os.fsync(fd)
+        log = self.current
+        log.write(frame(encode_records([(key, value)]), False))  # type: ignore[union-attr]
+        os.fsync(log.fd)  # type: ignore[union-attr]
 
     def _append_async(self, key: bytes, value: bytes | None) -> None:
         pending = self.pending
@@ -189,14 +292,20 @@ class WriteAheadLog:
             return self.current, records[:limit]  # type: ignore[return-value]
         return None
 
-    @staticmethod
-    def write_batch(log: _LogFile, payload: bytes) -> None:
-        """Compress and append one frame (runs in a worker thread; zlib drops the GIL)."""
+    def write_batch(self, log: _LogFile, payload: bytes) -> None:
+        """Compress and append one frame (runs in a worker thread; zlib drops the GIL).
+        The first frame of a log waits until the older logs are fsynced, so only the
+        newest log with frames can ever end in a torn frame."""
         data = frame(payload, True)
+        if log.seq > self._frames_seq:
+            for older in list(self.files.values()):
+                if older.seq < log.seq:
+                    older.sync()
+            self._frames_seq = log.seq
         with log.lock:
             if log.retired or log.fd < 0:
                 return
-            os.write(log.fd, data)
+            log.write(data)
             now = time.monotonic()
             if now - log.synced >= ASYNC_FSYNC_INTERVAL_S:
                 os.fsync(log.fd)
@@ -233,16 +342,17 @@ class WriteAheadLog:
 
     def sync(self) -> None:
         for log in list(self.files.values()):
-            with log.lock:
-                if log.fd >= 0:
-                    os.fsync(log.fd)
+            log.sync()
 
     def close(self) -> None:
-        self.write_now()
-        self.sync()
-        for log in self.files.values():
-            log.close()
-        self.files.clear()
+        """Write and fsync everything queued; the files are closed even if that fails."""
+        try:
+            self.write_now()
+            self.sync()
+        finally:
+            for log in self.files.values():
+                log.close()
+            self.files.clear()
 
 
 def _noop(key: bytes, value: bytes | None) -> None:

@@ -1,0 +1,413 @@
+"""Reading an immutable segment file: point lookups, and cursors for the merging
+iterator (see ``segment_writer.py`` for the file format, ``block.py`` for blocks).
+
+Why it is shaped this way: the sparse index (every block's first key, offset, length,
+checksum) is in memory, the blocks stay in the file's memory mapping and only bounded
+caches hold Python objects made from them, so a segment of any size costs a few
+bytes per block. A point lookup is a bisect over the first keys and then, in a
+fixed-width block, one C-level ``find`` in the mapping. Each block's checksum is
+tested the first time the block is touched (``_Blocks.read``, the only read that
+checks) and its shape remembered as a small id, so later lookups skip the header too.
+
+Caches (``cache.py``, all bounded, all through ``get_or_load`` or its bound form
+``getter``): the *value cache* holds recently read values by key; the *key cache*
+decoded block keys (scans, mixed-width lookups); the *block cache* raw blocks for
+iterators, dropped when idle longer than the lifetime. Compaction reads bypass them.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engines.lsm import block
+from engines.lsm.cache import GenerationalCache
+from engines.lsm.errors import CorruptSegment
+from engines.lsm.merging_iterator import NOT_READ, Chunk, Cursor
+from engines.lsm.segment_writer import (
+    FOOTER,
+    FOOTER_MAGIC,
+    FOOTER_SIZE,
+    HEADER,
+    INDEX_ENTRY,
+    MAGIC,
+    VERSION,
+    BlockRun,
+)
+
+__all__ = ["TOMBSTONE", "SegmentCursor", "SegmentReader"]
+
+TOMBSTONE = block.TOMBSTONE
+_U32 = struct.Struct("<I")
+_U32X2 = struct.Struct("<II")
+#: Blocks a segment remembers the shape of by a 16-bit id (id 0: not yet checked).
+_MAX_SHAPES = 0xFFFF
+
+
+class SegmentReader:
+    """A read-only segment: sparse index in memory, blocks read through bounded caches."""
+
+    def __init__(
+        self,
+        path: Path,
+        seg_id: int,
+        *,
+        key_cache: int = 1024,
+        value_cache: int = 1024,
+        block_cache: int = 1024,
+    ) -> None:
+        self.path = Path(path)
+        self.id = seg_id
+        with open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < HEADER.size + FOOTER_SIZE:
+                raise CorruptSegment(self.path, None, f"too short for a segment ({size} bytes)")
+            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # keeps its own descriptor
+        try:
+            self._read_index(size)
+        except BaseException:
+            self._mm.close()
+            raise
+        self.size = size
+        self.block_cache = GenerationalCache(block_cache)
+        self.key_cache = GenerationalCache(key_cache)
+        self.value_cache = GenerationalCache(value_cache)
+        self._blocks = blocks = _Blocks(self.path, self._mm, self.offsets, self.lengths, self.crcs)
+        #: Block ``i``'s bytes, bypassing the caches (the checksum is tested here).
+        self.read_block = blocks.read
+        #: Block ``i``'s bytes, checksum tested, through the block cache.
+        self.raw_block = self.block_cache.getter(blocks.read)
+        #: Block ``i``'s keys decoded (positions absolute in the mapping), through the
+        #: key cache.
+        self.block_keys = self.key_cache.getter(blocks.decode_keys)
+        #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
+        self.get = _lookup(blocks, self, self.key_cache, self.value_cache)
+
+    def _read_index(self, size: int) -> None:
+        mm = self._mm
+        magic, version, step = HEADER.unpack_from(mm, 0)
+        if magic != MAGIC or version != VERSION:
+            raise CorruptSegment(self.path, 0, "bad header")
+        fo = size - FOOTER_SIZE
+        footer = mm[fo : fo + FOOTER.size]
+        (fcrc,) = _U32.unpack_from(mm, fo + FOOTER.size)
+        if mm[size - 8 : size] != FOOTER_MAGIC or zlib.crc32(footer) != fcrc:
+            raise CorruptSegment(self.path, fo, "bad footer")
+        ioff, ilen, self.entries, self.live, nblocks, icrc = FOOTER.unpack(footer)
+        index = mm[ioff : ioff + ilen]
+        if zlib.crc32(index) != icrc:
+            raise CorruptSegment(self.path, ioff, "index checksum mismatch")
+        self.step = step
+        self.first_keys: list[bytes] = []
+        self.offsets = array("Q")
+        self.lengths = array("I")
+        self.crcs = array("I")
+        pos = 0
+        unpack_len = _U32.unpack_from
+        unpack_entry = INDEX_ENTRY.unpack_from
+        for _ in range(nblocks):
+            (klen,) = unpack_len(index, pos)
+            pos += 4
+            self.first_keys.append(index[pos : pos + klen])
+            pos += klen
+            off, length, crc = unpack_entry(index, pos)
+            pos += INDEX_ENTRY.size
+            self.offsets.append(off)
+            self.lengths.append(length)
+            self.crcs.append(crc)
+        (klen,) = unpack_len(index, pos)
+        self.last_key = index[pos + 4 : pos + 4 + klen]
+        # an empty segment gets min > last, so every lookup is out of range
+        self.min_key = self.first_keys[0] if self.first_keys else b"\x01"
+
+    def __len__(self) -> int:
+        return self.entries
+
+    # --- blocks ---------------------------------------------------------------------
+    def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
+        """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
+        block with tombstones when they are to be dropped) to copy verbatim, or None."""
+        blocks = self._blocks
+        mm, offsets, shapes, ids = self._mm, self.offsets, blocks.shapes, blocks.shape_ids
+        entries = dead = 0
+        b = i
+        while b < stop and entries < max_entries:
+            n, _w, _kx, _ve, fl, _ks = shapes[ids[b]] or blocks.shape(b)
+            flags = offsets[b] + fl
+            if drop_tombstones:
+                if mm.find(b"\x01", flags, flags + n) >= 0:
+                    break
+            else:
+                dead += mm[flags : flags + n].count(1)
+            entries += n
+            b += 1
+        if b == i:
+            return None
+        last = self.last_key if b == len(self.first_keys) else block.last_key(mm, offsets[b - 1])
+        return BlockRun(
+            mm[offsets[i] : offsets[b - 1] + self.lengths[b - 1]],
+            self.first_keys[i:b],
+            self.lengths[i:b],
+            self.crcs[i:b],
+            last,
+            entries,
+            entries - dead,
+        )
+
+    # --- lookups (``get`` is made by ``_lookup``) -----------------------------------------
+    def locate(self, key: bytes) -> tuple[int, int]:
+        """(block, position) of the first entry >= key; block == len(blocks) at the end."""
+        i = bisect_right(self.first_keys, key) - 1
+        if i < 0:
+            return 0, 0
+        keys = self.block_keys(i)[0]
+        j = bisect_left(keys, key)
+        if j == len(keys):
+            return i + 1, 0
+        return i, j
+
+    def cursor(
+        self,
+        start: bytes | None = None,
+        end: bytes | None = None,
+        inclusive: bool = False,
+        blocks: int = 1,
+        max_blocks: int = 1,
+        min_entries: int = 0,
+        keys_only: bool = False,
+        cached: bool = True,
+    ) -> SegmentCursor:
+        """Entries with start <= key < end (<= end if inclusive; None: unbounded). Each
+        read takes ``blocks`` blocks (doubling up to ``max_blocks``, so short walks stay
+        short) and more while fewer than ``min_entries`` entries are in hand (scans).
+        ``keys_only``: live entries' values are ``NOT_READ`` (only keys and tombstones
+        are read, through the key cache); ``cached=False`` (compaction) bypasses the caches."""
+        return SegmentCursor(self, start, end, inclusive, blocks, max_blocks, min_entries, keys_only, cached)
+
+    def rotate_caches(self) -> None:
+        """Lifetime tick: idle blocks age out of the block cache."""
+        self.block_cache.rotate()
+
+    def close(self) -> None:
+        self.block_cache.clear()
+        self.key_cache.clear()
+        self.value_cache.clear()
+        self._mm.close()
+
+
+class _Blocks:
+    """A segment's blocks: where they are, their checksums and shapes. Apart from the
+    reader so that ``_lookup``'s closure can hold it without holding the reader."""
+
+    __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "shapes", "shape_ids", "_shape_index")
+
+    def __init__(self, path: Path, mm: mmap.mmap, offsets: array, lengths: array, crcs: array) -> None:
+        self.path, self.mm, self.offsets, self.lengths, self.crcs = path, mm, offsets, lengths, crcs
+        #: Per block a shape id, 0 until the block's checksum passed; ``shapes[id]``.
+        self.shape_ids = array("H", bytes(2 * len(offsets)))
+        self.shapes: list[block.Shape | None] = [None]
+        self._shape_index: dict[bytes, int] = {}  # block header -> shape id
+
+    def read(self, i: int) -> bytes:
+        """Block ``i``'s bytes; the one place a block's checksum is tested."""
+        off = self.offsets[i]
+        raw = self.mm[off : off + self.lengths[i]]
+        if zlib.crc32(raw) != self.crcs[i]:
+            raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
+        return raw
+
+    def shape(self, i: int) -> block.Shape:
+        """Block ``i``'s shape; the first call tests the block's checksum."""
+        shp = self.shapes[self.shape_ids[i]]
+        if shp is None:
+            head = self.read(i)[:4]
+            sid = self._shape_index.get(head)
+            if sid is not None:
+                shp = self.shapes[sid]
+            else:
+                shp = block.shape_at(head)
+                if len(self.shapes) <= _MAX_SHAPES:  # else tested again next time
+                    sid = self._shape_index[head] = len(self.shapes)
+                    self.shapes.append(shp)
+            if sid is not None:
+                self.shape_ids[i] = sid
+        return shp
+
+    def decode_keys(self, i: int) -> block.Decoded:
+        return block.decode_keys(self.mm, self.offsets[i], self.shapes[self.shape_ids[i]] or self.shape(i))
+
+
+def _lookup(
+    blocks: _Blocks, seg: SegmentReader, key_cache: GenerationalCache, value_cache: GenerationalCache
+) -> Callable[[bytes], Any]:
+    """``SegmentReader.get``: the value cache in front of an in-place search.
+
+    Why a closure over the segment's tables and not a method: point reads are the
+    hottest path, and this saves the bound methods and attribute lookups per call; it
+    holds no reference to the reader, so a retired segment is still freed (and
+    unmapped) as soon as its last user lets go."""
+    mm, offsets, shapes, ids = blocks.mm, blocks.offsets, blocks.shapes, blocks.shape_ids
+    learn, decode = blocks.shape, blocks.decode_keys
+    first_keys, last_key, min_key = seg.first_keys, seg.last_key, seg.min_key
+    keys_of = key_cache.getter(decode)
+    u32, u32x2 = _U32.unpack_from, _U32X2.unpack_from
+
+    def find(key: bytes) -> Any:
+        """The value cache's loader. A fixed-width block is searched in place (one
+        C-level ``find`` over its key area, at the offsets its shape gives); a
+        mixed-width one through its decoded keys."""
+        if key > last_key or key < min_key:
+            return None
+        i = bisect_right(first_keys, key) - 1
+        n, width, _kx, ve, fl, ks = shapes[ids[i]] or learn(i)
+        if not width:
+            keys, vends, vb, fb = keys_of(i)
+            j = bisect_left(keys, key)
+            if j == len(keys) or keys[j] != key:
+                return None
+            if mm[fb + j]:
+                return TOMBSTONE
+            return mm[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+        if len(key) != width:
+            return None
+        off = offsets[i]
+        kb = off + ks
+        ke = kb + n * width  # values follow the keys
+        p = mm.find(key, kb, ke)
+        while p >= 0 and (p - kb) % width:  # a match across two keys
+            p = mm.find(key, p + 1, ke)
+        if p < 0:
+            return None
+        j = (p - kb) // width
+        if mm[off + fl + j]:
+            return TOMBSTONE
+        if j:
+            a, b = u32x2(mm, off + ve + 4 * (j - 1))
+            return mm[ke + a : ke + b]
+        return mm[ke : ke + u32(mm, off + ve)[0]]
+
+    return value_cache.getter(find)
+
+
+class SegmentCursor(Cursor):
+    """A segment's entries for :func:`~engines.lsm.merging_iterator.merge`."""
+
+    __slots__ = (
+        "seg",
+        "_i",
+        "_j",
+        "_stop",
+        "_end",
+        "_inclusive",
+        "_want",
+        "_max",
+        "_min",
+        "_keys_only",
+        "_cached",
+    )
+
+    def __init__(
+        self,
+        seg: SegmentReader,
+        start: bytes | None,
+        end: bytes | None,
+        inclusive: bool,
+        blocks: int,
+        max_blocks: int,
+        min_entries: int,
+        keys_only: bool,
+        cached: bool,
+    ) -> None:
+        self.keys: list[bytes] = []
+        self.values: list[bytes | None] = []
+        self.pos = 0
+        self.seg = seg
+        fk = seg.first_keys
+        if start is None:
+            self._i, self._j = 0, 0
+        elif start > seg.last_key:
+            self._i, self._j = len(fk), 0
+        else:
+            self._i, self._j = seg.locate(start)
+        #: Blocks from ``_stop`` on start past ``end``.
+        if end is None:
+            self._stop = len(fk)
+        else:
+            self._stop = bisect_right(fk, end) if inclusive else bisect_left(fk, end)
+        self._end = end
+        self._inclusive = inclusive
+        self._want = blocks
+        self._max = max(blocks, max_blocks)
+        self._min = min_entries
+        self._keys_only = keys_only
+        self._cached = cached
+
+    def head(self) -> bytes | None:
+        if self.pos < len(self.keys):
+            return self.keys[self.pos]
+        if self._j == 0 and self._end is None:  # at a block boundary: no need to read it
+            return self.seg.first_keys[self._i] if self._i < self._stop else None
+        return super().head()
+
+    def next_chunk(self) -> Chunk | None:
+        i, stop = self._i, self._stop
+        if i >= stop:
+            return None
+        seg = self.seg
+        ks: list[bytes] = []
+        vs: list[bytes | None] = []
+        want = i + self._want
+        need = self._min + self._j  # entries before the seek position are cut off below
+        if self._keys_only:
+            mm, block_keys = seg._mm, seg.block_keys
+            flags = bytearray()
+            while i < stop and (i < want or len(ks) < need):
+                keys, _vends, _vb, fb = block_keys(i)
+                ks += keys
+                flags += mm[fb : fb + len(keys)]
+                i += 1
+            vs = [None if f else NOT_READ for f in flags] if 1 in flags else [NOT_READ] * len(ks)
+        else:
+            read = seg.raw_block if self._cached else seg.read_block
+            while i < stop and (i < want or len(ks) < need):
+                k, v = block.decode(read(i))
+                ks += k
+                vs += v
+                i += 1
+        if self._j:
+            del ks[: self._j], vs[: self._j]
+            self._j = 0
+        end = self._end
+        if i == stop and end is not None:  # the last block may run past the end
+            cut = bisect_right(ks, end) if self._inclusive else bisect_left(ks, end)
+            del ks[cut:], vs[cut:]
+        self._i = i
+        self._want = min(self._max, self._want * 2)
+        return ks, vs
+
+    def take_run(self, below: bytes | None, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
+        if self.pos < len(self.keys) or self._j or self._end is not None:
+            return None
+        seg, i, n = self.seg, self._i, self._stop
+        fk = seg.first_keys
+        if below is None:
+            stop = n
+        else:
+            # blocks before k-1 end below their successor's first key (< below); block
+            # k-1 only if the next first key is ``below`` itself or nothing follows
+            k = bisect_left(fk, below, i)
+            whole = (fk[k] == below) if k < n else seg.last_key < below
+            stop = k if whole else k - 1
+        if stop <= i:
+            return None
+        run = seg.block_run(i, stop, drop_tombstones, max_entries)
+        if run is not None:
+            self._i = i + len(run.first_keys)
+        return run
