@@ -24,6 +24,7 @@ from asyncbench.memory_sampler import MemorySampler
 from asyncbench.observers import Observer
 from asyncbench.phase_loop import run_operations
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
+from asyncbench.run_dirs import make_real_dir
 from engines import engine_class
 from workloads.profile_store import kernels
 from workloads.profile_store.phases import (
@@ -104,7 +105,7 @@ class EngineRun:
         self.step = "setup"
         cls = engine_class(self.name)
         econf = self._engine_config()
-        econf.data_dir.mkdir(parents=True, exist_ok=True)
+        make_real_dir(econf.data_dir)  # never through a symlink or over a file
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
