@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_paths, check_phase_counts, load
+from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_phase_counts, load
+from asyncbench.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT
 
 EPILOG = """\
@@ -122,13 +123,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         if value is not None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
-    check_paths(cfg, where)
-    if args.log_file is not None:
-        log = Path(args.log_file)
-        if log.is_dir():
-            raise ConfigError(where, "--log-file", f"{log} is a directory")
-        if log.parent.exists() and not log.parent.is_dir():
-            raise ConfigError(where, "--log-file", f"{log.parent} is not a directory")
+    check_run_paths(cfg, args.log_file, args.update_latest, where)
 
 
 def main(argv: list[str] | None = None) -> int:

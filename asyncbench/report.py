@@ -1,12 +1,19 @@
-"""The Markdown report, in the reference report's sections and number style."""
+"""The Markdown report, in the reference report's sections and number style.
+
+Text the report did not write (plan, phase and engine names, paths, settings, errors)
+goes through :mod:`asyncbench.markdown` (``md.text`` / ``md.code``), so it renders as
+itself and never as a heading, link, HTML or an extra table cell.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from asyncbench import fmt
+from asyncbench import markdown as md
 from asyncbench.correctness import judge
 from asyncbench.facts import Durability, MemoryScope, StorageMethod
+from asyncbench.ownership import REPORT_MARKER
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 
@@ -47,8 +54,8 @@ def total_by_engine(run: RunResult) -> list[str]:
     for e in run.engines:
         rows.append(
             [
-                e.engine,
-                e.status_text(),
+                md.text(e.engine),
+                md.text(e.status_text()),
                 fmt.ms(e.run_seconds),
                 fmt.ms(completed_phase_seconds(e)),
                 _secs(_stabilize(e, "pre")),
@@ -81,7 +88,7 @@ def total_by_engine(run: RunResult) -> list[str]:
 def write_readiness(run: RunResult) -> list[str]:
     rows = []
     for e in run.engines:
-        cells = [e.engine]
+        cells = [md.text(e.engine)]
         for kind, which in (("insert", "pre"), ("update", "post")):
             op = next((p for p in e.phases if p.kind == kind), None)
             st = _stabilize(e, which)
@@ -112,24 +119,24 @@ def phase_results(run: RunResult) -> list[str]:
         out += ["### Throughput by phase", ""]
         rows = []
         for i in indexes:
-            row = [run.phases[i]["name"]]
+            row = [md.text(run.phases[i]["name"])]
             for e in run.engines:
                 p = e.phase_at(i)
                 row.append(fmt.rate(p.ops, p.seconds) if p else "-")
             rows.append(row)
-        out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
+        out += _table(["Phase"] + [md.text(e.engine) for e in run.engines], rows) + [""]
     for e in run.engines:
-        out += [f"### {e.engine}", ""]
+        out += [f"### {md.text(e.engine)}", ""]
         if not e.ok:
-            out += [f"**{e.status_text()}**", ""]
+            out += [f"**{md.text(e.status_text())}**", ""]
         rows = [
-            [p.name, fmt.count(p.ops), fmt.ms(p.seconds), fmt.rate(p.ops, p.seconds), f"`{p.checksum}`"]
+            [md.text(p.name), fmt.count(p.ops), fmt.ms(p.seconds), fmt.rate(p.ops, p.seconds), f"`{p.checksum}`"]
             for p in _ops_phases(e)
         ]
         verify = next((p for p in e.phases if p.action == "verify"), None)
         if verify:
             rows.append(
-                [verify.name, fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
+                [md.text(verify.name), fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
             )
         out += _table(["Phase", "Operations", "Time", "Throughput", "Checksum"], rows, "lrrrl") + [""]
     return out
@@ -138,7 +145,7 @@ def phase_results(run: RunResult) -> list[str]:
 def configuration(run: RunResult) -> list[str]:
     c = run.counts
     rows = [
-        ["Plan file", f"`{run.source}`"],
+        ["Plan file", md.code(run.source)],
         ["Profiles", fmt.count(run.profiles)],
         ["Parallelism", str(run.parallelism)],
         ["Seed", str(run.seed)],
@@ -151,34 +158,39 @@ def configuration(run: RunResult) -> list[str]:
         ["Engine isolation", "a child process per engine" if run.isolated else "none (one process)"],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
-    rows.append(["Phases", " → ".join(p["name"] for p in run.phases)])
+    rows.append(["Phases", " → ".join(md.text(p["name"]) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
 
 
 def environment(run: RunResult) -> list[str]:
-    rows = [[k, v] for k, v in run.environment.items()]
+    rows = [[md.text(k), md.text(v)] for k, v in run.environment.items()]
     for e in run.engines:
         if e.initial_rss_bytes:
-            rows.append([f"Initial RSS before {e.engine}", fmt.size(e.initial_rss_bytes)])
+            rows.append([f"Initial RSS before {md.text(e.engine)}", fmt.size(e.initial_rss_bytes)])
     for e in run.engines:
         for lib, ver in e.facts.versions.items():
-            rows.append([f"{e.engine}: {lib}", ver])
+            rows.append([md.text(f"{e.engine}: {lib}"), md.text(ver)])
     return _table(["Item", "Value"], rows, "ll")
 
 
 def engine_settings(run: RunResult) -> list[str]:
     out: list[str] = []
     for e in run.engines:
-        out += [f"### {e.engine}", ""]
+        out += [f"### {md.text(e.engine)}", ""]
         settings = e.facts.settings
         if any(st.effective is not None for st in settings):
             rows = [
-                [st.name, f"`{st.configured}`", f"`{st.effective}`" if st.effective is not None else "-"]
+                [
+                    md.text(st.name),
+                    md.code(st.configured),
+                    md.code(st.effective) if st.effective is not None else "-",
+                ]
                 for st in settings
             ]
             out += _table(["Setting", "Configured", "Effective"], rows, "lll")
         elif settings:
-            out += _table(["Setting", "Value"], [[st.name, f"`{st.configured}`"] for st in settings], "ll")
+            rows = [[md.text(st.name), md.code(st.configured)] for st in settings]
+            out += _table(["Setting", "Value"], rows, "ll")
         else:
             out.append("No settings.")
         out.append("")
@@ -198,7 +210,7 @@ def durability_line(d: Durability) -> str:
 
 
 def durability(run: RunResult) -> list[str]:
-    return [f"- **{e.engine}**: {durability_line(e.facts.durability)}" for e in run.engines]
+    return [f"- **{md.text(e.engine)}**: {md.text(durability_line(e.facts.durability))}" for e in run.engines]
 
 
 def interpretation_notes(run: RunResult) -> list[str]:
@@ -226,12 +238,12 @@ def interpretation_notes(run: RunResult) -> list[str]:
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
             notes.append(
-                f"{e.engine}: process memory is the client only; the server's memory is not included."
+                f"{md.text(e.engine)}: process memory is the client only; the server's memory is not included."
             )
         if e.facts.harness_floor:
-            notes.append(f"{e.engine} stores nothing durably; its times are the harness-overhead floor.")
+            notes.append(f"{md.text(e.engine)} stores nothing durably; its times are the harness-overhead floor.")
         for n in e.notes:
-            notes.append(f"{e.engine}: {n}")
+            notes.append(md.text(f"{e.engine}: {n}"))
     return [f"- {n}" for n in notes]
 
 
@@ -253,15 +265,16 @@ def storage_note(run: RunResult) -> str:
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top."""
     verdict = judge(run)
-    engines = ", ".join(e.engine for e in run.engines) or "none"
+    engines = ", ".join(md.text(e.engine) for e in run.engines) or "none"
     lines = [
-        f"# asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
+        REPORT_MARKER,
+        f"# asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
         "",
-        f"Started {run.started_utc} · engines: {engines} · plan `{run.source}`",
+        f"Started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
         "",
     ]
     if run.interrupted:
-        lines += [f"> **Partial report: {run.interrupted}.**", ""]
+        lines += [f"> **Partial report: {md.text(run.interrupted)}.**", ""]
     for title, path in charts:
         lines += [f"![{title}]({path})", ""]
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
@@ -271,8 +284,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
             "- **Timed on the pure-Python fallback of the workload kernels (compiled kernels not built): "
             "checksums are exact, timings are not comparable with compiled runs.**"
         ]
-    lines += [f"- **{f}**" for f in verdict.failures]
-    lines += [f"- {x}" for x in verdict.lines] + [""]
+    lines += [f"- **{md.text(f)}**" for f in verdict.failures]
+    lines += [f"- {md.text(x)}" for x in verdict.lines] + [""]
     lines += ["## Write Readiness", ""] + write_readiness(run) + [""]
     lines += ["## Phase Results", ""] + phase_results(run)
     lines += ["## Configuration", ""] + configuration(run) + [""]

@@ -196,6 +196,13 @@ class RocksDbEngine(Engine):
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        for key, top in (
+            ("write_buffer_size_mb", MAX_WRITE_BUFFER_MB),
+            ("max_write_buffer_number", MAX_WRITE_BUFFER_NUMBER),
+        ):
+            value = settings[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"engines.rocksdb.{key} must be an integer from 1 to {top:_d}, got {value!r}")
         if settings["compression"] not in _COMPRESSION:
             raise ValueError(
                 f"engines.rocksdb.compression must be one of {', '.join(_COMPRESSION)}, "
