@@ -97,7 +97,10 @@ class EngineRun:
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
                 with contextlib.suppress(Exception):
                     res.facts = self.engine.facts()
-            self.observer.engine_end(res)
+            try:  # an observer fault (a log on a full disk) must not end the whole benchmark
+                self.observer.engine_end(res)
+            except Exception as exc:
+                res.notes.append(f"reporting the engine's end failed: {type(exc).__name__}: {exc}")
         return res
 
     async def _run_phases(self) -> None:
