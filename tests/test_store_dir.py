@@ -241,3 +241,17 @@ def test_open_without_reset_on_an_unmarked_directory_is_refused(tmp_path: Path) 
     with pytest.raises(StoreDirError, match="no rocksdb store"):
         run(_count, "rocksdb", tmp_path / "r")
     assert list((tmp_path / "r").iterdir()) == []
+
+
+@pytest.mark.parametrize("engine", ["lsm", "rocksdb"])
+def test_clean_shutdown_mark_is_not_written_through_a_symlink(tmp_path: Path, engine: str) -> None:
+    target = tmp_path / "target"
+    target.write_text("precious")
+
+    async def main() -> None:
+        async with opened(make(engine, tmp_path / engine), reset=True):
+            (tmp_path / engine / "CLEAN_SHUTDOWN").symlink_to(target)  # planted while open
+
+    with pytest.raises(OSError):
+        run(main)
+    assert target.read_text() == "precious"
