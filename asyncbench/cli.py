@@ -10,8 +10,16 @@ import argparse
 import sys
 from pathlib import Path
 
+import asyncbench
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_phase_counts, load
+from asyncbench.config import (
+    BenchConfig,
+    ConfigError,
+    apply_run_key,
+    check_phase_counts,
+    check_repeats,
+    load,
+)
 from asyncbench.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT
 from asyncbench.signals import StopSignals
@@ -54,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
     p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
+    p.add_argument(
+        "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
+    )
+    p.add_argument("--warmup", help="leading repeats kept in the JSON but left out of the statistics")
     p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
     p.add_argument(
         "--no-progress",
@@ -65,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
+        "spread, latency percentiles, checksum)",
     )
     p.add_argument(
         "--require-accelerator",
@@ -106,7 +125,13 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         except ValueError:
             raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
         apply_run_key(cfg, where, "--seed", "seed", seed)
-    for flag, key in (("--parallelism", "parallelism"), ("--batch-size", "batch_size"), ("--limit", "limit")):
+    for flag, key in (
+        ("--parallelism", "parallelism"),
+        ("--batch-size", "batch_size"),
+        ("--limit", "limit"),
+        ("--repeat", "repeat"),
+        ("--warmup", "warmup"),
+    ):
         value = getattr(args, key)
         if value is not None:
             apply_run_key(cfg, where, flag, key, number(flag, value))
@@ -125,6 +150,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         if value is not None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
+    check_repeats(cfg, where)
     check_run_paths(cfg, args.log_file, args.update_latest, where)
 
 
@@ -134,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         from asyncbench.commands.report import report
 
         return report(argv[1:])
+    if argv[:1] == ["compare"]:
+        from asyncbench.commands.compare import compare_command
+
+        return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
     stop = StopSignals()
     stop.install()  # before anything runs: no signal may take its default action from here on
@@ -169,4 +199,4 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
         return EXIT_BAD_INPUT
     from asyncbench.commands.run import run
 
-    return run(cfg, args.log_file, args.no_progress, args.update_latest, stop)
+    return run(cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv)

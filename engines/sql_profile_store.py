@@ -116,6 +116,7 @@ def sync_insert(conn: Any, sql: Statements, profiles: Sequence[Profile], marks: 
     execute = conn.cursor().execute
     insert = sql.insert
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     for p in profiles:
         execute(insert, p)
         mark(clock())
@@ -125,6 +126,7 @@ def sync_read(conn: Any, statement: str, keys: Sequence[Any], marks: Marks) -> l
     """One point SELECT per key, rows in request order, missing keys skipped."""
     execute = conn.cursor().execute
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out = []
     append = out.append
     for key in keys:
@@ -141,6 +143,7 @@ def sync_select_many(
     """One SELECT per query (ids only: an index scan), rows concatenated in query order."""
     execute = conn.cursor().execute
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out: list = []
     extend = out.extend
     for p in params:
@@ -160,6 +163,7 @@ def sync_update(conn: Any, sql: Statements, uids: Sequence[int], transform: Tran
     execute = conn.cursor().execute
     by_id, update = sql.by_id, sql.update
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out = []
     for uid in uids:
         old = execute(by_id, (uid,)).fetchone()
@@ -199,6 +203,7 @@ class AsyncSqlProfileStore:
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
         execute, insert = self.session.execute, self.sql.insert
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         for p in profiles:
             await execute(insert, p)
             mark(clock())
@@ -206,6 +211,7 @@ class AsyncSqlProfileStore:
     async def read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
         fetch_one, row = self.session.fetch_one, self.row
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for key in keys:
             r = await fetch_one(statement, (key,))
@@ -219,6 +225,7 @@ class AsyncSqlProfileStore:
     ) -> list:
         fetch_all, row = self.session.fetch_all, self.row
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out: list = []
         for p in params:
             rows = await fetch_all(statement, p)
@@ -230,6 +237,7 @@ class AsyncSqlProfileStore:
         fetch_one, execute = self.session.fetch_one, self.session.execute
         by_id, update = self.sql.by_id, self.sql.update
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for uid in uids:
             old = await fetch_one(by_id, (uid,))

@@ -142,3 +142,12 @@ def test_planted_temporary_names_are_not_followed(tmp_path: Path) -> None:
     assert main(["report", str(result)]) == 0
     assert target.read_text() == "precious"
     assert (tmp_path / "asyncbench-r.md").read_text().startswith("<!-- asyncbench report")
+
+
+def test_compare_refuses_a_fifo_without_waiting(tmp_path: Path, capsys) -> None:
+    good = tmp_path / "asyncbench-a.json"
+    good.write_bytes(FIXTURE.read_bytes())
+    fifo = tmp_path / "asyncbench-b.json"
+    os.mkfifo(fifo)
+    assert main(["compare", str(good), str(fifo)]) == 2
+    assert "is not a regular file (a FIFO)" in capsys.readouterr().err

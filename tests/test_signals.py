@@ -22,7 +22,7 @@ from cli_process import QUICK, ROOT, BackgroundRun, child_env, kill_quietly, wai
 
 from asyncbench.locks import acquire
 
-CHARTS = 6
+CHARTS = 6  # throughput and footprint; latency charts come on top
 
 
 def _start(tmp_path: Path, engine: str, isolate: bool) -> BackgroundRun:
@@ -39,8 +39,8 @@ def _complete_partial_report(tmp_path: Path, signal_name: str) -> dict:
     assert [e["status"] for e in run["engines"]] == ["interrupted"]  # memory never started
     md = result.with_suffix(".md").read_text()
     assert "## Interpretation Notes" in md  # the whole report
-    assert len(list(result.parent.glob("asyncbench-*.svg"))) == CHARTS
-    assert md.count("![") == CHARTS
+    svgs = list(result.parent.glob("asyncbench-*.svg"))
+    assert len(svgs) >= CHARTS and md.count("![") == len(svgs)  # every chart drawn and linked
     return run
 
 
@@ -150,8 +150,8 @@ def test_signal_while_the_report_is_written_is_absorbed_and_the_report_completes
     run = orjson.loads(result.read_bytes())
     assert run["interrupted"] is None  # every engine had finished: nothing is partial
     assert [e["status"] for e in run["engines"]] == ["ok"]
-    assert len(list(result.parent.glob("*.svg"))) == CHARTS
-    assert result.with_suffix(".md").read_text().count("![") == CHARTS
+    svgs = list(result.parent.glob("*.svg"))
+    assert len(svgs) >= CHARTS and result.with_suffix(".md").read_text().count("![") == len(svgs)
     assert "while the reports were written; they are complete" in proc.stdout + proc.stderr
 
 

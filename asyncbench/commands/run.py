@@ -18,8 +18,10 @@ from pathlib import Path
 import anyio
 
 from asyncbench import isolation
+from asyncbench.aggregate import throughput_stats, unstable_phases
 from asyncbench.config import BenchConfig
 from asyncbench.correctness import judge
+from asyncbench.csv_export import write_csv
 from asyncbench.locks import Locked
 from asyncbench.logs import open_log
 from asyncbench.observers import JsonLogObserver, ObserverGroup
@@ -29,6 +31,7 @@ from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXI
 from asyncbench.run_dirs import lock_run
 from asyncbench.runner import Benchmark
 from asyncbench.signals import StopSignals, backend_options
+from asyncbench.stats import noise_advice, snapshot
 from workloads.profile_store import kernels
 
 __all__ = ["run", "utc_stamp"]
@@ -46,6 +49,7 @@ def run(
     no_progress: bool = False,
     update_latest: bool = False,
     stop: StopSignals | None = None,
+    csv: bool = False,
 ) -> int:
     if stop is None:
         stop = StopSignals()
@@ -59,14 +63,14 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        return _run_locked(cfg, log_file, no_progress, update_latest, stop)
+        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv)
     finally:
         isolation.CONTEXT.reset()
         locks.release()
 
 
 def _run_locked(
-    cfg: BenchConfig, log_file: str | None, no_progress: bool, update_latest: bool, stop: StopSignals
+    cfg: BenchConfig, log_file: str | None, no_progress: bool, update_latest: bool, stop: StopSignals, csv: bool
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -85,9 +89,14 @@ def _run_locked(
     save_errors: dict[int, str] = {}  # profiles -> the last save's error (None once one succeeds)
 
     def save(result: RunResult, final: bool = False) -> None:
+        result.throughput = throughput_stats(result)
+        if final and cfg.repeat - cfg.warmup > 1:
+            result.environment["noise_advice"] = noise_advice(snapshot(0.1))
         directory = result_dir(cfg.output, result.profiles)
         try:
             written[result.profiles] = write_run(result, directory, stamp, charts=final)
+            if final and csv:
+                write_csv(result, directory / f"asyncbench-{stamp}.csv")
             if final and update_latest:
                 from asyncbench.charts import update_latest as write_latest
 
@@ -121,11 +130,17 @@ def _run_locked(
     agree = True
     for result in bench.results:
         result.interrupted = interrupted
+        result.environment["load_avg_end"] = list(os.getloadavg())
         save(result, final=True)
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
         agree = agree and verdict.ok
+        for engine, phase, summary in unstable_phases(result):
+            console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
+        if unstable_phases(result):
+            for advice in result.environment.get("noise_advice", []):
+                console.message(f"  {advice}")
         if result.profiles in written and result.profiles not in save_errors:
             json_path, md_path = written[result.profiles]
             console.message(f"\nreport: {md_path}\nresult: {json_path}")
