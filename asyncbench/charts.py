@@ -24,7 +24,8 @@ from matplotlib.patches import Patch
 from asyncbench import fmt, report
 from asyncbench.aggregate import collapse, group_runs
 from asyncbench.facts import MemoryScope, StorageMethod
-from asyncbench.result import EngineResult, RunResult, write_atomic
+from asyncbench.ownership import is_own_report, is_own_svg, write_atomic
+from asyncbench.result import EngineResult, RunResult
 from workloads.profile_store.phases import PHASES, Action
 from workloads.profile_store.phases import Group as Group_
 
@@ -50,6 +51,7 @@ RC = {
     "xtick.color": MUTED,
     "ytick.color": TEXT,
     "hatch.color": "#ffffff",
+    "text.parse_math": False,  # plan names are text: "$" must not start math (or a parse error)
 }
 
 
@@ -476,11 +478,11 @@ def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str,
     written = []
     for chart in CHARTS:
         name = chart_file(stamp, chart.slug)
-        write_atomic(directory / name, render_svg(chart, view))
+        write_atomic(directory / name, render_svg(chart, view), own=is_own_svg(chart.title))
         written.append((chart.title, name))
     for slug, title, svg in latency_svgs(run):
         name = chart_file(stamp, slug)
-        write_atomic(directory / name, svg.encode())
+        write_atomic(directory / name, svg.encode(), own=is_own_svg(title))
         written.append((title, name))
     return written
 
@@ -550,11 +552,11 @@ def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> 
         if not src.exists():
             continue
         dest = f"latest-{chart.slug}.svg"
-        write_atomic(output / dest, src.read_bytes())
+        write_atomic(output / dest, src.read_bytes(), own=is_own_svg(chart.title))
         linked.append((chart.title, dest))
     rel = directory.relative_to(output) if directory.is_relative_to(output) else directory
     md = report.render(run, linked)
     md += f"\nFull result: [`{rel}/asyncbench-{stamp}.json`]({rel}/asyncbench-{stamp}.json)\n"
     path = output / "latest.md"
-    write_atomic(path, md.encode())
+    write_atomic(path, md.encode(), own=is_own_report)
     return path

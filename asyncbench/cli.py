@@ -16,17 +16,19 @@ from asyncbench.config import (
     BenchConfig,
     ConfigError,
     apply_run_key,
-    check_paths,
     check_phase_counts,
     check_repeats,
     load,
 )
+from asyncbench.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT
+from asyncbench.signals import StopSignals
 
 EPILOG = """\
 exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
-timed out; 2 bad plan file or flag (nothing is run or written); 130 interrupted (SIGINT or
-SIGTERM; the partial report is still written).
+timed out, or a result could not be written; 2 bad plan file, flag or path, or the data or
+output directory is in use by another run (nothing is run); 130 interrupted (SIGINT,
+SIGTERM or SIGHUP: the partial report is still written; Ctrl-C three times forces an exit).
 
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
@@ -96,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default from the plan: on unless run.isolate = false)",
     )
     # Internal: how the parent starts an isolated engine run.
-    for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file"):
+    for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file", "--parent-pipe"):
         p.add_argument(flag, help=argparse.SUPPRESS)
     return p
 
@@ -149,13 +151,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
-    check_paths(cfg, where)
-    if args.log_file is not None:
-        log = Path(args.log_file)
-        if log.is_dir():
-            raise ConfigError(where, "--log-file", f"{log} is a directory")
-        if log.parent.exists() and not log.parent.is_dir():
-            raise ConfigError(where, "--log-file", f"{log.parent} is not a directory")
+    check_run_paths(cfg, args.log_file, args.update_latest, where)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,6 +165,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
+    stop = StopSignals()
+    stop.install()  # before anything runs: no signal may take its default action from here on
+    try:
+        return _run_or_child(args, stop)
+    finally:
+        stop.restore()
+
+
+def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
     if args.child_run:
         from asyncbench.isolation import child_main
 
@@ -178,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             int(args.child_profiles),
             Path(args.result_file),
             Path(args.log_file),
+            stop,
+            int(args.parent_pipe) if args.parent_pipe is not None else None,
         )
     try:
         cfg = load(args.plan)
@@ -192,4 +199,4 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     from asyncbench.commands.run import run
 
-    return run(cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv)
+    return run(cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv)

@@ -6,7 +6,8 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 
 from __future__ import annotations
 
-import tempfile
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,10 @@ from workloads.profile_store.plan import COUNT_NAMES, Counts
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_PARALLELISM = 1024
 MAX_PROFILES = 1_000_000_000
+#: A per-engine timeout beyond a year is a typo (and ``inf`` cannot be stored in JSON).
+MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
+#: An engine name is also its data directory's name: one plain path component.
+ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 RUN_KEYS = {
     "name",
@@ -111,11 +116,13 @@ def _str(where: str, key: str, v: Any) -> str:
     return v
 
 
-def _number(where: str, key: str, v: Any) -> float:
+def _seconds(where: str, key: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(where, key, f"must be a number, got {type(v).__name__} {v!r}")
     if not v > 0:
         raise ConfigError(where, key, f"must be positive, got {v!r}")
+    if not math.isfinite(v) or v > MAX_TIMEOUT_SECONDS:
+        raise ConfigError(where, key, f"must be at most {MAX_TIMEOUT_SECONDS:_.0f} seconds (a year), got {v!r}")
     return float(v)
 
 
@@ -123,7 +130,13 @@ def _profiles(where: str, key: str, v: Any) -> list[int]:
     values = v if isinstance(v, list) else [v]
     if not values:
         raise ConfigError(where, key, "must name at least one profile count")
-    return [_int(where, key, x, 1, MAX_PROFILES) for x in values]
+    counts = [_int(where, key, x, 1, MAX_PROFILES) for x in values]
+    twice = sorted({n for n in counts if counts.count(n) > 1})
+    if twice:
+        # each count writes DATA/profiles-N and OUTPUT/profiles-N: a second run would
+        # reset the first one's store and replace its result files
+        raise ConfigError(where, key, f"{twice[0]:_d} is listed twice; each profile count runs once")
+    return counts
 
 
 # --- engines ------------------------------------------------------------------------------
@@ -147,6 +160,10 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
             continue
         if n not in REGISTRY:
             raise ConfigError(where, key, f"unknown engine {n!r}; known: {', '.join(sorted(REGISTRY))}, all")
+        if not ENGINE_NAME.fullmatch(n):
+            raise ConfigError(
+                where, key, f"engine name {n!r} is not a plain directory name (letters, digits, '_', '-', '.')"
+            )
         explicit.add(n)
         if n not in out:
             out.append(n)
@@ -287,21 +304,23 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
 
 def load(path: str | Path) -> BenchConfig:
     """Parse and validate a plan file."""
+    from asyncbench.inputs import InputError, read_input
+
     where = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(where, "file", "does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(where, "file", "is a directory, not a TOML file") from None
-    except OSError as exc:
-        raise ConfigError(where, "file", f"cannot be read: {exc.strerror}") from None
+        raw = read_input(Path(path))
+    except InputError as exc:
+        raise ConfigError(where, "file", exc.reason) from None
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark is not part of the TOML
     except UnicodeDecodeError:
         raise ConfigError(where, "file", "is not UTF-8 text") from None
+    try:
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "syntax", str(exc)) from None
+    except RecursionError:
+        raise ConfigError(where, "syntax", "arrays or tables are nested too deeply") from None
     return from_document(doc, where)
 
 
@@ -348,7 +367,7 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
     elif name == "batch_size":
         cfg.batch_size = _int(where, key, v, 1, 10_000_000)
     elif name == "timeout_seconds":
-        cfg.timeout_seconds = _number(where, key, v)
+        cfg.timeout_seconds = _seconds(where, key, v)
     elif name == "engines":
         cfg.engines, cfg.optional_engines = validate_engine_names(where, key, v)
     elif name == "output":
@@ -386,24 +405,6 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
                     f"phase[{i}].count",
                     f"{ph.count:_d} exceeds the {available:_d} items of stream {ph.stream!r} at {profiles:_d} profiles",
                 )
-
-
-def check_paths(cfg: BenchConfig, where: str = "command line") -> None:
-    """Output and data must be creatable directories; checked before anything is written."""
-    for key, path in (("output", cfg.output), ("data", cfg.data)):
-        probe = path
-        while not probe.exists():
-            if probe.parent == probe:
-                break
-            probe = probe.parent
-        if probe.exists() and not probe.is_dir():
-            raise ConfigError(where, key, f"{path} is not a directory ({probe} is a file)")
-        if probe.is_dir():
-            try:  # a real probe: os.access says yes to root even on a read-only file system
-                with tempfile.TemporaryFile(dir=probe):
-                    pass
-            except OSError as exc:
-                raise ConfigError(where, key, f"{path} is not writable ({probe}: {exc.strerror})") from None
 
 
 def to_json(cfg: BenchConfig) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def count(n: int) -> str:
     """``2000000`` -> ``2_000_000``."""
@@ -48,6 +50,8 @@ def parse_count(text: str) -> int:
         raise ValueError(
             f"{text!r} is not a count (use digits with optional _ and a k or M suffix)"
         ) from None
+    if not math.isfinite(value):  # "1.e400" is a float overflow, not a count
+        raise ValueError(f"{text!r} is not a finite number")
     if value != int(value):
         raise ValueError(f"{text!r} is not a whole number")
     return int(value)

@@ -1,37 +1,65 @@
 """Structured JSON logs: one line per operation batch, phase and run event.
 
-structlog renders with orjson to a line-buffered file so ``tail -f`` shows progress as it
-happens; the console stays human (see ``console``).
+structlog renders with orjson; each line goes to the file in one ``os.write`` on an
+``O_APPEND`` descriptor, so ``tail -f`` shows progress as it happens and an isolated
+engine child appending to the same file never interleaves with the parent inside a line.
+
+The log is a by-product: a write that fails (a full disk) must not abort the benchmark
+(the old logger raised out of the runner's ``finally`` and lost every engine after it).
+The first failure is kept in :attr:`LogFile.error`, the log stops there, and the run
+reports it at the end. The file is opened without following a symlink and only if it is
+a regular file (the CLI checked before the run that it is new or an asyncbench log).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 import structlog
 
+__all__ = ["LogFile", "open_log"]
 
-class _FlushingBytesLogger:
-    """Writes each rendered event as one line and flushes, so tail -f sees it at once."""
 
-    def __init__(self, fh: IO[bytes]) -> None:
-        self._fh = fh
+class LogFile:
+    """An append-only JSON-lines file that records its first write error instead of raising."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.error: OSError | None = None
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        self._fd = os.open(path, flags, 0o644)
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            os.close(self._fd)
+            raise OSError(f"{path} is not a regular file; the log must be one")
 
     def msg(self, message: bytes) -> None:
-        self._fh.write(message + b"\n")
-        self._fh.flush()
+        if self.error is not None or self._fd < 0:
+            return
+        data = message + b"\n"
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError as exc:
+            self.error = exc
 
-    info = warning = error = debug = msg
+    info = msg  # the one level the observers log at
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
-def open_log(path: Path) -> tuple[Any, IO[bytes]]:
+def open_log(path: Path) -> tuple[Any, LogFile]:
     """A bound structlog logger writing JSON lines to ``path`` (appending), and its file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "ab")  # noqa: SIM115 - closed by the caller at run end
+    fh = LogFile(path)
     logger = structlog.wrap_logger(
-        _FlushingBytesLogger(fh),
+        fh,
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),

@@ -1,11 +1,17 @@
-"""Where a run's files go and how they are written (atomically, after every engine)."""
+"""Where a run's files go and how they are written (atomically, after every engine).
+
+Every file goes through :func:`asyncbench.ownership.write_atomic`: a run creates its own
+files and replaces only those; ``report`` replaces a Markdown report or chart beside the
+JSON only if it is provably an asyncbench output (its marker), and never the JSON.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from asyncbench import report
-from asyncbench.result import RunResult, write_atomic
+from asyncbench.ownership import is_own_report, write_atomic
+from asyncbench.result import RunResult
 
 
 def result_dir(output: Path, profiles: int) -> Path:
@@ -27,7 +33,7 @@ def write_run(
     if write_json:  # `report` re-renders from a JSON it must never modify
         write_atomic(json_path, run.to_json())
     chart_files = render_charts(run, directory, stamp) if charts else []
-    write_atomic(md_path, report.render(run, chart_files).encode())
+    write_atomic(md_path, report.render(run, chart_files).encode(), own=is_own_report)
     return json_path, md_path
 
 

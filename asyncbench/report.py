@@ -1,15 +1,23 @@
-"""The Markdown report, in the reference report's sections and number style."""
+"""The Markdown report, in the reference report's sections and number style.
+
+Text the report did not write (plan, phase and engine names, paths, settings, errors)
+goes through :mod:`asyncbench.markdown` (``md.text`` / ``md.code``), so it renders as
+itself and never as a heading, link, HTML or an extra table cell.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from asyncbench import fmt
+from asyncbench import markdown as md
 from asyncbench.aggregate import EngineRuns, collapse, group_runs, unstable_phases
 from asyncbench.correctness import judge
 from asyncbench.environment import rows as env_rows
 from asyncbench.facts import Durability, MemoryScope, StorageMethod
 from asyncbench.latency import format_us
+from asyncbench.ownership import REPORT_MARKER
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 
@@ -50,8 +58,8 @@ def total_by_engine(run: RunResult) -> list[str]:
     for e in run.engines:
         rows.append(
             [
-                e.engine,
-                e.status_text(),
+                md.text(e.engine),
+                md.text(e.status_text()),
                 fmt.ms(e.run_seconds),
                 fmt.ms(completed_phase_seconds(e)),
                 _secs(_stabilize(e, "pre")),
@@ -84,7 +92,7 @@ def total_by_engine(run: RunResult) -> list[str]:
 def write_readiness(run: RunResult) -> list[str]:
     rows = []
     for e in run.engines:
-        cells = [e.engine]
+        cells = [md.text(e.engine)]
         for kind, which in (("insert", "pre"), ("update", "post")):
             op = next((p for p in e.phases if p.kind == kind), None)
             st = _stabilize(e, which)
@@ -125,24 +133,24 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
         out += ["### Throughput by phase", ""]
         rows = []
         for i in indexes:
-            row = [run.phases[i]["name"]]
+            row = [md.text(run.phases[i]["name"])]
             for e in run.engines:
                 p = e.phase_at(i)
                 row.append(_rate(groups, e.engine, p) if p else "-")
             rows.append(row)
-        out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
+        out += _table(["Phase"] + [md.text(e.engine) for e in run.engines], rows) + [""]
     for e in run.engines:
-        out += [f"### {e.engine}", ""]
+        out += [f"### {md.text(e.engine)}", ""]
         if not e.ok:
-            out += [f"**{e.status_text()}**", ""]
+            out += [f"**{md.text(e.status_text())}**", ""]
         rows = [
-            [p.name, fmt.count(p.ops), fmt.ms(p.seconds), _rate(groups, e.engine, p), f"`{p.checksum}`"]
+            [md.text(p.name), fmt.count(p.ops), fmt.ms(p.seconds), _rate(groups, e.engine, p), f"`{p.checksum}`"]
             for p in _ops_phases(e)
         ]
         verify = next((p for p in e.phases if p.action == "verify"), None)
         if verify:
             rows.append(
-                [verify.name, fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
+                [md.text(verify.name), fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
             )
         out += _table(["Phase", "Operations", "Time", "Throughput", "Checksum"], rows, "lrrrl") + [""]
     return out
@@ -151,7 +159,7 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
 def configuration(run: RunResult) -> list[str]:
     c = run.counts
     rows = [
-        ["Plan file", f"`{run.source}`"],
+        ["Plan file", md.code(run.source)],
         ["Profiles", fmt.count(run.profiles)],
         ["Parallelism", str(run.parallelism)],
         ["Seed", str(run.seed)],
@@ -165,34 +173,39 @@ def configuration(run: RunResult) -> list[str]:
         ["Repeats", f"{run.repeat} per engine, interleaved" + (f" ({run.warmup} warm-up)" if run.warmup else "")],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
-    rows.append(["Phases", " → ".join(p["name"] for p in run.phases)])
+    rows.append(["Phases", " → ".join(md.text(p["name"]) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
 
 
 def environment(run: RunResult) -> list[str]:
-    rows = [[k, v] for k, v in env_rows(run.environment)]
+    rows = [[md.text(k), md.text(v)] for k, v in env_rows(run.environment)]
     for e in run.engines:
         if e.initial_rss_bytes:
-            rows.append([f"Initial RSS before {e.engine}", fmt.size(e.initial_rss_bytes)])
+            rows.append([f"Initial RSS before {md.text(e.engine)}", fmt.size(e.initial_rss_bytes)])
     for e in run.engines:
         for lib, ver in e.facts.versions.items():
-            rows.append([f"{e.engine}: {lib}", ver])
+            rows.append([md.text(f"{e.engine}: {lib}"), md.text(ver)])
     return _table(["Item", "Value"], rows, "ll")
 
 
 def engine_settings(run: RunResult) -> list[str]:
     out: list[str] = []
     for e in run.engines:
-        out += [f"### {e.engine}", ""]
+        out += [f"### {md.text(e.engine)}", ""]
         settings = e.facts.settings
         if any(st.effective is not None for st in settings):
             rows = [
-                [st.name, f"`{st.configured}`", f"`{st.effective}`" if st.effective is not None else "-"]
+                [
+                    md.text(st.name),
+                    md.code(st.configured),
+                    md.code(st.effective) if st.effective is not None else "-",
+                ]
                 for st in settings
             ]
             out += _table(["Setting", "Configured", "Effective"], rows, "lll")
         elif settings:
-            out += _table(["Setting", "Value"], [[st.name, f"`{st.configured}`"] for st in settings], "ll")
+            rows = [[md.text(st.name), md.code(st.configured)] for st in settings]
+            out += _table(["Setting", "Value"], rows, "ll")
         else:
             out.append("No settings.")
         out.append("")
@@ -212,7 +225,7 @@ def durability_line(d: Durability) -> str:
 
 
 def durability(run: RunResult) -> list[str]:
-    return [f"- **{e.engine}**: {durability_line(e.facts.durability)}" for e in run.engines]
+    return [f"- **{md.text(e.engine)}**: {md.text(durability_line(e.facts.durability))}" for e in run.engines]
 
 
 def interpretation_notes(run: RunResult) -> list[str]:
@@ -240,12 +253,12 @@ def interpretation_notes(run: RunResult) -> list[str]:
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
             notes.append(
-                f"{e.engine}: process memory is the client only; the server's memory is not included."
+                f"{md.text(e.engine)}: process memory is the client only; the server's memory is not included."
             )
         if e.facts.harness_floor:
-            notes.append(f"{e.engine} stores nothing durably; its times are the harness-overhead floor.")
+            notes.append(f"{md.text(e.engine)} stores nothing durably; its times are the harness-overhead floor.")
         for n in e.notes:
-            notes.append(f"{e.engine}: {n}")
+            notes.append(md.text(f"{e.engine}: {n}"))
     return [f"- {n}" for n in notes]
 
 
@@ -257,10 +270,10 @@ def storage_note(run: RunResult) -> str:
         parts.append("Storage is the size of every file under the engine's data directory after settle")
     estimates = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.SERVER_ESTIMATE]
     if estimates:
-        parts.append(f"for {', '.join(estimates)} it is the server's own size estimate of the engine's tables")
+        parts.append(f"for {', '.join(map(md.text, estimates))} it is the server's own size estimate of the engine's tables")
     empty = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.NONE]
     if empty:
-        parts.append(f"{', '.join(empty)} writes no files (0 B)")
+        parts.append(f"{', '.join(map(md.text, empty))} writes no files (0 B)")
     return "; ".join(parts) + "."
 
 
@@ -276,11 +289,11 @@ def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
                 continue
             s = h.summary()
             rows.append(
-                [spec["name"], fmt.count(s["count"])]
+                [md.text(spec["name"]), fmt.count(s["count"])]
                 + [format_us(s[k]) for k in ("p50", "p99", "p99_9", "max")]
             )
         if rows:
-            out += [f"### {g.engine}", ""]
+            out += [f"### {md.text(g.engine)}", ""]
             out += _table(["Phase", "Operations", "p50 µs", "p99 µs", "p99.9 µs", "max µs"], rows) + [""]
     return out
 
@@ -292,7 +305,7 @@ def stability(run: RunResult) -> list[str]:
     found = unstable_phases(run)
     if not found:
         return [f"- Every phase's throughput spread over {run.repeat - run.warmup} measured repeats is within 10%."]
-    lines = [f"- **unstable**: {e}, {name}: {s.format()}" for e, name, s in found]
+    lines = [f"- **unstable**: {md.text(e)}, {md.text(name)}: {s.format()}" for e, name, s in found]
     lines += [f"- {advice}" for advice in run.environment.get("noise_advice", [])]
     return lines
 
@@ -305,17 +318,18 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     verdict = judge(run)
     groups = {g.engine: g for g in group_runs(run)}
     full, run = run, collapse(run)
-    engines = ", ".join(e.engine for e in run.engines) or "none"
+    engines = ", ".join(md.text(e.engine) for e in run.engines) or "none"
     lines = [
-        f"# asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
+        REPORT_MARKER,
+        f"# asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
         "",
-        f"Started {run.started_utc} · engines: {engines} · plan `{run.source}`",
+        f"Started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
         "",
     ]
     if run.interrupted:
-        lines += [f"> **Partial report: {run.interrupted}.**", ""]
+        lines += [f"> **Partial report: {md.text(run.interrupted)}.**", ""]
     for title, path in charts:
-        lines += [f"![{title}]({path})", ""]
+        lines += [f"![{md.text(title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
     if not run.accelerated:
@@ -323,8 +337,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
             "- **Timed on the pure-Python fallback of the workload kernels (compiled kernels not built): "
             "checksums are exact, timings are not comparable with compiled runs.**"
         ]
-    lines += [f"- **{f}**" for f in verdict.failures]
-    lines += [f"- {x}" for x in verdict.lines] + [""]
+    lines += [f"- **{md.text(f)}**" for f in verdict.failures]
+    lines += [f"- {md.text(x)}" for x in verdict.lines] + [""]
     lines += ["## Write Readiness", ""] + write_readiness(run) + [""]
     stable = stability(full)
     if stable:

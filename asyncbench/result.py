@@ -9,19 +9,17 @@ manager share one benchmark model.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import types
 import typing
 from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from asyncbench.facts import EngineFacts
+from asyncbench.ownership import write_atomic  # the one file writer; re-exported here
 
 __all__ = [
     "SCHEMA",
@@ -258,21 +256,3 @@ def _load(tp: Any, value: Any, where: str) -> Any:
             raise ResultError(f"{where}: expected {tp.__name__}, got {value!r}")
         return value
     raise ResultError(f"{where}: cannot read a value of type {tp!r}")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file + rename so a reader never sees half a file.
-
-    The temporary name is unique to this process and created exclusively, so a file or
-    symlink planted at a predictable name is never followed or overwritten.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

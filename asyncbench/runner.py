@@ -25,6 +25,7 @@ from asyncbench.memory_sampler import MemorySampler
 from asyncbench.observers import Observer
 from asyncbench.phase_loop import run_operations
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
+from asyncbench.run_dirs import make_real_dir
 from engines import engine_class
 from workloads.profile_store import kernels
 from workloads.profile_store.phases import (
@@ -98,7 +99,10 @@ class EngineRun:
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
                 with contextlib.suppress(Exception):
                     res.facts = self.engine.facts()
-            self.observer.engine_end(res)
+            try:  # an observer fault (a log on a full disk) must not end the whole benchmark
+                self.observer.engine_end(res)
+            except Exception as exc:
+                res.notes.append(f"reporting the engine's end failed: {type(exc).__name__}: {exc}")
         return res
 
     async def _run_phases(self) -> None:
@@ -106,7 +110,7 @@ class EngineRun:
         self.step = "setup"
         cls = engine_class(self.name)
         econf = self._engine_config()
-        econf.data_dir.mkdir(parents=True, exist_ok=True)
+        make_real_dir(econf.data_dir)  # never through a symlink or over a file
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()

@@ -1,24 +1,138 @@
-"""Signals that stop a run gracefully, and the event-loop backend the run uses."""
+"""Stop signals for the whole life of a run, and the event-loop backend the run uses.
+
+The first SIGINT, SIGTERM or SIGHUP starts a graceful stop: the engine under way is
+cancelled, its store closed, and the partial report written. Every later signal is
+absorbed with a line saying so, so a second Ctrl-C or a second SIGTERM 50 ms after the
+first can no longer kill the run halfway through closing a store or writing a report; a
+third SIGINT (Ctrl-C three times) forces an immediate exit, code 130, after printing
+where the partial files are. SIGHUP also points the terminal's descriptors at /dev/null,
+since the terminal it names is gone and writing to it would fail.
+
+The handlers are plain ``signal.signal`` handlers, installed once before anything runs
+and never removed, so there is no window (between the event loop's own handlers and
+ours, or while the report is written) in which a signal takes its default action. While
+the event loop runs, the first signal cancels the run's scope through
+``loop.call_soon_threadsafe``, which is safe from a handler.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import signal
+import stat
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-__all__ = ["STOP_SIGNALS", "backend_options", "watch_signals"]
+__all__ = ["FORCE_AFTER_SIGINTS", "STOP_SIGNALS", "StopSignals", "backend_options"]
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The SIGINT that forces an exit instead of waiting for the graceful stop.
+FORCE_AFTER_SIGINTS = 3
+EXIT_INTERRUPTED = 130
 
 
-async def watch_signals(state: dict[str, Any], scope: anyio.CancelScope) -> None:
-    """The first stop signal records itself in ``state['interrupted']`` and cancels ``scope``."""
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-        async for signum in signals:
-            state["interrupted"] = f"interrupted by {signal.Signals(signum).name}"
-            scope.cancel()
-            return
+class StopSignals:
+    """The process's stop policy: record the first signal, absorb the rest, force on the
+    third Ctrl-C. ``interrupted`` is ``"interrupted by SIGTERM"`` (etc.) once stopped."""
+
+    def __init__(self) -> None:
+        self.interrupted: str | None = None
+        self.received = 0
+        self._sigints = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: anyio.CancelScope | None = None
+        #: The files written so far, printed on a forced exit.
+        self.partial_files: Callable[[], list[str]] = list
+        #: Last-moment cleanups of a forced exit (kill engine children, remove temp dirs).
+        self.on_force: list[Callable[[], None]] = []
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handler)
+
+    def restore(self) -> None:
+        """Put back the handlers :meth:`install` replaced (when the program is done, or
+        for a caller such as a test that runs the CLI in its own process)."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.handle(signum)
+
+    def handle(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        self.received += 1
+        if signum == signal.SIGHUP:
+            _detach_from_terminal()
+        if signum == signal.SIGINT:
+            self._sigints += 1
+        if self.interrupted is None:
+            self.interrupted = f"interrupted by {name}"
+            _say(
+                f"\nasyncbench: {name}: stopping; closing the engine's store and writing the partial "
+                "report (Ctrl-C three times forces an exit)"
+            )
+            self._cancel()
+        elif signum == signal.SIGINT and self._sigints >= FORCE_AFTER_SIGINTS:
+            self.force_exit(name)
+        else:
+            _say(f"asyncbench: {name}: already stopping ({self.interrupted}); signal absorbed")
+
+    def _cancel(self) -> None:
+        loop, scope = self._loop, self._scope
+        if loop is not None and scope is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(scope.cancel)
+
+    def force_exit(self, name: str) -> None:
+        """Leave now: run the registered cleanups, say where the partial files are, exit 130."""
+        for cleanup in self.on_force:
+            with contextlib.suppress(Exception):
+                cleanup()
+        files = []
+        with contextlib.suppress(Exception):
+            files = self.partial_files()
+        where = "; ".join(files) if files else "none written yet"
+        _say(f"asyncbench: {name} again: forced exit without finishing the report; partial files: {where}")
+        os._exit(EXIT_INTERRUPTED)
+
+    async def watch(self, scope: anyio.CancelScope) -> None:
+        """While the run's event loop runs: the first stop signal cancels ``scope``."""
+        self._loop, self._scope = asyncio.get_running_loop(), scope
+        try:
+            if self.interrupted is not None:  # a signal arrived before the loop started
+                scope.cancel()
+            await anyio.sleep_forever()
+        finally:
+            self._loop = self._scope = None
+
+
+def _say(text: str) -> None:
+    """One line on stderr, written with os.write: a handler may interrupt a print() in
+    progress, and a buffered stream must not be entered twice."""
+    with contextlib.suppress(OSError):  # the terminal may be gone
+        os.write(2, (text + "\n").encode(errors="backslashreplace"))
+
+
+def _detach_from_terminal() -> None:
+    """The terminal hung up: point stdin/stdout/stderr that were terminals at /dev/null."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        for fd in (0, 1, 2):
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.fstat(fd).st_mode):
+                    os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def backend_options() -> dict[str, Any]:

@@ -354,8 +354,10 @@ class CleanShutdownMarker:
         return True
 
     def set(self) -> None:
-        """Write the mark durably (after every store closed without error)."""
-        with open(self.path, "wb") as fh:
+        """Write the mark durably (after every store closed without error); never through
+        a symlink planted in its place."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(b"closed cleanly\n")
             fh.flush()
             os.fsync(fh.fileno())

@@ -103,6 +103,8 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
         out["port"] = int(out["port"])
     except ValueError:
         raise ValueError(f"MySQL port must be an integer, got {out['port']!r}") from None
+    if not 1 <= out["port"] <= 65535:
+        raise ValueError(f"MySQL port must be from 1 to 65535, got {out['port']}")
     return out
 
 
@@ -180,6 +182,12 @@ class MySqlEngine(Engine):
         "user": "",
         "password": "",
     }
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        port = settings["port"]
+        if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
+            raise ValueError(f"engines.mysql.port must be a TCP port from 1 to 65535 (or 0: MYSQL_PORT), got {port}")
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)

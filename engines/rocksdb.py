@@ -24,6 +24,12 @@ without error; ``open(reset=False)`` without that mark runs ``engines.kv_recover
 Writes are ordered so a crash leaves only extra index entries: an insert writes the index
 entries before the profile, an update its new keys before the profile and deletes the old
 ones after.
+
+The data dir is the engine's own (``engines.store_dir``): a reset removes only the five
+databases its marker lists and files RocksDB names, and refuses a directory holding
+anything else; an open that keeps the data requires the marker and all five databases and
+opens each with ``create_if_missing`` off, so a deleted database is an error naming it,
+never an empty index.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import errno
 import functools
 import importlib.metadata
 import os
-import shutil
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -47,6 +53,7 @@ from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
 from engines.kv_profile_store import STORE_NAMES, KvProfileStore
 from engines.kv_recovery import CleanShutdownMarker, RepairReport
+from engines.store_dir import StoreDir, StoreLayout, StoreMissing
 from workloads.profile_store.profiles import Profile
 from workloads.profile_store.store import Marks, Transform
 
@@ -64,6 +71,23 @@ _COMPRESSION = {
     "lz4hc": rocksdict.DBCompressionType.lz4hc,
     "zstd": rocksdict.DBCompressionType.zstd,
 }
+
+#: What the engine's directory holds: the five databases, with only the files RocksDB (and
+#: rocksdict) name inside them, and the clean-shutdown mark.
+LAYOUT = StoreLayout(
+    engine="rocksdb",
+    stores=DB_NAMES,
+    stores_are_dirs=True,
+    store_files=re.compile(
+        r"CURRENT|IDENTITY|LOCK|LOG|LOG\.old\.\d+|(MANIFEST|OPTIONS)-\d+|\d+\.(log|sst|ldb|blob)"
+        r"|[^/]*\.dbtmp|[^/]*\.trash|rocksdict-config\.json"
+    ),
+    own_files=re.compile(re.escape(CleanShutdownMarker.NAME)),
+)
+#: Bounds of the settings that size memory: 0 is invalid to RocksDB, and far beyond these
+#: is a typo that fails (or exhausts memory) only after the run started.
+MAX_WRITE_BUFFER_MB = 65_536
+MAX_WRITE_BUFFER_NUMBER = 64
 
 #: RocksDB's default num_levels, the length of the per-level compression list.
 _NUM_LEVELS = 7
@@ -172,6 +196,13 @@ class RocksDbEngine(Engine):
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        for key, top in (
+            ("write_buffer_size_mb", MAX_WRITE_BUFFER_MB),
+            ("max_write_buffer_number", MAX_WRITE_BUFFER_NUMBER),
+        ):
+            value = settings[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"engines.rocksdb.{key} must be an integer from 1 to {top:_d}, got {value!r}")
         if settings["compression"] not in _COMPRESSION:
             raise ValueError(
                 f"engines.rocksdb.compression must be one of {', '.join(_COMPRESSION)}, "
@@ -187,11 +218,11 @@ class RocksDbEngine(Engine):
         self._marker = CleanShutdownMarker(self.data_dir)
 
     # --- lifecycle --------------------------------------------------------------------
-    def _options(self) -> rocksdict.Options:
+    def _options(self, create: bool = True) -> rocksdict.Options:
         """Per-database options, in the reference's call order (optimize last)."""
         buffer_bytes = int(self.settings["write_buffer_size_mb"]) * 1024 * 1024
         opts = rocksdict.Options(raw_mode=True)
-        opts.create_if_missing(True)
+        opts.create_if_missing(create)
         opts.increase_parallelism(self.parallelism)
         opts.set_write_buffer_size(buffer_bytes)
         opts.set_max_write_buffer_number(int(self.settings["max_write_buffer_number"]))
@@ -205,19 +236,22 @@ class RocksDbEngine(Engine):
     def _open_sync(self, reset: bool) -> None:
         if self._dbs:
             raise RuntimeError("rocksdb engine is already open")
-        if reset and self.data_dir.exists():
-            for child in self.data_dir.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        store = StoreDir(self.data_dir, LAYOUT)
+        if reset:
+            store.reset()
+        else:
+            store.require()
         write_opts = rocksdict.WriteOptions()
         write_opts.sync = bool(self.settings["sync"])  # WAL stays enabled (disable_wal=False)
         dbs = []
         try:
             for name in DB_NAMES:
-                db = rocksdict.Rdict(str(self.data_dir / name), self._options())
+                try:
+                    db = rocksdict.Rdict(str(self.data_dir / name), self._options(create=reset))
+                except Exception as exc:
+                    if reset:
+                        raise
+                    raise StoreMissing(f"{self.data_dir}: RocksDB database {name!r} cannot be opened: {exc}") from exc
                 db.set_write_options(write_opts)
                 dbs.append(db)
         except BaseException:

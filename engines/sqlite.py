@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ from engines.sql_profile_store import (
     sync_select_many,
     sync_update,
 )
+from engines.store_dir import StoreDir, StoreLayout
 from workloads.profile_store.profiles import Profile
 from workloads.profile_store.store import Marks, Transform
 
@@ -45,6 +47,14 @@ T = TypeVar("T")
 DB_FILE = "profiles.db"
 #: The database file and the two files WAL mode keeps beside it.
 DB_SUFFIXES = ("", "-wal", "-shm")
+#: What the engine's directory holds (``engines.store_dir``): the database, its WAL-mode
+#: companions and the rollback journal of the other journal modes; a reset removes only these.
+LAYOUT = StoreLayout(
+    engine="sqlite",
+    stores=(DB_FILE,),
+    stores_are_dirs=False,
+    own_files=re.compile(re.escape(DB_FILE) + r"-(wal|shm|journal)"),
+)
 
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -215,10 +225,11 @@ class SqliteEngine(Engine):
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._conn is not None:
             raise RuntimeError("SQLite engine is already open")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        if reset:
-            for f in self.files():
-                f.unlink(missing_ok=True)
+        store = StoreDir(self.data_dir, LAYOUT)
+        if reset:  # only its own files
+            store.reset()
+        else:  # the database must exist
+            store.require()
         conn = self.connection()
         await conn.open()
         self._conn = conn

@@ -52,3 +52,82 @@ class CrashingEngine(MemoryEngine):
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SlowCloseEngine(SlowEngine):
+    """Slow reads, and a close that waits until the test opens a gate (the file named by
+    ``ASYNCBENCH_TEST_CLOSE_GATE``; at most 60 s): a graceful stop that lasts exactly as
+    long as the test needs to send more signals into it. ``<gate>.closing`` tells the
+    test the close has begun."""
+
+    name = "slowclose"
+
+    async def close(self) -> None:  # type: ignore[override]
+        import os
+        from pathlib import Path
+
+        gate = os.environ.get("ASYNCBENCH_TEST_CLOSE_GATE")
+        if gate:
+            Path(gate + ".closing").touch()
+        with anyio.move_on_after(60):
+            while gate and not Path(gate).exists():
+                await anyio.sleep(0.05)
+        await super().close()
+
+
+class LateWrongEngine(MemoryEngine):
+    """Right on its first email lookup batch, one profile short on every later one: a
+    mismatch only a later phase of the same kind can see."""
+
+    name = "latewrong"
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self.lookups = 0
+
+    async def lookup_by_email(self, emails, marks):  # type: ignore[no-untyped-def]
+        self.lookups += 1
+        out = await super().lookup_by_email(emails, marks)
+        return out if self.lookups == 1 else out[:-1]
+
+
+class BrokenConstructorEngine(MemoryEngine):
+    """A plug-in whose constructor fails: a failure before open."""
+
+    name = "brokenctor"
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        raise ValueError("this plug-in cannot be constructed")
+
+
+# --- faulty variants of every file-based engine (the sentinel test runs them all) -------
+
+
+def _variants() -> dict[str, type]:
+    """``failing-<engine>`` raises in the lookup phase; ``slow-<engine>`` sleeps in reads."""
+    from engines import engine_class
+
+    out: dict[str, type] = {}
+    for base_name in ("memory", "lsm", "rocksdb", "sqlite"):
+        base = engine_class(base_name)
+
+        async def fail(self, emails, marks):  # type: ignore[no-untyped-def]
+            raise OSError("simulated device error")
+
+        async def slow(self, uids, marks):  # type: ignore[no-untyped-def]
+            await anyio.sleep(30)
+            raise AssertionError("unreachable: the run stops first")
+
+        title = base_name.capitalize()
+        out[f"Failing{title}"] = type(f"Failing{title}", (base,), {"lookup_by_email": fail, "__module__": __name__})
+        out[f"Slow{title}"] = type(f"Slow{title}", (base,), {"read_by_id": slow, "__module__": __name__})
+    return out
+
+
+globals().update(_variants())
+#: registry name -> "module:Class" of every variant
+VARIANTS = {
+    f"{kind.lower()}-{e}": f"engines_for_tests:{kind}{e.capitalize()}"
+    for kind in ("Failing", "Slow")
+    for e in ("memory", "lsm", "rocksdb", "sqlite")
+}

@@ -13,6 +13,7 @@ import pytest
 from asyncbench.engine import EngineConfig, opened
 from engines.lsm.adapter import TREE_NAMES, LsmEngine
 from engines.memory import MemoryEngine
+from engines.store_dir import MARKER
 from workloads.profile_store.profiles import create_many, decode, update
 
 SEED = 570123434
@@ -97,7 +98,7 @@ def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
             await e.insert(create_many(1, 300, SEED), [])
         # memtables were not flushed; the log carries them
-        assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN"}
+        assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN", MARKER}
         assert not list(tmp_path.glob("*/seg-*"))
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
             assert await e.count() == 300

@@ -20,6 +20,7 @@ pytest.importorskip("rocksdict")
 from asyncbench.engine import EngineConfig  # noqa: E402
 from engines.memory import MemoryEngine  # noqa: E402
 from engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
+from engines.store_dir import MARKER, StoreDirError  # noqa: E402
 from workloads.profile_store.profiles import (  # noqa: E402
     COUNTRIES,
     STATUSES,
@@ -179,7 +180,7 @@ def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
         rocks, memory = await pair(tmp_path)
         await rocks.update([6], lambda p: update(p, SEED), [])
         await rocks.settle()
-        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DB_NAMES)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*DB_NAMES, MARKER])
         assert rocks.storage_bytes() > 0
         expected = await rocks.read_by_id([1, 6, N // 2, N], [])
         await rocks.close()
@@ -191,13 +192,18 @@ def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
         assert await again.scan_top_reputation(1, []) != []
         await again.close()
 
-        (tmp_path / "stray.txt").write_text("left over from an earlier run")
+        # A file the engine did not write: the reset refuses and deletes nothing.
+        (tmp_path / "stray.txt").write_text("not the engine's")
+        with pytest.raises(StoreDirError, match="stray.txt"):
+            await make(tmp_path).open(reset=True)
+        assert (tmp_path / "stray.txt").read_text() == "not the engine's"
+        assert all((tmp_path / name).is_dir() for name in DB_NAMES)
+        (tmp_path / "stray.txt").unlink()
         wiped = make(tmp_path)
         await wiped.open(reset=True)
         assert await wiped.count() == 0
         assert await wiped.read_by_id([1, N], []) == []
         assert await wiped.scan_top_reputation(1, []) == []
-        assert not (tmp_path / "stray.txt").exists()
         await wiped.close()
 
     run(main)

@@ -314,7 +314,8 @@ async def test_reopen_keeps_data(tmp_path: Path) -> None:
 
 async def test_reset_removes_db_wal_and_shm(tmp_path: Path) -> None:
     engine = make(tmp_path)
-    engine.data_dir.mkdir(parents=True)
+    await engine.open(reset=True)  # marks the directory as the engine's store
+    await engine.close()
     for f in engine.files():
         f.write_bytes(b"not a database" * 100)
     await engine.open(reset=True)  # would fail on the junk if any file were kept

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from asyncbench.inputs import InputError, read_input
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
 from asyncbench.stats import Comparison, Verdict, compare, comparison_row, exit_code
 
@@ -74,9 +75,9 @@ def load_side(arg: str, engines: set[str] | None) -> Side:
     side = Side(files=_files(arg))
     for path in side.files:
         try:
-            run = RunResult.from_json(path.read_bytes())
-        except OSError as exc:
-            raise ResultError(f"{path}: cannot be read: {exc.strerror}") from None
+            run = RunResult.from_json(read_input(path))  # a FIFO is refused, not waited on
+        except InputError as exc:
+            raise ResultError(f"{path}: {exc.reason}") from None
         except ResultError as exc:
             raise ResultError(f"{path}: {exc}") from None
         side.runs.append(run)

@@ -1,6 +1,9 @@
 """``python -m asyncbench report RESULT.json``: re-render a saved result's report and charts.
 
-It never modifies its input: the JSON is read, the Markdown and SVGs beside it rewritten.
+It never modifies its input: the JSON is read (only if it is a regular file: a FIFO or a
+device is refused, not waited on), and the Markdown and SVGs beside it are written only
+where nothing is, or where an asyncbench report or chart of the same name is (its marker
+proves it); anything else there is left alone and the command exits 2.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ import sys
 from pathlib import Path
 
 from asyncbench.correctness import judge
+from asyncbench.inputs import InputError, read_input
 from asyncbench.outputs import write_run
-from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult, exit_code
+from asyncbench.ownership import NotOwned
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
 
 __all__ = ["report"]
 
@@ -25,20 +30,38 @@ def report(argv: list[str]) -> int:
     args = p.parse_args(argv)
     path = Path(args.result)
     try:
-        run = RunResult.from_json(path.read_bytes())
-    except FileNotFoundError:
-        print(f"asyncbench: {path}: file: does not exist", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except IsADirectoryError:
-        print(f"asyncbench: {path}: file: is a directory, not a result JSON", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:
-        print(f"asyncbench: {path}: file: cannot be read: {exc.strerror}", file=sys.stderr)
+        run = RunResult.from_json(read_input(path))
+    except InputError as exc:
+        print(f"asyncbench: {path}: file: {exc.reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ResultError as exc:
         print(f"asyncbench: {path}: result: not an asyncbench result ({exc})", file=sys.stderr)
         return EXIT_BAD_INPUT
+    problem = inconsistency(run)
+    if problem:
+        print(f"asyncbench: {path}: result: not an asyncbench result ({problem})", file=sys.stderr)
+        return EXIT_BAD_INPUT
     stamp = path.stem.removeprefix("asyncbench-")
-    _, md = write_run(run, path.parent, stamp, write_json=False)
+    try:
+        _, md = write_run(run, path.parent, stamp, write_json=False)
+    except NotOwned as exc:
+        print(f"asyncbench: {exc}; re-render from a copy of the JSON in another directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"asyncbench: cannot write the report beside {path}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     print(f"report: {md}")
     return exit_code([run], judge(run).ok, interrupted=False)
+
+
+def inconsistency(run: RunResult) -> str | None:
+    """What the typed loader cannot see but the report relies on: every plan phase has a
+    name and kind, and every engine phase points at a plan phase."""
+    for i, spec in enumerate(run.phases):
+        if not isinstance(spec.get("name"), str) or not isinstance(spec.get("kind"), str):
+            return f"result.phases[{i}]: needs a string name and kind"
+    for e in run.engines:
+        for p in e.phases:
+            if not 0 <= p.index < len(run.phases):
+                return f"engine {e.engine!r}: phase index {p.index} is not a phase of the plan"
+    return None

@@ -1,24 +1,36 @@
-"""``python -m asyncbench PLAN.toml``: run a validated plan and write its results."""
+"""``python -m asyncbench PLAN.toml``: run a validated plan and write its results.
+
+Before anything runs, the run's directories are created and locked (a second run on the
+same data or output directory stops here, exit 2, naming the holder's pid). Results are
+saved after every engine; a save that fails (a full disk, a file that is not the run's
+own) is reported on the console and the run goes on, exit 1 if the final save failed.
+The final reports are written with the stop signals still caught: a signal then is
+absorbed and the reports complete (exit 130), never left half-written.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
+from asyncbench import isolation
 from asyncbench.aggregate import throughput_stats, unstable_phases
 from asyncbench.config import BenchConfig
 from asyncbench.correctness import judge
 from asyncbench.csv_export import write_csv
+from asyncbench.locks import Locked
 from asyncbench.logs import open_log
 from asyncbench.observers import JsonLogObserver, ObserverGroup
 from asyncbench.outputs import result_dir, write_run
 from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
-from asyncbench.result import RunResult, exit_code
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
+from asyncbench.run_dirs import lock_run
 from asyncbench.runner import Benchmark
-from asyncbench.signals import backend_options, watch_signals
+from asyncbench.signals import StopSignals, backend_options
 from asyncbench.stats import noise_advice, snapshot
 from workloads.profile_store import kernels
 
@@ -36,39 +48,76 @@ def run(
     log_file: str | None,
     no_progress: bool = False,
     update_latest: bool = False,
+    stop: StopSignals | None = None,
     csv: bool = False,
+) -> int:
+    if stop is None:
+        stop = StopSignals()
+    if stop.interrupted:
+        print(f"asyncbench: {stop.interrupted} before the run started; nothing was run", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        locks = lock_run(cfg, update_latest)
+    except (Locked, OSError) as exc:
+        print(f"asyncbench: {exc}; nothing was run", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
+    try:
+        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv)
+    finally:
+        isolation.CONTEXT.reset()
+        locks.release()
+
+
+def _run_locked(
+    cfg: BenchConfig, log_file: str | None, no_progress: bool, update_latest: bool, stop: StopSignals, csv: bool
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    cfg.output.mkdir(parents=True, exist_ok=True)
     log_path = Path(log_file) if log_file else cfg.output / f"asyncbench-{stamp}.log"
-    logger, log_fh = open_log(log_path)
+    try:
+        logger, log_fh = open_log(log_path)
+    except OSError as exc:
+        print(f"asyncbench: cannot open the log {log_path}: {exc}; nothing was run", file=sys.stderr)
+        return EXIT_FAILED
     if no_progress:  # engine child processes inherit the environment
         os.environ[NO_PROGRESS_ENV] = "1"
     console, progress = terminal_observers(no_progress)  # console lines print above the bars
     # bars first, so a finished phase's bar is gone before its console line is printed
     observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
     written: dict[int, tuple[Path, Path]] = {}
+    save_errors: dict[int, str] = {}  # profiles -> the last save's error (None once one succeeds)
 
     def save(result: RunResult, final: bool = False) -> None:
         result.throughput = throughput_stats(result)
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
         directory = result_dir(cfg.output, result.profiles)
-        written[result.profiles] = write_run(result, directory, stamp, charts=final)
-        if final and csv:
-            write_csv(result, directory / f"asyncbench-{stamp}.csv")
-        if final and update_latest:
-            from asyncbench.charts import update_latest as write_latest
+        try:
+            written[result.profiles] = write_run(result, directory, stamp, charts=final)
+            if final and csv:
+                write_csv(result, directory / f"asyncbench-{stamp}.csv")
+            if final and update_latest:
+                from asyncbench.charts import update_latest as write_latest
 
-            write_latest(result, directory, stamp, cfg.output)
+                write_latest(result, directory, stamp, cfg.output)
+        except Exception as exc:  # a full disk or a foreign file costs this save, not the run
+            text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else str(exc)
+            if save_errors.get(result.profiles) != text:
+                console.message(f"asyncbench: could not save the results in {directory}: {text}")
+            save_errors[result.profiles] = text
+            return
+        save_errors.pop(result.profiles, None)
 
+    def partial_files() -> list[str]:
+        return [str(log_path)] + [str(p) for pair in written.values() for p in pair]
+
+    stop.partial_files = partial_files
     bench = Benchmark(cfg, observer, started, save, log_path)
-    state: dict = {"interrupted": None}
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_signals, state, tg.cancel_scope)
+            tg.start_soon(stop.watch, tg.cancel_scope)
             await bench.run()
             tg.cancel_scope.cancel()
 
@@ -76,13 +125,11 @@ def run(
     if not kernels.ACCELERATED:
         console.message(f"asyncbench: WARNING: {kernels.status_line()}")
     observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
-    try:
-        anyio.run(main, backend_options=backend_options())
-    except KeyboardInterrupt:  # a second Ctrl-C before the handler ran
-        state["interrupted"] = "interrupted by SIGINT"
+    anyio.run(main, backend_options=backend_options())
+    interrupted = stop.interrupted  # from here on a signal is absorbed: the reports complete
     agree = True
     for result in bench.results:
-        result.interrupted = state["interrupted"]
+        result.interrupted = interrupted
         result.environment["load_avg_end"] = list(os.getloadavg())
         save(result, final=True)
         verdict = judge(result)
@@ -94,11 +141,21 @@ def run(
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
                 console.message(f"  {advice}")
-        json_path, md_path = written[result.profiles]
-        console.message(f"\nreport: {md_path}\nresult: {json_path}")
-    code = exit_code(bench.results, agree, state["interrupted"] is not None)
-    observer.run_end(exit_code=code, interrupted=state["interrupted"])
+        if result.profiles in written and result.profiles not in save_errors:
+            json_path, md_path = written[result.profiles]
+            console.message(f"\nreport: {md_path}\nresult: {json_path}")
+    code = exit_code(bench.results, agree, stop.interrupted is not None)
+    if save_errors and code == EXIT_OK:
+        code = EXIT_FAILED  # an output the run promised is missing
+    observer.run_end(exit_code=code, interrupted=interrupted)
     log_fh.close()
-    if state["interrupted"]:
-        console.message(f"asyncbench: {state['interrupted']}; partial report written")
+    if log_fh.error is not None:
+        console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")
+        code = EXIT_FAILED if code == EXIT_OK else code
+    if save_errors:
+        console.message("asyncbench: some results could not be saved (see above)")
+    if interrupted:
+        console.message(f"asyncbench: {interrupted}; partial report written")
+    elif stop.interrupted:
+        console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
     return code

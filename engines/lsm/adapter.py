@@ -16,7 +16,7 @@ awaits; opened without one (a bare script), the same work runs inline between ba
 
 from __future__ import annotations
 
-import shutil
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,10 +30,19 @@ from engines.kv_profile_store import STORE_NAMES, KvProfileStore
 from engines.kv_recovery import CleanShutdownMarker, RepairReport
 from engines.lsm.maintainer import Maintainer
 from engines.lsm.tree import LsmTree, TreeOptions
+from engines.store_dir import StoreDir, StoreLayout
 from workloads.profile_store.profiles import Profile
 from workloads.profile_store.store import Marks, Transform
 
 TREE_NAMES = STORE_NAMES
+#: What the engine's directory holds (``engines.store_dir``): a reset removes only these.
+LAYOUT = StoreLayout(
+    engine="lsm",
+    stores=TREE_NAMES,
+    stores_are_dirs=True,
+    store_files=re.compile(r"meta\.json|seg-\d+\.sst|wal-\d+\.log|[^/]*\.tmp"),
+    own_files=re.compile(re.escape(CleanShutdownMarker.NAME)),
+)
 
 
 class LsmEngine(Engine):
@@ -68,9 +77,11 @@ class LsmEngine(Engine):
 
     # --- lifecycle ----------------------------------------------------------------------
     def _open_trees(self, reset: bool) -> list[LsmTree]:
-        if reset and self.data_dir.exists():
-            shutil.rmtree(self.data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        store = StoreDir(self.data_dir, LAYOUT)
+        if reset:  # only its own store
+            store.reset()
+        else:  # every tree present
+            store.require()
         trees = [LsmTree(self.data_dir / n, self.options) for n in TREE_NAMES]
         self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False)
         # A profile is five writes to five trees; after an unclean stop (no marker from

@@ -1,0 +1,175 @@
+"""What a run may write, and the one way it writes: whole files, never over someone else's.
+
+The rule: asyncbench writes a file only if it created that file in this process, or if it
+can prove the file is one of its own outputs (its name pattern plus its marker: the
+report's first line, an SVG chart's title, a log's JSON events). It never writes through a
+symlink and never replaces a file it cannot prove is its own; such a write raises
+:class:`NotOwned` and the file stays as it was.
+
+:func:`write_atomic` writes to a fresh, randomly named temporary file beside the target
+(created exclusively, never through a symlink), then puts it in place: with ``link`` when
+the target must not exist yet (so a file created meanwhile is never replaced), with
+``rename`` when replacing a file this process created or proved its own. A reader sees
+the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+__all__ = [
+    "LOG_EVENTS",
+    "REPORT_MARKER",
+    "NotOwned",
+    "created_here",
+    "is_own_log",
+    "is_own_report",
+    "is_own_svg",
+    "write_atomic",
+]
+
+#: The first line of every Markdown report (an HTML comment: invisible when rendered).
+REPORT_MARKER = "<!-- asyncbench report: `python -m asyncbench report RESULT.json` rewrites this file -->"
+#: The events the JSON-lines log starts a run with; a log's first line is one of them.
+LOG_EVENTS = frozenset({"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"})
+
+#: Absolute paths of the files this process created (so may replace) in this run.
+_created: set[str] = set()
+
+Proof = Callable[[Path], bool]
+
+
+class NotOwned(OSError):
+    """A path asyncbench will not write: it exists and is not provably its own output,
+    or it is a symlink or not a regular file."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(errno.EEXIST, f"{path} {reason}; asyncbench did not write it and leaves it alone")
+        self.path = path
+
+
+def created_here(path: Path) -> bool:
+    """Whether this process created ``path`` (and so may replace it)."""
+    return os.path.abspath(path) in _created
+
+
+def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:
+    """Put ``data`` at ``path`` as a whole file.
+
+    ``path`` must not exist, or be a file this process created, or (with ``own``) a
+    regular file ``own`` proves is asyncbench's; anything else raises :class:`NotOwned`.
+    """
+    key = os.path.abspath(path)
+    replace = key in _created
+    if not replace:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            _check_replaceable(path, st, own)
+            replace = True
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _create_from(tmp, path, own)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _created.add(key)
+
+
+def _create_from(tmp: str, path: Path, own: Proof | None) -> None:
+    """Give ``tmp`` the name ``path`` only if nothing has that name (hard link, then drop
+    the temporary name); where hard links are unsupported, fall back to rename."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
+    except FileExistsError:
+        st = os.lstat(path)  # created since we looked: the same rule applies
+        _check_replaceable(path, st, own)
+        os.replace(tmp, path)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def _check_replaceable(path: Path, st: os.stat_result, own: Proof | None) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise NotOwned(path, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotOwned(path, "is not a regular file")
+    if own is None or not own(path):
+        raise NotOwned(path, "exists and is not an output of this run")
+
+
+# --- proofs: an existing file is asyncbench's own output -------------------------------
+
+
+def _head(path: Path, size: int) -> bytes | None:
+    """The first ``size`` bytes of a regular file, read without following a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def is_own_report(path: Path) -> bool:
+    """A Markdown report asyncbench wrote: named ``*.md``, first line the report marker."""
+    head = _head(path, len(REPORT_MARKER) + 1)
+    return path.suffix == ".md" and head is not None and head.decode("utf-8", "replace").startswith(REPORT_MARKER)
+
+
+def is_own_svg(title: str) -> Proof:
+    """A chart asyncbench drew: named ``*.svg``, an SVG whose metadata title is ``title``."""
+
+    def proof(path: Path) -> bool:
+        head = _head(path, 4096)
+        return (
+            path.suffix == ".svg"
+            and head is not None
+            and head.startswith(b"<?xml")
+            and f"<dc:title>{title}</dc:title>".encode() in head
+        )
+
+    return proof
+
+
+def is_own_log(path: Path) -> bool:
+    """An asyncbench JSON-lines log: empty, or its first line is one of the log's events."""
+    head = _head(path, 64 * 1024)
+    if head is None:
+        return False
+    if not head:
+        return True
+    first = head.split(b"\n", 1)[0]
+    try:
+        doc = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and doc.get("event") in LOG_EVENTS and "timestamp" in doc

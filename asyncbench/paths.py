@@ -1,0 +1,197 @@
+"""Every path a run will write, checked before anything runs or is created (exit 2).
+
+A run writes under ``--output`` (``profiles-N/`` with its results, the default log,
+``latest.*``), under ``--data`` (``profiles-N/<engine>/``, the engines' stores) and to
+``--log-file``. Finding out at the end that one of them cannot be written loses the whole
+benchmark; finding out that one of them is the plan, a result or a store corrupts it. So:
+
+- ``--output`` and ``--data`` must be directories or creatable as directories, writable
+  (probed by creating a file: permission bits lie for root and read-only mounts);
+- the ``profiles-N`` directories asyncbench creates below them must be real directories
+  if they exist (not files, not symlinks): nothing is written through a symlink below the
+  directories the user named;
+- neither the output nor the log may lie inside an engine's data directory, which the
+  engine resets;
+- the log must be a new file or an asyncbench log (never the plan, a result or anything
+  else), a regular file, not a symlink, in a writable directory;
+- with ``--update-latest``, an existing ``latest.md`` / ``latest-*.svg`` must be
+  asyncbench's own;
+- an isolated run needs a writable temporary directory for its engine children;
+- every path must be valid UTF-8: results and logs record paths as JSON text.
+
+Engine directories themselves (``DATA/profiles-N/<engine>``) are the engine's to judge
+when it opens them: it refuses one that is not its own store (a ``Failed: open`` row).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from asyncbench.config import BenchConfig, ConfigError
+from asyncbench.ownership import is_own_log, is_own_report, is_own_svg
+
+__all__ = ["check_run_paths", "engine_dirs", "output_run_dir"]
+
+
+def output_run_dir(output: Path, profiles: int) -> Path:
+    return output / f"profiles-{profiles}"
+
+
+def engine_dirs(cfg: BenchConfig) -> list[Path]:
+    """``DATA/profiles-N/<engine>`` of every profile count and engine of the run."""
+    return [cfg.data / f"profiles-{n}" / name for n in cfg.profiles for name in cfg.engines]
+
+
+def check_run_paths(
+    cfg: BenchConfig, log_file: str | None, update_latest: bool = False, where: str = "command line"
+) -> None:
+    """Raise :class:`ConfigError` (exit 2) for the first path the run could not or must
+    not write; creates nothing."""
+    _utf8(where, "plan", cfg.source)
+    for key, base in (("output", cfg.output), ("data", cfg.data)):
+        _utf8(where, key, base)
+        _writable_tree(where, key, base)
+        for n in cfg.profiles:
+            _own_subdir(where, key, base / f"profiles-{n}")
+    stores = [_real(d) for d in engine_dirs(cfg)]
+    _outside_stores(where, "output", cfg.output, stores)
+    if log_file is not None:
+        _check_log(where, Path(log_file), cfg, stores)
+    if update_latest:
+        from asyncbench.charts import CHARTS  # matplotlib loads only when latest charts are asked for
+
+        _replaceable(where, "--update-latest", cfg.output / "latest.md", is_own_report, "report")
+        for chart in CHARTS:
+            path = cfg.output / f"latest-{chart.slug}.svg"
+            _replaceable(where, "--update-latest", path, is_own_svg(chart.title), "chart")
+    if cfg.isolate:
+        _temp_dir(where)
+
+
+# --- the checks -------------------------------------------------------------------------
+
+
+def _utf8(where: str, key: str, path: str | Path) -> None:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            where,
+            key,
+            f"{str(path)!r} contains bytes that are not UTF-8; results and logs record paths "
+            "as text, so use a UTF-8 name",
+        ) from None
+
+
+def _existing_prefix(path: Path) -> Path:
+    """The longest leading part of ``path`` that exists (a dangling symlink counts)."""
+    probe = path
+    while not os.path.lexists(probe) and probe.parent != probe:
+        probe = probe.parent
+    return probe
+
+
+def _writable_tree(where: str, key: str, path: Path) -> None:
+    """``path`` is a directory or can be created as one, and files can be created there."""
+    probe = _existing_prefix(path)
+    if not probe.is_dir():  # follows a symlink the user named: their choice
+        what = "is a file" if probe.is_file() else "is not a directory"
+        raise ConfigError(where, key, f"{path} is not a directory ({probe} {what})")
+    try:  # a real probe: os.access says yes to root even on a read-only file system
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ConfigError(where, key, f"{path} is not writable ({probe}: {exc.strerror})") from None
+
+
+def _own_subdir(where: str, key: str, path: Path) -> None:
+    """A directory asyncbench creates itself: absent, or a real directory."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigError(where, key, f"{path} cannot be used: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfigError(
+            where, key, f"{path} is a symlink; asyncbench creates this directory itself and does not write through symlinks"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(where, key, f"{path} exists and is not a directory; move it away")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _inside(path: Path, stores: list[Path]) -> Path | None:
+    real = _real(path)
+    return next((s for s in stores if real == s or real.is_relative_to(s)), None)
+
+
+def _outside_stores(where: str, key: str, path: Path, stores: list[Path]) -> None:
+    store = _inside(path, stores)
+    if store is not None:
+        raise ConfigError(
+            where, key, f"{path} is inside the engine data directory {store}, which the engine resets"
+        )
+
+
+def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> None:
+    key = "--log-file"
+    _utf8(where, key, log)
+    try:
+        st: os.stat_result | None = os.lstat(log)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:  # e.g. a path through a regular file: ENOTDIR
+        parent = _existing_prefix(log.parent)
+        if not parent.is_dir():
+            raise ConfigError(where, key, f"{log.parent} is not a directory ({parent} is a file)") from None
+        raise ConfigError(where, key, f"{log} cannot be used: {exc.strerror}") from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise ConfigError(where, key, f"{log} is a symlink; asyncbench does not write through symlinks")
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(where, key, f"{log} is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(where, key, f"{log} is not a regular file")
+        with contextlib.suppress(OSError):
+            if os.path.samefile(log, cfg.source):
+                raise ConfigError(where, key, f"{log} is the plan file")
+        if not is_own_log(log):
+            raise ConfigError(
+                where, key, f"{log} exists and is not an asyncbench log; asyncbench appends only to its own logs"
+            )
+    parent = _existing_prefix(log.parent)
+    if not parent.is_dir():
+        raise ConfigError(where, key, f"{log.parent} is not a directory ({parent} is a file)")
+    _writable_tree(where, key, log.parent)
+    _outside_stores(where, key, log, stores)
+
+
+def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  # noqa: ANN001
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode) or not proof(path):
+        raise ConfigError(where, key, f"{path} exists and is not an asyncbench {what}; it would be overwritten")
+
+
+def _temp_dir(where: str) -> None:
+    try:
+        probe = tempfile.mkdtemp(prefix="asyncbench-probe-")
+    except OSError as exc:
+        raise ConfigError(
+            where,
+            "temporary directory",
+            f"an isolated run needs a writable temporary directory for its engine processes "
+            f"({exc}); set TMPDIR or run with --no-isolate",
+        ) from None
+    shutil.rmtree(probe, ignore_errors=True)

@@ -1,0 +1,185 @@
+"""Signals over the whole life of a run: the first SIGINT/SIGTERM/SIGHUP stops it
+gracefully, later ones are absorbed, the third Ctrl-C forces an exit that still says
+where the partial files are; the report is complete or not started, exit 130. An
+isolated engine's process dies with its parent.
+
+Issue items 11 (a second signal killed the run with no JSON and no report, a repeated
+Ctrl-C printed a traceback, a signal during the report left it without charts, SIGHUP
+lost the run and leaked /tmp/asyncbench-child-*) and 12 (SIGKILL of the parent left its
+child running the engine)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from cli_process import QUICK, ROOT, BackgroundRun, child_env, kill_quietly, wait_for
+
+from asyncbench.locks import acquire
+
+CHARTS = 6  # throughput and footprint; latency charts come on top
+
+
+def _start(tmp_path: Path, engine: str, isolate: bool) -> BackgroundRun:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    args = [QUICK, "--engine", f"{engine},memory", "--profiles", "2k", "--output", str(tmp_path / "out")]
+    args += ["--data", str(tmp_path / "data"), "--isolate" if isolate else "--no-isolate"]
+    return BackgroundRun(args, tmp_path / "run.log", tmp=tmp_path / "tmp", gate=tmp_path / "gate")
+
+
+def _complete_partial_report(tmp_path: Path, signal_name: str) -> dict:
+    (result,) = (tmp_path / "out").glob("profiles-2000/asyncbench-*.json")
+    run = orjson.loads(result.read_bytes())
+    assert run["interrupted"] == f"interrupted by {signal_name}"
+    assert [e["status"] for e in run["engines"]] == ["interrupted"]  # memory never started
+    md = result.with_suffix(".md").read_text()
+    assert "## Interpretation Notes" in md  # the whole report
+    svgs = list(result.parent.glob("asyncbench-*.svg"))
+    assert len(svgs) >= CHARTS and md.count("![") == len(svgs)  # every chart drawn and linked
+    return run
+
+
+@pytest.mark.parametrize(
+    ("signum", "isolate"),
+    [
+        (signal.SIGTERM, True),
+        (signal.SIGTERM, False),
+        (signal.SIGINT, True),
+        (signal.SIGINT, False),
+        (signal.SIGHUP, True),
+        (signal.SIGHUP, False),
+    ],
+    ids=["term-isolated", "term", "int-isolated", "int", "hup-isolated", "hup"],
+)
+def test_repeated_signals_are_absorbed_and_the_partial_report_is_whole(
+    tmp_path: Path, signum: int, isolate: bool
+) -> None:
+    run = _start(tmp_path, "slowclose", isolate)  # its close waits for the gate
+    try:
+        run.wait_for_log()
+        run.send(signum)
+        run.wait_for_file(tmp_path / "gate.closing")  # the graceful stop is under way
+        # the old watcher had removed its handler: the second signal killed the run. A
+        # third SIGINT forces an exit (tested below), so SIGINT is repeated once here.
+        repeats = 1 if signum == signal.SIGINT else 3
+        for n in range(1, repeats + 1):
+            run.send(signum)
+            run.wait_for_output("signal absorbed", count=n)
+        (tmp_path / "gate").touch()  # now let the store close
+        code = run.finish()
+    finally:
+        kill_quietly(run)
+    name = signal.Signals(signum).name
+    assert code == 130, run.output
+    assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
+    _complete_partial_report(tmp_path, name)
+    assert os.listdir(tmp_path / "tmp") == []  # no /tmp/asyncbench-child-* left behind
+
+
+def test_third_ctrl_c_forces_exit_and_names_the_partial_files(tmp_path: Path) -> None:
+    run = _start(tmp_path, "slowclose", isolate=False)  # its close takes 30 s
+    try:
+        run.wait_for_log()
+        run.send(signal.SIGINT)
+        run.wait_for_file(tmp_path / "gate.closing")  # the close waits for a gate never opened
+        run.send(signal.SIGINT)
+        run.wait_for_output("signal absorbed")
+        run.send(signal.SIGINT)
+        code = run.finish(timeout=25)  # well before the close would give up waiting
+    finally:
+        kill_quietly(run)
+    assert code == 130, run.output
+    assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
+    assert "forced exit" in run.output and str(tmp_path / "run.log") in run.output
+
+
+def test_third_ctrl_c_of_an_isolated_run_kills_the_child_and_its_files(tmp_path: Path) -> None:
+    run = _start(tmp_path, "slowclose", isolate=True)
+    try:
+        run.wait_for_log()
+        run.send(signal.SIGINT)
+        run.wait_for_file(tmp_path / "gate.closing")  # in the child: its close waits for a gate
+        run.send(signal.SIGINT)
+        run.wait_for_output("signal absorbed")
+        run.send(signal.SIGINT)
+        code = run.finish(timeout=25)
+    finally:
+        kill_quietly(run)
+    assert code == 130, run.output
+    assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
+    assert "forced exit" in run.output
+    assert os.listdir(tmp_path / "tmp") == []
+    lock = acquire(tmp_path, tmp_path / "data" / "profiles-2000" / ".slowclose.lock")  # the child is gone
+    lock.release()
+
+
+SIGNAL_WHILE_WRITING = """
+import os, signal, sys
+from asyncbench import charts
+from asyncbench.cli import main
+
+real = charts.write_charts
+def write_charts(run, directory, stamp):
+    os.kill(os.getpid(), signal.SIGTERM)  # arrives while the final report is being written
+    os.kill(os.getpid(), signal.SIGINT)
+    return real(run, directory, stamp)
+charts.write_charts = write_charts
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_signal_while_the_report_is_written_is_absorbed_and_the_report_completes(tmp_path: Path) -> None:
+    args = [QUICK, "--engine", "memory", "--profiles", "1k", "--no-isolate", "--no-progress"]
+    args += ["--output", str(tmp_path / "out"), "--data", str(tmp_path / "data")]
+    proc = subprocess.run(
+        [sys.executable, "-c", SIGNAL_WHILE_WRITING, *args],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 130, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    (result,) = (tmp_path / "out").glob("profiles-1000/asyncbench-*.json")
+    run = orjson.loads(result.read_bytes())
+    assert run["interrupted"] is None  # every engine had finished: nothing is partial
+    assert [e["status"] for e in run["engines"]] == ["ok"]
+    svgs = list(result.parent.glob("*.svg"))
+    assert len(svgs) >= CHARTS and result.with_suffix(".md").read_text().count("![") == len(svgs)
+    assert "while the reports were written; they are complete" in proc.stdout + proc.stderr
+
+
+def _child_of(pid: int) -> int:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, out
+    return int(out[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_killed_parent_takes_its_engine_child_with_it(tmp_path: Path) -> None:
+    run = _start(tmp_path, "slow", isolate=True)
+    try:
+        run.wait_for_log()
+        child = _child_of(run.proc.pid)
+        run.proc.send_signal(signal.SIGKILL)
+        run.finish()
+        # the slow engine sleeps 30 s per batch: a child that lived on would still be here
+        wait_for(lambda: not _alive(child), "the engine child to end", timeout=20)
+    finally:
+        kill_quietly(run)
+    wait_for(lambda: os.listdir(tmp_path / "tmp") == [], "the child's temporary directory to go", timeout=20)
+    # its data directory lock ended with it
+    acquire(tmp_path, tmp_path / "data" / "profiles-2000" / ".slow.lock").release()
