@@ -86,7 +86,7 @@ from asyncbench.latency import CLOCK, PhaseLatency  # noqa: E402
 try:  # the workload package's layout on main (workloads/profile_store/) and before it
     from workloads.profile_store.profiles import create_many, encode, primary_key  # noqa: E402
 except ImportError:
-    from workloads.profiles import create_many, encode, primary_key  # noqa: E402
+    from workloads.profile_store.profiles import create_many, encode, primary_key  # noqa: E402
 
 SEED = 570123434
 C_MODE = "on (C)"

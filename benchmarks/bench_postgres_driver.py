@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workloads.profiles import create_many  # noqa: E402
+from workloads.profile_store.profiles import create_many  # noqa: E402
 
 SEED = 570123434
 VARIANTS = ("asyncpg", "psycopg", "psycopg-binary")

@@ -15,9 +15,10 @@ import pytest
 from asyncbench.engine import EngineConfig, opened
 from engines.kv_recovery import CleanShutdownMarker
 from engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
-from engines.lsm.adapter import TREE_NAMES, LsmEngine
+from engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
+from engines.store_dir import StoreDir
 from engines.lsm.tree import LsmTree, TreeOptions
-from workloads.profiles import create_many
+from workloads.profile_store.profiles import create_many
 
 FRAME = struct.Struct("<IIB")
 
@@ -300,8 +301,9 @@ def frame_offsets_prefix(path: Path, end: int) -> list[int]:
 def test_damaged_log_after_clean_close_fails_the_engine_open(tmp_path: Path) -> None:
     """Before: the profile frames after the damage vanished, the clean-shutdown marker
     skipped the index repair, and scans returned ids whose profile was gone. (The store
-    is written through the trees and the marker, so only ``opened`` and the adapter's
+    is written through the trees and the markers, so only ``opened`` and the adapter's
     open are relied on.)"""
+    StoreDir(tmp_path, LAYOUT).reset()  # the directory is the lsm engine's, as after a run
     for name in TREE_NAMES:
         t = LsmTree(tmp_path / name, opts())
         for p in create_many(1, 200, 1):
@@ -419,3 +421,30 @@ def test_a_store_with_the_older_meta_format_opens(tmp_path: Path) -> None:
     t = LsmTree(tmp_path, opts())
     assert not t.last_close_was_clean and dict(t.iter()) == expected
     t.close()
+
+
+def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> None:
+    """The adapter opens an existing store with ``create_if_missing=False``: a tree
+    directory emptied behind its back is refused, not reopened as an empty index (which
+    would make scans silently return nothing for every profile)."""
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"wal_mode": "sync"}, 50, 1)
+
+    async def build() -> None:
+        async with opened(LsmEngine(cfg), True) as e:
+            await e.insert(create_many(1, 50, 1), [])
+
+    async def reopen() -> None:
+        async with opened(LsmEngine(cfg), False) as e:
+            await e.count()
+
+    anyio.run(build)
+    tree = cfg.data_dir / TREE_NAMES[1]  # an index tree
+    for f in tree.iterdir():
+        f.unlink()
+    raised: list[BaseException] = []
+    try:
+        anyio.run(reopen)
+    except* MissingStore as group:
+        raised += group.exceptions
+    assert [e.path for e in raised] == [tree]  # type: ignore[attr-defined]
+    assert not list(tree.iterdir())  # nothing was created in its place

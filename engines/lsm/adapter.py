@@ -82,7 +82,9 @@ class LsmEngine(Engine):
             store.reset()
         else:  # every tree present
             store.require()
-        trees = [LsmTree(self.data_dir / n, self.options) for n in TREE_NAMES]
+        # An existing store must have every tree: one emptied behind our back is refused
+        # (MissingStore), never reopened as an empty index.
+        trees = [LsmTree(self.data_dir / n, self.options, create_if_missing=reset) for n in TREE_NAMES]
         self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False)
         # A profile is five writes to five trees; after an unclean stop (no marker from
         # close) the indexes are repaired from the profiles tree before anything runs.
