@@ -67,6 +67,7 @@ class PhaseResult:
     count: int | None = None
     post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
+    retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
 
     @property
     def ops_per_s(self) -> float:
