@@ -528,8 +528,9 @@ class MySqlEngine(Engine):
                 "workers": worker_map(self.config.workers, self.endpoints),
                 "replication": (
                     "Galera (wsrep), certification-based and virtually synchronous: a commit returns once "
-                    "certified by the whole cluster and every node applies it; each batch starts with one "
-                    "causal read (wsrep_sync_wait=1) so it sees all writes committed before it, on any node"
+                    "its write set reached every node and passed certification, the other nodes apply it "
+                    "right after; each reading batch starts with one causal read (wsrep_sync_wait=1) so it "
+                    "sees every write committed before it, on any node"
                     if self.galera
                     else "not Galera (no wsrep_on=ON): whatever the servers replicate, the engine only "
                     "spreads connections"
