@@ -19,8 +19,9 @@ from pathlib import Path
 import anyio
 import asyncpg
 import pytest
-from conftest import postgres_expected
+from conftest import REFERENCE_PLAN, postgres_expected, status_line
 
+import engines
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import MemoryScope, StorageMethod
@@ -464,3 +465,23 @@ def test_env_names_are_libpq_names() -> None:
     assert set(ENV_VARS.values()) == {"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD"}
     if os.environ.get("PGHOST"):
         assert resolve_settings({})["endpoints"][0].host == os.environ["PGHOST"].split(",")[0]
+
+
+def test_no_server_is_skipped_under_all_and_fails_when_named(
+    monkeypatch: pytest.MonkeyPatch, run_cli, tmp_path: Path
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("PGHOST", "127.0.0.1")
+    monkeypatch.setenv("PGPORT", str(port))
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("postgres",))
+    code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", "all,memory", "--no-isolate")
+    assert code == 0, output
+    pg, memory = results[0]["engines"]
+    assert status_line(pg).startswith(f"Skipped: no PostgreSQL server reachable at 127.0.0.1:{port} (")
+    assert status_line(memory) == "ok"
+    code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", "postgres", "--no-isolate")
+    assert code == 1
+    (pg,) = results[-1]["engines"]
+    assert status_line(pg).startswith(f"Failed: open: no PostgreSQL server reachable at 127.0.0.1:{port} (")
