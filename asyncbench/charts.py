@@ -12,7 +12,7 @@ import io
 import textwrap
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -22,6 +22,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 
 from asyncbench import fmt, report
+from asyncbench.aggregate import collapse, group_runs
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.result import EngineResult, RunResult, write_atomic
 from workloads.profile_store.phases import PHASES, Action
@@ -76,7 +77,7 @@ def _status_note(e: EngineResult) -> str:
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
-def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
+def figure_frame(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
     """A figure with a fixed header (title, subtitle) and footer (notes) around a constrained body."""
     sub_lines = textwrap.wrap(subtitle, 125) or [""]
     note_lines: list[str] = []
@@ -142,7 +143,7 @@ def execution_time(run: RunResult) -> Figure:
         "run time is the engine's whole run, open to close."
     )
     body = max(len(order), 1) * 0.45 + AXIS_IN
-    fig = _figure(
+    fig = figure_frame(
         "Execution Time",
         f"Completed phase time per engine relative to the fastest · {fmt.count(run.profiles)} profiles · "
         "shorter is better",
@@ -183,6 +184,8 @@ def execution_time(run: RunResult) -> Figure:
 class Group:
     label: str
     values: dict[str, tuple[int, float] | None]  # engine -> (ops, seconds), None when not run
+    #: engine -> (min, max) ops/s over the measured repeats: drawn as a min-max error bar
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _throughput(
@@ -199,7 +202,7 @@ def _throughput(
     colours = {e.engine: engine_colour(e) for e in run.engines}
     n = max(len(engines), 1)
     body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
-    fig = _figure(title, subtitle, body, notes)
+    fig = figure_frame(title, subtitle, body, notes)
     ax = fig.add_subplot()
     _style_axis(ax)
     centers = []
@@ -232,6 +235,17 @@ def _throughput(
                 hatch="//" if incomplete else None,
                 linewidth=0,
             )
+            if engine in g.ranges and best > 0:
+                lo, hi = (100 * v / best for v in g.ranges[engine])
+                ax.errorbar(
+                    pct,
+                    y,
+                    xerr=[[max(pct - lo, 0)], [max(hi - pct, 0)]],
+                    fmt="none",
+                    ecolor=TEXT,
+                    elinewidth=0.8,
+                    capsize=2,
+                )
             ax.text(
                 pct,
                 y,
@@ -274,7 +288,17 @@ def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
         for e in run.engines:
             p = e.phase_at(i)
             values[e.engine] = (p.ops, p.seconds) if p and p.action == "ops" else None
-        out.append(Group(run.phases[i]["name"], values))
+        out.append(Group(run.phases[i]["name"], values, _ranges(run, i)))
+    return out
+
+
+def _ranges(run: RunResult, index: int) -> dict[str, tuple[float, float]]:
+    """Min and max ops/s of the phase at ``index`` per engine, when it ran more than once."""
+    out = {}
+    for engine, rows in run.throughput.items():
+        row = next((r for r in rows if r["index"] == index), None)
+        if row is not None and row["n"] > 1:
+            out[engine] = (row["min"], row["max"])
     return out
 
 
@@ -305,7 +329,7 @@ def write_throughput(run: RunResult) -> Figure:
                 ready[e.engine] = None
             else:
                 ready[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
-        groups.append(Group(name, raw))
+        groups.append(Group(name, raw, _ranges(run, index)))
         if stab is not None:
             groups.append(Group(f"{name} ready\n(+ {run.phases[stab]['name']})", ready))
     return _throughput(
@@ -372,7 +396,7 @@ def resource_footprint(run: RunResult) -> Figure:
         "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
     )
     body = max(len(engines), 1) * 0.45 + AXIS_IN
-    fig = _figure(
+    fig = figure_frame(
         "Resource Footprint",
         f"Storage on disk and process peak memory per engine · {fmt.count(run.profiles)} profiles · "
         "lower is better",
@@ -441,14 +465,80 @@ def render_svg(chart: Chart, run: RunResult) -> bytes:
 
 
 def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
-    """Write the six charts beside the report; (title, path relative to ``directory``) of each."""
+    """Write the charts beside the report; (title, path relative to ``directory``) of each.
+
+    Six throughput and footprint charts (one bar per engine: the median of its measured
+    repeats, with a min-max error bar when it ran several times), then, when the run
+    recorded latency, the percentile distribution of the main phases and the latency over
+    time of each write phase."""
     directory.mkdir(parents=True, exist_ok=True)
+    view = collapse(run)
     written = []
     for chart in CHARTS:
         name = chart_file(stamp, chart.slug)
-        write_atomic(directory / name, render_svg(chart, run))
+        write_atomic(directory / name, render_svg(chart, view))
         written.append((chart.title, name))
+    for slug, title, svg in latency_svgs(run):
+        name = chart_file(stamp, slug)
+        write_atomic(directory / name, svg.encode())
+        written.append((title, name))
     return written
+
+
+def _subtitle(run: RunResult) -> str:
+    return f"{fmt.count(run.profiles)} profiles · P{run.parallelism} · {run.environment.get('cpu_model', '')}".rstrip(
+        " ·"
+    )
+
+
+def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
+    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms."""
+    from asyncbench import latency_charts  # it builds on this module's style constants
+    groups = group_runs(run)
+    colours = {e.engine: engine_colour(e) for e in run.engines}
+    main: list[int] = []
+    seen: set[Group_] = set()
+    for i, spec in enumerate(run.phases):
+        kind = PHASES.get(spec["kind"])
+        if kind is None or kind.action is not Action.OPERATIONS:
+            continue
+        if kind.group not in seen or kind.group is Group_.WRITE:
+            seen.add(kind.group)
+            main.append(i)
+    series: dict[str, dict[str, str]] = {}
+    for g in groups:
+        for i in main:
+            h = g.latency(i)
+            if h is not None:
+                series.setdefault(g.engine, {})[run.phases[i]["name"]] = h.encoded()
+    if not series:
+        return []
+    out = [
+        (
+            "latency-percentiles",
+            "Latency Percentiles",
+            latency_charts.percentile_distribution(series, _subtitle(run), colours),
+        )
+    ]
+    for i in main:
+        if PHASES[run.phases[i]["kind"]].group is not Group_.WRITE:
+            continue
+        points = {}
+        for g in groups:
+            p = g.first.phase_at(i)
+            if p is not None and p.latency_over_time:
+                points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
+        if points:
+            name = run.phases[i]["name"]
+            slug = "latency-over-time-" + "-".join(name.replace("/", " ").split())
+            out.append(
+                (
+                    slug,
+                    f"Latency Over Time: {name}",
+                    latency_charts.latency_over_time(points, name, _subtitle(run), colours),
+                )
+            )
+    return out
 
 
 def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:

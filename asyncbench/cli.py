@@ -10,8 +10,17 @@ import argparse
 import sys
 from pathlib import Path
 
+import asyncbench
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, ConfigError, apply_run_key, check_paths, check_phase_counts, load
+from asyncbench.config import (
+    BenchConfig,
+    ConfigError,
+    apply_run_key,
+    check_paths,
+    check_phase_counts,
+    check_repeats,
+    load,
+)
 from asyncbench.result import EXIT_BAD_INPUT
 
 EPILOG = """\
@@ -51,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
     p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
+    p.add_argument(
+        "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
+    )
+    p.add_argument("--warmup", help="leading repeats kept in the JSON but left out of the statistics")
     p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
     p.add_argument(
         "--no-progress",
@@ -62,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
+        "spread, latency percentiles, checksum)",
+    )
+    p.add_argument(
+        "--require-accelerator",
+        action="store_true",
+        help="refuse to run (exit 2) when the compiled workload kernels are not built",
     )
     p.add_argument(
         "--isolate",
@@ -98,7 +123,13 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         except ValueError:
             raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
         apply_run_key(cfg, where, "--seed", "seed", seed)
-    for flag, key in (("--parallelism", "parallelism"), ("--batch-size", "batch_size"), ("--limit", "limit")):
+    for flag, key in (
+        ("--parallelism", "parallelism"),
+        ("--batch-size", "batch_size"),
+        ("--limit", "limit"),
+        ("--repeat", "repeat"),
+        ("--warmup", "warmup"),
+    ):
         value = getattr(args, key)
         if value is not None:
             apply_run_key(cfg, where, flag, key, number(flag, value))
@@ -117,6 +148,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         if value is not None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
+    check_repeats(cfg, where)
     check_paths(cfg, where)
     if args.log_file is not None:
         log = Path(args.log_file)
@@ -132,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         from asyncbench.commands.report import report
 
         return report(argv[1:])
+    if argv[:1] == ["compare"]:
+        from asyncbench.commands.compare import compare_command
+
+        return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
     if args.child_run:
         from asyncbench.isolation import child_main
@@ -146,9 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)
+        if args.require_accelerator:
+            from workloads.profile_store import kernels
+
+            if not kernels.ACCELERATED:
+                raise ConfigError("command line", "--require-accelerator", kernels.status_line())
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from asyncbench.commands.run import run
 
-    return run(cfg, args.log_file, args.no_progress, args.update_latest)
+    return run(cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv)

@@ -31,6 +31,8 @@ RUN_KEYS = {
     "output",
     "data",
     "isolate",
+    "repeat",
+    "warmup",
 }
 PHASE_KEYS = {"kind", "name", "stream", "count"}
 TOP_KEYS = {"run", "counts", "engines", "phase"}
@@ -76,6 +78,8 @@ class BenchConfig:
     output: Path = Path("results")
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
+    repeat: int = 1  # runs per engine, interleaved A B C A B C ...
+    warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -323,6 +327,7 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
     cfg.engine_settings = _engine_settings(where, doc.get("engines", {}))
     cfg.phases = _phases(where, doc.get("phase"))
     check_phase_counts(cfg, where)
+    check_repeats(cfg, where)
     return cfg
 
 
@@ -350,10 +355,22 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.output = Path(_str(where, key, v))
     elif name == "data":
         cfg.data = Path(_str(where, key, v))
+    elif name == "repeat":
+        cfg.repeat = _int(where, key, v, 1, 1000)
+    elif name == "warmup":
+        cfg.warmup = _int(where, key, v, 0, 999)
     elif name == "isolate":
         if not isinstance(v, bool):
             raise ConfigError(where, key, f"must be true or false, got {v!r}")
         cfg.isolate = v
+
+
+def check_repeats(cfg: BenchConfig, where: str) -> None:
+    """At least one measured repeat must remain after the warm-ups."""
+    if cfg.warmup >= cfg.repeat:
+        raise ConfigError(
+            where, "warmup", f"{cfg.warmup} warm-up repeat(s) leave nothing to measure of repeat = {cfg.repeat}"
+        )
 
 
 def check_phase_counts(cfg: BenchConfig, where: str) -> None:
@@ -402,6 +419,8 @@ def to_json(cfg: BenchConfig) -> bytes:
         "output": str(cfg.output),
         "data": str(cfg.data),
         "isolate": cfg.isolate,
+        "repeat": cfg.repeat,
+        "warmup": cfg.warmup,
         "optional_engines": sorted(cfg.optional_engines),
         "phases": [vars(p) for p in cfg.phases],
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from asyncbench.result import PhaseResult, RunResult
+from asyncbench.result import EngineResult, PhaseResult, RunResult
 from workloads.profile_store.phases import PHASES
 from workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
@@ -49,13 +49,19 @@ def reference_identity(p: PhaseResult) -> str | None:
     return PHASES[p.kind].use(p.stream, p.post_update).reference
 
 
+def _label(run: RunResult, e: EngineResult) -> str:
+    """The engine, with its repeat number when a run repeats engines."""
+    return f"{e.engine} (repeat {e.repeat + 1})" if run.repeat > 1 else e.engine
+
+
 def judge(run: RunResult) -> Verdict:
-    """Every phase checksum must agree across the engines that completed it."""
+    """Every phase checksum must agree across the engines, and across every repeat of each
+    engine, that completed it."""
     v = Verdict(ok=True)
     indexes = sorted({p.index for e in run.engines for p in e.phases if p.checksum})
     compared = 0
     for index in indexes:
-        by_engine = {e.engine: p.checksum for e in run.engines if (p := e.phase_at(index)) and p.checksum}
+        by_engine = {_label(run, e): p.checksum for e in run.engines if (p := e.phase_at(index)) and p.checksum}
         if len(by_engine) < 2:
             continue
         compared += 1
@@ -75,24 +81,25 @@ def judge(run: RunResult) -> Verdict:
     if is_reference_run(run):
         matched: dict[str, int] = {}
         for e in run.engines:
-            matched[e.engine] = 0
+            matched.setdefault(e.engine, 0)
             for p in e.phases:
                 want = REFERENCE_CHECKSUMS.get(reference_identity(p) or "")
                 if not want or not p.checksum:
                     continue
                 if p.checksum == want:
-                    matched[e.engine] += 1
+                    matched[e.engine] += e.repeat == 0  # counted once per engine
                 else:
                     v.ok = False
                     v.failures.append(
-                        f"CHECKSUM MISMATCH: engine {e.engine}, phase {p.name!r}: {p.checksum}, spec says {want}"
+                        f"CHECKSUM MISMATCH: engine {_label(run, e)}, phase {p.name!r}: {p.checksum}, "
+                        f"spec says {want}"
                     )
         v.lines.append(
             "This run uses the spec's reference configuration; phases matching the spec's checksums: "
             + ", ".join(f"{k} {n}/{len(REFERENCE_CHECKSUMS)}" for k, n in matched.items())
             + "."
         )
-    done = [e.engine for e in run.engines if e.phases]
+    done = list(dict.fromkeys(e.engine for e in run.engines if e.phases))
     if v.ok:
         if len(done) >= 2:
             v.lines.insert(

@@ -1,27 +1,21 @@
-"""Facts about the machine and software for the report's Environment section."""
+"""The run's Environment record: provenance plus the harness's own facts.
+
+:mod:`asyncbench.provenance` gathers where and on what a run happened (numbers stay
+numbers); this module adds what the harness itself runs on (event loop, compiled
+kernels) and renders the report's Environment rows.
+"""
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 from importlib import metadata
+from pathlib import Path
+from typing import Any
 
-import psutil
+from asyncbench import provenance
+from workloads.profile_store import kernels
 
-import asyncbench
-from workloads.profile_store.checksum import ACCELERATED
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+__all__ = ["collect", "event_loop_backend", "rows"]
 
 
 def package_version(name: str) -> str:
@@ -40,17 +34,27 @@ def event_loop_backend() -> str:
         return "asyncio"
 
 
-def collect() -> dict[str, str]:
-    vm = psutil.virtual_memory()
-    return {
-        "OS": f"{platform.system()} {platform.release()}",
-        "Architecture": platform.machine(),
-        "Python": f"{platform.python_implementation()} {sys.version.split()[0]}",
-        "CPU model": cpu_model(),
-        "Logical CPUs": str(os.cpu_count()),
-        "Total memory": f"{vm.total / 2**30:.1f} GiB",
-        "Event loop": event_loop_backend(),
-        "asyncbench": asyncbench.__version__,
-        "Checksum accelerator": "compiled C extension" if ACCELERATED else "pure Python fallback",
-        "anyio": package_version("anyio"),
-    }
+def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str] | None = None) -> dict[str, Any]:
+    """Provenance of this run, with every engine's library versions asked through the
+    registry (this module names no engine)."""
+    from engines import engine_class
+
+    versions: dict[str, str] = {}
+    for name in engines:
+        try:
+            versions.update({f"{name}: {k}": v for k, v in engine_class(name).library_versions().items()})
+        except Exception as exc:  # an engine that cannot even be imported says so in its row
+            versions[name] = f"unavailable ({type(exc).__name__})"
+    env: dict[str, Any] = dict(provenance.collect(argv if argv is not None else sys.argv, plan, data_dir, versions))
+    env["event_loop"] = event_loop_backend()
+    env["compiled_kernels"] = kernels.status_line()
+    return env
+
+
+def rows(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, text) rows for the report (results of other shapes: their items as text)."""
+    if "git_commit" not in env:
+        return [(k, str(v)) for k, v in env.items() if isinstance(v, (str, int, float))]
+    out = provenance.format_rows(env)  # type: ignore[arg-type]
+    out += [("Event loop", env.get("event_loop", "-")), ("Compiled kernels", env.get("compiled_kernels", "-"))]
+    return out

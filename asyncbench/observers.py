@@ -19,6 +19,10 @@ class Observer:
     def engine_start(self, engine: str, profiles: int) -> None: ...
     def phase_start(self, engine: str, phase: str, total_ops: int) -> None: ...
     def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None: ...
+    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
+        """After an operation phase, outside its time: one row per batch (worker, ops,
+        seconds, p99 and max latency)."""
+
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
     def run_end(self, **info: Any) -> None: ...
@@ -47,6 +51,10 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.batch(engine, phase, index, ops, seconds, done)
 
+    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
+        for o in self.observers:
+            o.batches(engine, phase, rows)
+
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
             o.phase_end(engine, result)
@@ -65,7 +73,10 @@ class ObserverGroup(Observer):
 
 
 class JsonLogObserver(Observer):
-    """One structlog event per batch, phase start/end and run start/end."""
+    """One structlog event per phase start/end, per batch and per run start/end.
+
+    Batch lines are written after their phase (from the rows the runner collects), so no
+    log write happens inside a timed loop, whatever the batch size."""
 
     def __init__(self, logger: Any) -> None:
         self.log = logger
@@ -79,23 +90,20 @@ class JsonLogObserver(Observer):
     def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
         self.log.info("phase_start", engine=engine, phase=phase, total_ops=total_ops)
 
-    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
-        self.log.info(
-            "batch",
-            engine=engine,
-            phase=phase,
-            batch=index,
-            ops=ops,
-            elapsed_ms=round(seconds * 1000, 3),
-            ops_per_s=round(ops / seconds) if seconds > 0 else None,
-            done=done,
-        )
+    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
+        info = self.log.info
+        for row in rows:
+            info("batch", engine=engine, phase=phase.name, kind=phase.kind, stream=phase.stream, **row)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(
             "phase_end",
             engine=engine,
             phase=result.name,
+            kind=result.kind,
+            stream=result.stream,
+            p99_us=round(result.latency["p99"] / 1000, 3) if result.latency else None,
+            max_us=round(result.latency["max"] / 1000, 3) if result.latency else None,
             ops=result.ops,
             seconds=round(result.seconds, 6),
             ops_per_s=round(result.ops_per_s),

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from asyncbench import fmt
+from asyncbench.aggregate import EngineRuns, collapse, group_runs, unstable_phases
 from asyncbench.correctness import judge
+from asyncbench.environment import rows as env_rows
 from asyncbench.facts import Durability, MemoryScope, StorageMethod
+from asyncbench.latency import format_us
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 
@@ -105,7 +108,17 @@ def write_readiness(run: RunResult) -> list[str]:
     return _table(header, rows)
 
 
-def phase_results(run: RunResult) -> list[str]:
+def _rate(groups: dict[str, EngineRuns], engine: str, p: PhaseResult) -> str:
+    """Throughput of a phase: the median of the measured repeats with its spread when
+    there are several (``12_345/s ± 3.1%``), flagged when unstable."""
+    tp = groups[engine].throughput(p.index) if engine in groups else None
+    if tp is None or tp.n < 2:
+        return fmt.rate(p.ops, p.seconds)
+    return tp.format() + (" (unstable)" if tp.unstable() else "")
+
+
+def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -> list[str]:
+    groups = groups or {}
     out: list[str] = []
     indexes = sorted({p.index for e in run.engines for p in _ops_phases(e)})
     if len(run.engines) > 1 and indexes:
@@ -115,7 +128,7 @@ def phase_results(run: RunResult) -> list[str]:
             row = [run.phases[i]["name"]]
             for e in run.engines:
                 p = e.phase_at(i)
-                row.append(fmt.rate(p.ops, p.seconds) if p else "-")
+                row.append(_rate(groups, e.engine, p) if p else "-")
             rows.append(row)
         out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
     for e in run.engines:
@@ -123,7 +136,7 @@ def phase_results(run: RunResult) -> list[str]:
         if not e.ok:
             out += [f"**{e.status_text()}**", ""]
         rows = [
-            [p.name, fmt.count(p.ops), fmt.ms(p.seconds), fmt.rate(p.ops, p.seconds), f"`{p.checksum}`"]
+            [p.name, fmt.count(p.ops), fmt.ms(p.seconds), _rate(groups, e.engine, p), f"`{p.checksum}`"]
             for p in _ops_phases(e)
         ]
         verify = next((p for p in e.phases if p.action == "verify"), None)
@@ -149,6 +162,7 @@ def configuration(run: RunResult) -> list[str]:
             "none" if run.timeout_seconds is None else f"{fmt.count(round(run.timeout_seconds))} s",
         ],
         ["Engine isolation", "a child process per engine" if run.isolated else "none (one process)"],
+        ["Repeats", f"{run.repeat} per engine, interleaved" + (f" ({run.warmup} warm-up)" if run.warmup else "")],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(p["name"] for p in run.phases)])
@@ -156,7 +170,7 @@ def configuration(run: RunResult) -> list[str]:
 
 
 def environment(run: RunResult) -> list[str]:
-    rows = [[k, v] for k, v in run.environment.items()]
+    rows = [[k, v] for k, v in env_rows(run.environment)]
     for e in run.engines:
         if e.initial_rss_bytes:
             rows.append([f"Initial RSS before {e.engine}", fmt.size(e.initial_rss_bytes)])
@@ -260,9 +274,47 @@ def storage_note(run: RunResult) -> str:
     return "; ".join(parts) + "."
 
 
+def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
+    """Per engine: phase x p50 / p99 / p99.9 / max per operation (µs), over every measured
+    repeat's operations."""
+    out: list[str] = []
+    for g in groups.values():
+        rows = []
+        for index, spec in enumerate(run.phases):
+            h = g.latency(index)
+            if h is None:
+                continue
+            s = h.summary()
+            rows.append(
+                [spec["name"], fmt.count(s["count"])]
+                + [format_us(s[k]) for k in ("p50", "p99", "p99_9", "max")]
+            )
+        if rows:
+            out += [f"### {g.engine}", ""]
+            out += _table(["Phase", "Operations", "p50 µs", "p99 µs", "p99.9 µs", "max µs"], rows) + [""]
+    return out
+
+
+def stability(run: RunResult) -> list[str]:
+    """Phases whose throughput spread over the repeats exceeds 10%, with advice."""
+    if run.repeat - run.warmup < 2:
+        return []
+    found = unstable_phases(run)
+    if not found:
+        return [f"- Every phase's throughput spread over {run.repeat - run.warmup} measured repeats is within 10%."]
+    lines = [f"- **unstable**: {e}, {name}: {s.format()}" for e, name, s in found]
+    lines += [f"- {advice}" for advice in run.environment.get("noise_advice", [])]
+    return lines
+
+
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
-    """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top."""
+    """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
+
+    With repeats, the tables show one row per engine (:func:`aggregate.collapse`: medians
+    of the measured repeats) and throughput cells carry the spread."""
     verdict = judge(run)
+    groups = {g.engine: g for g in group_runs(run)}
+    full, run = run, collapse(run)
     engines = ", ".join(e.engine for e in run.engines) or "none"
     lines = [
         f"# asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
@@ -276,10 +328,21 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         lines += [f"![{title}]({path})", ""]
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
+    if not run.accelerated:
+        lines += [
+            "- **Timed on the pure-Python fallback of the workload kernels (compiled kernels not built): "
+            "checksums are exact, timings are not comparable with compiled runs.**"
+        ]
     lines += [f"- **{f}**" for f in verdict.failures]
     lines += [f"- {x}" for x in verdict.lines] + [""]
     lines += ["## Write Readiness", ""] + write_readiness(run) + [""]
-    lines += ["## Phase Results", ""] + phase_results(run)
+    stable = stability(full)
+    if stable:
+        lines += ["## Stability", ""] + stable + [""]
+    lines += ["## Phase Results", ""] + phase_results(run, groups)
+    latency = latency_tables(run, groups)
+    if latency:
+        lines += ["## Latency", "", "Per operation, measured inside the engine's own loop (µs).", ""] + latency
     lines += ["## Configuration", ""] + configuration(run) + [""]
     lines += ["## Environment", ""] + environment(run) + [""]
     lines += ["## Engine Settings", ""] + engine_settings(run)

@@ -67,6 +67,11 @@ class PhaseResult:
     count: int | None = None
     post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
+    #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
+    #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
+    latency: dict[str, Any] | None = None
+    #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
+    latency_over_time: list[list[float]] | None = None
     retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
 
     @property
@@ -87,6 +92,8 @@ class EngineResult:
     initial_rss_bytes: int | None = None
     facts: EngineFacts = field(default_factory=EngineFacts)
     notes: list[str] = field(default_factory=list)
+    repeat: int = 0  # which repeat of this engine (0-based, interleaved A B C A B C ...)
+    warmup: bool = False  # a declared warm-up repeat: kept here, left out of the statistics
 
     @property
     def ok(self) -> bool:
@@ -150,6 +157,14 @@ class RunResult:
     engines: list[EngineResult] = field(default_factory=list)
     interrupted: str | None = None
     isolated: bool = False  # each engine ran in its own child process
+    repeat: int = 1  # runs per engine; ``engines`` holds every one (EngineResult.repeat)
+    warmup: int = 0  # leading repeats left out of the statistics
+    #: Per engine, per operation phase: throughput statistics over the measured repeats
+    #: (median, min, max, 95% Student-t interval, spread); written with the result.
+    throughput: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: The workload's compiled kernels were in use; False: the pure-Python fallback ran and
+    #: its timings are not comparable with compiled runs.
+    accelerated: bool = True
     schema: int = SCHEMA
 
     def to_json(self) -> bytes:

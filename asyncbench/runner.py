@@ -20,15 +20,18 @@ from asyncbench import environment
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.isolation import ChildEngineRun
+from asyncbench.latency_recorder import PhaseRecorder
 from asyncbench.memory_sampler import MemorySampler
 from asyncbench.observers import Observer
 from asyncbench.phase_loop import run_operations
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
 from engines import engine_class
+from workloads.profile_store import kernels
 from workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
     Action,
+    Group,
     PhaseContext,
     phase_items,
     verify_checksum,
@@ -135,7 +138,9 @@ class EngineRun:
         assert engine is not None
         kind = PHASES[spec.kind]
 
-        def result(ops: int, seconds: float, checksum: str | None = None, skipped: bool = False) -> PhaseResult:
+        def result(
+            ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
+        ) -> PhaseResult:
             return PhaseResult(
                 index=index,
                 name=spec.name,
@@ -161,10 +166,12 @@ class EngineRun:
         checksum: str | None = None
         ops = retries = 0
         t0 = perf_counter()
+        latency = None
         if kind.action is Action.OPERATIONS:
             handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
+            latency = PhaseRecorder(len(handles))
             outcome = await run_operations(
-                kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name)
+                kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
             )
             ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
             retries = engine.take_retries()  # the phase's retried writes, over all workers
@@ -183,6 +190,11 @@ class EngineRun:
             self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
         pr = result(ops, seconds, checksum)
         pr.retries = retries
+        if latency is not None:  # after the phase's clock stopped
+            pr.latency = latency.summary()
+            if kind.group is Group.WRITE:
+                pr.latency_over_time = latency.over_time()
+            self.observer.batches(self.name, pr, latency.batch_rows())
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -196,14 +208,18 @@ class EngineRun:
             self.engine = type(engine)(engine.config)
         await self.engine.open(False, self.background)
 
-    def _batch_hook(self, phase: str) -> Callable[[int, int, int, float, list[int]], None]:
+    def _batch_hook(
+        self, phase: str, latency: PhaseRecorder
+    ) -> Callable[[int, int, int, float, list[int]], None]:
         observer_batch = self.observer.batch
+        add = latency.add
         engine = self.name
         done = 0
 
         def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
             nonlocal done
             done += ops
+            add(worker, ops, seconds, marks)
             observer_batch(engine, phase, index, ops, seconds, done)
 
         return hook
@@ -222,8 +238,11 @@ def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
         counts=asdict(counts),
         phases=[asdict(p) for p in cfg.phases],
         source=cfg.source,
-        environment=environment.collect(),
+        environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,
+        repeat=cfg.repeat,
+        warmup=cfg.warmup,
+        accelerated=kernels.ACCELERATED,
     )
 
 
@@ -252,17 +271,20 @@ class Benchmark:
                 plan = None if self.cfg.isolate else await self._draw(counts)  # children draw their own
                 run = new_result(self.cfg, counts, self.started_utc)
                 self.results.append(run)
-                for name in self.cfg.engines:
-                    engine_run: EngineRun | ChildEngineRun
-                    if plan is None:
-                        engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
-                    else:
-                        engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
-                    try:
-                        await engine_run.run()
-                    finally:  # an interrupted engine still reports what it completed
-                        run.engines.append(engine_run.result)
-                        self.on_progress(run)
+                for repeat in range(self.cfg.repeat):  # interleaved: A B C A B C ...
+                    for name in self.cfg.engines:
+                        engine_run: EngineRun | ChildEngineRun
+                        if plan is None:
+                            engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
+                        else:
+                            engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
+                        try:
+                            await engine_run.run()
+                        finally:  # an interrupted engine still reports what it completed
+                            engine_run.result.repeat = repeat
+                            engine_run.result.warmup = repeat < self.cfg.warmup
+                            run.engines.append(engine_run.result)
+                            self.on_progress(run)
             tg.cancel_scope.cancel()
         return self.results
 

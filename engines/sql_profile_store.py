@@ -120,6 +120,7 @@ def sync_insert(conn: Any, sql: Statements, profiles: Sequence[Profile], marks: 
     execute = conn.cursor().execute
     insert = sql.insert
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     for p in profiles:
         execute(insert, p)
         mark(clock())
@@ -129,6 +130,7 @@ def sync_read(conn: Any, statement: str, keys: Sequence[Any], marks: Marks) -> l
     """One point SELECT per key, rows in request order, missing keys skipped."""
     execute = conn.cursor().execute
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out = []
     append = out.append
     for key in keys:
@@ -145,6 +147,7 @@ def sync_select_many(
     """One SELECT per query (ids only: an index scan), rows concatenated in query order."""
     execute = conn.cursor().execute
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out: list = []
     extend = out.extend
     for p in params:
@@ -164,6 +167,7 @@ def sync_update(conn: Any, sql: Statements, uids: Sequence[int], transform: Tran
     execute = conn.cursor().execute
     by_id, update = sql.by_id, sql.update
     mark, clock = marks.append, perf_counter_ns
+    mark(clock())  # the batch's start stamp, taken where the operations run
     out = []
     for uid in uids:
         old = execute(by_id, (uid,)).fetchone()
@@ -237,6 +241,7 @@ class AsyncSqlProfileStore:
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
         execute, insert = self.session.execute, self.sql.insert
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         for p in profiles:
             try:
                 await execute(insert, p)
@@ -247,6 +252,7 @@ class AsyncSqlProfileStore:
     async def read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
         fetch_one, row = self.session.fetch_one, self.row
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for key in keys:
             r = await fetch_one(statement, (key,))
@@ -260,6 +266,7 @@ class AsyncSqlProfileStore:
     ) -> list:
         fetch_all, row = self.session.fetch_all, self.row
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out: list = []
         for p in params:
             rows = await fetch_all(statement, p)
@@ -279,6 +286,7 @@ class AsyncSqlProfileStore:
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
         update_one = self.update_one
         mark, clock = marks.append, perf_counter_ns
+        mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for uid in uids:
             try:

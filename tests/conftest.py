@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -47,3 +49,33 @@ def status_line(engine_doc: dict) -> str:
     from asyncbench.result import EngineResult
 
     return EngineResult.from_dict(engine_doc).status_text()
+
+
+def run_asyncbench(
+    tmp: Path,
+    *args: str,
+    engines: str | None = None,
+    env_extra: dict[str, str] | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m asyncbench ARGS --no-progress --output TMP/out --data TMP/data`` in a
+    subprocess from the repository root; ``engines`` registers plug-ins (the tests
+    directory is put on PYTHONPATH so test engines import)."""
+    env = dict(os.environ)
+    env.pop("ASYNCBENCH_ENGINES", None)
+    if engines:
+        env["ASYNCBENCH_ENGINES"] = engines
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    env.update(env_extra or {})
+    cmd = [
+        sys.executable,
+        "-m",
+        "asyncbench",
+        *args,
+        "--no-progress",
+        "--output",
+        str(tmp / "out"),
+        "--data",
+        str(tmp / "data"),
+    ]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from asyncbench.engine import Engine
-from engines.kv_recovery import KvView, RepairReport, profile_indexes, repair
-from engines.lsm.adapter import LsmEngine
+from engines.kv_recovery import profile_indexes
 from workloads.profile_store.profiles import (
     COUNTRIES,
     INT63_MAX,
@@ -27,12 +26,6 @@ from workloads.profile_store.profiles import (
 )
 
 HUGE_LIMIT = 10**9
-
-#: The lsm adapter repairs torn profiles at open once it exposes ``recovery`` like the
-#: rocksdb one (engines/kv_recovery.py); until then tests run that repair by hand.
-LSM_RECOVERS = hasattr(LsmEngine, "recovery")
-LSM_REASON = "lsm adapter does not yet run engines.kv_recovery.repair after an unclean shutdown"
-
 
 def as_profile(record: Record) -> Profile:
     """A read result as a profile tuple, whatever form the engine returned it in."""
@@ -155,11 +148,3 @@ def _same_ids(what: str, got: list[int], want: list[int]) -> None:
         f"ids without a matching profile {orphans}, profiles without an entry {absent}"
         + ("" if orphans or absent else "; same ids, wrong order or duplicates")
     )
-
-
-def repair_lsm_by_hand(engine: Engine) -> RepairReport:
-    """Run over an open lsm engine's trees exactly what its adapter should run at open
-    after an unclean shutdown (the recipe for wiring it)."""
-    views = [KvView(items=t.iter, get=t.get, put=t.upsert, delete=t.delete) for t in engine._trees]  # type: ignore[attr-defined]
-    specs = profile_indexes(values_are_pks=False)
-    return repair(views[0], list(zip(specs, views[1:], strict=True)))

@@ -156,7 +156,9 @@ def test_colours_are_fixed_per_engine(sample: RunResult) -> None:
     """Each engine states its colour; an engine that states none gets a stable fallback."""
     from engines import ALL_ENGINES, engine_class
 
-    stated = {engine_class(n)(EngineConfig(n, Path("unused"))).facts().colour for n in ("memory", *ALL_ENGINES)}
+    stated = {
+        engine_class(n)(EngineConfig(n, Path("unused"))).facts().colour for n in ("memory", *ALL_ENGINES)
+    }
     assert None not in stated and len(stated) == len(ALL_ENGINES) + 1  # one distinct colour each
     e = copy.deepcopy(sample.engines[0])
     assert charts.engine_colour(e) == e.facts.colour

@@ -20,7 +20,7 @@ import anyio
 import orjson
 import pytest
 from conftest import ROOT, status_line
-from store_checks import HUGE_LIMIT, LSM_RECOVERS, check_store, repair_lsm_by_hand
+from store_checks import HUGE_LIMIT, check_store
 
 from asyncbench.engine import EngineConfig, opened
 from engines import engine_class
@@ -111,8 +111,6 @@ def test_store_reopens_consistent_after_a_full_disk(
         engine = engine_class(name)(EngineConfig(name, full_run.store, {}, limit=HUGE_LIMIT, seed=SEED))
         async with opened(engine, reset=False):
             report = getattr(engine, "recovery", None)
-            if name == "lsm" and not LSM_RECOVERS:
-                report = repair_lsm_by_hand(engine)  # what its adapter should do at open
             state = await check_store(engine, PROFILES, SEED)
             return state.count, report
 

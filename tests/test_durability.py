@@ -28,12 +28,9 @@ import pytest
 from conftest import ROOT, mysql_configured
 from store_checks import (
     HUGE_LIMIT,
-    LSM_REASON,
-    LSM_RECOVERS,
     as_profile,
     check_store,
     created_or_updated,
-    repair_lsm_by_hand,
 )
 
 from asyncbench.engine import Engine, EngineConfig, opened
@@ -122,8 +119,6 @@ CASES = [
         100,
         True,
         id="lsm-sync-wal",
-        # where the kill lands decides whether a profile is torn: not strict
-        marks=pytest.mark.xfail(not LSM_RECOVERS, reason=LSM_REASON, strict=False),
     ),
     pytest.param(
         "lsm",
@@ -131,7 +126,6 @@ CASES = [
         500,
         False,
         id="lsm-async-wal",
-        marks=pytest.mark.xfail(not LSM_RECOVERS, reason=LSM_REASON, strict=False),
     ),
 ]
 
@@ -224,7 +218,6 @@ async def read_one(data: Path, uid: int) -> Any:
         return as_profile(record)
 
 
-@pytest.mark.xfail(not LSM_RECOVERS, reason=LSM_REASON, strict=True)
 def test_lsm_insert_torn_between_puts_is_repaired(tmp_path: Path) -> None:
     """The lsm adapter writes the profile first: a cut leaves it without some entries."""
     die = {"phase": "insert", "store": "country-status-index", "method": "put", "at": 1234}
@@ -234,14 +227,15 @@ def test_lsm_insert_torn_between_puts_is_repaired(tmp_path: Path) -> None:
 
 
 def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
-    """What the lsm adapter has to run, run by hand over its trees: the store checks pass."""
+    """The lsm adapter's open repairs a torn insert: exactly the expected fixes, then the
+    store checks pass."""
     die = {"phase": "insert", "store": "country-status-index", "method": "put", "at": 1234}
     data, acked = _torn(tmp_path, "lsm", die, {"wal_mode": "sync"})
 
     async def main() -> tuple[int, Any]:
         engine = make("lsm", data, wal_mode="sync")
         async with opened(engine, reset=False):
-            report = repair_lsm_by_hand(engine)
+            report = engine.recovery
             state = await check_store(engine, 3000, SEED)
             return state.count, report
 
@@ -250,9 +244,8 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
     # The adapter writes profile 1234 and its email entry before the cut (k == 1234); were
     # it to write the profile last, as rocksdb does, only an orphan email entry (k == 1233).
     fixes = {1234: [(0, 0), (0, 1), (0, 1), (0, 1)], 1233: [(1, 0), (0, 0), (0, 0), (0, 0)]}
-    assert k in fixes
-    if not LSM_RECOVERS:  # (once the adapter repairs at open there is nothing left to fix)
-        assert [(ix.deleted, ix.added) for ix in report.indexes] == fixes[k]
+    assert k in fixes and report is not None
+    assert [(ix.deleted, ix.added) for ix in report.indexes] == fixes[k]
 
 
 # --- the normal reopen pays nothing ------------------------------------------------------

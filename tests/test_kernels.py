@@ -465,13 +465,13 @@ def test_plan_from_compiled_kernels_equals_plan_from_python(monkeypatch: pytest.
     monkeypatch.setattr(plan_module, "created_at_many", sp.created_at_many)
     monkeypatch.setattr(plan_module, "email_many", sp.email_many)
     fast = plan_module.draw_plan(counts, SEED)
-    fast_emails = (fast.email_reads, fast.post_email_reads)
+    fast_emails = (fast.stream("email_reads"), fast.stream("post_email_reads"))
     monkeypatch.setattr(plan_module, "NetRandom", PyNetRandom)
     monkeypatch.setattr(plan_module, "created_at_many", profiles.py_created_at_many)
     monkeypatch.setattr(plan_module, "email_many", profiles.py_email_many)
     slow = plan_module.draw_plan(counts, SEED)
     assert fast == slow
-    assert fast_emails == (slow.email_reads, slow.post_email_reads)
+    assert fast_emails == (slow.stream("email_reads"), slow.stream("post_email_reads"))
 
 
 # --- profiles ---------------------------------------------------------------------------
@@ -550,14 +550,14 @@ def test_reference_checksums_from_c_pieces_alone() -> None:
     # the created-at phase's plan bounds, drawn after the country/status queries
     counts = plan_module.Counts.for_profiles(n, queries=REFERENCE_QUERIES, post_queries=REFERENCE_QUERIES)
     plan = plan_module.draw_plan(counts, SEED)
-    assert (reads, email_reads) == (list(plan.reads), plan.email_reads)
+    assert (reads, email_reads) == (list(plan.reads), plan.stream("email_reads"))
     for _ in range(REFERENCE_QUERIES):  # skip past the country/status queries
         rng.next(0, 32)
         rng.next(0, 4)
     sids = rng.int64_list(REFERENCE_QUERIES, 1, max(2, n - 5000))
     ends = [min(n, s + 5000) for s in sids]
     assert (
-        list(zip(sp.created_at_many(sids, word), sp.created_at_many(ends, word), strict=True)) == plan.ranges
+        list(zip(sp.created_at_many(sids, word), sp.created_at_many(ends, word), strict=True)) == plan.stream("ranges")
     )
 
 

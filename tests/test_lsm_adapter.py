@@ -74,7 +74,9 @@ async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
         got = await lsm.update(ups, lambda q: update(q, SEED), [])
         assert got == await mem.update(ups, lambda q: update(q, SEED), [])
         assert await lsm.scan_top_reputation(2, []) == await mem.scan_top_reputation(2, [])
-        assert records(await lsm.query_country_status(queries, [])) == await mem.query_country_status(queries, [])
+        assert records(await lsm.query_country_status(queries, [])) == await mem.query_country_status(
+            queries, []
+        )
     assert records(await lsm.query_top_reputation(1, [])) == await mem.query_top_reputation(1, [])
     if background:
         assert lsm._maint is not None and any(len(t.segments) for t in lsm._trees)

@@ -70,7 +70,9 @@ def test_console_lines_print_through_the_progress_console() -> None:
     fan.engine_start("memory", 2000)
     fan.phase_start("memory", "insert profiles", 2000)
     fan.batch("memory", "insert profiles", 0, 2000, 0.01, 2000)
-    fan.phase_end("memory", PhaseResult(0, "insert profiles", "insert", "ops", "write", 2000, 0.5, "ABCDEF0123456789"))
+    fan.phase_end(
+        "memory", PhaseResult(0, "insert profiles", "insert", "ops", "write", 2000, 0.5, "ABCDEF0123456789")
+    )
     fan.engine_end(EngineResult(engine="memory", run_seconds=1.0))
     out = buf.getvalue()
     assert "== memory · 2_000 profiles" in out

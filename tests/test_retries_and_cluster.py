@@ -90,7 +90,7 @@ async def test_an_insert_is_retried_as_the_same_single_statement() -> None:
     await store.insert([create(1, SEED), create(2, SEED)], marks)
     assert session.rows == {1: create(1, SEED), 2: create(2, SEED)}
     assert session.log == [store.sql.insert] * 4  # 1 failed twice, then ran; 2 ran once
-    assert store.retries == 2 and len(marks) == 2  # one mark per operation, not per attempt
+    assert store.retries == 2 and len(marks) == 3  # a start stamp + one per operation, not per attempt
 
 
 async def test_an_update_is_retried_as_its_select_plus_update_unit() -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import anyio
 
+from asyncbench.aggregate import throughput_stats, unstable_phases
 from asyncbench.config import BenchConfig
 from asyncbench.correctness import judge
+from asyncbench.csv_export import write_csv
 from asyncbench.logs import open_log
 from asyncbench.observers import JsonLogObserver, ObserverGroup
 from asyncbench.outputs import result_dir, write_run
@@ -17,6 +19,8 @@ from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.result import RunResult, exit_code
 from asyncbench.runner import Benchmark
 from asyncbench.signals import backend_options, watch_signals
+from asyncbench.stats import noise_advice, snapshot
+from workloads.profile_store import kernels
 
 __all__ = ["run", "utc_stamp"]
 
@@ -28,7 +32,11 @@ def utc_stamp() -> str:
 
 
 def run(
-    cfg: BenchConfig, log_file: str | None, no_progress: bool = False, update_latest: bool = False
+    cfg: BenchConfig,
+    log_file: str | None,
+    no_progress: bool = False,
+    update_latest: bool = False,
+    csv: bool = False,
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -43,8 +51,13 @@ def run(
     written: dict[int, tuple[Path, Path]] = {}
 
     def save(result: RunResult, final: bool = False) -> None:
+        result.throughput = throughput_stats(result)
+        if final and cfg.repeat - cfg.warmup > 1:
+            result.environment["noise_advice"] = noise_advice(snapshot(0.1))
         directory = result_dir(cfg.output, result.profiles)
         written[result.profiles] = write_run(result, directory, stamp, charts=final)
+        if final and csv:
+            write_csv(result, directory / f"asyncbench-{stamp}.csv")
         if final and update_latest:
             from asyncbench.charts import update_latest as write_latest
 
@@ -60,6 +73,8 @@ def run(
             tg.cancel_scope.cancel()
 
     console.message(f"asyncbench: plan {cfg.source}, engines {', '.join(cfg.engines)}; log: {log_path}")
+    if not kernels.ACCELERATED:
+        console.message(f"asyncbench: WARNING: {kernels.status_line()}")
     observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
     try:
         anyio.run(main, backend_options=backend_options())
@@ -68,11 +83,17 @@ def run(
     agree = True
     for result in bench.results:
         result.interrupted = state["interrupted"]
+        result.environment["load_avg_end"] = list(os.getloadavg())
         save(result, final=True)
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
         agree = agree and verdict.ok
+        for engine, phase, summary in unstable_phases(result):
+            console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
+        if unstable_phases(result):
+            for advice in result.environment.get("noise_advice", []):
+                console.message(f"  {advice}")
         json_path, md_path = written[result.profiles]
         console.message(f"\nreport: {md_path}\nresult: {json_path}")
     code = exit_code(bench.results, agree, state["interrupted"] is not None)

@@ -57,9 +57,9 @@ class Plan:
 
     Stored compactly (at 2_000_000 profiles a plan of Python lists and strings took about
     760 MB, all of it counted in every engine's peak memory): id streams are ``array('q')``,
-    and the email and created-at streams keep only their ids and bounds, so ``email_reads``,
-    ``post_email_reads`` and ``ranges`` build their lists when asked, which the runner does
-    before a phase's clock starts.
+    and the email and created-at streams keep only their ids and bounds, so
+    :meth:`stream` builds ``email_reads``, ``post_email_reads`` and ``ranges`` when asked,
+    which the runner does before a phase's clock starts.
     """
 
     def __init__(self, counts: Counts, seed: int) -> None:
@@ -78,18 +78,6 @@ class Plan:
         return isinstance(other, Plan) and vars(self) == vars(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    @property
-    def email_reads(self) -> list[str]:
-        return email_many(self.email_read_uids)
-
-    @property
-    def post_email_reads(self) -> list[str]:
-        return email_many(self.post_email_read_uids)
-
-    @property
-    def ranges(self) -> list[tuple[int, int]]:
-        return list(zip(self.range_from, self.range_to, strict=True))
 
     def stream(self, name: str, count: int | None = None) -> Sequence:
         """The first ``count`` items (all by default) of stream ``name``."""

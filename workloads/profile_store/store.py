@@ -2,10 +2,10 @@
 
 Each method takes a whole operation *batch* so that event-loop and thread hops are paid
 once per batch, yet each item is still exactly one engine operation (no multi-get, no
-write batch, no ``IN (...)``). After finishing each operation the engine appends
-``time.perf_counter_ns()`` to ``marks``; the phase loop put the batch's start stamp there
-first, so the differences are per-operation latencies measured where the operation ran
-(inside the worker thread for thread-offloaded engines, never across a thread hop).
+write batch, no ``IN (...)``). The engine appends ``time.perf_counter_ns()`` to ``marks``
+once before its first operation and once after each operation (``ops + 1`` stamps), so
+the differences are per-operation latencies measured where the operations ran: inside
+the worker thread for thread-offloaded engines, never across a thread hop.
 
 Reads return records in request order, skipping ids that are not found; a record is a
 profile tuple or its stored ``|``-joined encoding, which the checksum folds without

@@ -1,0 +1,243 @@
+"""The report's latency charts, over plain data so they render without a run or the runner.
+
+* :func:`percentile_distribution`: one panel per phase, one line per engine, latency (µs,
+  log scale) against the percentile on the "nines" scale HdrHistogram plots use: x is
+  ``-log10(1 - p/100)``, so 0, 90, 99, 99.9 and 99.99 are evenly spaced and the tail,
+  where engines differ most, gets as much room as the median. Drawn from each phase's
+  encoded HdrHistogram, so a saved JSON result is enough to redraw it.
+* :func:`latency_over_time`: one write phase, p50/p99/max per time bucket against seconds
+  since the phase start, so compaction or merge stalls show where they happened.
+
+Same style and guarantees as ``asyncbench.charts`` (its rcParams): matplotlib's object API
+without pyplot, text drawn as paths, a fixed SVG hash salt and no date, so the same data
+gives the same bytes; the chart's title is the SVG ``<title>``. Engine colours are an
+argument (engine -> colour), so the caller passes the colours the other charts use (an
+engine keeps one colour across the report); engines without one get a stable colour
+picked by a hash of the name.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+from asyncbench.charts import MUTED, RC, TEXT
+from asyncbench.charts import figure_frame as _figure
+from asyncbench.latency import LatencyHistogram, TimeBucket
+
+__all__ = [
+    "DISTRIBUTION_TITLE",
+    "FALLBACK_COLOURS",
+    "OverTimePoint",
+    "latency_over_time",
+    "nines",
+    "nines_label",
+    "over_time_points",
+    "percentile_distribution",
+]
+
+DISTRIBUTION_TITLE = "Latency Distribution"
+OverTimePoint = tuple[float, int, int, int]
+"""(seconds since the phase start, p50 ns, p99 ns, max ns) of one time bucket."""
+
+_PANEL_IN = 2.7
+_POINTS = 240  # percentile samples per line
+_MIN_NINES = 4  # the x axis always reaches 99.99
+_MAX_NINES = 7  # 10 million operations
+#: Colours for engines the caller gives none, picked by a stable hash of the name.
+FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
+
+
+def _colour_of(colours: Mapping[str, str] | None) -> Callable[[str], str]:
+    def colour(engine: str) -> str:
+        if colours and engine in colours:
+            return colours[engine]
+        return FALLBACK_COLOURS[zlib.crc32(engine.encode()) % len(FALLBACK_COLOURS)]
+
+    return colour
+
+
+def nines(percentile: float) -> float:
+    """Percentile (0..100) -> position on the nines axis: 0 -> 0, 90 -> 1, 99.9 -> 3."""
+    return -math.log10(1 - percentile / 100) if percentile < 100 else math.inf
+
+
+def nines_label(n: int) -> str:
+    """Tick label of whole nines ``n``: 0 -> "0", 1 -> "90", 4 -> "99.99"."""
+    if n == 0:
+        return "0"
+    return f"{100 - 10 ** (2 - n):.{max(0, n - 2)}f}"
+
+
+def over_time_points(buckets: Sequence[TimeBucket]) -> list[OverTimePoint]:
+    """``PhaseLatency.over_time()`` -> the plain points :func:`latency_over_time` draws."""
+    return [(b.t_s, b.p50_ns, b.p99_ns, b.max_ns) for b in buckets]
+
+
+def _us_label(v: float, _pos: object = None) -> str:
+    if v >= 1:
+        return f"{v:_.0f}"
+    return f"{v:.3f}".rstrip("0").rstrip(".")
+
+
+def _style(ax) -> None:  # type: ignore[no-untyped-def]
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.grid(which="major", color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_major_formatter(FuncFormatter(_us_label))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _render(fig: Figure, title: str) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Title": title, "Date": None})
+    return buf.getvalue().decode("utf-8")
+
+
+def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """(nines, latency µs) sampled from the 0th percentile to the last operation."""
+    top = math.log10(h.count) if h.count > 1 else 0.0
+    xs = np.linspace(0.0, top, _POINTS)
+    ps = [100.0 * (1.0 - 10.0 ** (-x)) for x in xs]
+    ps[-1] = 100.0  # the last point is the maximum
+    values = np.array(h.values_at_percentiles(ps), dtype=np.float64) / 1e3
+    return xs, np.maximum(values, 1e-3)  # log axis: a 0 ns bucket shows at 1 ns
+
+
+def percentile_distribution(
+    series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
+) -> str:
+    """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
+    (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
+    engine -> colour."""
+    engine_colour = _colour_of(colours)
+    phases: list[str] = []
+    for by_phase in series.values():
+        for phase in by_phase:
+            if phase not in phases:
+                phases.append(phase)
+    hists = {
+        (engine, phase): LatencyHistogram.from_encoded(text)
+        for engine, by_phase in series.items()
+        for phase, text in by_phase.items()
+    }
+    counts = [h.count for h in hists.values() if h.count]
+    # The axis ends where the longest line does (its slowest operation), and at 99.99 at least.
+    span = min(max(float(_MIN_NINES), math.log10(max(counts)) if counts else 0.0), float(_MAX_NINES))
+    cols = 2 if len(phases) > 1 else 1
+    rows = max(1, math.ceil(len(phases) / cols))
+    notes = [
+        "x: percentile of the phase's operations on a log scale: each step right is ten times rarer "
+        "(90 -> 99 -> 99.9 ...); a line ends at its slowest operation (100 %).",
+        "Per-operation latency measured inside each engine's own loop (no thread hop); HdrHistogram, "
+        "3 significant digits. Lower is better.",
+    ]
+    with matplotlib.rc_context(RC):
+        fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+        if not phases:
+            fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
+            return _render(fig, DISTRIBUTION_TITLE)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for i, ax in enumerate(axes.flat):
+            if i >= len(phases):
+                ax.set_visible(False)
+                continue
+            phase = phases[i]
+            _style(ax)
+            for engine in series:
+                h = hists.get((engine, phase))
+                if h is None or h.count == 0:
+                    continue
+                xs, ys = _curve(h)
+                ax.plot(
+                    xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
+                )
+            ax.set_xlim(0, span)
+            ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
+            ax.set_title(phase, fontsize=10, color=TEXT, loc="left")
+            ax.set_ylabel("latency (µs)")
+            ax.set_xlabel("percentile (%)")
+        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+        return _render(fig, DISTRIBUTION_TITLE)
+
+
+def _with_gaps(points: Sequence[OverTimePoint]) -> tuple[np.ndarray, ...]:
+    """(t, p50 µs, p99 µs, max µs), with a NaN row wherever slices are missing (no operation
+    ended there), so the lines break across a stall instead of drawing a slope through it."""
+    pts = sorted(points)
+    t = np.array([p[0] for p in pts], dtype=np.float64)
+    cols = [np.maximum(np.array([p[k] for p in pts], dtype=np.float64) / 1e3, 1e-3) for k in (1, 2, 3)]
+    if t.size < 2:
+        return (t, *cols)
+    step = float(np.min(np.diff(t))) if t.size > 1 else 0.0
+    gaps = np.flatnonzero(np.diff(t) > step * 1.5) + 1 if step > 0 else np.array([], dtype=np.int64)
+    if gaps.size:
+        t = np.insert(t, gaps, t[gaps - 1] + step)
+        cols = [np.insert(c, gaps, np.nan) for c in cols]
+    return (t, *cols)
+
+
+def latency_over_time(
+    series: Mapping[str, Sequence[OverTimePoint]],
+    phase: str,
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> str:
+    """SVG of one phase's latency over time: ``series`` is engine -> points
+    (:func:`over_time_points`); per engine p99 (solid), max (thin) and p50 (dotted);
+    ``colours`` is engine -> colour."""
+    engine_colour = _colour_of(colours)
+    title = f"Latency Over Time: {phase}"
+    notes = [
+        "Each point summarises the operations that ended in one time slice of the phase; a break in a "
+        "line is a slice in which no operation ended, and the tall max right after it is the stalled "
+        "operation (a memtable flush, compaction or merge holding up writes).",
+        "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
+    ]
+    with matplotlib.rc_context(RC):
+        fig = _figure(title, subtitle, 3.6, notes)
+        ax = fig.add_subplot()
+        _style(ax)
+        drawn = False
+        for engine, points in series.items():
+            if not points:
+                continue
+            drawn = True
+            colour = engine_colour(engine)
+            t, p50, p99, mx = _with_gaps(points)
+            ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
+            ax.plot(t, p99, color=colour, linewidth=1.7)
+            ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+        if not drawn:
+            ax.text(0.5, 0.5, "no latency data", transform=ax.transAxes, ha="center", color=MUTED)
+        ax.set_xlim(left=0)
+        ax.set_xlabel("seconds since the phase start")
+        ax.set_ylabel("latency (µs)")
+        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+        handles += [
+            Line2D([], [], color=MUTED, linewidth=1.7, label="p99"),
+            Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
+            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+        ]
+        ax.legend(
+            handles=handles,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            ncols=len(handles),
+            frameon=False,
+            fontsize=8.5,
+        )
+        return _render(fig, title)

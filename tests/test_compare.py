@@ -1,0 +1,165 @@
+"""``compare``: verdicts on hand-made results (faster, slower, not significant, one run),
+bad input, and a real regression made by a test engine that spins 20 µs per read."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, run_asyncbench
+
+from asyncbench.cli import main
+from asyncbench.result import RunResult
+
+FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"
+READ = 2  # plan position of "read by user id" in the fixture
+
+
+def sample() -> RunResult:
+    return RunResult.from_json(FIXTURE.read_bytes())
+
+
+def with_repeats(run: RunResult, engine: str, factors: list[float], phase: int = READ) -> RunResult:
+    """``run`` with ``engine`` repeated once per factor; each repeat's ``phase`` takes
+    ``factor`` times as long (other phases unchanged)."""
+    out = copy.deepcopy(run)
+    base = next(e for e in out.engines if e.engine == engine)
+    out.engines = [e for e in out.engines if e.engine != engine]
+    for i, f in enumerate(factors):
+        e = copy.deepcopy(base)
+        e.repeat = i
+        e.phase_at(phase).seconds *= f
+        out.engines.append(e)
+    out.repeat = len(factors)
+    return out
+
+
+def write(tmp: Path, name: str, run: RunResult) -> Path:
+    path = tmp / f"asyncbench-{name}.json"
+    path.write_bytes(run.to_json())
+    return path
+
+
+def compare_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["compare", *args, "--json"])
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def verdict(doc: dict, engine: str, phase: str) -> str:
+    return next(r["verdict"] for r in doc["rows"] if r["engine"] == engine and r["phase"] == phase)
+
+
+def test_slower_with_spread_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path, "a", with_repeats(sample(), "sqlite", [1.00, 1.01, 0.99, 1.00]))
+    new = write(tmp_path, "b", with_repeats(sample(), "sqlite", [1.30, 1.31, 1.29, 1.30]))
+    code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite")
+    assert code == 1
+    assert verdict(doc, "sqlite", "read by user id") == "slower"
+    assert verdict(doc, "sqlite", "lookup by email") == "same"
+    row = next(r for r in doc["rows"] if r["phase"] == "read by user id")
+    assert row["with_spread"] and row["p_value"] < 0.05 and row["checksums_equal"] is True
+
+
+def test_faster_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path, "a", with_repeats(sample(), "sqlite", [1.00, 1.01, 0.99]))
+    new = write(tmp_path, "b", with_repeats(sample(), "sqlite", [0.70, 0.71, 0.69]))
+    code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite")
+    assert code == 0 and verdict(doc, "sqlite", "read by user id") == "faster"
+
+
+def test_noisy_difference_is_not_significant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # medians 6% apart, but the repeats overlap widely: Welch cannot tell them apart
+    base = write(tmp_path, "a", with_repeats(sample(), "sqlite", [0.80, 1.00, 1.25]))
+    new = write(tmp_path, "b", with_repeats(sample(), "sqlite", [0.85, 1.06, 1.35]))
+    code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite")
+    assert verdict(doc, "sqlite", "read by user id") == "not significant"
+    assert code == 0
+
+
+def test_single_runs_use_the_threshold_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path, "a", sample())
+    slow = with_repeats(sample(), "sqlite", [1.10])
+    new = write(tmp_path, "b", slow)
+    code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite", "--threshold", "5%")
+    row = next(r for r in doc["rows"] if r["phase"] == "read by user id")
+    assert row["verdict"] == "slower" and not row["with_spread"] and code == 1
+    code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite", "--threshold", "15%")
+    assert verdict(doc, "sqlite", "read by user id") == "same" and code == 0
+
+
+def test_directories_pool_repeats_and_differences_are_named(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for i, f in enumerate([1.0, 1.01]):
+        write(a, f"a{i}", with_repeats(sample(), "sqlite", [f]))
+    other = with_repeats(sample(), "sqlite", [1.0])
+    other.environment["hostname"] = "elsewhere"
+    write(b, "b0", other)
+    code, doc = compare_json(capsys, str(a), str(b), "--engine", "sqlite")
+    row = next(r for r in doc["rows"] if r["phase"] == "read by user id")
+    assert row["base"]["n"] == 2 and row["new"]["n"] == 1
+    assert any(d.startswith("host:") for d in doc["differences"])
+
+
+def test_differing_checksums_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = sample()
+    next(e for e in bad.engines if e.engine == "sqlite").phase_at(READ).checksum = "0000000000000000"
+    code, doc = compare_json(capsys, str(write(tmp_path, "a", sample())), str(write(tmp_path, "b", bad)))
+    assert code == 1
+    assert any(r["checksums_equal"] is False and r["phase"] == "read by user id" for r in doc["rows"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["missing.json", "missing.json"],
+        ["{tmp}", "{tmp}"],
+        ["{bad}", "{bad}"],
+        ["{good}", "{good}", "--threshold", "x"],
+    ],
+)
+def test_bad_input_exits_2(tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("null")
+    good = write(tmp_path / "", "good", sample()) if args[0] == "{good}" else None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subst = {"{tmp}": str(empty), "{bad}": str(bad), "{good}": str(good)}
+    assert main(["compare", *[subst.get(a, a) for a in args]]) == 2
+    assert "asyncbench:" in capsys.readouterr().err
+
+
+def run_quick(tmp: Path, env_engines: str | None) -> Path:
+    quick = str(ROOT / "benchmarks" / "quick.toml")
+    proc = run_asyncbench(
+        tmp, quick, "--engine", "memory", "--profiles", "20000", "--repeat", "4", engines=env_engines
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "out"
+
+
+def test_a_slowed_engine_is_caught_and_named(tmp_path: Path) -> None:
+    base = run_quick(tmp_path / "base", None)
+    new = run_quick(tmp_path / "new", "memory=engines_latency:SlowReadsEngine")
+    proc = subprocess.run(
+        [sys.executable, "-m", "asyncbench", "compare", str(base), str(new)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    slower = proc.stdout.split("slower: ", 1)[1]  # the summary names every regressed phase
+    assert "memory read by user id" in slower or "memory post-update read by user id" in slower
+    same = subprocess.run(
+        [sys.executable, "-m", "asyncbench", "compare", str(base), str(base)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert same.returncode == 0, same.stdout + same.stderr
