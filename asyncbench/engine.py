@@ -97,6 +97,12 @@ class Engine(abc.ABC):
     def storage_bytes(self) -> int:
         return directory_size(self.data_dir)
 
+    def take_retries(self) -> int:
+        """Writes retried after a transient conflict (e.g. a cluster's certification
+        failure) since the last call, over every worker, and reset to zero; the runner
+        calls it after each operation phase and stores it in that phase's result."""
+        return 0
+
     def worker(self, index: int) -> Any:
         """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
         handle return ``self``; engines with a connection per worker return a view bound

@@ -63,4 +63,6 @@ class EngineFacts:
     harness_floor: bool = False
     #: Servers the engine's connections went to (client/server engines).
     endpoints: list[str] = field(default_factory=list)
+    #: A multi-node target, as label -> text (e.g. nodes, workers, replication); empty: none.
+    cluster: dict[str, str] = field(default_factory=dict)
     colour: str | None = None  # a fixed chart colour; None: picked from the name

@@ -257,9 +257,19 @@ def interpretation_notes(run: RunResult) -> list[str]:
             )
         if e.facts.harness_floor:
             notes.append(f"{md.text(e.engine)} stores nothing durably; its times are the harness-overhead floor.")
+        if e.facts.cluster or any(p.retries for p in e.phases):
+            notes.append(md.text(cluster_note(e)))
         for n in e.notes:
             notes.append(md.text(f"{e.engine}: {n}"))
     return [f"- {n}" for n in notes]
+
+
+def cluster_note(e: EngineResult) -> str:
+    """A multi-node target from the engine's cluster facts, then its retried writes per phase."""
+    parts = [f"{label}: {text}" for label, text in e.facts.cluster.items()]
+    retried = [f"{p.name} {fmt.count(p.retries)}" for p in e.phases if p.retries]
+    parts.append("writes retried after a conflict: " + (", ".join(retried) if retried else "none"))
+    return f"Cluster ({e.engine}): " + "; ".join(parts) + "."
 
 
 def storage_note(run: RunResult) -> str:

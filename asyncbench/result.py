@@ -70,6 +70,7 @@ class PhaseResult:
     latency: dict[str, Any] | None = None
     #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
     latency_over_time: list[list[float]] | None = None
+    retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
 
     @property
     def ops_per_s(self) -> float:

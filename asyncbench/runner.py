@@ -168,7 +168,7 @@ class EngineRun:
         items = phase_items(kind, spec.stream, spec.count, self.plan)
         self.observer.phase_start(self.name, spec.name, len(items))
         checksum: str | None = None
-        ops = 0
+        ops = retries = 0
         t0 = perf_counter()
         latency = None
         if kind.action is Action.OPERATIONS:
@@ -178,6 +178,7 @@ class EngineRun:
                 kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
             )
             ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
+            retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
             if kind.action is Action.STABILIZE:
                 await engine.stabilize()
@@ -192,6 +193,7 @@ class EngineRun:
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
         pr = result(ops, seconds, checksum)
+        pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
             pr.latency = latency.summary()
             if kind.group is Group.WRITE:

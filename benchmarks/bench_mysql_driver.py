@@ -138,7 +138,7 @@ async def run(
     clients = [Client(v) for v in variants]
     for c in clients:
         await c.open()
-        await c.insert(n, [])  # rows to read before the first timed round
+        await c.insert(n)  # rows to read before the first timed round
     samples: dict[tuple[str, str], dict[str, list[float]]] = {
         (v, s): {"wall": [], "cpu": []} for v in variants for s in SHAPES
     }

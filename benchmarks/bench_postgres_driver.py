@@ -5,6 +5,8 @@ cost per query (message building, parameter encoding, row decoding, awaits) is p
 every number it reports. This measures the two read shapes the engine runs, one statement
 at a time on one connection, exactly as a batch loop would:
 
+- ``insert``: single-row INSERT in autocommit (the engine's write; with the session's
+  ``synchronous_commit = off``, as the engine runs, so the server does not wait for a flush),
 - ``point``: SELECT of a full row by primary key,
 - ``top50``: the 50-row ordered index query (``ORDER BY reputation DESC, user_id LIMIT 50``;
   row decoding dominates).
@@ -20,7 +22,7 @@ the machine). Start a server first::
 
     eval "$(scripts/postgres-server start)"
     .venv/bin/pip install -e '.[bench]'   # psycopg[binary]
-    .venv/bin/python benchmarks/bench_postgres_driver.py [--n 2000] [--rows 20000] [--rounds 5] [--loop uvloop]
+    .venv/bin/python benchmarks/bench_postgres_driver.py [--n 2000] [--inserts 400] [--rows 20000] [--rounds 5] [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from workloads.profile_store.profiles import create_many  # noqa: E402
 
 SEED = 570123434
 VARIANTS = ("asyncpg", "psycopg", "psycopg-binary")
-SHAPES = ("point", "top50")
+SHAPES = ("insert", "point", "top50")
 TABLE = "bench_pg_driver"
 COLS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
 DDL = f"""CREATE TABLE {TABLE} (
@@ -96,9 +98,10 @@ async def drop() -> None:
 class Client:
     """One variant: its connection, prepared statements and the two timed loops."""
 
-    def __init__(self, variant: str, rows: int) -> None:
+    def __init__(self, variant: str, rows: int, first_uid: int) -> None:
         self.variant = variant
         self.rows = rows
+        self.next_uid = first_uid  # this client's own range of new ids for the inserts
 
     async def open(self) -> None:
         s = settings()
@@ -106,7 +109,11 @@ class Client:
             import asyncpg
 
             self.conn = await asyncpg.connect(
-                host=s["host"], port=s["port"], user=s["user"], password=s["password"], database=s["dbname"]
+                host=s["host"], port=s["port"], user=s["user"], password=s["password"], database=s["dbname"],
+                server_settings={"synchronous_commit": "off"},
+            )  # fmt: skip
+            self.insert_stmt = await self.conn.prepare(
+                f"INSERT INTO {TABLE} ({COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             )
             self.point_stmt = await self.conn.prepare(f"SELECT {COLS} FROM {TABLE} WHERE user_id = $1")
             self.top_stmt = await self.conn.prepare(
@@ -115,8 +122,11 @@ class Client:
         else:
             import psycopg
 
-            self.conn = await psycopg.AsyncConnection.connect(**s, autocommit=True)
+            self.conn = await psycopg.AsyncConnection.connect(
+                **s, autocommit=True, options="-c synchronous_commit=off"
+            )
             self.cur = self.conn.cursor(binary=self.variant == "psycopg-binary")
+            self.insert_sql = f"INSERT INTO {TABLE} ({COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
             self.point_sql = f"SELECT {COLS} FROM {TABLE} WHERE user_id = %s"
             self.top_sql = f"SELECT {COLS} FROM {TABLE} ORDER BY reputation DESC, user_id LIMIT 50"
 
@@ -127,6 +137,19 @@ class Client:
 
     def keys(self, n: int) -> list[int]:
         return [(i * 7919) % self.rows + 1 for i in range(1, n + 1)]
+
+    async def insert(self, n: int) -> int:
+        profiles = create_many(self.next_uid, n, SEED)
+        self.next_uid += n
+        if self.variant == "asyncpg":
+            fetchval = self.insert_stmt.fetchval
+            for p in profiles:
+                await fetchval(*p)
+        else:
+            execute, sql = self.cur.execute, self.insert_sql
+            for p in profiles:
+                await execute(sql, p, prepare=True)
+        return n
 
     async def point(self, n: int) -> int:
         keys = self.keys(n)
@@ -164,10 +187,10 @@ class Client:
 
 
 async def run(
-    variants: list[str], n: int, rows: int, rounds: int
+    variants: list[str], n: int, inserts: int, rows: int, rounds: int
 ) -> dict[tuple[str, str], dict[str, list[float]]]:
     await load(rows)
-    clients = [Client(v, rows) for v in variants]
+    clients = [Client(v, rows, rows + 1 + i * 10_000_000) for i, v in enumerate(variants)]
     for c in clients:
         await c.open()
     samples: dict[tuple[str, str], dict[str, list[float]]] = {
@@ -179,7 +202,7 @@ async def run(
             for c in order:
                 for shape in SHAPES:
                     t, cpu = time.perf_counter(), time.process_time()
-                    ops = await getattr(c, shape)(n)
+                    ops = await getattr(c, shape)(inserts if shape == "insert" else n)
                     wall_us = (time.perf_counter() - t) / ops * 1e6
                     cpu_us = (time.process_time() - cpu) / ops * 1e6
                     if r:
@@ -202,6 +225,7 @@ def version(dist: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=2000, help="point reads per round (top50: n/10)")
+    ap.add_argument("--inserts", type=int, default=400, help="inserts per round")
     ap.add_argument("--rows", type=int, default=20000, help="profiles in the table")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds after one warm-up round")
     ap.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
@@ -215,11 +239,11 @@ def main() -> None:
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         ap.error(f"unknown variants: {', '.join(sorted(unknown))}")
-    samples = asyncio.run(run(variants, args.n, args.rows, args.rounds))
+    samples = asyncio.run(run(variants, args.n, args.inserts, args.rows, args.rounds))
     print(
         f"python {sys.version.split()[0]}, loop {args.loop}, asyncpg {version('asyncpg')}, "
         f"psycopg {version('psycopg')} (psycopg-binary {version('psycopg-binary')}); n={args.n}, "
-        f"rows={args.rows}, rounds={args.rounds}"
+        f"inserts={args.inserts}, rows={args.rows}, rounds={args.rounds}"
     )
     print("median microseconds per query over rounds: wall (client CPU)")
     print(f"{'variant':18}" + "".join(f"{s:>22}" for s in SHAPES))

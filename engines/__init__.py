@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "rocksdb": "engines.rocksdb:RocksDbEngine",
     "sqlite": "engines.sqlite:SqliteEngine",
     "mysql": "engines.mysql:MySqlEngine",
+    "postgres": "engines.postgres:PostgresEngine",
 }
 
 #: Extra engines without editing the package: ``ASYNCBENCH_ENGINES="name=module:Class,..."``
@@ -36,7 +37,7 @@ def _register_from_env() -> None:
 _register_from_env()
 
 #: What ``--engine all`` means, in report order.
-ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql")
+ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql", "postgres")
 #: What a plan without ``engines`` runs: every shipped engine that needs no server.
 DEFAULT_ENGINES = ("lsm", "rocksdb", "sqlite")
 

@@ -19,6 +19,29 @@ The process memory the runner reports is this client only; the server's is not i
 (its facts say so). Connection settings come from ``[engines.mysql]`` or, where empty, from
 ``MYSQL_HOST``/``MYSQL_PORT``/``MYSQL_DATABASE``/``MYSQL_USER``/``MYSQL_PASSWORD``
 (``eval "$(scripts/mysql-server start)"`` sets them for a throw-away MariaDB).
+
+Several endpoints (a multi-primary cluster): ``hosts = ["127.0.0.1:3307", ...]`` in the
+TOML or ``MYSQL_HOSTS="127.0.0.1:3307,127.0.0.1:3308"`` (``scripts/galera-cluster`` exports
+it); worker ``w`` connects to endpoint ``w % K`` (``engines/client_server.py``), so at
+P = K each node takes one worker's writes. Precedence: TOML ``hosts``, else a TOML
+``host``, else ``MYSQL_HOSTS``, else ``MYSQL_HOST``/``MYSQL_PORT``. The schema is created,
+and settle and the storage figure run, on the first endpoint (every Galera node holds the
+whole table). Each endpoint's server version and effective settings go into the report.
+
+What Galera (MariaDB's wsrep) needs beyond one server, and how the engine meets it:
+- an explicit primary key on every table (rows replicate by key): ``user_id`` is one;
+- no reliance on AUTO_INCREMENT order (each node hands out its own interleaved values):
+  ids are the workload's, never generated;
+- a commit can fail certification when another node committed a conflicting write first
+  (error 1213, ER_LOCK_DEADLOCK): the shared SQL store retries the single INSERT, or the
+  update's SELECT + UPDATE as a unit, and the engine reports the retries per phase. The
+  workload's workers write disjoint rows, so retries stay at or near zero;
+- replication is virtually synchronous: a commit returns once certified, and other nodes
+  apply it a moment later. So a phase's reads see the previous phase's writes from every
+  node, each batch on a Galera connection first makes one causal read
+  (``SET STATEMENT wsrep_sync_wait=1 FOR SELECT ...``: the node applies everything
+  committed cluster-wide before answering); the batch's own reads are then plain local
+  reads, as an application that needs no causality per query would make them.
 """
 
 from __future__ import annotations
@@ -26,15 +49,24 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import asyncmy
 from anyio.abc import TaskGroup
-from asyncmy.errors import OperationalError
+from asyncmy.errors import MySQLError, OperationalError
 
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
+from engines.client_server import (
+    Endpoint,
+    assign,
+    hybridmethod,
+    parse_endpoint,
+    parse_endpoints,
+    summarize,
+    worker_map,
+)
 from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
 from workloads.profile_store.profiles import Profile
 from workloads.profile_store.store import Marks, Transform
@@ -77,6 +109,8 @@ ENV_VARS = {
 #: Client errors meaning "nothing answered": can't connect (TCP/socket), lost during handshake.
 UNREACHABLE_CODES = {2002, 2003, 2006, 2013}
 UNKNOWN_DATABASE = 1049
+#: ER_LOCK_DEADLOCK: a deadlock victim, or on Galera a write that failed certification.
+LOCK_DEADLOCK = 1213
 CONNECT_TIMEOUT_S = 5
 #: The engine prepares 11 distinct statements; asyncmy keeps them all prepared.
 STMT_CACHE_SIZE = 32
@@ -88,6 +122,27 @@ STMT_CACHE_SIZE = 32
 #: per query), so the plan, and the number, would depend on timing. The hint changes no
 #: result: WHERE, ORDER BY and LIMIT are the shared SQL store's.
 DIALECT = Dialect(placeholder=lambda i: "%s", index_hint=lambda index: f"FORCE INDEX ({index}) ")
+
+
+#: Global variables read back from every endpoint for the report (missing ones: not a Galera
+#: server, or not MariaDB).
+READ_BACK_VARIABLES = (
+    "innodb_flush_log_at_trx_commit",
+    "wsrep_on",
+    "binlog_format",
+    "innodb_autoinc_lock_mode",
+    "wsrep_sync_wait",
+)
+READ_BACK_STATUS = ("wsrep_cluster_size", "wsrep_cluster_status", "wsrep_local_state_comment")
+#: A Galera connection's once-per-batch causal read (module docstring); it reads the table,
+#: so at open it also waits for the CREATE TABLE issued on the first node.
+CAUSAL_BARRIER = f"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM {TABLE} WHERE user_id = 0"
+
+
+def retryable(exc: BaseException) -> bool:
+    """Error 1213: the write lost a conflict (on Galera: failed certification) and rolled
+    back; running it again is safe."""
+    return isinstance(exc, MySQLError) and bool(exc.args) and exc.args[0] == LOCK_DEADLOCK
 
 
 def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -108,6 +163,28 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
     return out
 
 
+def resolve_endpoints(
+    settings: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> list[Endpoint]:
+    """The servers, in order: TOML ``hosts``, else a TOML ``host`` (with the resolved
+    port), else ``MYSQL_HOSTS`` (a comma list), else ``MYSQL_HOST``/``MYSQL_PORT``/default.
+    An entry without a port gets the resolved port."""
+    env = os.environ if environ is None else environ
+    single = resolve_settings(settings, env)
+    port = single["port"]
+    hosts = settings.get("hosts") or []
+    try:
+        if hosts:
+            return parse_endpoints(hosts, port)
+        if not settings.get("host") and env.get("MYSQL_HOSTS"):
+            return parse_endpoints(env["MYSQL_HOSTS"], port)
+        return [
+            parse_endpoint(f"{single['host']}:{port}" if ":" not in single["host"] else single["host"], port)
+        ]
+    except ValueError as exc:
+        raise ValueError(f"MySQL hosts: {exc}") from None
+
+
 async def pick_collation(session: Session) -> str:
     """The first of :data:`COLLATIONS` the server knows."""
     names = ", ".join(f"'{c}'" for c in COLLATIONS)
@@ -118,17 +195,6 @@ async def pick_collation(session: Session) -> str:
     raise RuntimeError(f"the server has none of the binary collations {', '.join(COLLATIONS)}")
 
 
-class _hybridmethod:
-    """A method callable on the class (before open) and on an instance (knows more after open)."""
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        self.func = func
-
-    def __get__(self, obj: object, owner: type) -> Callable[[], Any]:
-        target = owner if obj is None else obj
-        return lambda: self.func(target)
-
-
 class Session:
     """One connection and its cursor, as the shared SQL store's :class:`AsyncSession`.
 
@@ -136,10 +202,19 @@ class Session:
     connections are not safe to share between concurrent tasks).
     """
 
-    def __init__(self, conn: Any, sql: Statements) -> None:
+    def __init__(self, conn: Any, sql: Statements, endpoint: Endpoint | None = None) -> None:
         self.conn = conn
         self.cur = conn.cursor()
-        self.store = AsyncSqlProfileStore(self, sql)
+        self.endpoint = endpoint
+        self.galera = False  # set at open: wsrep_on=ON on this connection's server
+        self.store = AsyncSqlProfileStore(self, sql, retryable=retryable)
+
+    async def barrier(self) -> None:
+        """On Galera, one causal read: later reads see every write committed cluster-wide
+        before now (see the module docstring). Nothing on a single server."""
+        if self.galera:
+            await self.cur.execute(CAUSAL_BARRIER)
+            await self.cur.fetchall()
 
     async def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -170,7 +245,8 @@ class Session:
 
 
 class MySqlEngine(Engine):
-    """InnoDB over TCP; see the module docstring for the schema and the driver choice."""
+    """InnoDB over TCP, on one server or spread over a cluster's nodes; see the module
+    docstring for the schema, the driver choice and what Galera needs."""
 
     name = "mysql"
     needs_stabilization = False
@@ -178,6 +254,7 @@ class MySqlEngine(Engine):
     default_settings: ClassVar[Mapping[str, Any]] = {
         "host": "",
         "port": 0,
+        "hosts": [],
         "database": "",
         "user": "",
         "password": "",
@@ -188,25 +265,34 @@ class MySqlEngine(Engine):
         port = settings["port"]
         if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
             raise ValueError(f"engines.mysql.port must be a TCP port from 1 to 65535 (or 0: MYSQL_PORT), got {port}")
+        hosts = settings.get("hosts") or []
+        if hosts:
+            try:
+                parse_endpoints(hosts, DEFAULTS["port"])
+            except ValueError as exc:
+                raise ValueError(f"hosts: {exc}") from None
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         self.conn_settings = resolve_settings(self.settings)
+        self.endpoints = resolve_endpoints(self.settings)
         self.sql = Statements.build(DIALECT, self.limit)
         self._session: Session | None = None
         self._worker_sessions: list[Session] = []
-        self._server_version: str | None = None
-        self._flush_log_at_trx_commit: str | None = None
+        #: endpoint -> what SELECT VERSION() and SHOW GLOBAL VARIABLES/STATUS said at open
+        self._nodes: dict[str, dict[str, str]] = {}
         self._storage_bytes: int | None = None
         self.collation: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------
-    async def connect(self) -> Any:
-        """A new autocommit connection; EngineUnavailable when no server answers."""
+    async def connect(self, endpoint: Endpoint | None = None) -> Any:
+        """A new autocommit connection (to the first endpoint unless told); EngineUnavailable
+        when no server answers."""
         s = self.conn_settings
+        endpoint = endpoint or self.endpoints[0]
         kwargs = dict(
-            host=s["host"],
-            port=s["port"],
+            host=endpoint.host,
+            port=endpoint.port,
             user=s["user"],
             password=s["password"],
             charset="utf8mb4",
@@ -231,25 +317,28 @@ class MySqlEngine(Engine):
             return conn
         except OperationalError as exc:
             if exc.args and exc.args[0] in UNREACHABLE_CODES:
-                raise EngineUnavailable(self._unreachable(exc.args[-1])) from exc
+                raise EngineUnavailable(self._unreachable(endpoint, exc.args[-1])) from exc
             raise
         except OSError as exc:
-            raise EngineUnavailable(self._unreachable(exc)) from exc
+            raise EngineUnavailable(self._unreachable(endpoint, exc)) from exc
 
-    def _unreachable(self, why: object) -> str:
-        s = self.conn_settings
-        return (
-            f"no MySQL server reachable at {s['host']}:{s['port']} ({why}); "
-            "start one with scripts/mysql-server"
-        )
+    def _unreachable(self, endpoint: Endpoint, why: object) -> str:
+        return f"no MySQL server reachable at {endpoint} ({why}); start one with scripts/mysql-server"
+
+    async def _session_to(self, endpoint: Endpoint) -> Session:
+        """A session on ``endpoint`` that knows whether its server is a Galera node."""
+        session = Session(await self.connect(endpoint), self.sql, endpoint)
+        try:
+            rows = await session.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+            session.galera = bool(rows) and str(rows[0][1]).upper() == "ON"
+        except BaseException:
+            await session.close()
+            raise
+        return session
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
-        conn = await self.connect()
-        session = Session(conn, self.sql)
+        session = await self._session_to(self.endpoints[0])
         try:
-            rows = await session.query("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
-            self._server_version, flush = rows[0]
-            self._flush_log_at_trx_commit = str(flush)
             self.collation = await pick_collation(session)
             if reset:
                 await session.query(f"DROP TABLE IF EXISTS {TABLE}")
@@ -259,12 +348,44 @@ class MySqlEngine(Engine):
             raise
         self._session = session
         self._storage_bytes = None
-        try:  # P > 1: a connection per worker (a connection serves one query at a time)
-            for _ in range(1, self.config.workers):
-                self._worker_sessions.append(Session(await self.connect(), self.sql))
+        try:  # P > 1: a connection per worker, worker w on endpoint w % K
+            for w, e in enumerate(assign(self.config.workers, len(self.endpoints))):
+                if w:
+                    self._worker_sessions.append(await self._session_to(self.endpoints[e]))
+            for s in self._sessions():
+                await s.barrier()  # the table exists on every node before any worker uses it
+            await self._read_nodes()
         except BaseException:
             await self.close()
             raise
+
+    async def _read_nodes(self) -> None:
+        """Version, settings and cluster status of every endpoint (a probe connection for
+        an endpoint no worker uses), for the report."""
+        sessions = {str(s.endpoint): s for s in self._sessions()}
+        variables = ", ".join(f"'{v}'" for v in READ_BACK_VARIABLES)
+        status = ", ".join(f"'{v}'" for v in READ_BACK_STATUS)
+        nodes: dict[str, dict[str, str]] = {}
+        for endpoint in self.endpoints:
+            key = str(endpoint)
+            if key in nodes:
+                continue
+            session = sessions.get(key) or await self._session_to(endpoint)
+            try:
+                values = {"version": str((await session.query("SELECT VERSION()"))[0][0])}
+                for query in (
+                    f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({variables})",
+                    f"SHOW GLOBAL STATUS WHERE Variable_name IN ({status})",
+                ):
+                    values.update({str(k).lower(): str(v) for k, v in await session.query(query)})
+            finally:
+                if key not in sessions:
+                    await session.close()
+            nodes[key] = values
+        self._nodes = nodes
+
+    def _sessions(self) -> list[Session]:
+        return [s for s in (self._session, *self._worker_sessions) if s is not None]
 
     def worker(self, index: int) -> MySqlEngine:
         """A view of this engine bound to worker ``index``'s own connection."""
@@ -276,21 +397,29 @@ class MySqlEngine(Engine):
         return view
 
     async def close(self) -> None:
-        sessions = [self._session, *self._worker_sessions]
+        sessions = self._sessions()
         self._session, self._worker_sessions = None, []
         for session in sessions:
-            if session is not None:
-                await session.close()
+            await session.close()
+
+    def take_retries(self) -> int:
+        total = 0
+        for session in self._sessions():
+            total += session.store.retries
+            session.store.retries = 0
+        return total
 
     async def settle(self) -> None:
         """The final commit (a no-op under autocommit), then the storage figure.
 
         ``storage_bytes`` is synchronous in the protocol but needs a query, so it is computed
         here and cached: ANALYZE TABLE refreshes InnoDB's statistics (information_schema's
-        lengths come from them), then data + index length of the table.
+        lengths come from them), then data + index length of the table (on the first
+        endpoint: on Galera every node holds the whole table).
         """
         db = self._db
         await db.conn.commit()
+        await db.barrier()
         await db.query(f"ANALYZE TABLE {TABLE}")
         rows = await db.query(
             "SELECT data_length + index_length FROM information_schema.tables "
@@ -310,76 +439,137 @@ class MySqlEngine(Engine):
         return self._session
 
     # --- operations: the shared SQL store over this worker's session --------------------
+    # Every batch that reads starts with the session's barrier (a no-op off Galera).
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
         await self._db.store.insert(profiles, marks)
 
     async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
-        return await self._db.store.read(self.sql.by_id, uids, marks)
+        db = self._db
+        await db.barrier()
+        return await db.store.read(self.sql.by_id, uids, marks)
 
     async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
-        return await self._db.store.read(self.sql.by_email, emails, marks)
+        db = self._db
+        await db.barrier()
+        return await db.store.read(self.sql.by_email, emails, marks)
+
+    async def _select_many(self, statement: str, params: Sequence[Any], ids_only: bool, marks: Marks) -> list:
+        db = self._db
+        await db.barrier()
+        return await db.store.select_many(statement, params, ids_only, marks)
 
     async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_country_status, queries, True, marks)
+        return await self._select_many(self.sql.scan_country_status, queries, True, marks)
 
     async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_country_status, queries, False, marks)
+        return await self._select_many(self.sql.query_country_status, queries, False, marks)
 
     async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_created_at, ranges, True, marks)
+        return await self._select_many(self.sql.scan_created_at, ranges, True, marks)
 
     async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_created_at, ranges, False, marks)
+        return await self._select_many(self.sql.query_created_at, ranges, False, marks)
 
     async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
+        return await self._select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
 
     async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_top_reputation, [()] * times, False, marks)
+        return await self._select_many(self.sql.query_top_reputation, [()] * times, False, marks)
 
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        return await self._db.store.update(uids, transform, marks)
+        db = self._db
+        await db.barrier()
+        return await db.store.update(uids, transform, marks)
 
     async def count(self) -> int:
-        return await self._db.store.count()
+        db = self._db
+        await db.barrier()
+        return await db.store.count()
 
     # --- facts ------------------------------------------------------------------------
+    def _effective(self, name: str) -> str | None:
+        """One variable over every endpoint (None before open)."""
+        if not self._nodes:
+            return None
+        return summarize({node: values.get(name) for node, values in self._nodes.items()})
+
+    @property
+    def galera(self) -> bool:
+        """Whether the endpoints are Galera nodes (known after open)."""
+        return any(v.get("wsrep_on", "").upper() == "ON" for v in self._nodes.values())
+
     def facts(self) -> EngineFacts:
         s = self.conn_settings
-        flush = self._flush_log_at_trx_commit
+        endpoints = [str(e) for e in self.endpoints]
+        flush = self._effective("innodb_flush_log_at_trx_commit")
         settings = [
-            Setting("server", f"{s['host']}:{s['port']}"),
+            Setting("server" if len(endpoints) == 1 else "servers", ", ".join(endpoints)),
             Setting("database", str(s["database"])),
             Setting("user", str(s["user"])),
             Setting(
                 "table", "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes"
             ),
             Setting("driver", f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})"),
+            Setting("innodb_flush_log_at_trx_commit", "server setting", flush),
         ]
+        parameters = {"innodb_flush_log_at_trx_commit": flush or "unknown until connected"}
+        cluster: dict[str, str] = {}
+        if self.galera:
+            for name in ("wsrep_on", "wsrep_cluster_size", "binlog_format", "innodb_autoinc_lock_mode"):
+                settings.append(Setting(name, "server setting", self._effective(name)))
+                parameters[name] = self._effective(name) or "unknown"
+            parameters["causal reads"] = "wsrep_sync_wait=1 once per batch"
+        if self.galera or len(self.endpoints) > 1:
+            nodes = ", ".join(f"{node} ({v.get('version', '?')})" for node, v in self._nodes.items())
+            size = self._effective("wsrep_cluster_size")
+            cluster = {
+                "nodes": f"{len(self.endpoints)} endpoints: {nodes or ', '.join(endpoints)}"
+                + (
+                    f"; Galera cluster of {size} nodes, {self._effective('wsrep_cluster_status')}, "
+                    f"{self._effective('wsrep_local_state_comment')}"
+                    if self.galera
+                    else ""
+                ),
+                "workers": worker_map(self.config.workers, self.endpoints),
+                "replication": (
+                    "Galera (wsrep), certification-based and virtually synchronous: a commit returns once "
+                    "its write set reached every node and passed certification, the other nodes apply it "
+                    "right after; each reading batch starts with one causal read (wsrep_sync_wait=1) so it "
+                    "sees every write committed before it, on any node"
+                    if self.galera
+                    else "not Galera (no wsrep_on=ON): whatever the servers replicate, the engine only "
+                    "spreads connections"
+                ),
+                "schema, settle and storage": f"on {endpoints[0]}",
+            }
         return EngineFacts(
             settings=settings,
             durability=Durability(
-                log="InnoDB redo log",
+                log="InnoDB redo log"
+                + (", replicated to every node before commit returns" if self.galera else ""),
                 sync="per commit" if flush == "1" else "about once a second" if flush in ("0", "2") else "",
                 write_unit="one autocommit transaction per insert and per update",
-                after_crash="InnoDB recovers every committed transaction that reached the log",
-                parameters={"innodb_flush_log_at_trx_commit": flush or "unknown until connected"},
+                after_crash="InnoDB recovers every committed transaction that reached the log"
+                + ("; a node that crashes rejoins from the others (IST/SST)" if self.galera else ""),
+                parameters=parameters,
             ),
             memory_scope=MemoryScope.CLIENT_ONLY,
             storage_method=StorageMethod.SERVER_ESTIMATE,
             versions=self.library_versions(),
-            endpoints=[f"{s['host']}:{s['port']}"],
+            endpoints=endpoints,
+            cluster=cluster,
             colour="#f08c00",
         )
 
-    @_hybridmethod
+    @hybridmethod
     def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance
-        """The driver's version; after open also the server's (SELECT VERSION())."""
+        """The driver's version; after open also each endpoint's server version."""
         try:
             versions = {"asyncmy": importlib.metadata.version("asyncmy")}
         except importlib.metadata.PackageNotFoundError:
             versions = {"asyncmy": "unknown"}
-        server = getattr(self_or_cls, "_server_version", None)
-        if isinstance(server, str):
-            versions["server"] = server
+        nodes = getattr(self_or_cls, "_nodes", None)
+        if isinstance(nodes, dict):
+            for node, values in nodes.items():
+                versions["server" if len(nodes) == 1 else f"server {node}"] = values.get("version", "unknown")
         return versions

@@ -15,10 +15,12 @@ Every body appends ``perf_counter_ns()`` to ``marks`` after each operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+import anyio
 
 from workloads.profile_store.profiles import Profile
 from workloads.profile_store.store import Marks, Transform
@@ -38,6 +40,8 @@ __all__ = [
     "sync_update",
     "update_params",
 ]
+
+T = TypeVar("T")
 
 TABLE = "profiles"
 COLUMNS = "user_id, email, country, status, created_at, last_login, reputation, display_name, bio"
@@ -192,20 +196,57 @@ class AsyncSession(Protocol):
     async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
 
 
+#: Attempts of one write (or update unit) that keeps failing with a retryable error.
+MAX_ATTEMPTS = 20
+#: Pause before retry n: RETRY_PAUSE_S * n (a conflicting writer on another node commits first).
+RETRY_PAUSE_S = 0.001
+
+
 class AsyncSqlProfileStore:
-    """The workload's operations over one :class:`AsyncSession` (one per worker)."""
+    """The workload's operations over one :class:`AsyncSession` (one per worker).
+
+    ``retryable`` (optional) says whether a write's error is a transient conflict to retry,
+    e.g. a Galera certification failure (MySQL error 1213) or a PostgreSQL serialization
+    failure: an insert is then retried as the same single statement, an update as its whole
+    SELECT + UPDATE unit (the row is read again, so the write is based on what committed).
+    Each retry adds one to ``retries``, which the engine reports per phase. Reads are never
+    retried: in autocommit they take no write locks and cannot fail certification.
+    """
 
     def __init__(
-        self, session: AsyncSession, sql: Statements, row: Callable[[Sequence[Any]], Any] = tuple
+        self,
+        session: AsyncSession,
+        sql: Statements,
+        row: Callable[[Sequence[Any]], Any] = tuple,
+        retryable: Callable[[BaseException], bool] | None = None,
     ) -> None:
         self.session, self.sql, self.row = session, sql, row
+        self.retryable = retryable
+        self.retries = 0
+
+    async def _retry(self, exc: Exception, op: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Called with the first failure of ``op(*args)``: re-raise it unless it is retryable,
+        else run ``op`` again (counting each retry) up to :data:`MAX_ATTEMPTS` in all."""
+        for attempt in range(1, MAX_ATTEMPTS):
+            if self.retryable is None or not self.retryable(exc):
+                raise exc
+            self.retries += 1
+            await anyio.sleep(RETRY_PAUSE_S * attempt)
+            try:
+                return await op(*args)
+            except Exception as again:
+                exc = again
+        raise exc
 
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
         execute, insert = self.session.execute, self.sql.insert
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
         for p in profiles:
-            await execute(insert, p)
+            try:
+                await execute(insert, p)
+            except Exception as exc:
+                await self._retry(exc, execute, insert, p)
             mark(clock())
 
     async def read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
@@ -233,17 +274,26 @@ class AsyncSqlProfileStore:
             mark(clock())
         return out
 
+    async def update_one(self, uid: int, transform: Transform) -> Profile | None:
+        """One update unit: SELECT the row, transform it, one autocommit UPDATE (None: missing)."""
+        old = await self.session.fetch_one(self.sql.by_id, (uid,))
+        if old is None:
+            return None
+        new = transform(self.row(old))
+        await self.session.execute(self.sql.update, update_params(old, new, uid))
+        return new
+
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        fetch_one, execute = self.session.fetch_one, self.session.execute
-        by_id, update = self.sql.by_id, self.sql.update
+        update_one = self.update_one
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for uid in uids:
-            old = await fetch_one(by_id, (uid,))
-            if old is not None:
-                new = transform(self.row(old))
-                await execute(update, update_params(old, new, uid))
+            try:
+                new = await update_one(uid, transform)
+            except Exception as exc:
+                new = await self._retry(exc, update_one, uid, transform)
+            if new is not None:
                 out.append(new)
             mark(clock())
         return out

@@ -37,6 +37,12 @@ def mysql_configured() -> bool:
     return bool(os.environ.get("MYSQL_HOST") and os.environ.get("MYSQL_PORT"))
 
 
+def postgres_expected() -> bool:
+    """Whether the PostgreSQL tests run: a server is configured (``PGHOST``), or this is CI,
+    where a missing server must fail the tests instead of skipping them."""
+    return bool(os.environ.get("PGHOST") or os.environ.get("CI"))
+
+
 def status_line(engine_doc: dict) -> str:
     """The human status line of an engine result as saved in JSON (status is data there:
     an enum plus phase and detail)."""

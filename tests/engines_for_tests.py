@@ -131,3 +131,29 @@ VARIANTS = {
     for kind in ("Failing", "Slow")
     for e in ("memory", "lsm", "rocksdb", "sqlite")
 }
+
+
+class RetryingEngine(MemoryEngine):
+    """States a pretend two-node cluster and reports one retried write per update batch,
+    so the runner's per-phase retries and the report's Cluster note can be checked
+    without a cluster."""
+
+    name = "retrying"
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self.pending = 0
+
+    async def update(self, uids, transform, marks):  # type: ignore[no-untyped-def]
+        self.pending += 1
+        return await super().update(uids, transform, marks)
+
+    def take_retries(self) -> int:
+        taken, self.pending = self.pending, 0
+        return taken
+
+    def facts(self):  # type: ignore[no-untyped-def]
+        facts = super().facts()
+        facts.endpoints = ["node-a:1", "node-b:2"]
+        facts.cluster = {"nodes": "2 pretend nodes", "workers": "worker 0 -> node-a:1"}
+        return facts

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, mysql_configured
+from conftest import ROOT, mysql_configured, postgres_expected
 from store_checks import (
     HUGE_LIMIT,
     as_profile,
@@ -41,7 +41,8 @@ from workloads.profile_store.profiles import country_status_key, create_many, re
 SEED = 570123434
 N = 20_000
 CHILD = str(Path(__file__).with_name("crash_child.py"))
-MYSQL_DB = "asyncbench_durability"
+MYSQL_DB = "asyncbench_durability"  # also the postgres engine's test database
+SERVER_ENGINES = ("mysql", "postgres")
 
 
 def spawn(engine: str, data: Path, n: int, batch: int, **extra: Any) -> subprocess.Popen[str]:
@@ -85,7 +86,7 @@ def run_until_killed(
 
 
 def make(name: str, data: Path, **settings: Any) -> Engine:
-    if name == "mysql":
+    if name in SERVER_ENGINES:
         settings.setdefault("database", MYSQL_DB)
     return engine_class(name)(EngineConfig(name, data, settings, limit=HUGE_LIMIT, seed=SEED))
 
@@ -114,6 +115,14 @@ CASES = [
         marks=pytest.mark.skipif(not mysql_configured(), reason="MYSQL_HOST/MYSQL_PORT not set"),
     ),
     pytest.param(
+        "postgres",
+        {},
+        100,
+        True,  # every acknowledged insert committed on the server, which a client kill leaves running
+        id="postgres",
+        marks=pytest.mark.skipif(not postgres_expected(), reason="PGHOST not set"),
+    ),
+    pytest.param(
         "lsm",
         {"wal_mode": "sync"},
         100,
@@ -136,9 +145,9 @@ def test_sigkill_during_inserts_leaves_a_consistent_prefix(
 ) -> None:
     rng = random.Random()
     kill_after = rng.randint(2, 8)  # batches acknowledged before the kill
-    n = N if name != "mysql" else 2_000
+    n = N if name not in SERVER_ENGINES else 2_000
     child = spawn(
-        name, tmp_path / name, n, batch, settings=settings if name != "mysql" else {"database": MYSQL_DB}
+        name, tmp_path / name, n, batch, settings=settings if name not in SERVER_ENGINES else {"database": MYSQL_DB}
     )
     delay = rng.uniform(0, 0.03)
     acked, _ = run_until_killed(child, kill_after, delay)

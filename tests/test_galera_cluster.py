@@ -1,8 +1,10 @@
 """A real distributed engine on this machine: the 3-node MariaDB Galera cluster.
 
 ``scripts/galera-cluster start`` (module fixture, its own state dir) must bring up three
-Synced nodes on loopback in under a minute; a write on node 2 is then read on node 3, and
-``stop`` removes everything. When the machine cannot run Galera (the script exits 3: the
+Synced nodes on loopback in under a minute; a write on node 2 is then read on node 3; the
+mysql engine runs the quick plan (5_000 profiles, to keep CI short) at P3 with one worker
+per node and reproduces the memory engine's checksums, its batches wait for causality on a
+lagging node, and it retries writes that lose certification; ``stop`` removes everything. When the machine cannot run Galera (the script exits 3: the
 packages cannot be installed or the provider library is missing) the tests are skipped,
 except under CI (``CI`` set), where that is a failure.
 """
@@ -23,6 +25,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "galera-cluster"
+QUICK_PLAN = Path(__file__).resolve().parent.parent / "benchmarks" / "quick.toml"
 UNAVAILABLE = 3  # the script's exit code when this machine cannot run Galera
 
 
@@ -140,6 +143,178 @@ def test_a_write_on_node_2_is_read_on_node_3(cluster: Cluster) -> None:
     )
     assert rows == [(1, "written on node 2"), (2, "also")]
     asyncio.run(query(h3, p3, env, "DROP TABLE galera_check"))
+
+
+async def global_status(host: str, port: int, env: dict[str, str], name: str) -> int:
+    ((rows,)) = await query(host, port, env, f"SHOW GLOBAL STATUS LIKE '{name}'")
+    return int(rows[0][1])
+
+
+def engine_settings(cluster: Cluster, *nodes: int) -> dict[str, object]:
+    """[engines.mysql] settings for the given nodes (1-based), from the cluster's exports."""
+    env = cluster.exports
+    return {
+        "hosts": [f"{cluster.hosts[n - 1][0]}:{cluster.hosts[n - 1][1]}" for n in nodes],
+        "database": "asyncbench_galera",
+        "user": env["MYSQL_USER"],
+        "password": env["MYSQL_PASSWORD"],
+    }
+
+
+async def wait_synced(cluster: Cluster, seconds: float = 60) -> None:
+    """Until every node is Synced again (a paused node catches up after UNLOCK TABLES)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        states = []
+        for host, port in cluster.hosts:
+            ((rows,)) = await query(
+                host, port, cluster.exports, "SHOW GLOBAL STATUS LIKE 'wsrep_local_state_comment'"
+            )
+            states.append(rows[0][1])
+        if all(s == "Synced" for s in states):
+            return
+        assert time.monotonic() < deadline, f"nodes not Synced again: {states}"
+        await asyncio.sleep(0.2)
+
+
+def test_mysql_engine_quick_plan_at_p3_one_worker_per_node(
+    cluster: Cluster, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every worker writes through its own node, so certification and replication run for
+    real, and the checksums still equal the memory engine's."""
+    for name in ("MYSQL_HOSTS", "MYSQL_HOST", "MYSQL_PORT", "MYSQL_DATABASE", "MYSQL_USER", "MYSQL_PASSWORD"):
+        monkeypatch.setenv(name, cluster.exports[name])
+    env = cluster.exports
+    before = [asyncio.run(global_status(h, p, env, "wsrep_local_commits")) for h, p in cluster.hosts]
+    received = [asyncio.run(global_status(h, p, env, "wsrep_received")) for h, p in cluster.hosts]
+    code, results, output = run_cli(
+        str(QUICK_PLAN), "--engine", "memory,mysql", "--profiles", "5k", "--parallelism", "3"
+    )
+    assert code == 0, output
+    runs = {e["engine"]: e for e in results[0]["engines"]}
+    memory, mysql = (
+        {p["name"]: p["checksum"] for p in runs[n]["phases"] if p["checksum"]} for n in ("memory", "mysql")
+    )
+    assert len(memory) == 17 and mysql == memory
+    endpoints = [f"{h}:{p}" for h, p in cluster.hosts]
+    facts = runs["mysql"]["facts"]
+    assert facts["endpoints"] == endpoints
+    assert facts["cluster"]["workers"] == "; ".join(f"worker {w} -> {e}" for w, e in enumerate(endpoints))
+    assert "Galera cluster of 3 nodes, Primary, Synced" in facts["cluster"]["nodes"]
+    assert {f"server {e}" for e in endpoints} <= set(facts["versions"])
+    assert facts["durability"]["parameters"]["wsrep_on"] == "ON"
+    assert all(p["retries"] >= 0 for p in runs["mysql"]["phases"])
+    # Each node committed its own worker's writes (5_000 inserts + ~5_000 updates over 3
+    # workers: well over 3_000 each) and received the others' write sets.
+    after = [asyncio.run(global_status(h, p, env, "wsrep_local_commits")) for h, p in cluster.hosts]
+    got = [asyncio.run(global_status(h, p, env, "wsrep_received")) for h, p in cluster.hosts]
+    assert all(a - b > 3_000 for a, b in zip(after, before, strict=True)), (before, after)
+    assert all(a - b > 6_000 for a, b in zip(got, received, strict=True)), (received, got)
+    md = next((tmp_path / "out" / "profiles-5000").glob("asyncbench-*.md")).read_text()
+    assert "- Cluster (mysql): nodes: 3 endpoints: " in md
+    assert "writes retried after a conflict: " in md
+
+
+def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_path: Path) -> None:
+    """Node 3's applier is paused (FLUSH TABLES WITH READ LOCK): a plain read there misses a
+    row just committed on node 1; the engine's batch on node 3 waits and returns it."""
+    from asyncbench.engine import EngineConfig
+    from engines.mysql import MySqlEngine
+    from workloads.profile_store.profiles import create
+
+    seed = 570123434
+
+    async def scenario() -> None:
+        writer = MySqlEngine(EngineConfig("mysql", tmp_path / "w", engine_settings(cluster, 1), 50, seed))
+        reader = MySqlEngine(EngineConfig("mysql", tmp_path / "r", engine_settings(cluster, 3), 50, seed))
+        await writer.open(reset=True)
+        await reader.open(reset=False)  # its open waits until node 3 has the new table
+        import asyncmy
+
+        (h3, p3), env = cluster.hosts[2], cluster.exports
+        lock = await asyncmy.connect(host=h3, port=p3, user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"])
+        try:
+            async with lock.cursor() as cur:
+                await cur.execute("FLUSH TABLES WITH READ LOCK")
+            await writer.insert([create(1, seed)], [])
+            plain = await query(
+                h3, p3, env, "SELECT user_id FROM asyncbench_galera.profiles WHERE user_id = 1"
+            )
+            assert plain == [[]], "node 3 is not lagging: the test proves nothing"
+            task = asyncio.ensure_future(reader.read_by_id([1], []))
+            await asyncio.sleep(0.5)
+            assert not task.done(), "the read did not wait for node 3 to catch up"
+            async with lock.cursor() as cur:
+                await cur.execute("UNLOCK TABLES")
+            assert await asyncio.wait_for(task, 30) == [create(1, seed)]
+        finally:
+            async with lock.cursor() as cur:
+                await cur.execute("UNLOCK TABLES")
+            await lock.ensure_closed()
+            await reader.close()
+            await writer.close()
+            await wait_synced(cluster)
+
+    asyncio.run(scenario())
+
+
+def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: Path) -> None:
+    """Another client keeps updating the same row through node 2 while the engine updates
+    it through node 1: some of the engine's commits fail certification (1213) and are
+    retried as SELECT + UPDATE units, counted by take_retries."""
+    from asyncbench.engine import EngineConfig
+    from engines.mysql import MySqlEngine
+    from workloads.profile_store.profiles import create, update
+
+    seed = 570123434
+
+    async def scenario() -> tuple[int, int]:
+        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 1), 50, seed))
+        await engine.open(reset=True)
+        await engine.insert([create(1, seed)], [])
+        (h2, p2), env = cluster.hosts[1], cluster.exports
+        stop = asyncio.Event()
+        hammered = 0
+
+        async def hammer() -> None:
+            nonlocal hammered
+            import asyncmy
+
+            conn = await asyncmy.connect(
+                host=h2, port=p2, user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"],
+                database="asyncbench_galera", autocommit=True,
+            )  # fmt: skip
+            try:
+                async with conn.cursor() as cur:
+                    while not stop.is_set():
+                        try:
+                            await cur.execute(
+                                "UPDATE profiles SET last_login = last_login + 1 WHERE user_id = 1"
+                            )
+                            hammered += 1
+                        except Exception:
+                            pass  # it loses conflicts too; it only has to keep writing
+            finally:
+                await conn.ensure_closed()
+
+        retries = updates = 0
+        task = asyncio.ensure_future(hammer())
+        try:
+            deadline = time.monotonic() + 60
+            while retries == 0 and time.monotonic() < deadline:
+                got = await engine.update([1] * 50, lambda p: update(p, seed), [])
+                assert len(got) == 50
+                updates += 50
+                retries += engine.take_retries()
+        finally:
+            stop.set()
+            await task
+            await engine.close()
+        assert hammered > 0
+        return retries, updates
+
+    retries, updates = asyncio.run(scenario())
+    assert retries > 0, f"no certification conflict in {updates} contended updates"
 
 
 def test_status_env_and_private_state(cluster: Cluster) -> None:

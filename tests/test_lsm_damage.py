@@ -16,8 +16,8 @@ from asyncbench.engine import EngineConfig, opened
 from engines.kv_recovery import CleanShutdownMarker
 from engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
 from engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
-from engines.store_dir import StoreDir
 from engines.lsm.tree import LsmTree, TreeOptions
+from engines.store_dir import StoreDir
 from workloads.profile_store.profiles import create_many
 
 FRAME = struct.Struct("<IIB")

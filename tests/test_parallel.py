@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured, status_line
+from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
 
 from asyncbench.phase_loop import bucket_by_uid, partition
 from workloads.profile_store.checksum import combine
@@ -33,6 +33,7 @@ def test_combined_checksum_is_the_fold_of_hex_strings_in_worker_order() -> None:
 @pytest.mark.parametrize("parallelism", ["1", "4"])
 def test_engines_agree_with_memory_at_p(parallelism: str, run_cli) -> None:
     engines = "memory,lsm,rocksdb,sqlite" + (",mysql" if mysql_configured() else "")
+    engines += ",postgres" if postgres_expected() else ""
     code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
     assert code == 0, output
     runs = {e["engine"]: e for e in results[0]["engines"]}

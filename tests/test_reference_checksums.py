@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured, status_line
+from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
 
 from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def _engine_params() -> list:
-    """Every shipped engine must run; only MySQL may be absent (it needs a server)."""
+    """Every shipped engine must run; only MySQL and PostgreSQL may be absent (they need a
+    server; under CI a missing PostgreSQL fails)."""
     params = []
-    for name in ("memory", "lsm", "rocksdb", "sqlite", "mysql"):
+    for name in ("memory", "lsm", "rocksdb", "sqlite", "mysql", "postgres"):
         marks = []
         if name == "mysql" and not mysql_configured():
             marks.append(
                 pytest.mark.skip(
                     reason="no MySQL server: set MYSQL_HOST/MYSQL_PORT (scripts/mysql-server start)"
                 )
+            )
+        if name == "postgres" and not postgres_expected():
+            marks.append(
+                pytest.mark.skip(reason="no PostgreSQL server: set PGHOST/PGPORT/... (scripts/postgres-server start)")
             )
         params.append(pytest.param(name, marks=marks, id=name))
     return params

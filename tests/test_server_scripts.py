@@ -349,6 +349,7 @@ async def postgres_checks(env: dict[str, str]) -> dict[str, str]:
     try:
         settings = {name: await conn.fetchval(f"SHOW {name}") for name in ("fsync", "synchronous_commit")}
         assert await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user") is False
+        await conn.execute("CHECKPOINT")  # the postgres engine's settle: granted via pg_checkpoint
         await conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
         await conn.execute("INSERT INTO t VALUES (1)")
         assert await conn.fetchval("SELECT count(*) FROM t") == 1

@@ -1,0 +1,554 @@
+"""PostgreSQL engine: a client/server database over TCP, driven through ``asyncpg``.
+
+One ``profiles`` table with the SQLite/MySQL schema (``user_id BIGINT PRIMARY KEY``, email
+UNIQUE, indexes on (country, status, user_id), (created_at, user_id) and (reputation DESC,
+user_id)) and the shared SQL store's statements (``engines/sql_profile_store.py``): the same
+WHERE, ORDER BY and LIMIT, one statement per operation (an update: its SELECT plus its
+UPDATE), every write its own autocommit transaction, one connection per worker. Every
+text column is ``COLLATE "C"``: strings compare byte by byte, which in UTF-8 is code point
+order, like the byte-ordered engines and MySQL's binary collation, whatever locale the
+database was created with.
+
+Why asyncpg: ``benchmarks/bench_postgres_driver.py`` measured it against psycopg 3's async
+connection, both with server-side prepared statements. On uvloop, per point SELECT,
+asyncpg took 78.8 µs wall / 30.9 µs client CPU and psycopg 98.3 / 59.1 µs (about half the
+client CPU); per 50-row index query 140.4 / 67.8 µs against 164.3 / 92.4 µs (25-40% less
+CPU). Its binary protocol decodes ints without text parsing, and the client's CPU per
+query is part of every number a one-round-trip-per-operation engine reports. Each
+connection prepares the dozen statements once (``Connection.prepare``) and runs them with
+``PreparedStatement.fetchrow``/``fetch``: bind and execute only, no parse or plan lookup.
+
+Plans: every connection runs with ``enable_sort = off``. Right after the bulk load the
+table has no statistics until autovacuum's ANALYZE gets to it, and meanwhile the planner
+estimates a created-at range at a few dozen rows and answers it with a bitmap scan of all
+~5_000 matching rows plus a top-N sort (about 1.3 ms instead of 0.03 ms per query), so
+the plan, and the number, would depend on when autovacuum ran. Without sorts every ORDER
+BY reads its index in order, which is the plan PostgreSQL picks anyway once statistics
+exist: the counterpart of the MySQL engine's FORCE INDEX. It changes no result: WHERE,
+ORDER BY and LIMIT are the shared SQL store's.
+
+Durability: ``synchronous_commit`` (``[engines.postgres] synchronous_commit``, default
+``off``) is set per connection. ``off`` is the counterpart of the reference MySQL's
+``innodb_flush_log_at_trx_commit=2``: every commit is written to the WAL, the WAL writer
+flushes it within ``wal_writer_delay`` (200 ms by default), a server crash can lose up to
+three times that of acknowledged commits and never corrupts the database. The effective
+values are read back (``SHOW``) from every endpoint into the report.
+
+Settle is ``CHECKPOINT`` (timed): it needs a superuser or, from PostgreSQL 15, the
+``pg_checkpoint`` role (``scripts/postgres-server`` grants it); ``open`` checks and fails
+with that message instead of failing at the end of a run. Storage is
+``pg_total_relation_size`` of the table (heap, TOAST and every index), queried when the
+runner asks for it (not timed), so it is the server's figure. Peak memory is this client's
+only.
+
+Connection: ``[engines.postgres]`` ``host``/``port``/``database``/``user``/``password``, or
+``hosts = ["h1:5432", "h2:5432"]`` for several endpoints; where unset, libpq's variables
+``PGHOST``/``PGPORT``/``PGDATABASE``/``PGUSER``/``PGPASSWORD``. As in libpq, ``PGHOST`` (or
+``host``) may be a comma list, with ``PGPORT`` either one port for all hosts or a list of
+the same length; unlike libpq, which tries the hosts in order (failover), the engine
+connects worker ``w`` to endpoint ``w % K`` (see ``engines/endpoints.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import anyio.from_thread
+import asyncpg
+from anyio.abc import TaskGroup
+
+from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
+from engines.client_server import (
+    Endpoint,
+    assign,
+    hybridmethod,
+    parse_endpoint,
+    parse_endpoints,
+    summarize,
+    worker_map,
+)
+from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
+from workloads.profile_store.profiles import Profile
+from workloads.profile_store.store import Marks, Transform
+
+#: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
+#: and last_login are milliseconds since 1970, reputation at most 1_000_000).
+SCHEMA = (
+    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+        user_id BIGINT NOT NULL PRIMARY KEY,
+        email TEXT COLLATE "C" NOT NULL,
+        country TEXT COLLATE "C" NOT NULL,
+        status TEXT COLLATE "C" NOT NULL,
+        created_at BIGINT NOT NULL,
+        last_login BIGINT NOT NULL,
+        reputation INTEGER NOT NULL,
+        display_name TEXT COLLATE "C" NOT NULL,
+        bio TEXT COLLATE "C" NOT NULL,
+        CONSTRAINT idx_profiles_email UNIQUE (email)
+    )""",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON {TABLE} (country, status, user_id)",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON {TABLE} (created_at, user_id)",
+    f"CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON {TABLE} (reputation DESC, user_id)",
+)
+
+DIALECT = Dialect(placeholder=lambda i: f"${i}")
+
+DEFAULTS: dict[str, Any] = {
+    "host": "127.0.0.1",
+    "port": 5432,
+    "database": "asyncbench",
+    "user": "postgres",
+    "password": "",
+}
+ENV_VARS = {
+    "host": "PGHOST",
+    "port": "PGPORT",
+    "database": "PGDATABASE",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+}
+#: Every ORDER BY reads its index in order, whatever the statistics (module docstring).
+SESSION_PLANNER = {"enable_sort": "off"}
+SYNCHRONOUS_COMMIT = ("off", "local", "remote_write", "remote_apply", "on")
+CONNECT_TIMEOUT_S = 5
+#: Server settings read back from every endpoint for the report (``SHOW name``).
+READ_BACK = ("synchronous_commit", "fsync", "wal_writer_delay", "full_page_writes", "enable_sort")
+
+
+def retryable(exc: BaseException) -> bool:
+    """A write that lost a conflict and may simply run again: serialization failure or
+    deadlock victim (neither happens on one server with disjoint rows; a multi-primary
+    target may raise them)."""
+    return isinstance(exc, (asyncpg.SerializationError, asyncpg.DeadlockDetectedError))
+
+
+def validate_settings(settings: Mapping[str, Any]) -> None:
+    """ValueError naming the setting: synchronous_commit's value, the endpoints' shape."""
+    sc = settings.get("synchronous_commit", "off")
+    if not isinstance(sc, str) or sc.lower() not in SYNCHRONOUS_COMMIT:
+        raise ValueError(f"synchronous_commit must be one of {', '.join(SYNCHRONOUS_COMMIT)}, got {sc!r}")
+    hosts = settings.get("hosts") or []
+    if hosts:
+        try:
+            parse_endpoints(hosts, DEFAULTS["port"])
+        except ValueError as exc:
+            raise ValueError(f"hosts: {exc}") from None
+    port = settings.get("port", 0)
+    if isinstance(port, int) and not 0 <= port <= 65535:  # 0: PGPORT or 5432
+        raise ValueError(f"port must be between 1 and 65535, got {port}")
+
+
+def _libpq_endpoints(hosts: str, ports: str) -> list[Endpoint]:
+    """libpq's multi-host rule: N hosts with one port, or N hosts with N ports."""
+    host_list = [h.strip() for h in hosts.split(",")]
+    port_list = [p.strip() for p in ports.split(",")]
+    if len(port_list) == 1:
+        port_list *= len(host_list)
+    if len(port_list) != len(host_list):
+        raise ValueError(f"{len(host_list)} hosts ({hosts!r}) but {len(port_list)} ports ({ports!r})")
+    out = []
+    for h, p in zip(host_list, port_list, strict=True):
+        if not h:
+            raise ValueError(f"empty host in {hosts!r}")
+        out.append(parse_endpoint(f"{h}:{p or DEFAULTS['port']}" if ":" not in h else h, DEFAULTS["port"]))
+    return out
+
+
+def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Endpoints, database, user, password and synchronous_commit, from the TOML, else
+    libpq's variables, else the defaults.
+
+    ``hosts`` (a TOML list) wins; else ``host``/``port`` (TOML, else ``PGHOST``/``PGPORT``)
+    each may be a comma list (libpq's rule). Other keys: TOML value if set, else the
+    variable, else the default.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for key in ("host", "port", "database", "user", "password"):
+        value = settings.get(key)
+        if value in (None, "", 0):
+            value = env.get(ENV_VARS[key]) or DEFAULTS[key]
+        out[key] = str(value)
+    hosts = settings.get("hosts") or []
+    if hosts:
+        endpoints = parse_endpoints(hosts, int(DEFAULTS["port"]))
+    else:
+        try:
+            endpoints = _libpq_endpoints(out["host"], out["port"])
+        except ValueError as exc:
+            raise ValueError(f"PostgreSQL host/port: {exc}") from None
+    sc = str(settings.get("synchronous_commit") or "off").lower()
+    return {
+        "endpoints": endpoints,
+        "database": out["database"],
+        "user": out["user"],
+        "password": out["password"],
+        "synchronous_commit": sc,
+    }
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Session:
+    """One asyncpg connection with the store's statements prepared on it, as the shared
+    SQL store's :class:`AsyncSession` (a worker owns one: a connection runs one query at a
+    time)."""
+
+    def __init__(self, conn: asyncpg.Connection, endpoint: Endpoint, sql: Statements) -> None:
+        self.conn = conn
+        self.endpoint = endpoint
+        self.sql = sql
+        self._fetchrow: dict[str, Any] = {}
+        self._fetch: dict[str, Any] = {}
+        self._fetchval: dict[str, Any] = {}
+        self.store = AsyncSqlProfileStore(self, sql, retryable=retryable)
+
+    async def prepare(self) -> None:
+        """Prepare every statement once (the table must exist): later executions only bind."""
+        for text in vars(self.sql).values():
+            stmt = await self.conn.prepare(text)
+            self._fetchrow[text], self._fetch[text], self._fetchval[text] = (
+                stmt.fetchrow,
+                stmt.fetch,
+                stmt.fetchval,
+            )
+
+    async def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        try:
+            await conn.close(timeout=CONNECT_TIMEOUT_S)  # polite Terminate
+        except Exception:
+            conn.terminate()  # the transport is gone or broken: just drop it
+
+    # AsyncSession, on the prepared statements
+    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
+        return await self._fetchrow[statement](*args)
+
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        return await self._fetch[statement](*args)
+
+    async def execute(self, statement: str, args: Sequence[Any]) -> None:
+        await self._fetchval[statement](*args)
+
+
+class PostgresEngine(Engine):
+    """PostgreSQL over TCP; see the module docstring for the schema, driver and durability."""
+
+    name = "postgres"
+    needs_stabilization = False
+    persistent = True
+    default_settings: ClassVar[Mapping[str, Any]] = {
+        "host": "",
+        "port": 0,
+        "hosts": [],
+        "database": "",
+        "user": "",
+        "password": "",
+        "synchronous_commit": "off",
+    }
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        validate_settings(settings)
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        validate_settings(self.settings)
+        self.conn_settings = resolve_settings(self.settings)
+        self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
+        self.sql = Statements.build(DIALECT, self.limit)
+        self._session: Session | None = None
+        self._worker_sessions: list[Session] = []
+        #: endpoint -> SHOW values (server_version and READ_BACK), read at open
+        self._nodes: dict[str, dict[str, str]] = {}
+        self._storage_bytes: int | None = None
+
+    # --- lifecycle --------------------------------------------------------------------
+    async def connect(self, endpoint: Endpoint, worker: int | None = 0) -> asyncpg.Connection:
+        """A new connection to ``endpoint`` with the session's settings; EngineUnavailable
+        when no server answers there. A missing database is created (the user may)."""
+        s = self.conn_settings
+        kwargs: dict[str, Any] = dict(
+            host=endpoint.host,
+            port=endpoint.port,
+            user=s["user"],
+            password=s["password"],
+            timeout=CONNECT_TIMEOUT_S,
+            server_settings={
+                "synchronous_commit": s["synchronous_commit"],
+                # pg_stat_activity tells the workers' connections apart
+                "application_name": "asyncbench-probe" if worker is None else f"asyncbench-w{worker}",
+                "client_min_messages": "warning",  # no NOTICE for DROP TABLE IF EXISTS
+                **SESSION_PLANNER,
+            },
+        )
+        try:
+            try:
+                return await asyncpg.connect(database=s["database"], **kwargs)
+            except asyncpg.InvalidCatalogNameError:
+                pass
+            admin = await asyncpg.connect(database="postgres", **kwargs)
+            try:
+                await admin.execute(f"CREATE DATABASE {_quote_ident(s['database'])} ENCODING 'UTF8'")
+            except asyncpg.DuplicateDatabaseError:
+                pass  # created meanwhile by another connection
+            finally:
+                await admin.close()
+            return await asyncpg.connect(database=s["database"], **kwargs)
+        except (OSError, TimeoutError, asyncpg.CannotConnectNowError) as exc:
+            raise EngineUnavailable(
+                f"no PostgreSQL server reachable at {endpoint} ({type(exc).__name__}: {exc}); "
+                "start one with scripts/postgres-server"
+            ) from exc
+
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        first = self.endpoints[0]
+        session = Session(await self.connect(first, 0), first, self.sql)
+        try:
+            await self._check_checkpoint_allowed(session.conn)
+            if reset:
+                await session.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+            for statement in SCHEMA:
+                await session.conn.execute(statement)
+            await session.prepare()
+        except BaseException:
+            await session.close()
+            raise
+        self._session = session
+        self._storage_bytes = None
+        try:  # P > 1: a connection per worker, worker w on endpoint w % K
+            for w, e in enumerate(assign(self.config.workers, len(self.endpoints))):
+                if w == 0:
+                    continue
+                endpoint = self.endpoints[e]
+                extra = Session(await self.connect(endpoint, w), endpoint, self.sql)
+                self._worker_sessions.append(extra)
+                await extra.prepare()
+            await self._read_nodes()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _check_checkpoint_allowed(self, conn: asyncpg.Connection) -> None:
+        """Fail now, not at settle, when this user may not run CHECKPOINT."""
+        allowed = await conn.fetchval(
+            "SELECT rolsuper OR CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint') "
+            "THEN pg_has_role(current_user, 'pg_checkpoint', 'MEMBER') ELSE false END "
+            "FROM pg_roles WHERE rolname = current_user"
+        )
+        if not allowed:
+            raise RuntimeError(
+                f"PostgreSQL user {self.conn_settings['user']!r} may not run CHECKPOINT (the settle step): "
+                "it needs superuser or, from PostgreSQL 15, membership of pg_checkpoint "
+                f"(GRANT pg_checkpoint TO {self.conn_settings['user']}); scripts/postgres-server grants it"
+            )
+
+    async def _read_nodes(self) -> None:
+        """Server version and effective settings of every endpoint (a probe connection for
+        an endpoint no worker uses), for the report."""
+        sessions = {str(s.endpoint): s for s in self._sessions()}
+        nodes: dict[str, dict[str, str]] = {}
+        for endpoint in self.endpoints:
+            key = str(endpoint)
+            if key in nodes:
+                continue
+            session = sessions.get(key)
+            conn = session.conn if session is not None else await self.connect(endpoint, None)
+            try:
+                values = {"server_version": await conn.fetchval("SHOW server_version")}
+                for name in READ_BACK:
+                    values[name] = await conn.fetchval(f"SHOW {name}")
+                values["role"] = "standby" if await conn.fetchval("SELECT pg_is_in_recovery()") else "primary"
+            finally:
+                if session is None:
+                    await conn.close()
+            nodes[key] = values
+        self._nodes = nodes
+
+    def _sessions(self) -> list[Session]:
+        return [s for s in (self._session, *self._worker_sessions) if s is not None]
+
+    def worker(self, index: int) -> PostgresEngine:
+        """A view of this engine bound to worker ``index``'s own connection."""
+        if index == 0:
+            return self
+        view = copy.copy(self)
+        view._session = self._worker_sessions[index - 1]
+        view._worker_sessions = []
+        return view
+
+    async def close(self) -> None:
+        sessions = self._sessions()
+        self._session, self._worker_sessions = None, []
+        for session in sessions:
+            await session.close()
+
+    def take_retries(self) -> int:
+        total = 0
+        for session in self._sessions():
+            total += session.store.retries
+            session.store.retries = 0
+        return total
+
+    async def settle(self) -> None:
+        """CHECKPOINT: every dirty page written and fsynced, the WAL up to here made
+        redundant (the counterpart of SQLite's WAL checkpoint)."""
+        try:
+            await self._db.conn.execute("CHECKPOINT")
+        except asyncpg.InsufficientPrivilegeError as exc:
+            raise RuntimeError(
+                f"CHECKPOINT refused ({exc}): grant pg_checkpoint to {self.conn_settings['user']!r}"
+            ) from exc
+
+    def storage_bytes(self) -> int:
+        """``pg_total_relation_size`` of the table: heap, TOAST and every index.
+
+        The protocol's storage call is synchronous and the runner makes it from a worker
+        thread (outside the timed settle), so the query runs on the event loop from here.
+        """
+        try:
+            size = anyio.from_thread.run(self._table_size)
+        except RuntimeError as exc:
+            if "worker thread" not in str(exc) and "event loop" not in str(exc):
+                raise
+            raise RuntimeError(
+                "PostgresEngine.storage_bytes queries the server: call it from a worker thread "
+                "(await anyio.to_thread.run_sync(engine.storage_bytes)), as the runner does"
+            ) from exc
+        self._storage_bytes = size
+        return size
+
+    async def _table_size(self) -> int:
+        return int(await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')"))
+
+    @property
+    def _db(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("PostgreSQL engine is not open")
+        return self._session
+
+    # --- operations: the shared SQL store over this worker's session --------------------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await self._db.store.insert(profiles, marks)
+
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
+        return await self._db.store.read(self.sql.by_id, uids, marks)
+
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
+        return await self._db.store.read(self.sql.by_email, emails, marks)
+
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_country_status, queries, True, marks)
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_country_status, queries, False, marks)
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_created_at, ranges, True, marks)
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_created_at, ranges, False, marks)
+
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await self._db.store.select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
+
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
+        return await self._db.store.select_many(self.sql.query_top_reputation, [()] * times, False, marks)
+
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await self._db.store.update(uids, transform, marks)
+
+    async def count(self) -> int:
+        return await self._db.store.count()
+
+    # --- facts ------------------------------------------------------------------------
+    def _effective(self, name: str) -> str | None:
+        """One setting over every endpoint (None before open)."""
+        if not self._nodes:
+            return None
+        return summarize({node: values.get(name) for node, values in self._nodes.items()})
+
+    def facts(self) -> EngineFacts:
+        s = self.conn_settings
+        endpoints = [str(e) for e in self.endpoints]
+        sc, fsync, delay = (self._effective(n) for n in ("synchronous_commit", "fsync", "wal_writer_delay"))
+        settings = [
+            Setting("server" if len(endpoints) == 1 else "servers", ", ".join(endpoints)),
+            Setting("database", s["database"]),
+            Setting("user", s["user"]),
+            Setting("synchronous_commit", s["synchronous_commit"], sc),
+            Setting("fsync", "server setting", fsync),
+            Setting("wal_writer_delay", "server setting", delay),
+            Setting("full_page_writes", "server setting", self._effective("full_page_writes")),
+            Setting("enable_sort", "off (each ORDER BY reads its index)", self._effective("enable_sort")),
+            Setting("table", 'heap, text columns COLLATE "C", primary key + 4 secondary indexes'),
+            Setting("driver", "asyncpg (statements prepared once per connection, binary protocol)"),
+        ]
+        if sc is None:
+            sync = after_crash = ""
+        elif fsync == "off":
+            sync, after_crash = "never (fsync=off)", "a server or OS crash can corrupt the cluster"
+        elif sc == "off":
+            sync = f"by the WAL writer every {delay} (commits do not wait for it)"
+            after_crash = (
+                f"a server crash loses at most about 3 x {delay} of acknowledged commits; "
+                "the database stays consistent"
+            )
+        else:
+            sync, after_crash = "per commit", "every acknowledged commit survives"
+        versions = self.library_versions()
+        cluster: dict[str, str] = {}
+        if len(self.endpoints) > 1:
+            nodes = ", ".join(
+                f"{node} ({v.get('role', '?')}, PostgreSQL {v.get('server_version', '?')})"
+                for node, v in self._nodes.items()
+            )
+            cluster = {
+                "nodes": f"{len(self.endpoints)} endpoints: {nodes or ', '.join(endpoints)}",
+                "workers": worker_map(self.config.workers, self.endpoints),
+                "replication": "not managed by the engine (it spreads connections; it does not fail over)",
+            }
+        return EngineFacts(
+            settings=settings,
+            durability=Durability(
+                log="write-ahead log (WAL)",
+                sync=sync,
+                write_unit="one autocommit transaction per insert and per update",
+                after_crash=after_crash,
+                parameters={
+                    "synchronous_commit": sc or "unknown until connected",
+                    "fsync": fsync or "unknown until connected",
+                    "wal_writer_delay": delay or "unknown until connected",
+                },
+            ),
+            memory_scope=MemoryScope.CLIENT_ONLY,
+            storage_method=StorageMethod.SERVER_ESTIMATE,
+            versions=versions,
+            endpoints=endpoints,
+            cluster=cluster,
+            colour="#336791",
+        )
+
+    @hybridmethod
+    def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance
+        """asyncpg's version; after open also each endpoint's server version."""
+        try:
+            versions = {"asyncpg": importlib.metadata.version("asyncpg")}
+        except importlib.metadata.PackageNotFoundError:
+            versions = {"asyncpg": asyncpg.__version__}
+        nodes = getattr(self_or_cls, "_nodes", None)
+        if not isinstance(nodes, dict):
+            return versions
+        for node, values in nodes.items():
+            key = "server" if len(nodes) == 1 else f"server {node}"
+            versions[key] = values.get("server_version", "unknown")
+        return versions
