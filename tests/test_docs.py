@@ -1,0 +1,32 @@
+"""The README's commands and links must work from a fresh clone."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_links_point_at_files_in_the_repository() -> None:
+    for target in re.findall(r"\]\(([^)#:]+)\)", _readme()):
+        assert (ROOT / target).exists(), f"README links {target}, which is not in the repository"
+    assert "shared/spec" not in _readme()
+
+
+def test_running_section_uses_the_virtual_environment() -> None:
+    section = _readme().split("## Running", 1)[1].split("\n## ", 1)[0]
+    commands = [line for line in section.splitlines() if "-m asyncbench" in line]
+    assert commands and all(line.startswith(".venv/bin/python -m asyncbench") for line in commands)
+    assert "source .venv/bin/activate" in section
+
+
+def test_workload_spec_states_the_reference_checksums() -> None:
+    from workloads.profile_store.reference import REFERENCE_CHECKSUMS
+
+    spec = (ROOT / "docs" / "workload.md").read_text()
+    for name, checksum in REFERENCE_CHECKSUMS.items():
+        assert f"| {name} | `{checksum}` |" in spec
