@@ -21,7 +21,7 @@ from asyncbench.config import (
     check_repeats,
     load,
 )
-from asyncbench.result import EXIT_BAD_INPUT
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 
 EPILOG = """\
 exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
@@ -45,7 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "plan", nargs="?", default="benchmarks.toml", help="TOML plan file (default: benchmarks.toml)"
+        "plan", nargs="?", help="TOML plan file; without one, usage and the plans found here are printed"
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
     )
     p.add_argument(
         "--engine", help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all"
@@ -179,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.result_file),
             Path(args.log_file),
         )
+    if args.plan is None:
+        from asyncbench.plans import usage
+
+        print(usage(build_parser()), file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)
@@ -190,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from asyncbench.commands.run import run
+    from asyncbench.commands.run import confirm_start, run
 
+    if not confirm_start(cfg, args.yes):
+        return EXIT_OK
     return run(cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv)

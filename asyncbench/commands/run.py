@@ -22,7 +22,27 @@ from asyncbench.signals import backend_options, watch_signals
 from asyncbench.stats import noise_advice, snapshot
 from workloads.profile_store import kernels
 
-__all__ = ["run", "utc_stamp"]
+__all__ = ["confirm_start", "run", "utc_stamp"]
+
+
+def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
+    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
+    import sys
+
+    from asyncbench.estimate import ASK_ABOVE_SECONDS, duration, estimate
+
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    est = estimate(cfg)
+    print("\n".join(est.lines(cfg)), file=stdout, flush=True)
+    long = est.seconds is not None and est.seconds > ASK_ABOVE_SECONDS
+    if yes or not long or not (stdin.isatty() and stdout.isatty()):
+        return True
+    print(f"Start this run of about {duration(est.seconds)}? [y/N] ", end="", file=stdout, flush=True)
+    answer = stdin.readline().strip().lower()
+    if answer in ("y", "yes"):
+        return True
+    print("asyncbench: not started (pass --yes to skip this question)", file=stdout)
+    return False
 
 
 def utc_stamp() -> str:
