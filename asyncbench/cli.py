@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", help="rows returned per scan/query")
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
-    p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
+    p.add_argument("--timeout-seconds", help="per-engine timeout in seconds; 0: no timeout")
     p.add_argument(
         "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
     )

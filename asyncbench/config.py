@@ -73,7 +73,7 @@ class BenchConfig:
     seed: int = 570123434
     limit: int = 50
     batch_size: int = 1_000
-    timeout_seconds: float = 120_000.0
+    timeout_seconds: float | None = 120_000.0  # None (0 in a plan or flag): no timeout
     engines: list[str] = field(default_factory=lambda: list(default_engines()))
     output: Path = Path("results")
     data: Path = Path("data")
@@ -117,6 +117,10 @@ def _number(where: str, key: str, v: Any) -> float:
     if not v > 0:
         raise ConfigError(where, key, f"must be positive, got {v!r}")
     return float(v)
+
+
+def _is_int_or_float(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _profiles(where: str, key: str, v: Any) -> list[int]:
@@ -347,8 +351,8 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.limit = _int(where, key, v, 1, 1_000_000)
     elif name == "batch_size":
         cfg.batch_size = _int(where, key, v, 1, 10_000_000)
-    elif name == "timeout_seconds":
-        cfg.timeout_seconds = _number(where, key, v)
+    elif name == "timeout_seconds":  # 0 disables the timeout, as in the reference
+        cfg.timeout_seconds = None if _is_int_or_float(v) and v == 0 else _number(where, key, v)
     elif name == "engines":
         cfg.engines, cfg.optional_engines = validate_engine_names(where, key, v)
     elif name == "output":

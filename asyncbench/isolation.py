@@ -63,7 +63,8 @@ class ChildEngineRun:
             reason = None
             async with await anyio.open_process(cmd, stdin=None, stdout=None, stderr=None) as proc:
                 try:
-                    with anyio.move_on_after(self.cfg.timeout_seconds + CHILD_GRACE_SECONDS) as scope:
+                    limit = self.cfg.timeout_seconds
+                    with anyio.move_on_after(None if limit is None else limit + CHILD_GRACE_SECONDS) as scope:
                         await proc.wait()
                     if scope.cancelled_caught:
                         proc.kill()
