@@ -148,6 +148,8 @@ class ConsoleObserver(Observer):
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action == "ops" else ""
         checksum = result.checksum or ""
+        if result.close_seconds is not None:
+            throughput = f"close {result.close_seconds:.3f} s"
         self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
 
     def engine_end(self, result: EngineResult) -> None:

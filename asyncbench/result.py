@@ -67,6 +67,9 @@ class PhaseResult:
     count: int | None = None
     post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
+    #: Reopen only: closing the store before it, timed apart; ``seconds`` is the open alone,
+    #: as the reference times reopen (it does not time the dispose).
+    close_seconds: float | None = None
     #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
     #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
     latency: dict[str, Any] | None = None

@@ -138,6 +138,8 @@ class EngineRun:
         assert engine is not None
         kind = PHASES[spec.kind]
 
+        close_seconds: float | None = None
+
         def result(
             ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
         ) -> PhaseResult:
@@ -154,6 +156,7 @@ class EngineRun:
                 count=spec.count,
                 post_update=spec.post_update,
                 skipped=skipped,
+                close_seconds=close_seconds,
             )
 
         if kind.action is Action.STABILIZE and not engine.needs_stabilization:
@@ -180,7 +183,9 @@ class EngineRun:
             elif kind.action is Action.SETTLE:
                 await engine.settle()
             elif kind.action is Action.REOPEN:
-                await self._reopen()
+                close_seconds = await self._close_for_reopen()
+                t0 = perf_counter()  # the reopen phase times the open alone
+                await self._open_again()
             elif kind.action is Action.VERIFY:
                 checksum = await verify_checksum(self.engine, self.plan.counts.profiles)
                 ops = VERIFY_OPS
@@ -196,11 +201,18 @@ class EngineRun:
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
-    async def _reopen(self) -> None:
-        """Close, then open the same store with reset off (a fresh adapter when persistent)."""
+    async def _close_for_reopen(self) -> float:
+        """Close the store before a reopen; returns the seconds it took (reported apart)."""
+        engine = self.engine
+        assert engine is not None
+        t0 = perf_counter()
+        await engine.close()
+        return perf_counter() - t0
+
+    async def _open_again(self) -> None:
+        """Open the same store with reset off (a fresh adapter when persistent)."""
         engine = self.engine
         assert engine is not None and self.background is not None
-        await engine.close()
         if engine.persistent:
             self.engine = None  # a failing constructor must not leave a closed engine to close again
             self.engine = type(engine)(engine.config)
