@@ -393,7 +393,8 @@ def resource_footprint(run: RunResult) -> Figure:
             notes.append(f"{e.engine}: writes no files, so its storage is 0 B.")
     notes.append(
         f"{report.storage_note(run)} Process peak memory: "
-        "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
+        "peak RSS of the benchmark process while the engine ran (interpreter and harness included). "
+        + fmt.SIZE_UNIT_NOTE
     )
     body = max(len(engines), 1) * 0.45 + AXIS_IN
     fig = _figure(
@@ -416,7 +417,7 @@ def resource_footprint(run: RunResult) -> Figure:
     for ax, (xlabel, value, suffix) in zip(axes, panels, strict=True):
         _style_axis(ax)
         vals = [value(e) for e in engines]
-        top = max((v for v in vals if v), default=0) / 1e6 or 1.0
+        top = max((v for v in vals if v), default=0) / fmt.MB or 1.0
         for y, e, v in zip(ys, engines, vals, strict=True):
             if v is None:
                 ax.text(
@@ -425,14 +426,14 @@ def resource_footprint(run: RunResult) -> Figure:
                 continue
             ax.barh(
                 y,
-                v / 1e6,
+                v / fmt.MB,
                 height=0.62,
                 color=engine_colour(e),
                 hatch="//" if _incomplete(e) else None,
                 linewidth=0,
             )
             ax.text(
-                v / 1e6, y, f"  {fmt.size(v)}{suffix(e)}", va="center", ha="left", fontsize=8.5, color=TEXT
+                v / fmt.MB, y, f"  {fmt.size(v)}{suffix(e)}", va="center", ha="left", fontsize=8.5, color=TEXT
             )
         ax.set_xlim(0, top * 1.55)
         ax.set_xlabel(xlabel)

@@ -234,7 +234,7 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "timed apart (Close).",
         "Stabilization (flush and compaction) is timed separately and only for engines that ask for it; "
         "Write Readiness adds it to the write phase it follows.",
-        storage_note(run),
+        storage_note(run) + " " + fmt.SIZE_UNIT_NOTE,
         (
             "Process peak memory is the peak RSS of the process that ran the engine, sampled every 100 ms; "
             "it includes the Python interpreter and the harness. Each engine ran in its own child process, "
