@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles", help="profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts"
     )
     p.add_argument("--seed", help="signed 32-bit seed of the generator and the plan")
-    p.add_argument("--parallelism", help="concurrent workers per phase (P)")
+    p.add_argument(
+        "--parallelism", help="concurrent workers per phase (P), or a list 1,16: one run and report per level"
+    )
     p.add_argument("--batch-size", help="operations per batch (one event-loop/thread hop per batch)")
     p.add_argument("--limit", help="rows returned per scan/query")
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
@@ -128,8 +130,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         except ValueError:
             raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
         apply_run_key(cfg, where, "--seed", "seed", seed)
+    if args.parallelism is not None:
+        levels = [number("--parallelism", t) for t in args.parallelism.split(",")]
+        apply_run_key(cfg, where, "--parallelism", "parallelism", levels)
     for flag, key in (
-        ("--parallelism", "parallelism"),
         ("--batch-size", "batch_size"),
         ("--limit", "limit"),
         ("--repeat", "repeat"),

@@ -69,7 +69,8 @@ class BenchConfig:
     source: str
     name: str = "profile-store"
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
-    parallelism: int = 1
+    parallelism: int = 1  # the level running now (the first of ``parallelisms`` until then)
+    parallelisms: list[int] = field(default_factory=lambda: [1])  # every level, run in order
     seed: int = 570123434
     limit: int = 50
     batch_size: int = 1_000
@@ -84,6 +85,16 @@ class BenchConfig:
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     phases: list[PhaseSpec] = field(default_factory=list)
+
+    def levels(self) -> list[tuple[int, int]]:
+        """Every (profiles, parallelism) pair the plan runs, in order: one result each."""
+        return [(n, p) for n in self.profiles for p in self.parallelisms]
+
+    def at_level(self, parallelism: int) -> BenchConfig:
+        """This config running at one parallelism level (what a runner and a child use)."""
+        import dataclasses
+
+        return dataclasses.replace(self, parallelism=parallelism)
 
     def counts_for(self, profiles: int) -> Counts:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
@@ -343,8 +354,14 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.name = _str(where, key, v)
     elif name == "profiles":
         cfg.profiles = _profiles(where, key, v)
-    elif name == "parallelism":
-        cfg.parallelism = _int(where, key, v, 1, MAX_PARALLELISM)
+    elif name == "parallelism":  # one level or a list (the reference's --parallelism 1,16)
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(where, key, "must name at least one level")
+        levels = [_int(where, key, x, 1, MAX_PARALLELISM) for x in values]
+        if len(set(levels)) != len(levels):
+            raise ConfigError(where, key, f"repeats a level: {levels}")
+        cfg.parallelisms, cfg.parallelism = levels, levels[0]
     elif name == "seed":
         cfg.seed = _int(where, key, v, INT32_MIN, INT32_MAX)
     elif name == "limit":
@@ -415,7 +432,10 @@ def to_json(cfg: BenchConfig) -> bytes:
     import orjson
 
     doc = {
-        **{k: getattr(cfg, k) for k in ("source", "name", "profiles", "parallelism", "seed", "limit")},
+        **{
+            k: getattr(cfg, k)
+            for k in ("source", "name", "profiles", "parallelism", "parallelisms", "seed", "limit")
+        },
         **{
             k: getattr(cfg, k)
             for k in ("batch_size", "timeout_seconds", "engines", "counts", "engine_settings")

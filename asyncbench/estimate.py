@@ -67,7 +67,8 @@ class Estimate:
     def lines(self, cfg: BenchConfig) -> list[str]:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
-            f"asyncbench: plan {cfg.source}: {counts} profiles, P{cfg.parallelism}, "
+            f"asyncbench: plan {cfg.source}: {counts} profiles, "
+            f"P{','.join(map(str, cfg.parallelisms))}, "
             f"engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
@@ -158,7 +159,7 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
 
 
 def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
-    per_engine_ops = sum(plan_operations(cfg, n) for n in cfg.profiles) * cfg.repeat
+    per_engine_ops = sum(plan_operations(cfg, n) for n, _p in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
     found = from_history(cfg)
     if found is None:

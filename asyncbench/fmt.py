@@ -8,6 +8,15 @@ def count(n: int) -> str:
     return f"{n:_d}"
 
 
+def short_count(n: int) -> str:
+    """``2000000`` -> ``2M``, ``100000`` -> ``100K``, ``1500000`` -> ``1.5M``: the reference's titles."""
+    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "K")):
+        if n >= div and (n * 10) % div == 0:
+            value = n / div
+            return f"{value:.0f}{suffix}" if value == int(value) else f"{value:.1f}{suffix}"
+    return str(n)
+
+
 def ms(seconds: float | None) -> str:
     """Seconds -> ``7_752 ms``."""
     if seconds is None:

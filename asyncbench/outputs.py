@@ -8,8 +8,10 @@ from asyncbench import report
 from asyncbench.result import RunResult, write_atomic
 
 
-def result_dir(output: Path, profiles: int) -> Path:
-    return output / f"profiles-{profiles}"
+def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
+    """``OUTPUT/profiles-N-pP``: one folder per (profiles, parallelism) level, named as the
+    reference names its output folders."""
+    return output / f"profiles-{profiles}-p{parallelism}"
 
 
 def write_run(

@@ -32,8 +32,8 @@ def _stabilize(e: EngineResult, which: str) -> PhaseResult | None:
 
 
 def _secs(p: PhaseResult | None) -> str:
-    if p is None:
-        return "-"
+    if p is None:  # the reference's word for a figure that does not apply or was not reached
+        return "n/a"
     return "n/a" if p.skipped else fmt.ms(p.seconds)
 
 
@@ -44,7 +44,7 @@ def _action_time(e: EngineResult, action: str) -> str:
 def _close_time(e: EngineResult) -> str:
     """The close before the reopen phase, timed apart from the open."""
     p = next((p for p in e.phases if p.action == "reopen"), None)
-    return "-" if p is None or p.close_seconds is None else fmt.ms(p.close_seconds)
+    return "n/a" if p is None or p.close_seconds is None else fmt.ms(p.close_seconds)
 
 
 def completed_phase_seconds(e: EngineResult) -> float:
@@ -57,7 +57,7 @@ def total_by_engine(run: RunResult) -> list[str]:
         rows.append(
             [
                 e.engine,
-                e.status_text(),
+                "Completed" if e.ok else e.status_text(),
                 fmt.ms(e.run_seconds),
                 fmt.ms(completed_phase_seconds(e)),
                 _secs(_stabilize(e, "pre")),
@@ -68,7 +68,7 @@ def total_by_engine(run: RunResult) -> list[str]:
                 _action_time(e, "verify"),
                 fmt.size(e.storage_bytes),
                 fmt.size(e.peak_rss_bytes),
-                f"`{e.final_checksum}`" if e.final_checksum else "-",
+                f"`{e.final_checksum}`" if e.final_checksum else "n/a",
             ]
         )
     header = [
@@ -97,7 +97,7 @@ def write_readiness(run: RunResult) -> list[str]:
             op = next((p for p in e.phases if p.kind == kind), None)
             st = _stabilize(e, which)
             if op is None:
-                cells += ["-", "-", "-", "-"]
+                cells += ["n/a"] * 4
                 continue
             ready = op.seconds + (st.seconds if st and not st.skipped else 0.0)
             cells += [fmt.ms(op.seconds), _secs(st), fmt.ms(ready), fmt.rate(op.ops, ready)]
@@ -136,7 +136,7 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
             row = [run.phases[i]["name"]]
             for e in run.engines:
                 p = e.phase_at(i)
-                row.append(_rate(groups, e.engine, p) if p else "-")
+                row.append(_rate(groups, e.engine, p) if p else "n/a")
             rows.append(row)
         out += _table(["Phase"] + [e.engine for e in run.engines], rows) + [""]
     for e in run.engines:
@@ -307,6 +307,12 @@ def stability(run: RunResult) -> list[str]:
     return lines
 
 
+def title(run: RunResult) -> str:
+    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``."""
+    system = run.environment.get("os") or "unknown OS"
+    return f"Benchmark {fmt.short_count(run.profiles)} Profiles / P{run.parallelism} - {system}"
+
+
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
 
@@ -317,15 +323,16 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     full, run = run, collapse(run)
     engines = ", ".join(e.engine for e in run.engines) or "none"
     lines = [
-        f"# asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
+        f"# {title(run)}",
         "",
-        f"Started {run.started_utc} · engines: {engines} · plan `{run.source}`",
+        f"asyncbench · {run.name} · {fmt.count(run.profiles)} profiles · P{run.parallelism} · "
+        f"started {run.started_utc} · engines: {engines} · plan `{run.source}`",
         "",
     ]
     if run.interrupted:
         lines += [f"> **Partial report: {run.interrupted}.**", ""]
-    for title, path in charts:
-        lines += [f"![{title}]({path})", ""]
+    for chart_title, path in charts:
+        lines += [f"![{chart_title}]({path})", ""]
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
     if not run.accelerated:

@@ -276,23 +276,27 @@ class Benchmark:
         async with anyio.create_task_group() as tg:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
-            for profiles in self.cfg.profiles:
-                counts = self.cfg.counts_for(profiles)
-                plan = None if self.cfg.isolate else await self._draw(counts)  # children draw their own
-                run = new_result(self.cfg, counts, self.started_utc)
+            plans: dict[int, Plan | None] = {}
+            for profiles, parallelism in self.cfg.levels():
+                cfg = self.cfg.at_level(parallelism)
+                counts = cfg.counts_for(profiles)
+                if profiles not in plans:  # children draw their own; one plan serves every P
+                    plans = {profiles: None if cfg.isolate else await self._draw(counts)}
+                plan = plans[profiles]
+                run = new_result(cfg, counts, self.started_utc)
                 self.results.append(run)
-                for repeat in range(self.cfg.repeat):  # interleaved: A B C A B C ...
-                    for name in self.cfg.engines:
+                for repeat in range(cfg.repeat):  # interleaved: A B C A B C ...
+                    for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun
                         if plan is None:
-                            engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
+                            engine_run = ChildEngineRun(cfg, name, profiles, self.log_path, self.observer)
                         else:
-                            engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
+                            engine_run = EngineRun(cfg, name, plan, self.observer, self.sampler)
                         try:
                             await engine_run.run()
                         finally:  # an interrupted engine still reports what it completed
                             engine_run.result.repeat = repeat
-                            engine_run.result.warmup = repeat < self.cfg.warmup
+                            engine_run.result.warmup = repeat < cfg.warmup
                             run.engines.append(engine_run.result)
                             self.on_progress(run)
             tg.cancel_scope.cancel()

@@ -34,7 +34,7 @@ def sample() -> RunResult:
 @pytest.fixture(scope="module")
 def rendered(sample: RunResult, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """The sample's six charts, rendered once for the module: (directory, title -> file name)."""
-    directory = tmp_path_factory.mktemp("charts") / "profiles-2000"
+    directory = tmp_path_factory.mktemp("charts") / "profiles-2000-p1"
     written = charts.write_charts(sample, directory, "20260101T000000Z")
     assert [t for t, _ in written] == TITLES
     return directory, dict(written)
@@ -192,7 +192,7 @@ def test_update_latest_copies_charts_and_links_them(
             latest.read_bytes() == (directory / f"asyncbench-20260101T000000Z-{chart.slug}.svg").read_bytes()
         )
         assert f"![{chart.title}](latest-{chart.slug}.svg)" in text
-    assert "(profiles-2000/asyncbench-20260101T000000Z.json)" in text
+    assert "(profiles-2000-p1/asyncbench-20260101T000000Z.json)" in text
 
 
 def test_png_conversion_when_a_rasterizer_is_present(rendered: tuple[Path, dict[str, str]]) -> None:

@@ -30,7 +30,7 @@ def test_quick_run_writes_json_markdown_and_log(tmp_path: Path, run_cli) -> None
     assert code == 0, output
     (run,) = results
     assert run["profiles"] == 2000 and run["counts"]["queries"] == 2000
-    md = next((tmp_path / "out" / "profiles-2000").glob("asyncbench-*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-2000-p1").glob("asyncbench-*.md")).read_text()
     for section in (
         "## Total By Engine",
         "## Correctness",
@@ -84,7 +84,7 @@ def test_timeout_records_interrupted_phase_and_writes_partial_report(test_engine
     (er,) = results[0]["engines"]
     assert status_line(er) == "Timed out after 1 seconds; interrupted: read by user id"
     assert [p["name"] for p in er["phases"]] == ["insert profiles", "pre-read stabilization"]
-    md = next((tmp_path / "out" / "profiles-2000").glob("*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-2000-p1").glob("*.md")).read_text()
     assert "Timed out after 1 seconds; interrupted: read by user id" in md
 
 
@@ -93,14 +93,14 @@ def test_checksum_mismatch_names_engine_and_phase(test_engines, run_cli, tmp_pat
     assert code == 1
     line = "CHECKSUM MISMATCH: engine wrong, phase 'lookup by email'"
     assert line in output
-    md = next((tmp_path / "out" / "profiles-10000").glob("*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-10000-p1").glob("*.md")).read_text()
     assert line in md
 
 
 def test_report_command_rerenders_from_json(run_cli, tmp_path) -> None:
     code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "1k")
     assert code == 0
-    json_path = next((tmp_path / "out" / "profiles-1000").glob("*.json"))
+    json_path = next((tmp_path / "out" / "profiles-1000-p1").glob("*.json"))
     md_path = json_path.with_suffix(".md")
     original = md_path.read_text()
     md_path.unlink()

@@ -82,7 +82,7 @@ def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         shutil.copytree(mnt / f"profiles-{PROFILES}" / name, store)
     finally:
         _umount(mnt)
-    (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}/asyncbench-*.json")]
+    (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}-p1/asyncbench-*.json")]
     (engine,) = result["engines"]
     return FullRun(
         proc.returncode, status_line(engine), engine.get("notes", []), proc.stdout + proc.stderr, store

@@ -65,7 +65,7 @@ def test_signal_writes_partial_report_and_exits_130(tmp_path: Path, signum: int,
     finally:
         proc.kill()
     assert proc.returncode == 130, stdout.decode()
-    (result_file,) = out.glob("profiles-2000/asyncbench-*.json")
+    (result_file,) = out.glob("profiles-2000-p1/asyncbench-*.json")
     run = orjson.loads(result_file.read_bytes())
     name = signal.Signals(signum).name
     assert run["interrupted"] == f"interrupted by {name}"

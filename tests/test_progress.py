@@ -128,8 +128,8 @@ def test_run_with_update_latest_and_no_progress(
     assert code == 0, text
     assert "\x1b[" not in text  # no terminal control codes: bars were off
     latest = (out / "latest.md").read_text()
-    (result,) = out.glob("profiles-1000/asyncbench-*.json")
-    assert f"(profiles-1000/{result.name})" in latest
+    (result,) = out.glob("profiles-1000-p1/asyncbench-*.json")
+    assert f"(profiles-1000-p1/{result.name})" in latest
     svgs = sorted(p.name for p in out.glob("latest-*.svg"))
     assert len(svgs) == 6
     for name in svgs:

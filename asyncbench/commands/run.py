@@ -68,14 +68,14 @@ def run(
     console, progress = terminal_observers(no_progress)  # console lines print above the bars
     # bars first, so a finished phase's bar is gone before its console line is printed
     observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
-    written: dict[int, tuple[Path, Path]] = {}
+    written: dict[tuple[int, int], tuple[Path, Path]] = {}
 
     def save(result: RunResult, final: bool = False) -> None:
         result.throughput = throughput_stats(result)
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
-        directory = result_dir(cfg.output, result.profiles)
-        written[result.profiles] = write_run(result, directory, stamp, charts=final)
+        directory = result_dir(cfg.output, result.profiles, result.parallelism)
+        written[result.profiles, result.parallelism] = write_run(result, directory, stamp, charts=final)
         if final and csv:
             write_csv(result, directory / f"asyncbench-{stamp}.csv")
         if final and update_latest:
@@ -114,7 +114,7 @@ def run(
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
                 console.message(f"  {advice}")
-        json_path, md_path = written[result.profiles]
+        json_path, md_path = written[result.profiles, result.parallelism]
         console.message(f"\nreport: {md_path}\nresult: {json_path}")
     code = exit_code(bench.results, agree, state["interrupted"] is not None)
     observer.run_end(exit_code=code, interrupted=state["interrupted"])
