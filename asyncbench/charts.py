@@ -473,6 +473,7 @@ def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str,
     recorded latency, the percentile distribution of the main phases and the latency over
     time of each write phase."""
     directory.mkdir(parents=True, exist_ok=True)
+    run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
     view = collapse(run)
     written = []
     for chart in CHARTS:

@@ -76,7 +76,8 @@ class ChildEngineRun:
                         self._collect(result_file, proc.returncode, "interrupted")
                     raise
             self._collect(result_file, proc.returncode, reason)
-        if not self.result.ok and not self.result.phases:
+        # the child's console said why it stopped; the parent speaks only when the child could not
+        if not self.result.ok and not self.result.phases and self.result.status is not Status.SKIPPED:
             self.observer.message(f"  !! {self.name}: {self.result.status_text()}")
         return self.result
 

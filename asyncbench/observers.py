@@ -9,7 +9,7 @@ import sys
 from typing import Any, TextIO
 
 from asyncbench import fmt
-from asyncbench.result import EngineResult, PhaseResult
+from asyncbench.result import EngineResult, PhaseResult, Status
 
 
 class Observer:
@@ -153,6 +153,9 @@ class ConsoleObserver(Observer):
         self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
 
     def engine_end(self, result: EngineResult) -> None:
+        if result.status is Status.SKIPPED:  # one line, nothing measured to show
+            self._print(f"  {result.status_text()}")
+            return
         if not result.ok:
             self._print(f"  !! {result.status_text()}")
         self._print(

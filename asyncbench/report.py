@@ -307,6 +307,12 @@ def stability(run: RunResult) -> list[str]:
     return lines
 
 
+def skipped_line(skipped: Sequence[EngineResult]) -> str:
+    """The one place a skipped engine appears: ``Skipped (not available here): mysql: <why>.``"""
+    seen = dict.fromkeys(f"{e.engine}: {e.detail}" for e in skipped)
+    return "Skipped (not available here): " + "; ".join(seen) + "."
+
+
 def title(run: RunResult) -> str:
     """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``."""
     system = run.environment.get("os") or "unknown OS"
@@ -318,6 +324,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
 
     With repeats, the tables show one row per engine (:func:`aggregate.collapse`: medians
     of the measured repeats) and throughput cells carry the spread."""
+    skipped = run.skipped()
+    run = run.without_skipped()
     verdict = judge(run)
     groups = {g.engine: g for g in group_runs(run)}
     full, run = run, collapse(run)
@@ -331,6 +339,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     ]
     if run.interrupted:
         lines += [f"> **Partial report: {run.interrupted}.**", ""]
+    if skipped:
+        lines += [skipped_line(skipped), ""]
     for chart_title, path in charts:
         lines += [f"![{chart_title}]({path})", ""]
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]

@@ -140,3 +140,26 @@ def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch,
     assert code == 0, output
     mysql, memory = results[0]["engines"]
     assert status_line(mysql).startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")
+
+
+def test_skipped_engine_appears_once_in_a_one_line_note(monkeypatch: pytest.MonkeyPatch, run_cli, tmp_path) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "asyncmy", None)
+    monkeypatch.delitem(sys.modules, "engines.mysql", raising=False)
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
+    code, _, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
+    assert code == 0, output
+    assert output.count("needs the Python package 'asyncmy'") == 1, output
+    folder = tmp_path / "out" / "profiles-1000-p1"
+    md = next(folder.glob("*.md")).read_text()
+    mysql_lines = [line for line in md.splitlines() if "mysql" in line]
+    assert mysql_lines == [
+        "Skipped (not available here): mysql: engine 'mysql' needs the Python package 'asyncmy': pip install asyncmy."
+    ]
+    svgs = list(folder.glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        text = svg.read_text()
+        assert "mysql" not in text and "not run" not in text, svg.name
+        assert "memory" in text, svg.name  # the SVG text (comments of the drawn glyphs) names engines
