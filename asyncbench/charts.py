@@ -77,9 +77,25 @@ def _status_note(e: EngineResult) -> str:
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
-def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
-    """A figure with a fixed header (title, subtitle) and footer (notes) around a constrained body."""
-    sub_lines = textwrap.wrap(subtitle, 125) or [""]
+def _context(run: RunResult) -> str:
+    """Profile count, P and machine: what a copied SVG needs to explain itself."""
+    env = run.environment
+    machine = ", ".join(
+        x
+        for x in (
+            env.get("cpu_model"),
+            f"{env['logical_cpus']} CPUs" if env.get("logical_cpus") else "",
+            env.get("os"),
+        )
+        if x
+    )
+    return f"{fmt.count(run.profiles)} profiles · P{run.parallelism}" + (f" · {machine}" if machine else "")
+
+
+def _figure(title: str, subtitle: str, body_in: float, notes: Sequence[str], run: RunResult) -> Figure:
+    """A figure with a fixed header (title, subtitle + the run's context) and footer (notes)
+    around a constrained body."""
+    sub_lines = textwrap.wrap(subtitle, 125) + textwrap.wrap(_context(run), 125)
     note_lines: list[str] = []
     for n in notes:
         note_lines += textwrap.wrap(n, 165, subsequent_indent="    ")
@@ -129,15 +145,25 @@ def _speed(ops: int, seconds: float) -> float:
 # -- 1. Execution Time ------------------------------------------------------------------------
 
 
+def _floor_names(run: RunResult) -> set[str]:
+    """Harness-floor engines (they store nothing): markers, never the 100% bar, when the
+    run has a real engine to scale to; alone, the floor is drawn like any engine."""
+    floors = {e.engine for e in run.engines if e.facts.harness_floor}
+    return floors if any(e.engine not in floors for e in run.engines) else set()
+
+
 def execution_time(run: RunResult) -> Figure:
-    engines = run.engines
-    times = {e.engine: report.completed_phase_seconds(e) for e in engines}
+    floor_names = _floor_names(run)
+    engines = [e for e in run.engines if e.engine not in floor_names]
+    floors = [e for e in run.engines if e.engine in floor_names]
+    times = {e.engine: report.completed_phase_seconds(e) for e in run.engines}
     baseline_pool = [times[e.engine] for e in engines if not _incomplete(e) and times[e.engine] > 0]
     if not baseline_pool:
-        baseline_pool = [t for t in times.values() if t > 0]
+        baseline_pool = [times[e.engine] for e in engines if times[e.engine] > 0]
     fastest = min(baseline_pool, default=0.0)
     order = sorted(engines, key=lambda e: (_incomplete(e), times[e.engine]))
     notes = [_status_note(e) for e in order if _incomplete(e)]
+    notes += [_floor_note(e, f"{fmt.ms(times[e.engine])} phases") for e in floors]
     notes.append(
         "Completed phase time sums the timed operation phases (stabilize, settle, reopen and verify excluded); "
         "run time is the engine's whole run, open to close."
@@ -145,10 +171,10 @@ def execution_time(run: RunResult) -> Figure:
     body = max(len(order), 1) * 0.45 + AXIS_IN
     fig = _figure(
         "Execution Time",
-        f"Completed phase time per engine relative to the fastest · {fmt.count(run.profiles)} profiles · "
-        "shorter is better",
+        "Completed phase time per engine relative to the fastest · shorter is better",
         body,
         notes,
+        run,
     )
     ax = fig.add_subplot()
     _style_axis(ax)
@@ -168,6 +194,11 @@ def execution_time(run: RunResult) -> Figure:
         if _incomplete(e):
             label += " · incomplete"
         ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
+    for e in floors:  # a dashed line where the harness alone would finish
+        if fastest > 0 and times[e.engine] > 0:
+            x = times[e.engine] / fastest
+            ax.axvline(x, color=MUTED, linestyle="--", linewidth=1)
+            ax.text(x, -0.45, f" harness floor ({e.engine})", fontsize=8, color=MUTED, va="bottom")
     top = max(ratios, default=1.0) or 1.0
     ax.set_xlim(0, top * 1.55)
     ax.set_yticks(list(ys), [e.engine for e in order], fontsize=10)
@@ -175,6 +206,13 @@ def execution_time(run: RunResult) -> Figure:
     ax.set_xlabel("completed phase time ÷ fastest engine's")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}x")
     return fig
+
+
+def _floor_note(e: EngineResult, figure: str) -> str:
+    return (
+        f"{e.engine} is the harness floor (it stores nothing): {figure}; drawn as a marker, "
+        "and the scale is the fastest real engine."
+    )
 
 
 # -- 2.–5. Throughput bars, grouped by phase --------------------------------------------------
@@ -191,9 +229,15 @@ class Group:
 def _throughput(
     run: RunResult, title: str, subtitle: str, groups: Sequence[Group], extra_notes: Sequence[str] = ()
 ) -> Figure:
-    engines = [e.engine for e in run.engines]
-    notes = [_status_note(e) for e in run.engines if _incomplete(e)]
-    missing = sorted({e for g in groups for e, v in g.values.items() if v is None})
+    floors = sorted(_floor_names(run))
+    engines = [e.engine for e in run.engines if e.engine not in floors]
+    notes = [_status_note(e) for e in run.engines if _incomplete(e) and e.engine not in floors]
+    for f in floors:
+        notes.append(
+            f"{f} is the harness floor (it stores nothing): its rate is written beside each phase, "
+            "and 100% is the fastest real engine."
+        )
+    missing = sorted({e for g in groups for e, v in g.values.items() if v is None and e not in floors})
     if missing:
         notes.append(f"No bar: the engine did not complete that phase ({', '.join(missing)}).")
     notes += extra_notes
@@ -202,15 +246,21 @@ def _throughput(
     colours = {e.engine: engine_colour(e) for e in run.engines}
     n = max(len(engines), 1)
     body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
-    fig = _figure(title, subtitle, body, notes)
+    fig = _figure(title, subtitle, body, notes, run)
     ax = fig.add_subplot()
     _style_axis(ax)
     centers = []
     for gi, g in enumerate(groups):
         base = gi * (n + 1)
         centers.append(base + (n - 1) / 2)
-        speeds = {e: _speed(*v) for e, v in g.values.items() if v is not None}
+        speeds = {e: _speed(*v) for e, v in g.values.items() if v is not None and e not in floors}
         best = max(speeds.values(), default=0.0)
+        floor_rates = [f"{f} {round(_speed(*v)):_d}/s" for f in floors if (v := g.values.get(f))]
+        if floor_rates:  # the floor is a note on the group, never a bar
+            ax.text(
+                101, base - 0.55, "harness floor: " + ", ".join(floor_rates),
+                va="center", ha="left", fontsize=7.5, color=MUTED, style="italic",
+            )
         for ei, engine in enumerate(engines):
             y = base + ei
             if engine not in speeds:
@@ -261,7 +311,7 @@ def _throughput(
     ax.set_xlim(0, 165)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
-    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest)")
+    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)")
     handles = [Patch(color=colours[e], label=e) for e in engines]
     ax.legend(
         handles=handles,
@@ -399,10 +449,10 @@ def resource_footprint(run: RunResult) -> Figure:
     body = max(len(engines), 1) * 0.45 + AXIS_IN
     fig = _figure(
         "Resource Footprint",
-        f"Storage on disk and process peak memory per engine · {fmt.count(run.profiles)} profiles · "
-        "lower is better",
+        "Storage on disk and process peak memory per engine · lower is better",
         body,
         notes,
+        run,
     )
     axes = fig.subplots(1, 2, sharey=True)
     panels = (
