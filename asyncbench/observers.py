@@ -130,6 +130,20 @@ class JsonLogObserver(Observer):
         self.log.info("message", text=text)
 
 
+#: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
+CONSOLE_WIDTH = 80
+
+
+def phase_line(name: str, seconds: str, throughput: str, checksum: str, width: int = CONSOLE_WIDTH) -> str:
+    """``  <name>  <seconds> <rate> <checksum>`` in ``width`` columns; a long name is cut
+    with an ellipsis so the figures and the whole checksum stay on the line."""
+    tail = f"{seconds:>11} {throughput:>11} {checksum:<16}".rstrip()
+    room = max(width - 3 - len(f"{seconds:>11} {throughput:>11} {'':<16}"), 8)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    return f"  {name:<{room}} {tail}"
+
+
 class ConsoleObserver(Observer):
     """Human output: one line per phase, a header per engine, a status per engine."""
 
@@ -144,13 +158,12 @@ class ConsoleObserver(Observer):
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
-            self._print(f"  {result.name:<42} skipped (engine needs none)")
+            self._print(phase_line(result.name, "skipped", "", "(not needed)"))
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action == "ops" else ""
-        checksum = result.checksum or ""
         if result.close_seconds is not None:
-            throughput = f"close {result.close_seconds:.3f} s"
-        self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
+            throughput = f"close {result.close_seconds:.2f} s"
+        self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.status is Status.SKIPPED:  # one line, nothing measured to show

@@ -43,7 +43,7 @@ def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     shown = buf.getvalue()
     assert "sqlite · read by user id" in shown
     assert "1_500/2_000 ops" in shown
-    assert "ops/s" in shown and "ETA" in shown
+    assert "/s" in shown and "ETA" in shown
     obs.phase_end("sqlite", PhaseResult(2, "read by user id", "read_by_id", "ops", "lookup", 2000, 0.05))
     assert obs.tasks == {} and obs.progress.tasks == []
     obs.engine_end(EngineResult(engine="sqlite"))
