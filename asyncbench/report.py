@@ -246,6 +246,7 @@ def interpretation_notes(run: RunResult) -> list[str]:
         ),
         "Checksums fold what each phase returned; engines that agree returned the same results in the same "
         "order.",
+        VERIFY_NOTE,
     ]
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
@@ -260,18 +261,39 @@ def interpretation_notes(run: RunResult) -> list[str]:
 
 
 def storage_note(run: RunResult) -> str:
-    """How each storage figure was obtained, from the engines' facts."""
-    methods = {e.facts.storage_method for e in run.engines}
+    """How and when each storage figure was obtained, from the engines' facts and the plan."""
+    settled = any(p.get("kind") == "settle" for p in run.phases)
+    when = (
+        "after the settle phase"
+        if settled
+        else "after the last phase (this plan has no settle phase, so unflushed or uncompacted data "
+        "may not be counted yet)"
+    )
+    by_method: dict[StorageMethod, list[str]] = {}
+    for e in run.engines:
+        by_method.setdefault(e.facts.storage_method, []).append(e.engine)
     parts = []
-    if StorageMethod.FILES in methods or not methods:
-        parts.append("Storage is the size of every file under the engine's data directory after settle")
-    estimates = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.SERVER_ESTIMATE]
+    if StorageMethod.FILES in by_method or not by_method:
+        names = ", ".join(by_method.get(StorageMethod.FILES, []))
+        who = f" ({names})" if names else ""
+        parts.append(f"Storage{who} is the size of every file under the engine's data directory, measured {when}")
+    estimates = by_method.get(StorageMethod.SERVER_ESTIMATE, [])
     if estimates:
-        parts.append(f"for {', '.join(estimates)} it is the server's own size estimate of the engine's tables")
-    empty = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.NONE]
+        parts.append(
+            f"for {', '.join(estimates)} it is the server's own size estimate of the engine's tables "
+            f"(data and index pages it reports, measured {when}), not bytes on disk"
+        )
+    empty = by_method.get(StorageMethod.NONE, [])
     if empty:
         parts.append(f"{', '.join(empty)} writes no files (0 B)")
     return "; ".join(parts) + "."
+
+
+VERIFY_NOTE = (
+    "final (verify) counts 4 operations: after the reopen, one count of the stored profiles and "
+    "three point reads (the first profile, the middle one and the last); its checksum folds the "
+    "count and the three profiles."
+)
 
 
 def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
