@@ -594,8 +594,11 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
 
 
 def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
-    """Copy this run's charts to ``output/latest-<slug>.svg`` and write ``output/latest.md`` linking them."""
+    """Copy this run's charts to ``output/latest-<slug>.svg``, write ``output/latest.md``
+    linking them, and ``latest.json`` (the result) in the run's own ``profiles-N-pP``
+    folder, as the reference keeps one per level."""
     output.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / "latest.json", run.to_json())
     linked = []
     for chart in CHARTS:
         src = directory / chart_file(stamp, chart.slug)

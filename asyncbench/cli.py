@@ -28,6 +28,9 @@ exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine
 timed out; 2 bad plan file or flag (nothing is run or written); 130 interrupted (SIGINT or
 SIGTERM; the partial report is still written).
 
+engines: {builtin}{plugins}
+  python -m asyncbench engines     every engine with its settings and their defaults
+
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
   python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
@@ -36,12 +39,17 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engines import ALL_ENGINES, REGISTRY
+    from engines import ALL_ENGINES, PLUGINS, REGISTRY
 
     p = argparse.ArgumentParser(
         prog="python -m asyncbench",
         description="Run the profile-store benchmark plan in a TOML file against storage engines.",
-        epilog=EPILOG.format(first=ALL_ENGINES[0], pair=",".join(ALL_ENGINES[:2])),
+        epilog=EPILOG.format(
+            first=ALL_ENGINES[0],
+            pair=",".join(ALL_ENGINES[:2]),
+            builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
+            plugins=f"; plug-ins (ASYNCBENCH_ENGINES): {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -82,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument(
+        "--check-reference",
+        action="store_true",
+        help="exit 1 when a checksum differs from the published reference of this configuration "
+        "(refused, exit 2, for a configuration without one)",
     )
     p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
     p.add_argument(
@@ -167,8 +181,36 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             raise ConfigError(where, "--log-file", f"{log.parent} is not a directory")
 
 
+def check_published(cfg: BenchConfig) -> None:
+    """--check-reference needs a published reference for every (profiles, P) level."""
+    from dataclasses import asdict
+
+    from workloads.profile_store.published import published_checksums, published_configurations
+
+    for profiles, parallelism in cfg.levels():
+        counts = asdict(cfg.counts_for(profiles))
+        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, counts) is None:
+            known = ", ".join(f"{n:_d}/P{p}/limit {lim}" for n, p, lim in published_configurations())
+            raise ConfigError(
+                "command line",
+                "--check-reference",
+                f"no published reference for {profiles:_d} profiles, P{parallelism}, limit {cfg.limit}, "
+                f"seed {cfg.seed} and these counts; published (default counts, seed 570123434): {known}",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from engines import PLUGIN_ERRORS
+
+    if PLUGIN_ERRORS and not {"-h", "--help", "--version"} & set(argv):
+        for error in PLUGIN_ERRORS:
+            print(f"asyncbench: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if argv[:1] == ["engines"]:
+        from asyncbench.commands.engines import engines_command
+
+        return engines_command(argv[1:])
     if argv[:1] == ["report"]:
         from asyncbench.commands.report import report
 
@@ -196,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)
+        if args.check_reference:
+            check_published(cfg)
         if args.require_accelerator:
             from workloads.profile_store import kernels
 
@@ -208,4 +252,6 @@ def main(argv: list[str] | None = None) -> int:
 
     if not confirm_start(cfg, args.yes):
         return EXIT_OK
-    return run(cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv)
+    return run(
+        cfg, args.log_file, args.no_progress, args.update_latest, csv=args.csv, check_reference=args.check_reference
+    )

@@ -165,7 +165,20 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
         explicit.add(n)
         if n not in out:
             out.append(n)
+        _check_plugin(where, key, n)
     return out, set(out) - explicit
+
+
+def _check_plugin(where: str, key: str, name: str) -> None:
+    """A plug-in engine (ASYNCBENCH_ENGINES) must import and be complete before anything runs."""
+    from engines import PLUGINS, engine_class
+    from engines.plugins import PluginError
+
+    if name in PLUGINS:
+        try:
+            engine_class(name)
+        except PluginError as exc:
+            raise ConfigError(where, key, str(exc)) from None
 
 
 def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -67,9 +68,8 @@ class Estimate:
     def lines(self, cfg: BenchConfig) -> list[str]:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
-            f"asyncbench: plan {cfg.source}: {counts} profiles, "
-            f"P{','.join(map(str, cfg.parallelisms))}, "
-            f"engines {', '.join(cfg.engines)}",
+            f"asyncbench: plan {cfg.source}",
+            f"  {counts} profiles, P{','.join(map(str, cfg.parallelisms))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
         if self.seconds is None:
@@ -78,7 +78,7 @@ class Estimate:
         out.append(f"  time: about {duration(self.seconds)}")
         if self.storage_bytes is not None:
             out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {cfg.data}")
-        out.append(f"  ({self.basis})")
+        out += textwrap.wrap(f"({self.basis})", 78, initial_indent="  ", subsequent_indent="   ")
         if self.missing:
             out.append(f"  not included: {', '.join(self.missing)}")
         return out

@@ -126,7 +126,9 @@ class PartialResultWriter(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self._write("open", running=True)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         self._write(phase, running=True)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:

@@ -17,7 +17,9 @@ class Observer:
 
     def run_start(self, **info: Any) -> None: ...
     def engine_start(self, engine: str, profiles: int) -> None: ...
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None: ...
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None: ...
     def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None: ...
     def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
         """After an operation phase, outside its time: one row per batch (worker, ops,
@@ -43,9 +45,11 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.engine_start(engine, profiles)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         for o in self.observers:
-            o.phase_start(engine, phase, total_ops)
+            o.phase_start(engine, phase, total_ops, kind, stream)
 
     def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
         for o in self.observers:
@@ -87,8 +91,10 @@ class JsonLogObserver(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self.log.info("engine_start", engine=engine, profiles=profiles)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
-        self.log.info("phase_start", engine=engine, phase=phase, total_ops=total_ops)
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
+        self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
     def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
         info = self.log.info

@@ -139,7 +139,9 @@ class ProgressObserver(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self.start()
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         self.start()
         # phases without operations (stabilize, settle, reopen, verify) get a pulsing bar
         total = total_ops if total_ops > 0 else None

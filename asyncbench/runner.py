@@ -165,7 +165,7 @@ class EngineRun:
             self.observer.phase_end(self.name, pr)
             return
         items = phase_items(kind, spec.stream, spec.count, self.plan)
-        self.observer.phase_start(self.name, spec.name, len(items))
+        self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
         checksum: str | None = None
         ops = 0
         t0 = perf_counter()

@@ -57,6 +57,7 @@ def run(
     no_progress: bool = False,
     update_latest: bool = False,
     csv: bool = False,
+    check_reference: bool = False,
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -92,10 +93,20 @@ def run(
             await bench.run()
             tg.cancel_scope.cancel()
 
-    console.message(f"asyncbench: plan {cfg.source}, engines {', '.join(cfg.engines)}; log: {log_path}")
+    console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
     if not kernels.ACCELERATED:
         console.message(f"asyncbench: WARNING: {kernels.status_line()}")
-    observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
+    planned = [result_dir(cfg.output, n, p) / f"asyncbench-{stamp}" for n, p in cfg.levels()]
+    observer.run_start(
+        plan=cfg.source,
+        engines=cfg.engines,
+        profiles=cfg.profiles,
+        parallelism=cfg.parallelisms,
+        seed=cfg.seed,
+        log=str(log_path),
+        results=[f"{base}.json" for base in planned],
+        reports=[f"{base}.md" for base in planned],
+    )
     try:
         anyio.run(main, backend_options=backend_options())
     except KeyboardInterrupt:  # a second Ctrl-C before the handler ran
@@ -108,7 +119,12 @@ def run(
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
+        for line in verdict.lines:
+            if "published reference" in line:
+                console.message(line)
         agree = agree and verdict.ok
+        if check_reference and verdict.published_mismatch:
+            agree = False
         for engine, phase, summary in unstable_phases(result):
             console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
         if unstable_phases(result):
@@ -117,7 +133,12 @@ def run(
         json_path, md_path = written[result.profiles, result.parallelism]
         console.message(f"\nreport: {md_path}\nresult: {json_path}")
     code = exit_code(bench.results, agree, state["interrupted"] is not None)
-    observer.run_end(exit_code=code, interrupted=state["interrupted"])
+    observer.run_end(
+        exit_code=code,
+        interrupted=state["interrupted"],
+        results=[str(j) for j, _ in written.values()],
+        reports=[str(m) for _, m in written.values()],
+    )
     log_fh.close()
     if state["interrupted"]:
         console.message(f"asyncbench: {state['interrupted']}; partial report written")
