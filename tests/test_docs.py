@@ -19,8 +19,10 @@ def test_readme_links_point_at_files_in_the_repository() -> None:
 
 def test_running_section_uses_the_virtual_environment() -> None:
     section = _readme().split("## Running", 1)[1].split("\n## ", 1)[0]
-    commands = [line for line in section.splitlines() if "-m asyncbench" in line]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
     assert commands and all(line.startswith(".venv/bin/python -m asyncbench") for line in commands)
+    assert "`python -m asyncbench" not in section  # inline mentions use the venv's python too
     assert "source .venv/bin/activate" in section
 
 
