@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each engine in its own child process so peak memory is that engine's alone "
         "(default from the plan: on unless run.isolate = false)",
     )
+    p.add_argument(
+        "--clean-data",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="delete each engine's store (its own files or tables only) after its run; the default. "
+        "--no-clean-data keeps them under DATA/profiles-N/<engine>",
+    )
+    p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
     # Internal: how the parent starts an isolated engine run.
     for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file"):
         p.add_argument(flag, help=argparse.SUPPRESS)
@@ -166,6 +174,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         apply_run_key(cfg, where, "--timeout-seconds", "timeout_seconds", t)
     if args.isolate is not None:
         cfg.isolate = args.isolate
+    if args.keep_data and args.clean_data:
+        raise ConfigError(where, "--keep-data", "contradicts --clean-data")
+    if args.keep_data or args.clean_data is not None:
+        cfg.clean_data = not args.keep_data and args.clean_data is not False
     for key in ("output", "data"):
         value = getattr(args, key)
         if value is not None:

@@ -33,6 +33,7 @@ RUN_KEYS = {
     "isolate",
     "repeat",
     "warmup",
+    "clean_data",
 }
 PHASE_KEYS = {"kind", "name", "stream", "count"}
 TOP_KEYS = {"run", "counts", "engines", "phase"}
@@ -79,6 +80,7 @@ class BenchConfig:
     output: Path = Path("results")
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
+    clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
@@ -393,6 +395,10 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.repeat = _int(where, key, v, 1, 1000)
     elif name == "warmup":
         cfg.warmup = _int(where, key, v, 0, 999)
+    elif name == "clean_data":
+        if not isinstance(v, bool):
+            raise ConfigError(where, key, f"must be true or false, got {v!r}")
+        cfg.clean_data = v
     elif name == "isolate":
         if not isinstance(v, bool):
             raise ConfigError(where, key, f"must be true or false, got {v!r}")
@@ -456,6 +462,7 @@ def to_json(cfg: BenchConfig) -> bytes:
         "output": str(cfg.output),
         "data": str(cfg.data),
         "isolate": cfg.isolate,
+        "clean_data": cfg.clean_data,
         "repeat": cfg.repeat,
         "warmup": cfg.warmup,
         "optional_engines": sorted(cfg.optional_engines),

@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 
 from asyncbench.facts import EngineFacts, Setting
 
-__all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened"]
+__all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened", "remove_named"]
 
 
 class EngineUnavailable(RuntimeError):
@@ -41,6 +41,21 @@ class EngineConfig:
     limit: int = 50
     seed: int = 570123434
     workers: int = 1  # P: how many concurrent workers will call ``worker(i)`` handles
+
+
+def remove_named(directory: Path, names: list[str]) -> None:
+    """Remove the named entries of ``directory`` (a file, or a directory the engine owns
+    entirely), then ``directory`` itself if that left it empty."""
+    import shutil
+
+    for name in names:
+        path = directory / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty: something else lives there; keep it
+        directory.rmdir()
 
 
 def directory_size(path: Path) -> int:
@@ -96,6 +111,14 @@ class Engine(abc.ABC):
 
     def storage_bytes(self) -> int:
         return directory_size(self.data_dir)
+
+    async def delete_store(self) -> bool:
+        """Delete this engine's own store after ``close`` (the run's clean-up, as the
+        reference's ``--clean-data``): only the files, directories or tables the engine
+        itself created, never the data directory wholesale (it may hold other things).
+        Returns False when the engine cannot delete its store (the run keeps it and says
+        so); engines that write nothing return True."""
+        return not self.persistent
 
     def worker(self, index: int) -> Any:
         """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one

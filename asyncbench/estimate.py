@@ -169,6 +169,7 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
     rates, basis = found
     seconds = 0.0
     storage = 0.0
+    largest = 0.0  # with clean-up on, one store at a time is on disk
     missing = []
     for name in cfg.engines:
         rate = rates.get(name)
@@ -176,7 +177,8 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
             missing.append(f"{name} (no measurement)")
             continue
         seconds += rate.seconds_per_op * per_engine_ops
-        storage += sum(rate.bytes_per_profile * n for n in cfg.profiles)  # every store is kept
+        storage += sum(rate.bytes_per_profile * n for n in cfg.profiles)  # --keep-data keeps every store
+        largest = max(largest, *(rate.bytes_per_profile * n for n in cfg.profiles))
     if len(missing) == len(cfg.engines):
         return Estimate(operations, None, None, "not estimated: no engine could be measured", missing)
-    return Estimate(operations, seconds, round(storage), basis, missing)
+    return Estimate(operations, seconds, round(largest if cfg.clean_data else storage), basis, missing)

@@ -78,6 +78,7 @@ class EngineRun:
                     await self._run_phases()
                 finally:
                     await self._close_quietly()
+                    await self._delete_quietly()
                     background.cancel_scope.cancel()
         except* EngineUnavailable as group:
             exc = group.exceptions[0]
@@ -132,6 +133,17 @@ class EngineRun:
                 await self.engine.close()
             except Exception as exc:  # closing after a failure must not hide the failure
                 self.result.notes.append(f"close failed: {type(exc).__name__}: {exc}")
+
+    async def _delete_quietly(self) -> None:
+        """After close: the engine deletes its own store unless the run keeps data."""
+        if self.engine is None or not self.cfg.clean_data:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            try:
+                if not await self.engine.delete_store():
+                    self.result.notes.append(f"store kept at {self.engine.data_dir}: the engine cannot delete it")
+            except Exception as exc:  # clean-up must not hide the run's outcome
+                self.result.notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
 
     async def _phase(self, index: int, spec: PhaseSpec) -> None:
         engine = self.engine

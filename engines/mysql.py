@@ -235,6 +235,15 @@ class MySqlEngine(Engine):
             "start one with scripts/mysql-server"
         )
 
+    async def delete_store(self) -> bool:
+        """DROP the engine's table on the server (it writes no local files)."""
+        session = Session(await self.connect(), self.sql)
+        try:
+            await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+        finally:
+            await session.close()
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         conn = await self.connect()
         session = Session(conn, self.sql)

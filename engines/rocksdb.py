@@ -43,7 +43,7 @@ import anyio.to_thread
 import rocksdict
 from anyio.abc import TaskGroup
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import Engine, EngineConfig, remove_named
 from asyncbench.facts import Durability, EngineFacts, Setting
 from engines.kv_profile_store import STORE_NAMES, KvProfileStore
 from engines.kv_recovery import CleanShutdownMarker, RepairReport
@@ -248,6 +248,19 @@ class RocksDbEngine(Engine):
             del db
             options = read_options_file(Path(tmp))
         return {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
+
+    async def delete_store(self) -> bool:
+        """RocksDB's own destroy of each of the five databases, then the marker."""
+
+        def delete() -> None:
+            for name in DB_NAMES:
+                path = self.data_dir / name
+                if path.exists():
+                    rocksdict.Rdict.destroy(str(path))
+            remove_named(self.data_dir, [*DB_NAMES, self._marker.NAME])
+
+        await anyio.to_thread.run_sync(delete)
+        return True
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         await _writing(self._open_sync, reset)

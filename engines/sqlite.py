@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import Engine, EngineConfig, remove_named
 from asyncbench.facts import Durability, EngineFacts, Setting
 from engines.sql_profile_store import (
     TABLE,
@@ -212,6 +213,11 @@ class SqliteEngine(Engine):
         return SqliteConnection(self.path, pragma_statements(self.settings))
 
     # --- lifecycle ----------------------------------------------------------------------
+    async def delete_store(self) -> bool:
+        """The database file and its -wal and -shm companions."""
+        await anyio.to_thread.run_sync(remove_named, self.data_dir, [f.name for f in self.files()])
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._conn is not None:
             raise RuntimeError("SQLite engine is already open")

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import Engine, EngineConfig, remove_named
 from asyncbench.facts import Durability, EngineFacts
 from engines.kv_profile_store import STORE_NAMES, KvProfileStore
 from engines.kv_recovery import CleanShutdownMarker, RepairReport
@@ -79,6 +79,12 @@ class LsmEngine(Engine):
         if not self._marker.take() and not reset:
             self.recovery = self._store.repair()
         return trees
+
+    async def delete_store(self) -> bool:
+        """The five trees' directories and the clean-shutdown marker; nothing else."""
+        names = [*TREE_NAMES, self._marker.NAME]
+        await anyio.to_thread.run_sync(remove_named, self.data_dir, names)
+        return True
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._trees:
