@@ -28,6 +28,10 @@ exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine
 timed out; 2 bad plan file or flag (nothing is run or written); 130 interrupted (SIGINT or
 SIGTERM; the partial report is still written).
 
+stable operations: a phase's operations depend on the seed, the profile count and the counts; never
+on the phase list. Changing a count under [counts] re-draws that stream and every stream drawn after it
+(reads, email_reads, queries/ranges, updates, post_reads, post_email_reads, post_queries).
+
 engines: {builtin}{plugins}
   python -m asyncbench engines     every engine with its settings and their defaults
 

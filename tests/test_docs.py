@@ -32,3 +32,12 @@ def test_workload_spec_states_the_reference_checksums() -> None:
     spec = (ROOT / "docs" / "workload.md").read_text()
     for name, checksum in REFERENCE_CHECKSUMS.items():
         assert f"| {name} | `{checksum}` |" in spec
+
+
+def test_readme_and_help_say_what_counts_redraw() -> None:
+    from asyncbench.cli import build_parser
+
+    plans = _readme().split("## Plans", 1)[1].split("\n## ", 1)[0]
+    assert "changing a count re-draws that stream and every stream" in plans
+    help_text = " ".join(build_parser().format_help().split())
+    assert "Changing a count under [counts] re-draws that stream and every stream drawn after it" in help_text
