@@ -236,11 +236,13 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "Write Readiness adds it to the write phase it follows.",
         storage_note(run) + " " + fmt.SIZE_UNIT_NOTE,
         (
-            "Process peak memory is the peak RSS of the process that ran the engine, sampled every 100 ms; "
+            "Process peak memory is the peak RSS of the process that ran the engine: samples every 100 ms plus "
+            "the kernel's high-water mark (VmHWM, reset at the engine's start), so short spikes count; "
             "it includes the Python interpreter and the harness. Each engine ran in its own child process, "
             "so no engine's memory counts for another."
             if run.isolated
-            else "Process peak memory is this process's peak RSS while the engine ran, sampled every 100 ms; "
+            else "Process peak memory is this process's peak RSS while the engine ran: samples every 100 ms plus "
+            "the kernel's high-water mark (VmHWM, reset at the engine's start); "
             "it includes the Python interpreter and the harness. Engines ran one after another in one "
             "process (no isolation), so memory an earlier engine left to the allocator may count for a later one."
         ),
