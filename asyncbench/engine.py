@@ -112,6 +112,11 @@ class Engine(abc.ABC):
     def storage_bytes(self) -> int:
         return directory_size(self.data_dir)
 
+    async def measure_storage(self) -> int:
+        """The storage figure, taken outside any phase's time (after settle, or after the last
+        phase); an engine whose figure needs a query (a server) overrides this."""
+        return await anyio.to_thread.run_sync(self.storage_bytes)
+
     async def delete_store(self) -> bool:
         """Delete this engine's own store after ``close`` (the run's clean-up, as the
         reference's ``--clean-data``): only the files, directories or tables the engine

@@ -167,6 +167,24 @@ class Session:
         await self.cur.execute(statement, args)
 
 
+#: Server variables read back after open (SHOW GLOBAL VARIABLES) for Engine Settings.
+SERVER_VARIABLES = (
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "log_bin",
+    "innodb_buffer_pool_size",
+    "innodb_log_file_size",
+    "innodb_redo_log_capacity",
+)
+#: What the reference starts MySQL with (the Configured column); scripts/mysql-server does the same.
+REFERENCE_SERVER = {
+    "innodb_flush_log_at_trx_commit": "2",
+    "sync_binlog": "0",
+    "log_bin": "OFF",
+    "innodb_buffer_pool_size": "large (25% of RAM here)",
+}
+
+
 class MySqlEngine(Engine):
     """InnoDB over TCP; see the module docstring for the schema and the driver choice."""
 
@@ -189,6 +207,7 @@ class MySqlEngine(Engine):
         self._worker_sessions: list[Session] = []
         self._server_version: str | None = None
         self._flush_log_at_trx_commit: str | None = None
+        self._server_variables: dict[str, str] = {}  # SHOW VARIABLES after open
         self._storage_bytes: int | None = None
         self.collation: str | None = None
 
@@ -251,6 +270,9 @@ class MySqlEngine(Engine):
             rows = await session.query("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
             self._server_version, flush = rows[0]
             self._flush_log_at_trx_commit = str(flush)
+            names = ", ".join(f"'{v}'" for v in SERVER_VARIABLES)
+            shown = await session.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+            self._server_variables = {str(k): str(v) for k, v in shown}
             self.collation = await pick_collation(session)
             if reset:
                 await session.query(f"DROP TABLE IF EXISTS {TABLE}")
@@ -284,14 +306,16 @@ class MySqlEngine(Engine):
                 await session.close()
 
     async def settle(self) -> None:
-        """The final commit (a no-op under autocommit), then the storage figure.
-
-        ``storage_bytes`` is synchronous in the protocol but needs a query, so it is computed
-        here and cached: ANALYZE TABLE refreshes InnoDB's statistics (information_schema's
-        lengths come from them), then data + index length of the table.
-        """
+        """What the reference times as settle: the final commit (a no-op under autocommit)
+        and ``FLUSH TABLES profiles``."""
         db = self._db
         await db.conn.commit()
+        await db.query(f"FLUSH TABLES {TABLE}")
+
+    async def measure_storage(self) -> int:
+        """Untimed, after settle (as the reference): ANALYZE TABLE refreshes InnoDB's
+        statistics (information_schema's lengths come from them), then data + index length."""
+        db = self._db
         await db.query(f"ANALYZE TABLE {TABLE}")
         rows = await db.query(
             "SELECT data_length + index_length FROM information_schema.tables "
@@ -299,9 +323,10 @@ class MySqlEngine(Engine):
             (TABLE,),
         )
         self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        return self._storage_bytes
 
     def storage_bytes(self) -> int:
-        """Data + index length cached by :meth:`settle` (0 before any settle)."""
+        """Data + index length cached by :meth:`measure_storage` (0 before it)."""
         return self._storage_bytes or 0
 
     @property
@@ -357,6 +382,16 @@ class MySqlEngine(Engine):
             ),
             Setting("driver", f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})"),
         ]
+        # The server's own settings as it runs them (SHOW GLOBAL VARIABLES), next to what
+        # the reference starts its server with.
+        for name in SERVER_VARIABLES:
+            settings.append(
+                Setting(
+                    f"server {name}",
+                    REFERENCE_SERVER.get(name, "server default"),
+                    self._server_variables.get(name, "unknown until connected"),
+                )
+            )
         return EngineFacts(
             settings=settings,
             durability=Durability(
