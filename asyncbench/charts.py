@@ -24,7 +24,7 @@ from matplotlib.patches import Patch
 from asyncbench import fmt, report
 from asyncbench.aggregate import collapse, group_runs
 from asyncbench.facts import MemoryScope, StorageMethod
-from asyncbench.ownership import is_own_report, is_own_svg, write_atomic
+from asyncbench.ownership import is_own_report, is_own_result, is_own_svg, write_atomic
 from asyncbench.result import EngineResult, RunResult
 from workloads.profile_store.phases import PHASES, Action
 from workloads.profile_store.phases import Group as Group_
@@ -79,9 +79,27 @@ def _status_note(e: EngineResult) -> str:
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
-def figure_frame(title: str, subtitle: str, body_in: float, notes: Sequence[str]) -> Figure:
-    """A figure with a fixed header (title, subtitle) and footer (notes) around a constrained body."""
-    sub_lines = textwrap.wrap(subtitle, 125) or [""]
+def _context(run: RunResult) -> str:
+    """Profile count, P and machine: what a copied SVG needs to explain itself."""
+    env = run.environment
+    machine = ", ".join(
+        x
+        for x in (
+            env.get("cpu_model"),
+            f"{env['logical_cpus']} CPUs" if env.get("logical_cpus") else "",
+            env.get("os"),
+        )
+        if x
+    )
+    return f"{fmt.count(run.profiles)} profiles · P{run.parallelism}" + (f" · {machine}" if machine else "")
+
+
+def figure_frame(
+    title: str, subtitle: str, body_in: float, notes: Sequence[str], run: RunResult | None = None
+) -> Figure:
+    """A figure with a fixed header (title, subtitle + the run's context) and footer (notes)
+    around a constrained body."""
+    sub_lines = (textwrap.wrap(subtitle, 125) or [""]) + (textwrap.wrap(_context(run), 125) if run else [])
     note_lines: list[str] = []
     for n in notes:
         note_lines += textwrap.wrap(n, 165, subsequent_indent="    ")
@@ -131,15 +149,25 @@ def _speed(ops: int, seconds: float) -> float:
 # -- 1. Execution Time ------------------------------------------------------------------------
 
 
+def _floor_names(run: RunResult) -> set[str]:
+    """Harness-floor engines (they store nothing): markers, never the 100% bar, when the
+    run has a real engine to scale to; alone, the floor is drawn like any engine."""
+    floors = {e.engine for e in run.engines if e.facts.harness_floor}
+    return floors if any(e.engine not in floors for e in run.engines) else set()
+
+
 def execution_time(run: RunResult) -> Figure:
-    engines = run.engines
-    times = {e.engine: report.completed_phase_seconds(e) for e in engines}
+    floor_names = _floor_names(run)
+    engines = [e for e in run.engines if e.engine not in floor_names]
+    floors = [e for e in run.engines if e.engine in floor_names]
+    times = {e.engine: report.completed_phase_seconds(e) for e in run.engines}
     baseline_pool = [times[e.engine] for e in engines if not _incomplete(e) and times[e.engine] > 0]
     if not baseline_pool:
-        baseline_pool = [t for t in times.values() if t > 0]
+        baseline_pool = [times[e.engine] for e in engines if times[e.engine] > 0]
     fastest = min(baseline_pool, default=0.0)
     order = sorted(engines, key=lambda e: (_incomplete(e), times[e.engine]))
     notes = [_status_note(e) for e in order if _incomplete(e)]
+    notes += [_floor_note(e, f"{fmt.ms(times[e.engine])} phases") for e in floors]
     notes.append(
         "Completed phase time sums the timed operation phases (stabilize, settle, reopen and verify excluded); "
         "run time is the engine's whole run, open to close."
@@ -147,10 +175,10 @@ def execution_time(run: RunResult) -> Figure:
     body = max(len(order), 1) * 0.45 + AXIS_IN
     fig = figure_frame(
         "Execution Time",
-        f"Completed phase time per engine relative to the fastest · {fmt.count(run.profiles)} profiles · "
-        "shorter is better",
+        "Completed phase time per engine relative to the fastest · shorter is better",
         body,
         notes,
+        run,
     )
     ax = fig.add_subplot()
     _style_axis(ax)
@@ -170,6 +198,11 @@ def execution_time(run: RunResult) -> Figure:
         if _incomplete(e):
             label += " · incomplete"
         ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
+    for e in floors:  # a dashed line where the harness alone would finish
+        if fastest > 0 and times[e.engine] > 0:
+            x = times[e.engine] / fastest
+            ax.axvline(x, color=MUTED, linestyle="--", linewidth=1)
+            ax.text(x, -0.45, f" harness floor ({e.engine})", fontsize=8, color=MUTED, va="bottom")
     top = max(ratios, default=1.0) or 1.0
     ax.set_xlim(0, top * 1.55)
     ax.set_yticks(list(ys), [e.engine for e in order], fontsize=10)
@@ -177,6 +210,13 @@ def execution_time(run: RunResult) -> Figure:
     ax.set_xlabel("completed phase time ÷ fastest engine's")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}x")
     return fig
+
+
+def _floor_note(e: EngineResult, figure: str) -> str:
+    return (
+        f"{e.engine} is the harness floor (it stores nothing): {figure}; drawn as a marker, "
+        "and the scale is the fastest real engine."
+    )
 
 
 # -- 2.–5. Throughput bars, grouped by phase --------------------------------------------------
@@ -193,9 +233,15 @@ class Group:
 def _throughput(
     run: RunResult, title: str, subtitle: str, groups: Sequence[Group], extra_notes: Sequence[str] = ()
 ) -> Figure:
-    engines = [e.engine for e in run.engines]
-    notes = [_status_note(e) for e in run.engines if _incomplete(e)]
-    missing = sorted({e for g in groups for e, v in g.values.items() if v is None})
+    floors = sorted(_floor_names(run))
+    engines = [e.engine for e in run.engines if e.engine not in floors]
+    notes = [_status_note(e) for e in run.engines if _incomplete(e) and e.engine not in floors]
+    for f in floors:
+        notes.append(
+            f"{f} is the harness floor (it stores nothing): its rate is written beside each phase, "
+            "and 100% is the fastest real engine."
+        )
+    missing = sorted({e for g in groups for e, v in g.values.items() if v is None and e not in floors})
     if missing:
         notes.append(f"No bar: the engine did not complete that phase ({', '.join(missing)}).")
     notes += extra_notes
@@ -204,15 +250,21 @@ def _throughput(
     colours = {e.engine: engine_colour(e) for e in run.engines}
     n = max(len(engines), 1)
     body = max(len(groups), 1) * (n * BAR_IN + GROUP_GAP_IN) + AXIS_IN
-    fig = figure_frame(title, subtitle, body, notes)
+    fig = figure_frame(title, subtitle, body, notes, run)
     ax = fig.add_subplot()
     _style_axis(ax)
     centers = []
     for gi, g in enumerate(groups):
         base = gi * (n + 1)
         centers.append(base + (n - 1) / 2)
-        speeds = {e: _speed(*v) for e, v in g.values.items() if v is not None}
+        speeds = {e: _speed(*v) for e, v in g.values.items() if v is not None and e not in floors}
         best = max(speeds.values(), default=0.0)
+        floor_rates = [f"{f} {round(_speed(*v)):_d}/s" for f in floors if (v := g.values.get(f))]
+        if floor_rates:  # the floor is a note on the group, never a bar
+            ax.text(
+                101, base - 0.55, "harness floor: " + ", ".join(floor_rates),
+                va="center", ha="left", fontsize=7.5, color=MUTED, style="italic",
+            )
         for ei, engine in enumerate(engines):
             y = base + ei
             if engine not in speeds:
@@ -263,7 +315,7 @@ def _throughput(
     ax.set_xlim(0, 165)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
-    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest)")
+    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)")
     handles = [Patch(color=colours[e], label=e) for e in engines]
     ax.legend(
         handles=handles,
@@ -395,15 +447,16 @@ def resource_footprint(run: RunResult) -> Figure:
             notes.append(f"{e.engine}: writes no files, so its storage is 0 B.")
     notes.append(
         f"{report.storage_note(run)} Process peak memory: "
-        "peak RSS of the benchmark process while the engine ran (interpreter and harness included)."
+        "peak RSS of the benchmark process while the engine ran (interpreter and harness included). "
+        + fmt.SIZE_UNIT_NOTE
     )
     body = max(len(engines), 1) * 0.45 + AXIS_IN
     fig = figure_frame(
         "Resource Footprint",
-        f"Storage on disk and process peak memory per engine · {fmt.count(run.profiles)} profiles · "
-        "lower is better",
+        "Storage on disk and process peak memory per engine · lower is better",
         body,
         notes,
+        run,
     )
     axes = fig.subplots(1, 2, sharey=True)
     panels = (
@@ -418,7 +471,7 @@ def resource_footprint(run: RunResult) -> Figure:
     for ax, (xlabel, value, suffix) in zip(axes, panels, strict=True):
         _style_axis(ax)
         vals = [value(e) for e in engines]
-        top = max((v for v in vals if v), default=0) / 1e6 or 1.0
+        top = max((v for v in vals if v), default=0) / fmt.MB or 1.0
         for y, e, v in zip(ys, engines, vals, strict=True):
             if v is None:
                 ax.text(
@@ -427,14 +480,14 @@ def resource_footprint(run: RunResult) -> Figure:
                 continue
             ax.barh(
                 y,
-                v / 1e6,
+                v / fmt.MB,
                 height=0.62,
                 color=engine_colour(e),
                 hatch="//" if _incomplete(e) else None,
                 linewidth=0,
             )
             ax.text(
-                v / 1e6, y, f"  {fmt.size(v)}{suffix(e)}", va="center", ha="left", fontsize=8.5, color=TEXT
+                v / fmt.MB, y, f"  {fmt.size(v)}{suffix(e)}", va="center", ha="left", fontsize=8.5, color=TEXT
             )
         ax.set_xlim(0, top * 1.55)
         ax.set_xlabel(xlabel)
@@ -474,6 +527,7 @@ def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str,
     recorded latency, the percentile distribution of the main phases and the latency over
     time of each write phase."""
     directory.mkdir(parents=True, exist_ok=True)
+    run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
     view = collapse(run)
     written = []
     for chart in CHARTS:
@@ -544,8 +598,11 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
 
 
 def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
-    """Copy this run's charts to ``output/latest-<slug>.svg`` and write ``output/latest.md`` linking them."""
+    """Copy this run's charts to ``output/latest-<slug>.svg``, write ``output/latest.md``
+    linking them, and ``latest.json`` (the result) in the run's own ``profiles-N-pP``
+    folder, as the reference keeps one per level."""
     output.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / "latest.json", run.to_json(), own=is_own_result)
     linked = []
     for chart in CHARTS:
         src = directory / chart_file(stamp, chart.slug)

@@ -21,7 +21,7 @@ from asyncbench.config import (
     load,
 )
 from asyncbench.paths import check_run_paths
-from asyncbench.result import EXIT_BAD_INPUT
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 from asyncbench.signals import StopSignals
 
 EPILOG = """\
@@ -29,6 +29,13 @@ exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine
 timed out, or a result could not be written; 2 bad plan file, flag or path, or the data or
 output directory is in use by another run (nothing is run); 130 interrupted (SIGINT,
 SIGTERM or SIGHUP: the partial report is still written; Ctrl-C three times forces an exit).
+
+stable operations: a phase's operations depend on the seed, the profile count and the counts; never
+on the phase list. Changing a count under [counts] re-draws that stream and every stream drawn after it
+(reads, email_reads, queries/ranges, updates, post_reads, post_email_reads, post_queries).
+
+engines: {builtin}{plugins}
+  python -m asyncbench engines     every engine with its settings and their defaults
 
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
@@ -38,16 +45,26 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engines import ALL_ENGINES, REGISTRY
+    from engines import ALL_ENGINES, PLUGINS, REGISTRY
 
     p = argparse.ArgumentParser(
         prog="python -m asyncbench",
         description="Run the profile-store benchmark plan in a TOML file against storage engines.",
-        epilog=EPILOG.format(first=ALL_ENGINES[0], pair=",".join(ALL_ENGINES[:2])),
+        epilog=EPILOG.format(
+            first=ALL_ENGINES[0],
+            pair=",".join(ALL_ENGINES[:2]),
+            builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
+            plugins=f"; plug-ins (ASYNCBENCH_ENGINES): {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "plan", nargs="?", default="benchmarks.toml", help="TOML plan file (default: benchmarks.toml)"
+        "plan", nargs="?", help="TOML plan file; without one, usage and the plans found here are printed"
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
     )
     p.add_argument(
         "--engine", help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all"
@@ -56,12 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--profiles", help="profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts"
     )
     p.add_argument("--seed", help="signed 32-bit seed of the generator and the plan")
-    p.add_argument("--parallelism", help="concurrent workers per phase (P)")
+    p.add_argument(
+        "--parallelism", help="concurrent workers per phase (P), or a list 1,16: one run and report per level"
+    )
     p.add_argument("--batch-size", help="operations per batch (one event-loop/thread hop per batch)")
     p.add_argument("--limit", help="rows returned per scan/query")
     p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
     p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
-    p.add_argument("--timeout-seconds", help="per-engine timeout in seconds")
+    p.add_argument("--timeout-seconds", help="per-engine timeout in seconds; 0: no timeout")
     p.add_argument(
         "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
     )
@@ -77,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
         "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument(
+        "--check-reference",
+        action="store_true",
+        help="exit 1 when a checksum differs from the published reference of this configuration "
+        "(refused, exit 2, for a configuration without one)",
     )
     p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
     p.add_argument(
@@ -97,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each engine in its own child process so peak memory is that engine's alone "
         "(default from the plan: on unless run.isolate = false)",
     )
+    p.add_argument(
+        "--clean-data",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="delete each engine's store (its own files or tables only) after its run; the default. "
+        "--no-clean-data keeps them under DATA/profiles-N/<engine>",
+    )
+    p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
     # Internal: how the parent starts an isolated engine run.
     for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file", "--parent-pipe"):
         p.add_argument(flag, help=argparse.SUPPRESS)
@@ -125,8 +158,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         except ValueError:
             raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
         apply_run_key(cfg, where, "--seed", "seed", seed)
+    if args.parallelism is not None:
+        levels = [number("--parallelism", t) for t in args.parallelism.split(",")]
+        apply_run_key(cfg, where, "--parallelism", "parallelism", levels)
     for flag, key in (
-        ("--parallelism", "parallelism"),
         ("--batch-size", "batch_size"),
         ("--limit", "limit"),
         ("--repeat", "repeat"),
@@ -145,6 +180,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         apply_run_key(cfg, where, "--timeout-seconds", "timeout_seconds", t)
     if args.isolate is not None:
         cfg.isolate = args.isolate
+    if args.keep_data and args.clean_data:
+        raise ConfigError(where, "--keep-data", "contradicts --clean-data")
+    if args.keep_data or args.clean_data is not None:
+        cfg.clean_data = not args.keep_data and args.clean_data is not False
     for key in ("output", "data"):
         value = getattr(args, key)
         if value is not None:
@@ -154,8 +193,36 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
     check_run_paths(cfg, args.log_file, args.update_latest, where)
 
 
+def check_published(cfg: BenchConfig) -> None:
+    """--check-reference needs a published reference for every (profiles, P) level."""
+    from dataclasses import asdict
+
+    from workloads.profile_store.published import published_checksums, published_configurations
+
+    for profiles, parallelism in cfg.levels():
+        counts = asdict(cfg.counts_for(profiles))
+        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, counts) is None:
+            known = ", ".join(f"{n:_d}/P{p}/limit {lim}" for n, p, lim in published_configurations())
+            raise ConfigError(
+                "command line",
+                "--check-reference",
+                f"no published reference for {profiles:_d} profiles, P{parallelism}, limit {cfg.limit}, "
+                f"seed {cfg.seed} and these counts; published (default counts, seed 570123434): {known}",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from engines import PLUGIN_ERRORS
+
+    if PLUGIN_ERRORS and not {"-h", "--help", "--version"} & set(argv):
+        for error in PLUGIN_ERRORS:
+            print(f"asyncbench: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if argv[:1] == ["engines"]:
+        from asyncbench.commands.engines import engines_command
+
+        return engines_command(argv[1:])
     if argv[:1] == ["report"]:
         from asyncbench.commands.report import report
 
@@ -186,9 +253,16 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
             stop,
             int(args.parent_pipe) if args.parent_pipe is not None else None,
         )
+    if args.plan is None:
+        from asyncbench.plans import usage
+
+        print(usage(build_parser()), file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         cfg = load(args.plan)
         apply_flags(cfg, args)
+        if args.check_reference:
+            check_published(cfg)
         if args.require_accelerator:
             from workloads.profile_store import kernels
 
@@ -197,6 +271,10 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from asyncbench.commands.run import run
+    from asyncbench.commands.run import confirm_start, run
 
-    return run(cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv)
+    if not confirm_start(cfg, args.yes):
+        return EXIT_OK
+    return run(
+        cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
+    )

@@ -38,6 +38,7 @@ RUN_KEYS = {
     "isolate",
     "repeat",
     "warmup",
+    "clean_data",
 }
 PHASE_KEYS = {"kind", "name", "stream", "count"}
 TOP_KEYS = {"run", "counts", "engines", "phase"}
@@ -74,21 +75,33 @@ class BenchConfig:
     source: str
     name: str = "profile-store"
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
-    parallelism: int = 1
+    parallelism: int = 1  # the level running now (the first of ``parallelisms`` until then)
+    parallelisms: list[int] = field(default_factory=lambda: [1])  # every level, run in order
     seed: int = 570123434
     limit: int = 50
     batch_size: int = 1_000
-    timeout_seconds: float = 120_000.0
+    timeout_seconds: float | None = 120_000.0  # None (0 in a plan or flag): no timeout
     engines: list[str] = field(default_factory=lambda: list(default_engines()))
     output: Path = Path("results")
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
+    clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     phases: list[PhaseSpec] = field(default_factory=list)
+
+    def levels(self) -> list[tuple[int, int]]:
+        """Every (profiles, parallelism) pair the plan runs, in order: one result each."""
+        return [(n, p) for n in self.profiles for p in self.parallelisms]
+
+    def at_level(self, parallelism: int) -> BenchConfig:
+        """This config running at one parallelism level (what a runner and a child use)."""
+        import dataclasses
+
+        return dataclasses.replace(self, parallelism=parallelism)
 
     def counts_for(self, profiles: int) -> Counts:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
@@ -124,6 +137,10 @@ def _seconds(where: str, key: str, v: Any) -> float:
     if not math.isfinite(v) or v > MAX_TIMEOUT_SECONDS:
         raise ConfigError(where, key, f"must be at most {MAX_TIMEOUT_SECONDS:_.0f} seconds (a year), got {v!r}")
     return float(v)
+
+
+def _is_int_or_float(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _profiles(where: str, key: str, v: Any) -> list[int]:
@@ -167,7 +184,20 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
         explicit.add(n)
         if n not in out:
             out.append(n)
+        _check_plugin(where, key, n)
     return out, set(out) - explicit
+
+
+def _check_plugin(where: str, key: str, name: str) -> None:
+    """A plug-in engine (ASYNCBENCH_ENGINES) must import and be complete before anything runs."""
+    from engines import PLUGINS, engine_class
+    from engines.plugins import PluginError
+
+    if name in PLUGINS:
+        try:
+            engine_class(name)
+        except PluginError as exc:
+            raise ConfigError(where, key, str(exc)) from None
 
 
 def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
@@ -358,16 +388,22 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.name = _str(where, key, v)
     elif name == "profiles":
         cfg.profiles = _profiles(where, key, v)
-    elif name == "parallelism":
-        cfg.parallelism = _int(where, key, v, 1, MAX_PARALLELISM)
+    elif name == "parallelism":  # one level or a list (the reference's --parallelism 1,16)
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(where, key, "must name at least one level")
+        levels = [_int(where, key, x, 1, MAX_PARALLELISM) for x in values]
+        if len(set(levels)) != len(levels):
+            raise ConfigError(where, key, f"repeats a level: {levels}")
+        cfg.parallelisms, cfg.parallelism = levels, levels[0]
     elif name == "seed":
         cfg.seed = _int(where, key, v, INT32_MIN, INT32_MAX)
     elif name == "limit":
         cfg.limit = _int(where, key, v, 1, 1_000_000)
     elif name == "batch_size":
         cfg.batch_size = _int(where, key, v, 1, 10_000_000)
-    elif name == "timeout_seconds":
-        cfg.timeout_seconds = _seconds(where, key, v)
+    elif name == "timeout_seconds":  # 0 disables the timeout, as in the reference
+        cfg.timeout_seconds = None if _is_int_or_float(v) and v == 0 else _seconds(where, key, v)
     elif name == "engines":
         cfg.engines, cfg.optional_engines = validate_engine_names(where, key, v)
     elif name == "output":
@@ -378,6 +414,10 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
         cfg.repeat = _int(where, key, v, 1, 1000)
     elif name == "warmup":
         cfg.warmup = _int(where, key, v, 0, 999)
+    elif name == "clean_data":
+        if not isinstance(v, bool):
+            raise ConfigError(where, key, f"must be true or false, got {v!r}")
+        cfg.clean_data = v
     elif name == "isolate":
         if not isinstance(v, bool):
             raise ConfigError(where, key, f"must be true or false, got {v!r}")
@@ -412,7 +452,10 @@ def to_json(cfg: BenchConfig) -> bytes:
     import orjson
 
     doc = {
-        **{k: getattr(cfg, k) for k in ("source", "name", "profiles", "parallelism", "seed", "limit")},
+        **{
+            k: getattr(cfg, k)
+            for k in ("source", "name", "profiles", "parallelism", "parallelisms", "seed", "limit")
+        },
         **{
             k: getattr(cfg, k)
             for k in ("batch_size", "timeout_seconds", "engines", "counts", "engine_settings")
@@ -420,6 +463,7 @@ def to_json(cfg: BenchConfig) -> bytes:
         "output": str(cfg.output),
         "data": str(cfg.data),
         "isolate": cfg.isolate,
+        "clean_data": cfg.clean_data,
         "repeat": cfg.repeat,
         "warmup": cfg.warmup,
         "optional_engines": sorted(cfg.optional_engines),

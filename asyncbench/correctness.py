@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from workloads.profile_store.phases import PHASES
+from workloads.profile_store.published import published_checksums
 from workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
     REFERENCE_PROFILES,
@@ -27,6 +28,9 @@ class Verdict:
     ok: bool
     lines: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # loud lines naming engine and phase
+    #: Engines whose checksums differ from the published reference (fails the run only
+    #: under ``--check-reference``); None when no published reference applies.
+    published_mismatch: list[str] | None = None
 
 
 def is_reference_run(run: RunResult) -> bool:
@@ -99,6 +103,7 @@ def judge(run: RunResult) -> Verdict:
             + ", ".join(f"{k} {n}/{len(REFERENCE_CHECKSUMS)}" for k, n in matched.items())
             + "."
         )
+    _published(run, v)
     done = list(dict.fromkeys(e.engine for e in run.engines if e.phases))
     if v.ok:
         if len(done) >= 2:
@@ -110,3 +115,37 @@ def judge(run: RunResult) -> Verdict:
         elif done:
             v.lines.insert(0, f"Only {done[0]} ran; there was nothing to compare its checksums with.")
     return v
+
+
+def _published(run: RunResult, v: Verdict) -> None:
+    """Compare every engine with the published reference of this configuration, if any."""
+    want = published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
+    if want is None:
+        return
+    v.published_mismatch = []
+    for e in run.engines:
+        if not e.phases:
+            continue
+        matched, differ = 0, []
+        for p in e.phases:
+            expected = want.get(reference_identity(p) or "")
+            if expected is None or p.checksum is None:
+                continue
+            if p.checksum == expected:
+                matched += 1
+            else:
+                differ.append(p.name)
+        who = _label(run, e)
+        if differ:
+            v.published_mismatch.append(who)
+            v.failures.append(
+                f"{who} differs from the published reference in {len(differ)} phase(s): "
+                f"{', '.join(differ)} ({matched}/{len(want)} match)"
+            )
+        elif matched == len(want):
+            v.lines.append(f"{who} matches the published reference ({matched}/{len(want)}).")
+        else:
+            v.lines.append(
+                f"{who} matches the published reference in every phase it ran ({matched}/{len(want)}; "
+                "the others did not run)."
+            )

@@ -103,6 +103,19 @@ class Engine(abc.ABC):
         calls it after each operation phase and stores it in that phase's result."""
         return 0
 
+    async def measure_storage(self) -> int:
+        """The storage figure, taken outside any phase's time (after settle, or after the last
+        phase); an engine whose figure needs a query (a server) overrides this."""
+        return await anyio.to_thread.run_sync(self.storage_bytes)
+
+    async def delete_store(self) -> bool:
+        """Delete this engine's own store after ``close`` (the run's clean-up, as the
+        reference's ``--clean-data``): only the files, directories or tables the engine
+        itself created, never the data directory wholesale (it may hold other things).
+        Returns False when the engine cannot delete its store (the run keeps it and says
+        so); engines that write nothing return True."""
+        return not self.persistent
+
     def worker(self, index: int) -> Any:
         """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
         handle return ``self``; engines with a connection per worker return a view bound

@@ -10,6 +10,15 @@ def count(n: int) -> str:
     return f"{n:_d}"
 
 
+def short_count(n: int) -> str:
+    """``2000000`` -> ``2M``, ``100000`` -> ``100K``, ``1500000`` -> ``1.5M``: the reference's titles."""
+    for div, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "K")):
+        if n >= div and (n * 10) % div == 0:
+            value = n / div
+            return f"{value:.0f}{suffix}" if value == int(value) else f"{value:.1f}{suffix}"
+    return str(n)
+
+
 def ms(seconds: float | None) -> str:
     """Seconds -> ``7_752 ms``."""
     if seconds is None:
@@ -24,15 +33,22 @@ def rate(ops: int, seconds: float) -> str:
     return f"{round(ops / seconds):_d}/s"
 
 
+#: Sizes are binary, as the reference prints them: 1 MB = 1024 x 1024 bytes, so a figure
+#: here compares with the reference report's figure for the same store.
+SIZE_UNIT = 1024
+MB = SIZE_UNIT * SIZE_UNIT
+SIZE_UNIT_NOTE = "Sizes are binary, as in the reference reports: 1 KB = 1024 B, 1 MB = 1024 KB, 1 GB = 1024 MB."
+
+
 def size(n_bytes: int | None) -> str:
-    """Bytes -> ``147.5 MB`` (decimal units, like the reference)."""
+    """Bytes -> ``140.7 MB`` in binary units (1 MB = 1024 * 1024 bytes), like the reference."""
     if n_bytes is None:
         return "-"
     value = float(n_bytes)
     for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
+        if value < SIZE_UNIT or unit == "GB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
+        value /= SIZE_UNIT
     raise AssertionError("unreachable")
 
 

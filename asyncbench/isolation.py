@@ -115,14 +115,16 @@ class ChildEngineRun:
             if stop is not None:
                 stop.on_force.remove(force_cleanup)
             shutil.rmtree(tmp, ignore_errors=True)
-        if not self.result.ok and not self.result.phases:
+        # the child's console said why it stopped; the parent speaks only when the child could not
+        if not self.result.ok and not self.result.phases and self.result.status is not Status.SKIPPED:
             self.observer.message(f"  !! {self.name}: {self.result.status_text()}")
         return self.result
 
     async def _wait(self, proc: anyio.abc.Process, result_file: Path) -> None:
         reason = None
         try:
-            with anyio.move_on_after(self.cfg.timeout_seconds + CHILD_GRACE_SECONDS) as scope:
+            limit = self.cfg.timeout_seconds  # None: no timeout
+            with anyio.move_on_after(None if limit is None else limit + CHILD_GRACE_SECONDS) as scope:
                 await proc.wait()
             if scope.cancelled_caught:
                 proc.kill()
@@ -185,7 +187,9 @@ class PartialResultWriter(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self._write("open", running=True)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         self._write(phase, running=True)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:

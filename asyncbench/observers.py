@@ -9,7 +9,7 @@ import sys
 from typing import Any, TextIO
 
 from asyncbench import fmt
-from asyncbench.result import EngineResult, PhaseResult
+from asyncbench.result import EngineResult, PhaseResult, Status
 
 
 class Observer:
@@ -17,7 +17,9 @@ class Observer:
 
     def run_start(self, **info: Any) -> None: ...
     def engine_start(self, engine: str, profiles: int) -> None: ...
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None: ...
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None: ...
     def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None: ...
     def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
         """After an operation phase, outside its time: one row per batch (worker, ops,
@@ -43,9 +45,11 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.engine_start(engine, profiles)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         for o in self.observers:
-            o.phase_start(engine, phase, total_ops)
+            o.phase_start(engine, phase, total_ops, kind, stream)
 
     def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
         for o in self.observers:
@@ -87,8 +91,10 @@ class JsonLogObserver(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self.log.info("engine_start", engine=engine, profiles=profiles)
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
-        self.log.info("phase_start", engine=engine, phase=phase, total_ops=total_ops)
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
+        self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
     def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
         info = self.log.info
@@ -130,6 +136,20 @@ class JsonLogObserver(Observer):
         self.log.info("message", text=text)
 
 
+#: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
+CONSOLE_WIDTH = 80
+
+
+def phase_line(name: str, seconds: str, throughput: str, checksum: str, width: int = CONSOLE_WIDTH) -> str:
+    """``  <name>  <seconds> <rate> <checksum>`` in ``width`` columns; a long name is cut
+    with an ellipsis so the figures and the whole checksum stay on the line."""
+    tail = f"{seconds:>11} {throughput:>11} {checksum:<16}".rstrip()
+    room = max(width - 3 - len(f"{seconds:>11} {throughput:>11} {'':<16}"), 8)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    return f"  {name:<{room}} {tail}"
+
+
 class ConsoleObserver(Observer):
     """Human output: one line per phase, a header per engine, a status per engine."""
 
@@ -144,13 +164,17 @@ class ConsoleObserver(Observer):
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
-            self._print(f"  {result.name:<42} skipped (engine needs none)")
+            self._print(phase_line(result.name, "skipped", "", "(not needed)"))
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action == "ops" else ""
-        checksum = result.checksum or ""
-        self._print(f"  {result.name:<42} {result.seconds:>10.3f} s {throughput:>14}  {checksum}")
+        if result.close_seconds is not None:
+            throughput = f"close {result.close_seconds:.2f} s"
+        self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))
 
     def engine_end(self, result: EngineResult) -> None:
+        if result.status is Status.SKIPPED:  # one line, nothing measured to show
+            self._print(f"  {result.status_text()}")
+            return
         if not result.ok:
             self._print(f"  !! {result.status_text()}")
         self._print(

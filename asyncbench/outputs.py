@@ -11,11 +11,8 @@ from pathlib import Path
 
 from asyncbench import report
 from asyncbench.ownership import is_own_report, write_atomic
+from asyncbench.paths import result_dir  # noqa: F401  (re-exported: where a level's outputs go)
 from asyncbench.result import RunResult
-
-
-def result_dir(output: Path, profiles: int) -> Path:
-    return output / f"profiles-{profiles}"
 
 
 def write_run(

@@ -32,6 +32,7 @@ __all__ = [
     "created_here",
     "is_own_log",
     "is_own_report",
+    "is_own_result",
     "is_own_svg",
     "write_atomic",
 ]
@@ -40,6 +41,9 @@ __all__ = [
 REPORT_MARKER = "<!-- asyncbench report: `python -m asyncbench report RESULT.json` rewrites this file -->"
 #: The events the JSON-lines log starts a run with; a log's first line is one of them.
 LOG_EVENTS = frozenset({"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"})
+
+#: A result larger than this is not read to prove it is ours (a real one is a few MB).
+MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 #: Absolute paths of the files this process created (so may replace) in this run.
 _created: set[str] = set()
@@ -158,6 +162,21 @@ def is_own_svg(title: str) -> Proof:
         )
 
     return proof
+
+
+def is_own_result(path: Path) -> bool:
+    """A result asyncbench wrote (``latest.json``): named ``*.json``, a JSON object with the
+    result model's identifying keys (``schema``, ``started_utc``, ``engines``, ``phases``)."""
+    if path.suffix != ".json":
+        return False
+    head = _head(path, MAX_RESULT_BYTES)
+    if head is None or len(head) >= MAX_RESULT_BYTES:
+        return False
+    try:
+        doc = orjson.loads(head)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and {"schema", "started_utc", "engines", "phases"} <= doc.keys()
 
 
 def is_own_log(path: Path) -> bool:

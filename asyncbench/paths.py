@@ -33,13 +33,20 @@ import tempfile
 from pathlib import Path
 
 from asyncbench.config import BenchConfig, ConfigError
-from asyncbench.ownership import is_own_log, is_own_report, is_own_svg
+from asyncbench.ownership import is_own_log, is_own_report, is_own_result, is_own_svg
 
-__all__ = ["check_run_paths", "engine_dirs", "output_run_dir"]
+__all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
 
 
-def output_run_dir(output: Path, profiles: int) -> Path:
-    return output / f"profiles-{profiles}"
+def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
+    """``OUTPUT/profiles-N-pP``: one folder per (profiles, parallelism) level, named as the
+    reference names its output folders."""
+    return output / f"profiles-{profiles}-p{parallelism}"
+
+
+def output_run_dirs(cfg: BenchConfig) -> list[Path]:
+    """``OUTPUT/profiles-N-pP`` of every (profiles, parallelism) level of the run."""
+    return [result_dir(cfg.output, n, p) for n, p in cfg.levels()]
 
 
 def engine_dirs(cfg: BenchConfig) -> list[Path]:
@@ -56,8 +63,10 @@ def check_run_paths(
     for key, base in (("output", cfg.output), ("data", cfg.data)):
         _utf8(where, key, base)
         _writable_tree(where, key, base)
-        for n in cfg.profiles:
-            _own_subdir(where, key, base / f"profiles-{n}")
+    for run_dir in output_run_dirs(cfg):
+        _own_subdir(where, "output", run_dir)
+    for n in cfg.profiles:
+        _own_subdir(where, "data", cfg.data / f"profiles-{n}")
     stores = [_real(d) for d in engine_dirs(cfg)]
     _outside_stores(where, "output", cfg.output, stores)
     if log_file is not None:
@@ -69,6 +78,8 @@ def check_run_paths(
         for chart in CHARTS:
             path = cfg.output / f"latest-{chart.slug}.svg"
             _replaceable(where, "--update-latest", path, is_own_svg(chart.title), "chart")
+        for run_dir in output_run_dirs(cfg):
+            _replaceable(where, "--update-latest", run_dir / "latest.json", is_own_result, "result")
     if cfg.isolate:
         _temp_dir(where)
 

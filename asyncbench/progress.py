@@ -25,8 +25,8 @@ from rich.progress import (
     Task,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 from asyncbench import fmt
@@ -47,24 +47,25 @@ class OpsColumn(ProgressColumn):
 
 
 class RateColumn(ProgressColumn):
-    """Operations per second over rich's recent-sample window."""
+    """Operations per second over rich's recent-sample window, ``12_345/s`` as on phase lines."""
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         if task.total is None or speed is None:
             return Text("")
-        return Text(f"{fmt.count(round(speed))} ops/s", style="progress.data.speed")
+        return Text(f"{fmt.count(round(speed))}/s", style="progress.data.speed")
 
 
 class EtaColumn(ProgressColumn):
-    """``ETA 0:01:05`` from rich's speed estimate; blank for untimed phases or before a first batch."""
+    """``ETA 0:01:05`` from rich's speed estimate; blank (never a ``-:--:--`` placeholder) for
+    untimed phases and until the first batches give a rate."""
 
     def render(self, task: Task) -> Text:
         if task.total is None or task.finished:
             return Text("")
         remaining = task.time_remaining
         if remaining is None:
-            return Text("ETA -:--:--", style="progress.remaining")
+            return Text("")
         minutes, seconds = divmod(int(remaining + 0.999), 60)
         hours, minutes = divmod(minutes, 60)
         return Text(f"ETA {hours}:{minutes:02d}:{seconds:02d}", style="progress.remaining")
@@ -97,16 +98,18 @@ class ProgressObserver(Observer):
     """One progress bar per phase while it runs; the display is live only during an engine's run."""
 
     def __init__(self, console: Console | None = None) -> None:
+        # Fits 80 columns: the description takes what the labelled figures leave and is cut
+        # with an ellipsis rather than wrapped; every figure carries its unit (ops, /s, ETA).
         self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=30),
-            OpsColumn(),
-            RateColumn(),
-            EtaColumn(),
-            TimeElapsedColumn(),
+            TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+            BarColumn(bar_width=10),
+            OpsColumn(table_column=Column(no_wrap=True)),
+            RateColumn(table_column=Column(no_wrap=True)),
+            EtaColumn(table_column=Column(no_wrap=True)),
             console=console or Console(),
             transient=True,  # a finished phase leaves its console line, not a stale bar
             speed_estimate_period=10.0,
+            expand=True,
         )
         self.tasks: dict[tuple[str, str], TaskID] = {}
         self.stream: TextIO = _ConsoleStream(self.progress.console)  # type: ignore[assignment]
@@ -136,7 +139,9 @@ class ProgressObserver(Observer):
     def engine_start(self, engine: str, profiles: int) -> None:
         self.start()
 
-    def phase_start(self, engine: str, phase: str, total_ops: int) -> None:
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
         self.start()
         # phases without operations (stabilize, settle, reopen, verify) get a pulsing bar
         total = total_ops if total_ops > 0 else None

@@ -40,13 +40,19 @@ def _stabilize(e: EngineResult, which: str) -> PhaseResult | None:
 
 
 def _secs(p: PhaseResult | None) -> str:
-    if p is None:
-        return "-"
+    if p is None:  # the reference's word for a figure that does not apply or was not reached
+        return "n/a"
     return "n/a" if p.skipped else fmt.ms(p.seconds)
 
 
 def _action_time(e: EngineResult, action: str) -> str:
     return _secs(next((p for p in e.phases if p.action == action), None))
+
+
+def _close_time(e: EngineResult) -> str:
+    """The close before the reopen phase, timed apart from the open."""
+    p = next((p for p in e.phases if p.action == "reopen"), None)
+    return "n/a" if p is None or p.close_seconds is None else fmt.ms(p.close_seconds)
 
 
 def completed_phase_seconds(e: EngineResult) -> float:
@@ -59,17 +65,18 @@ def total_by_engine(run: RunResult) -> list[str]:
         rows.append(
             [
                 md.text(e.engine),
-                md.text(e.status_text()),
+                "Completed" if e.ok else md.text(e.status_text()),
                 fmt.ms(e.run_seconds),
                 fmt.ms(completed_phase_seconds(e)),
                 _secs(_stabilize(e, "pre")),
                 _secs(_stabilize(e, "post")),
                 _action_time(e, "settle"),
+                _close_time(e),
                 _action_time(e, "reopen"),
                 _action_time(e, "verify"),
                 fmt.size(e.storage_bytes),
                 fmt.size(e.peak_rss_bytes),
-                f"`{e.final_checksum}`" if e.final_checksum else "-",
+                f"`{e.final_checksum}`" if e.final_checksum else "n/a",
             ]
         )
     header = [
@@ -80,13 +87,14 @@ def total_by_engine(run: RunResult) -> list[str]:
         "Pre-read stabilize",
         "Post-update stabilize",
         "Settle",
-        "Reopen",
+        "Close",
+        "Reopen (open)",
         "Verify",
         "Storage",
         "Process peak memory",
         "Final checksum",
     ]
-    return _table(header, rows, "ll" + "r" * 9 + "l")
+    return _table(header, rows, "ll" + "r" * 10 + "l")
 
 
 def write_readiness(run: RunResult) -> list[str]:
@@ -97,7 +105,7 @@ def write_readiness(run: RunResult) -> list[str]:
             op = next((p for p in e.phases if p.kind == kind), None)
             st = _stabilize(e, which)
             if op is None:
-                cells += ["-", "-", "-", "-"]
+                cells += ["n/a"] * 4
                 continue
             ready = op.seconds + (st.seconds if st and not st.skipped else 0.0)
             cells += [fmt.ms(op.seconds), _secs(st), fmt.ms(ready), fmt.rate(op.ops, ready)]
@@ -136,7 +144,7 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
             row = [md.text(run.phases[i]["name"])]
             for e in run.engines:
                 p = e.phase_at(i)
-                row.append(_rate(groups, e.engine, p) if p else "-")
+                row.append(_rate(groups, e.engine, p) if p else "n/a")
             rows.append(row)
         out += _table(["Phase"] + [md.text(e.engine) for e in run.engines], rows) + [""]
     for e in run.engines:
@@ -235,20 +243,25 @@ def interpretation_notes(run: RunResult) -> list[str]:
         f"Operations run in batches of {fmt.count(run.batch_size)}: one event-loop (and, for thread-offloaded "
         "engines, one thread) hop per batch, yet every item is its own engine operation — no multi-get, "
         "no write batch, no `IN (...)`.",
+        "Reopen times the open of a new instance only, as the reference does; the close before it is "
+        "timed apart (Close).",
         "Stabilization (flush and compaction) is timed separately and only for engines that ask for it; "
         "Write Readiness adds it to the write phase it follows.",
-        storage_note(run),
+        storage_note(run) + " " + fmt.SIZE_UNIT_NOTE,
         (
-            "Process peak memory is the peak RSS of the process that ran the engine, sampled every 100 ms; "
+            "Process peak memory is the peak RSS of the process that ran the engine: samples every 100 ms plus "
+            "the kernel's high-water mark (VmHWM, reset at the engine's start), so short spikes count; "
             "it includes the Python interpreter and the harness. Each engine ran in its own child process, "
             "so no engine's memory counts for another."
             if run.isolated
-            else "Process peak memory is this process's peak RSS while the engine ran, sampled every 100 ms; "
+            else "Process peak memory is this process's peak RSS while the engine ran: samples every 100 ms plus "
+            "the kernel's high-water mark (VmHWM, reset at the engine's start); "
             "it includes the Python interpreter and the harness. Engines ran one after another in one "
             "process (no isolation), so memory an earlier engine left to the allocator may count for a later one."
         ),
         "Checksums fold what each phase returned; engines that agree returned the same results in the same "
         "order.",
+        VERIFY_NOTE,
     ]
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
@@ -273,18 +286,40 @@ def cluster_note(e: EngineResult) -> str:
 
 
 def storage_note(run: RunResult) -> str:
-    """How each storage figure was obtained, from the engines' facts."""
-    methods = {e.facts.storage_method for e in run.engines}
+    """How and when each storage figure was obtained, from the engines' facts and the plan."""
+    settled = any(p.get("kind") == "settle" for p in run.phases)
+    when = (
+        "after the settle phase"
+        if settled
+        else "after the last phase (this plan has no settle phase, so unflushed or uncompacted data "
+        "may not be counted yet)"
+    )
+    by_method: dict[StorageMethod, list[str]] = {}
+    for e in run.engines:
+        by_method.setdefault(e.facts.storage_method, []).append(e.engine)
     parts = []
-    if StorageMethod.FILES in methods or not methods:
-        parts.append("Storage is the size of every file under the engine's data directory after settle")
-    estimates = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.SERVER_ESTIMATE]
+    if StorageMethod.FILES in by_method or not by_method:
+        names = ", ".join(by_method.get(StorageMethod.FILES, []))
+        who = f" ({names})" if names else ""
+        who = md.text(who)
+        parts.append(f"Storage{who} is the size of every file under the engine's data directory, measured {when}")
+    estimates = by_method.get(StorageMethod.SERVER_ESTIMATE, [])
     if estimates:
-        parts.append(f"for {', '.join(map(md.text, estimates))} it is the server's own size estimate of the engine's tables")
-    empty = [e.engine for e in run.engines if e.facts.storage_method is StorageMethod.NONE]
+        parts.append(
+            f"for {', '.join(map(md.text, estimates))} it is the server's own size estimate of the engine's tables "
+            f"(data and index pages it reports, measured {when}), not bytes on disk"
+        )
+    empty = by_method.get(StorageMethod.NONE, [])
     if empty:
         parts.append(f"{', '.join(map(md.text, empty))} writes no files (0 B)")
     return "; ".join(parts) + "."
+
+
+VERIFY_NOTE = (
+    "final (verify) counts 4 operations: after the reopen, one count of the stored profiles and "
+    "three point reads (the first profile, the middle one and the last); its checksum folds the "
+    "count and the three profiles."
+)
 
 
 def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
@@ -320,26 +355,43 @@ def stability(run: RunResult) -> list[str]:
     return lines
 
 
+def skipped_line(skipped: Sequence[EngineResult]) -> str:
+    """The one place a skipped engine appears: ``Skipped (not available here): mysql: <why>.``"""
+    seen = dict.fromkeys(md.text(f"{e.engine}: {e.detail}") for e in skipped)
+    return "Skipped (not available here): " + "; ".join(seen) + "."
+
+
+def title(run: RunResult) -> str:
+    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``."""
+    system = run.environment.get("os") or "unknown OS"
+    return f"Benchmark {fmt.short_count(run.profiles)} Profiles / P{run.parallelism} - {system}"
+
+
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
 
     With repeats, the tables show one row per engine (:func:`aggregate.collapse`: medians
     of the measured repeats) and throughput cells carry the spread."""
+    skipped = run.skipped()
+    run = run.without_skipped()
     verdict = judge(run)
     groups = {g.engine: g for g in group_runs(run)}
     full, run = run, collapse(run)
     engines = ", ".join(md.text(e.engine) for e in run.engines) or "none"
     lines = [
         REPORT_MARKER,
-        f"# asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} profiles · P{run.parallelism}",
+        f"# {md.text(title(run))}",
         "",
-        f"Started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
+        f"asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} profiles · P{run.parallelism} · "
+        f"started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
         "",
     ]
     if run.interrupted:
         lines += [f"> **Partial report: {md.text(run.interrupted)}.**", ""]
-    for title, path in charts:
-        lines += [f"![{md.text(title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
+    if skipped:
+        lines += [skipped_line(skipped), ""]
+    for chart_title, path in charts:
+        lines += [f"![{md.text(chart_title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
     if not run.accelerated:

@@ -65,6 +65,9 @@ class PhaseResult:
     count: int | None = None
     post_update: bool = False
     skipped: bool = False  # stabilize for an engine that needs none
+    #: Reopen only: closing the store before it, timed apart; ``seconds`` is the open alone,
+    #: as the reference times reopen (it does not time the dispose).
+    close_seconds: float | None = None
     #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
     #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
     latency: dict[str, Any] | None = None
@@ -186,6 +189,23 @@ class RunResult:
 
     def failed(self) -> bool:
         return any(e.broken for e in self.engines)
+
+    def skipped(self) -> list[EngineResult]:
+        """Engines that did not run here (an optional engine whose library or server is absent)."""
+        return [e for e in self.engines if e.status is Status.SKIPPED]
+
+    def without_skipped(self) -> RunResult:
+        """This run with skipped engines left out: tables and charts show only engines that
+        ran, and the report says once, in one line, which were skipped."""
+        gone = {e.engine for e in self.skipped()}
+        env = dict(self.environment)
+        if gone and isinstance(env.get("engine_versions"), dict):  # their "unavailable" rows too
+            env["engine_versions"] = {
+                k: v for k, v in env["engine_versions"].items() if k.split(":", 1)[0] not in gone
+            }
+        return dataclasses.replace(
+            self, engines=[e for e in self.engines if e.status is not Status.SKIPPED], environment=env
+        )
 
 
 def exit_code(runs: list[RunResult], checksums_agree: bool, interrupted: bool) -> int:

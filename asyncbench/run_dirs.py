@@ -6,7 +6,7 @@ itself, so those must be real directories: a symlink or a file in their place is
 naming it, never something to write through.
 
 :func:`lock_run` takes, before anything runs, an exclusive lock on every output run
-directory (``OUTPUT/profiles-N``; with ``--update-latest`` also ``OUTPUT``, which holds
+directory (``OUTPUT/profiles-N-pP``; with ``--update-latest`` also ``OUTPUT``, which holds
 ``latest.*``) and every engine data directory of the run (``DATA/profiles-N/<engine>``,
 through ``DATA/profiles-N/.<engine>.lock``, outside the engine's own directory). A second
 run on any of them stops with an error naming the holder's pid, before it changes
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from asyncbench.config import BenchConfig
 from asyncbench.locks import DirLock, acquire
+from asyncbench.paths import output_run_dirs
 
 __all__ = ["RunLocks", "lock_run", "make_real_dir"]
 
@@ -70,10 +71,10 @@ def lock_run(cfg: BenchConfig, update_latest: bool = False) -> RunLocks:
         if update_latest:
             cfg.output.mkdir(parents=True, exist_ok=True)
             locks.held.append(acquire(cfg.output, cfg.output / OUTPUT_LOCK))
-        for n in cfg.profiles:
-            out = cfg.output / f"profiles-{n}"
+        for out in output_run_dirs(cfg):
             make_real_dir(out)
             locks.held.append(acquire(out, out / OUTPUT_LOCK))
+        for n in cfg.profiles:
             data = cfg.data / f"profiles-{n}"
             make_real_dir(data)
             for name in cfg.engines:

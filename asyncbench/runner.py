@@ -50,6 +50,7 @@ class EngineRun:
         self.result = EngineResult(engine=name)
         self.current: str | None = None  # the phase running now (a display name)
         self.step = "setup"  # the step outside the phases: setup, open, after the last phase
+        self.opened = False  # the engine opened (so created its marked store) in this run
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
@@ -79,6 +80,7 @@ class EngineRun:
                     await self._run_phases()
                 finally:
                     await self._close_quietly()
+                    await self._delete_quietly()
                     background.cancel_scope.cancel()
         except* EngineUnavailable as group:
             exc = group.exceptions[0]
@@ -118,13 +120,14 @@ class EngineRun:
             self.current = "open"
             assert self.background is not None
             await self.engine.open(True, self.background)
+            self.opened = True  # the store is the engine's own now: --clean-data may delete it
             for index, spec in enumerate(self.cfg.phases):
                 self.current = spec.name
                 await self._phase(index, spec)
             self.current = None
             self.step = "after the last phase"
             if res.storage_bytes is None:
-                res.storage_bytes = await anyio.to_thread.run_sync(self.engine.storage_bytes)
+                res.storage_bytes = await self.engine.measure_storage()
         if scope.cancelled_caught:
             res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
 
@@ -137,10 +140,23 @@ class EngineRun:
             except Exception as exc:  # closing after a failure must not hide the failure
                 self.result.notes.append(f"close failed: {type(exc).__name__}: {exc}")
 
+    async def _delete_quietly(self) -> None:
+        """After close: the engine deletes its own store unless the run keeps data."""
+        if self.engine is None or not self.opened or not self.cfg.clean_data:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            try:
+                if not await self.engine.delete_store():
+                    self.result.notes.append(f"store kept at {self.engine.data_dir}: the engine cannot delete it")
+            except Exception as exc:  # clean-up must not hide the run's outcome
+                self.result.notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
+
     async def _phase(self, index: int, spec: PhaseSpec) -> None:
         engine = self.engine
         assert engine is not None
         kind = PHASES[spec.kind]
+
+        close_seconds: float | None = None
 
         def result(
             ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
@@ -158,6 +174,7 @@ class EngineRun:
                 count=spec.count,
                 post_update=spec.post_update,
                 skipped=skipped,
+                close_seconds=close_seconds,
             )
 
         if kind.action is Action.STABILIZE and not engine.needs_stabilization:
@@ -166,7 +183,7 @@ class EngineRun:
             self.observer.phase_end(self.name, pr)
             return
         items = phase_items(kind, spec.stream, spec.count, self.plan)
-        self.observer.phase_start(self.name, spec.name, len(items))
+        self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
         checksum: str | None = None
         ops = retries = 0
         t0 = perf_counter()
@@ -185,13 +202,15 @@ class EngineRun:
             elif kind.action is Action.SETTLE:
                 await engine.settle()
             elif kind.action is Action.REOPEN:
-                await self._reopen()
+                close_seconds = await self._close_for_reopen()
+                t0 = perf_counter()  # the reopen phase times the open alone
+                await self._open_again()
             elif kind.action is Action.VERIFY:
                 checksum = await verify_checksum(self.engine, self.plan.counts.profiles)
                 ops = VERIFY_OPS
             seconds = perf_counter() - t0
         if kind.action is Action.SETTLE:
-            self.result.storage_bytes = await anyio.to_thread.run_sync(engine.storage_bytes)
+            self.result.storage_bytes = await engine.measure_storage()  # untimed
         pr = result(ops, seconds, checksum)
         pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
@@ -202,11 +221,18 @@ class EngineRun:
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
-    async def _reopen(self) -> None:
-        """Close, then open the same store with reset off (a fresh adapter when persistent)."""
+    async def _close_for_reopen(self) -> float:
+        """Close the store before a reopen; returns the seconds it took (reported apart)."""
+        engine = self.engine
+        assert engine is not None
+        t0 = perf_counter()
+        await engine.close()
+        return perf_counter() - t0
+
+    async def _open_again(self) -> None:
+        """Open the same store with reset off (a fresh adapter when persistent)."""
         engine = self.engine
         assert engine is not None and self.background is not None
-        await engine.close()
         if engine.persistent:
             self.engine = None  # a failing constructor must not leave a closed engine to close again
             self.engine = type(engine)(engine.config)
@@ -270,23 +296,27 @@ class Benchmark:
         async with anyio.create_task_group() as tg:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
-            for profiles in self.cfg.profiles:
-                counts = self.cfg.counts_for(profiles)
-                plan = None if self.cfg.isolate else await self._draw(counts)  # children draw their own
-                run = new_result(self.cfg, counts, self.started_utc)
+            plans: dict[int, Plan | None] = {}
+            for profiles, parallelism in self.cfg.levels():
+                cfg = self.cfg.at_level(parallelism)
+                counts = cfg.counts_for(profiles)
+                if profiles not in plans:  # children draw their own; one plan serves every P
+                    plans = {profiles: None if cfg.isolate else await self._draw(counts)}
+                plan = plans[profiles]
+                run = new_result(cfg, counts, self.started_utc)
                 self.results.append(run)
-                for repeat in range(self.cfg.repeat):  # interleaved: A B C A B C ...
-                    for name in self.cfg.engines:
+                for repeat in range(cfg.repeat):  # interleaved: A B C A B C ...
+                    for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun
                         if plan is None:
-                            engine_run = ChildEngineRun(self.cfg, name, profiles, self.log_path, self.observer)
+                            engine_run = ChildEngineRun(cfg, name, profiles, self.log_path, self.observer)
                         else:
-                            engine_run = EngineRun(self.cfg, name, plan, self.observer, self.sampler)
+                            engine_run = EngineRun(cfg, name, plan, self.observer, self.sampler)
                         try:
                             await engine_run.run()
                         finally:  # an interrupted engine still reports what it completed
                             engine_run.result.repeat = repeat
-                            engine_run.result.warmup = repeat < self.cfg.warmup
+                            engine_run.result.warmup = repeat < cfg.warmup
                             run.engines.append(engine_run.result)
                             self.on_progress(run)
             tg.cancel_scope.cancel()

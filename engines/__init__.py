@@ -26,18 +26,31 @@ REGISTRY: dict[str, str] = {
 ENV_VAR = "ASYNCBENCH_ENGINES"
 
 
+#: Names registered through ``ASYNCBENCH_ENGINES`` (a user's own code: never "pip install" advice).
+PLUGINS: set[str] = set()
+#: Malformed ``ASYNCBENCH_ENGINES`` entries; the CLI refuses to run (exit 2) while any exist.
+PLUGIN_ERRORS: list[str] = []
+
+
 def _register_from_env() -> None:
     for item in filter(None, (x.strip() for x in os.environ.get(ENV_VAR, "").split(","))):
         name, sep, target = item.partition("=")
-        if not sep or ":" not in target:
-            raise SystemExit(f"asyncbench: {ENV_VAR}: {item!r} is not name=module:Class")
-        REGISTRY[name.strip()] = target.strip()
+        name, target = name.strip(), target.strip()
+        module, colon, cls = target.partition(":")
+        if not sep or not name or not colon or not module or not cls:
+            PLUGIN_ERRORS.append(f"{ENV_VAR}: {item!r} is not name=module:Class")
+            continue
+        REGISTRY[name] = target
+        PLUGINS.add(name)
 
 
 _register_from_env()
 
 #: What ``--engine all`` means, in report order.
 ALL_ENGINES = ("lsm", "rocksdb", "sqlite", "mysql", "postgres")
+#: The in-memory engine whose checksums are the workload's own (no store in between):
+#: what scripts run to reproduce reference checksums quickly.
+HARNESS_FLOOR = "memory"
 #: What a plan without ``engines`` runs: every shipped engine that needs no server.
 DEFAULT_ENGINES = ("lsm", "rocksdb", "sqlite")
 
@@ -48,6 +61,10 @@ def engine_class(name: str) -> type[Engine]:
     except KeyError:
         raise KeyError(f"unknown engine {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
     module_name, _, class_name = target.partition(":")
+    if name in PLUGINS:
+        from engines.plugins import load_plugin
+
+        return load_plugin(name, module_name, class_name)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

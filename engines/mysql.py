@@ -128,6 +128,11 @@ DIALECT = Dialect(placeholder=lambda i: "%s", index_hint=lambda index: f"FORCE I
 #: server, or not MariaDB).
 READ_BACK_VARIABLES = (
     "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "log_bin",
+    "innodb_buffer_pool_size",
+    "innodb_log_file_size",
+    "innodb_redo_log_capacity",
     "wsrep_on",
     "binlog_format",
     "innodb_autoinc_lock_mode",
@@ -244,6 +249,17 @@ class Session:
         await self.cur.execute(statement, args)
 
 
+#: Server variables shown in Engine Settings (read back at open with READ_BACK_VARIABLES).
+SERVER_VARIABLES = READ_BACK_VARIABLES[:6]
+#: What the reference starts MySQL with (the Configured column); scripts/mysql-server does the same.
+REFERENCE_SERVER = {
+    "innodb_flush_log_at_trx_commit": "2",
+    "sync_binlog": "0",
+    "log_bin": "OFF",
+    "innodb_buffer_pool_size": "large (25% of RAM here)",
+}
+
+
 class MySqlEngine(Engine):
     """InnoDB over TCP, on one server or spread over a cluster's nodes; see the module
     docstring for the schema, the driver choice and what Galera needs."""
@@ -336,6 +352,15 @@ class MySqlEngine(Engine):
             raise
         return session
 
+    async def delete_store(self) -> bool:
+        """DROP the engine's table on the server (it writes no local files)."""
+        session = await self._session_to(self.endpoints[0])
+        try:
+            await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+        finally:
+            await session.close()
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         session = await self._session_to(self.endpoints[0])
         try:
@@ -410,16 +435,19 @@ class MySqlEngine(Engine):
         return total
 
     async def settle(self) -> None:
-        """The final commit (a no-op under autocommit), then the storage figure.
-
-        ``storage_bytes`` is synchronous in the protocol but needs a query, so it is computed
-        here and cached: ANALYZE TABLE refreshes InnoDB's statistics (information_schema's
-        lengths come from them), then data + index length of the table (on the first
-        endpoint: on Galera every node holds the whole table).
-        """
+        """What the reference times as settle: the final commit (a no-op under autocommit)
+        and ``FLUSH TABLES profiles`` (on the first endpoint; on Galera after the causal
+        barrier, so every write is in)."""
         db = self._db
         await db.conn.commit()
         await db.barrier()
+        await db.query(f"FLUSH TABLES {TABLE}")
+
+    async def measure_storage(self) -> int:
+        """Untimed, after settle (as the reference): ANALYZE TABLE refreshes InnoDB's
+        statistics (information_schema's lengths come from them), then data + index length
+        of the table (on the first endpoint: on Galera every node holds the whole table)."""
+        db = self._db
         await db.query(f"ANALYZE TABLE {TABLE}")
         rows = await db.query(
             "SELECT data_length + index_length FROM information_schema.tables "
@@ -427,9 +455,10 @@ class MySqlEngine(Engine):
             (TABLE,),
         )
         self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        return self._storage_bytes
 
     def storage_bytes(self) -> int:
-        """Data + index length cached by :meth:`settle` (0 before any settle)."""
+        """Data + index length cached by :meth:`measure_storage` (0 before it)."""
         return self._storage_bytes or 0
 
     @property
@@ -510,8 +539,17 @@ class MySqlEngine(Engine):
                 "table", "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes"
             ),
             Setting("driver", f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})"),
-            Setting("innodb_flush_log_at_trx_commit", "server setting", flush),
         ]
+        # The server's own settings as it runs them (SHOW GLOBAL VARIABLES on every
+        # endpoint), next to what the reference starts its server with.
+        for name in SERVER_VARIABLES:
+            settings.append(
+                Setting(
+                    f"server {name}",
+                    REFERENCE_SERVER.get(name, "server default"),
+                    self._effective(name) or "unknown until connected",
+                )
+            )
         parameters = {"innodb_flush_log_at_trx_commit": flush or "unknown until connected"}
         cluster: dict[str, str] = {}
         if self.galera:

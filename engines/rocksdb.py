@@ -283,6 +283,11 @@ class RocksDbEngine(Engine):
             options = read_options_file(Path(tmp))
         return {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
 
+    async def delete_store(self) -> bool:
+        """The five databases and the markers, after the same ownership checks as a reset."""
+        await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).delete)
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         await _writing(self._open_sync, reset)
 

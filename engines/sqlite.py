@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine, EngineConfig
@@ -222,6 +223,11 @@ class SqliteEngine(Engine):
         return SqliteConnection(self.path, pragma_statements(self.settings))
 
     # --- lifecycle ----------------------------------------------------------------------
+    async def delete_store(self) -> bool:
+        """The database file and its -wal and -shm companions."""
+        await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).delete)
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._conn is not None:
             raise RuntimeError("SQLite engine is already open")

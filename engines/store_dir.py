@@ -12,6 +12,8 @@ directory when it creates the store. Then:
   (a file of the user's, a symlink, a store of another engine), or holds anything at all
   without a marker. Deletion goes through directory descriptors opened without following
   symlinks, so a directory swapped for a symlink after the check is not followed.
+- :meth:`StoreDir.delete` (``--clean-data`` after a run) removes the same, only after the
+  same checks, and then the directory if it is empty.
 - :meth:`StoreDir.require` (an open that keeps the data) insists on the marker and on
   every store it lists, so a deleted store is an error naming it, never an empty store
   silently created in its place.
@@ -22,6 +24,7 @@ engine's ``Failed: open: ...`` row and goes on with the other engines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -96,6 +99,25 @@ class StoreDir:
                 self._check_entries(names)
                 self._delete(names)
         self._write_marker()
+
+    # --- clean-up after a run -------------------------------------------------------------
+    def delete(self) -> None:
+        """Remove the engine's store (``--clean-data``, after close), marker last, then the
+        directory if that left it empty. Only a marked store holding nothing foreign is
+        deleted; anything else raises StoreDirError and stays as it was."""
+        d = self.directory
+        if not os.path.lexists(d):
+            return
+        self._check_is_real_dir()
+        names = sorted(os.listdir(d))
+        if not names:
+            os.rmdir(d)
+            return
+        self._check_marker(names)
+        self._check_entries(names)
+        self._delete(names)
+        with contextlib.suppress(OSError):  # something appeared meanwhile: not ours, so it stays
+            os.rmdir(d)
 
     # --- open keeping the data ----------------------------------------------------------
     def require(self) -> None:

@@ -26,7 +26,7 @@ TEST_ENGINES = {
     "slowclose": "engines_for_tests:SlowCloseEngine",
     **VARIANTS,
 }
-READ_PHASE_STARTED = b'"phase":"read by user id","total_ops"'
+READ_PHASE_STARTED = b'"phase":"read by user id","kind":"read_by_id","stream":"reads","total_ops"'
 
 
 #: How long a wait may take before the test fails (generous: CI machines are slow).

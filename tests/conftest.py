@@ -43,6 +43,14 @@ def postgres_expected() -> bool:
     return bool(os.environ.get("PGHOST") or os.environ.get("CI"))
 
 
+def unescaped(markdown: str) -> str:
+    """A report's text with the backslash escapes of ``asyncbench.markdown`` removed (what a
+    reader sees rendered)."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def status_line(engine_doc: dict) -> str:
     """The human status line of an engine result as saved in JSON (status is data there:
     an enum plus phase and detail)."""

@@ -30,7 +30,7 @@ def test_quick_run_writes_json_markdown_and_log(tmp_path: Path, run_cli) -> None
     assert code == 0, output
     (run,) = results
     assert run["profiles"] == 2000 and run["counts"]["queries"] == 2000
-    md = next((tmp_path / "out" / "profiles-2000").glob("asyncbench-*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-2000-p1").glob("asyncbench-*.md")).read_text()
     for section in (
         "## Total By Engine",
         "## Correctness",
@@ -84,7 +84,7 @@ def test_timeout_records_interrupted_phase_and_writes_partial_report(test_engine
     (er,) = results[0]["engines"]
     assert status_line(er) == "Timed out after 1 seconds; interrupted: read by user id"
     assert [p["name"] for p in er["phases"]] == ["insert profiles", "pre-read stabilization"]
-    md = next((tmp_path / "out" / "profiles-2000").glob("*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-2000-p1").glob("*.md")).read_text()
     assert "Timed out after 1 seconds; interrupted: read by user id" in md
 
 
@@ -93,14 +93,14 @@ def test_checksum_mismatch_names_engine_and_phase(test_engines, run_cli, tmp_pat
     assert code == 1
     line = "CHECKSUM MISMATCH: engine wrong, phase 'lookup by email'"
     assert line in output
-    md = next((tmp_path / "out" / "profiles-10000").glob("*.md")).read_text()
+    md = next((tmp_path / "out" / "profiles-10000-p1").glob("*.md")).read_text()
     assert line in md
 
 
 def test_report_command_rerenders_from_json(run_cli, tmp_path) -> None:
     code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "1k")
     assert code == 0
-    json_path = next((tmp_path / "out" / "profiles-1000").glob("*.json"))
+    json_path = next((tmp_path / "out" / "profiles-1000-p1").glob("*.json"))
     md_path = json_path.with_suffix(".md")
     original = md_path.read_text()
     md_path.unlink()
@@ -140,3 +140,26 @@ def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch,
     assert code == 0, output
     mysql, memory = results[0]["engines"]
     assert status_line(mysql).startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")
+
+
+def test_skipped_engine_appears_once_in_a_one_line_note(monkeypatch: pytest.MonkeyPatch, run_cli, tmp_path) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "asyncmy", None)
+    monkeypatch.delitem(sys.modules, "engines.mysql", raising=False)
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
+    code, _, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
+    assert code == 0, output
+    assert output.count("needs the Python package 'asyncmy'") == 1, output
+    folder = tmp_path / "out" / "profiles-1000-p1"
+    md = next(folder.glob("*.md")).read_text()
+    mysql_lines = [line for line in md.splitlines() if "mysql" in line]
+    assert mysql_lines == [
+        "Skipped (not available here): mysql: engine 'mysql' needs the Python package 'asyncmy': pip install asyncmy."
+    ]
+    svgs = list(folder.glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        text = svg.read_text()
+        assert "mysql" not in text and "not run" not in text, svg.name
+        assert "memory" in text, svg.name  # the SVG text (comments of the drawn glyphs) names engines

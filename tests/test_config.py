@@ -260,3 +260,13 @@ def test_engine_setting_values_are_checked_before_running(tmp_path: Path, capsys
     with pytest.raises(ConfigError) as info:
         load(plan)
     assert info.value.key == key and reason in info.value.reason
+
+
+def test_timeout_zero_means_none_in_file_and_flag(tmp_path: Path, run_cli) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text("[run]\ntimeout_seconds = 0\n" + GOOD_RUN[6:])
+    assert load(plan).timeout_seconds is None
+    code, (run,), _ = run_cli(str(plan), "--engine", "memory", "--timeout-seconds", "0")
+    assert code == 0 and run["timeout_seconds"] is None
+    md = next((tmp_path / "out").glob("profiles-*/asyncbench-*.md")).read_text()
+    assert "| Timeout per engine | none |" in md

@@ -76,13 +76,13 @@ def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     _mount_tmpfs(mnt, TMPFS_SIZE[name])
     try:
         cmd = [sys.executable, "-m", "asyncbench", QUICK, "--engine", name, "--no-isolate", "--no-progress"]
-        cmd += ["--data", str(mnt), "--output", str(out), "--log-file", str(out / "run.log")]
+        cmd += ["--data", str(mnt), "--output", str(out), "--log-file", str(out / "run.log"), "--keep-data"]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240)
         store = base / "store"
         shutil.copytree(mnt / f"profiles-{PROFILES}" / name, store)
     finally:
         _umount(mnt)
-    (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}/asyncbench-*.json")]
+    (result,) = [orjson.loads(p.read_bytes()) for p in out.glob(f"profiles-{PROFILES}-p1/asyncbench-*.json")]
     (engine,) = result["engines"]
     return FullRun(
         proc.returncode, status_line(engine), engine.get("notes", []), proc.stdout + proc.stderr, store

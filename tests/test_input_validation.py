@@ -169,13 +169,13 @@ def test_out_of_range_engine_settings_are_rejected(tmp_path: Path, capsys, table
 def test_output_profiles_dir_that_is_a_file_is_rejected_before_running(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "profiles-1000").write_text("a file")
+    (out / "profiles-1000-p1").write_text("a file")
     args = [str(QUICK), "--engine", "memory", "--profiles", "1k", "--no-isolate"]
     code = main([*args, "--output", str(out), "--data", str(tmp_path / "data")])
     err = capsys.readouterr().err
-    assert code == 2 and "output: " in err and "profiles-1000 exists and is not a directory" in err
+    assert code == 2 and "output: " in err and "profiles-1000-p1 exists and is not a directory" in err
     assert not (tmp_path / "data").exists()  # nothing ran
-    assert (out / "profiles-1000").read_text() == "a file" and os.listdir(out) == ["profiles-1000"]
+    assert (out / "profiles-1000-p1").read_text() == "a file" and os.listdir(out) == ["profiles-1000-p1"]
 
 
 @pytest.mark.parametrize("key", ["output", "data"])
@@ -184,7 +184,7 @@ def test_symlinked_profiles_dir_is_rejected(tmp_path: Path, capsys, key: str) ->
     base.mkdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (base / "profiles-1000").symlink_to(elsewhere)
+    (base / ("profiles-1000-p1" if key == "output" else "profiles-1000")).symlink_to(elsewhere)
     args = [str(QUICK), "--engine", "memory", "--profiles", "1k", "--no-isolate"]
     other = "data" if key == "output" else "output"
     code = main([*args, f"--{key}", str(base), f"--{other}", str(tmp_path / other)])

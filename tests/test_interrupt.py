@@ -59,13 +59,13 @@ def test_signal_writes_partial_report_and_exits_130(tmp_path: Path, signum: int,
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
         # The slow engine sleeps in its first read batch: wait until that phase started.
-        _wait_for(lambda: log.exists() and b'"phase":"read by user id","total_ops"' in log.read_bytes())
+        _wait_for(lambda: log.exists() and b'"phase":"read by user id","kind":"read_by_id"' in log.read_bytes())
         proc.send_signal(signum)
         stdout, _ = proc.communicate(timeout=90)
     finally:
         proc.kill()
     assert proc.returncode == 130, stdout.decode()
-    (result_file,) = out.glob("profiles-2000/asyncbench-*.json")
+    (result_file,) = out.glob("profiles-2000-p1/asyncbench-*.json")
     run = orjson.loads(result_file.read_bytes())
     name = signal.Signals(signum).name
     assert run["interrupted"] == f"interrupted by {name}"

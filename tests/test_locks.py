@@ -50,13 +50,13 @@ def test_second_run_on_the_same_data_is_refused_naming_the_holder(
     assert not (tmp_path / "out2").exists() or not any((tmp_path / "out2").rglob("*.json"))
     first_run.send(signal.SIGTERM)
     assert first_run.finish() == 130, first_run.output  # the first run is unharmed
-    assert list((tmp_path / "out1").glob("profiles-2000/asyncbench-*.json"))
+    assert list((tmp_path / "out1").glob("profiles-2000-p1/asyncbench-*.json"))
 
 
 def test_second_run_into_the_same_output_is_refused(tmp_path: Path, first_run: BackgroundRun, capfd) -> None:
     assert _second(tmp_path, "out1", "other-data", engine="memory") == 2
     err = capfd.readouterr().err
-    assert f"locked by pid {first_run.proc.pid}" in err and "out1/profiles-2000" in err
+    assert f"locked by pid {first_run.proc.pid}" in err and "out1/profiles-2000-p1" in err
     assert not (tmp_path / "other-data" / "profiles-2000" / "memory").exists()
 
 

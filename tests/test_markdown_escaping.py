@@ -55,14 +55,16 @@ def report_text(tmp_path: Path, run_cli) -> str:
     plan.write_text(PLAN)
     code, _, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate")
     assert code == 0, output
-    (md_file,) = (tmp_path / "out" / "profiles-500").glob("asyncbench-*.md")
+    (md_file,) = (tmp_path / "out" / "profiles-500-p1").glob("asyncbench-*.md")
     return md_file.read_text()
 
 
 def test_plan_text_cannot_break_the_report(report_text: str) -> None:
     lines = report_text.splitlines()
     headings = [line for line in lines if line.startswith("#")]
-    assert headings[0].startswith("# asyncbench · ") and "Owned" in headings[0]  # still the title line
+    assert headings[0].startswith("# Benchmark ")  # still the title line
+    (byline,) = [line for line in lines if line.startswith("asyncbench · ")]  # the run name's line
+    assert "Owned" in byline
     assert not any(h.startswith("# Owned") or h.startswith("## injected") for h in headings)
     assert "<script>" not in report_text and "<b>" not in report_text and "<i>" not in report_text
     assert "](http://evil)" not in report_text

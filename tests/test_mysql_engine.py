@@ -304,8 +304,10 @@ async def test_reopen_keeps_data_and_reset_wipes_it(loaded: MySqlEngine, tmp_pat
 @needs_server
 async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine) -> None:
     assert loaded.storage_bytes() == 0  # nothing measured before settle
-    await loaded.settle()
-    stored = loaded.storage_bytes()
+    await loaded.settle()  # timed: FLUSH TABLES profiles, as the reference
+    assert loaded.storage_bytes() == 0  # ANALYZE and the size query are not part of settle
+    stored = await loaded.measure_storage()  # untimed, after settle
+    assert loaded.storage_bytes() == stored
     rows = await loaded._db.query(
         "SELECT data_length, index_length FROM information_schema.tables "
         "WHERE table_schema = DATABASE() AND table_name = 'profiles'"
@@ -319,6 +321,9 @@ async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine
     durability = loaded.facts().durability
     assert durability.parameters["innodb_flush_log_at_trx_commit"] in ("0", "1", "2")
     assert durability.write_unit == "one autocommit transaction per insert and per update"
+    effective = {st.name: st.effective for st in loaded.facts().settings}
+    assert effective["server innodb_flush_log_at_trx_commit"] in ("0", "1", "2")
+    assert effective["server innodb_buffer_pool_size"].isdigit()  # read back with SHOW VARIABLES
 
 
 @needs_server

@@ -43,7 +43,7 @@ def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     shown = buf.getvalue()
     assert "sqlite · read by user id" in shown
     assert "1_500/2_000 ops" in shown
-    assert "ops/s" in shown and "ETA" in shown
+    assert "/s" in shown and "ETA" in shown
     obs.phase_end("sqlite", PhaseResult(2, "read by user id", "read_by_id", "ops", "lookup", 2000, 0.05))
     assert obs.tasks == {} and obs.progress.tasks == []
     obs.engine_end(EngineResult(engine="sqlite"))
@@ -128,8 +128,8 @@ def test_run_with_update_latest_and_no_progress(
     assert code == 0, text
     assert "\x1b[" not in text  # no terminal control codes: bars were off
     latest = (out / "latest.md").read_text()
-    (result,) = out.glob("profiles-1000/asyncbench-*.json")
-    assert f"(profiles-1000/{result.name})" in latest
+    (result,) = out.glob("profiles-1000-p1/asyncbench-*.json")
+    assert f"(profiles-1000-p1/{result.name})" in latest
     svgs = sorted(p.name for p in out.glob("latest-*.svg"))
     assert len(svgs) == 6
     for name in svgs:

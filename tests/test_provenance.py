@@ -140,8 +140,8 @@ def test_format_rows_formats_numbers_for_the_report(plan: Path, tmp_path: Path) 
     assert all(isinstance(v, str) for v in rows.values())
     assert rows["Load average (1/5/15 min)"] == "start 0.50 / 0.25 / 0.12, end 1.50 / 1.00 / 0.75"
     assert rows["CPU frequency"] == "governor performance; 3.10 GHz (min 1.50 GHz, max 3.50 GHz)"
-    assert rows["Data directory"].endswith("123.4 GB free of 500.0 GB")
-    assert rows["Memory"] == "16.0 GB"
+    assert rows["Data directory"].endswith("114.9 GB free of 465.7 GB")  # binary units, as the reference
+    assert rows["Memory"] == "14.9 GB"
     assert rows["Python"].endswith("sys.flags optimize=1")  # defaults are not listed
     assert rows["Engine libraries"] == "rocksdict 0.3.29"
     assert rows["Plan"].endswith(f"(sha256 {env['plan_sha256']})")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REFERENCE_PLAN, status_line
+from conftest import REFERENCE_PLAN, status_line, unescaped
 
 import engines
 from asyncbench.phase_loop import bucket_by_uid
@@ -181,7 +181,7 @@ def test_runner_stores_retries_per_phase_and_report_notes_the_cluster(
     assert batches > 10 and retries["update profiles"] == batches
     assert {n for n, r in retries.items() if r} == {"update profiles"}
     assert er["facts"]["endpoints"] == ["node-a:1", "node-b:2"]
-    md = next((tmp_path / "out" / "profiles-10000").glob("asyncbench-*.md")).read_text()
+    md = unescaped(next((tmp_path / "out").glob("profiles-10000-p*/asyncbench-*.md")).read_text())
     assert (
         "- Cluster (retrying): nodes: 2 pretend nodes; workers: worker 0 -> node-a:1; "
         f"writes retried after a conflict: update profiles {batches}." in md

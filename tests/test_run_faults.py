@@ -60,7 +60,7 @@ def test_log_on_a_full_disk_costs_the_log_not_the_engines(tmp_path: Path) -> Non
     assert "Traceback" not in console, console
     assert proc.returncode == 1, console  # an output the run promised is incomplete
     assert "is incomplete: writing it failed" in console and "No space left on device" in console
-    (result,) = out.glob("profiles-2000/asyncbench-*.json")
+    (result,) = out.glob("profiles-2000-p1/asyncbench-*.json")
     run = orjson.loads(result.read_bytes())
     assert [status_line(e) for e in run["engines"]] == ["ok", "ok"]  # both engines ran to the end
 
@@ -103,7 +103,7 @@ def test_no_temporary_directory_at_run_time_fails_rows_not_the_benchmark(tmp_pat
         m.setattr(tempfile, "tempdir", str(tmp_path / "no-such-dir"))
         code = run_command(cfg, None, no_progress=True)
     assert code == 1
-    (result,) = (tmp_path / "out").glob("profiles-1000/asyncbench-*.json")
+    (result,) = (tmp_path / "out").glob("profiles-1000-p1/asyncbench-*.json")
     rows = [status_line(e) for e in orjson.loads(result.read_bytes())["engines"]]
     assert len(rows) == 2 and all(r.startswith("Failed: setup: no temporary directory") for r in rows), rows
 

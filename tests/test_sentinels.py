@@ -55,13 +55,13 @@ def _seed_all(root: Path) -> tuple[Path, dict[str, bytes | str], dict[str, bytes
     (outside / "inner").mkdir()
     (outside / "inner" / "keep.txt").write_text("outside, nested")
     data, out = root / "data", root / "out"
-    for tree in (data, data / f"profiles-{PROFILES}", out, out / f"profiles-{PROFILES}"):
+    for tree in (data, data / f"profiles-{PROFILES}", out, out / f"profiles-{PROFILES}-p1"):
         tree.mkdir(parents=True, exist_ok=True)
         _seed(tree, outside)
-    neighbour = data / f"profiles-{PROFILES}" / "postgres"  # another tool's (or engine's) store
+    neighbour = data / f"profiles-{PROFILES}" / "pgdata"  # another tool's store
     neighbour.mkdir()
     (neighbour / "base.dat").write_bytes(b"\0" * 64)
-    run_dir = out / f"profiles-{PROFILES}"
+    run_dir = out / f"profiles-{PROFILES}-p1"
     (run_dir / "asyncbench-mine.md").write_text("# my notes, named like a report\n")
     (run_dir / "asyncbench-mine.json").write_text('{"mine": true}\n')
     # temporary names earlier writers used: ".<name>.tmp", then ".<name>.<pid>.tmp" (the
@@ -123,7 +123,7 @@ def test_sentinels_survive_normal_failed_timed_out_and_interrupted_runs(
     assert _interrupted(tmp_path, f"slow-{engine}") == 130
     _check(tmp_path, sentinels, outside, outside_before)
     # and the runs did write their results, with the sentinels all around them
-    assert len(list((tmp_path / "out" / f"profiles-{PROFILES}").glob("asyncbench-2*.json"))) == 5
+    assert len(list((tmp_path / "out" / f"profiles-{PROFILES}-p1").glob("asyncbench-2*.json"))) == 5
 
 
 @pytest.mark.parametrize("engine", ["lsm", "rocksdb", "sqlite"])

@@ -33,7 +33,7 @@ def _start(tmp_path: Path, engine: str, isolate: bool) -> BackgroundRun:
 
 
 def _complete_partial_report(tmp_path: Path, signal_name: str) -> dict:
-    (result,) = (tmp_path / "out").glob("profiles-2000/asyncbench-*.json")
+    (result,) = (tmp_path / "out").glob("profiles-2000-p1/asyncbench-*.json")
     run = orjson.loads(result.read_bytes())
     assert run["interrupted"] == f"interrupted by {signal_name}"
     assert [e["status"] for e in run["engines"]] == ["interrupted"]  # memory never started
@@ -146,7 +146,7 @@ def test_signal_while_the_report_is_written_is_absorbed_and_the_report_completes
     )
     assert proc.returncode == 130, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    (result,) = (tmp_path / "out").glob("profiles-1000/asyncbench-*.json")
+    (result,) = (tmp_path / "out").glob("profiles-1000-p1/asyncbench-*.json")
     run = orjson.loads(result.read_bytes())
     assert run["interrupted"] is None  # every engine had finished: nothing is partial
     assert [e["status"] for e in run["engines"]] == ["ok"]

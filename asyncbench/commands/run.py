@@ -34,7 +34,27 @@ from asyncbench.signals import StopSignals, backend_options
 from asyncbench.stats import noise_advice, snapshot
 from workloads.profile_store import kernels
 
-__all__ = ["run", "utc_stamp"]
+__all__ = ["confirm_start", "run", "utc_stamp"]
+
+
+def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
+    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
+    import sys
+
+    from asyncbench.estimate import ASK_ABOVE_SECONDS, duration, estimate
+
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    est = estimate(cfg)
+    print("\n".join(est.lines(cfg)), file=stdout, flush=True)
+    long = est.seconds is not None and est.seconds > ASK_ABOVE_SECONDS
+    if yes or not long or not (stdin.isatty() and stdout.isatty()):
+        return True
+    print(f"Start this run of about {duration(est.seconds)}? [y/N] ", end="", file=stdout, flush=True)
+    answer = stdin.readline().strip().lower()
+    if answer in ("y", "yes"):
+        return True
+    print("asyncbench: not started (pass --yes to skip this question)", file=stdout)
+    return False
 
 
 def utc_stamp() -> str:
@@ -50,6 +70,7 @@ def run(
     update_latest: bool = False,
     stop: StopSignals | None = None,
     csv: bool = False,
+    check_reference: bool = False,
 ) -> int:
     if stop is None:
         stop = StopSignals()
@@ -63,14 +84,20 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv)
+        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference)
     finally:
         isolation.CONTEXT.reset()
         locks.release()
 
 
 def _run_locked(
-    cfg: BenchConfig, log_file: str | None, no_progress: bool, update_latest: bool, stop: StopSignals, csv: bool
+    cfg: BenchConfig,
+    log_file: str | None,
+    no_progress: bool,
+    update_latest: bool,
+    stop: StopSignals,
+    csv: bool,
+    check_reference: bool,
 ) -> int:
     stamp = utc_stamp()
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -85,16 +112,17 @@ def _run_locked(
     console, progress = terminal_observers(no_progress)  # console lines print above the bars
     # bars first, so a finished phase's bar is gone before its console line is printed
     observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
-    written: dict[int, tuple[Path, Path]] = {}
-    save_errors: dict[int, str] = {}  # profiles -> the last save's error (None once one succeeds)
+    written: dict[tuple[int, int], tuple[Path, Path]] = {}
+    save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
 
     def save(result: RunResult, final: bool = False) -> None:
         result.throughput = throughput_stats(result)
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
-        directory = result_dir(cfg.output, result.profiles)
+        directory = result_dir(cfg.output, result.profiles, result.parallelism)
+        level = result.profiles, result.parallelism
         try:
-            written[result.profiles] = write_run(result, directory, stamp, charts=final)
+            written[level] = write_run(result, directory, stamp, charts=final)
             if final and csv:
                 write_csv(result, directory / f"asyncbench-{stamp}.csv")
             if final and update_latest:
@@ -103,11 +131,11 @@ def _run_locked(
                 write_latest(result, directory, stamp, cfg.output)
         except Exception as exc:  # a full disk or a foreign file costs this save, not the run
             text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else str(exc)
-            if save_errors.get(result.profiles) != text:
+            if save_errors.get(level) != text:
                 console.message(f"asyncbench: could not save the results in {directory}: {text}")
-            save_errors[result.profiles] = text
+            save_errors[level] = text
             return
-        save_errors.pop(result.profiles, None)
+        save_errors.pop(level, None)
 
     def partial_files() -> list[str]:
         return [str(log_path)] + [str(p) for pair in written.values() for p in pair]
@@ -121,10 +149,20 @@ def _run_locked(
             await bench.run()
             tg.cancel_scope.cancel()
 
-    console.message(f"asyncbench: plan {cfg.source}, engines {', '.join(cfg.engines)}; log: {log_path}")
+    console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
     if not kernels.ACCELERATED:
         console.message(f"asyncbench: WARNING: {kernels.status_line()}")
-    observer.run_start(plan=cfg.source, engines=cfg.engines, profiles=cfg.profiles, seed=cfg.seed)
+    planned = [result_dir(cfg.output, n, p) / f"asyncbench-{stamp}" for n, p in cfg.levels()]
+    observer.run_start(
+        plan=cfg.source,
+        engines=cfg.engines,
+        profiles=cfg.profiles,
+        parallelism=cfg.parallelisms,
+        seed=cfg.seed,
+        log=str(log_path),
+        results=[f"{base}.json" for base in planned],
+        reports=[f"{base}.md" for base in planned],
+    )
     anyio.run(main, backend_options=backend_options())
     interrupted = stop.interrupted  # from here on a signal is absorbed: the reports complete
     agree = True
@@ -135,19 +173,30 @@ def _run_locked(
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
+        for line in verdict.lines:
+            if "published reference" in line:
+                console.message(line)
         agree = agree and verdict.ok
+        if check_reference and verdict.published_mismatch:
+            agree = False
         for engine, phase, summary in unstable_phases(result):
             console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
                 console.message(f"  {advice}")
-        if result.profiles in written and result.profiles not in save_errors:
-            json_path, md_path = written[result.profiles]
+        level = result.profiles, result.parallelism
+        if level in written and level not in save_errors:
+            json_path, md_path = written[level]
             console.message(f"\nreport: {md_path}\nresult: {json_path}")
     code = exit_code(bench.results, agree, stop.interrupted is not None)
     if save_errors and code == EXIT_OK:
         code = EXIT_FAILED  # an output the run promised is missing
-    observer.run_end(exit_code=code, interrupted=interrupted)
+    observer.run_end(
+        exit_code=code,
+        interrupted=interrupted,
+        results=[str(j) for j, _ in written.values()],
+        reports=[str(m) for _, m in written.values()],
+    )
     log_fh.close()
     if log_fh.error is not None:
         console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")

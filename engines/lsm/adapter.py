@@ -93,6 +93,11 @@ class LsmEngine(Engine):
             self.recovery = self._store.repair()
         return trees
 
+    async def delete_store(self) -> bool:
+        """The five trees' directories and the clean-shutdown marker; nothing else."""
+        await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).delete)
+        return True
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if self._trees:
             raise RuntimeError("engine already open")

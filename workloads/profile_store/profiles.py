@@ -1,6 +1,6 @@
 """The profile record: deterministic generator, update rule, stored encoding and index keys.
 
-Everything here follows ``shared/spec/profile-workload.md`` to the bit. A profile is a
+Everything here follows ``docs/workload.md`` to the bit. A profile is a
 plain 9-tuple (cheapest to build, compare and hand to C):
 ``(user_id, email, country, status, created_at_ms, last_login_ms, reputation, display_name, bio)``.
 """

@@ -1,0 +1,39 @@
+"""``python -m asyncbench engines``: every engine this installation knows, where it comes
+from (built in or ASYNCBENCH_ENGINES) and the settings a plan may give it, with defaults.
+
+So a user can see what ``[engines.<name>]`` accepts, and whether a plug-in loads, without
+starting a run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from asyncbench.engine import EngineUnavailable
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+
+
+def engines_command(argv: list[str]) -> int:
+    from engines import PLUGINS, REGISTRY, engine_class
+
+    if argv:
+        print("usage: python -m asyncbench engines", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    broken = False
+    for name, target in REGISTRY.items():
+        origin = "plug-in from ASYNCBENCH_ENGINES" if name in PLUGINS else "built in"
+        print(f"{name}  ({origin}: {target})")
+        try:
+            cls = engine_class(name)
+        except EngineUnavailable as exc:
+            print(f"  not available: {exc}")
+            broken = broken or name in PLUGINS
+            continue
+        doc = (cls.__doc__ or "").strip().splitlines()
+        if doc:
+            print(f"  {doc[0]}")
+        if not cls.default_settings:
+            print("  settings: none")
+        for key, value in cls.default_settings.items():
+            print(f"  [engines.{name}] {key} = {value!r}  ({type(value).__name__})")
+    return EXIT_BAD_INPUT if broken else EXIT_OK

@@ -1,0 +1,66 @@
+"""Engines a user registers with ``ASYNCBENCH_ENGINES``, checked before anything runs.
+
+A plug-in is the user's own code: an import error is about their module and their
+PYTHONPATH (never "pip install" advice), and a class that misses part of the engine
+lifecycle or of the workload protocol is refused up front instead of failing after the
+last phase.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import traceback
+
+from asyncbench.engine import Engine, EngineUnavailable
+from workloads.profile_store.store import ProfileStore
+
+__all__ = ["PluginError", "load_plugin"]
+
+#: What the runner calls on a store: the ProfileStore protocol's methods.
+STORE_METHODS = tuple(
+    name for name, _ in inspect.getmembers(ProfileStore, inspect.isfunction) if not name.startswith("_")
+)
+
+
+class PluginError(EngineUnavailable):
+    """A plug-in engine that cannot run; the message says what to fix."""
+
+
+def load_plugin(name: str, module_name: str, class_name: str) -> type[Engine]:
+    where = f"engine {name!r} (ASYNCBENCH_ENGINES={name}={module_name}:{class_name})"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise PluginError(
+                f"{where}: cannot import module {module_name!r}: {exc}; is its directory on PYTHONPATH?"
+            ) from exc
+        raise PluginError(f"{where}: importing {module_name!r} failed: {exc}") from exc
+    except Exception as exc:
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        raise PluginError(
+            f"{where}: importing {module_name!r} failed: {type(exc).__name__}: {exc} "
+            f"({last.filename}, line {last.lineno})"
+        ) from exc
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise PluginError(f"{where}: module {module_name!r} has no attribute {class_name!r}")
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise PluginError(f"{where}: {class_name} is not a subclass of asyncbench.engine.Engine")
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:
+        raise PluginError(f"{where}: {class_name} does not implement {', '.join(abstract)}")
+    # A class that hands out per-worker views may keep the operations there; count() is
+    # always called on the engine itself (the verify phase).
+    shares_handle = cls.worker is Engine.worker
+    needed = STORE_METHODS if shares_handle else ("count",)
+    missing = [m for m in needed if not callable(getattr(cls, m, None))]
+    if missing:
+        raise PluginError(
+            f"{where}: {class_name} lacks the ProfileStore method(s) {', '.join(missing)} "
+            "(workloads/profile_store/store.py)"
+        )
+    if not getattr(cls, "name", None):
+        raise PluginError(f"{where}: {class_name} sets no class attribute 'name'")
+    return cls

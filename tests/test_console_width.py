@@ -1,0 +1,72 @@
+"""The console fits an 80-column terminal: run the CLI under a pseudo-terminal 80 columns
+wide and read what a user would see."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+
+from conftest import ROOT
+
+from asyncbench.observers import phase_line
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
+#: Cursor moves and erases start a new place on the screen: a line break for measuring.
+CURSOR = re.compile(r"\x1b\[[0-9;]*[ABCDEFGHJK]")
+
+
+def run_in_pty(args: list[str], cwd, columns: int = 80) -> str:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("ASYNCBENCH_NO_PROGRESS", "COLUMNS", "LINES")}
+    env["TERM"] = "xterm"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "asyncbench", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            proc.kill()
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_console_and_progress_fit_80_columns(tmp_path) -> None:
+    shutil.copy(ROOT / "benchmarks" / "quick.toml", tmp_path / "quick.toml")
+    raw = run_in_pty(
+        ["quick.toml", "--engine", "memory", "--profiles", "60k", "--no-isolate", "--output", "out", "--data", "d"],
+        tmp_path,
+    )
+    screen = ANSI.sub("", CURSOR.sub("\n", raw))
+    segments = [seg for line in screen.split("\n") for seg in line.split("\r")]
+    too_wide = [seg for seg in segments if len(seg.rstrip()) > 80]
+    assert not too_wide, "\n".join(f"{len(s.rstrip())}: {s!r}" for s in too_wide)
+    assert "-:--:--" not in screen
+    assert "ops" in screen and "/s" in screen  # the progress figures carry their units
+    phase_lines = [s for s in segments if s.startswith("  post-update scan top reputation index")]
+    assert phase_lines and all(re.search(r" [0-9A-F]{16}$", s.rstrip()) for s in phase_lines), phase_lines
+
+
+def test_phase_line_cuts_a_long_name_never_the_checksum() -> None:
+    line = phase_line("a" * 70, "1.234 s", "1_234_567/s", "0123456789ABCDEF")
+    assert len(line) <= 80 and line.endswith("0123456789ABCDEF") and "…" in line

@@ -1,0 +1,43 @@
+"""The README's commands and links must work from a fresh clone."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_links_point_at_files_in_the_repository() -> None:
+    for target in re.findall(r"\]\(([^)#:]+)\)", _readme()):
+        assert (ROOT / target).exists(), f"README links {target}, which is not in the repository"
+    assert "shared/spec" not in _readme()
+
+
+def test_running_section_uses_the_virtual_environment() -> None:
+    section = _readme().split("## Running", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert commands and all(line.startswith(".venv/bin/python -m asyncbench") for line in commands)
+    assert "`python -m asyncbench" not in section  # inline mentions use the venv's python too
+    assert "source .venv/bin/activate" in section
+
+
+def test_workload_spec_states_the_reference_checksums() -> None:
+    from workloads.profile_store.reference import REFERENCE_CHECKSUMS
+
+    spec = (ROOT / "docs" / "workload.md").read_text()
+    for name, checksum in REFERENCE_CHECKSUMS.items():
+        assert f"| {name} | `{checksum}` |" in spec
+
+
+def test_readme_and_help_say_what_counts_redraw() -> None:
+    from asyncbench.cli import build_parser
+
+    plans = _readme().split("## Plans", 1)[1].split("\n## ", 1)[0]
+    assert "changing a count re-draws that stream and every stream" in plans
+    help_text = " ".join(build_parser().format_help().split())
+    assert "Changing a count under [counts] re-draws that stream and every stream drawn after it" in help_text

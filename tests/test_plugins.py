@@ -1,0 +1,62 @@
+"""Plug-in engines (ASYNCBENCH_ENGINES) are checked before anything runs: exit 2 with a
+clear message; they are listed in --help and by ``asyncbench engines``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REFERENCE_PLAN, ROOT
+
+PLUGIN_DIR = Path(__file__).parent / "plugins"
+
+
+def run(tmp_path: Path, spec: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASYNCBENCH_ENGINES": spec}
+    env["PYTHONPATH"] = os.pathsep.join([str(PLUGIN_DIR), str(ROOT / "examples"), str(ROOT)])
+    env.pop("ASYNCBENCH_NO_PROGRESS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "asyncbench", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _plan_run(tmp_path: Path, spec: str, engine: str) -> subprocess.CompletedProcess[str]:
+    return run(tmp_path, spec, str(REFERENCE_PLAN), "--engine", engine, "--output", "out", "--data", "data")
+
+
+def test_unimportable_user_module_exits_2_before_running(tmp_path: Path) -> None:
+    proc = _plan_run(tmp_path, "mine=my_missing_module:Engine", "mine")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot import module 'my_missing_module'" in proc.stderr and "PYTHONPATH" in proc.stderr
+    assert "pip install" not in proc.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_incomplete_engine_is_refused_naming_what_is_missing(tmp_path: Path) -> None:
+    proc = _plan_run(tmp_path, "nocount=broken_plugins:NoCount", "nocount")
+    assert proc.returncode == 2
+    assert "lacks the ProfileStore method(s) count" in proc.stderr
+    proc = _plan_run(tmp_path, "odd=broken_plugins:NotAnEngine", "odd")
+    assert proc.returncode == 2 and "is not a subclass of asyncbench.engine.Engine" in proc.stderr
+    proc = _plan_run(tmp_path, "gone=broken_plugins:Nothing", "gone")
+    assert proc.returncode == 2 and "has no attribute 'Nothing'" in proc.stderr
+
+
+def test_malformed_variable_exits_2(tmp_path: Path) -> None:
+    proc = _plan_run(tmp_path, "just-a-name", "memory")
+    assert proc.returncode == 2
+    assert "ASYNCBENCH_ENGINES: 'just-a-name' is not name=module:Class" in proc.stderr
+
+
+def test_plugins_are_listed_in_help_and_engines_command(tmp_path: Path) -> None:
+    spec = "sorted=sorted_list_engine:SortedListEngine"
+    help_text = run(tmp_path, spec, "--help").stdout
+    assert "plug-ins (ASYNCBENCH_ENGINES): sorted" in help_text
+    proc = run(tmp_path, spec, "engines")
+    assert proc.returncode == 0, proc.stderr
+    assert "sorted  (plug-in from ASYNCBENCH_ENGINES: sorted_list_engine:SortedListEngine)" in proc.stdout
+    assert "[engines.lsm] wal_mode = 'async-compressed'  (str)" in proc.stdout
+    broken = run(tmp_path, "mine=my_missing_module:Engine", "engines")
+    assert broken.returncode == 2 and "not available: engine 'mine'" in broken.stdout
