@@ -37,8 +37,9 @@ Stores and state:
 * insert: every round inserts ``--insert-profiles`` profiles into two fresh, empty stores
   (A through the engine, B through plain calls), slice by slice, alternating.
 
-Item counts: the first ``--point-ops`` items of the reads/email_reads/updates streams and
-the first ``--query-ops`` of the queries/ranges streams (a phase ``count``, as a plan may
+Item counts: the first ``--point-ops`` items of the reads/email_reads streams, the first
+``--update-ops`` of the updates stream and the first ``--query-ops`` of the queries/ranges
+streams (a phase ``count``, as a plan may
 set); the store itself has ``--profiles`` profiles.
 
 Usage::
@@ -617,6 +618,8 @@ def fmt_row(row: Row) -> str:
 def count_for(stream: str, args: argparse.Namespace, plan: Plan) -> int:
     """The first N items of the stream: a phase ``count``, as a plan may set one."""
     cap = args.query_ops if stream in QUERY_STREAMS else args.point_ops
+    if stream == "updates":
+        cap = args.update_ops
     return min(cap, getattr(plan.counts, STREAM_COUNT[stream]))
 
 
@@ -624,7 +627,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(
         f"profiles {args.profiles:_d}, batch {args.batch}, {args.repeats} timed rounds x {args.slices} "
-        f"interleaved slices (+1 untimed check round), point ops {args.point_ops:_d}, query ops "
+        f"interleaved slices (+1 untimed check round), point ops {args.point_ops:_d}, updates "
+        f"{args.update_ops:_d}, query ops "
         f"{args.query_ops:_d}, insert profiles {args.insert_profiles:_d}; kernels: {kernels.status_line()}; "
         f"pinned: {sorted(os.sched_getaffinity(0))} of {os.cpu_count()} CPUs; "
         f"loadavg at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
@@ -672,8 +676,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profiles", type=count, default=200_000)
     p.add_argument("--batch", type=int, default=1_000)
     p.add_argument("--repeats", type=int, default=5, help="timed interleaved rounds per kind")
-    p.add_argument("--slices", type=int, default=4, help="A/B pairs per round")
-    p.add_argument("--point-ops", type=count, default=40_000, help="reads, lookups, updates per round")
+    p.add_argument("--slices", type=int, default=8, help="A/B pairs per round")
+    p.add_argument("--point-ops", type=count, default=40_000, help="reads and lookups per round")
+    p.add_argument("--update-ops", type=count, default=10_000, help="updates per round")
     p.add_argument("--query-ops", type=count, default=4_000, help="scans and queries per round")
     p.add_argument("--insert-profiles", type=count, default=20_000, help="per round, into fresh stores")
     p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None)
