@@ -62,6 +62,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -307,8 +308,8 @@ class RocksFloor(Floor):
             return out
 
         def walk(db: Any, start: bytes, last: bytes | None, fetch: bool, out: list) -> None:
-            for n, k in enumerate(db.keys(from_key=start)):
-                if n == limit or (last is not None and k > last):
+            for k in islice(db.keys(from_key=start), limit):
+                if last is not None and k > last:
                     break
                 if fetch:
                     v = get(k[-20:])
