@@ -22,7 +22,9 @@ to back in alternating order (A B, B A, ...), so a load change from other proces
 both alike; a round's A and B times are the sums over its slices. Per kind the table shows
 the median µs/op of A and of B, the median of the per-round ratios A/B with their
 min-max, the same ratio in process CPU time (which leaves out time spent waiting for a
-core on a loaded machine), and A's engine share: the sum of the per-operation latencies
+core on a loaded machine), the ratio of the fastest A round to the fastest B round (the
+least disturbed rounds), A's time outside the engine's batch body per batch (thread hop,
+checksum fold, hook), and A's engine share: the sum of the per-operation latencies
 (last mark - first mark of each batch) / A's phase time, i.e. the part of A spent inside
 the engine's batch body.
 
@@ -602,17 +604,20 @@ async def measure_kind(floor: Floor, kind: str, items: Sequence[Any], args: argp
     return row
 
 
-def fmt_row(row: Row) -> str:
+def fmt_row(row: Row, batch: int) -> str:
     n = row.ops
     a = statistics.median(s.wall for s in row.a) / n * 1e6
     b = statistics.median(s.wall for s in row.b) / n * 1e6
     rw, rc = row.ratios("wall"), row.ratios("cpu")
+    minima = min(s.wall for s in row.a) / min(s.wall for s in row.b)
     share = statistics.median(s.engine_ns / 1e9 / s.wall for s in row.a)
+    batches = -(-n // batch)
+    outside = statistics.median((s.wall - s.engine_ns / 1e9) / batches for s in row.a) * 1e6
     ok = "ok" if statistics.median(rw) <= TARGET else "MISS"
     return (
         f"| {row.kind} | {n:_d} | {a:.2f} | {b:.2f} | {statistics.median(rw):.3f} "
         f"({min(rw):.3f}–{max(rw):.3f}) | {statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f}) "
-        f"| {share:.0%} | {ok} |"
+        f"| {minima:.3f} | {share:.0%} | {outside:,.0f} | {ok} |"
     )
 
 
@@ -648,9 +653,10 @@ async def main(args: argparse.Namespace) -> None:
             )
             print(
                 "\n| phase kind | ops/round | A µs/op | B µs/op | A/B wall median (min–max) "
-                "| A/B CPU median (min–max) | engine share | ≤ 1.10 |"
+                "| A/B CPU median (min–max) | A/B of minima | engine share | A outside engine µs/batch "
+                "| ≤ 1.10 |"
             )
-            print("| --- | ---: | ---: | ---: | --- | --- | ---: | --- |")
+            print("| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |")
             try:
                 for kind, stream in kinds:
                     if kind == "insert":
@@ -658,7 +664,7 @@ async def main(args: argparse.Namespace) -> None:
                     else:
                         items = phase_items(PHASES[kind], stream, count_for(stream, args, plan), plan)
                     row = await measure_kind(floor, kind, items, args)
-                    print(fmt_row(row), flush=True)
+                    print(fmt_row(row, args.batch), flush=True)
             finally:
                 await floor.close()
             print(f"\n{name}: loadavg after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
