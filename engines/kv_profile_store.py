@@ -99,7 +99,7 @@ class KvProfileStore:
         mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
         for uid in uids:
-            pk = primary_key(uid)
+            pk = b"%020d" % uid  # primary_key(uid), inlined
             raw = get(pk)
             if raw is not None:
                 old = decode(raw)
@@ -119,7 +119,7 @@ class KvProfileStore:
         out: list[bytes] = []
         append = out.append
         for uid in uids:
-            value = get(primary_key(uid))
+            value = get(b"%020d" % uid)  # primary_key(uid), inlined: one call fewer per read
             if value is not None:
                 append(value)
             mark(clock())

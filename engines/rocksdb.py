@@ -42,6 +42,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -164,15 +165,16 @@ class RocksKv:
         self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items
 
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
-        it = self.db.iter()
-        it.seek(start)
+        # One iterator per query, seeked to ``start``, at most ``limit`` keys: rocksdict's
+        # key iterator steps and reads the key in one call (valid/key/next were three).
+        keys = islice(self.db.keys(from_key=start), limit)
+        if last is None:
+            return list(keys)
         out: list[bytes] = []
-        while len(out) < limit and it.valid():
-            key = it.key()
-            if last is not None and key > last:
+        for key in keys:
+            if key > last:
                 break
             out.append(key)
-            it.next()
         return out
 
 
