@@ -110,9 +110,6 @@ KINDS = (
     ("update", "updates"),
 )
 QUERY_STREAMS = ("queries", "ranges")
-#: Kinds ``--inline-probe`` repeats with the body on the loop thread (reads only: the
-#: probe shares the store with A and B).
-PROBE_KINDS = ("read_by_id", "lookup_by_email")
 
 
 # --- (A): the real phase loop ---------------------------------------------------------------
@@ -575,27 +572,8 @@ def add(total: Sample | None, s: Sample) -> Sample:
     return Sample(total.wall + s.wall, total.cpu + s.cpu, total.engine_ns + s.engine_ns)
 
 
-class InlineBodies:
-    """The RocksDB engine's synchronous batch bodies called on the event-loop thread: the
-    ``--inline-probe`` A' (the same phase loop, fold and hook, without the thread hop the
-    adapter needs because rocksdict blocks), i.e. the best figure A could reach here."""
-
-    def __init__(self, engine: Any) -> None:
-        self.store = engine._store
-
-    def __getattr__(self, name: str) -> Callable:
-        body = getattr(self.store, name)
-
-        async def call(*args: Any) -> Any:
-            return body(*args)
-
-        return call
-
-
-async def measure_kind(
-    floor: Floor, kind: str, items: Sequence[Any], args: argparse.Namespace, inline: bool = False
-) -> Row:
-    row = Row(kind + (" (A': no thread hop, probe)" if inline else ""), len(items))
+async def measure_kind(floor: Floor, kind: str, items: Sequence[Any], args: argparse.Namespace) -> Row:
+    row = Row(kind, len(items))
     if args.a_only:  # for a profiler: A alone, no check, no B (ratios then read 1.000)
         if kind in ("insert", "update"):
             raise SystemExit("--a-only runs the read, scan and query kinds")
@@ -605,8 +583,6 @@ async def measure_kind(
             row.b.append(s)
         return row
     engine = getattr(floor, "engine", None)
-    if inline:
-        engine = InlineBodies(engine)
     if kind == "update":
         await floor.fork()
         engine = floor.engine
@@ -709,9 +685,6 @@ async def main(args: argparse.Namespace) -> None:
                         items = phase_items(PHASES[kind], stream, count_for(stream, args, plan), plan)
                     row = await measure_kind(floor, kind, items, args)
                     print(fmt_row(row, args.batch), flush=True)
-                    if args.inline_probe and name == "rocksdb" and kind in PROBE_KINDS:
-                        row = await measure_kind(floor, kind, items, args, inline=True)
-                        print(fmt_row(row, args.batch), flush=True)
             finally:
                 await floor.close()
             print(f"\n{name}: loadavg after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -736,12 +709,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--query-ops", type=count, default=4_000, help="scans and queries per round")
     p.add_argument("--insert-profiles", type=count, default=20_000, help="per round, into fresh stores")
     p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None)
-    p.add_argument(
-        "--inline-probe",
-        action="store_true",
-        help="rocksdb point reads: also time A' = the phase loop with the engine's batch body called"
-        " on the event-loop thread (no hop), against B: what the hop costs",
-    )
     p.add_argument(
         "--a-only",
         action="store_true",

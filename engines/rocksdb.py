@@ -10,10 +10,11 @@ is the contract here). Options are applied in the reference's order, which matte
 and the per-level compression, so the report shows the *effective* values RocksDB wrote
 to its OPTIONS file next to the configured ones.
 
-rocksdict calls block, so every public method makes exactly one
+rocksdict calls block, so every public method but the point reads makes exactly one
 ``anyio.to_thread.run_sync`` call per batch and the synchronous body loops doing one
-rocksdict call per operation: the event loop never blocks on RocksDB and the thread hop
-is paid once per batch. Iterators are created per query inside the worker thread, so
+rocksdict call per operation: the thread hop is paid once per batch. Point reads (by id,
+by email) run on the event loop a batch at a time, because a worker thread buys them no
+concurrency and costs them 15-20% (see ``read_by_id``). Iterators are created per query inside the worker thread, so
 several tasks may share one engine.
 
 Crash recovery: a profile is five puts into five databases, so a process killed between
@@ -330,11 +331,21 @@ class RocksDbEngine(Engine):
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
         return await _writing(self._store.update, uids, transform, marks)
 
+    # Point reads run on the event loop, a batch at a time, then give other tasks a turn
+    # (as the lsm adapter does). rocksdict's ``get`` is a few microseconds that hold the
+    # GIL nearly throughout: two threads doing gets on two cores reach 0.92-1.00x one
+    # thread's rate, so a worker thread buys no concurrency, and its hop and GIL handoff
+    # cost 15-20% of a 1000-read batch (benchmarks/floor.py: A/B 1.21 through the thread,
+    # 1.06 on the loop at 200_000 profiles). A batch blocks the loop for about 5 ms.
     async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._store.read_by_id, uids, marks)
+        out = self._store.read_by_id(uids, marks)
+        await anyio.sleep(0)
+        return out
 
     async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._store.lookup_by_email, emails, marks)
+        out = self._store.lookup_by_email(emails, marks)
+        await anyio.sleep(0)
+        return out
 
     async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
         return await anyio.to_thread.run_sync(self._store.scan_country_status, queries, marks)
