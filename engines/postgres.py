@@ -37,9 +37,11 @@ values are read back (``SHOW``) from every endpoint into the report.
 Settle is ``CHECKPOINT`` (timed): it needs a superuser or, from PostgreSQL 15, the
 ``pg_checkpoint`` role (``scripts/postgres-server`` grants it); ``open`` checks and fails
 with that message instead of failing at the end of a run. Storage is
-``pg_total_relation_size`` of the table (heap, TOAST and every index), queried when the
-runner asks for it (not timed), so it is the server's figure. Peak memory is this client's
-only.
+``pg_total_relation_size`` of the table (heap, TOAST and every index), the server's
+figure: queried in ``measure_storage``, the runner's untimed async step after settle (as
+the MySQL engine does), on the event loop like every other query, and cached; the
+synchronous ``storage_bytes`` returns that cache (0 before it). Peak memory is this
+client's only.
 
 Connection: ``[engines.postgres]`` ``host``/``port``/``database``/``user``/``password``, or
 ``hosts = ["h1:5432", "h2:5432"]`` for several endpoints; where unset, libpq's variables
@@ -57,7 +59,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import anyio.from_thread
 import asyncpg
 from anyio.abc import TaskGroup
 
@@ -409,26 +410,17 @@ class PostgresEngine(Engine):
                 f"CHECKPOINT refused ({exc}): grant pg_checkpoint to {self.conn_settings['user']!r}"
             ) from exc
 
+    async def measure_storage(self) -> int:
+        """Untimed, after settle (as the reference): ``pg_total_relation_size`` of the table,
+        i.e. heap, TOAST and every index, on the first endpoint. An async step on the loop,
+        so the query needs no thread hop; cached for :meth:`storage_bytes`."""
+        size = await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')")
+        self._storage_bytes = int(size)
+        return self._storage_bytes
+
     def storage_bytes(self) -> int:
-        """``pg_total_relation_size`` of the table: heap, TOAST and every index.
-
-        The protocol's storage call is synchronous and the runner makes it from a worker
-        thread (outside the timed settle), so the query runs on the event loop from here.
-        """
-        try:
-            size = anyio.from_thread.run(self._table_size)
-        except RuntimeError as exc:
-            if "worker thread" not in str(exc) and "event loop" not in str(exc):
-                raise
-            raise RuntimeError(
-                "PostgresEngine.storage_bytes queries the server: call it from a worker thread "
-                "(await anyio.to_thread.run_sync(engine.storage_bytes)), as the runner does"
-            ) from exc
-        self._storage_bytes = size
-        return size
-
-    async def _table_size(self) -> int:
-        return int(await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')"))
+        """The relation size cached by :meth:`measure_storage` (0 before it)."""
+        return self._storage_bytes or 0
 
     @property
     def _db(self) -> Session:

@@ -4,8 +4,8 @@ Without a server only the settings, SQL and "no server" behaviour are tested; wi
 ``PGHOST`` set (``eval "$(scripts/postgres-server start)"``, CI does it) the adapter runs
 against it: schema, byte collation and index plans, autocommit (a transaction per write),
 prepared statements (one execution per operation), results equal to the reference
-in-memory engine, reopen, reset, CHECKPOINT, storage, durability read back, several
-endpoints. The tests use their own database (``asyncbench_test``), created by the adapter.
+in-memory engine, reopen, reset, CHECKPOINT, storage (measured after settle, then cached),
+durability read back, several endpoints. The tests use their own database (``asyncbench_test``), created by the adapter.
 Under CI (``CI`` set) the server tests run even without ``PGHOST``, so a missing server
 fails instead of skipping.
 """
@@ -376,8 +376,9 @@ async def test_reopen_keeps_data_and_reset_wipes_it(loaded: PostgresEngine, tmp_
 @needs_server
 async def test_settle_checkpoints_and_storage_is_the_relation_size(loaded: PostgresEngine) -> None:
     conn = loaded._db.conn
+    assert loaded.storage_bytes() == 0  # nothing measured before settle
     before = await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
-    await loaded.settle()
+    await loaded.settle()  # timed: CHECKPOINT
     redo = await conn.fetchval("SELECT redo_lsn::text FROM pg_control_checkpoint()")
 
     def lsn(text: str) -> int:
@@ -385,11 +386,12 @@ async def test_settle_checkpoints_and_storage_is_the_relation_size(loaded: Postg
         return (int(hi, 16) << 32) | int(lo, 16)
 
     assert lsn(redo) >= lsn(before)  # a checkpoint started after the writes
-    stored = await anyio.to_thread.run_sync(loaded.storage_bytes)  # as the runner calls it
+    assert loaded.storage_bytes() == 0  # the size query is not part of settle
+    stored = await loaded.measure_storage()  # untimed, after settle, as the runner calls it
     assert stored == await conn.fetchval("SELECT pg_total_relation_size('profiles')")
     assert stored > await conn.fetchval("SELECT pg_relation_size('profiles')") > 0  # indexes count
-    with pytest.raises(RuntimeError, match="worker thread"):
-        loaded.storage_bytes()  # on the event loop it would deadlock: refused
+    assert loaded.storage_bytes() == stored  # the cache, on the event loop: no query
+    assert await anyio.to_thread.run_sync(loaded.storage_bytes) == stored  # and off it
 
 
 @needs_server
@@ -399,7 +401,8 @@ async def test_durability_and_versions_are_read_back(loaded: PostgresEngine, tmp
     assert facts.durability.parameters["fsync"] == "on"
     assert "WAL writer every" in facts.durability.sync
     settings = {s.name: s for s in facts.settings}
-    assert (settings["synchronous_commit"].configured, settings["synchronous_commit"].effective) == ("off", "off")
+    sc = settings["synchronous_commit"]
+    assert (sc.configured, sc.effective) == ("off", "off")
     assert settings["enable_sort"].effective == "off"
     version = await loaded._db.conn.fetchval("SHOW server_version")
     assert facts.versions == {"asyncpg": asyncpg.__version__, "server": version}
