@@ -20,41 +20,22 @@ CPU share of the wall time, and the ceiling ``1e6 / cpu_us``::
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from pathlib import Path
 
 import anyio
+from _store import OPERATION_PHASES, SEED, draw, new_engine
 
-from asyncbench.engine import EngineConfig, opened
+from asyncbench.engine import opened
 from asyncbench.phase_loop import run_operations
 from asyncbench.signals import backend_options
-from engines import engine_class
 from workloads.profile_store.phases import PHASES as KINDS
 from workloads.profile_store.phases import PhaseContext, phase_items
-from workloads.profile_store.plan import Counts, draw_plan
-
-SEED = 570123434
-#: (phase kind, stream) in the reference plan's order; insert first (it loads the table).
-PHASES = [
-    ("insert", None),
-    ("read_by_id", "reads"),
-    ("lookup_by_email", "email_reads"),
-    ("scan_country_status", "queries"),
-    ("query_country_status", "queries"),
-    ("scan_created_at", "ranges"),
-    ("query_created_at", "ranges"),
-    ("scan_top_reputation", "queries"),
-    ("query_top_reputation", "queries"),
-    ("update", "updates"),
-]
 
 
 async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:
-    plan = draw_plan(Counts.for_profiles(profiles), SEED)
+    plan = draw(profiles)
     ctx = PhaseContext.for_seed(SEED)
-    config = EngineConfig(name, Path(tempfile.mkdtemp(prefix="bench-client-cpu-")), {}, 50, SEED, parallelism)
-    engine = engine_class(name)(config)
+    engine = new_engine(name, workers=parallelism, prefix="bench-client-cpu-")
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         pass
@@ -63,7 +44,7 @@ async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:
     print(f"{'phase kind':<24}{'ops':>8}{'wall µs':>10}{'CPU µs':>9}{'CPU/wall':>10}{'ceiling ops/s':>15}")
     async with opened(engine, reset=True):
         handles = [engine.worker(w) for w in range(parallelism)]
-        for kind, stream in PHASES:
+        for kind, stream in OPERATION_PHASES:  # insert first: it loads the store, timed
             items = phase_items(KINDS[kind], stream, None, plan)
             t, cpu = time.perf_counter(), time.process_time()
             outcome = await run_operations(KINDS[kind], items, handles, ctx, batch, hook)

@@ -72,7 +72,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench.engine import EngineConfig  # noqa: E402
+from _store import LIMIT, OPERATION_PHASES, SEED, draw, load, new_engine  # noqa: E402
+
 from asyncbench.latency_recorder import PhaseRecorder  # noqa: E402
 from asyncbench.observers import Observer  # noqa: E402
 from asyncbench.phase_loop import run_operations  # noqa: E402
@@ -80,7 +81,7 @@ from asyncbench.signals import backend_options  # noqa: E402
 from workloads.profile_store import kernels  # noqa: E402
 from workloads.profile_store.checksum import Checksum  # noqa: E402
 from workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items  # noqa: E402
-from workloads.profile_store.plan import Counts, Plan, draw_plan  # noqa: E402
+from workloads.profile_store.plan import Plan  # noqa: E402
 from workloads.profile_store.profiles import (  # noqa: E402
     INT63_MAX,
     country_status_key,
@@ -92,23 +93,10 @@ from workloads.profile_store.profiles import (  # noqa: E402
     update,
 )
 
-SEED = 570123434
-LIMIT = 50
 TARGET = 1.10
 
 #: (phase kind, the plan stream it consumes), in the order they run: updates last.
-KINDS = (
-    ("insert", "profiles"),
-    ("read_by_id", "reads"),
-    ("lookup_by_email", "email_reads"),
-    ("scan_country_status", "queries"),
-    ("query_country_status", "queries"),
-    ("scan_created_at", "ranges"),
-    ("query_created_at", "ranges"),
-    ("scan_top_reputation", "queries"),
-    ("query_top_reputation", "queries"),
-    ("update", "updates"),
-)
+KINDS = OPERATION_PHASES
 QUERY_STREAMS = ("queries", "ranges")
 
 
@@ -200,20 +188,17 @@ class RocksFloor(Floor):
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
         import rocksdict
 
-        from engines.rocksdb import DB_NAMES, RocksDbEngine
+        from engines.rocksdb import DB_NAMES
 
-        self.rocksdict, self.DB_NAMES, self.cls = rocksdict, DB_NAMES, RocksDbEngine
+        self.rocksdict, self.DB_NAMES = rocksdict, DB_NAMES
         self.root, self.batch = root, batch
-        self.engine = self._engine(root / "main")
+        self.engine = new_engine("rocksdb", root / "main")
         await self.engine.open(True)
-        await run_a("insert", self.engine, range(1, plan.counts.profiles + 1), batch)
+        await load([self.engine], plan.counts.profiles, batch)
         await self.engine.stabilize()
         self.dbs = list(self.engine._dbs)  # B reads the engine's own handles
         self.copy: list[Any] | None = None
         self.fresh_b: list[Any] | None = None
-
-    def _engine(self, path: Path) -> Any:
-        return self.cls(EngineConfig("rocksdb", path, {}, LIMIT, SEED))
 
     def _open_plain(self, path: Path) -> list[Any]:
         """Five rocksdict handles with the engine's options and write options."""
@@ -234,7 +219,7 @@ class RocksFloor(Floor):
         self.copy = self._open_plain(self.root / "copy")
 
     async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list]]:
-        engine = self._engine(self.root / f"fresh-a-{tag}")
+        engine = new_engine("rocksdb", self.root / f"fresh-a-{tag}")
         await engine.open(True)
         path = self.root / f"fresh-b-{tag}"
         shutil.rmtree(path, ignore_errors=True)
@@ -408,16 +393,13 @@ class SqliteFloor(Floor):
         from engines import sqlite as mod
 
         self.mod, self.root, self.batch = mod, root, batch
-        self.engine = self._engine(root / "main")
+        self.engine = new_engine("sqlite", root / "main")
         await self.engine.open(True)
-        await run_a("insert", self.engine, range(1, plan.counts.profiles + 1), batch)
+        await load([self.engine], plan.counts.profiles, batch)
         await self.engine.settle()  # checkpoint: B's connection reads the same pages
         self.conn = self._connect(self.engine.path)
         self.copy: sqlite3.Connection | None = None
         self.fresh_b: sqlite3.Connection | None = None
-
-    def _engine(self, path: Path) -> Any:
-        return self.mod.SqliteEngine(EngineConfig("sqlite", path, {}, LIMIT, SEED))
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         """A stdlib connection configured like the engine's own (autocommit, same PRAGMAs)."""
@@ -434,7 +416,7 @@ class SqliteFloor(Floor):
         self.copy = self._connect(self.root / "copy.db")
 
     async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list]]:
-        engine = self._engine(self.root / f"fresh-a-{tag}")
+        engine = new_engine("sqlite", self.root / f"fresh-a-{tag}")
         await engine.open(True)
         path = self.root / f"fresh-b-{tag}.db"
         for suffix in self.mod.DB_SUFFIXES:
@@ -660,7 +642,7 @@ async def main(args: argparse.Namespace) -> None:
         f"loadavg at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     t_start = time.perf_counter()
-    plan = draw_plan(Counts.for_profiles(args.profiles, limit=LIMIT), SEED)
+    plan = draw(args.profiles)
     kinds = [k for k in KINDS if args.kinds is None or k[0] in args.kinds]
     with tempfile.TemporaryDirectory(prefix="asyncbench-floor-", dir=args.dir) as tmp:
         for name in args.engine:

@@ -14,33 +14,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 from time import perf_counter
 
 import anyio
+from _store import OPERATION_PHASES, SEED, draw, load, new_engine
 
-from asyncbench.engine import EngineConfig
 from asyncbench.phase_loop import run_operations
 from engines.memory import MemoryEngine
 from workloads.profile_store.phases import PHASES as KINDS
 from workloads.profile_store.phases import PhaseContext, phase_items
-from workloads.profile_store.plan import Counts, draw_plan
 from workloads.profile_store.profiles import create_many, update
-
-SEED = 570123434
-PHASES = [
-    ("insert", None),
-    ("read_by_id", "reads"),
-    ("lookup_by_email", "email_reads"),
-    ("scan_country_status", "queries"),
-    ("query_country_status", "queries"),
-    ("scan_created_at", "ranges"),
-    ("query_created_at", "ranges"),
-    ("scan_top_reputation", "queries"),
-    ("query_top_reputation", "queries"),
-    ("update", "updates"),
-]
 
 
 async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
@@ -59,10 +42,10 @@ async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
 
 
 async def main(profiles: int, repeat: int, batch: int) -> None:
-    plan = draw_plan(Counts.for_profiles(profiles), SEED)
-    engine = MemoryEngine(EngineConfig("memory", Path(tempfile.mkdtemp()), {}, 50, SEED))
+    plan = draw(profiles)
+    engine = new_engine("memory", prefix="harness-overhead-")
     await engine.open(True)
-    await engine.insert(create_many(1, profiles, SEED), [])
+    await load([engine], profiles, batch)
     hook_calls = 0
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
@@ -71,7 +54,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
 
     print(f"profiles {profiles:_d}, batch {batch:_d}, median of {repeat} runs (µs per operation)")
     print(f"{'phase kind':<24}{'ops':>10}{'full':>10}{'bare':>10}{'harness':>10}{'share':>8}")
-    for kind, stream in PHASES:
+    for kind, stream in OPERATION_PHASES:
         items = phase_items(KINDS[kind], stream or KINDS[kind].streams[0], None, plan)
         fulls, bares = [], []
         for _ in range(repeat):  # alternate so drift hits both alike

@@ -7,18 +7,29 @@ writes. Worker ``w`` of ``P`` then connects to endpoint ``w % K``: round-robin, 
 ``P = K`` every node takes one worker's writes and reads, and the assignment is a pure
 function of ``w`` (a report, or a second process running other workers, can recompute it).
 
-Written once here so both engines parse ``host:port`` lists, and state the assignment
-and per-node facts, the same way.
+Written once here so both engines parse ``host:port`` lists, state the assignment and
+per-node facts, and keep their connections (:class:`SessionPoolEngine`: a session per
+worker, a probe for an endpoint no worker uses, retries summed over sessions) the same
+way; each engine says only how its driver opens a session and what it reads from one.
 """
 
 from __future__ import annotations
 
+import abc
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+
+from asyncbench.engine import Engine, EngineConfig
+
+if TYPE_CHECKING:
+    from engines.sql_profile_store import AsyncSqlProfileStore
 
 __all__ = [
     "Endpoint",
+    "PooledSession",
+    "SessionPoolEngine",
     "assign",
     "hybridmethod",
     "parse_endpoint",
@@ -116,3 +127,119 @@ class hybridmethod:
     def __get__(self, obj: object, owner: type) -> Callable[[], Any]:
         target = owner if obj is None else obj
         return lambda: self.func(target)
+
+
+class PooledSession(Protocol):
+    """What :class:`SessionPoolEngine` needs of an engine's session: the endpoint it is
+    connected to, its shared SQL store (for the retry count) and a close."""
+
+    @property
+    def endpoint(self) -> Endpoint | None: ...
+
+    @property
+    def store(self) -> AsyncSqlProfileStore: ...
+
+    async def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=PooledSession)
+
+
+class SessionPoolEngine(Engine, Generic[S]):
+    """The connections of a client/server engine: one session per worker (``open`` makes
+    them: worker 0's in ``_session``, the others' in ``_worker_sessions``), handed out by
+    :meth:`worker`, closed together, their retries summed; per-endpoint facts in ``_nodes``;
+    the storage figure ``measure_storage`` queries, cached in ``_storage_bytes``.
+
+    A subclass sets :attr:`product`, opens the sessions and says, in :meth:`_probe` and
+    :meth:`_node_values`, how to reach an endpoint no worker uses and what to read there.
+    """
+
+    #: The engine as messages name it ("MySQL engine is not open").
+    product: ClassVar[str]
+    endpoints: list[Endpoint]
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self._session: S | None = None
+        self._worker_sessions: list[S] = []
+        #: endpoint -> what :meth:`_node_values` read there at open
+        self._nodes: dict[str, dict[str, str]] = {}
+        self._storage_bytes: int | None = None
+
+    # --- hooks --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def _probe(self, endpoint: Endpoint) -> S:
+        """A session on ``endpoint`` for reading its facts when no worker uses it; closed
+        right after."""
+
+    @abc.abstractmethod
+    async def _node_values(self, session: S) -> dict[str, str]:
+        """What the report states about the server behind ``session`` (version, settings)."""
+
+    @abc.abstractmethod
+    async def measure_storage(self) -> int:
+        """Query the server's storage figure (untimed, after settle) and cache it in
+        ``_storage_bytes`` for :meth:`storage_bytes`."""
+
+    # --- sessions -----------------------------------------------------------------------
+    def _sessions(self) -> list[S]:
+        return [s for s in (self._session, *self._worker_sessions) if s is not None]
+
+    @property
+    def _db(self) -> S:
+        if self._session is None:
+            raise RuntimeError(f"{self.product} engine is not open")
+        return self._session
+
+    async def _read_nodes(self) -> None:
+        """Every endpoint's facts, for the report: through a worker's session on it, else
+        through a probe session opened for it and closed afterwards."""
+        sessions = {str(s.endpoint): s for s in self._sessions()}
+        nodes: dict[str, dict[str, str]] = {}
+        for endpoint in self.endpoints:
+            key = str(endpoint)
+            if key in nodes:
+                continue
+            session = sessions.get(key)
+            if session is None:
+                session = await self._probe(endpoint)
+            try:
+                values = await self._node_values(session)
+            finally:
+                if key not in sessions:
+                    await session.close()
+            nodes[key] = values
+        self._nodes = nodes
+
+    def worker(self, index: int) -> Self:
+        """A view of this engine bound to worker ``index``'s own connection."""
+        if index == 0:
+            return self
+        view = copy.copy(self)
+        view._session = self._worker_sessions[index - 1]
+        view._worker_sessions = []
+        return view
+
+    async def close(self) -> None:
+        sessions = self._sessions()
+        self._session, self._worker_sessions = None, []
+        for session in sessions:
+            await session.close()
+
+    def take_retries(self) -> int:
+        total = 0
+        for session in self._sessions():
+            total += session.store.retries
+            session.store.retries = 0
+        return total
+
+    def storage_bytes(self) -> int:
+        """The server's figure cached by :meth:`measure_storage` (0 before it)."""
+        return self._storage_bytes or 0
+
+    def _effective(self, name: str) -> str | None:
+        """One value read at open over every endpoint (None before open)."""
+        if not self._nodes:
+            return None
+        return summarize({node: values.get(name) for node, values in self._nodes.items()})

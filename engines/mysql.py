@@ -46,7 +46,6 @@ What Galera (MariaDB's wsrep) needs beyond one server, and how the engine meets 
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import os
 from collections.abc import Mapping, Sequence
@@ -56,15 +55,15 @@ import asyncmy
 from anyio.abc import TaskGroup
 from asyncmy.errors import MySQLError, OperationalError
 
-from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 from engines.client_server import (
     Endpoint,
+    SessionPoolEngine,
     assign,
     hybridmethod,
     parse_endpoint,
     parse_endpoints,
-    summarize,
     worker_map,
 )
 from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
@@ -260,11 +259,12 @@ REFERENCE_SERVER = {
 }
 
 
-class MySqlEngine(Engine):
+class MySqlEngine(SessionPoolEngine[Session]):
     """InnoDB over TCP, on one server or spread over a cluster's nodes; see the module
     docstring for the schema, the driver choice and what Galera needs."""
 
     name = "mysql"
+    product = "MySQL"
     needs_stabilization = False
     persistent = True
     default_settings: ClassVar[Mapping[str, Any]] = {
@@ -280,7 +280,9 @@ class MySqlEngine(Engine):
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         port = settings["port"]
         if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
-            raise ValueError(f"engines.mysql.port must be a TCP port from 1 to 65535 (or 0: MYSQL_PORT), got {port}")
+            raise ValueError(
+                f"engines.mysql.port must be a TCP port from 1 to 65535 (or 0: MYSQL_PORT), got {port}"
+            )
         hosts = settings.get("hosts") or []
         if hosts:
             try:
@@ -293,11 +295,6 @@ class MySqlEngine(Engine):
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints = resolve_endpoints(self.settings)
         self.sql = Statements.build(DIALECT, self.limit)
-        self._session: Session | None = None
-        self._worker_sessions: list[Session] = []
-        #: endpoint -> what SELECT VERSION() and SHOW GLOBAL VARIABLES/STATUS said at open
-        self._nodes: dict[str, dict[str, str]] = {}
-        self._storage_bytes: int | None = None
         self.collation: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------
@@ -384,55 +381,22 @@ class MySqlEngine(Engine):
             await self.close()
             raise
 
-    async def _read_nodes(self) -> None:
-        """Version, settings and cluster status of every endpoint (a probe connection for
-        an endpoint no worker uses), for the report."""
-        sessions = {str(s.endpoint): s for s in self._sessions()}
+    async def _probe(self, endpoint: Endpoint) -> Session:
+        """The same session a worker gets (it knows whether its server is a Galera node)."""
+        return await self._session_to(endpoint)
+
+    async def _node_values(self, session: Session) -> dict[str, str]:
+        """Version, settings and cluster status: SELECT VERSION() and SHOW GLOBAL
+        VARIABLES/STATUS of :data:`READ_BACK_VARIABLES` and :data:`READ_BACK_STATUS`."""
         variables = ", ".join(f"'{v}'" for v in READ_BACK_VARIABLES)
         status = ", ".join(f"'{v}'" for v in READ_BACK_STATUS)
-        nodes: dict[str, dict[str, str]] = {}
-        for endpoint in self.endpoints:
-            key = str(endpoint)
-            if key in nodes:
-                continue
-            session = sessions.get(key) or await self._session_to(endpoint)
-            try:
-                values = {"version": str((await session.query("SELECT VERSION()"))[0][0])}
-                for query in (
-                    f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({variables})",
-                    f"SHOW GLOBAL STATUS WHERE Variable_name IN ({status})",
-                ):
-                    values.update({str(k).lower(): str(v) for k, v in await session.query(query)})
-            finally:
-                if key not in sessions:
-                    await session.close()
-            nodes[key] = values
-        self._nodes = nodes
-
-    def _sessions(self) -> list[Session]:
-        return [s for s in (self._session, *self._worker_sessions) if s is not None]
-
-    def worker(self, index: int) -> MySqlEngine:
-        """A view of this engine bound to worker ``index``'s own connection."""
-        if index == 0:
-            return self
-        view = copy.copy(self)
-        view._session = self._worker_sessions[index - 1]
-        view._worker_sessions = []
-        return view
-
-    async def close(self) -> None:
-        sessions = self._sessions()
-        self._session, self._worker_sessions = None, []
-        for session in sessions:
-            await session.close()
-
-    def take_retries(self) -> int:
-        total = 0
-        for session in self._sessions():
-            total += session.store.retries
-            session.store.retries = 0
-        return total
+        values = {"version": str((await session.query("SELECT VERSION()"))[0][0])}
+        for query in (
+            f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({variables})",
+            f"SHOW GLOBAL STATUS WHERE Variable_name IN ({status})",
+        ):
+            values.update({str(k).lower(): str(v) for k, v in await session.query(query)})
+        return values
 
     async def settle(self) -> None:
         """What the reference times as settle: the final commit (a no-op under autocommit)
@@ -456,16 +420,6 @@ class MySqlEngine(Engine):
         )
         self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
         return self._storage_bytes
-
-    def storage_bytes(self) -> int:
-        """Data + index length cached by :meth:`measure_storage` (0 before it)."""
-        return self._storage_bytes or 0
-
-    @property
-    def _db(self) -> Session:
-        if self._session is None:
-            raise RuntimeError("MySQL engine is not open")
-        return self._session
 
     # --- operations: the shared SQL store over this worker's session --------------------
     # Every batch that reads starts with the session's barrier (a no-op off Galera).
@@ -516,12 +470,6 @@ class MySqlEngine(Engine):
         return await db.store.count()
 
     # --- facts ------------------------------------------------------------------------
-    def _effective(self, name: str) -> str | None:
-        """One variable over every endpoint (None before open)."""
-        if not self._nodes:
-            return None
-        return summarize({node: values.get(name) for node, values in self._nodes.items()})
-
     @property
     def galera(self) -> bool:
         """Whether the endpoints are Galera nodes (known after open)."""

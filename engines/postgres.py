@@ -37,39 +37,39 @@ values are read back (``SHOW``) from every endpoint into the report.
 Settle is ``CHECKPOINT`` (timed): it needs a superuser or, from PostgreSQL 15, the
 ``pg_checkpoint`` role (``scripts/postgres-server`` grants it); ``open`` checks and fails
 with that message instead of failing at the end of a run. Storage is
-``pg_total_relation_size`` of the table (heap, TOAST and every index), queried when the
-runner asks for it (not timed), so it is the server's figure. Peak memory is this client's
-only.
+``pg_total_relation_size`` of the table (heap, TOAST and every index), the server's
+figure: queried in ``measure_storage``, the runner's untimed async step after settle (as
+the MySQL engine does), on the event loop like every other query, and cached; the
+synchronous ``storage_bytes`` returns that cache (0 before it). Peak memory is this
+client's only.
 
 Connection: ``[engines.postgres]`` ``host``/``port``/``database``/``user``/``password``, or
 ``hosts = ["h1:5432", "h2:5432"]`` for several endpoints; where unset, libpq's variables
 ``PGHOST``/``PGPORT``/``PGDATABASE``/``PGUSER``/``PGPASSWORD``. As in libpq, ``PGHOST`` (or
 ``host``) may be a comma list, with ``PGPORT`` either one port for all hosts or a list of
 the same length; unlike libpq, which tries the hosts in order (failover), the engine
-connects worker ``w`` to endpoint ``w % K`` (see ``engines/endpoints.py``).
+connects worker ``w`` to endpoint ``w % K`` (see ``engines/client_server.py``).
 """
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import anyio.from_thread
 import asyncpg
 from anyio.abc import TaskGroup
 
-from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 from engines.client_server import (
     Endpoint,
+    SessionPoolEngine,
     assign,
     hybridmethod,
     parse_endpoint,
     parse_endpoints,
-    summarize,
     worker_map,
 )
 from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
@@ -240,10 +240,11 @@ class Session:
         await self._fetchval[statement](*args)
 
 
-class PostgresEngine(Engine):
+class PostgresEngine(SessionPoolEngine[Session]):
     """PostgreSQL over TCP; see the module docstring for the schema, driver and durability."""
 
     name = "postgres"
+    product = "PostgreSQL"
     needs_stabilization = False
     persistent = True
     default_settings: ClassVar[Mapping[str, Any]] = {
@@ -266,11 +267,6 @@ class PostgresEngine(Engine):
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
         self.sql = Statements.build(DIALECT, self.limit)
-        self._session: Session | None = None
-        self._worker_sessions: list[Session] = []
-        #: endpoint -> SHOW values (server_version and READ_BACK), read at open
-        self._nodes: dict[str, dict[str, str]] = {}
-        self._storage_bytes: int | None = None
 
     # --- lifecycle --------------------------------------------------------------------
     async def connect(self, endpoint: Endpoint, worker: int | None = 0) -> asyncpg.Connection:
@@ -352,52 +348,20 @@ class PostgresEngine(Engine):
                 f"(GRANT pg_checkpoint TO {self.conn_settings['user']}); scripts/postgres-server grants it"
             )
 
-    async def _read_nodes(self) -> None:
-        """Server version and effective settings of every endpoint (a probe connection for
-        an endpoint no worker uses), for the report."""
-        sessions = {str(s.endpoint): s for s in self._sessions()}
-        nodes: dict[str, dict[str, str]] = {}
-        for endpoint in self.endpoints:
-            key = str(endpoint)
-            if key in nodes:
-                continue
-            session = sessions.get(key)
-            conn = session.conn if session is not None else await self.connect(endpoint, None)
-            try:
-                values = {"server_version": await conn.fetchval("SHOW server_version")}
-                for name in READ_BACK:
-                    values[name] = await conn.fetchval(f"SHOW {name}")
-                values["role"] = "standby" if await conn.fetchval("SELECT pg_is_in_recovery()") else "primary"
-            finally:
-                if session is None:
-                    await conn.close()
-            nodes[key] = values
-        self._nodes = nodes
+    async def _probe(self, endpoint: Endpoint) -> Session:
+        """A connection named ``asyncbench-probe``, without prepared statements (it only
+        reads settings)."""
+        return Session(await self.connect(endpoint, None), endpoint, self.sql)
 
-    def _sessions(self) -> list[Session]:
-        return [s for s in (self._session, *self._worker_sessions) if s is not None]
-
-    def worker(self, index: int) -> PostgresEngine:
-        """A view of this engine bound to worker ``index``'s own connection."""
-        if index == 0:
-            return self
-        view = copy.copy(self)
-        view._session = self._worker_sessions[index - 1]
-        view._worker_sessions = []
-        return view
-
-    async def close(self) -> None:
-        sessions = self._sessions()
-        self._session, self._worker_sessions = None, []
-        for session in sessions:
-            await session.close()
-
-    def take_retries(self) -> int:
-        total = 0
-        for session in self._sessions():
-            total += session.store.retries
-            session.store.retries = 0
-        return total
+    async def _node_values(self, session: Session) -> dict[str, str]:
+        """``server_version``, every :data:`READ_BACK` setting as ``SHOW`` gives it, and the
+        role (primary or standby)."""
+        conn = session.conn
+        values = {"server_version": await conn.fetchval("SHOW server_version")}
+        for name in READ_BACK:
+            values[name] = await conn.fetchval(f"SHOW {name}")
+        values["role"] = "standby" if await conn.fetchval("SELECT pg_is_in_recovery()") else "primary"
+        return values
 
     async def settle(self) -> None:
         """CHECKPOINT: every dirty page written and fsynced, the WAL up to here made
@@ -409,32 +373,13 @@ class PostgresEngine(Engine):
                 f"CHECKPOINT refused ({exc}): grant pg_checkpoint to {self.conn_settings['user']!r}"
             ) from exc
 
-    def storage_bytes(self) -> int:
-        """``pg_total_relation_size`` of the table: heap, TOAST and every index.
-
-        The protocol's storage call is synchronous and the runner makes it from a worker
-        thread (outside the timed settle), so the query runs on the event loop from here.
-        """
-        try:
-            size = anyio.from_thread.run(self._table_size)
-        except RuntimeError as exc:
-            if "worker thread" not in str(exc) and "event loop" not in str(exc):
-                raise
-            raise RuntimeError(
-                "PostgresEngine.storage_bytes queries the server: call it from a worker thread "
-                "(await anyio.to_thread.run_sync(engine.storage_bytes)), as the runner does"
-            ) from exc
-        self._storage_bytes = size
-        return size
-
-    async def _table_size(self) -> int:
-        return int(await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')"))
-
-    @property
-    def _db(self) -> Session:
-        if self._session is None:
-            raise RuntimeError("PostgreSQL engine is not open")
-        return self._session
+    async def measure_storage(self) -> int:
+        """Untimed, after settle (as the reference): ``pg_total_relation_size`` of the table,
+        i.e. heap, TOAST and every index, on the first endpoint. An async step on the loop,
+        so the query needs no thread hop; cached for :meth:`storage_bytes`."""
+        size = await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')")
+        self._storage_bytes = int(size)
+        return self._storage_bytes
 
     # --- operations: the shared SQL store over this worker's session --------------------
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
@@ -471,12 +416,6 @@ class PostgresEngine(Engine):
         return await self._db.store.count()
 
     # --- facts ------------------------------------------------------------------------
-    def _effective(self, name: str) -> str | None:
-        """One setting over every endpoint (None before open)."""
-        if not self._nodes:
-            return None
-        return summarize({node: values.get(name) for node, values in self._nodes.items()})
-
     def facts(self) -> EngineFacts:
         s = self.conn_settings
         endpoints = [str(e) for e in self.endpoints]

@@ -4,6 +4,7 @@ small memtables so background flushes and merges run during the workload."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import anyio
 import pytest
 
 from asyncbench.engine import EngineConfig, opened
+from engines.lsm import CorruptMeta, adapter
 from engines.lsm.adapter import TREE_NAMES, LsmEngine
+from engines.lsm.tree import LsmTree
 from engines.memory import MemoryEngine
 from engines.store_dir import MARKER
 from workloads.profile_store.profiles import create_many, decode, update
@@ -148,3 +151,56 @@ def test_open_without_task_group_refuses(tmp_path: Path) -> None:
             await e.open(True)
 
     anyio.run(run)
+
+
+def test_a_failed_open_closes_the_trees_it_already_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The five trees open one after the other; when a later one is damaged, the ones
+    already open (segment mmaps, log files) are closed before the error propagates, so
+    a failed open leaks no file handle into the process (a next engine, a retry)."""
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, SEED)
+
+    async def build() -> None:
+        async with opened(LsmEngine(cfg), True) as e:
+            await e.insert(create_many(1, 300, SEED), [])
+            await e.stabilize()  # the frozen memtables flushed: every tree has segments
+
+    anyio.run(build)
+    meta = cfg.data_dir / TREE_NAMES[2] / "meta.json"
+    meta.write_text("not a manifest")  # the third tree is damaged
+
+    trees: list[LsmTree] = []
+    logs: list = []
+
+    class Recorded(LsmTree):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            trees.append(self)
+            logs.extend(self.wal.files.values())
+
+    monkeypatch.setattr(adapter, "LsmTree", Recorded)
+
+    async def reopen() -> None:
+        async with opened(LsmEngine(cfg), False):
+            raise AssertionError("a damaged tree opened")
+
+    raised: list[BaseException] = []
+    try:
+        anyio.run(reopen)
+    except* CorruptMeta as group:
+        raised += group.exceptions
+    assert [e.path for e in raised] == [meta]  # type: ignore[attr-defined]
+    assert [t.dir.name for t in trees] == list(TREE_NAMES[:2])
+    segments = [s for t in trees for s in t.segments]
+    assert segments and logs  # what the first two trees held open
+    assert all(t.closed for t in trees)
+    assert all(s._mm.closed for s in segments)
+    assert all(log.fd == -1 for log in logs)
+    fds = Path("/proc/self/fd")
+    if fds.is_dir():  # and, seen from the OS, nothing under the store is open any more
+        targets = []
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+                targets.append(os.readlink(fd))
+        assert not [t for t in targets if t.startswith(str(cfg.data_dir))]

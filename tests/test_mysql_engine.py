@@ -13,17 +13,20 @@ import os
 import socket
 from pathlib import Path
 
-import anyio
 import asyncmy
 import pytest
+from sql_engine_checks import (
+    an_endpoint_no_worker_uses_is_probed_and_closed,
+    reopen_keeps_data_and_reset_wipes_it,
+    results_equal_the_memory_engine,
+    storage_is_measured_then_cached,
+)
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import MemoryScope, StorageMethod
-from engines.memory import MemoryEngine
 from engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
 from engines.sql_profile_store import Statements
-from workloads.profile_store.plan import Counts, draw_plan
-from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
+from workloads.profile_store.profiles import create, create_many, update
 
 SEED = 570123434
 LIMIT = 7
@@ -251,70 +254,25 @@ async def test_one_statement_per_operation(loaded: MySqlEngine) -> None:
 
 @needs_server
 async def test_results_equal_the_reference_engine(loaded: MySqlEngine, tmp_path: Path) -> None:
-    ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
-    await ref.open(reset=True)
-    await ref.insert(create_many(1, N, SEED), [])
-    plan = draw_plan(Counts.for_profiles(N, queries=60, post_queries=60), SEED)
-    pairs = [(c, s) for c in COUNTRIES for s in STATUSES]
-    ranges = [*plan.stream("ranges"), (0, 1), (create(N, SEED)[4], 2**62)]
-    reads = [*plan.reads[:200], 0, N + 1]
-    emails = [*plan.stream("email_reads", 100), "missing@example.com"]
-
-    async def same(method: str, arg) -> None:  # type: ignore[no-untyped-def]
-        got, want = await getattr(loaded, method)(arg, []), await getattr(ref, method)(arg, [])
-        assert got == want, method
-
-    async def compare_all() -> None:
-        await same("read_by_id", reads)
-        await same("lookup_by_email", emails)
-        await same("scan_country_status", pairs)
-        await same("query_country_status", pairs)
-        await same("scan_created_at", ranges)
-        await same("query_created_at", ranges)
-        await same("scan_top_reputation", 3)
-        await same("query_top_reputation", 3)
-        assert await loaded.count() == await ref.count()
-
-    await compare_all()
-    ids = [*plan.updates[:150], plan.updates[0], N + 50]  # a repeated id and a missing one
-    assert await loaded.update(ids, transform, []) == await ref.update(ids, transform, [])
-    await compare_all()
+    await results_equal_the_memory_engine(loaded, tmp_path / "mem", profiles=N, limit=LIMIT, seed=SEED)
 
 
 @needs_server
 async def test_reopen_keeps_data_and_reset_wipes_it(loaded: MySqlEngine, tmp_path: Path) -> None:
-    changed = await loaded.update([3], transform, [])
-    await loaded.close()
-    again = make(tmp_path)
-    await again.open(reset=False)
-    try:
-        assert await again.count() == N
-        assert await again.read_by_id([3, N], []) == [*changed, create(N, SEED)]
-    finally:
-        await again.close()
-    fresh = make(tmp_path)
-    await fresh.open(reset=True)
-    try:
-        assert await fresh.count() == 0
-        assert await fresh.read_by_id([1], []) == []
-    finally:
-        await fresh.close()
+    await reopen_keeps_data_and_reset_wipes_it(loaded, lambda: make(tmp_path), profiles=N, seed=SEED)
 
 
 @needs_server
 async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine) -> None:
     assert loaded.storage_bytes() == 0  # nothing measured before settle
     await loaded.settle()  # timed: FLUSH TABLES profiles, as the reference
-    assert loaded.storage_bytes() == 0  # ANALYZE and the size query are not part of settle
-    stored = await loaded.measure_storage()  # untimed, after settle
-    assert loaded.storage_bytes() == stored
+    stored = await storage_is_measured_then_cached(loaded)  # ANALYZE and the size query, untimed
     rows = await loaded._db.query(
         "SELECT data_length, index_length FROM information_schema.tables "
         "WHERE table_schema = DATABASE() AND table_name = 'profiles'"
     )
     assert stored == int(rows[0][0]) + int(rows[0][1]) > 0
     assert int(rows[0][1]) > 0  # the four secondary indexes are counted
-    assert await anyio.to_thread.run_sync(loaded.storage_bytes) == stored  # the runner calls it off-loop
     versions = loaded.library_versions()
     (server,) = (await loaded._db.query("SELECT VERSION()"))[0]
     assert versions == {"asyncmy": MySqlEngine.library_versions()["asyncmy"], "server": server}
@@ -324,6 +282,13 @@ async def test_settle_caches_storage_and_metadata_after_open(loaded: MySqlEngine
     effective = {st.name: st.effective for st in loaded.facts().settings}
     assert effective["server innodb_flush_log_at_trx_commit"] in ("0", "1", "2")
     assert effective["server innodb_buffer_pool_size"].isdigit()  # read back with SHOW VARIABLES
+
+
+@needs_server
+async def test_an_endpoint_no_worker_uses_is_probed_and_closed(tmp_path: Path) -> None:
+    port = resolve_settings({})["port"]
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]  # one server, two names
+    await an_endpoint_no_worker_uses_is_probed_and_closed(make(tmp_path, hosts=hosts), hosts)
 
 
 @needs_server

@@ -4,8 +4,8 @@ Without a server only the settings, SQL and "no server" behaviour are tested; wi
 ``PGHOST`` set (``eval "$(scripts/postgres-server start)"``, CI does it) the adapter runs
 against it: schema, byte collation and index plans, autocommit (a transaction per write),
 prepared statements (one execution per operation), results equal to the reference
-in-memory engine, reopen, reset, CHECKPOINT, storage, durability read back, several
-endpoints. The tests use their own database (``asyncbench_test``), created by the adapter.
+in-memory engine, reopen, reset, CHECKPOINT, storage (measured after settle, then cached),
+durability read back, several endpoints. The tests use their own database (``asyncbench_test``), created by the adapter.
 Under CI (``CI`` set) the server tests run even without ``PGHOST``, so a missing server
 fails instead of skipping.
 """
@@ -16,21 +16,24 @@ import os
 import socket
 from pathlib import Path
 
-import anyio
 import asyncpg
 import pytest
 from conftest import REFERENCE_PLAN, postgres_expected, status_line
+from sql_engine_checks import (
+    an_endpoint_no_worker_uses_is_probed_and_closed,
+    reopen_keeps_data_and_reset_wipes_it,
+    results_equal_the_memory_engine,
+    storage_is_measured_then_cached,
+)
 
 import engines
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import MemoryScope, StorageMethod
 from engines.client_server import Endpoint
-from engines.memory import MemoryEngine
 from engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
 from engines.sql_profile_store import Statements
-from workloads.profile_store.plan import Counts, draw_plan
-from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
+from workloads.profile_store.profiles import create, create_many, update
 
 SEED = 570123434
 LIMIT = 7
@@ -322,62 +325,20 @@ async def test_one_prepared_execution_per_operation(loaded: PostgresEngine) -> N
 
 @needs_server
 async def test_results_equal_the_reference_engine(loaded: PostgresEngine, tmp_path: Path) -> None:
-    ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
-    await ref.open(reset=True)
-    await ref.insert(create_many(1, N, SEED), [])
-    plan = draw_plan(Counts.for_profiles(N, queries=60, post_queries=60), SEED)
-    pairs = [(c, s) for c in COUNTRIES for s in STATUSES]
-    ranges = [*plan.stream("ranges"), (0, 1), (create(N, SEED)[4], 2**62)]
-    reads = [*plan.reads[:200], 0, N + 1]
-    emails = [*plan.stream("email_reads", 100), "missing@example.com"]
-
-    async def same(method: str, arg) -> None:  # type: ignore[no-untyped-def]
-        got, want = await getattr(loaded, method)(arg, []), await getattr(ref, method)(arg, [])
-        assert got == want, method
-
-    async def compare_all() -> None:
-        await same("read_by_id", reads)
-        await same("lookup_by_email", emails)
-        await same("scan_country_status", pairs)
-        await same("query_country_status", pairs)
-        await same("scan_created_at", ranges)
-        await same("query_created_at", ranges)
-        await same("scan_top_reputation", 3)
-        await same("query_top_reputation", 3)
-        assert await loaded.count() == await ref.count()
-
-    await compare_all()
-    ids = [*plan.updates[:150], plan.updates[0], N + 50]  # a repeated id and a missing one
-    assert await loaded.update(ids, transform, []) == await ref.update(ids, transform, [])
-    await compare_all()
-    assert loaded.take_retries() == 0  # one server, disjoint rows: nothing to retry
+    await results_equal_the_memory_engine(loaded, tmp_path / "mem", profiles=N, limit=LIMIT, seed=SEED)
 
 
 @needs_server
 async def test_reopen_keeps_data_and_reset_wipes_it(loaded: PostgresEngine, tmp_path: Path) -> None:
-    changed = await loaded.update([3], transform, [])
-    await loaded.close()
-    again = make(tmp_path)
-    await again.open(reset=False)
-    try:
-        assert await again.count() == N
-        assert await again.read_by_id([3, N], []) == [*changed, create(N, SEED)]
-    finally:
-        await again.close()
-    fresh = make(tmp_path)
-    await fresh.open(reset=True)
-    try:
-        assert await fresh.count() == 0
-        assert await fresh.read_by_id([1], []) == []
-    finally:
-        await fresh.close()
+    await reopen_keeps_data_and_reset_wipes_it(loaded, lambda: make(tmp_path), profiles=N, seed=SEED)
 
 
 @needs_server
 async def test_settle_checkpoints_and_storage_is_the_relation_size(loaded: PostgresEngine) -> None:
     conn = loaded._db.conn
+    assert loaded.storage_bytes() == 0  # nothing measured before settle
     before = await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
-    await loaded.settle()
+    await loaded.settle()  # timed: CHECKPOINT
     redo = await conn.fetchval("SELECT redo_lsn::text FROM pg_control_checkpoint()")
 
     def lsn(text: str) -> int:
@@ -385,11 +346,9 @@ async def test_settle_checkpoints_and_storage_is_the_relation_size(loaded: Postg
         return (int(hi, 16) << 32) | int(lo, 16)
 
     assert lsn(redo) >= lsn(before)  # a checkpoint started after the writes
-    stored = await anyio.to_thread.run_sync(loaded.storage_bytes)  # as the runner calls it
+    stored = await storage_is_measured_then_cached(loaded)  # untimed, after settle, as the runner
     assert stored == await conn.fetchval("SELECT pg_total_relation_size('profiles')")
     assert stored > await conn.fetchval("SELECT pg_relation_size('profiles')") > 0  # indexes count
-    with pytest.raises(RuntimeError, match="worker thread"):
-        loaded.storage_bytes()  # on the event loop it would deadlock: refused
 
 
 @needs_server
@@ -399,7 +358,8 @@ async def test_durability_and_versions_are_read_back(loaded: PostgresEngine, tmp
     assert facts.durability.parameters["fsync"] == "on"
     assert "WAL writer every" in facts.durability.sync
     settings = {s.name: s for s in facts.settings}
-    assert (settings["synchronous_commit"].configured, settings["synchronous_commit"].effective) == ("off", "off")
+    sc = settings["synchronous_commit"]
+    assert (sc.configured, sc.effective) == ("off", "off")
     assert settings["enable_sort"].effective == "off"
     version = await loaded._db.conn.fetchval("SHOW server_version")
     assert facts.versions == {"asyncpg": asyncpg.__version__, "server": version}
@@ -434,6 +394,13 @@ async def test_workers_spread_round_robin_over_endpoints(tmp_path: Path) -> None
         assert set(facts.versions) == {"asyncpg", f"server {hosts[0]}", f"server {hosts[1]}"}
     finally:
         await engine.close()
+
+
+@needs_server
+async def test_an_endpoint_no_worker_uses_is_probed_and_closed(tmp_path: Path) -> None:
+    port = resolve_settings({})["endpoints"][0].port
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]  # one server, two names
+    await an_endpoint_no_worker_uses_is_probed_and_closed(make(tmp_path, hosts=hosts), hosts)
 
 
 @needs_server

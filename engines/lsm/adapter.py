@@ -16,6 +16,7 @@ awaits; opened without one (a bare script), the same work runs inline between ba
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -84,13 +85,23 @@ class LsmEngine(Engine):
             store.require()
         # An existing store must have every tree: one emptied behind our back is refused
         # (MissingStore), never reopened as an empty index.
-        trees = [LsmTree(self.data_dir / n, self.options, create_if_missing=reset) for n in TREE_NAMES]
-        self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False)
-        # A profile is five writes to five trees; after an unclean stop (no marker from
-        # close) the indexes are repaired from the profiles tree before anything runs.
-        self.recovery = None
-        if not self._marker.take() and not reset:
-            self.recovery = self._store.repair()
+        trees: list[LsmTree] = []
+        try:
+            for name in TREE_NAMES:
+                trees.append(LsmTree(self.data_dir / name, self.options, create_if_missing=reset))
+            self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False)
+            # A profile is five writes to five trees; after an unclean stop (no marker from
+            # close) the indexes are repaired from the profiles tree before anything runs.
+            self.recovery = None
+            if not self._marker.take() and not reset:
+                self.recovery = self._store.repair()
+        except BaseException:
+            # The engine never held these trees, so its close cannot release them: close
+            # them here (segment mmaps, log files), keeping the error that stopped the open.
+            for tree in reversed(trees):
+                with contextlib.suppress(Exception):
+                    tree.close()
+            raise
         return trees
 
     async def delete_store(self) -> bool:

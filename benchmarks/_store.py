@@ -1,0 +1,72 @@
+"""Building a benchmark's store through the engine, as a run builds it: the setup that
+``bench_client_cpu.py``, ``floor.py`` and ``harness_overhead.py`` share.
+
+Why one copy: each script sets its figures against a run's, so each must get its engine,
+its plan and its store the way the runner does (a registry engine with default settings,
+the reference plan's seed and result limit, the insert phase kind through the real phase
+loop); three copies could drift apart without any of the scripts noticing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from asyncbench.engine import EngineConfig
+from asyncbench.phase_loop import PhaseOutcome, run_operations
+from engines import engine_class
+from workloads.profile_store.phases import PHASES, PhaseContext
+from workloads.profile_store.plan import Counts, Plan, draw_plan
+
+__all__ = ["LIMIT", "OPERATION_PHASES", "SEED", "draw", "load", "new_engine"]
+
+SEED = 570123434  # the reference plan's
+LIMIT = 50  # rows per scan or query, as in the reference plan
+
+#: The reference plan's operation phase kinds with the plan stream each consumes (None:
+#: insert walks the profile ids), in the plan's order: insert first (it loads the
+#: store), updates last (every read kind sees the store as inserted).
+OPERATION_PHASES: tuple[tuple[str, str | None], ...] = (
+    ("insert", None),
+    ("read_by_id", "reads"),
+    ("lookup_by_email", "email_reads"),
+    ("scan_country_status", "queries"),
+    ("query_country_status", "queries"),
+    ("scan_created_at", "ranges"),
+    ("query_created_at", "ranges"),
+    ("scan_top_reputation", "queries"),
+    ("query_top_reputation", "queries"),
+    ("update", "updates"),
+)
+
+
+def draw(profiles: int) -> Plan:
+    """The reference plan's operation streams for a store of ``profiles`` profiles."""
+    return draw_plan(Counts.for_profiles(profiles, limit=LIMIT), SEED)
+
+
+def new_engine(
+    name: str, data_dir: Path | None = None, *, workers: int = 1, prefix: str = "asyncbench-bench-"
+) -> Any:
+    """Registry engine ``name`` with its default settings (a server engine's connection
+    from the usual environment, e.g. ``eval "$(scripts/postgres-server start)"``) for
+    ``workers`` workers, on ``data_dir`` or else a new temporary directory named
+    ``prefix...``; not opened."""
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix=prefix))
+    return engine_class(name)(EngineConfig(name, data_dir, {}, LIMIT, SEED, workers))
+
+
+def _no_hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
+    pass
+
+
+async def load(handles: Sequence[Any], profiles: int, batch: int = 1_000) -> PhaseOutcome:
+    """Insert profiles 1..``profiles`` into an open store as a run's insert phase does: the
+    phase loop with the insert kind, batches of ``batch``, one worker per handle."""
+    items = range(1, profiles + 1)
+    return await run_operations(
+        PHASES["insert"], items, list(handles), PhaseContext.for_seed(SEED), batch, _no_hook
+    )
