@@ -195,6 +195,30 @@ def test_mixed_width_blocks(tmp_path: Path) -> None:
     assert seg.get(b"kk") is None
 
 
+@pytest.mark.parametrize(
+    "widths",
+    [
+        [8] * 40,  # one width throughout: the index is read as one table
+        [8] * 36 + [9] * 4,  # the last blocks' first keys are longer
+        [9] * 4 + [8] * 36,  # the first block's first key is longer than the rest
+        [8] * 20 + [12] * 4 + [8] * 16,  # one wider block in the middle
+    ],
+)
+def test_index_of_any_first_key_widths_reads_the_same(tmp_path: Path, widths: list[int]) -> None:
+    """The fixed-width fast path and the general loop read the same index: every block's
+    first key, offset, length and checksum, and every lookup."""
+    items = [((b"%03d" % i).ljust(w, b"-"), b"v%d" % i) for i, w in enumerate(widths)]
+    seg = write_segment(tmp_path / "s.sst", items, step=1)  # one entry a block: its first key
+    assert seg.first_keys == [k for k, _ in items]
+    fast = (seg.first_keys, list(seg.offsets), list(seg.lengths), list(seg.crcs))
+    seg._read_fixed_width_index = lambda index, nblocks: 0  # type: ignore[method-assign]
+    seg._read_index(seg.size)  # the general loop alone
+    assert (seg.first_keys, list(seg.offsets), list(seg.lengths), list(seg.crcs)) == fast
+    assert seg.last_key == items[-1][0]
+    for k, v in items:
+        assert seg.get(k) == v
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("drop", [True, False])
 def test_merge_segments_matches_a_dict_fold(tmp_path: Path, seed: int, drop: bool) -> None:

@@ -136,6 +136,39 @@ def test_flush_retires_wal_and_orphans_are_removed(tmp_path: Path) -> None:
     t.close()
 
 
+@pytest.mark.parametrize("mode", ["async-compressed", "sync"])
+def test_persisting_again_without_new_writes_flushes_nothing_to_disk(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settle right after another (or after a stabilization) has nothing new to make
+    durable: no fsync, no manifest rewrite. A write in between makes both happen again."""
+    import os
+
+    t = LsmTree(tmp_path, opts(wal_mode=mode, mutable_segment_max_item_count=1000))
+    t.upsert(b"a", b"1")
+    t.wal.write_now()
+    t.wal.sync()
+    t.save_meta()
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    meta_before = (tmp_path / "meta.json").stat().st_mtime_ns, (tmp_path / "meta.json").stat().st_ino
+    t.wal.write_now()
+    t.wal.sync()
+    t.save_meta()
+    assert fsyncs == []
+    assert ((tmp_path / "meta.json").stat().st_mtime_ns, (tmp_path / "meta.json").stat().st_ino) == meta_before
+    t.upsert(b"b", b"2")
+    t.wal.write_now()
+    t.wal.sync()
+    assert fsyncs  # the new record reached the disk
+    monkeypatch.undo()
+    t.close()
+    t = LsmTree(tmp_path, opts(wal_mode=mode))
+    assert t.get(b"a") == b"1" and t.get(b"b") == b"2"
+    t.close()
+
+
 def test_unclosed_sync_tree_recovers_from_wal(tmp_path: Path) -> None:
     t = LsmTree(tmp_path, opts(mutable_segment_max_item_count=1000))
     for i in range(100):

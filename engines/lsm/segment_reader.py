@@ -109,10 +109,10 @@ class SegmentReader:
         self.offsets = array("Q")
         self.lengths = array("I")
         self.crcs = array("I")
-        pos = 0
         unpack_len = _U32.unpack_from
+        pos = self._read_fixed_width_index(index, nblocks) if nblocks else 0
         unpack_entry = INDEX_ENTRY.unpack_from
-        for _ in range(nblocks):
+        for _ in range(nblocks - len(self.first_keys)):
             (klen,) = unpack_len(index, pos)
             pos += 4
             self.first_keys.append(index[pos : pos + klen])
@@ -126,6 +126,27 @@ class SegmentReader:
         self.last_key = index[pos + 4 : pos + 4 + klen]
         # an empty segment gets min > last, so every lookup is out of range
         self.min_key = self.first_keys[0] if self.first_keys else b"\x01"
+
+    def _read_fixed_width_index(self, index: bytes, nblocks: int) -> int:
+        """Where every first key has the first one's length (fixed-width keys, the usual
+        case), the index is a table of equal rows that ``struct.iter_unpack`` reads in C,
+        several times faster than the entry-by-entry loop (reopen time). Rows are parsed
+        in order, so a row of another width is met at its true offset and its length
+        field tells: then nothing is kept and the general loop reads the index. Returns
+        the position after the rows read (0: none)."""
+        (klen,) = _U32.unpack_from(index, 0)
+        row = struct.Struct(f"<I{klen}s{INDEX_ENTRY.format[1:]}")
+        size = nblocks * row.size
+        if size > len(index):
+            return 0
+        table = list(row.iter_unpack(memoryview(index)[:size]))
+        if any(t[0] != klen for t in table):
+            return 0
+        self.first_keys = [t[1] for t in table]
+        self.offsets = array("Q", [t[2] for t in table])
+        self.lengths = array("I", [t[3] for t in table])
+        self.crcs = array("I", [t[4] for t in table])
+        return size
 
     def __len__(self) -> int:
         return self.entries

@@ -121,6 +121,8 @@ class LsmTree:
         #: Segment ids flush/merge jobs are writing; merged-away ids whose files remain.
         self._writing: set[int] = set()
         self._obsolete: set[int] = set()
+        #: The manifest as last written and fsynced by this object.
+        self._saved_meta: Meta | None = None
         if not self.dir.is_dir():
             if not create_if_missing:
                 raise MissingStore(self.dir, None, "no LSM tree here: the directory does not exist")
@@ -482,7 +484,10 @@ class LsmTree:
             logs=logs,
             clean_close=clean_close,
         )
+        if meta == self._saved_meta:
+            return  # on disk already, fsynced (a settle after a stabilization rewrites nothing)
         write_meta(self.dir, meta)
+        self._saved_meta = meta
 
     def close(self) -> None:
         """Persist: drain the log (or, without a log, flush memtables), save metadata."""

@@ -189,7 +189,7 @@ def _intact_frame_after(data: bytes, bad: int) -> bool:
 
 
 class _LogFile:
-    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced", "broken")
+    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced", "broken", "dirty")
 
     def __init__(self, directory: Path, seq: int) -> None:
         self.seq = seq
@@ -201,6 +201,8 @@ class _LogFile:
         #: Held while a worker thread writes, so a file is never closed mid-write.
         self.lock = threading.Lock()
         self.synced = time.monotonic()
+        #: Bytes written since the last fsync (a new file: its header, or unknown).
+        self.dirty = True
         #: The error of a failed write: the file may end in a part frame, so nothing may
         #: follow it (a torn frame is tolerated only as the very last one).
         self.broken: BaseException | None = None
@@ -211,6 +213,7 @@ class _LogFile:
         if self.broken is not None:
             raise OSError(f"{self.path}: no more writes after a failed one") from self.broken
         view = memoryview(data)
+        self.dirty = True
         try:
             while view:
                 view = view[os.write(self.fd, view) :]
@@ -219,9 +222,12 @@ class _LogFile:
             raise
 
     def sync(self) -> None:
+        """fsync, unless nothing was written since the last one: a settle right after a
+        stabilization (every record already fsynced) costs no disk flush."""
         with self.lock:
-            if self.fd >= 0:
+            if self.fd >= 0 and self.dirty:
                 os.fsync(self.fd)
+                self.dirty = False
 
     def close(self) -> None:
         with self.lock:
@@ -262,6 +268,7 @@ class WriteAheadLog:
         log = self.current
         log.write(frame(encode_records([(key, value)]), False))  # type: ignore[union-attr]
         os.fsync(log.fd)  # type: ignore[union-attr]
+        log.dirty = False  # type: ignore[union-attr]
 
     def _append_async(self, key: bytes, value: bytes | None) -> None:
         pending = self.pending
@@ -310,6 +317,7 @@ class WriteAheadLog:
             if now - log.synced >= ASYNC_FSYNC_INTERVAL_S:
                 os.fsync(log.fd)
                 log.synced = now
+                log.dirty = False
 
     def write_now(self) -> None:
         """Write every queued record inline (close, overflow without a writer turn)."""
