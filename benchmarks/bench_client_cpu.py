@@ -20,7 +20,10 @@ CPU share of the wall time, and the ceiling ``1e6 / cpu_us``::
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 import anyio
 from _store import OPERATION_PHASES, SEED, draw, new_engine
@@ -35,7 +38,21 @@ from workloads.profile_store.phases import PhaseContext, phase_items
 async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:
     plan = draw(profiles)
     ctx = PhaseContext.for_seed(SEED)
-    engine = new_engine(name, workers=parallelism, prefix="bench-client-cpu-")
+    with tempfile.TemporaryDirectory(prefix="bench-client-cpu-") as tmp:  # removed afterwards
+        await measure(
+            new_engine(name, Path(tmp) / name, workers=parallelism),
+            plan,
+            ctx,
+            name,
+            profiles,
+            parallelism,
+            batch,
+        )
+
+
+async def measure(
+    engine: Any, plan: Any, ctx: PhaseContext, name: str, profiles: int, parallelism: int, batch: int
+) -> None:
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         pass

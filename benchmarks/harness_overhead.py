@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
+from pathlib import Path
 from time import perf_counter
 
 import anyio
@@ -43,7 +45,7 @@ async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
 
 async def main(profiles: int, repeat: int, batch: int) -> None:
     plan = draw(profiles)
-    engine = new_engine("memory", prefix="harness-overhead-")
+    engine = new_engine("memory", Path(tempfile.gettempdir()) / "harness-overhead-memory")  # writes nothing
     await engine.open(True)
     await load([engine], profiles, batch)
     hook_calls = 0
