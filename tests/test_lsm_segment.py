@@ -176,6 +176,44 @@ def test_generational_cache_is_bounded_and_ages() -> None:
     assert off.get_or_load(1, load) == 1 and off.get_or_load(1, load) == 1 and len(off) == 0
 
 
+@pytest.mark.parametrize("width", ["fixed", "mixed"])
+def test_segment_lookups_keep_the_value_cache_bounded_and_aging(tmp_path: Path, width: str) -> None:
+    """``SegmentReader.get`` writes the value cache's logic out for speed: it must keep the
+    cache's bound, cache tombstones and empty values but never misses, promote an old
+    hit, and serve what it cached without touching the block again."""
+    items = [
+        ((b"%04d" % i) + (b"x" * (i % 3) if width == "mixed" else b""), b"" if i % 7 == 0 else b"v%d" % i)
+        for i in range(200)
+    ]
+    items.sort()
+    items[5] = (items[5][0], None)  # a tombstone
+    w = SegmentWriter(tmp_path / "s.sst", 4)
+    w.add([k for k, _ in items], [v for _, v in items])
+    w.finish()
+    seg = SegmentReader(tmp_path / "s.sst", 1, key_cache=0, value_cache=10, block_cache=0)
+    cache = seg.value_cache
+    for k, v in items:
+        assert seg.get(k) == (TOMBSTONE if v is None else v)
+        assert len(cache) <= 10
+    assert seg.get(b"9999") is None and b"9999" not in cache.young and b"9999" not in cache.old
+    key, value = items[-1]
+    assert cache.young.get(key) == value
+    seg._mm.close()  # from here a lookup that reads the file raises
+    with pytest.raises(ValueError):
+        seg.get(items[0][0])  # evicted long ago: read again
+    assert seg.get(key) == value  # served from the cache
+    cache.rotate()
+    assert seg.get(key) == value and cache.young.get(key) == value  # promoted back to young
+    cache.rotate()
+    cache.rotate()
+    assert key not in cache.young and key not in cache.old  # idle for two rotations: gone
+    tomb = items[5][0]
+    seg2 = SegmentReader(tmp_path / "s.sst", 2, key_cache=0, value_cache=10, block_cache=0)
+    assert seg2.get(tomb) is TOMBSTONE and seg2.value_cache.young.get(tomb) is TOMBSTONE
+    off = SegmentReader(tmp_path / "s.sst", 3, key_cache=0, value_cache=0, block_cache=0)
+    assert all(off.get(k) == (TOMBSTONE if v is None else v) for k, v in items) and len(off.value_cache) == 0
+
+
 def test_fixed_width_lookup_ignores_matches_across_key_boundaries(tmp_path: Path) -> None:
     seg = write_segment(tmp_path / "s.sst", [(b"aba", b"1"), (b"bab", b"2"), (b"bcd", None)], step=8)
     assert seg.get(b"bab") == b"2"  # first occurrence of b"bab" in b"ababab..." is misaligned

@@ -169,6 +169,32 @@ def test_persisting_again_without_new_writes_flushes_nothing_to_disk(
     t.close()
 
 
+def test_get_follows_every_change_of_the_segment_list(tmp_path: Path) -> None:
+    """``get`` calls the only segment directly; every flush, merge and reopen that
+    changes the segments must change what it calls (a stale one would return old values)."""
+    t = LsmTree(tmp_path, opts(mutable_segment_max_item_count=1000))
+    t.upsert(b"k", b"1")
+    t.upsert(b"gone", b"x")
+    t.flush_all()
+    assert len(t.segments) == 1 and t.get(b"k") == b"1"
+    t.upsert(b"k", b"2")
+    t.delete(b"gone")
+    t.flush_all()  # two segments: the general path
+    assert len(t.segments) == 2 and t.get(b"k") == b"2" and t.get(b"gone") is None
+    t.merge_all()  # one segment again: the merged one
+    assert len(t.segments) == 1 and t.get(b"k") == b"2" and t.get(b"gone") is None
+    t.upsert(b"k", b"3")
+    t.freeze()  # a frozen memtable in front of the one segment
+    assert t.frozen and t.get(b"k") == b"3"
+    t.flush_all()
+    t.merge_all()
+    assert t.get(b"k") == b"3"
+    t.close()
+    t = LsmTree(tmp_path, opts())
+    assert t.get(b"k") == b"3" and t.get(b"gone") is None
+    t.close()
+
+
 def test_unclosed_sync_tree_recovers_from_wal(tmp_path: Path) -> None:
     t = LsmTree(tmp_path, opts(mutable_segment_max_item_count=1000))
     for i in range(100):

@@ -123,6 +123,8 @@ class LsmTree:
         self._obsolete: set[int] = set()
         #: The manifest as last written and fsynced by this object.
         self._saved_meta: Meta | None = None
+        #: The only segment's lookup while exactly one exists (``_segments_changed``).
+        self._one: Callable[[bytes], Any] | None = None
         if not self.dir.is_dir():
             if not create_if_missing:
                 raise MissingStore(self.dir, None, "no LSM tree here: the directory does not exist")
@@ -172,6 +174,7 @@ class LsmTree:
                 raise MissingStore(wal_path(self.dir, seq), None, f"listed in {META} but gone")
         self._min_wal = meta.min_wal
         self.segments = [self._open_segment(i) for i in meta.segments]
+        self._segments_changed()
         live_logs = sorted(s for s in log_seqs if s >= meta.min_wal)
         self._recover_wal(live_logs, meta)
         # Everything checked: drop what is provably garbage, then record the open session.
@@ -270,10 +273,19 @@ class LsmTree:
             self.on_work()
 
     # --- reads ----------------------------------------------------------------------
+    def _segments_changed(self) -> None:
+        """Called wherever ``segments`` changes (open, a flush's or a merge's commit, close):
+        with exactly one segment, ``get`` calls its lookup directly."""
+        self._one = self.segments[0].get if len(self.segments) == 1 and not self.closed else None
+
     def get(self, key: bytes) -> bytes | None:
         v = self.mutable.data.get(key, _MISS)
         if v is not _MISS:
             return v  # type: ignore[return-value]
+        one = self._one
+        if one is not None and not self.frozen:  # the usual state after a stabilization
+            v = one(key)
+            return None if v is TOMBSTONE else v
         for mt in self.frozen:
             v = mt.data.get(key, _MISS)
             if v is not _MISS:
@@ -387,6 +399,7 @@ class LsmTree:
             return
         if seg is not None:
             self.segments.insert(0, seg)
+            self._segments_changed()
             self._writing.discard(seg.id)
         self.frozen.remove(mt)
         if mt.wal_seqs:
@@ -422,6 +435,7 @@ class LsmTree:
         # Only flushes add segments, always in front: the merged ones are the tail.
         gone = set(map(id, srcs))
         self.segments = [s for s in self.segments if id(s) not in gone] + ([merged] if merged.entries else [])
+        self._segments_changed()
         self._writing.discard(seg_id)
         dead = [*srcs, *([] if merged.entries else [merged])]
         self._obsolete.update(s.id for s in dead)
@@ -498,5 +512,6 @@ class LsmTree:
         self.wal.close()
         self._save_meta(clean_close=True)  # only after every log is written and fsynced
         self.closed = True
+        self._segments_changed()
         for seg in self.segments:
             seg.close()
