@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _store import draw, load, new_engine  # noqa: E402
 
 from asyncbench.engine import opened  # noqa: E402
+from asyncbench.fmt import parse_count  # noqa: E402
 from asyncbench.signals import backend_options  # noqa: E402
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
@@ -73,14 +74,11 @@ async def one(engine: str, profiles: int, batch: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", default="lsm,rocksdb")
-    ap.add_argument("--profiles", default="200k")
+    ap.add_argument("--profiles", type=parse_count, default=200_000, help="e.g. 200k, 2M")
     ap.add_argument("--batch", type=int, default=1_000)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    text = args.profiles.replace("_", "").lower()
-    profiles = (
-        int(float(text[:-1]) * {"k": 1_000, "m": 1_000_000}[text[-1]]) if text[-1] in "km" else int(text)
-    )
+    profiles = args.profiles
     if args.child:  # one engine, in this fresh process
         anyio.run(
             one, args.engine, profiles, args.batch, backend="asyncio", backend_options=backend_options()

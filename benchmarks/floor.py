@@ -74,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _store import LIMIT, OPERATION_PHASES, SEED, draw, load, new_engine  # noqa: E402
 
+from asyncbench.fmt import parse_count  # noqa: E402
 from asyncbench.latency_recorder import PhaseRecorder  # noqa: E402
 from asyncbench.observers import Observer  # noqa: E402
 from asyncbench.phase_loop import run_operations  # noqa: E402
@@ -673,23 +674,17 @@ async def main(args: argparse.Namespace) -> None:
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
 
 
-def count(text: str) -> int:
-    t = text.replace("_", "").lower()
-    mult = {"k": 1_000, "m": 1_000_000}.get(t[-1:], 1)
-    return int(float(t[:-1] if mult > 1 else t) * mult)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", default="rocksdb,sqlite", type=lambda s: s.split(","))
-    p.add_argument("--profiles", type=count, default=200_000)
+    p.add_argument("--profiles", type=parse_count, default=200_000)
     p.add_argument("--batch", type=int, default=1_000)
     p.add_argument("--repeats", type=int, default=5, help="timed interleaved rounds per kind")
     p.add_argument("--slices", type=int, default=8, help="A/B pairs per round")
-    p.add_argument("--point-ops", type=count, default=40_000, help="reads and lookups per round")
-    p.add_argument("--update-ops", type=count, default=10_000, help="updates per round")
-    p.add_argument("--query-ops", type=count, default=4_000, help="scans and queries per round")
-    p.add_argument("--insert-profiles", type=count, default=20_000, help="per round, into fresh stores")
+    p.add_argument("--point-ops", type=parse_count, default=40_000, help="reads and lookups per round")
+    p.add_argument("--update-ops", type=parse_count, default=10_000, help="updates per round")
+    p.add_argument("--query-ops", type=parse_count, default=4_000, help="scans and queries per round")
+    p.add_argument("--insert-profiles", type=parse_count, default=20_000, help="per round, into fresh stores")
     p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None)
     p.add_argument(
         "--a-only",

@@ -14,8 +14,8 @@ rocksdict calls block, so every public method but the point reads makes exactly 
 ``anyio.to_thread.run_sync`` call per batch and the synchronous body loops doing one
 rocksdict call per operation: the thread hop is paid once per batch. Point reads (by id,
 by email) run on the event loop a batch at a time, because a worker thread buys them no
-concurrency and costs them 15-20% (see ``read_by_id``). Iterators are created per query inside the worker thread, so
-several tasks may share one engine.
+concurrency and costs them 15-20% (see ``read_by_id``). Iterators are created per query
+inside the worker thread, so several tasks may share one engine.
 
 Crash recovery: a profile is five puts into five databases, so a process killed between
 them leaves it half-written. ``close`` marks a clean shutdown once every database closed
