@@ -1,19 +1,39 @@
-"""Build hook for the workload's compiled kernels (checksum folds, profile generator, .NET RNG).
+"""Build hook: the package layout and the workload's compiled kernels.
 
-``optional=True``: without a compiler the package still installs and runs on the pure
-Python fallbacks, only slower, and says so: ``workloads.profile_store.kernels`` (the one
-import point) reports ``ACCELERATED = False`` with the reason, and its ``require()`` raises.
+Layout: the repository keeps ``engines/`` and ``workloads/`` at its top level (one place
+to read an adapter or the workload), but they install under the project's own name, as
+``asyncbench.engines`` and ``asyncbench.workloads``, so nothing named ``engines`` or
+``workloads`` lands in site-packages to collide with another project's
+(``tests/test_packaging.py`` checks the wheel's file list).
+
+Kernels (checksum folds, profile generator, .NET RNG): ``optional=True``: without a
+compiler the package still installs and runs on the pure Python fallbacks, only slower,
+and says so: ``asyncbench.workloads.profile_store.kernels`` (the one import point) reports
+``ACCELERATED = False`` with the reason, and its ``require()`` raises.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
+
+#: repository folder -> installed package
+MAPPED = {"engines": "asyncbench.engines", "workloads": "asyncbench.workloads"}
+
+
+def packages() -> list[str]:
+    found = find_namespace_packages(include=["asyncbench", "asyncbench.*"])
+    for folder, target in MAPPED.items():
+        found += [target + p[len(folder):] for p in find_namespace_packages(include=[folder, folder + ".*"])]
+    return [p for p in found if "__pycache__" not in p]
+
 
 setup(
+    packages=packages(),
+    package_dir={target: folder for folder, target in MAPPED.items()},
     ext_modules=[
         Extension(
-            "workloads.profile_store._kernels",
+            "asyncbench.workloads.profile_store._kernels",
             sources=["workloads/profile_store/_kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )
-    ]
+    ],
 )

@@ -2,6 +2,6 @@
 
 import sys
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 
 sys.exit(main())

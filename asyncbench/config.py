@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workloads.profile_store.phases import PHASES, STREAM_COUNT
-from workloads.profile_store.plan import COUNT_NAMES, Counts
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
+from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_PARALLELISM = 1024
@@ -46,7 +46,7 @@ TOP_KEYS = {"run", "counts", "engines", "phase"}
 
 def default_engines() -> tuple[str, ...]:
     """The engines a plan without ``engines`` runs: the registry's serverless defaults."""
-    from engines import DEFAULT_ENGINES
+    from asyncbench.engines import DEFAULT_ENGINES
 
     return DEFAULT_ENGINES
 
@@ -161,7 +161,7 @@ def _profiles(where: str, key: str, v: Any) -> list[int]:
 
 def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], set[str]]:
     """The engine list, and which of them came only from ``all`` (skipped, not failed, when absent)."""
-    from engines import ALL_ENGINES, REGISTRY
+    from asyncbench.engines import ALL_ENGINES, REGISTRY
 
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",")]
@@ -190,8 +190,8 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
 
 def _check_plugin(where: str, key: str, name: str) -> None:
     """A plug-in engine (ASYNCBENCH_ENGINES) must import and be complete before anything runs."""
-    from engines import PLUGINS, engine_class
-    from engines.plugins import PluginError
+    from asyncbench.engines import PLUGINS, engine_class
+    from asyncbench.engines.plugins import PluginError
 
     if name in PLUGINS:
         try:
@@ -202,7 +202,7 @@ def _check_plugin(where: str, key: str, name: str) -> None:
 
 def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
     from asyncbench.engine import EngineUnavailable
-    from engines import REGISTRY, engine_class
+    from asyncbench.engines import REGISTRY, engine_class
 
     if not isinstance(table, dict):
         raise ConfigError(where, "engines", "must be a table of [engines.<name>] tables")
@@ -334,7 +334,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
 
 def load(path: str | Path) -> BenchConfig:
     """Parse and validate a plan file."""
-    from asyncbench.inputs import InputError, read_input
+    from asyncbench.fs.inputs import InputError, read_input
 
     where = str(path)
     try:

@@ -1,7 +1,7 @@
 """The engine lifecycle every adapter implements, and the facts it states.
 
 What an engine does for a *workload* is the workload's protocol (for the profile store,
-:class:`workloads.profile_store.store.ProfileStore`); this module holds only what every
+:class:`asyncbench.workloads.profile_store.store.ProfileStore`); this module holds only what every
 engine has whatever it runs: open / close / stabilize / settle / storage, per-worker
 handles, settings and :class:`~asyncbench.facts.EngineFacts`.
 

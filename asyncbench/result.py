@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from asyncbench.facts import EngineFacts
-from asyncbench.ownership import write_atomic  # the one file writer; re-exported here
+from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
 
 __all__ = [
     "SCHEMA",

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from asyncbench.engines import engine_class
+from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
+from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
+
 from asyncbench.engine import EngineConfig
-from asyncbench.phase_loop import PhaseOutcome, run_operations
-from engines import engine_class
-from workloads.profile_store.phases import PHASES, PhaseContext
-from workloads.profile_store.plan import Counts, Plan, draw_plan
+from asyncbench.run.phase_loop import PhaseOutcome, run_operations
 
 __all__ = ["LIMIT", "OPERATION_PHASES", "SEED", "draw", "load", "new_engine"]
 

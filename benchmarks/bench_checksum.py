@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workloads.profile_store import kernels, profiles  # noqa: E402
-from workloads.profile_store import plan as plan_module  # noqa: E402
-from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles  # noqa: E402
-from workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
-from workloads.profile_store.reference import REFERENCE_SEED as SEED  # noqa: E402
+from asyncbench.workloads.profile_store import kernels, profiles  # noqa: E402
+from asyncbench.workloads.profile_store import plan as plan_module  # noqa: E402
+from asyncbench.workloads.profile_store.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles  # noqa: E402
+from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
+from asyncbench.workloads.profile_store.reference import REFERENCE_SEED as SEED  # noqa: E402
 
 
 def best_seconds(fn: Callable[[], object], repeat: int) -> float:

@@ -27,12 +27,12 @@ from typing import Any
 
 import anyio
 from _store import OPERATION_PHASES, SEED, draw, new_engine
+from asyncbench.workloads.profile_store.phases import PHASES as KINDS
+from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 
 from asyncbench.engine import opened
-from asyncbench.phase_loop import run_operations
-from asyncbench.signals import backend_options
-from workloads.profile_store.phases import PHASES as KINDS
-from workloads.profile_store.phases import PhaseContext, phase_items
+from asyncbench.run.phase_loop import run_operations
+from asyncbench.run.signals import backend_options
 
 
 async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:

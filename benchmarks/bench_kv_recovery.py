@@ -22,10 +22,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from asyncbench.engines import engine_class  # noqa: E402
+from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair  # noqa: E402
+from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+
 from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
-from engines import engine_class  # noqa: E402
-from engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair  # noqa: E402
-from workloads.profile_store.profiles import create_many  # noqa: E402
 
 SEED = 570123434
 

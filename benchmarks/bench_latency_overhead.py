@@ -81,12 +81,14 @@ import rocksdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench.latency import CLOCK, PhaseLatency  # noqa: E402
+from asyncbench.measure.latency import CLOCK, PhaseLatency  # noqa: E402
 
 try:  # the workload package's layout on main (workloads/profile_store/) and before it
-    from workloads.profile_store.profiles import create_many, encode, primary_key  # noqa: E402
+    from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+    from asyncbench.workloads.profile_store.profiles import encode, primary_key
 except ImportError:
-    from workloads.profile_store.profiles import create_many, encode, primary_key  # noqa: E402
+    from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+    from asyncbench.workloads.profile_store.profiles import encode, primary_key
 
 SEED = 570123434
 C_MODE = "on (C)"

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_latency_overhead import build_c_recorder  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 
-from asyncbench.latency import (  # noqa: E402
+from asyncbench.measure.latency import (  # noqa: E402
     HIGHEST_TRACKABLE_NS,
     LOWEST_TRACKABLE_NS,
     SIGNIFICANT_DIGITS,

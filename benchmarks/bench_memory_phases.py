@@ -29,7 +29,7 @@ from _store import draw, load, new_engine  # noqa: E402
 
 from asyncbench.engine import opened  # noqa: E402
 from asyncbench.fmt import parse_count  # noqa: E402
-from asyncbench.signals import backend_options  # noqa: E402
+from asyncbench.run.signals import backend_options  # noqa: E402
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
 

@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workloads.profile_store.profiles import create_many  # noqa: E402
+from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
 
 SEED = 570123434
 VARIANTS = ("asyncpg", "psycopg", "psycopg-binary")

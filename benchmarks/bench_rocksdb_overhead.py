@@ -48,9 +48,8 @@ import rocksdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench.engine import EngineConfig  # noqa: E402
-from engines.rocksdb import DB_NAMES, RocksDbEngine, rocksdb_version  # noqa: E402
-from workloads.profile_store.profiles import (  # noqa: E402
+from asyncbench.engines.rocksdb import DB_NAMES, RocksDbEngine, rocksdb_version  # noqa: E402
+from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     Profile,
     country_status_key,
     create_many,
@@ -59,6 +58,8 @@ from workloads.profile_store.profiles import (  # noqa: E402
     primary_key,
     reputation_key,
 )
+
+from asyncbench.engine import EngineConfig  # noqa: E402
 
 SEED = 570123434
 

@@ -39,16 +39,18 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asyncbench.engine import EngineConfig  # noqa: E402
-from engines.sql_profile_store import Statements, sync_insert, sync_read  # noqa: E402
-from engines.sqlite import (  # noqa: E402
+from asyncbench.engines.sql_profile_store import Statements, sync_insert, sync_read  # noqa: E402
+from asyncbench.engines.sqlite import (  # noqa: E402
     DIALECT,
     SqliteEngine,
     configure,
     pragma_statements,
     validate_settings,
 )
-from workloads.profile_store.profiles import Profile, create_many  # noqa: E402
+from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+from asyncbench.workloads.profile_store.profiles import Profile
+
+from asyncbench.engine import EngineConfig  # noqa: E402
 
 SEED = 570123434
 SQL = Statements.build(DIALECT, 50)

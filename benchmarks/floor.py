@@ -4,7 +4,7 @@ plainest loop a user would write with the same binding (B), interleaved in one p
 Why: the adapters and the harness must cost little next to the engine they measure. For
 each engine and EVERY operation phase kind this times, on the same store:
 
-* (A) the engine's batch call through :func:`asyncbench.phase_loop.run_operations`, with
+* (A) the engine's batch call through :func:`asyncbench.run.phase_loop.run_operations`, with
   the phase-table row (``PHASES[kind]``), ``PhaseContext.for_seed``, batches of
   ``--batch``, the checksum fold and a batch hook that does what the runner's does
   (``PhaseRecorder.add`` of the per-operation marks, then the observer's ``batch``): the
@@ -73,17 +73,11 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _store import LIMIT, OPERATION_PHASES, SEED, draw, load, new_engine  # noqa: E402
-
-from asyncbench.fmt import parse_count  # noqa: E402
-from asyncbench.latency_recorder import PhaseRecorder  # noqa: E402
-from asyncbench.observers import Observer  # noqa: E402
-from asyncbench.phase_loop import run_operations  # noqa: E402
-from asyncbench.signals import backend_options  # noqa: E402
-from workloads.profile_store import kernels  # noqa: E402
-from workloads.profile_store.checksum import Checksum  # noqa: E402
-from workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items  # noqa: E402
-from workloads.profile_store.plan import Plan  # noqa: E402
-from workloads.profile_store.profiles import (  # noqa: E402
+from asyncbench.workloads.profile_store import kernels  # noqa: E402
+from asyncbench.workloads.profile_store.checksum import Checksum  # noqa: E402
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items  # noqa: E402
+from asyncbench.workloads.profile_store.plan import Plan  # noqa: E402
+from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     INT63_MAX,
     country_status_key,
     create_many,
@@ -93,6 +87,12 @@ from workloads.profile_store.profiles import (  # noqa: E402
     reputation_key,
     update,
 )
+
+from asyncbench.fmt import parse_count  # noqa: E402
+from asyncbench.measure.latency_recorder import PhaseRecorder  # noqa: E402
+from asyncbench.run.observers import Observer  # noqa: E402
+from asyncbench.run.phase_loop import run_operations  # noqa: E402
+from asyncbench.run.signals import backend_options  # noqa: E402
 
 TARGET = 1.10
 
@@ -188,8 +188,7 @@ class RocksFloor(Floor):
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
         import rocksdict
-
-        from engines.rocksdb import DB_NAMES
+        from asyncbench.engines.rocksdb import DB_NAMES
 
         self.rocksdict, self.DB_NAMES = rocksdict, DB_NAMES
         self.root, self.batch = root, batch
@@ -391,7 +390,7 @@ class SqliteFloor(Floor):
     name = "sqlite"
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
-        from engines import sqlite as mod
+        from asyncbench.engines import sqlite as mod
 
         self.mod, self.root, self.batch = mod, root, batch
         self.engine = new_engine("sqlite", root / "main")

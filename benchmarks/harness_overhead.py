@@ -20,12 +20,13 @@ from time import perf_counter
 
 import anyio
 from _store import OPERATION_PHASES, SEED, draw, load, new_engine
+from asyncbench.engines.memory import MemoryEngine
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.phases import PHASES as KINDS
+from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
+from asyncbench.workloads.profile_store.profiles import update
 
-from asyncbench.phase_loop import run_operations
-from engines.memory import MemoryEngine
-from workloads.profile_store.phases import PHASES as KINDS
-from workloads.profile_store.phases import PhaseContext, phase_items
-from workloads.profile_store.profiles import create_many, update
+from asyncbench.run.phase_loop import run_operations
 
 
 async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:

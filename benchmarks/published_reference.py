@@ -23,10 +23,11 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from asyncbench.correctness import reference_identity  # noqa: E402
+from asyncbench.engines import HARNESS_FLOOR  # noqa: E402
+from asyncbench.workloads.profile_store.published import PUBLISHED_PATH, load_published  # noqa: E402
+
+from asyncbench.measure.correctness import reference_identity  # noqa: E402
 from asyncbench.result import RunResult  # noqa: E402
-from engines import HARNESS_FLOOR  # noqa: E402
-from workloads.profile_store.published import PUBLISHED_PATH, load_published  # noqa: E402
 
 NOTE = (
     "Checksums of the published reference reports' configurations (reference plan, default "

@@ -13,12 +13,12 @@ from asyncbench.engine import Engine, EngineUnavailable
 
 #: name -> "module:Class"
 REGISTRY: dict[str, str] = {
-    "memory": "engines.memory:MemoryEngine",
-    "lsm": "engines.lsm.adapter:LsmEngine",
-    "rocksdb": "engines.rocksdb:RocksDbEngine",
-    "sqlite": "engines.sqlite:SqliteEngine",
-    "mysql": "engines.mysql:MySqlEngine",
-    "postgres": "engines.postgres:PostgresEngine",
+    "memory": "asyncbench.engines.memory:MemoryEngine",
+    "lsm": "asyncbench.engines.lsm.adapter:LsmEngine",
+    "rocksdb": "asyncbench.engines.rocksdb:RocksDbEngine",
+    "sqlite": "asyncbench.engines.sqlite:SqliteEngine",
+    "mysql": "asyncbench.engines.mysql:MySqlEngine",
+    "postgres": "asyncbench.engines.postgres:PostgresEngine",
 }
 
 #: Extra engines without editing the package: ``ASYNCBENCH_ENGINES="name=module:Class,..."``
@@ -62,7 +62,7 @@ def engine_class(name: str) -> type[Engine]:
         raise KeyError(f"unknown engine {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
     module_name, _, class_name = target.partition(":")
     if name in PLUGINS:
-        from engines.plugins import load_plugin
+        from asyncbench.engines.plugins import load_plugin
 
         return load_plugin(name, module_name, class_name)
     try:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 from asyncbench.engine import Engine, EngineConfig
 
 if TYPE_CHECKING:
-    from engines.sql_profile_store import AsyncSqlProfileStore
+    from asyncbench.engines.sql_profile_store import AsyncSqlProfileStore
 
 __all__ = [
     "Endpoint",

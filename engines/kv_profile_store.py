@@ -5,12 +5,12 @@ tree) and in where a batch runs (a worker thread, the event loop). The mapping o
 workload onto keys and values is the spec's and lives here: profiles under the 20-digit
 primary key, the email index mapping email -> primary key, and three ordered indexes
 whose keys end with the user id. Writes follow the crash-safe order of
-:mod:`engines.kv_recovery` (index entries before the profile on insert; new keys, profile,
+:mod:`asyncbench.engines.kv_recovery` (index entries before the profile on insert; new keys, profile,
 old keys on update), so a crash leaves only extra entries for the repair to remove.
 
 Every method is synchronous and does one store operation per item (no multi-get, no
 write batch); after each *workload* operation it appends ``perf_counter_ns()`` to
-``marks`` (see :mod:`workloads.profile_store.store`).
+``marks`` (see :mod:`asyncbench.workloads.profile_store.store`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter_ns
 from typing import Protocol
 
-from engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
-from workloads.profile_store.profiles import (
+from asyncbench.engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
+from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,
@@ -31,7 +31,7 @@ from workloads.profile_store.profiles import (
     primary_key,
     reputation_key,
 )
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.workloads.profile_store.store import Marks, Transform
 
 __all__ = ["STORE_NAMES", "KvProfileStore", "KvStore"]
 

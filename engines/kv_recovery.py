@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workloads.profile_store.profiles import (
+from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     created_at_key,

@@ -12,10 +12,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from anyio.abc import TaskGroup
-
-from asyncbench.engine import Engine
-from asyncbench.facts import Durability, EngineFacts, StorageMethod
-from workloads.profile_store.profiles import (
+from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,
@@ -24,7 +21,10 @@ from workloads.profile_store.profiles import (
     reputation_key,
     uid_of_index_key,
 )
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.workloads.profile_store.store import Marks, Transform
+
+from asyncbench.engine import Engine
+from asyncbench.facts import Durability, EngineFacts, StorageMethod
 
 
 class _SortedIndex:

@@ -53,11 +53,7 @@ from typing import Any, ClassVar
 
 import asyncmy
 from anyio.abc import TaskGroup
-from asyncmy.errors import MySQLError, OperationalError
-
-from asyncbench.engine import EngineConfig, EngineUnavailable
-from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
-from engines.client_server import (
+from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
     assign,
@@ -66,9 +62,13 @@ from engines.client_server import (
     parse_endpoints,
     worker_map,
 )
-from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
+from asyncmy.errors import MySQLError, OperationalError
+
+from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
 COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")

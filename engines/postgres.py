@@ -60,10 +60,7 @@ from typing import Any, ClassVar
 
 import asyncpg
 from anyio.abc import TaskGroup
-
-from asyncbench.engine import EngineConfig, EngineUnavailable
-from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
-from engines.client_server import (
+from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
     assign,
@@ -72,9 +69,12 @@ from engines.client_server import (
     parse_endpoints,
     worker_map,
 )
-from engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
+
+from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
 #: and last_login are milliseconds since 1970, reputation at most 1_000_000).

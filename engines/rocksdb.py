@@ -50,14 +50,14 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import rocksdict
 from anyio.abc import TaskGroup
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore
+from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
+from asyncbench.engines.store_dir import StoreDir, StoreLayout, StoreMissing
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
-from engines.kv_profile_store import STORE_NAMES, KvProfileStore
-from engines.kv_recovery import CleanShutdownMarker, RepairReport
-from engines.store_dir import StoreDir, StoreLayout, StoreMissing
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
 
 T = TypeVar("T")
 
@@ -155,7 +155,7 @@ def _mb(option: str | None) -> str | None:
 
 
 class RocksKv:
-    """A rocksdict database as a :class:`~engines.kv_profile_store.KvStore`: get, put and
+    """A rocksdict database as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: get, put and
     delete are the database's own bound methods (no wrapper call per operation); a scan
     is one iterator created and dropped inside the calling worker thread."""
 

@@ -21,9 +21,8 @@ from time import perf_counter_ns
 from typing import Any, Protocol, TypeVar
 
 import anyio
-
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
 
 __all__ = [
     "COLUMNS",

@@ -25,10 +25,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio.to_thread
 from anyio.abc import TaskGroup
-
-from asyncbench.engine import Engine, EngineConfig
-from asyncbench.facts import Durability, EngineFacts, Setting
-from engines.sql_profile_store import (
+from asyncbench.engines.sql_profile_store import (
     TABLE,
     Dialect,
     Statements,
@@ -39,9 +36,12 @@ from engines.sql_profile_store import (
     sync_select_many,
     sync_update,
 )
-from engines.store_dir import StoreDir, StoreLayout
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.engines.store_dir import StoreDir, StoreLayout
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
+
+from asyncbench.engine import Engine, EngineConfig
+from asyncbench.facts import Durability, EngineFacts, Setting
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ the real CLI with it and checks all 17 checksums.
 What an engine implements:
 - the lifecycle of :class:`asyncbench.engine.Engine` (``open``/``close``; ``stabilize``,
   ``settle`` and ``storage_bytes`` have defaults);
-- the ten operations of :class:`workloads.profile_store.store.ProfileStore` plus ``count``:
+- the ten operations of :class:`asyncbench.workloads.profile_store.store.ProfileStore` plus ``count``:
   each takes a whole batch, does ONE store operation per item, and appends
   ``perf_counter_ns()`` to ``marks`` once before the first item and once after each item
   (the per-operation latency, measured where the operations run);
@@ -23,10 +23,7 @@ from collections.abc import Sequence
 from time import perf_counter_ns
 
 from anyio.abc import TaskGroup
-
-from asyncbench.engine import Engine
-from asyncbench.facts import Durability, EngineFacts, StorageMethod
-from workloads.profile_store.profiles import (
+from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
     country_status_prefix,
@@ -35,7 +32,10 @@ from workloads.profile_store.profiles import (
     reputation_key,
     uid_of_index_key,
 )
-from workloads.profile_store.store import Marks, Transform
+from asyncbench.workloads.profile_store.store import Marks, Transform
+
+from asyncbench.engine import Engine
+from asyncbench.facts import Durability, EngineFacts, StorageMethod
 
 __all__ = ["SortedListEngine"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PLAN = ROOT / "benchmarks" / "reference.toml"

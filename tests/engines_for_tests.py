@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import anyio
-
-from engines.memory import MemoryEngine
+from asyncbench.engines.memory import MemoryEngine
 
 
 class FaultyEngine(MemoryEngine):
@@ -105,7 +104,7 @@ class BrokenConstructorEngine(MemoryEngine):
 
 def _variants() -> dict[str, type]:
     """``failing-<engine>`` raises in the lookup phase; ``slow-<engine>`` sleeps in reads."""
-    from engines import engine_class
+    from asyncbench.engines import engine_class
 
     out: dict[str, type] = {}
     for base_name in ("memory", "lsm", "rocksdb", "sqlite"):

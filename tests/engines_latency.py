@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from time import perf_counter_ns
 
-from engines.memory import MemoryEngine
+from asyncbench.engines.memory import MemoryEngine
 
 #: Every read takes FAST_S, except every SLOW_EVERY-th, which takes SLOW_S.
 FAST_S, SLOW_S, SLOW_EVERY = 0.002, 0.030, 100

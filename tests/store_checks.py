@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from asyncbench.engine import Engine
-from engines.kv_recovery import profile_indexes
-from workloads.profile_store.profiles import (
+from asyncbench.engines.kv_recovery import profile_indexes
+from asyncbench.workloads.profile_store.profiles import (
     COUNTRIES,
     INT63_MAX,
     STATUSES,
@@ -24,6 +23,8 @@ from workloads.profile_store.profiles import (
     primary_key,
     update,
 )
+
+from asyncbench.engine import Engine
 
 HUGE_LIMIT = 10**9
 

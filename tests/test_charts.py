@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from asyncbench import charts
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 from asyncbench.engine import EngineConfig
 from asyncbench.facts import MemoryScope
+from asyncbench.report import charts, outputs
 from asyncbench.result import RunResult, Status
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"
@@ -154,7 +154,7 @@ def test_client_only_memory_is_labelled(sample: RunResult, tmp_path: Path) -> No
 
 def test_colours_are_fixed_per_engine(sample: RunResult) -> None:
     """Each engine states its colour; an engine that states none gets a stable fallback."""
-    from engines import ALL_ENGINES, engine_class
+    from asyncbench.engines import ALL_ENGINES, engine_class
 
     stated = {
         engine_class(n)(EngineConfig(n, Path("unused"))).facts().colour for n in ("memory", *ALL_ENGINES)
@@ -183,7 +183,7 @@ def test_update_latest_copies_charts_and_links_them(
 ) -> None:
     directory, _ = rendered
     out = directory.parent
-    md = charts.update_latest(sample, directory, "20260101T000000Z", out)
+    md = outputs.update_latest(sample, directory, "20260101T000000Z", out)
     assert md == out / "latest.md"
     text = md.read_text()
     for chart in charts.CHARTS:

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from conftest import REFERENCE_PLAN, ROOT, status_line
 
-import engines
-from asyncbench.cli import main
+from asyncbench import engines
+from asyncbench.cli.main import main
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 
@@ -119,7 +119,7 @@ def test_missing_engine_library_names_the_package(monkeypatch: pytest.MonkeyPatc
     import sys
 
     monkeypatch.setitem(sys.modules, "rocksdict", None)  # import rocksdict -> ModuleNotFoundError
-    monkeypatch.delitem(sys.modules, "engines.rocksdb", raising=False)
+    monkeypatch.delitem(sys.modules, "asyncbench.engines.rocksdb", raising=False)
     code, results, output = run_cli(QUICK, "--engine", "rocksdb,memory", "--profiles", "1k", "--no-isolate")
     assert code == 1
     rocks, memory = results[0]["engines"]
@@ -134,7 +134,7 @@ def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch,
     import sys
 
     monkeypatch.setitem(sys.modules, "asyncmy", None)
-    monkeypatch.delitem(sys.modules, "engines.mysql", raising=False)
+    monkeypatch.delitem(sys.modules, "asyncbench.engines.mysql", raising=False)
     monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
     code, results, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
     assert code == 0, output
@@ -146,7 +146,7 @@ def test_skipped_engine_appears_once_in_a_one_line_note(monkeypatch: pytest.Monk
     import sys
 
     monkeypatch.setitem(sys.modules, "asyncmy", None)
-    monkeypatch.delitem(sys.modules, "engines.mysql", raising=False)
+    monkeypatch.delitem(sys.modules, "asyncbench.engines.mysql", raising=False)
     monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
     code, _, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
     assert code == 0, output

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from conftest import ROOT, run_asyncbench
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 from asyncbench.result import RunResult
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"

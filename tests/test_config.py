@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 from asyncbench.config import ConfigError, load
 
 GOOD_RUN = '[run]\nprofiles = 100\n[[phase]]\nkind = "insert"\n[[phase]]\nkind = "verify"\n'

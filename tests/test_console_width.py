@@ -16,7 +16,7 @@ import termios
 
 from conftest import ROOT
 
-from asyncbench.observers import phase_line
+from asyncbench.run.observers import phase_line
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
 #: Cursor moves and erases start a new place on the screen: a line break for measuring.

@@ -27,7 +27,7 @@ def test_running_section_uses_the_virtual_environment() -> None:
 
 
 def test_workload_spec_states_the_reference_checksums() -> None:
-    from workloads.profile_store.reference import REFERENCE_CHECKSUMS
+    from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
     spec = (ROOT / "docs" / "workload.md").read_text()
     for name, checksum in REFERENCE_CHECKSUMS.items():
@@ -35,7 +35,7 @@ def test_workload_spec_states_the_reference_checksums() -> None:
 
 
 def test_readme_and_help_say_what_counts_redraw() -> None:
-    from asyncbench.cli import build_parser
+    from asyncbench.cli.main import build_parser
 
     plans = _readme().split("## Plans", 1)[1].split("\n## ", 1)[0]
     assert "changing a count re-draws that stream and every stream" in plans

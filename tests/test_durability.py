@@ -25,6 +25,14 @@ from typing import Any
 
 import anyio
 import pytest
+from asyncbench.engines import engine_class
+from asyncbench.engines.kv_recovery import repair
+from asyncbench.workloads.profile_store.profiles import (
+    country_status_key,
+    create_many,
+    reputation_key,
+    update,
+)
 from conftest import ROOT, mysql_configured, postgres_expected
 from store_checks import (
     HUGE_LIMIT,
@@ -34,9 +42,6 @@ from store_checks import (
 )
 
 from asyncbench.engine import Engine, EngineConfig, opened
-from engines import engine_class
-from engines.kv_recovery import repair
-from workloads.profile_store.profiles import country_status_key, create_many, reputation_key, update
 
 SEED = 570123434
 N = 20_000
@@ -261,7 +266,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
 
 
 def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engines.kv_profile_store as rocksdb_module  # where the engines call repair
+    import asyncbench.engines.kv_profile_store as rocksdb_module  # where the engines call repair
 
     scans: list[str] = []
 

@@ -8,10 +8,10 @@ import io
 import pytest
 from conftest import ROOT
 
-from asyncbench.cli import build_parser, main
-from asyncbench.commands.run import confirm_start
+from asyncbench.cli.main import build_parser, main
+from asyncbench.cli.run import confirm_start
 from asyncbench.config import load
-from asyncbench.estimate import estimate, plan_operations
+from asyncbench.run.estimate import estimate, plan_operations
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 

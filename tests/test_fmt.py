@@ -40,7 +40,7 @@ def test_reference_number_style() -> None:
 def test_report_states_the_size_unit_once() -> None:
     from conftest import ROOT
 
-    from asyncbench import report
+    from asyncbench.report import markdown_report as report
     from asyncbench.result import RunResult
 
     run = RunResult.from_json((ROOT / "tests" / "fixtures" / "result-sample.json").read_bytes())

@@ -219,9 +219,10 @@ def test_mysql_engine_quick_plan_at_p3_one_worker_per_node(
 def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_path: Path) -> None:
     """Node 3's applier is paused (FLUSH TABLES WITH READ LOCK): a plain read there misses a
     row just committed on node 1; the engine's batch on node 3 waits and returns it."""
+    from asyncbench.engines.mysql import MySqlEngine
+    from asyncbench.workloads.profile_store.generate import create
+
     from asyncbench.engine import EngineConfig
-    from engines.mysql import MySqlEngine
-    from workloads.profile_store.profiles import create
 
     seed = 570123434
 
@@ -263,9 +264,11 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     """Another client keeps updating the same row through node 2 while the engine updates
     it through node 1: some of the engine's commits fail certification (1213) and are
     retried as SELECT + UPDATE units, counted by take_retries."""
+    from asyncbench.engines.mysql import MySqlEngine
+    from asyncbench.workloads.profile_store.generate import create
+    from asyncbench.workloads.profile_store.profiles import update
+
     from asyncbench.engine import EngineConfig
-    from engines.mysql import MySqlEngine
-    from workloads.profile_store.profiles import create, update
 
     seed = 570123434
 

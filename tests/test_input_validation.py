@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
 GOOD = '[run]\nprofiles = 100\n[[phase]]\nkind = "insert"\n[[phase]]\nkind = "verify"\n'

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, status_line
 
-import engines
+from asyncbench import engines
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 TESTS = str(Path(__file__).parent)

@@ -27,17 +27,25 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from asyncbench.workloads.profile_store import fold, generate, kernels, profiles
+from asyncbench.workloads.profile_store import plan as plan_module
+from asyncbench.workloads.profile_store.checksum import (
+    OFFSET_BASIS,
+    py_fold_ints,
+    py_fold_profiles,
+    py_fold_str,
+)
+from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom
+from asyncbench.workloads.profile_store.reference import (
+    REFERENCE_CHECKSUMS,
+    REFERENCE_PROFILES,
+    REFERENCE_QUERIES,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workloads.profile_store import checksum, kernels, profiles
-from workloads.profile_store import plan as plan_module
-from workloads.profile_store.checksum import OFFSET_BASIS, py_fold_ints, py_fold_profiles, py_fold_str
-from workloads.profile_store.dotnet_random import PyNetRandom
-from workloads.profile_store.reference import REFERENCE_CHECKSUMS, REFERENCE_PROFILES, REFERENCE_QUERIES
-
 ROOT = Path(__file__).resolve().parent.parent
-EXTENSION = "workloads.profile_store._kernels"
+EXTENSION = "asyncbench.workloads.profile_store._kernels"
 BUILT = importlib.util.find_spec(EXTENSION) is not None
 #: the compiled module itself (configured even when ASYNCBENCH_NO_KERNELS keeps kernels.py off it)
 sp = importlib.import_module(EXTENSION) if BUILT else None
@@ -489,8 +497,8 @@ def test_create_many_matches_python(start: int, count: int, seed: int) -> None:
 
 
 def test_create_many_through_profiles_module() -> None:
-    assert profiles.create_many(1, 2000, SEED) == profiles.py_create_many(1, 2000, SEED)
-    assert profiles.create(77, -3) == profiles.py_create(77, -3)
+    assert generate.create_many(1, 2000, SEED) == profiles.py_create_many(1, 2000, SEED)
+    assert generate.create(77, -3) == profiles.py_create(77, -3)
 
 
 @PROPS
@@ -627,7 +635,7 @@ def test_compiled_kernels_take_the_python_constants(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(profiles, "BASE_MS", 10**15)
         monkeypatch.setattr(profiles, "LAST_LOGIN_SPAN_MS", 12_345)
         monkeypatch.setattr(profiles, "GOLDEN", 0x0123456789ABCDEF)
-        monkeypatch.setattr(checksum, "PRIME", 0x100000001B3 + 2)
+        monkeypatch.setattr(fold, "PRIME", 0x100000001B3 + 2)
         kernels.configure(sp)
         ps = sp.create_many(1, 500, word)
         assert ps == profiles.py_create_many(1, 500, SEED)
@@ -666,7 +674,7 @@ def test_configure_rejects_constants_the_kernels_cannot_use(change: dict) -> Non
         "base_ms": profiles.BASE_MS,
         "last_login_span_ms": profiles.LAST_LOGIN_SPAN_MS,
         "golden": profiles.GOLDEN,
-        "prime": checksum.PRIME,
+        "prime": fold.PRIME,
     } | change
     try:
         with pytest.raises(ValueError):
@@ -700,13 +708,13 @@ def test_compiled_kernels_are_built() -> None:
         assert kernels.fold_profiles is sp.fold_profiles and kernels.NetRandom is sp.NetRandom
 
 
-@pytest.mark.parametrize("first", ["kernels", "checksum", "profiles", "plan", "dotnet_random"])
+@pytest.mark.parametrize("first", ["kernels", "checksum", "fold", "generate", "profiles", "plan", "dotnet_random"])
 def test_any_module_can_be_imported_first(first: str) -> None:
-    # kernels.py and checksum.py/profiles.py import each other: every order must work
+    # kernels.py imports fold.py/profiles.py, checksum.py/generate.py import kernels.py: every order works
     code = (
-        f"import workloads.profile_store.{first}\n"
-        "from workloads.profile_store import checksum, kernels, plan, profiles\n"
-        "assert profiles.create_many(1, 3, 5) == profiles.py_create_many(1, 3, 5)\n"
+        f"import asyncbench.workloads.profile_store.{first}\n"
+        "from asyncbench.workloads.profile_store import checksum, generate, kernels, plan, profiles\n"
+        "assert generate.create_many(1, 3, 5) == profiles.py_create_many(1, 3, 5)\n"
         "assert checksum.ACCELERATED is kernels.ACCELERATED is True\n"
         "assert plan.NetRandom is kernels.NetRandom\n"
     )
@@ -716,7 +724,7 @@ def test_any_module_can_be_imported_first(first: str) -> None:
 
 def test_an_unconfigured_extension_refuses_to_fold() -> None:
     code = (
-        "from workloads.profile_store import _kernels\n"
+        "from asyncbench.workloads.profile_store import _kernels\n"
         "try:\n    _kernels.fold_ints(1, [2])\nexcept RuntimeError as e:\n    print(e)\n"
     )
     done = run_python(code)
@@ -744,18 +752,18 @@ from pathlib import Path
 
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "workloads.profile_store._kernels":
+        if name == "asyncbench.workloads.profile_store._kernels":
             raise ImportError("simulated: the C extension was not built")
         return None
 
 sys.meta_path.insert(0, Block())
-from workloads.profile_store import checksum, kernels, plan, profiles
-from workloads.profile_store.dotnet_random import PyNetRandom
+from asyncbench.workloads.profile_store import checksum, kernels, plan, profiles
+from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom
 facts = {
     "accelerated": kernels.ACCELERATED,
     "reason": kernels.FALLBACK_REASON,
     "status": kernels.status_line(),
-    "extension_loaded": "workloads.profile_store._kernels" in sys.modules,
+    "extension_loaded": "asyncbench.workloads.profile_store._kernels" in sys.modules,
     "python_everywhere": kernels.fold_profiles is checksum.py_fold_profiles
     and kernels.fold_ints is checksum.py_fold_ints
     and kernels.create_many is profiles.py_create_many
@@ -765,7 +773,7 @@ try:
     kernels.require()
 except RuntimeError as exc:
     facts["require"] = str(exc)
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 out = Path(tempfile.mkdtemp())
 code = main(["benchmarks/reference.toml", "--engine", "memory", "--no-isolate", "--no-progress",
              "--output", str(out / "out"), "--data", str(out / "data")])
@@ -801,9 +809,9 @@ def test_missing_extension_falls_back_loudly_and_still_matches_the_spec() -> Non
 def test_env_var_forces_the_fallback() -> None:
     code = (
         "import json\n"
-        "from workloads.profile_store import checksum, kernels, profiles\n"
+        "from asyncbench.workloads.profile_store import checksum, generate, kernels, profiles\n"
         "print(json.dumps([kernels.ACCELERATED, kernels.FALLBACK_REASON, kernels.status_line(),\n"
-        "    kernels.fold_profiles is checksum.py_fold_profiles, profiles.create(3, 9) == profiles.py_create(3, 9)]))\n"
+        "    kernels.fold_profiles is checksum.py_fold_profiles, generate.create(3, 9) == profiles.py_create(3, 9)]))\n"
     )
     done = run_python(code, ASYNCBENCH_NO_KERNELS="1")
     assert done.returncode == 0, done.stderr

@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from engines.kv_recovery import (
+from asyncbench.engines.kv_recovery import (
     CleanShutdownMarker,
     Digests,
     KvView,
@@ -19,7 +16,7 @@ from engines.kv_recovery import (
     repair,
     stale_entries,
 )
-from workloads.profile_store.profiles import (
+from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
     create_many,
     created_at_key,
@@ -29,6 +26,8 @@ from workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SEED = 570123434
 N = 40

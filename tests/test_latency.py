@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from asyncbench.latency import (
+from asyncbench.measure.latency import (
     CLOCK,
     HIGHEST_TRACKABLE_NS,
     BatchLatency,

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from asyncbench import latency_charts
-from asyncbench.latency import PhaseLatency
-from asyncbench.latency_charts import (
+from asyncbench.measure.latency import PhaseLatency
+from asyncbench.report import latency_charts
+from asyncbench.report.latency_charts import (
     latency_over_time,
     nines,
     nines_label,

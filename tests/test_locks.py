@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from cli_process import QUICK, TEST_ENGINES, BackgroundRun, kill_quietly
 
-import engines
-from asyncbench.cli import main
-from asyncbench.locks import Locked, acquire
+from asyncbench import engines
+from asyncbench.cli.main import main
+from asyncbench.fs.locks import Locked, acquire
 
 
 @pytest.fixture

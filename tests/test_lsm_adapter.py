@@ -10,14 +10,15 @@ from pathlib import Path
 
 import anyio
 import pytest
+from asyncbench.engines.lsm import CorruptMeta, adapter
+from asyncbench.engines.lsm.adapter import TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.tree import LsmTree
+from asyncbench.engines.memory import MemoryEngine
+from asyncbench.engines.store_dir import MARKER
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.profiles import decode, update
 
 from asyncbench.engine import EngineConfig, opened
-from engines.lsm import CorruptMeta, adapter
-from engines.lsm.adapter import TREE_NAMES, LsmEngine
-from engines.lsm.tree import LsmTree
-from engines.memory import MemoryEngine
-from engines.store_dir import MARKER
-from workloads.profile_store.profiles import create_many, decode, update
 
 SEED = 570123434
 N = 1500

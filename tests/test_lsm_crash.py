@@ -11,15 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import sys, anyio
-from engines.lsm.tree import LsmTree, TreeOptions
-from engines.lsm.maintainer import Maintainer
+from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.engines.lsm.maintainer import Maintainer
 
 async def main(path, mode):
     tree = LsmTree(path, TreeOptions(wal_mode=mode, mutable_segment_max_item_count=400, sparse_array_step=8))

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from asyncbench.engines.kv_recovery import CleanShutdownMarker
+from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
+from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.engines.store_dir import StoreDir
+from asyncbench.workloads.profile_store.generate import create_many
 
 from asyncbench.engine import EngineConfig, opened
-from engines.kv_recovery import CleanShutdownMarker
-from engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
-from engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
-from engines.lsm.tree import LsmTree, TreeOptions
-from engines.store_dir import StoreDir
-from workloads.profile_store.profiles import create_many
 
 FRAME = struct.Struct("<IIB")
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-from engines.lsm.maintainer import Maintainer
-from engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.engines.lsm.maintainer import Maintainer
+from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import asyncbench.engines.lsm.wal as wal_module
 import pytest
-
-import engines.lsm.wal as wal_module
-from engines.lsm.errors import CorruptLog
-from engines.lsm.wal import WriteAheadLog, decode_records, encode_records, frame, replay_file, wal_path
+from asyncbench.engines.lsm.errors import CorruptLog
+from asyncbench.engines.lsm.wal import (
+    WriteAheadLog,
+    decode_records,
+    encode_records,
+    frame,
+    replay_file,
+    wal_path,
+)
 
 RECORDS = [(b"a", b"1"), (b"b", None), (b"", b""), (b"c" * 70, b"x" * 5000), (b"a", b"2")]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncbench import markdown as md
+from asyncbench.report import markdown as md
 
 HOSTILE_NAME = "x | <script>alert(1)</script>\n# Owned [link](http://evil) *bold* $math$ `tick` &amp;"
 PHASE_NAME = "read | by <b>id</b>\n## injected"

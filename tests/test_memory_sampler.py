@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncbench.memory_sampler import MemorySampler, kernel_peak, reset_kernel_peak
+from asyncbench.measure.memory_sampler import MemorySampler, kernel_peak, reset_kernel_peak
 
 
 @pytest.mark.skipif(not reset_kernel_peak(), reason="no resettable VmHWM on this system")

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import asyncmy
 import pytest
+from asyncbench.engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
+from asyncbench.engines.sql_profile_store import Statements
+from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.profiles import update
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
     reopen_keeps_data_and_reset_wipes_it,
@@ -24,9 +28,6 @@ from sql_engine_checks import (
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import MemoryScope, StorageMethod
-from engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
-from engines.sql_profile_store import Statements
-from workloads.profile_store.profiles import create, create_many, update
 
 SEED = 570123434
 LIMIT = 7

@@ -8,7 +8,7 @@ import platform
 from conftest import ROOT
 
 from asyncbench import fmt
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 

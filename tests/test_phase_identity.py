@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import status_line
 
-import engines
-from asyncbench.correctness import judge
+from asyncbench import engines
+from asyncbench.measure.correctness import judge
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 HEAD = '[run]\nprofiles = 2000\n[[phase]]\nkind = "insert"\n'

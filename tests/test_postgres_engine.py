@@ -18,6 +18,11 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from asyncbench.engines.client_server import Endpoint
+from asyncbench.engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
+from asyncbench.engines.sql_profile_store import Statements
+from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.profiles import update
 from conftest import REFERENCE_PLAN, postgres_expected, status_line
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
@@ -26,14 +31,10 @@ from sql_engine_checks import (
     storage_is_measured_then_cached,
 )
 
-import engines
+from asyncbench import engines
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import MemoryScope, StorageMethod
-from engines.client_server import Endpoint
-from engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
-from engines.sql_profile_store import Statements
-from workloads.profile_store.profiles import create, create_many, update
 
 SEED = 570123434
 LIMIT = 7
@@ -158,7 +159,7 @@ def test_class_metadata_before_open() -> None:
 
 
 def test_postgres_is_in_all_after_mysql() -> None:
-    from engines import ALL_ENGINES, DEFAULT_ENGINES, engine_class
+    from asyncbench.engines import ALL_ENGINES, DEFAULT_ENGINES, engine_class
 
     assert ALL_ENGINES.index("postgres") == ALL_ENGINES.index("mysql") + 1
     assert "postgres" not in DEFAULT_ENGINES  # it needs a server
@@ -427,7 +428,7 @@ async def test_missing_database_is_created(tmp_path: Path) -> None:
 
 def test_env_names_are_libpq_names() -> None:
     """The variables scripts/postgres-server exports are the ones the engine reads."""
-    from engines.postgres import ENV_VARS
+    from asyncbench.engines.postgres import ENV_VARS
 
     assert set(ENV_VARS.values()) == {"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD"}
     if os.environ.get("PGHOST"):

@@ -9,11 +9,11 @@ import pytest
 from conftest import ROOT
 from rich.console import Console
 
-from asyncbench import progress as progress_mod
-from asyncbench.cli import build_parser, main
-from asyncbench.observers import ConsoleObserver, ObserverGroup
-from asyncbench.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
+from asyncbench.cli.main import build_parser, main
 from asyncbench.result import EngineResult, PhaseResult
+from asyncbench.run import progress as progress_mod
+from asyncbench.run.observers import ConsoleObserver, ObserverGroup
+from asyncbench.run.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 

@@ -10,8 +10,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from asyncbench import provenance
-from asyncbench.provenance import collect, filesystem_of, format_rows, git_state, mark_end, python_build_flags
+from asyncbench.measure import provenance
+from asyncbench.measure.provenance import (
+    collect,
+    filesystem_of,
+    format_rows,
+    git_state,
+    mark_end,
+    python_build_flags,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

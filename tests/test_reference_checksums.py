@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
-
-from workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def _engine_params() -> list:

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from conftest import ROOT
 
-from asyncbench.cli import main
+from asyncbench.cli.main import main
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-sample.json"
 

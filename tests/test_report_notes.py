@@ -6,8 +6,8 @@ import copy
 
 from conftest import ROOT
 
-from asyncbench import report
 from asyncbench.facts import StorageMethod
+from asyncbench.report import markdown_report as report
 from asyncbench.result import RunResult
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-sample.json"

@@ -12,18 +12,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asyncbench.engines.client_server import (
+    Endpoint,
+    assign,
+    parse_endpoint,
+    parse_endpoints,
+    summarize,
+    worker_map,
+)
+from asyncbench.engines.mysql import DIALECT as MYSQL_DIALECT
+from asyncbench.engines.mysql import resolve_endpoints
+from asyncbench.engines.mysql import retryable as mysql_retryable
+from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, AsyncSqlProfileStore, Statements
+from asyncbench.workloads.profile_store.generate import create
+from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+from asyncbench.workloads.profile_store.profiles import update
 from conftest import REFERENCE_PLAN, status_line, unescaped
 
-import engines
-from asyncbench.phase_loop import bucket_by_uid
+from asyncbench import engines
 from asyncbench.result import EngineResult, PhaseResult
-from engines.client_server import Endpoint, assign, parse_endpoint, parse_endpoints, summarize, worker_map
-from engines.mysql import DIALECT as MYSQL_DIALECT
-from engines.mysql import resolve_endpoints
-from engines.mysql import retryable as mysql_retryable
-from engines.sql_profile_store import MAX_ATTEMPTS, AsyncSqlProfileStore, Statements
-from workloads.profile_store.plan import Counts, draw_plan
-from workloads.profile_store.profiles import create, update
+from asyncbench.run.phase_loop import bucket_by_uid
 
 SEED = 570123434
 pytestmark = pytest.mark.anyio

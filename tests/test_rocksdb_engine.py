@@ -17,17 +17,18 @@ import pytest
 
 pytest.importorskip("rocksdict")
 
-from asyncbench.engine import EngineConfig  # noqa: E402
-from engines.memory import MemoryEngine  # noqa: E402
-from engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
-from engines.store_dir import MARKER, StoreDirError  # noqa: E402
-from workloads.profile_store.profiles import (  # noqa: E402
+from asyncbench.engines.memory import MemoryEngine  # noqa: E402
+from asyncbench.engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
+from asyncbench.engines.store_dir import MARKER, StoreDirError  # noqa: E402
+from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     COUNTRIES,
     STATUSES,
     create_many,
     encode,
     update,
 )
+
+from asyncbench.engine import EngineConfig  # noqa: E402
 
 SEED = 570123434
 LIMIT = 7
@@ -343,7 +344,7 @@ def test_point_reads_run_on_the_loop_thread_and_the_rest_in_a_worker(
 ) -> None:
     """Point reads make no thread hop (rocksdict's get holds the GIL: a thread buys no
     concurrency and costs 15-20%); every other call keeps the loop free through a worker."""
-    import engines.rocksdb as module
+    import asyncbench.engines.rocksdb as module
 
     hops: list[str] = []
     real = module.anyio.to_thread.run_sync

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from conftest import ROOT, status_line
 
-import engines
-from asyncbench.cli import main
-from asyncbench.commands.run import run as run_command
+from asyncbench import engines
+from asyncbench.cli.main import main
+from asyncbench.cli.run import run as run_command
 from asyncbench.config import load
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from cli_process import QUICK, TEST_ENGINES, BackgroundRun, kill_quietly
 
-import engines
-from asyncbench.cli import main
+from asyncbench import engines
+from asyncbench.cli.main import main
 
 ENGINES = ["memory", "lsm", "rocksdb", "sqlite"]
 PROFILES = "1000"

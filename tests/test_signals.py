@@ -20,7 +20,7 @@ import orjson
 import pytest
 from cli_process import QUICK, ROOT, BackgroundRun, child_env, kill_quietly, wait_for
 
-from asyncbench.locks import acquire
+from asyncbench.fs.locks import acquire
 
 CHARTS = 6  # throughput and footprint; latency charts come on top
 
@@ -120,8 +120,8 @@ def test_third_ctrl_c_of_an_isolated_run_kills_the_child_and_its_files(tmp_path:
 
 SIGNAL_WHILE_WRITING = """
 import os, signal, sys
-from asyncbench import charts
-from asyncbench.cli import main
+from asyncbench.report import charts
+from asyncbench.cli.main import main
 
 real = charts.write_charts
 def write_charts(run, directory, stamp):

@@ -9,18 +9,19 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-from asyncbench.engine import EngineConfig
-from engines.memory import MemoryEngine
-from engines.sql_profile_store import Statements, sync_insert
-from engines.sqlite import (
+from asyncbench.engines.memory import MemoryEngine
+from asyncbench.engines.sql_profile_store import Statements, sync_insert
+from asyncbench.engines.sqlite import (
     DIALECT,
     SqliteEngine,
     configure,
     pragma_statements,
     validate_settings,
 )
-from workloads.profile_store.profiles import COUNTRIES, STATUSES, create, create_many, update
+from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
+
+from asyncbench.engine import EngineConfig
 
 SEED = 570123434
 LIMIT = 20
@@ -401,15 +402,16 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
 
 
 async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
+    from asyncbench.engines.sqlite import SqliteEngine
+
     from asyncbench.engine import EngineConfig, opened
-    from engines.sqlite import SqliteEngine
 
     engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3))
     async with opened(engine):
         handles = [engine.worker(w) for w in range(3)]
         conns = {id(h._db) for h in handles}
         assert len(conns) == 3
-        from workloads.profile_store.profiles import create_many
+        from asyncbench.workloads.profile_store.generate import create_many
 
         await handles[1].insert(create_many(1, 10, 570123434), [])
         assert len(await handles[2].read_by_id(list(range(1, 11)), [])) == 10

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncbench.stats import (
+from asyncbench.measure.stats import (
     BusyProcess,
     NoiseSnapshot,
     Summary,

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from asyncbench.engines import engine_class
+from asyncbench.engines.store_dir import MARKER, StoreDirError, StoreMissing
+from asyncbench.workloads.profile_store.generate import create_many
 from conftest import ROOT, status_line
 
 from asyncbench.engine import EngineConfig, opened
-from engines import engine_class
-from engines.store_dir import MARKER, StoreDirError, StoreMissing
-from workloads.profile_store.profiles import create_many
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 SEED = 570123434
@@ -217,7 +217,7 @@ def test_deleted_store_is_an_error_naming_it(tmp_path: Path, engine: str) -> Non
 def test_rocksdb_marker_lists_the_five_databases(tmp_path: Path) -> None:
     import json
 
-    from engines.rocksdb import DB_NAMES
+    from asyncbench.engines.rocksdb import DB_NAMES
 
     run(_create, "rocksdb", tmp_path / "r")
     doc = json.loads((tmp_path / "r" / MARKER).read_text())

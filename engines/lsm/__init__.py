@@ -15,6 +15,6 @@ Modules, one concept each:
 - ``adapter``: the profile workload as five trees.
 """
 
-from engines.lsm.errors import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
+from .errors import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
 
 __all__ = ["CorruptLog", "CorruptMeta", "CorruptSegment", "CorruptStore", "MissingStore"]

@@ -24,16 +24,17 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore
+from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
+from asyncbench.engines.store_dir import StoreDir, StoreLayout
+from asyncbench.workloads.profile_store.profiles import Profile
+from asyncbench.workloads.profile_store.store import Marks, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts
-from engines.kv_profile_store import STORE_NAMES, KvProfileStore
-from engines.kv_recovery import CleanShutdownMarker, RepairReport
-from engines.lsm.maintainer import Maintainer
-from engines.lsm.tree import LsmTree, TreeOptions
-from engines.store_dir import StoreDir, StoreLayout
-from workloads.profile_store.profiles import Profile
-from workloads.profile_store.store import Marks, Transform
+
+from .maintainer import Maintainer
+from .tree import LsmTree, TreeOptions
 
 TREE_NAMES = STORE_NAMES
 #: What the engine's directory holds (``engines.store_dir``): a reset removes only these.
@@ -240,7 +241,7 @@ class LsmEngine(Engine):
 
 
 class LsmKv:
-    """An LSM tree as a :class:`~engines.kv_profile_store.KvStore`: its own bound methods,
+    """An LSM tree as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: its own bound methods,
     and a scan that is the tree's merged key-range read."""
 
     __slots__ = ("tree", "get", "put", "delete", "items")

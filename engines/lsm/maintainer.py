@@ -18,8 +18,8 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from engines.lsm.tree import Job, LsmTree
-from engines.lsm.wal import encode_records
+from .tree import Job, LsmTree
+from .wal import encode_records
 
 __all__ = ["MAX_FROZEN", "WAL_FRAME_RECORDS", "Maintainer", "run_job_on_loop"]
 

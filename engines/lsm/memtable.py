@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import islice
 
-from engines.lsm.merging_iterator import Chunk, Cursor
+from .merging_iterator import Chunk, Cursor
 
 __all__ = ["Memtable", "MemtableCursor"]
 
@@ -57,7 +57,7 @@ class Memtable:
 
 
 class MemtableCursor(Cursor):
-    """A memtable's entries for :func:`~engines.lsm.merging_iterator.merge`."""
+    """A memtable's entries for :func:`~asyncbench.engines.lsm.merging_iterator.merge`."""
 
     __slots__ = ("_view", "_data", "_i", "_stop", "_batch")
 

@@ -15,7 +15,7 @@ callers can yield between rounds.
 
 Why block runs: in compaction (``run_entries`` > 0) a segment cursor that sits at a
 block boundary below every other source's next key hands over whole encoded blocks
-(:class:`~engines.lsm.segment_writer.BlockRun`) instead of entries, and the writer
+(:class:`~asyncbench.engines.lsm.segment_writer.BlockRun`) instead of entries, and the writer
 appends them verbatim: merging key-disjoint segments (ascending inserts) costs no
 decode or encode at all.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Protocol
 
-from engines.lsm.segment_writer import BlockRun
+from .segment_writer import BlockRun
 
 __all__ = ["NOT_READ", "Chunk", "Cursor", "RunWriter", "compact", "live_only", "merge"]
 

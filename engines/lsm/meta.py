@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.lsm.errors import CorruptMeta
+from .errors import CorruptMeta
 
 __all__ = ["META", "Meta", "fsync_path", "read_meta", "write_meta"]
 

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engines.lsm import block
-from engines.lsm.cache import GenerationalCache
-from engines.lsm.errors import CorruptSegment
-from engines.lsm.merging_iterator import NOT_READ, Chunk, Cursor
-from engines.lsm.segment_writer import (
+from . import block
+from .cache import GenerationalCache
+from .errors import CorruptSegment
+from .merging_iterator import NOT_READ, Chunk, Cursor
+from .segment_writer import (
     FOOTER,
     FOOTER_MAGIC,
     FOOTER_SIZE,
@@ -343,7 +343,7 @@ def _lookup(
 
 
 class SegmentCursor(Cursor):
-    """A segment's entries for :func:`~engines.lsm.merging_iterator.merge`."""
+    """A segment's entries for :func:`~asyncbench.engines.lsm.merging_iterator.merge`."""
 
     __slots__ = (
         "seg",

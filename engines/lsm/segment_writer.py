@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 
-from engines.lsm import block
+from . import block
 
 __all__ = [
     "BlockRun",

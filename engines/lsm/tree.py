@@ -32,14 +32,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from engines.lsm.errors import CorruptLog, CorruptMeta, MissingStore
-from engines.lsm.memtable import Memtable
-from engines.lsm.merging_iterator import Cursor, compact, merge
-from engines.lsm.meta import META, Meta, fsync_path, read_meta, write_meta
-from engines.lsm.segment_reader import TOMBSTONE, SegmentReader
-from engines.lsm.segment_writer import SegmentWriter
-from engines.lsm.wal import MAGIC as WAL_MAGIC
-from engines.lsm.wal import MODES, WriteAheadLog, replay_file, wal_path
+from .errors import CorruptLog, CorruptMeta, MissingStore
+from .memtable import Memtable
+from .merging_iterator import Cursor, compact, merge
+from .meta import META, Meta, fsync_path, read_meta, write_meta
+from .segment_reader import TOMBSTONE, SegmentReader
+from .segment_writer import SegmentWriter
+from .wal import MAGIC as WAL_MAGIC
+from .wal import MODES, WriteAheadLog, replay_file, wal_path
 
 __all__ = ["JOB_SLICE", "Job", "LsmTree", "TreeOptions", "prefix_end"]
 

@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from engines.lsm.errors import CorruptLog
+from .errors import CorruptLog
 
 __all__ = [
     "MAGIC",

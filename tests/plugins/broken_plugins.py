@@ -1,6 +1,6 @@
 """Plug-in engines that are wrong in the ways users get them wrong (for test_plugins)."""
 
-from engines.memory import MemoryEngine
+from asyncbench.engines.memory import MemoryEngine
 
 
 class NoCount(MemoryEngine):

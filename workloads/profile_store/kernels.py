@@ -7,8 +7,8 @@ its own time on; each function equals its pure-Python definition bit for bit:
 ========================  ======================================  ==========================
 name                      pure-Python definition                  who calls it
 ========================  ======================================  ==========================
-``fold_ints``             ``checksum.py_fold_ints``               insert and scan phases
-``fold_profiles``         ``checksum.py_fold_profiles``           read, lookup, query, update
+``fold_ints``             ``fold.py_fold_ints``                    insert and scan phases
+``fold_profiles``         ``fold.py_fold_profiles``                read, lookup, query, update
 ``create_many``           ``profiles.py_create_many``             insert phase
 ``email_many``            ``profiles.py_email_many``              the plan's email streams
 ``created_at_many``       ``profiles.py_created_at_many``         drawing the plan
@@ -37,7 +37,7 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
     try:
-        return importlib.import_module("workloads.profile_store._kernels"), None
+        return importlib.import_module("asyncbench.workloads.profile_store._kernels"), None
     except ImportError as exc:  # not built (no compiler), or built for another Python
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -46,15 +46,15 @@ _compiled, FALLBACK_REASON = _load()
 #: True when the compiled kernels are in use.
 ACCELERATED: bool = _compiled is not None
 
-# The definitions the kernels must equal, and the constants they take. Imported only after
-# ACCELERATED is set: checksum.py and profiles.py import this module after their own
-# definitions and read it from then on, whichever of them is imported first.
-from workloads.profile_store import checksum, profiles  # noqa: E402
-from workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
+# The definitions the kernels must equal, and the constants they take: pure modules that
+# never import this one (checksum.py and generate.py, which fold and generate through the
+# kernels, sit above it).
+from asyncbench.workloads.profile_store import fold, profiles  # noqa: E402
+from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom  # noqa: E402
 
 
 def configure(module: ModuleType) -> None:
-    """Hands the workload's constants (defined once, in profiles.py and checksum.py) to a
+    """Hands the workload's constants (defined once, in profiles.py and fold.py) to a
     compiled kernels module; done at import, again by tests that change the constants."""
     module.configure(
         profiles.COUNTRIES,
@@ -63,7 +63,7 @@ def configure(module: ModuleType) -> None:
         profiles.BASE_MS,
         profiles.LAST_LOGIN_SPAN_MS,
         profiles.GOLDEN,
-        checksum.PRIME,
+        fold.PRIME,
     )
 
 
@@ -76,8 +76,8 @@ if _compiled is not None:
     created_at_many = _compiled.created_at_many
     NetRandom = _compiled.NetRandom
 else:
-    fold_ints = checksum.py_fold_ints
-    fold_profiles = checksum.py_fold_profiles
+    fold_ints = fold.py_fold_ints
+    fold_profiles = fold.py_fold_profiles
     create_many = profiles.py_create_many  # a seed word is its own seed word
     email_many = profiles.py_email_many
     created_at_many = profiles.py_created_at_many

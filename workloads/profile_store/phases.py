@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from workloads.profile_store.checksum import Checksum
-from workloads.profile_store.plan import Plan
-from workloads.profile_store.profiles import create_many, update
-from workloads.profile_store.store import Marks, ProfileStore
+from asyncbench.workloads.profile_store.checksum import Checksum
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.plan import Plan
+from asyncbench.workloads.profile_store.profiles import update
+from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 
 __all__ = [
     "PHASES",

@@ -10,8 +10,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workloads.profile_store.kernels import NetRandom, created_at_many, email_many
-from workloads.profile_store.profiles import COUNTRIES, STATUSES, seed_word
+from asyncbench.workloads.profile_store.kernels import NetRandom, created_at_many, email_many
+from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, seed_word
 
 #: Count names of the plan, in drawing order.
 COUNT_NAMES = (

@@ -172,16 +172,3 @@ def py_email_many(uids: Iterable[int]) -> list[str]:
 
 def py_created_at_many(uids: Iterable[int], seed: int) -> list[int]:
     return [created_at_of(u, seed) for u in uids]
-
-
-# After the definitions above, which kernels.py falls back to (it imports this module).
-from workloads.profile_store import kernels  # noqa: E402
-
-
-def create_many(start: int, count: int, seed: int) -> list[Profile]:
-    """Profiles ``start .. start+count-1`` (compiled when built; equal to py_create_many)."""
-    return kernels.create_many(start, count, seed_word(seed))
-
-
-def create(uid: int, seed: int) -> Profile:
-    return create_many(uid, 1, seed)[0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from workloads.profile_store.profiles import Profile, Record
+from asyncbench.workloads.profile_store.profiles import Profile, Record
 
 __all__ = ["Marks", "ProfileStore", "Transform"]
 

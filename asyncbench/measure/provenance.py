@@ -33,7 +33,7 @@ import psutil
 
 import asyncbench
 from asyncbench import fmt
-from asyncbench.stats import read_governors
+from asyncbench.measure.stats import read_governors
 
 __all__ = [
     "SUPPORT_LIBRARIES",

@@ -19,7 +19,7 @@ from time import perf_counter
 from asyncbench import fmt
 from asyncbench.config import BenchConfig
 from asyncbench.result import ResultError, RunResult
-from workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
 __all__ = ["ASK_ABOVE_SECONDS", "Estimate", "estimate", "plan_operations"]
 
@@ -123,10 +123,10 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
     """Run each engine of the plan at a small size, in this process, in a scratch directory."""
     import anyio
 
-    from asyncbench.memory_sampler import MemorySampler
-    from asyncbench.observers import Observer
-    from asyncbench.runner import EngineRun
-    from workloads.profile_store.plan import draw_plan
+    from asyncbench.measure.memory_sampler import MemorySampler
+    from asyncbench.run.observers import Observer
+    from asyncbench.run.runner import EngineRun
+    from asyncbench.workloads.profile_store.plan import draw_plan
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = dataclasses.replace(

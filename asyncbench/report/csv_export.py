@@ -10,7 +10,7 @@ import csv
 import io
 from pathlib import Path
 
-from asyncbench.aggregate import group_runs
+from asyncbench.measure.aggregate import group_runs
 from asyncbench.result import RunResult, write_atomic
 
 __all__ = ["COLUMNS", "csv_text", "write_csv"]

@@ -11,9 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from workloads.profile_store.phases import PHASES
-from workloads.profile_store.published import published_checksums
-from workloads.profile_store.reference import (
+from asyncbench.workloads.profile_store.phases import PHASES
+from asyncbench.workloads.profile_store.published import published_checksums
+from asyncbench.workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
     REFERENCE_PROFILES,
     REFERENCE_QUERIES,

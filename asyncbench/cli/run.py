@@ -17,22 +17,22 @@ from pathlib import Path
 
 import anyio
 
-from asyncbench import isolation
-from asyncbench.aggregate import throughput_stats, unstable_phases
 from asyncbench.config import BenchConfig
-from asyncbench.correctness import judge
-from asyncbench.csv_export import write_csv
-from asyncbench.locks import Locked
-from asyncbench.logs import open_log
-from asyncbench.observers import JsonLogObserver, ObserverGroup
-from asyncbench.outputs import result_dir, write_run
-from asyncbench.progress import NO_PROGRESS_ENV, terminal_observers
+from asyncbench.dirs.run_dirs import lock_run
+from asyncbench.fs.locks import Locked
+from asyncbench.measure.aggregate import throughput_stats, unstable_phases
+from asyncbench.measure.correctness import judge
+from asyncbench.measure.stats import noise_advice, snapshot
+from asyncbench.report.csv_export import write_csv
+from asyncbench.report.outputs import result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
-from asyncbench.run_dirs import lock_run
-from asyncbench.runner import Benchmark
-from asyncbench.signals import StopSignals, backend_options
-from asyncbench.stats import noise_advice, snapshot
-from workloads.profile_store import kernels
+from asyncbench.run import isolation
+from asyncbench.run.logs import open_log
+from asyncbench.run.observers import JsonLogObserver, ObserverGroup
+from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
+from asyncbench.run.runner import Benchmark
+from asyncbench.run.signals import StopSignals, backend_options
+from asyncbench.workloads.profile_store import kernels
 
 __all__ = ["confirm_start", "run", "utc_stamp"]
 
@@ -41,7 +41,7 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
     """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
     import sys
 
-    from asyncbench.estimate import ASK_ABOVE_SECONDS, duration, estimate
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, duration, estimate
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
@@ -126,7 +126,7 @@ def _run_locked(
             if final and csv:
                 write_csv(result, directory / f"asyncbench-{stamp}.csv")
             if final and update_latest:
-                from asyncbench.charts import update_latest as write_latest
+                from asyncbench.report.outputs import update_latest as write_latest
 
                 write_latest(result, directory, stamp, cfg.output)
         except Exception as exc:  # a full disk or a foreign file costs this save, not the run

@@ -30,10 +30,11 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asyncbench.config import BenchConfig, ConfigError
-from asyncbench.ownership import is_own_log, is_own_report, is_own_result, is_own_svg
+from asyncbench.fs.ownership import is_own_log
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
 
@@ -55,7 +56,10 @@ def engine_dirs(cfg: BenchConfig) -> list[Path]:
 
 
 def check_run_paths(
-    cfg: BenchConfig, log_file: str | None, update_latest: bool = False, where: str = "command line"
+    cfg: BenchConfig,
+    log_file: str | None,
+    latest: Sequence[tuple[Path, Callable[[Path], bool], str]] = (),
+    where: str = "command line",
 ) -> None:
     """Raise :class:`ConfigError` (exit 2) for the first path the run could not or must
     not write; creates nothing."""
@@ -71,15 +75,8 @@ def check_run_paths(
     _outside_stores(where, "output", cfg.output, stores)
     if log_file is not None:
         _check_log(where, Path(log_file), cfg, stores)
-    if update_latest:
-        from asyncbench.charts import CHARTS  # matplotlib loads only when latest charts are asked for
-
-        _replaceable(where, "--update-latest", cfg.output / "latest.md", is_own_report, "report")
-        for chart in CHARTS:
-            path = cfg.output / f"latest-{chart.slug}.svg"
-            _replaceable(where, "--update-latest", path, is_own_svg(chart.title), "chart")
-        for run_dir in output_run_dirs(cfg):
-            _replaceable(where, "--update-latest", run_dir / "latest.json", is_own_result, "result")
+    for path, own, kind in latest:
+        _replaceable(where, "--update-latest", path, own, kind)
     if cfg.isolate:
         _temp_dir(where)
 

@@ -16,19 +16,19 @@ from time import perf_counter
 import anyio
 from anyio.abc import TaskGroup
 
-from asyncbench import environment
 from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
-from asyncbench.isolation import ChildEngineRun
-from asyncbench.latency_recorder import PhaseRecorder
-from asyncbench.memory_sampler import MemorySampler
-from asyncbench.observers import Observer
-from asyncbench.phase_loop import run_operations
+from asyncbench.engines import engine_class
+from asyncbench.measure import environment
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
-from asyncbench.run_dirs import make_real_dir
-from engines import engine_class
-from workloads.profile_store import kernels
-from workloads.profile_store.phases import (
+from asyncbench.run.isolation import ChildEngineRun
+from asyncbench.run.observers import Observer
+from asyncbench.run.phase_loop import run_operations
+from asyncbench.workloads.profile_store import kernels
+from asyncbench.workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
     Action,
@@ -37,7 +37,7 @@ from workloads.profile_store.phases import (
     phase_items,
     verify_checksum,
 )
-from workloads.profile_store.plan import Counts, Plan, draw_plan
+from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 
 CLOSE_GRACE_SECONDS = 60.0
 

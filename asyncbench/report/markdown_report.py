@@ -1,7 +1,7 @@
 """The Markdown report, in the reference report's sections and number style.
 
 Text the report did not write (plan, phase and engine names, paths, settings, errors)
-goes through :mod:`asyncbench.markdown` (``md.text`` / ``md.code``), so it renders as
+goes through :mod:`asyncbench.report.markdown` (``md.text`` / ``md.code``), so it renders as
 itself and never as a heading, link, HTML or an extra table cell.
 """
 
@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from asyncbench import fmt
-from asyncbench import markdown as md
-from asyncbench.aggregate import EngineRuns, collapse, group_runs, unstable_phases
-from asyncbench.correctness import judge
-from asyncbench.environment import rows as env_rows
 from asyncbench.facts import Durability, MemoryScope, StorageMethod
-from asyncbench.latency import format_us
-from asyncbench.ownership import REPORT_MARKER
+from asyncbench.fs.ownership import REPORT_MARKER
+from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs, unstable_phases
+from asyncbench.measure.correctness import judge
+from asyncbench.measure.environment import rows as env_rows
+from asyncbench.measure.latency import format_us
+from asyncbench.report import markdown as md
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
-from workloads.profile_store.checksum import Checksum, combine
-from workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
-from workloads.profile_store.store import Marks
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
+from asyncbench.workloads.profile_store.store import Marks
 
 __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
 

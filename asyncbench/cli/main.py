@@ -20,9 +20,9 @@ from asyncbench.config import (
     check_repeats,
     load,
 )
-from asyncbench.paths import check_run_paths
+from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
-from asyncbench.signals import StopSignals
+from asyncbench.run.signals import StopSignals
 
 EPILOG = """\
 exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
@@ -45,7 +45,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engines import ALL_ENGINES, PLUGINS, REGISTRY
+    from asyncbench.engines import ALL_ENGINES, PLUGINS, REGISTRY
 
     p = argparse.ArgumentParser(
         prog="python -m asyncbench",
@@ -190,14 +190,20 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             apply_run_key(cfg, where, f"--{key}", key, value)
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
-    check_run_paths(cfg, args.log_file, args.update_latest, where)
+    latest = []
+    if args.update_latest:
+        from asyncbench.dirs.paths import output_run_dirs
+        from asyncbench.report.outputs import latest_files
+
+        latest = latest_files(cfg.output, output_run_dirs(cfg))
+    check_run_paths(cfg, args.log_file, latest, where)
 
 
 def check_published(cfg: BenchConfig) -> None:
     """--check-reference needs a published reference for every (profiles, P) level."""
     from dataclasses import asdict
 
-    from workloads.profile_store.published import published_checksums, published_configurations
+    from asyncbench.workloads.profile_store.published import published_checksums, published_configurations
 
     for profiles, parallelism in cfg.levels():
         counts = asdict(cfg.counts_for(profiles))
@@ -213,22 +219,22 @@ def check_published(cfg: BenchConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from engines import PLUGIN_ERRORS
+    from asyncbench.engines import PLUGIN_ERRORS
 
     if PLUGIN_ERRORS and not {"-h", "--help", "--version"} & set(argv):
         for error in PLUGIN_ERRORS:
             print(f"asyncbench: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if argv[:1] == ["engines"]:
-        from asyncbench.commands.engines import engines_command
+        from asyncbench.cli.engines import engines_command
 
         return engines_command(argv[1:])
     if argv[:1] == ["report"]:
-        from asyncbench.commands.report import report
+        from asyncbench.cli.report import report
 
         return report(argv[1:])
     if argv[:1] == ["compare"]:
-        from asyncbench.commands.compare import compare_command
+        from asyncbench.cli.compare import compare_command
 
         return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
@@ -242,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
     if args.child_run:
-        from asyncbench.isolation import child_main
+        from asyncbench.run.child import child_main
 
         return child_main(
             Path(args.child_run),
@@ -254,7 +260,7 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
             int(args.parent_pipe) if args.parent_pipe is not None else None,
         )
     if args.plan is None:
-        from asyncbench.plans import usage
+        from asyncbench.cli.plans import usage
 
         print(usage(build_parser()), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -264,14 +270,14 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
         if args.check_reference:
             check_published(cfg)
         if args.require_accelerator:
-            from workloads.profile_store import kernels
+            from asyncbench.workloads.profile_store import kernels
 
             if not kernels.ACCELERATED:
                 raise ConfigError("command line", "--require-accelerator", kernels.status_line())
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from asyncbench.commands.run import confirm_start, run
+    from asyncbench.cli.run import confirm_start, run
 
     if not confirm_start(cfg, args.yes):
         return EXIT_OK

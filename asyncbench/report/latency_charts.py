@@ -29,9 +29,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from asyncbench.charts import MUTED, RC, TEXT
-from asyncbench.charts import figure_frame as _figure
-from asyncbench.latency import LatencyHistogram, TimeBucket
+from asyncbench.measure.latency import LatencyHistogram, TimeBucket
+from asyncbench.report.chart_style import MUTED, RC, TEXT
+from asyncbench.report.chart_style import figure_frame as _figure
 
 __all__ = [
     "DISTRIBUTION_TITLE",

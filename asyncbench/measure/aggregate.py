@@ -14,9 +14,9 @@ import copy
 import statistics
 from dataclasses import dataclass
 
-from asyncbench.latency import LatencyHistogram
+from asyncbench.measure.latency import LatencyHistogram
+from asyncbench.measure.stats import Summary
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
-from asyncbench.stats import Summary
 
 __all__ = ["EngineRuns", "collapse", "group_runs"]
 

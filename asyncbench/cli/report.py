@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from asyncbench.correctness import judge
-from asyncbench.inputs import InputError, read_input
-from asyncbench.outputs import write_run
-from asyncbench.ownership import NotOwned
+from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.fs.ownership import NotOwned
+from asyncbench.measure.correctness import judge
+from asyncbench.report.outputs import write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
 
 __all__ = ["report"]

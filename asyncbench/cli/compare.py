@@ -4,7 +4,7 @@ Each side is one or more result JSON files or directories (every ``asyncbench-*.
 below them); repeats of a phase from every file of a side are pooled. Phases are matched
 by identity (kind, stream, count, post-update, and which occurrence of that in the plan),
 never by display name, so renamed phases still compare. Per engine and phase the table
-shows base, new, ratio and a verdict from :func:`asyncbench.stats.compare` (Welch's test
+shows base, new, ratio and a verdict from :func:`asyncbench.measure.stats.compare` (Welch's test
 when both sides have repeats, the threshold alone otherwise), whether the checksums are
 equal, and what differs between the two sides' configurations and machines.
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from asyncbench.inputs import InputError, read_input
+from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.measure.stats import Comparison, Verdict, compare, comparison_row, exit_code
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
-from asyncbench.stats import Comparison, Verdict, compare, comparison_row, exit_code
 
 __all__ = ["compare_command", "load_side"]
 

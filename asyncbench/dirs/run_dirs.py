@@ -20,8 +20,8 @@ import stat
 from pathlib import Path
 
 from asyncbench.config import BenchConfig
-from asyncbench.locks import DirLock, acquire
-from asyncbench.paths import output_run_dirs
+from asyncbench.dirs.paths import output_run_dirs
+from asyncbench.fs.locks import DirLock, acquire
 
 __all__ = ["RunLocks", "lock_run", "make_real_dir"]
 
@@ -65,7 +65,7 @@ class RunLocks:
 
 def lock_run(cfg: BenchConfig, update_latest: bool = False) -> RunLocks:
     """Create the run's directories and lock them all; on any failure release what was
-    taken and raise (:class:`~asyncbench.locks.Locked` or OSError)."""
+    taken and raise (:class:`~asyncbench.fs.locks.Locked` or OSError)."""
     locks = RunLocks()
     try:
         if update_latest:

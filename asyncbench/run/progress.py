@@ -30,8 +30,8 @@ from rich.table import Column
 from rich.text import Text
 
 from asyncbench import fmt
-from asyncbench.observers import ConsoleObserver, Observer
 from asyncbench.result import EngineResult, PhaseResult
+from asyncbench.run.observers import ConsoleObserver, Observer
 
 NO_PROGRESS_ENV = "ASYNCBENCH_NO_PROGRESS"
 

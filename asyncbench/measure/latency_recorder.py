@@ -4,7 +4,7 @@ Per batch (inside the phase, O(1) apart from one C-level copy): the engine's mar
 is copied into an int64 array (``np.fromiter``, ~15 ns per operation measured; it keeps
 a 2_000_000-operation phase at 16 MB of marks instead of ~80 MB of Python ints, which
 would count in the engine's peak memory), and the batch's ops and seconds are kept for
-its log line. After the phase, outside its time, :class:`~asyncbench.latency.PhaseLatency`
+its log line. After the phase, outside its time, :class:`~asyncbench.measure.latency.PhaseLatency`
 builds the HdrHistogram, the summary, the over-time slices and each batch's p99/max.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncbench.latency import PhaseLatency
+from asyncbench.measure.latency import PhaseLatency
 
 __all__ = ["PhaseRecorder"]
 

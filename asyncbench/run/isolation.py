@@ -6,7 +6,7 @@ the child rewrites its result file after every phase, so even a SIGKILL leaves t
 phases it completed.
 
 The child inherits its data directory's lock descriptor (the lock lasts as long as the
-child) and dies with its parent (:mod:`asyncbench.parent_watch`). Setting up a child (its
+child) and dies with its parent (:mod:`asyncbench.run.parent_watch`). Setting up a child (its
 temporary directory, its config file) can fail; that fails the engine's row at ``setup``,
 and the other engines still run.
 """
@@ -26,10 +26,10 @@ import anyio
 import orjson
 
 from asyncbench.config import BenchConfig, to_json
-from asyncbench.observers import Observer
-from asyncbench.parent_watch import ParentWatch, parent_pipe
-from asyncbench.result import EngineResult, PhaseResult, ResultError, Status, write_atomic
-from asyncbench.signals import StopSignals
+from asyncbench.result import EngineResult, ResultError, Status, write_atomic
+from asyncbench.run.observers import Observer
+from asyncbench.run.parent_watch import parent_pipe
+from asyncbench.run.signals import StopSignals
 
 #: Beyond the engine's own timeout (which the child enforces), how long the parent waits.
 CHILD_GRACE_SECONDS = 120.0
@@ -169,97 +169,3 @@ class ChildEngineRun:
             )
         elif reason and self.result.ok:
             self.result.set_status(Status.FAILED, None, reason)
-
-
-class PartialResultWriter(Observer):
-    """Child side: rewrites the result file at every phase boundary (atomically), with
-    status ``running`` and the phase under way, so a killed child still tells where."""
-
-    def __init__(self, path: Path, result: EngineResult) -> None:
-        self.path, self.result = path, result
-
-    def _write(self, running_phase: str | None = None, running: bool = False) -> None:
-        doc = self.result.to_dict()
-        if running and self.result.status is Status.OK:
-            doc["status"], doc["phase"], doc["detail"] = Status.RUNNING, running_phase, None
-        write_atomic(self.path, orjson.dumps(doc))
-
-    def engine_start(self, engine: str, profiles: int) -> None:
-        self._write("open", running=True)
-
-    def phase_start(
-        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
-    ) -> None:
-        self._write(phase, running=True)
-
-    def phase_end(self, engine: str, result: PhaseResult) -> None:
-        self._write(f"between phases, after {result.name}", running=True)
-
-    def engine_end(self, result: EngineResult) -> None:
-        self._write()
-
-
-def child_main(
-    config_file: Path,
-    engine: str,
-    profiles: int,
-    result_file: Path,
-    log_file: Path,
-    stop: StopSignals | None = None,
-    parent_pipe_fd: int | None = None,
-) -> int:
-    """One engine at one profile count, in a child process started by :class:`ChildEngineRun`.
-
-    The child stops like the parent (first signal: graceful; later ones absorbed) and
-    also when the parent dies; then nobody will read its result, so it removes its
-    temporary directory itself.
-    """
-    watch = ParentWatch(parent_pipe_fd)
-    watch.start()
-    if stop is None:
-        stop = StopSignals()
-        stop.install()
-    try:
-        return _child_run(config_file, engine, profiles, result_file, log_file, stop)
-    finally:
-        if watch.parent_gone.is_set() and result_file.parent.name.startswith(TEMP_PREFIX):
-            shutil.rmtree(result_file.parent, ignore_errors=True)
-
-
-def _child_run(
-    config_file: Path, engine: str, profiles: int, result_file: Path, log_file: Path, stop: StopSignals
-) -> int:
-    from asyncbench.config import from_json
-    from asyncbench.logs import open_log
-    from asyncbench.memory_sampler import MemorySampler
-    from asyncbench.observers import JsonLogObserver, ObserverGroup
-    from asyncbench.progress import terminal_observers
-    from asyncbench.runner import EngineRun
-    from asyncbench.signals import backend_options
-    from workloads.profile_store.plan import draw_plan
-
-    cfg = from_json(config_file.read_bytes())
-    logger, log_fh = open_log(log_file)
-    plan = draw_plan(cfg.counts_for(profiles), cfg.seed)
-    sampler = MemorySampler()
-    engine_run = EngineRun(cfg, engine, plan, ObserverGroup(), sampler)
-    writer = PartialResultWriter(result_file, engine_run.result)
-    console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
-    extra = [progress] if progress else []
-    engine_run.observer = ObserverGroup(JsonLogObserver(logger), writer, *extra, console)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(stop.watch, tg.cancel_scope)
-            tg.start_soon(sampler.run)
-            await engine_run.run()
-            tg.cancel_scope.cancel()
-
-    anyio.run(main, backend_options=backend_options())
-    log_fh.close()
-    try:
-        writer.engine_end(engine_run.result)
-    except OSError as exc:
-        print(f"asyncbench: {engine}: cannot write the result for the parent: {exc}", file=sys.stderr)
-        return 1
-    return 130 if stop.interrupted else 0

@@ -1,6 +1,6 @@
 """The run's Environment record: provenance plus the harness's own facts.
 
-:mod:`asyncbench.provenance` gathers where and on what a run happened (numbers stay
+:mod:`asyncbench.measure.provenance` gathers where and on what a run happened (numbers stay
 numbers); this module adds what the harness itself runs on (event loop, compiled
 kernels) and renders the report's Environment rows.
 """
@@ -12,8 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from asyncbench import provenance
-from workloads.profile_store import kernels
+from asyncbench.measure import provenance
+from asyncbench.workloads.profile_store import kernels
 
 __all__ = ["collect", "event_loop_backend", "rows"]
 
@@ -37,7 +37,7 @@ def event_loop_backend() -> str:
 def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str] | None = None) -> dict[str, Any]:
     """Provenance of this run, with every engine's library versions asked through the
     registry (this module names no engine)."""
-    from engines import engine_class
+    from asyncbench.engines import engine_class
 
     versions: dict[str, str] = {}
     for name in engines:

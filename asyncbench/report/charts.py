@@ -9,51 +9,35 @@ layout, and each file carries its title as the SVG ``<title>``.
 from __future__ import annotations
 
 import io
-import textwrap
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
-from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
-from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 
-from asyncbench import fmt, report
-from asyncbench.aggregate import collapse, group_runs
+from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
-from asyncbench.ownership import is_own_report, is_own_result, is_own_svg, write_atomic
+from asyncbench.fs.ownership import is_own_svg, write_atomic
+from asyncbench.measure.aggregate import collapse, group_runs
+from asyncbench.report import markdown_report as report
+from asyncbench.report.chart_style import (
+    AXIS_IN,
+    BAR_IN,
+    GROUP_GAP_IN,
+    MUTED,
+    RC,
+    TEXT,
+    figure_frame,
+)
 from asyncbench.result import EngineResult, RunResult
-from workloads.profile_store.phases import PHASES, Action
-from workloads.profile_store.phases import Group as Group_
+from asyncbench.workloads.profile_store.phases import PHASES, Action
+from asyncbench.workloads.profile_store.phases import Group as Group_
 
 #: Colours for engines that state none in their facts, picked by a stable hash of the name.
 FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
-
-WIDTH_IN = 10.0
-HEADER_IN = 0.95  # title + one subtitle line
-SUBTITLE_LINE_IN = 0.2
-FOOTNOTE_LINE_IN = 0.19
-BAR_IN = 0.27  # one engine's bar in a group
-GROUP_GAP_IN = 0.3
-AXIS_IN = 0.75  # x tick labels + x label below the bars
-TEXT = "#222222"
-MUTED = "#666666"
-RC = {
-    "svg.hashsalt": "asyncbench",
-    "svg.fonttype": "path",
-    "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "axes.edgecolor": "#999999",
-    "axes.labelcolor": TEXT,
-    "xtick.color": MUTED,
-    "ytick.color": TEXT,
-    "hatch.color": "#ffffff",
-    "text.parse_math": False,  # plan names are text: "$" must not start math (or a parse error)
-}
-
 
 def engine_colour(e: EngineResult) -> str:
     """The colour the engine states in its facts; others get a stable fallback by name."""
@@ -77,50 +61,6 @@ def _status_note(e: EngineResult) -> str:
     text = e.status_text()
     status = text if len(text) <= 150 else text[:147] + "..."
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
-
-
-def _context(run: RunResult) -> str:
-    """Profile count, P and machine: what a copied SVG needs to explain itself."""
-    env = run.environment
-    machine = ", ".join(
-        x
-        for x in (
-            env.get("cpu_model"),
-            f"{env['logical_cpus']} CPUs" if env.get("logical_cpus") else "",
-            env.get("os"),
-        )
-        if x
-    )
-    return f"{fmt.count(run.profiles)} profiles · P{run.parallelism}" + (f" · {machine}" if machine else "")
-
-
-def figure_frame(
-    title: str, subtitle: str, body_in: float, notes: Sequence[str], run: RunResult | None = None
-) -> Figure:
-    """A figure with a fixed header (title, subtitle + the run's context) and footer (notes)
-    around a constrained body."""
-    sub_lines = (textwrap.wrap(subtitle, 125) or [""]) + (textwrap.wrap(_context(run), 125) if run else [])
-    note_lines: list[str] = []
-    for n in notes:
-        note_lines += textwrap.wrap(n, 165, subsequent_indent="    ")
-    header = HEADER_IN + SUBTITLE_LINE_IN * (len(sub_lines) - 1)
-    footer = 0.12 + FOOTNOTE_LINE_IN * len(note_lines)
-    height = header + body_in + footer
-    fig = Figure(figsize=(WIDTH_IN, height), facecolor="white")
-    FigureCanvasSVG(fig)
-    fig.set_layout_engine(
-        ConstrainedLayoutEngine(rect=(0.0, footer / height, 1.0, body_in / height), w_pad=0.08, h_pad=0.05)
-    )
-    x0 = 0.12 / WIDTH_IN
-    fig.text(x0, 1 - 0.4 / height, title, fontsize=15, fontweight="bold", color=TEXT, va="baseline")
-    fig.text(
-        x0, 1 - 0.66 / height, "\n".join(sub_lines), fontsize=9.5, color=MUTED, va="top", linespacing=1.45
-    )
-    if note_lines:
-        fig.text(
-            x0, 0.1 / height, "\n".join(note_lines), fontsize=8, color=MUTED, va="bottom", linespacing=1.5
-        )
-    return fig
 
 
 def _style_axis(ax) -> None:
@@ -549,7 +489,7 @@ def _subtitle(run: RunResult) -> str:
 
 def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
     """(slug, title, SVG) of the latency charts, from every measured repeat's histograms."""
-    from asyncbench import latency_charts  # it builds on this module's style constants
+    from asyncbench.report import latency_charts  # it builds on this module's style constants
     groups = group_runs(run)
     colours = {e.engine: engine_colour(e) for e in run.engines}
     main: list[int] = []
@@ -595,25 +535,3 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
                 )
             )
     return out
-
-
-def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
-    """Copy this run's charts to ``output/latest-<slug>.svg``, write ``output/latest.md``
-    linking them, and ``latest.json`` (the result) in the run's own ``profiles-N-pP``
-    folder, as the reference keeps one per level."""
-    output.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / "latest.json", run.to_json(), own=is_own_result)
-    linked = []
-    for chart in CHARTS:
-        src = directory / chart_file(stamp, chart.slug)
-        if not src.exists():
-            continue
-        dest = f"latest-{chart.slug}.svg"
-        write_atomic(output / dest, src.read_bytes(), own=is_own_svg(chart.title))
-        linked.append((chart.title, dest))
-    rel = directory.relative_to(output) if directory.is_relative_to(output) else directory
-    md = report.render(run, linked)
-    md += f"\nFull result: [`{rel}/asyncbench-{stamp}.json`]({rel}/asyncbench-{stamp}.json)\n"
-    path = output / "latest.md"
-    write_atomic(path, md.encode(), own=is_own_report)
-    return path

@@ -14,7 +14,7 @@ from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 
 
 def engines_command(argv: list[str]) -> int:
-    from engines import PLUGINS, REGISTRY, engine_class
+    from asyncbench.engines import PLUGINS, REGISTRY, engine_class
 
     if argv:
         print("usage: python -m asyncbench engines", file=sys.stderr)

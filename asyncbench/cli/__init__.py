@@ -1,0 +1,1 @@
+"""The command line: parsing and the commands (run, report, compare, engines)."""

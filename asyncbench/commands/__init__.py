@@ -1,1 +1,0 @@
-"""The program's commands: ``run`` (the default) and ``report``; each returns an exit code."""

@@ -1,0 +1,1 @@
+"""Measuring: latency histograms, statistics, aggregation of repeats, correctness, provenance."""

@@ -1,0 +1,1 @@
+"""Rendering results: the Markdown report, SVG charts, CSV and the files a run writes."""

@@ -1,0 +1,81 @@
+"""Where a run's files go and how they are written (atomically, after every engine).
+
+Every file goes through :func:`asyncbench.fs.ownership.write_atomic`: a run creates its own
+files and replaces only those; ``report`` replaces a Markdown report or chart beside the
+JSON only if it is provably an asyncbench output (its marker), and never the JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from asyncbench.dirs.paths import result_dir  # noqa: F401  (re-exported: where a level's outputs go)
+from asyncbench.fs.ownership import is_own_report, is_own_result, is_own_svg, write_atomic
+from asyncbench.report import markdown_report as report
+from asyncbench.result import RunResult
+
+
+def write_run(
+    run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
+) -> tuple[Path, Path]:
+    """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off.
+
+    The runner saves after every engine without charts (matplotlib would load into the
+    benchmark process between engines and inflate the next engine's memory), then once
+    more with charts when the run ends or is interrupted.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path = directory / f"asyncbench-{stamp}.json"
+    md_path = directory / f"asyncbench-{stamp}.md"
+    if write_json:  # `report` re-renders from a JSON it must never modify
+        write_atomic(json_path, run.to_json())
+    chart_files = render_charts(run, directory, stamp) if charts else []
+    write_atomic(md_path, report.render(run, chart_files).encode(), own=is_own_report)
+    return json_path, md_path
+
+
+def render_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
+    """(title, relative path) of each chart written.
+
+    Imported here, not at module top, so matplotlib loads only when charts are drawn.
+    """
+    from asyncbench.report import charts
+
+    return charts.write_charts(run, directory, stamp)
+
+
+def latest_files(output: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, Callable[[Path], bool], str]]:
+    """What ``--update-latest`` replaces: (path, ownership proof, kind) of ``latest.md``,
+    every ``latest-<chart>.svg`` and each level's ``latest.json``, for the path checks
+    (:func:`asyncbench.dirs.paths.check_run_paths`) to prove before anything runs."""
+    from asyncbench.report.charts import CHARTS  # matplotlib loads only when latest charts are asked for
+
+    files: list[tuple[Path, Callable[[Path], bool], str]] = [(output / "latest.md", is_own_report, "report")]
+    files += [(output / f"latest-{c.slug}.svg", is_own_svg(c.title), "chart") for c in CHARTS]
+    files += [(d / "latest.json", is_own_result, "result") for d in run_dirs]
+    return files
+
+
+def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
+    """Copy this run's charts to ``output/latest-<slug>.svg``, write ``output/latest.md``
+    linking them, and ``latest.json`` (the result) in the run's own ``profiles-N-pP``
+    folder, as the reference keeps one per level."""
+    from asyncbench.report import charts
+
+    output.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / "latest.json", run.to_json(), own=is_own_result)
+    linked = []
+    for chart in charts.CHARTS:
+        src = directory / charts.chart_file(stamp, chart.slug)
+        if not src.exists():
+            continue
+        dest = f"latest-{chart.slug}.svg"
+        write_atomic(output / dest, src.read_bytes(), own=is_own_svg(chart.title))
+        linked.append((chart.title, dest))
+    rel = directory.relative_to(output) if directory.is_relative_to(output) else directory
+    md = report.render(run, linked)
+    md += f"\nFull result: [`{rel}/asyncbench-{stamp}.json`]({rel}/asyncbench-{stamp}.json)\n"
+    path = output / "latest.md"
+    write_atomic(path, md.encode(), own=is_own_report)
+    return path
