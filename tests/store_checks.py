@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from asyncbench.engines.kv_recovery import profile_indexes
+from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
     COUNTRIES,
     INT63_MAX,
     STATUSES,
     Profile,
     Record,
-    create_many,
     decode,
     email_of,
     primary_key,

@@ -27,9 +27,9 @@ import anyio
 import pytest
 from asyncbench.engines import engine_class
 from asyncbench.engines.kv_recovery import repair
+from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
-    create_many,
     reputation_key,
     update,
 )

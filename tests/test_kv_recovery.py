@@ -16,9 +16,9 @@ from asyncbench.engines.kv_recovery import (
     repair,
     stale_entries,
 )
+from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
-    create_many,
     created_at_key,
     decode,
     encode,

@@ -20,10 +20,10 @@ pytest.importorskip("rocksdict")
 from asyncbench.engines.memory import MemoryEngine  # noqa: E402
 from asyncbench.engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
 from asyncbench.engines.store_dir import MARKER, StoreDirError  # noqa: E402
+from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     COUNTRIES,
     STATUSES,
-    create_many,
     encode,
     update,
 )
