@@ -6,6 +6,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import pytest
+from asyncbench.engines.lsm.errors import CorruptMeta
 from asyncbench.engines.lsm.memtable import Memtable
 from asyncbench.engines.lsm.merging_iterator import Cursor, merge
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions, prefix_end
@@ -126,13 +127,17 @@ def test_flush_retires_wal_and_orphans_are_removed(tmp_path: Path) -> None:
     t.flush_all()
     assert sorted(p.name for p in tmp_path.glob("wal-*.log")) == [f"wal-{t.wal.seq:08d}.log"]
     t.close()
-    (tmp_path / "seg-00000099.sst").write_bytes(b"junk")
-    (tmp_path / "seg-00000100.sst.tmp").write_bytes(b"junk")
+    (tmp_path / "seg-00000100.sst.tmp").write_bytes(b"junk")  # a crashed flush's output
     t = LsmTree(tmp_path, opts())
-    assert not (tmp_path / "seg-00000099.sst").exists()
     assert not list(tmp_path.glob("*.tmp"))
     assert t.count() == 120
     t.close()
+    # An unlisted ``seg-*.sst`` is no crash's leftover (segments are renamed into place
+    # only once listed): refused and kept, whatever its id.
+    (tmp_path / "seg-00000099.sst").write_bytes(b"junk")
+    with pytest.raises(CorruptMeta, match="seg-00000099.sst"):
+        LsmTree(tmp_path, opts())
+    assert (tmp_path / "seg-00000099.sst").read_bytes() == b"junk"
 
 
 @pytest.mark.parametrize("mode", ["async-compressed", "sync"])

@@ -1,7 +1,7 @@
 """Background work of a set of trees on the anyio event loop.
 
 Per tree three loops run in the engine's task group: the flusher (frozen memtables ->
-segments), the merger (full bottom merge when more than one segment exists) and the
+segments), the merger (whatever ``LsmTree.pick_merge`` says is due) and the
 log writer (queued WAL records -> compressed frames). Jobs are cooperative generators
 (see ``tree.py``): a checkpoint between slices lets foreground batches run, and fsync /
 compression / file writes go to worker threads. A clock task ages the block caches

@@ -151,6 +151,10 @@ class SegmentReader:
     def __len__(self) -> int:
         return self.entries
 
+    def renamed(self, path: Path) -> None:
+        """The file was renamed (a committed ``.tmp`` published): errors name the new path."""
+        self.path = self._blocks.path = Path(path)
+
     # --- blocks ---------------------------------------------------------------------
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a

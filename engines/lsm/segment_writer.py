@@ -132,8 +132,11 @@ class SegmentWriter:
         self.entries += len(keys)
         self.live += len(keys) - values.count(None)
 
-    def finish(self) -> None:
-        """Write index and footer, fsync and rename into place."""
+    def finish(self, publish: bool = True) -> None:
+        """Write index and footer, fsync, and (``publish``) rename into place. A tree
+        passes ``publish=False`` and calls :meth:`publish` only after the manifest that
+        lists the segment is on disk, so an unlisted ``seg-*.sst`` is never a crash's
+        leftover (see ``meta.py``)."""
         if self._keys:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
@@ -154,6 +157,12 @@ class SegmentWriter:
         self._f.flush()
         os.fsync(self._f.fileno())
         self._f.close()
+        if publish:
+            self.publish()
+
+    def publish(self) -> None:
+        """Rename the finished ``.tmp`` file to its name (not yet durable: the next
+        directory fsync makes it so, and open completes the rename of a listed ``.tmp``)."""
         os.replace(self.tmp, self.path)
         self._finished = True
 
