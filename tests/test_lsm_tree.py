@@ -340,13 +340,21 @@ TreeModel.TestCase.settings = settings(
 test_tree_matches_model = TreeModel.TestCase
 
 
-def test_flushes_and_merges_write_the_bytes_the_format_always_had(tmp_path: Path) -> None:
-    """Pinned: the hash is of what the engine wrote before its modules were split
-    (flushes, decoded merges with tombstones, and block-copying merges), so a change
-    of the on-disk format or of the merge's block layout cannot go unnoticed."""
+def test_flushes_and_merges_write_the_bytes_the_format_always_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pinned: the data blocks' hash is of what the engine wrote before its modules were
+    split (flushes, decoded merges with tombstones, and block-copying merges), the whole
+    file's of segment format 2 (the columnar index), so a change of the on-disk format or
+    of the merge's block layout cannot go unnoticed. Merged into one segment as the full
+    bottom merge did (MAX_SEGMENTS = 1), so the bytes are the same as then."""
     import hashlib
     import random
+    import struct
 
+    from asyncbench.engines.lsm import tree as tree_mod
+
+    monkeypatch.setattr(tree_mod, "MAX_SEGMENTS", 1)
     t = LsmTree(
         tmp_path, TreeOptions(wal_mode="none", mutable_segment_max_item_count=700, sparse_array_step=8)
     )
@@ -364,6 +372,10 @@ def test_flushes_and_merges_write_the_bytes_the_format_always_had(tmp_path: Path
     t.flush_all()
     t.merge_all()
     (seg,) = tmp_path.glob("seg-*.sst")
-    digest = hashlib.sha256(seg.read_bytes()).hexdigest()
-    assert digest == "7d78ed41289a40c1b90a68ba3e6e4de798a8fa66803a3376f65506e52f9c3215"
+    data = seg.read_bytes()
+    (index_offset,) = struct.unpack_from("<Q", data, len(data) - 52)
+    blocks = hashlib.sha256(data[16:index_offset]).hexdigest()
+    assert blocks == "c841af993ae8338ce45b83e2b02e4cc311291c9b6a6e4e40df533d87b531add8"  # as in format 1
+    digest = hashlib.sha256(data).hexdigest()
+    assert digest == "39401fa271bd3e4cce459c6792a9e6e40c25b60feef6880bb40af8e613c1200d"
     t.close()

@@ -2,16 +2,23 @@
 
 File layout (all integers little-endian)::
 
-    header   16 B   b"LSMSEG01" | u32 format version (1) | u32 sparse step
+    header   16 B   b"LSMSEG01" | u32 format version (2) | u32 sparse step
     blocks          one block (see ``block.py``) per ``sparse step`` entries, in key order
-    index           per block: u32 first-key length | first key | u64 offset | u32 length
-                      | u32 crc32(block); then u32 last-key length | last key
+    index           u32 first-key width W (0: first keys of mixed lengths)
+                    W > 0:  n x W bytes: every block's first key
+                    W = 0:  n x u32 first-key end offsets | the first keys, concatenated
+                    n x u64 block offsets | n x u32 block lengths | n x u32 crc32(block)
+                    u32 last-key length | last key
     footer   52 B   u64 index offset | u64 index length | u64 entries | u64 live entries
-                      | u32 blocks | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
+                      | u32 blocks (n) | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
 
 The index is the reader's sparse in-memory array: the first key of every block plus
-where the block is and its checksum. Why ``*.tmp`` then rename: a file named
-``seg-*.sst`` is always complete, so open never has to guess about a half-written one.
+where the block is and its checksum. Why columns of fixed width (format 2; format 1 had
+one variable-length record per block): the reader loads the index in one read and turns
+each column into an ``array`` with one ``frombytes`` and the first keys into a list with
+one slicing pass, instead of unpacking entries in Python (reopen at 2M profiles, 625_000
+blocks over five trees, went from 0.66 s). Why ``*.tmp`` then rename: a file named
+``seg-*.sst`` is always complete and, in a tree, committed (see ``meta.py``).
 """
 
 from __future__ import annotations
@@ -33,18 +40,18 @@ __all__ = [
     "FOOTER_MAGIC",
     "FOOTER_SIZE",
     "HEADER",
-    "INDEX_ENTRY",
     "MAGIC",
+    "VERSION",
     "SegmentWriter",
+    "encode_index",
 ]
 
 MAGIC = b"LSMSEG01"
 FOOTER_MAGIC = b"LSMFOOT1"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<8sII")
 FOOTER = struct.Struct("<QQQQII")
 FOOTER_SIZE = FOOTER.size + 4 + 8
-INDEX_ENTRY = struct.Struct("<QII")
 _U32 = struct.Struct("<I")
 
 
@@ -60,6 +67,20 @@ class BlockRun:
     last_key: bytes
     entries: int
     live: int
+
+
+def encode_index(firsts: list[bytes], offsets: array, lengths: array, crcs: array, last: bytes) -> bytes:
+    """The index region (layout in the module doc)."""
+    width = len(firsts[0]) if firsts else 0
+    if width and all(len(k) == width for k in firsts):
+        keys = [_U32.pack(width), *firsts]
+    else:
+        ends = array("I", accumulate(map(len, firsts)))
+        keys = [_U32.pack(0), ends.tobytes(), *firsts]
+    assert offsets.itemsize == 8 and lengths.itemsize == crcs.itemsize == 4
+    return b"".join(
+        [*keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), _U32.pack(len(last)), last]
+    )
 
 
 class SegmentWriter:
@@ -141,14 +162,7 @@ class SegmentWriter:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
         last = self._last or b""
-        pack_len, pack_entry = _U32.pack, INDEX_ENTRY.pack
-        parts = [
-            pack_len(len(first)) + first + pack_entry(off, length, crc)
-            for first, off, length, crc in zip(
-                self._firsts, self._offsets, self._lengths, self._crcs, strict=True
-            )
-        ]
-        index = b"".join(parts) + pack_len(len(last)) + last
+        index = encode_index(self._firsts, self._offsets, self._lengths, self._crcs, last)
         footer = FOOTER.pack(
             self._pos, len(index), self.entries, self.live, len(self._firsts), zlib.crc32(index)
         )
