@@ -12,6 +12,8 @@ from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.merging_iterator import compact, merge
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int = 4) -> SegmentReader:
@@ -339,3 +341,27 @@ def test_a_reader_is_freed_as_soon_as_its_last_user_lets_go(tmp_path: Path) -> N
         assert ref() is None
     finally:
         gc.enable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.binary(min_size=1, max_size=6), st.one_of(st.none(), st.binary(max_size=5))),
+        max_size=80,
+    ),
+    st.integers(1, 9),
+    st.sampled_from(["mixed", "fixed", "keys-only"]),
+)
+def test_encode_many_is_encode_per_block(
+    entries: list[tuple[bytes, bytes | None]], step: int, shape: str
+) -> None:
+    """The bulk encoder (flushes, merges) writes exactly the blocks ``encode`` writes."""
+    data = dict(entries)
+    keys = sorted(data)
+    if shape != "mixed":
+        keys = sorted({k.ljust(6, b"_") for k in keys})
+    values = [data.get(k.rstrip(b"_"), b"v") for k in keys]
+    if shape == "keys-only":
+        values = [b""] * len(keys)
+    expected = [block.encode(keys[i : i + step], values[i : i + step]) for i in range(0, len(keys), step)]
+    assert block.encode_many(keys, values, step) == expected

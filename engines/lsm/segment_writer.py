@@ -78,9 +78,7 @@ def encode_index(firsts: list[bytes], offsets: array, lengths: array, crcs: arra
         ends = array("I", accumulate(map(len, firsts)))
         keys = [_U32.pack(0), ends.tobytes(), *firsts]
     assert offsets.itemsize == 8 and lengths.itemsize == crcs.itemsize == 4
-    return b"".join(
-        [*keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), _U32.pack(len(last)), last]
-    )
+    return b"".join([*keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), _U32.pack(len(last)), last])
 
 
 class SegmentWriter:
@@ -117,8 +115,7 @@ class SegmentWriter:
         if len(self._keys) >= step:
             ks, vs = self._keys, self._vals
             full = len(ks) - len(ks) % step
-            for i in range(0, full, step):
-                self._emit(ks[i : i + step], vs[i : i + step])
+            self._emit_many(ks[:full], vs[:full])
             self._keys = ks[full:]
             self._vals = vs[full:]
 
@@ -150,6 +147,21 @@ class SegmentWriter:
         self._crcs.append(zlib.crc32(raw))
         self._f.write(raw)
         self._pos += len(raw)
+        self.entries += len(keys)
+        self.live += len(keys) - values.count(None)
+
+    def _emit_many(self, keys: list[bytes], values: list[bytes | None]) -> None:
+        """Whole blocks of ``step`` entries: encoded together, indexed in C-level passes."""
+        step = self.step
+        raws = block.encode_many(keys, values, step)
+        lengths = list(map(len, raws))
+        self._firsts += keys[::step]
+        self._offsets.extend(accumulate(lengths[:-1], initial=self._pos))
+        self._lengths.extend(lengths)
+        self._crcs.extend(map(zlib.crc32, raws))
+        data = b"".join(raws)
+        self._f.write(data)
+        self._pos += len(data)
         self.entries += len(keys)
         self.live += len(keys) - values.count(None)
 
