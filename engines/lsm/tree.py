@@ -131,6 +131,8 @@ class LsmTree:
         self.frozen: list[Memtable] = []  # newest first
         #: Merged-away segment ids whose files may remain (recorded in the manifest).
         self._obsolete: set[int] = set()
+        #: Set by a stabilization: merge every segment into one (``pick_merge``).
+        self.compact_requested = False
         #: The manifest as last written and fsynced by this object.
         self._saved_meta: Meta | None = None
         #: The only segment's lookup while exactly one exists (``_segments_changed``).
@@ -454,11 +456,14 @@ class LsmTree:
         log2(n/m) + 1 of them) and rewrites each entry about log2(n/m) times, where the
         full bottom merge after every flush rewrote the whole tree each time (n/m times).
         More than ``MAX_SEGMENTS`` segments (many tiny flushes) widens the group so that
-        lookups consult a bounded number of segments."""
+        lookups consult a bounded number of segments. While ``compact_requested`` (a
+        stabilization, see ``Maintainer.wait_idle``) every segment merges into one."""
         sizes = [max(1, s.entries) for s in self.segments]
         n = len(sizes)
         if n < 2:
             return None
+        if self.compact_requested:  # after the flushes, so that everything merges once
+            return None if self.frozen else (0, n)
         j = 0
         newer = sizes[0]
         for i in range(1, n):
@@ -537,6 +542,14 @@ class LsmTree:
     def merge_all(self) -> None:
         while self.needs_merge():
             self.run_job(self.merge_job())
+
+    def compact_all(self) -> None:
+        """Merge every segment into one, synchronously (what a stabilization ends with)."""
+        self.compact_requested = True
+        try:
+            self.merge_all()
+        finally:
+            self.compact_requested = False
 
     def rotate_caches(self) -> None:
         for seg in self.segments:
