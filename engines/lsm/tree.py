@@ -410,6 +410,12 @@ class LsmTree:
         return self._flush(self.frozen[-1])
 
     def _flush(self, mt: Memtable) -> Job:
+        # The log that took over from this memtable's is new (its header unsynced): fsync
+        # it here, in a worker thread beside the flush's own work, so that a settle right
+        # after a stabilization has nothing left to make durable.
+        current = self.wal.current
+        if current is not None and current.dirty:
+            yield current.sync
         # Tombstones can go only if nothing older exists (no segment, no older memtable).
         drop = not self.segments and len(self.frozen) == 1
         seg = writer = None
