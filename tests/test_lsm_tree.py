@@ -377,5 +377,5 @@ def test_flushes_and_merges_write_the_bytes_the_format_always_had(
     blocks = hashlib.sha256(data[16:index_offset]).hexdigest()
     assert blocks == "c841af993ae8338ce45b83e2b02e4cc311291c9b6a6e4e40df533d87b531add8"  # as in format 1
     digest = hashlib.sha256(data).hexdigest()
-    assert digest == "39401fa271bd3e4cce459c6792a9e6e40c25b60feef6880bb40af8e613c1200d"
+    assert digest == "0d0098e9ce367751b322143bb190b9b878f6673e7e0b5951962ad385200c0023"
     t.close()

@@ -24,6 +24,7 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ from .segment_writer import (
     FOOTER_MAGIC,
     FOOTER_SIZE,
     HEADER,
+    KEYS_FIXED,
+    KEYS_MIXED,
+    KEYS_PADDED,
     MAGIC,
     VERSION,
     BlockRun,
@@ -108,17 +112,25 @@ class SegmentReader:
         if zlib.crc32(index) != icrc:
             raise CorruptSegment(self.path, ioff, "index checksum mismatch")
         self.step = step
-        (width,) = _U32.unpack_from(index, 0)
-        pos = 4
-        if width:
+        width, kind = _U32X2.unpack_from(index, 0)
+        pos = 8
+        if kind in (KEYS_FIXED, KEYS_PADDED) and width:
             end = pos + nblocks * width
-            self.first_keys = [index[p : p + width] for p in range(pos, end, width)]
-        else:
+            if end > len(index):
+                raise CorruptSegment(self.path, ioff, "index shorter than its first keys")
+            # one C-level unpack: several times faster than slicing key by key (reopen)
+            keys = list(struct.Struct(f"{width}s" * nblocks).unpack_from(index, pos)) if nblocks else []
+            if kind == KEYS_PADDED:
+                keys = list(map(bytes.rstrip, keys, repeat(b"\0")))
+            self.first_keys = keys
+        elif kind == KEYS_MIXED:
             kends = array("I", index[pos : pos + 4 * nblocks])
             kb = pos + 4 * nblocks
             end = kb + (kends[-1] if nblocks else 0)
             starts = [kb, *(kb + e for e in kends[:-1])] if nblocks else []
             self.first_keys = [index[a:b] for a, b in zip(starts, (kb + e for e in kends), strict=True)]
+        else:
+            raise CorruptSegment(self.path, ioff, f"unknown first-key layout {kind} (width {width})")
         self.offsets = array("Q", index[end : end + 8 * nblocks])
         end += 8 * nblocks
         self.lengths = array("I", index[end : end + 4 * nblocks])
