@@ -63,7 +63,7 @@ async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
         await lsm.insert(batch, [])
         await mem.insert(batch, [])
     await lsm.stabilize()
-    assert all(len(t.segments) <= 1 and not t.frozen for t in lsm._trees)
+    assert all(len(t.segments) <= 1 and not t.frozen for t in lsm._trees)  # stabilized: one each
     ids = list(range(0, N + 10, 7))
     assert records(await lsm.read_by_id(ids, [])) == await mem.read_by_id(ids, [])
     emails = [p[1] for p in create_many(1, 50, SEED)] + ["nobody@example.com"]

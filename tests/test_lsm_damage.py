@@ -14,6 +14,8 @@ import pytest
 from asyncbench.engines.kv_recovery import CleanShutdownMarker
 from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
 from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.meta import encode_meta, read_meta
+from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
@@ -94,16 +96,111 @@ def test_missing_meta_with_segments_is_refused_and_nothing_is_deleted(tmp_path: 
     assert snapshot(tmp_path) == before
 
 
+def rewrite_meta(directory: Path, **changes: object) -> None:
+    """Replace the manifest by a *valid* one (checksum right) with ``changes``: what a
+    forger, or a manifest from another moment of the tree's life, looks like."""
+    meta = read_meta(directory)
+    assert meta is not None
+    for k, v in changes.items():
+        setattr(meta, k, v)
+    (directory / "meta.json").write_text(encode_meta(meta))
+
+
 def test_unlisted_segment_that_is_no_crash_leftover_is_refused_not_deleted(tmp_path: Path) -> None:
     tree_with_segments(tmp_path)
-    meta = json.loads((tmp_path / "meta.json").read_text())
-    dropped = meta["segments"].pop()  # as if meta.json lost an entry
-    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    meta = read_meta(tmp_path)
+    assert meta is not None
+    dropped = meta.segments[-1]  # as if meta.json lost an entry
+    rewrite_meta(tmp_path, segments=meta.segments[:-1])
     before = snapshot(tmp_path)
     with pytest.raises(CorruptMeta) as err:
         LsmTree(tmp_path, opts())
     assert f"seg-{dropped:08d}.sst" in str(err.value)
     assert snapshot(tmp_path) == before
+
+
+# --- issue 23 item 1: a replaced manifest is refused, never "repaired" by deleting segments ---
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{}",
+        '{"version": 1}',
+        '{"version": 2}',
+        '{"segments": [], "next_id": 0}',
+        '{"version": 1, "segments": [], "next_id": 0, "min_wal": 0}',
+    ],
+)
+def test_meta_replaced_by_other_json_is_refused_and_nothing_is_deleted(tmp_path: Path, text: str) -> None:
+    """Before the manifest had a checksum, ``{}`` made open delete every segment as a
+    crashed flush's leftover (ids >= next_id 0) and the tree opened empty."""
+    expected = tree_with_segments(tmp_path)
+    original = (tmp_path / "meta.json").read_bytes()
+    (tmp_path / "meta.json").write_text(text)
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptMeta) as err:
+        LsmTree(tmp_path, opts())
+    assert err.value.path == tmp_path / "meta.json" and "meta.json" in str(err.value)
+    assert snapshot(tmp_path) == before
+    (tmp_path / "meta.json").write_bytes(original)  # the tree's own manifest again
+    t = LsmTree(tmp_path, opts())
+    assert dict(t.iter()) == expected  # every entry is still there
+    t.close()
+
+
+def test_meta_edited_without_its_checksum_is_refused(tmp_path: Path) -> None:
+    tree_with_segments(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["segments"] = meta["segments"][:1]
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptMeta, match="checksum"):
+        LsmTree(tmp_path, opts())
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("next_id", [0, 1])
+def test_valid_meta_listing_fewer_segments_deletes_nothing(tmp_path: Path, next_id: int) -> None:
+    """A checksummed manifest that lists fewer segments and a lower ``next_id`` (an older
+    manifest of the same tree, or a forged one): the unlisted segments used to count as
+    "uncommitted" (id >= next_id) and were deleted. Now an unlisted ``seg-*.sst`` is only
+    ever deleted if the manifest names it as a committed merge's source."""
+    tree_with_segments(tmp_path)
+    rewrite_meta(tmp_path, segments=[], next_id=next_id, logs={}, min_wal=0)
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptMeta) as err:
+        LsmTree(tmp_path, opts())
+    assert err.value.path == tmp_path / "meta.json" and "seg-00000000.sst" in str(err.value)
+    assert snapshot(tmp_path) == before
+
+
+def test_engine_reopen_refuses_a_replaced_meta(tmp_path: Path) -> None:
+    """Through the engine (what the ``reopen`` phase does): ``{}`` in one tree's
+    manifest is refused naming that file, and every segment is still there."""
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, 1)
+
+    async def build() -> None:
+        async with opened(LsmEngine(cfg), True) as e:
+            await e.insert(create_many(1, 300, 1), [])
+            await e.stabilize()
+
+    async def reopen() -> None:
+        async with opened(LsmEngine(cfg), False) as e:
+            await e.count()
+
+    anyio.run(build)
+    tree = cfg.data_dir / TREE_NAMES[0]
+    (tree / "meta.json").write_text("{}")
+    before = snapshot(tree)
+    assert any(name.startswith("seg-") for name in before)
+    raised: list[BaseException] = []
+    try:
+        anyio.run(reopen)
+    except* CorruptMeta as group:
+        raised += group.exceptions
+    assert [e.path for e in raised] == [tree / "meta.json"]  # type: ignore[attr-defined]
+    assert snapshot(tree) == before
 
 
 def test_listed_segment_that_is_gone_is_refused(tmp_path: Path) -> None:
@@ -116,10 +213,13 @@ def test_listed_segment_that_is_gone_is_refused(tmp_path: Path) -> None:
 
 
 def test_orphan_of_a_crashed_flush_is_deleted(tmp_path: Path) -> None:
+    """A crashed flush or merge leaves its output as ``seg-N.sst.tmp`` (never renamed
+    before the manifest lists it): unlisted, it is deleted."""
     expected = tree_with_segments(tmp_path)
-    meta = json.loads((tmp_path / "meta.json").read_text())
-    orphan = tmp_path / f"seg-{meta['next_id']:08d}.sst"
-    shutil.copy(sorted(tmp_path.glob("seg-*.sst"))[0], orphan)  # renamed, never listed
+    meta = read_meta(tmp_path)
+    assert meta is not None
+    orphan = tmp_path / f"seg-{meta.next_id:08d}.sst.tmp"
+    shutil.copy(sorted(tmp_path.glob("seg-*.sst"))[0], orphan)  # complete, never listed
     (tmp_path / "seg-00000099.sst.tmp").write_bytes(b"half a segment")
     t = LsmTree(tmp_path, opts())
     assert not orphan.exists() and not list(tmp_path.glob("*.tmp"))
@@ -127,9 +227,30 @@ def test_orphan_of_a_crashed_flush_is_deleted(tmp_path: Path) -> None:
     t.close()
 
 
+def test_crash_between_the_commit_and_the_rename_keeps_the_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest lists the new segment, the process dies before ``seg-N.sst.tmp`` is
+    renamed: open completes the rename (the manifest proves it committed)."""
+    t = LsmTree(tmp_path, opts())
+    for i in range(50):
+        t.upsert(b"k%03d" % i, b"v%d" % i)
+    monkeypatch.setattr(SegmentWriter, "publish", lambda self: None)
+    t.flush_all()
+    monkeypatch.undo()
+    listed = read_meta(tmp_path).segments  # type: ignore[union-attr]
+    assert len(listed) == 1 and (tmp_path / f"seg-{listed[0]:08d}.sst.tmp").exists()
+    for log in t.wal.files.values():  # killed
+        log.close()
+    t2 = LsmTree(tmp_path, opts())
+    assert (tmp_path / f"seg-{listed[0]:08d}.sst").exists() and not list(tmp_path.glob("*.tmp"))
+    assert dict(t2.iter()) == {b"k%03d" % i: b"v%d" % i for i in range(50)}
+    t2.close()
+
+
 def test_crash_while_a_merge_is_writing_and_a_flush_commits(tmp_path: Path) -> None:
-    """The merge's output id is below the ``next_id`` the flush saved; it is still a
-    provable orphan (meta.json records the ids being written)."""
+    """The merge's output is still a ``.tmp`` when a flush commits and the process dies:
+    it is a provable orphan by its name."""
     t = LsmTree(tmp_path, opts())
     for layer in range(2):
         for i in range(layer, 60, 2):
@@ -137,17 +258,17 @@ def test_crash_while_a_merge_is_writing_and_a_flush_commits(tmp_path: Path) -> N
         t.flush_all()
     merge = t.merge_job()
     assert merge is not None
-    for step in merge:  # write the merged segment and rename it into place ...
+    for step in merge:  # write the merged segment ...
         if step is not None:
             step()
             break
-    merged = sorted(tmp_path.glob("seg-*.sst"))[-1]
+    merged = sorted(tmp_path.glob("seg-*.sst.tmp"))
+    assert merged
     t.upsert(b"late", b"x")
     t.flush_all()  # ... a flush commits meanwhile, then the process dies
     expected = {**{b"%03d" % i: b"v%d" % (i % 2) for i in range(60)}, b"late": b"x"}
-    assert json.loads((tmp_path / "meta.json").read_text())["next_id"] > int(merged.name[4:12])
     t2 = LsmTree(tmp_path, opts())
-    assert not merged.exists()
+    assert not any(p.exists() for p in merged)
     assert dict(t2.iter()) == expected
     t2.close()
 
@@ -413,14 +534,17 @@ def test_a_tree_knows_whether_its_last_session_closed_cleanly(tmp_path: Path) ->
     assert not LsmTree(tmp_path, opts()).last_close_was_clean
 
 
-def test_a_store_with_the_older_meta_format_opens(tmp_path: Path) -> None:
-    expected = tree_with_segments(tmp_path)
+def test_a_store_with_the_older_meta_format_is_refused(tmp_path: Path) -> None:
+    """Format 1 manifests had no checksum: nothing in them can be trusted to delete by,
+    so they are refused with a message that says why, and nothing is changed."""
+    tree_with_segments(tmp_path)
     meta = json.loads((tmp_path / "meta.json").read_text())
-    old = {k: meta[k] for k in ("version", "segments", "min_wal", "next_id")}
+    old = {"version": 1, "segments": meta["segments"], "min_wal": meta["min_wal"], "next_id": meta["next_id"]}
     (tmp_path / "meta.json").write_text(json.dumps(old))
-    t = LsmTree(tmp_path, opts())
-    assert not t.last_close_was_clean and dict(t.iter()) == expected
-    t.close()
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptMeta, match="format version 1"):
+        LsmTree(tmp_path, opts())
+    assert snapshot(tmp_path) == before
 
 
 def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.merging_iterator import compact, merge
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int = 4) -> SegmentReader:
@@ -242,15 +244,23 @@ def test_mixed_width_blocks(tmp_path: Path) -> None:
     ],
 )
 def test_index_of_any_first_key_widths_reads_the_same(tmp_path: Path, widths: list[int]) -> None:
-    """The fixed-width fast path and the general loop read the same index: every block's
-    first key, offset, length and checksum, and every lookup."""
+    """The fixed-width index (one column of W-byte keys) and the mixed-width one (key end
+    offsets, then the keys) give every block's first key, offset, length and checksum,
+    and every lookup."""
     items = [((b"%03d" % i).ljust(w, b"-"), b"v%d" % i) for i, w in enumerate(widths)]
     seg = write_segment(tmp_path / "s.sst", items, step=1)  # one entry a block: its first key
+    check_index(seg, items)
+    # a first key ending in a zero byte cannot be stored zero-padded: offsets instead
+    items = [(k + b"\0" if i == 5 else k, v) for i, (k, v) in enumerate(items)]
+    seg = write_segment(tmp_path / "z.sst", items, step=1)
+    check_index(seg, items)
+
+
+def check_index(seg: SegmentReader, items: list[tuple[bytes, bytes]]) -> None:
     assert seg.first_keys == [k for k, _ in items]
-    fast = (seg.first_keys, list(seg.offsets), list(seg.lengths), list(seg.crcs))
-    seg._read_fixed_width_index = lambda index, nblocks: 0  # type: ignore[method-assign]
-    seg._read_index(seg.size)  # the general loop alone
-    assert (seg.first_keys, list(seg.offsets), list(seg.lengths), list(seg.crcs)) == fast
+    assert len(seg.offsets) == len(seg.lengths) == len(seg.crcs) == len(items)
+    assert list(seg.offsets) == sorted(seg.offsets) and seg.offsets[0] == 16  # after the header
+    assert all(seg.read_block(i) for i in range(len(items)))  # every crc matches its block
     assert seg.last_key == items[-1][0]
     for k, v in items:
         assert seg.get(k) == v
@@ -339,3 +349,27 @@ def test_a_reader_is_freed_as_soon_as_its_last_user_lets_go(tmp_path: Path) -> N
         assert ref() is None
     finally:
         gc.enable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.binary(min_size=1, max_size=6), st.one_of(st.none(), st.binary(max_size=5))),
+        max_size=80,
+    ),
+    st.integers(1, 9),
+    st.sampled_from(["mixed", "fixed", "keys-only"]),
+)
+def test_encode_many_is_encode_per_block(
+    entries: list[tuple[bytes, bytes | None]], step: int, shape: str
+) -> None:
+    """The bulk encoder (flushes, merges) writes exactly the blocks ``encode`` writes."""
+    data = dict(entries)
+    keys = sorted(data)
+    if shape != "mixed":
+        keys = sorted({k.ljust(6, b"_") for k in keys})
+    values = [data.get(k.rstrip(b"_"), b"v") for k in keys]
+    if shape == "keys-only":
+        values = [b""] * len(keys)
+    expected = [block.encode(keys[i : i + step], values[i : i + step]) for i in range(0, len(keys), step)]
+    assert block.encode_many(keys, values, step) == expected

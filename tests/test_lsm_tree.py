@@ -6,6 +6,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import pytest
+from asyncbench.engines.lsm.errors import CorruptMeta
 from asyncbench.engines.lsm.memtable import Memtable
 from asyncbench.engines.lsm.merging_iterator import Cursor, merge
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions, prefix_end
@@ -126,13 +127,17 @@ def test_flush_retires_wal_and_orphans_are_removed(tmp_path: Path) -> None:
     t.flush_all()
     assert sorted(p.name for p in tmp_path.glob("wal-*.log")) == [f"wal-{t.wal.seq:08d}.log"]
     t.close()
-    (tmp_path / "seg-00000099.sst").write_bytes(b"junk")
-    (tmp_path / "seg-00000100.sst.tmp").write_bytes(b"junk")
+    (tmp_path / "seg-00000100.sst.tmp").write_bytes(b"junk")  # a crashed flush's output
     t = LsmTree(tmp_path, opts())
-    assert not (tmp_path / "seg-00000099.sst").exists()
     assert not list(tmp_path.glob("*.tmp"))
     assert t.count() == 120
     t.close()
+    # An unlisted ``seg-*.sst`` is no crash's leftover (segments are renamed into place
+    # only once listed): refused and kept, whatever its id.
+    (tmp_path / "seg-00000099.sst").write_bytes(b"junk")
+    with pytest.raises(CorruptMeta, match="seg-00000099.sst"):
+        LsmTree(tmp_path, opts())
+    assert (tmp_path / "seg-00000099.sst").read_bytes() == b"junk"
 
 
 @pytest.mark.parametrize("mode", ["async-compressed", "sync"])
@@ -335,13 +340,21 @@ TreeModel.TestCase.settings = settings(
 test_tree_matches_model = TreeModel.TestCase
 
 
-def test_flushes_and_merges_write_the_bytes_the_format_always_had(tmp_path: Path) -> None:
-    """Pinned: the hash is of what the engine wrote before its modules were split
-    (flushes, decoded merges with tombstones, and block-copying merges), so a change
-    of the on-disk format or of the merge's block layout cannot go unnoticed."""
+def test_flushes_and_merges_write_the_bytes_the_format_always_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pinned: the data blocks' hash is of what the engine wrote before its modules were
+    split (flushes, decoded merges with tombstones, and block-copying merges), the whole
+    file's of segment format 2 (the columnar index), so a change of the on-disk format or
+    of the merge's block layout cannot go unnoticed. Merged into one segment as the full
+    bottom merge did (MAX_SEGMENTS = 1), so the bytes are the same as then."""
     import hashlib
     import random
+    import struct
 
+    from asyncbench.engines.lsm import tree as tree_mod
+
+    monkeypatch.setattr(tree_mod, "MAX_SEGMENTS", 1)
     t = LsmTree(
         tmp_path, TreeOptions(wal_mode="none", mutable_segment_max_item_count=700, sparse_array_step=8)
     )
@@ -359,6 +372,10 @@ def test_flushes_and_merges_write_the_bytes_the_format_always_had(tmp_path: Path
     t.flush_all()
     t.merge_all()
     (seg,) = tmp_path.glob("seg-*.sst")
-    digest = hashlib.sha256(seg.read_bytes()).hexdigest()
-    assert digest == "7d78ed41289a40c1b90a68ba3e6e4de798a8fa66803a3376f65506e52f9c3215"
+    data = seg.read_bytes()
+    (index_offset,) = struct.unpack_from("<Q", data, len(data) - 52)
+    blocks = hashlib.sha256(data[16:index_offset]).hexdigest()
+    assert blocks == "c841af993ae8338ce45b83e2b02e4cc311291c9b6a6e4e40df533d87b531add8"  # as in format 1
+    digest = hashlib.sha256(data).hexdigest()
+    assert digest == "0d0098e9ce367751b322143bb190b9b878f6673e7e0b5951962ad385200c0023"
     t.close()

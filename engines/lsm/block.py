@@ -29,6 +29,7 @@ __all__ = [
     "decode",
     "decode_keys",
     "encode",
+    "encode_many",
     "last_key",
     "shape",
     "shape_at",
@@ -95,6 +96,28 @@ def encode(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
         head = _HEADER.pack(n, 0) + _u32s(2 * n).pack(*accumulate(map(len, keys)), *vends)
     flags = bytes([v is None for v in values])
     return b"".join((head, flags, *keys, *vals))
+
+
+def encode_many(keys: list[bytes], values: list[bytes | None], step: int) -> list[bytes]:
+    """``[encode(keys[i:i+step], values[i:i+step]) for i in range(0, len(keys), step)]``,
+    byte for byte. A run of one key width with only empty values (the index trees: most
+    of what a stabilization writes) shares one block header, so a block is one ``join``
+    of that header and its keys: about twice as fast as encoding it. Other runs go
+    block by block through :func:`encode` (bulk variants measured no faster there: the
+    values' memory traffic dominates)."""
+    n = len(keys)
+    width = len(keys[0]) if n else 0
+    if n < step or not 0 < width < 0x10000 or None in values or any(values) or len(set(map(len, keys))) != 1:
+        return [encode(keys[i : i + step], values[i : i + step]) for i in range(0, n, step)]
+    out: list[bytes] = []
+    append, join = out.append, b"".join
+    full = _HEADER.pack(step, width) + bytes(5 * step)  # n, width, value ends 0, flags 0
+    for a in range(0, n - n % step, step):
+        append(join((full, *keys[a : a + step])))
+    if n % step:
+        m = n % step
+        append(join((_HEADER.pack(m, width), bytes(5 * m), *keys[n - m :])))
+    return out
 
 
 def decode_keys(buf: Any, off: int = 0, shp: Shape | None = None) -> Decoded:

@@ -3,8 +3,10 @@
 Open never repairs damage away: it raises one of these, naming the file and (where one
 applies) the byte offset, and leaves every file as it found it, so the user decides what
 to do. The only things open drops on its own are the ones it can prove were never
-committed: a torn last log frame after an unclean stop, ``*.tmp`` files, and segments a
-crashed flush or merge wrote but never listed (see ``meta.py`` and ``wal.py``).
+committed or are no longer needed: a torn last log frame after an unclean stop, unlisted
+``seg-*.sst.tmp`` and ``meta.json.tmp`` files (a segment is renamed into place only
+after the checksummed manifest lists it), and merge sources that manifest names as
+obsolete (see ``meta.py`` and ``wal.py``). An unlisted ``seg-*.sst`` is refused.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Background work of a set of trees on the anyio event loop.
 
 Per tree three loops run in the engine's task group: the flusher (frozen memtables ->
-segments), the merger (full bottom merge when more than one segment exists) and the
+segments), the merger (whatever ``LsmTree.pick_merge`` says is due) and the
 log writer (queued WAL records -> compressed frames). Jobs are cooperative generators
 (see ``tree.py``): a checkpoint between slices lets foreground batches run, and fsync /
 compression / file writes go to worker threads. A clock task ages the block caches
@@ -176,14 +176,22 @@ class Maintainer:
             await anyio.sleep(0.001)
 
     async def wait_idle(self) -> None:
-        """Flush every memtable and wait until no flush, merge or log write is pending."""
+        """Flush every memtable, merge each tree's segments into one (the read-optimal
+        shape, as the RocksDB adapter's full-range compaction; background merges between
+        stabilizations follow the size-ratio policy) and wait until no flush, merge or
+        log write is pending."""
         for t in self.trees:
+            t.compact_requested = True
             t.freeze()
             if t.on_work is not None:
                 t.on_work()
-        while self.pending_work():
-            self.check()
-            await anyio.sleep(0.001)
+        try:
+            while self.pending_work():
+                self.check()
+                await anyio.sleep(0.001)
+        finally:
+            for t in self.trees:
+                t.compact_requested = False
         self.check()
 
     def stop(self) -> None:

@@ -2,16 +2,26 @@
 
 File layout (all integers little-endian)::
 
-    header   16 B   b"LSMSEG01" | u32 format version (1) | u32 sparse step
+    header   16 B   b"LSMSEG01" | u32 format version (2) | u32 sparse step
     blocks          one block (see ``block.py``) per ``sparse step`` entries, in key order
-    index           per block: u32 first-key length | first key | u64 offset | u32 length
-                      | u32 crc32(block); then u32 last-key length | last key
+    index           u32 first-key width W | u32 kind; then the first keys:
+                    kind 1 (fixed):  n x W bytes, every block's first key
+                    kind 2 (padded): n x W bytes, each key right-padded with zero bytes
+                                     (used when widths differ and no first key ends in 0)
+                    kind 0 (mixed):  n x u32 first-key end offsets | the keys, concatenated
+                    n x u64 block offsets | n x u32 block lengths | n x u32 crc32(block)
+                    u32 last-key length | last key
     footer   52 B   u64 index offset | u64 index length | u64 entries | u64 live entries
-                      | u32 blocks | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
+                      | u32 blocks (n) | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
 
 The index is the reader's sparse in-memory array: the first key of every block plus
-where the block is and its checksum. Why ``*.tmp`` then rename: a file named
-``seg-*.sst`` is always complete, so open never has to guess about a half-written one.
+where the block is and its checksum. Why columns of fixed width (format 2; format 1 had
+one variable-length record per block): the reader loads the index in one read and turns
+each column into an ``array`` with one ``frombytes`` and the first keys into a list with
+one C-level ``struct`` unpack (and, padded, one ``map(bytes.rstrip)``), instead of
+unpacking entries in Python (reopen at 2M profiles, 625_000
+blocks over five trees, went from 0.66 s). Why ``*.tmp`` then rename: a file named
+``seg-*.sst`` is always complete and, in a tree, committed (see ``meta.py``).
 """
 
 from __future__ import annotations
@@ -33,19 +43,25 @@ __all__ = [
     "FOOTER_MAGIC",
     "FOOTER_SIZE",
     "HEADER",
-    "INDEX_ENTRY",
+    "KEYS_FIXED",
+    "KEYS_MIXED",
+    "KEYS_PADDED",
     "MAGIC",
+    "VERSION",
     "SegmentWriter",
+    "encode_index",
 ]
 
 MAGIC = b"LSMSEG01"
 FOOTER_MAGIC = b"LSMFOOT1"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<8sII")
 FOOTER = struct.Struct("<QQQQII")
 FOOTER_SIZE = FOOTER.size + 4 + 8
-INDEX_ENTRY = struct.Struct("<QII")
 _U32 = struct.Struct("<I")
+_U32X2 = struct.Struct("<II")
+#: How an index stores its first keys (see the module doc).
+KEYS_MIXED, KEYS_FIXED, KEYS_PADDED = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +76,20 @@ class BlockRun:
     last_key: bytes
     entries: int
     live: int
+
+
+def encode_index(firsts: list[bytes], offsets: array, lengths: array, crcs: array, last: bytes) -> bytes:
+    """The index region (layout in the module doc)."""
+    width = max(map(len, firsts), default=0)
+    if width and min(map(len, firsts)) == width:
+        keys = [_U32X2.pack(width, KEYS_FIXED), *firsts]
+    elif width and all(firsts) and not any(k[-1] == 0 for k in firsts):
+        keys = [_U32X2.pack(width, KEYS_PADDED), *(k.ljust(width, b"\0") for k in firsts)]
+    else:
+        ends = array("I", accumulate(map(len, firsts)))
+        keys = [_U32X2.pack(0, KEYS_MIXED), ends.tobytes(), *firsts]
+    assert offsets.itemsize == 8 and lengths.itemsize == crcs.itemsize == 4
+    return b"".join([*keys, offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), _U32.pack(len(last)), last])
 
 
 class SegmentWriter:
@@ -96,8 +126,7 @@ class SegmentWriter:
         if len(self._keys) >= step:
             ks, vs = self._keys, self._vals
             full = len(ks) - len(ks) % step
-            for i in range(0, full, step):
-                self._emit(ks[i : i + step], vs[i : i + step])
+            self._emit_many(ks[:full], vs[:full])
             self._keys = ks[full:]
             self._vals = vs[full:]
 
@@ -132,20 +161,31 @@ class SegmentWriter:
         self.entries += len(keys)
         self.live += len(keys) - values.count(None)
 
-    def finish(self) -> None:
-        """Write index and footer, fsync and rename into place."""
+    def _emit_many(self, keys: list[bytes], values: list[bytes | None]) -> None:
+        """Whole blocks of ``step`` entries: encoded together, indexed in C-level passes."""
+        step = self.step
+        raws = block.encode_many(keys, values, step)
+        lengths = list(map(len, raws))
+        self._firsts += keys[::step]
+        self._offsets.extend(accumulate(lengths[:-1], initial=self._pos))
+        self._lengths.extend(lengths)
+        self._crcs.extend(map(zlib.crc32, raws))
+        data = b"".join(raws)
+        self._f.write(data)
+        self._pos += len(data)
+        self.entries += len(keys)
+        self.live += len(keys) - values.count(None)
+
+    def finish(self, publish: bool = True) -> None:
+        """Write index and footer, fsync, and (``publish``) rename into place. A tree
+        passes ``publish=False`` and calls :meth:`publish` only after the manifest that
+        lists the segment is on disk, so an unlisted ``seg-*.sst`` is never a crash's
+        leftover (see ``meta.py``)."""
         if self._keys:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
         last = self._last or b""
-        pack_len, pack_entry = _U32.pack, INDEX_ENTRY.pack
-        parts = [
-            pack_len(len(first)) + first + pack_entry(off, length, crc)
-            for first, off, length, crc in zip(
-                self._firsts, self._offsets, self._lengths, self._crcs, strict=True
-            )
-        ]
-        index = b"".join(parts) + pack_len(len(last)) + last
+        index = encode_index(self._firsts, self._offsets, self._lengths, self._crcs, last)
         footer = FOOTER.pack(
             self._pos, len(index), self.entries, self.live, len(self._firsts), zlib.crc32(index)
         )
@@ -154,6 +194,12 @@ class SegmentWriter:
         self._f.flush()
         os.fsync(self._f.fileno())
         self._f.close()
+        if publish:
+            self.publish()
+
+    def publish(self) -> None:
+        """Rename the finished ``.tmp`` file to its name (not yet durable: the next
+        directory fsync makes it so, and open completes the rename of a listed ``.tmp``)."""
         os.replace(self.tmp, self.path)
         self._finished = True
 

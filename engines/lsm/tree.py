@@ -10,25 +10,31 @@ step and yield either ``None`` (a cooperative checkpoint) or a callable to run i
 worker thread (fsync). ``run_job`` drives one synchronously (tests, close); the async
 maintainer drives them on the event loop, so the same code serves both.
 
-Merge policy: a full bottom merge whenever more than one disk segment exists; it merges
-every segment into one, so shadowed values and tombstones are dropped safely (nothing
-older remains below). Flushes add segments in front while a merge runs; the merge then
-replaces only the segments it read.
+Merge policy (``pick_merge``): size-ratio tiering. The newest segments merge into one
+when the next older segment is no bigger than them together (``MERGE_RATIO``), so sizes
+grow geometrically, a tree holds O(log n) segments and an entry is rewritten O(log n)
+times (the full bottom merge after every flush this replaced rewrote the whole tree each
+time: O(n^2/m) work). Tombstones are dropped only by a merge that includes the oldest
+segment. Flushes add segments in front while a merge runs; the merge then replaces only
+the segments it read, in place.
 
 Directory: ``meta.json`` (the manifest, see ``meta.py``) lists the live segments newest
 first, the logs still needed and whether the last session closed cleanly; ``seg-*.sst``
 are segments, ``wal-*.log`` logs. Open checks everything before it changes anything: a
 missing or unreadable manifest next to segments, a listed file that is gone, a segment
 the manifest cannot account for, or log damage that is not a torn tail raise a
-``CorruptStore`` error naming the file. Only then does it delete what is provably
-garbage: segments of a crashed flush or merge, sources of a committed merge, logs already
-in segments, ``*.tmp`` files.
+``CorruptStore`` error naming the file. Only then does it finish what is provably
+committed (a listed segment still named ``.tmp``: renamed) and delete what is provably
+garbage: unlisted ``seg-*.sst.tmp`` files of a crashed flush or merge, the sources of a
+committed merge the manifest names as obsolete, logs already in segments. A
+``seg-*.sst`` the manifest does not list is never deleted (see ``meta.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +47,17 @@ from .segment_writer import SegmentWriter
 from .wal import MAGIC as WAL_MAGIC
 from .wal import MODES, WriteAheadLog, replay_file, wal_path
 
-__all__ = ["JOB_SLICE", "Job", "LsmTree", "TreeOptions", "prefix_end"]
+__all__ = ["JOB_SLICE", "MAX_SEGMENTS", "MERGE_RATIO", "Job", "LsmTree", "TreeOptions", "prefix_end"]
 
 Job = Generator["Callable[[], Any] | None", None, None]
 _MISS = object()
 #: Entries a job handles between two cooperative checkpoints.
 JOB_SLICE = 4096
+#: The merge policy (``LsmTree.pick_merge``): a segment joins the merge of the newer
+#: ones when it holds at most this many times their entries.
+MERGE_RATIO = 1.0
+#: Segments a tree keeps at most once its merges are done (lookups consult each).
+MAX_SEGMENTS = 8
 
 
 @dataclass(frozen=True)
@@ -118,9 +129,10 @@ class LsmTree:
         self.closed = False
         self.segments: list[SegmentReader] = []
         self.frozen: list[Memtable] = []  # newest first
-        #: Segment ids flush/merge jobs are writing; merged-away ids whose files remain.
-        self._writing: set[int] = set()
+        #: Merged-away segment ids whose files may remain (recorded in the manifest).
         self._obsolete: set[int] = set()
+        #: Set by a stabilization: merge every segment into one (``pick_merge``).
+        self.compact_requested = False
         #: The manifest as last written and fsynced by this object.
         self._saved_meta: Meta | None = None
         #: The only segment's lookup while exactly one exists (``_segments_changed``).
@@ -141,7 +153,7 @@ class LsmTree:
     # --- open / recovery ----------------------------------------------------------------
     def _open(self, create_if_missing: bool) -> None:
         """Check everything first, then delete what is provably garbage, then write."""
-        seg_ids, log_seqs, temps = self._list_files()
+        seg_ids, seg_tmps, log_seqs, meta_tmp = self._list_files()
         meta = read_meta(self.dir)
         if meta is None:
             if seg_ids:
@@ -156,64 +168,83 @@ class LsmTree:
             meta = Meta()
         self.last_close_was_clean = meta.clean_close
         listed = set(meta.segments)
+        # A listed segment whose rename did not happen before a crash is its ``.tmp``:
+        # complete and fsynced before the manifest that lists it was saved.
+        unpublished = {i for i in meta.segments if i not in seg_ids and i in seg_tmps}
         for seg_id in meta.segments:
-            if seg_id not in seg_ids:
+            if seg_id not in seg_ids and seg_id not in unpublished:
                 raise MissingStore(self._seg_path(seg_id), None, f"listed in {META} but gone")
         strays = seg_ids - listed
-        unexplained = sorted(i for i in strays if not meta.is_uncommitted(i))
+        unexplained = sorted(strays - set(meta.obsolete))
         if unexplained:
             names = ", ".join(self._seg_path(i).name for i in unexplained)
             raise CorruptMeta(
                 self.dir / META,
                 None,
-                f"does not list {names}, and they are no leftovers of a crashed flush or merge "
-                "(ids below next_id, not being written, not merged away); nothing was deleted",
+                f"does not list {names}: no crash leaves an unlisted segment (segments are "
+                "renamed into place only after the manifest lists them), so either the "
+                "manifest is not this tree's or the files were put there; nothing was deleted",
             )
         for seq in meta.logs:
             if seq >= meta.min_wal and seq not in log_seqs:
                 raise MissingStore(wal_path(self.dir, seq), None, f"listed in {META} but gone")
         self._min_wal = meta.min_wal
-        self.segments = [self._open_segment(i) for i in meta.segments]
-        self._segments_changed()
+        self.segments = [
+            self._open_segment(i, seg_tmps[i] if i in unpublished else None) for i in meta.segments
+        ]
         live_logs = sorted(s for s in log_seqs if s >= meta.min_wal)
         self._recover_wal(live_logs, meta)
-        # Everything checked: drop what is provably garbage, then record the open session.
-        for p in temps:
-            p.unlink(missing_ok=True)
+        # Everything checked: finish committed renames, drop what is provably garbage
+        # (unlisted ``.tmp`` files; merge sources the manifest names as obsolete; logs
+        # below ``min_wal``), then record the open session.
+        for seg in self.segments:
+            if seg.id in unpublished:
+                seg_tmps[seg.id].replace(self._seg_path(seg.id))
+                seg.renamed(self._seg_path(seg.id))
+        for seg_id, p in seg_tmps.items():
+            if seg_id not in unpublished:
+                p.unlink(missing_ok=True)
+        if meta_tmp is not None:
+            meta_tmp.unlink(missing_ok=True)
         for seg_id in strays:
             self._seg_path(seg_id).unlink(missing_ok=True)
         for seq in log_seqs:
             if seq < meta.min_wal:
                 wal_path(self.dir, seq).unlink(missing_ok=True)
-        self._next_id = max([meta.next_id, *(i + 1 for i in seg_ids)])
+        self._segments_changed()
+        self._next_id = max([meta.next_id, *(i + 1 for i in seg_ids | set(seg_tmps))])
         seq = max([self._min_wal - 1, *live_logs]) + 1
         self.wal = WriteAheadLog(self.dir, self.options.wal_mode, seq)
         self._log = self.wal.append
         self.mutable.wal_seqs.append(seq)
         self.save_meta()  # clean_close false from here until close
 
-    def _list_files(self) -> tuple[set[int], set[int], list[Path]]:
-        """Segment ids, log sequence numbers, and leftover temporary files."""
+    def _list_files(self) -> tuple[set[int], dict[int, Path], set[int], Path | None]:
+        """Segment ids, segment ``.tmp`` files by id, log sequence numbers, and a leftover
+        ``meta.json.tmp``: only names this engine writes."""
         seg_ids: set[int] = set()
+        seg_tmps: dict[int, Path] = {}
         log_seqs: set[int] = set()
-        temps: list[Path] = []
+        meta_tmp: Path | None = None
         for p in self.dir.iterdir():
             name = p.name
             if name.startswith("seg-") and name.endswith(".sst") and name[4:-4].isdigit():
                 seg_ids.add(int(name[4:-4]))
+            elif name.startswith("seg-") and name.endswith(".sst.tmp") and name[4:-8].isdigit():
+                seg_tmps[int(name[4:-8])] = p
             elif name.startswith("wal-") and name.endswith(".log") and name[4:-4].isdigit():
                 log_seqs.add(int(name[4:-4]))
-            elif name == META + ".tmp" or (name.startswith("seg-") and name.endswith(".sst.tmp")):
-                temps.append(p)
-        return seg_ids, log_seqs, temps
+            elif name == META + ".tmp":
+                meta_tmp = p
+        return seg_ids, seg_tmps, log_seqs, meta_tmp
 
     def _seg_path(self, seg_id: int) -> Path:
         return self.dir / f"seg-{seg_id:08d}.sst"
 
-    def _open_segment(self, seg_id: int) -> SegmentReader:
+    def _open_segment(self, seg_id: int, path: Path | None = None) -> SegmentReader:
         o = self.options
         return SegmentReader(
-            self._seg_path(seg_id),
+            path or self._seg_path(seg_id),
             seg_id,
             key_cache=o.key_cache_size,
             value_cache=o.value_cache_size,
@@ -379,9 +410,15 @@ class LsmTree:
         return self._flush(self.frozen[-1])
 
     def _flush(self, mt: Memtable) -> Job:
+        # The log that took over from this memtable's is new (its header unsynced): fsync
+        # it here, in a worker thread beside the flush's own work, so that a settle right
+        # after a stabilization has nothing left to make durable.
+        current = self.wal.current
+        if current is not None and current.dirty:
+            yield current.sync
         # Tombstones can go only if nothing older exists (no segment, no older memtable).
         drop = not self.segments and len(self.frozen) == 1
-        seg = None
+        seg = writer = None
         if mt.data and not (drop and list(mt.data.values()).count(None) == len(mt.data)):
             seg_id = self._new_id()
             writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
@@ -389,68 +426,108 @@ class LsmTree:
                 for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
                     writer.add(keys, values)  # type: ignore[arg-type]
                     yield None
-                yield writer.finish
+                yield partial(writer.finish, publish=False)
+                seg = self._open_segment(seg_id, writer.tmp)
             except BaseException:
                 writer.abort()
-                self._writing.discard(seg_id)
                 raise
-            seg = self._open_segment(seg_id)
         if self.closed:
+            if writer is not None:
+                writer.abort()
+            if seg is not None:
+                seg.close()
             return
         if seg is not None:
             self.segments.insert(0, seg)
             self._segments_changed()
-            self._writing.discard(seg.id)
         self.frozen.remove(mt)
         if mt.wal_seqs:
             self._min_wal = max(self._min_wal, max(mt.wal_seqs) + 1)
-        self.save_meta()
+        self.save_meta()  # the commit: lists the segment, still named ``.tmp``
+        if writer is not None and seg is not None:
+            writer.publish()
+            seg.renamed(writer.path)
         self.wal.retire(mt.wal_seqs)
         if self.on_work is not None:
             self.on_work()
 
+    def pick_merge(self) -> tuple[int, int] | None:
+        """The merge policy: which segments to merge next, as ``segments[start:stop]``,
+        or None.
+
+        Size-ratio ("binary counter") tiering: the newest segments are merged as one
+        group ``segments[0:j+1]`` for the largest j where every segment ``i <= j`` holds
+        at most ``MERGE_RATIO`` times the entries of all the segments newer than it. With
+        flushes of m entries this keeps segments of sizes m, 2m, 4m, ... (at most
+        log2(n/m) + 1 of them) and rewrites each entry about log2(n/m) times, where the
+        full bottom merge after every flush rewrote the whole tree each time (n/m times).
+        More than ``MAX_SEGMENTS`` segments (many tiny flushes) widens the group so that
+        lookups consult a bounded number of segments. While ``compact_requested`` (a
+        stabilization, see ``Maintainer.wait_idle``) every segment merges into one."""
+        sizes = [max(1, s.entries) for s in self.segments]
+        n = len(sizes)
+        if n < 2:
+            return None
+        if self.compact_requested:  # after the flushes, so that everything merges once
+            return None if self.frozen else (0, n)
+        j = 0
+        newer = sizes[0]
+        for i in range(1, n):
+            if sizes[i] > MERGE_RATIO * newer:
+                break
+            j = i
+            newer += sizes[i]
+        j = max(j, n - MAX_SEGMENTS)
+        return (0, j + 1) if j >= 1 else None
+
     def needs_merge(self) -> bool:
-        """Policy: a full bottom merge whenever more than one segment exists."""
-        return len(self.segments) > 1
+        return self.pick_merge() is not None
 
     def merge_job(self) -> Job | None:
-        if not self.needs_merge() or self.closed:
+        picked = None if self.closed else self.pick_merge()
+        if picked is None:
             return None
-        return self._merge(list(self.segments))
+        start, stop = picked
+        # Tombstones can be dropped only when the oldest segment takes part.
+        return self._merge(self.segments[start:stop], drop_tombstones=stop == len(self.segments))
 
-    def _merge(self, srcs: list[SegmentReader]) -> Job:
+    def _merge(self, srcs: list[SegmentReader], drop_tombstones: bool) -> Job:
         seg_id = self._new_id()
         writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
         try:
             cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
-            yield from compact(cursors, writer, drop_tombstones=True, slice_entries=JOB_SLICE)
-            yield writer.finish
+            yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
+            yield partial(writer.finish, publish=False)
+            merged = self._open_segment(seg_id, writer.tmp)
         except BaseException:
             writer.abort()
-            self._writing.discard(seg_id)
             raise
-        if self.closed:
-            return
-        merged = self._open_segment(seg_id)
-        # Only flushes add segments, always in front: the merged ones are the tail.
-        gone = set(map(id, srcs))
-        self.segments = [s for s in self.segments if id(s) not in gone] + ([merged] if merged.entries else [])
-        self._segments_changed()
-        self._writing.discard(seg_id)
-        dead = [*srcs, *([] if merged.entries else [merged])]
-        self._obsolete.update(s.id for s in dead)
-        self.save_meta()  # the commit; a crash before the deletes leaves provable garbage
-        if not merged.entries:
+        if self.closed or not merged.entries:
             merged.close()
-        for s in dead:  # (a source's mapping outlives its file for iterators still on it)
+            writer.abort()
+            if self.closed:
+                return
+        # Flushes only add segments in front and one merge runs at a time, so the
+        # sources are still one contiguous run: the result takes their place.
+        at = next(i for i, s in enumerate(self.segments) if s is srcs[0])
+        assert self.segments[at : at + len(srcs)] == srcs
+        self.segments[at : at + len(srcs)] = [merged] if merged.entries else []
+        self._segments_changed()
+        self._obsolete.update(s.id for s in srcs)
+        self.save_meta()  # the commit; a crash before the deletes leaves provable garbage
+        if merged.entries:
+            writer.publish()
+            merged.renamed(writer.path)
+        for s in srcs:  # (a source's mapping outlives its file for iterators still on it)
             s.path.unlink(missing_ok=True)
-        self._obsolete.difference_update(s.id for s in dead)
+        self._obsolete.difference_update(s.id for s in srcs)
+        if self.on_work is not None:
+            self.on_work()  # the result may itself be due for a merge
 
     def _new_id(self) -> int:
-        """A fresh segment id, recorded as being written until its job commits or aborts."""
+        """A fresh segment id (never reused)."""
         i = self._next_id
         self._next_id += 1
-        self._writing.add(i)
         return i
 
     @staticmethod
@@ -471,6 +548,14 @@ class LsmTree:
     def merge_all(self) -> None:
         while self.needs_merge():
             self.run_job(self.merge_job())
+
+    def compact_all(self) -> None:
+        """Merge every segment into one, synchronously (what a stabilization ends with)."""
+        self.compact_requested = True
+        try:
+            self.merge_all()
+        finally:
+            self.compact_requested = False
 
     def rotate_caches(self) -> None:
         for seg in self.segments:
@@ -493,7 +578,6 @@ class LsmTree:
             segments=[s.id for s in self.segments],
             next_id=self._next_id,
             min_wal=self._min_wal,
-            writing=sorted(self._writing),
             obsolete=sorted(self._obsolete),
             logs=logs,
             clean_close=clean_close,
