@@ -69,6 +69,16 @@ def test_floor_prints_one_row_per_engine_and_kind_with_positive_ratios(tmp_path,
     assert list(tmp_path.iterdir()) == []  # the temporary stores are gone
 
 
+def test_floor_a_only_times_a_alone(tmp_path, capsys) -> None:
+    """--a-only (for a profiler): A's loop only, so every ratio reads exactly 1."""
+    code = main(["floor", *SMALL, "--engine", "rocksdb", "--kinds", "read_by_id", "--a-only", "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    [row] = _tables(out)["rocksdb"]
+    assert row[0] == "read_by_id"
+    assert row[4] == row[5] == "1.000 (1.000–1.000)" and row[6] == "1.000"
+
+
 def test_floor_exits_1_when_b_disagrees_with_a(tmp_path, capsys, monkeypatch) -> None:
     honest = floor_engines.SqliteFloor.plain
 
