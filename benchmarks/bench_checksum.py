@@ -25,9 +25,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asyncbench.workloads.profile_store import kernels, profiles  # noqa: E402
 from asyncbench.workloads.profile_store import plan as plan_module  # noqa: E402

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+from asyncbench.engines import engine_class
+from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair
+from asyncbench.workloads.profile_store.generate import create_many
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from asyncbench.engines import engine_class  # noqa: E402
-from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair  # noqa: E402
-from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
-
-from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
+from asyncbench.engine import Engine, EngineConfig, opened
 
 SEED = 570123434
 

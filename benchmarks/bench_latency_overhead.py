@@ -12,9 +12,9 @@ in batches of ``--batch`` through a synchronous batch body, as the engines do:
   plus, per batch, ``PhaseLatency.add`` (O(1): keeps the list; converted after the phase);
 * ``on+stats``: the same, with ``PhaseLatency.add_with_stats`` per batch instead (int64
   conversion + the batch's exact p99/max now, as a live log line would need);
-* ``on (C)``, with ``--c-recorder``: the body marking through the prototype C recorder
-  (``latency_recorder_prototype.c``, compiled into a temporary directory with the
-  interpreter's own compiler settings): one C call per operation, no Python object.
+
+A compiled recorder (one C call per mark into an int64 buffer) was measured here too and
+dropped: see ``docs/results/latency-recording.md``.
 
 The histogram is built after each round, outside the timing, and checked to hold one
 value per operation. Interleaving is fine-grained: a round runs the phase's batches in
@@ -34,7 +34,7 @@ cache after the load), so every mode does the same work and the operations are a
 as they get: the worst case for a fixed per-operation cost. Puts use fresh keys per mode.
 
 Workloads (pluggable: a ``Workload`` is a name, a budget, a ``Bodies`` factory result --
-``off(batch)``, ``on(batch, marks)``, ``on_c(batch, recorder)`` -- whether the bodies run in
+``off(batch)``, ``on(batch, marks)`` -- whether the bodies run in
 a worker thread, and the operation stream):
 
 * ``rocksdb point read``: ``rocksdict`` ``get`` of 20-digit zero-padded keys from a
@@ -49,59 +49,44 @@ a worker thread, and the operation stream):
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_latency_overhead.py [--rounds 15] [--c-recorder] [--pin 0]
+    .venv/bin/python benchmarks/bench_latency_overhead.py [--rounds 15] [--pin 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import importlib.util
 import math
 import os
 import random
-import shlex
 import sqlite3
 import statistics
-import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio
 import anyio.to_thread
-import numpy as np
 import rocksdict
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.profiles import encode, primary_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from asyncbench.measure.latency import CLOCK, PhaseLatency  # noqa: E402
-
-try:  # the workload package's layout on main (workloads/profile_store/) and before it
-    from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
-    from asyncbench.workloads.profile_store.profiles import encode, primary_key
-except ImportError:
-    from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
-    from asyncbench.workloads.profile_store.profiles import encode, primary_key
+from asyncbench.measure.latency import CLOCK, PhaseLatency
 
 SEED = 570123434
-C_MODE = "on (C)"
 
 
 @dataclass
 class Bodies:
-    """The synchronous batch bodies of one workload: without recording, with the list
-    protocol, and with a C recorder (any object with a zero-argument ``mark``)."""
+    """The synchronous batch bodies of one workload: without recording and with the list
+    protocol."""
 
     off: Callable[[Sequence[Any]], object]
     on: Callable[[Sequence[Any], list[int]], object]
-    on_c: Callable[[Sequence[Any], Any], object]
     close: Callable[[], None] = field(default=lambda: None)
 
 
@@ -115,7 +100,7 @@ class Workload:
 
 
 # --- bodies ----------------------------------------------------------------------------------
-# Each factory writes its loop three times on purpose: an engine's loop is its hot path, and
+# Each factory writes its loop twice on purpose: an engine's loop is its hot path, and
 # a shared helper taking the per-op call as an argument would add a call per operation.
 
 
@@ -154,19 +139,8 @@ def rocksdb_reads(root: Path, keys: int) -> Bodies:
             marks.append(clock())
         return out
 
-    def on_c(uids: Sequence[int], recorder: Any) -> list[bytes]:
-        out = []
-        append = out.append
-        mark = recorder.mark
-        mark()
-        for uid in uids:
-            value = get(primary_key(uid))
-            if value is not None:
-                append(value)
-            mark()
-        return out
 
-    return Bodies(off, on, on_c, db.close)
+    return Bodies(off, on, db.close)
 
 
 def rocksdb_puts(root: Path) -> Bodies:
@@ -184,14 +158,8 @@ def rocksdb_puts(root: Path) -> Bodies:
             put(primary_key(p[0]), encode(p))
             marks.append(clock())
 
-    def on_c(profiles: Sequence[tuple], recorder: Any) -> None:
-        mark = recorder.mark
-        mark()
-        for p in profiles:
-            put(primary_key(p[0]), encode(p))
-            mark()
 
-    return Bodies(off, on, on_c, db.close)
+    return Bodies(off, on, db.close)
 
 
 def sqlite_reads(root: Path, keys: int) -> Bodies:
@@ -230,20 +198,8 @@ def sqlite_reads(root: Path, keys: int) -> Bodies:
             marks.append(clock())
         return out
 
-    def on_c(uids: Sequence[int], recorder: Any) -> list[tuple]:
-        execute = conn.cursor().execute
-        out = []
-        append = out.append
-        mark = recorder.mark
-        mark()
-        for uid in uids:
-            row = execute(sql, (uid,)).fetchone()
-            if row is not None:
-                append(row)
-            mark()
-        return out
 
-    return Bodies(off, on, on_c, conn.close)
+    return Bodies(off, on, conn.close)
 
 
 def dict_reads(keys: int) -> Bodies:
@@ -275,41 +231,8 @@ def dict_reads(keys: int) -> Bodies:
             marks.append(clock())
         return out
 
-    def on_c(uids: Sequence[int], recorder: Any) -> list:
-        out = []
-        append = out.append
-        mark = recorder.mark
-        mark()
-        for uid in uids:
-            p = get(uid)
-            if p is not None:
-                append(p)
-            mark()
-        return out
 
-    return Bodies(off, on, on_c)
-
-
-# --- the C prototype -----------------------------------------------------------------------------
-
-
-def build_c_recorder(directory: Path) -> ModuleType | None:
-    """Compile ``latency_recorder_prototype.c`` with the interpreter's compiler settings;
-    None (with the reason printed) when that fails."""
-    src = Path(__file__).resolve().parent / "latency_recorder_prototype.c"
-    out = directory / f"latency_recorder_prototype{sysconfig.get_config_var('EXT_SUFFIX')}"
-    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    cmd = [*cc, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(src), "-o", str(out)]
-    try:
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        print(f"C recorder not built ({' '.join(cmd)}): {getattr(exc, 'stderr', exc)}")
-        return None
-    spec = importlib.util.spec_from_file_location("latency_recorder_prototype", out)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return Bodies(off, on)
 
 
 # --- runner ------------------------------------------------------------------------------------
@@ -325,7 +248,6 @@ async def run_slice(
     chunks: Sequence[Sequence[Any]],
     mode: str,
     collector: PhaseLatency,
-    c_module: ModuleType | None,
 ) -> tuple[float, float]:
     """Wall and process-CPU seconds of ``chunks`` (consecutive batches) of ``w`` in ``mode``."""
     call = anyio.to_thread.run_sync if w.threaded else _direct
@@ -334,12 +256,6 @@ async def run_slice(
     if mode == "off":
         for chunk in chunks:
             await call(b.off, chunk)
-    elif mode == C_MODE:
-        assert c_module is not None
-        for chunk in chunks:
-            recorder = c_module.Recorder()
-            await call(b.on_c, chunk, recorder)
-            collector.add(np.frombuffer(recorder, dtype=np.int64))  # zero-copy, O(1)
     else:
         record = collector.add if mode == "on" else collector.add_with_stats
         for chunk in chunks:
@@ -363,7 +279,6 @@ async def run_round(
     modes: Sequence[str],
     batch: int,
     slice_batches: int,
-    c_module: ModuleType | None,
     samples: Samples | None,
 ) -> None:
     """One round: the phase's batches in slices of ``slice_batches``; every slice runs in every
@@ -377,9 +292,7 @@ async def run_round(
     for g, lo in enumerate(range(0, n_chunks, slice_batches)):
         k = (g + r) % len(order)
         for mode in order[k:] + order[:k]:
-            wall, cpu = await run_slice(
-                w, chunked[mode][lo : lo + slice_batches], mode, collectors[mode], c_module
-            )
+            wall, cpu = await run_slice(w, chunked[mode][lo : lo + slice_batches], mode, collectors[mode])
             totals[mode][0] += wall
             totals[mode][1] += cpu
             if samples is not None:
@@ -398,11 +311,10 @@ async def bench(
     batch: int,
     rounds: int,
     slice_batches: int,
-    c_module: ModuleType | None,
 ) -> Samples:
     samples = Samples({m: [] for m in modes}, {m: [] for m in modes})
     for r in range(rounds + 1):  # round 0 warms caches and is not kept
-        await run_round(w, r, modes, batch, slice_batches, c_module, samples if r else None)
+        await run_round(w, r, modes, batch, slice_batches, samples if r else None)
     return samples
 
 
@@ -457,8 +369,7 @@ async def amain(args: argparse.Namespace) -> None:
     rng = random.Random(1)
     tmp = tempfile.TemporaryDirectory(prefix="asyncbench-latency-overhead-")
     root = Path(tmp.name)
-    c_module = build_c_recorder(root) if args.c_recorder else None
-    modes = ["off", "on", "on+stats"] + ([C_MODE] if c_module is not None else [])
+    modes = ["off", "on", "on+stats"]
     wanted = set(args.only.split(",")) if args.only else None
     fixed_reads = [rng.randrange(1, args.keys + 1) for _ in range(args.reads)]
 
@@ -487,7 +398,7 @@ async def amain(args: argparse.Namespace) -> None:
     try:
         for w in workloads:
             t = time.perf_counter()
-            s = await bench(w, modes, args.batch, args.rounds, args.slice, c_module)
+            s = await bench(w, modes, args.batch, args.rounds, args.slice)
             rows.append((w, args.writes if w.name == "rocksdb put" else args.reads, s))
             print(f"  {w.name}: {time.perf_counter() - t:.1f} s")
     finally:
@@ -507,7 +418,6 @@ def main() -> None:
     ap.add_argument("--slice", type=int, default=4, help="batches per interleaved slice")
     ap.add_argument("--only", default="", help="comma list: rocksdb-read,rocksdb-put,sqlite-read,dict-get")
     ap.add_argument("--pin", type=int, default=None, help="pin the process (all threads) to this CPU")
-    ap.add_argument("--c-recorder", action="store_true", help="also measure the prototype C recorder")
     args = ap.parse_args()
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})

@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from asyncbench.result import EngineResult, RunResult  # noqa: E402
 

@@ -22,14 +22,10 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from _store import draw, load, new_engine  # noqa: E402
-
 from asyncbench.engine import opened  # noqa: E402
 from asyncbench.fmt import parse_count  # noqa: E402
 from asyncbench.run.signals import backend_options  # noqa: E402
+from asyncbench.tools.store import draw, load, new_engine  # noqa: E402
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
 

@@ -1,6 +1,6 @@
-"""Where A's time goes for one phase kind: ``benchmarks/floor.py --a-only`` under py-spy.
+"""Where A's time goes for one phase kind: ``python -m asyncbench floor --a-only`` under py-spy.
 
-Starts floor.py (A only, no B, no check), waits until its store is built, then attaches
+Starts the floor command (A only, no B, no check), waits until its store is built, then attaches
 ``py-spy record --idle --threads --nonblocking`` (every thread, idle ones included, the
 process never paused) for ``--seconds``, and prints per thread the share of wall-clock
 samples by leaf frame (file:line and the source line): the engine's batch body, the
@@ -8,7 +8,7 @@ worker waiting for its next batch, the event loop waiting for the worker (leaf
 ``Runner.run``: the loop is in C, i.e. in epoll), the checksum fold, the batch hook.
 Needs ``pip install py-spy`` and ptrace permission. Usage::
 
-    .venv/bin/python benchmarks/floor_profile.py --engine rocksdb --kind read_by_id --profiles 200k --pin 0
+    .venv/bin/python -m benchmarks.floor_profile --engine rocksdb --kind read_by_id --profiles 200k --pin 0
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ def main() -> None:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     floor = [
         sys.executable,
-        str(HERE / "floor.py"),
+        "-m",
+        "asyncbench",
+        "floor",
         "--a-only",
         "--engine",
         args.engine,
@@ -109,7 +111,7 @@ def main() -> None:
             stack, _, count = line.rpartition(" ")
             frames = stack.split(";")
             per_thread[frames[0]][frames[-1] if len(frames) > 1 else "(no Python frame)"] += int(count)
-    print(f"py-spy --idle, {args.rate} Hz, {args.seconds} s of: {' '.join(Path(a).name for a in floor[1:])}")
+    print(f"py-spy --idle, {args.rate} Hz, {args.seconds} s of: python {' '.join(floor[1:])}")
     for thread, counts in per_thread.items():
         total = sum(counts.values())
         if total < args.rate:  # RocksDB's own threads etc.: no Python frames worth showing

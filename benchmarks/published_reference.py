@@ -19,15 +19,13 @@ import tempfile
 from pathlib import Path
 
 import orjson
+from asyncbench.engines import HARNESS_FLOOR
+from asyncbench.workloads.profile_store.published import PUBLISHED_PATH, load_published
+
+from asyncbench.measure.correctness import reference_identity
+from asyncbench.result import RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from asyncbench.engines import HARNESS_FLOOR  # noqa: E402
-from asyncbench.workloads.profile_store.published import PUBLISHED_PATH, load_published  # noqa: E402
-
-from asyncbench.measure.correctness import reference_identity  # noqa: E402
-from asyncbench.result import RunResult  # noqa: E402
 
 NOTE = (
     "Checksums of the published reference reports' configurations (reference plan, default "

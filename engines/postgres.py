@@ -9,7 +9,7 @@ text column is ``COLLATE "C"``: strings compare byte by byte, which in UTF-8 is 
 order, like the byte-ordered engines and MySQL's binary collation, whatever locale the
 database was created with.
 
-Why asyncpg: ``benchmarks/bench_postgres_driver.py`` measured it against psycopg 3's async
+Why asyncpg: measured (``docs/results/drivers.md``) against psycopg 3's async
 connection, both with server-side prepared statements. On uvloop, per point SELECT,
 asyncpg took 78.8 µs wall / 30.9 µs client CPU and psycopg 98.3 / 59.1 µs (about half the
 client CPU); per 50-row index query 140.4 / 67.8 µs against 164.3 / 92.4 µs (25-40% less

@@ -335,7 +335,7 @@ class RocksDbEngine(Engine):
     # (as the lsm adapter does). rocksdict's ``get`` is a few microseconds that hold the
     # GIL nearly throughout: two threads doing gets on two cores reach 0.92-1.00x one
     # thread's rate, so a worker thread buys no concurrency, and its hop and GIL handoff
-    # cost 15-20% of a 1000-read batch (benchmarks/floor.py: A/B 1.21 through the thread,
+    # cost 15-20% of a 1000-read batch (asyncbench floor: A/B 1.21 through the thread,
     # 1.06 on the loop at 200_000 profiles). A batch blocks the loop for about 5 ms.
     async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
         out = self._store.read_by_id(uids, marks)

@@ -237,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         from asyncbench.cli.compare import compare_command
 
         return compare_command(argv[1:])
+    if argv[:1] == ["floor"]:
+        from asyncbench.tools import floor
+
+        return floor.main(argv[1:])
     args = build_parser().parse_args(argv)
     stop = StopSignals()
     stop.install()  # before anything runs: no signal may take its default action from here on

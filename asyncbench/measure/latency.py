@@ -42,7 +42,7 @@ write-phase stall chart and :meth:`PhaseLatency.batch_stats` every batch's exact
 max for the JSON log's batch lines. :meth:`PhaseLatency.add_with_stats` gives a batch's
 p99/max immediately, for a live log line, at a measured cost (below).
 
-Why this primitive (``benchmarks/bench_latency_recording.py --c-recorder``, 2-vCPU AMD
+Why this primitive (``docs/results/latency-recording.md``, 2-vCPU AMD
 EPYC KVM guest, TSC clocksource, CPython 3.11; ns added per operation to a tight loop,
 best of 21 interleaved rounds): ``marks.append(perf_counter_ns())`` +57 ns (the bound
 ``mark = marks.append`` form +62: the method form hits CPython's specialised list
@@ -53,7 +53,7 @@ a preallocated list written by index +76; a preallocated numpy buffer +107 (nump
 ``__setitem__``); ``array('q').append`` +115 (its item setter parses the int with
 ``PyArg_Parse``). The clock read dominates and no pure Python variant avoids it, so the
 plain list it is. A compiled recorder (one C call storing into an int64 buffer, no
-Python int; prototype in ``benchmarks/latency_recorder_prototype.c``) costs +32: the
+Python int; a prototype, since removed) costs +32: the
 only way to roughly halve it in a tight loop, it needs a build change (``setup.py``), and
 in the real loops it measured inconsistently (from better than the list to worse), so it
 is a lead, not a result.

@@ -1,10 +1,11 @@
 """Building a benchmark's store through the engine, as a run builds it: the setup that
-``bench_client_cpu.py``, ``floor.py`` and ``harness_overhead.py`` share.
+``asyncbench floor`` and the scripts under ``benchmarks/`` share.
 
-Why one copy: each script sets its figures against a run's, so each must get its engine,
+Why one copy: each tool sets its figures against a run's, so each must get its engine,
 its plan and its store the way the runner does (a registry engine with default settings,
 the reference plan's seed and result limit, the insert phase kind through the real phase
-loop); three copies could drift apart without any of the scripts noticing.
+loop); several copies could drift apart without any of the tools noticing. It lives in
+the installed package (not under ``benchmarks/``) so the floor command can use it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
+from asyncbench.run.phase_loop import PhaseOutcome, run_operations
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
-
-from asyncbench.engine import EngineConfig
-from asyncbench.run.phase_loop import PhaseOutcome, run_operations
 
 __all__ = ["LIMIT", "OPERATION_PHASES", "SEED", "draw", "load", "new_engine"]
 
