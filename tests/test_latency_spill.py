@@ -49,7 +49,7 @@ def phases(draw: st.DrawFn) -> tuple[int, list[tuple[int, list[int]]]]:
     return workers, batches
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(phase=phases(), spill=st.sampled_from([1, 7, 64, 10**6]), chunk=st.sampled_from([1, 5, 50, 10**6]))
 def test_spilled_marks_give_what_marks_in_memory_give(
     phase: tuple[int, list[tuple[int, list[int]]]],
@@ -66,6 +66,8 @@ def test_spilled_marks_give_what_marks_in_memory_give(
             for w, marks in batches:
                 rec.add(w, len(marks) - 1, 0.5, list(marks))
             summary, over_time, rows = rec.summary(), rec.over_time(37), rec.batch_rows()
+            assert [row for chunk in rec.batch_row_chunks(3) for row in chunk] == rows
+            assert all(len(chunk) <= 3 for chunk in rec.batch_row_chunks(3))
         assert list(spill_dir.iterdir()) == []  # unnamed files: nothing to see, nothing left
     want_summary, want_over_time, want_worst = in_memory(batches, workers)
     assert summary == want_summary

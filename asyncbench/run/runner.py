@@ -223,8 +223,8 @@ class EngineRun:
                 pr.latency = latency.summary()
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
-                rows = latency.batch_rows()
-            self.observer.batches(self.name, pr, rows)
+                for rows in latency.batch_row_chunks():  # the log's batch lines, a chunk at a time
+                    self.observer.batches(self.name, pr, rows)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
