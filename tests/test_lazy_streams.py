@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 from asyncbench.workloads.profile_store import plan as plan_module
+from asyncbench.workloads.profile_store import streams
 from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 from asyncbench.workloads.profile_store.plan import STREAM_SIZES, Counts, draw_plan
@@ -67,9 +68,13 @@ def check_plan(counts: Counts, seed: int, workers: int, batch: int) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plans(), st.integers(1, 17), st.integers(1, 700))
-def test_lazy_streams_equal_the_eager_plan(plan: tuple[Counts, int], workers: int, batch: int) -> None:
-    check_plan(*plan, workers, batch)
+@given(plans(), st.integers(1, 17), st.integers(1, 700), st.sampled_from([1, 3, 64, streams.SKIP_CHUNK]))
+def test_lazy_streams_equal_the_eager_plan(
+    plan: tuple[Counts, int], workers: int, batch: int, skip: int
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(streams, "SKIP_CHUNK", skip)  # skip passes cut into kernel calls of this many draws
+        check_plan(*plan, workers, batch)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -742,7 +742,7 @@ nr_seed(NetRandomObject *r, long long seed)
     r->inextp = 21;
 }
 
-static inline double
+static Py_ALWAYS_INLINE inline double
 nr_sample(NetRandomObject *r)
 {
     int i = r->inext + 1 >= 56 ? 1 : r->inext + 1, j = r->inextp + 1 >= 56 ? 1 : r->inextp + 1;

@@ -25,10 +25,22 @@ from typing import Any, Protocol, overload
 from .kernels import created_at_many, email_many
 from .profiles import COUNTRIES, STATUSES
 
-__all__ = ["CHUNK", "IdSource", "LazyStream", "QuerySource", "RangeSource", "Source", "EmailSource"]
+__all__ = [
+    "CHUNK",
+    "SKIP_CHUNK",
+    "IdSource",
+    "LazyStream",
+    "QuerySource",
+    "RangeSource",
+    "Source",
+    "EmailSource",
+]
 
 #: Items drawn at a time when a stream is iterated (bounded memory, few calls).
 CHUNK = 8192
+#: Draws skipped or tallied per kernel call (~50 ms compiled): the kernel holds the GIL, so
+#: a long skip pass is cut into calls between which signal handlers (Ctrl-C) run.
+SKIP_CHUNK = 1 << 20
 
 
 class Rng(Protocol):
@@ -69,7 +81,8 @@ class IdSource(Source):
         self.int64_bounds = (lo, hi)
 
     def skip(self, rng: Rng, count: int) -> None:
-        rng.skip_int64(count, *self.int64_bounds)
+        for done in range(0, count, SKIP_CHUNK):
+            rng.skip_int64(min(SKIP_CHUNK, count - done), *self.int64_bounds)
 
     def draw(self, rng: Rng, count: int) -> list[int]:
         return rng.int64_list(count, *self.int64_bounds)
@@ -101,7 +114,8 @@ class QuerySource(Source):
     """A (country, status) pair: Next(0, 32), then Next(0, 4) (queries, post_queries)."""
 
     def skip(self, rng: Rng, count: int) -> None:
-        rng.skip(2 * count)
+        for done in range(0, 2 * count, SKIP_CHUNK):
+            rng.skip(min(SKIP_CHUNK, 2 * count - done))
 
     def draw(self, rng: Rng, count: int) -> list[tuple[str, str]]:
         nxt = rng.next
@@ -162,13 +176,18 @@ class LazyStream(Sequence[Any]):
         if self._residue is None:
             self._source.skip(rng, count)
             return count
-        return self._filtered(rng, count)[1]
+        made = 0
+        for done in range(0, count, SKIP_CHUNK):
+            made += self._filtered(rng, min(SKIP_CHUNK, count - done), self._made + made)[1]
+        return made
 
-    def _filtered(self, rng: Rng, count: int) -> tuple[list[int], int]:
+    def _filtered(self, rng: Rng, count: int, made: int | None = None) -> tuple[list[int], int]:
+        """The next ``count`` items of this residue, and the draws that took (``made``:
+        draws already made from the stream's start; the cursor's by default)."""
         assert self._residue is not None and self._source.int64_bounds is not None
         lo, hi = self._source.int64_bounds
         mod, rem = self._residue
-        return rng.int64_filter(self._draws - self._made, lo, hi, mod, rem, count)
+        return rng.int64_filter(self._draws - (self._made if made is None else made), lo, hi, mod, rem, count)
 
     def _take(self, start: int, stop: int) -> list[Any]:
         rng = self._seek(start)
@@ -222,7 +241,10 @@ class LazyStream(Sequence[Any]):
         if self._residue is not None or self._source.int64_bounds is None:
             raise ValueError("only an unfiltered stream of ids splits by residue")
         lo, hi = self._source.int64_bounds
-        sizes = self._start.copy().count_mod(self._draws, lo, hi, workers)
+        rng, sizes = self._start.copy(), [0] * workers
+        for done in range(0, self._draws, SKIP_CHUNK):
+            tally = rng.count_mod(min(SKIP_CHUNK, self._draws - done), lo, hi, workers)
+            sizes = [a + b for a, b in zip(sizes, tally, strict=True)]
         return [
             LazyStream(self._source, self._start, self._draws, (workers, r), sizes[r]) for r in range(workers)
         ]
