@@ -122,7 +122,8 @@ class PhaseRecorder:
     """Collects the marks of the P workers of one operation phase.
 
     ``spill_dir``: where the workers' unnamed temporary files go (the system's temporary
-    directory by default; the runner gives the run's data directory, on the stores' disk).
+    directory by default, as the runner uses it: never the stores' disk, whose free space
+    is the engines' to measure and exhaust).
     Call :meth:`close` when done (the files are deleted; the figures stay available
     until then).
     """

@@ -190,8 +190,8 @@ class EngineRun:
         latency = None
         if kind.action is Action.OPERATIONS:
             handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
-            # the marks go to unnamed temporary files beside the stores, not into memory
-            latency = PhaseRecorder(len(handles), self.cfg.data)
+            # the marks go to unnamed temporary files (the system's temporary directory), not memory
+            latency = PhaseRecorder(len(handles))
             try:
                 outcome = await run_operations(
                     kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)

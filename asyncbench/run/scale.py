@@ -9,14 +9,15 @@ so (:func:`check_scale`, exit 2), instead of a MemoryError or a full disk hours 
 * per batch, ~:data:`BYTES_PER_BATCH` of bookkeeping in memory (its ops, seconds, first
   stamp, p99 and max, and the log row built from them), so a phase of ``ops /
   batch_size`` batches needs that much memory: refused above the machine's physical memory;
-* per operation of the phase, 8 bytes of latency marks on disk beside the stores (the
-  spill file, deleted after the phase): refused above the free space there.
+* per operation of the phase, 8 bytes of latency marks on disk in the system's temporary
+  directory (the spill file, deleted after the phase): refused above the free space there.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,14 +103,16 @@ def check_scale(
             f"({fmt.size(need)}), more than this machine's {fmt.size(memory)} of memory: lower it or "
             "raise batch_size",
         )
-    free = _free_disk(cfg.data) if free_disk_bytes is None else free_disk_bytes
+    spill = Path(tempfile.gettempdir())
+    free = _free_disk(spill) if free_disk_bytes is None else free_disk_bytes
     marks = phase.ops * MARK_BYTES
     if marks > free:
         raise ConfigError(
             phase.where,
             phase.key,
             f"{phase.ops:_d} operations in one phase keep {fmt.size(marks)} of latency marks "
-            f"({MARK_BYTES} bytes each) in a temporary file under {cfg.data}, which has {fmt.size(free)} free",
+            f"({MARK_BYTES} bytes each) in a temporary file under {spill} (TMPDIR), which has "
+            f"{fmt.size(free)} free",
         )
 
 
