@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncbench import latency_recorder
+from asyncbench.measure import latency_recorder
 from asyncbench.measure.latency import PhaseLatency
 from asyncbench.measure.latency_recorder import PhaseRecorder
 
