@@ -41,7 +41,7 @@ from asyncbench.measure.latency import (
 
 __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
 
-#: Stamps a worker buffers in memory before appending them to its file (4 MiB).
+#: Stamps the workers of a phase buffer in memory, together, before appending to their files (4 MiB).
 SPILL_STAMPS = 1 << 19
 #: Stamps read back at a time after the phase (1 MiB, ~8 MiB of numpy temporaries).
 CHUNK_STAMPS = 1 << 17
@@ -50,10 +50,11 @@ CHUNK_STAMPS = 1 << 17
 class _WorkerMarks:
     """One worker's batches: int64 stamps in a temporary file, lengths and bounds in arrays."""
 
-    __slots__ = ("_dir", "_file", "_buffer", "_buffered", "lengths", "firsts")
+    __slots__ = ("_dir", "_limit", "_file", "_buffer", "_buffered", "lengths", "firsts")
 
-    def __init__(self, spill_dir: Path | None) -> None:
+    def __init__(self, spill_dir: Path | None, workers: int = 1) -> None:
         self._dir = spill_dir
+        self._limit = max(1, SPILL_STAMPS // workers)  # SPILL_STAMPS over all workers together
         self._file: IO[bytes] | None = None
         self._buffer: list[np.ndarray] = []
         self._buffered = 0
@@ -65,7 +66,7 @@ class _WorkerMarks:
         self._buffered += stamps.size
         self.lengths.append(stamps.size)
         self.firsts.append(int(stamps[0]))
-        if self._buffered >= SPILL_STAMPS:
+        if self._buffered >= self._limit:
             self._spill()
 
     def _spill(self) -> None:
@@ -132,7 +133,7 @@ class PhaseRecorder:
 
     def __init__(self, workers: int, spill_dir: Path | str | None = None) -> None:
         where = Path(spill_dir) if spill_dir is not None else None
-        self._workers = [_WorkerMarks(where) for _ in range(workers)]
+        self._workers = [_WorkerMarks(where, workers) for _ in range(workers)]
         self._batch_worker = array("i")  # per batch, in completion order
         self._batch_ops = array("q")
         self._batch_seconds = array("d")
