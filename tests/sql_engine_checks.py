@@ -34,7 +34,7 @@ async def results_equal_the_memory_engine(
     plan = draw_plan(Counts.for_profiles(profiles, queries=60, post_queries=60), seed)
     pairs = [(c, s) for c in COUNTRIES for s in STATUSES]
     ranges = [*plan.stream("ranges"), (0, 1), (create(profiles, seed)[4], 2**62)]
-    reads = [*plan.reads[:200], 0, profiles + 1]
+    reads = [*plan.stream("reads", 200), 0, profiles + 1]
     emails = [*plan.stream("email_reads", 100), "missing@example.com"]
 
     def transform(p):  # type: ignore[no-untyped-def]
@@ -56,7 +56,8 @@ async def results_equal_the_memory_engine(
         assert await loaded.count() == await ref.count()
 
     await compare_all()
-    ids = [*plan.updates[:150], plan.updates[0], profiles + 50]  # a repeated id and a missing one
+    updates = plan.stream("updates", 150)
+    ids = [*updates, updates[0], profiles + 50]  # a repeated id and a missing one
     assert await loaded.update(ids, transform, []) == await ref.update(ids, transform, [])
     await compare_all()
     assert loaded.take_retries() == 0  # one server, disjoint rows: nothing to retry

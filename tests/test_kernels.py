@@ -29,6 +29,7 @@ from typing import NamedTuple
 import pytest
 from asyncbench.workloads.profile_store import fold, generate, kernels, profiles
 from asyncbench.workloads.profile_store import plan as plan_module
+from asyncbench.workloads.profile_store import streams as streams_module
 from asyncbench.workloads.profile_store.checksum import (
     OFFSET_BASIS,
     py_fold_ints,
@@ -93,6 +94,21 @@ rng_ops = st.lists(
         st.tuples(st.just("next"), st.integers(0, 40), st.integers(0, 40)),
         st.tuples(st.just("int64_list"), st.integers(-2, 12), bounds, bounds),
         st.tuples(st.just("int64_list"), st.integers(0, 5), st.integers(-5, 5), st.integers(-5, 10_001)),
+        # the lazy plan streams' skips, worker filters and bucket sizes (streams.py)
+        st.tuples(st.just("skip_int64"), st.integers(-2, 30), bounds, bounds),
+        st.tuples(st.just("skip"), st.integers(-2, 90)),
+        st.tuples(
+            st.just("int64_filter"),
+            st.integers(-2, 30),
+            st.integers(-5, 5),
+            st.integers(-5, 10_001),
+            st.integers(1, 17),
+            st.integers(0, 0),
+            st.integers(0, 12),
+        ),
+        st.tuples(st.just("int64_filter"), st.integers(0, 30), bounds, bounds, st.just(5), st.just(3), st.just(9)),
+        st.tuples(st.just("count_mod"), st.integers(-2, 30), st.integers(-5, 5), st.integers(-5, 10_001), st.integers(1, 17)),
+        st.tuples(st.just("state")),
     ),
     max_size=40,
 )
@@ -423,8 +439,12 @@ def test_netrandom_matches_python(seed: int, ops: list[tuple]) -> None:
     c, py = sp.NetRandom(seed), PyNetRandom(seed)
     for name, *args in ops:
         assert getattr(c, name)(*args) == getattr(py, name)(*args), (name, args)
-    # still in lockstep afterwards
+    # still in lockstep afterwards, and a copy is an independent twin
+    twin_c, twin_py = c.copy(), py.copy()
     assert c.int64_list(20, 1, 10_001) == py.int64_list(20, 1, 10_001)
+    assert twin_c.state() == twin_py.state() != c.state()
+    assert twin_c.int64_list(20, 1, 10_001) == twin_py.int64_list(20, 1, 10_001)
+    assert twin_c.state() == c.state() == py.state()
 
 
 @pytest.mark.parametrize("seed", [-(2**31), -(2**31) + 1, -1, 0, 1, 161803398, 161803399, 2**31 - 1, SEED])
@@ -469,17 +489,20 @@ def test_netrandom_trivial_ranges_draw_nothing() -> None:
 
 def test_plan_from_compiled_kernels_equals_plan_from_python(monkeypatch: pytest.MonkeyPatch) -> None:
     counts = plan_module.Counts.for_profiles(3000, queries=700, post_queries=700)
+
+    def every_stream() -> dict[str, list]:
+        plan = plan_module.draw_plan(counts, SEED)
+        return {name: list(plan.stream(name)) for name in plan_module.STREAM_SIZES}
+
     monkeypatch.setattr(plan_module, "NetRandom", sp.NetRandom)
-    monkeypatch.setattr(plan_module, "created_at_many", sp.created_at_many)
-    monkeypatch.setattr(plan_module, "email_many", sp.email_many)
-    fast = plan_module.draw_plan(counts, SEED)
-    fast_emails = (fast.stream("email_reads"), fast.stream("post_email_reads"))
+    monkeypatch.setattr(streams_module, "created_at_many", sp.created_at_many)
+    monkeypatch.setattr(streams_module, "email_many", sp.email_many)
+    fast = every_stream()
     monkeypatch.setattr(plan_module, "NetRandom", PyNetRandom)
-    monkeypatch.setattr(plan_module, "created_at_many", profiles.py_created_at_many)
-    monkeypatch.setattr(plan_module, "email_many", profiles.py_email_many)
-    slow = plan_module.draw_plan(counts, SEED)
+    monkeypatch.setattr(streams_module, "created_at_many", profiles.py_created_at_many)
+    monkeypatch.setattr(streams_module, "email_many", profiles.py_email_many)
+    slow = every_stream()
     assert fast == slow
-    assert fast_emails == (slow.stream("email_reads"), slow.stream("post_email_reads"))
 
 
 # --- profiles ---------------------------------------------------------------------------
@@ -558,14 +581,15 @@ def test_reference_checksums_from_c_pieces_alone() -> None:
     # the created-at phase's plan bounds, drawn after the country/status queries
     counts = plan_module.Counts.for_profiles(n, queries=REFERENCE_QUERIES, post_queries=REFERENCE_QUERIES)
     plan = plan_module.draw_plan(counts, SEED)
-    assert (reads, email_reads) == (list(plan.reads), plan.stream("email_reads"))
+    assert (reads, email_reads) == (list(plan.stream("reads")), list(plan.stream("email_reads")))
     for _ in range(REFERENCE_QUERIES):  # skip past the country/status queries
         rng.next(0, 32)
         rng.next(0, 4)
     sids = rng.int64_list(REFERENCE_QUERIES, 1, max(2, n - 5000))
     ends = [min(n, s + 5000) for s in sids]
     assert (
-        list(zip(sp.created_at_many(sids, word), sp.created_at_many(ends, word), strict=True)) == plan.stream("ranges")
+        list(zip(sp.created_at_many(sids, word), sp.created_at_many(ends, word), strict=True))
+        == plan.stream("ranges")[:]
     )
 
 

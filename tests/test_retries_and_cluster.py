@@ -184,7 +184,7 @@ def test_runner_stores_retries_per_phase_and_report_notes_the_cluster(
     assert status_line(er) == "ok"
     retries = {p["name"]: p["retries"] for p in er["phases"]}
     # One per update batch: the plan's updates split over two workers by uid % 2, in 1_000s.
-    updates = draw_plan(Counts.for_profiles(10_000, queries=2_500, post_queries=2_500), SEED).updates
+    updates = draw_plan(Counts.for_profiles(10_000, queries=2_500, post_queries=2_500), SEED).stream("updates")
     batches = sum(-(-len(bucket) // 1_000) for bucket in bucket_by_uid(updates, 2))
     assert batches > 10 and retries["update profiles"] == batches
     assert {n for n, r in retries.items() if r} == {"update profiles"}

@@ -22,6 +22,7 @@ from asyncbench.config import (
 )
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+from asyncbench.run.scale import check_scale
 from asyncbench.run.signals import StopSignals
 
 EPILOG = """\
@@ -197,6 +198,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
 
         latest = latest_files(cfg.output, output_run_dirs(cfg))
     check_run_paths(cfg, args.log_file, latest, where)
+    check_scale(cfg, profiles_from_flag=args.profiles is not None)
 
 
 def check_published(cfg: BenchConfig) -> None:

@@ -42,10 +42,11 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
     import sys
 
     from asyncbench.run.estimate import ASK_ABOVE_SECONDS, duration, estimate
+    from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
-    print("\n".join(est.lines(cfg)), file=stdout, flush=True)
+    print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
     long = est.seconds is not None and est.seconds > ASK_ABOVE_SECONDS
     if yes or not long or not (stdin.isatty() and stdout.isatty()):
         return True

@@ -1,32 +1,143 @@
-"""The runner's side of per-operation latency: one phase's batches, by worker.
+"""The runner's side of per-operation latency: one phase's batches, by worker, in bounded memory.
 
 Per batch (inside the phase, O(1) apart from one C-level copy): the engine's marks list
-is copied into an int64 array (``np.fromiter``, ~15 ns per operation measured; it keeps
-a 2_000_000-operation phase at 16 MB of marks instead of ~80 MB of Python ints, which
-would count in the engine's peak memory), and the batch's ops and seconds are kept for
-its log line. After the phase, outside its time, :class:`~asyncbench.measure.latency.PhaseLatency`
-builds the HdrHistogram, the summary, the over-time slices and each batch's p99/max.
+is copied into an int64 array (``np.fromiter``, ~15 ns per operation measured) and the
+batch's ops, seconds and first stamp are kept for its log line and the phase's
+time axis. The arrays are buffered up to :data:`SPILL_STAMPS` per worker and then
+appended, in one write, to the worker's unnamed temporary file (deleted when closed,
+never visible in a directory): the marks of a phase cost 8 bytes per operation of disk,
+not of memory, so the harness's memory does not grow with the phase (kept in memory they
+took ~62 bytes per operation at the peak: 622 MiB in a 10_000_000-operation phase, all
+counted in the engine's peak memory; ``benchmarks/harness_memory.py``).
+
+After the phase, outside its time, the files are read back in chunks of
+:data:`CHUNK_STAMPS` and give exactly what :class:`~asyncbench.latency.PhaseLatency` gives
+from the same marks kept in memory (tests/test_latency_spill.py): the HdrHistogram and
+summary, the over-time slices (exact p50/p99/max of the operations ending in each slice,
+swept slice by slice: each worker's end stamps only grow) and each batch's p99/max, the
+log's batch rows handed to the observers :meth:`PhaseRecorder.batch_row_chunks` at a time. What stays in
+memory is ~70 bytes of bookkeeping per batch (about 0.07 bytes per operation at the
+default batch size of 1_000; a run with ``batch_size = 1`` still grows with its phases).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import tempfile
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
-from asyncbench.measure.latency import PhaseLatency
+from asyncbench.measure.latency import (
+    LatencyHistogram,
+    PhaseLatency,
+    TimeBucket,
+    _marks_array,
+    _p99_max,
+    nearest_rank,
+)
 
-__all__ = ["PhaseRecorder"]
+__all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
+
+#: Stamps the workers of a phase buffer in memory, together, before appending to their files (4 MiB).
+SPILL_STAMPS = 1 << 19
+#: Stamps read back at a time after the phase (1 MiB, ~8 MiB of numpy temporaries).
+CHUNK_STAMPS = 1 << 17
+
+
+class _WorkerMarks:
+    """One worker's batches: int64 stamps in a temporary file, lengths and bounds in arrays."""
+
+    __slots__ = ("_dir", "_limit", "_file", "_buffer", "_buffered", "lengths", "firsts")
+
+    def __init__(self, spill_dir: Path | None, workers: int = 1) -> None:
+        self._dir = spill_dir
+        self._limit = max(1, SPILL_STAMPS // workers)  # SPILL_STAMPS over all workers together
+        self._file: IO[bytes] | None = None
+        self._buffer: list[np.ndarray] = []
+        self._buffered = 0
+        self.lengths = array("q")  # stamps per kept batch (ops + 1)
+        self.firsts = array("q")
+
+    def add(self, stamps: np.ndarray) -> None:
+        self._buffer.append(stamps)
+        self._buffered += stamps.size
+        self.lengths.append(stamps.size)
+        self.firsts.append(int(stamps[0]))
+        if self._buffered >= self._limit:
+            self._spill()
+
+    def _spill(self) -> None:
+        if not self._buffer:
+            return
+        if self._file is None:
+            # lives until close(), across the phase's batches
+            self._file = tempfile.TemporaryFile(dir=self._dir, prefix=".asyncbench-marks-")  # noqa: SIM115
+        self._file.write(np.concatenate(self._buffer).tobytes())
+        self._buffer, self._buffered = [], 0
+
+    def batches(self) -> Iterator[list[np.ndarray]]:
+        """The kept batches' stamps, in order, a chunk of batches at a time (each call
+        starts from the first batch)."""
+        in_memory: list[np.ndarray] | None = self._buffer
+        if self._file is not None:
+            self._spill()
+            self._file.flush()
+            self._file.seek(0)
+            in_memory = None
+        done = 0
+        group: list[int] = []
+        size = 0
+        for n in self.lengths:
+            group.append(n)
+            size += n
+            if size >= CHUNK_STAMPS:
+                yield self._read(group, size, in_memory, done)
+                done += len(group)
+                group, size = [], 0
+        if group:
+            yield self._read(group, size, in_memory, done)
+
+    def _read(
+        self, lengths: list[int], size: int, in_memory: list[np.ndarray] | None, done: int
+    ) -> list[np.ndarray]:
+        if in_memory is not None:  # never spilled: the arrays are still in memory, in order
+            return in_memory[done : done + len(lengths)]
+        assert self._file is not None
+        flat = np.frombuffer(self._file.read(size * 8), dtype=np.int64)
+        if flat.size != size:
+            raise RuntimeError(f"latency marks file: read {flat.size} stamps, expected {size}")
+        bounds = np.cumsum([0, *lengths])
+        return [flat[bounds[i] : bounds[i + 1]] for i in range(len(lengths))]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._buffer = []
 
 
 class PhaseRecorder:
-    """Collects the marks of the P workers of one operation phase."""
+    """Collects the marks of the P workers of one operation phase.
 
-    __slots__ = ("_workers", "_batches")
+    ``spill_dir``: where the workers' unnamed temporary files go (the system's temporary
+    directory by default, as the runner uses it: never the stores' disk, whose free space
+    is the engines' to measure and exhaust).
+    Call :meth:`close` when done (the files are deleted; the figures stay available
+    until then).
+    """
 
-    def __init__(self, workers: int) -> None:
-        self._workers = [PhaseLatency() for _ in range(workers)]
-        self._batches: list[tuple[int, int, float]] = []  # (worker, ops, seconds)
+    __slots__ = ("_workers", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
+
+    def __init__(self, workers: int, spill_dir: Path | str | None = None) -> None:
+        where = Path(spill_dir) if spill_dir is not None else None
+        self._workers = [_WorkerMarks(where, workers) for _ in range(workers)]
+        self._batch_worker = array("i")  # per batch, in completion order
+        self._batch_ops = array("q")
+        self._batch_seconds = array("d")
+        self._cache: dict[str, Any] = {}
 
     def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> None:
         if len(marks) != ops + 1 and ops:
@@ -34,29 +145,124 @@ class PhaseRecorder:
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
                 "it must append one start stamp and one stamp per operation"
             )
-        self._workers[worker].add(np.fromiter(marks, np.int64, len(marks)))
-        self._batches.append((worker, ops, seconds))
+        if len(marks) >= 2:  # as PhaseLatency.add: a batch without an operation keeps nothing
+            self._workers[worker].add(_marks_array(marks))
+        self._batch_worker.append(worker)
+        self._batch_ops.append(ops)
+        self._batch_seconds.append(seconds)
+        self._cache.clear()
 
-    def _merged(self) -> PhaseLatency:
-        return PhaseLatency.merge(self._workers)
+    def close(self) -> None:
+        for w in self._workers:
+            w.close()
+
+    def __enter__(self) -> PhaseRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- after the phase ---------------------------------------------------------------
+
+    @property
+    def ops(self) -> int:
+        return sum(sum(w.lengths) - len(w.lengths) for w in self._workers)
+
+    def _scan(self) -> tuple[LatencyHistogram, list[tuple[array, array, array]]]:
+        """One pass over every worker's marks: the histogram, and each batch's ops, p99
+        and max (ns) in three arrays per worker (24 bytes a batch)."""
+        if "scan" not in self._cache:
+            hist = LatencyHistogram()
+            stats = []
+            last_end: int | None = None  # the latest operation end (stamps may go backwards)
+            for w in self._workers:
+                ops, p99, worst = array("q"), array("q"), array("q")
+                for chunk in w.batches():
+                    hist.record(np.concatenate([b[1:] - b[:-1] for b in chunk]))
+                    top = max(int(b[1:].max()) for b in chunk)
+                    last_end = top if last_end is None else max(last_end, top)
+                    for b in chunk:
+                        st = _p99_max(b)
+                        ops.append(st.ops)
+                        p99.append(st.p99_ns)
+                        worst.append(st.max_ns)
+                stats.append((ops, p99, worst))
+            self._cache["scan"] = (hist, stats)
+            self._cache["last_end"] = last_end
+        return self._cache["scan"]
 
     def summary(self) -> dict[str, Any] | None:
-        merged = self._merged()
-        return merged.to_dict() if merged.ops else None
+        if not self.ops:
+            return None
+        hist = self._scan()[0]
+        return {**hist.summary(), "histogram": hist.encoded()}
 
     def over_time(self, buckets: int = 100) -> list[list[float]]:
-        return [list(b) for b in self._merged().over_time(buckets)]
+        return [list(b) for b in self.time_buckets(buckets)]
+
+    def time_buckets(self, buckets: int = 100) -> list[TimeBucket]:
+        """Exactly :meth:`PhaseLatency.over_time` of the same marks, slice by slice."""
+        if buckets < 1:
+            raise ValueError("buckets must be >= 1")
+        kept = [w for w in self._workers if len(w.lengths)]
+        if not kept:
+            return []
+        try:
+            return self._sweep(kept, buckets)
+        except _Unordered:  # an engine's stamps went backwards: sort them all, in memory
+            merged = PhaseLatency()
+            for w in kept:
+                for chunk in w.batches():
+                    for b in chunk:
+                        merged.add(b.copy())
+            return merged.over_time(buckets)
+
+    def _sweep(self, kept: list[_WorkerMarks], buckets: int) -> list[TimeBucket]:
+        start = min(min(w.firsts) for w in kept)
+        self._scan()
+        span = max(self._cache["last_end"] - start, 1)
+        sweeps = [_SlotSweep(w, start, span, buckets) for w in kept]
+        out = []
+        for i in range(buckets):
+            pieces = [p for s in sweeps for p in s.take(i)]
+            n = sum(p.size for p in pieces)
+            if n == 0:
+                continue
+            seg = np.concatenate(pieces)
+            k50, k99 = nearest_rank(n, 50.0) - 1, nearest_rank(n, 99.0) - 1
+            part = np.partition(seg, (k50, k99))
+            out.append(
+                TimeBucket(
+                    t_s=span * (i + 1) / buckets / 1e9,
+                    ops=n,
+                    p50_ns=int(part[k50]),
+                    p99_ns=int(part[k99]),
+                    max_ns=int(seg.max()),
+                )
+            )
+        return out
 
     def batch_rows(self) -> list[dict[str, Any]]:
-        """One log row per batch in completion order: worker, its batch index, ops, time,
-        the worker's own ops/s for that batch, and the batch's p99 and max latency."""
-        stats = [iter(w.batch_stats()) for w in self._workers]
+        """Every row of :meth:`batch_row_chunks` in one list."""
+        return [row for rows in self.batch_row_chunks() for row in rows]
+
+    def batch_row_chunks(self, size: int = 10_000) -> Iterator[list[dict[str, Any]]]:
+        """One log row per batch in completion order, ``size`` rows at a time (a phase of
+        many small batches is never held as rows): worker, its batch index, ops, time, the
+        worker's own ops/s for that batch, and the batch's p99 and max latency."""
+        stats = self._scan()[1]
         counters = [0] * len(self._workers)
-        rows = []
+        kept = [0] * len(self._workers)  # batches with stats handed out, per worker
+        rows: list[dict[str, Any]] = []
         done = 0
-        for worker, ops, seconds in self._batches:
+        for worker, ops, seconds in zip(
+            self._batch_worker, self._batch_ops, self._batch_seconds, strict=True
+        ):
             done += ops
-            st = next(stats[worker], None)
+            w_ops, w_p99, w_max = stats[worker]
+            k = kept[worker]
+            has = k < len(w_ops) and w_ops[k] > 0
+            kept[worker] = k + 1
             index = counters[worker]
             counters[worker] += 1
             rows.append(
@@ -67,8 +273,54 @@ class PhaseRecorder:
                     "elapsed_ms": round(seconds * 1000, 3),
                     "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
                     "done": done,  # operations completed in the phase, all workers
-                    "p99_us": round(st.p99_ns / 1000, 3) if st and st.ops else None,
-                    "max_us": round(st.max_ns / 1000, 3) if st and st.ops else None,
+                    "p99_us": round(w_p99[k] / 1000, 3) if has else None,
+                    "max_us": round(w_max[k] / 1000, 3) if has else None,
                 }
             )
-        return rows
+            if len(rows) >= size:
+                yield rows
+                rows = []
+        if rows:
+            yield rows
+
+
+class _Unordered(Exception):
+    """A worker's end stamps decreased somewhere: the slice-by-slice sweep does not apply."""
+
+
+class _SlotSweep:
+    """One worker's latencies handed out by time slice, in slice order: a worker's end
+    stamps never decrease, so each slice is the next run of its operations."""
+
+    def __init__(self, worker: _WorkerMarks, start: int, span: int, buckets: int) -> None:
+        self._chunks = worker.batches()
+        self._start, self._span, self._buckets = start, span, buckets
+        self._slots = np.empty(0, dtype=np.int64)
+        self._lat = np.empty(0, dtype=np.int64)
+        self._last = 0  # the highest slot handed out so far
+
+    def _more(self) -> bool:
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            return False
+        ends = np.maximum(np.concatenate([b[1:] for b in chunk]) - self._start, 0)
+        slots = np.minimum(ends * self._buckets // self._span, self._buckets - 1)
+        if slots.size and (slots[0] < self._last or np.any(slots[1:] < slots[:-1])):
+            raise _Unordered
+        self._slots, self._last = slots, int(slots[-1]) if slots.size else self._last
+        self._lat = np.concatenate([b[1:] - b[:-1] for b in chunk])
+        return True
+
+    def take(self, slot: int) -> list[np.ndarray]:
+        """This worker's latencies of the operations ending in ``slot`` (every earlier
+        slot already taken)."""
+        out = []
+        while True:
+            if self._slots.size == 0 and not self._more():
+                return out
+            cut = int(np.searchsorted(self._slots, slot, side="right"))
+            if cut:
+                out.append(self._lat[:cut])
+                self._slots, self._lat = self._slots[cut:], self._lat[cut:]
+            if self._slots.size:
+                return out

@@ -18,6 +18,7 @@ import anyio
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
 from asyncbench.workloads.profile_store.store import Marks
+from asyncbench.workloads.profile_store.streams import LazyStream
 
 __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
 
@@ -33,18 +34,27 @@ class PhaseOutcome:
 
 
 def partition(items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
-    """Contiguous partitions: ``len // P`` each, the first ``len % P`` workers one more."""
+    """Contiguous partitions: ``len // P`` each, the first ``len % P`` workers one more.
+
+    A lazy plan stream is split into windows (streams of their own), never materialised.
+    """
     base, extra = divmod(len(items), workers)
+    cut = items.window if isinstance(items, LazyStream) else lambda a, b: items[a:b]
     parts, start = [], 0
     for w in range(workers):
         size = base + (1 if w < extra else 0)
-        parts.append(items[start : start + size])
+        parts.append(cut(start, start + size))
         start += size
     return parts
 
 
-def bucket_by_uid(uids: Sequence[int], workers: int) -> list[list[int]]:
-    """Updates go to worker ``uid % P`` in plan order, so each id's updates stay ordered."""
+def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
+    """Updates go to worker ``uid % P`` in plan order, so each id's updates stay ordered.
+
+    A lazy plan stream gives lazy buckets: each draws the stream and keeps its share.
+    """
+    if isinstance(uids, LazyStream):
+        return list(uids.by_residue(workers))
     buckets: list[list[int]] = [[] for _ in range(workers)]
     for uid in uids:
         buckets[uid % workers].append(uid)

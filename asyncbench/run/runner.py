@@ -190,10 +190,15 @@ class EngineRun:
         latency = None
         if kind.action is Action.OPERATIONS:
             handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
+            # the marks go to unnamed temporary files (the system's temporary directory), not memory
             latency = PhaseRecorder(len(handles))
-            outcome = await run_operations(
-                kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
-            )
+            try:
+                outcome = await run_operations(
+                    kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
+                )
+            except BaseException:
+                latency.close()
+                raise
             ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
             retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
@@ -214,10 +219,12 @@ class EngineRun:
         pr = result(ops, seconds, checksum)
         pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
-            pr.latency = latency.summary()
-            if kind.group is Group.WRITE:
-                pr.latency_over_time = latency.over_time()
-            self.observer.batches(self.name, pr, latency.batch_rows())
+            with latency:
+                pr.latency = latency.summary()
+                if kind.group is Group.WRITE:
+                    pr.latency_over_time = latency.over_time()
+                for rows in latency.batch_row_chunks():  # the log's batch lines, a chunk at a time
+                    self.observer.batches(self.name, pr, rows)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 

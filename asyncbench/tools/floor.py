@@ -120,7 +120,8 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
         engine_ns += marks[-1] - marks[0]
 
     cpu0 = time.process_time()
-    outcome = await run_operations(PHASES[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
+    with recorder:
+        outcome = await run_operations(PHASES[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
     cpu = time.process_time() - cpu0
     return Sample(outcome.seconds, cpu, engine_ns), outcome.checksum
 

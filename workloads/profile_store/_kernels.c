@@ -11,6 +11,8 @@
  *   create_many                   profiles.py py_create_many                      ~6x
  *   email_many, created_at_many   profiles.py py_email_many, py_created_at_many   ~3x, ~15x
  *   NetRandom: next, int64_list   dotnet_random.py PyNetRandom (bounds in +-2^62)  ~9x, ~27x
+ *     and skip_int64, int64_filter, count_mod, skip, copy, state: the lazy plan streams'
+ *     skip passes, worker filters and stream-start snapshots (streams.py)
  *
  * C99, positional arguments only, the GIL held throughout.  Wrong types raise TypeError,
  * malformed values ValueError (invalid UTF-8 is CPython's own UnicodeDecodeError).
@@ -506,6 +508,24 @@ email_of(long long uid, uint64_t unused)
     if (m97 < 0) {
         m97 += 97; /* Python's modulo is never negative */
     }
+    if (uid >= 0 && uid < 1000000000000LL) { /* 12 digits: formatted by hand, ~5x snprintf */
+        PyObject *u = PyUnicode_New(30, 127);
+        char *p;
+        int i;
+        if (u == NULL) {
+            return NULL;
+        }
+        p = (char *)PyUnicode_1BYTE_DATA(u);
+        memcpy(p, "user", 4);
+        for (i = 15; i >= 4; i--, uid /= 10) {
+            p[i] = (char)('0' + uid % 10);
+        }
+        memcpy(p + 16, "@example", 8);
+        p[24] = (char)('0' + m97 / 10);
+        p[25] = (char)('0' + m97 % 10);
+        memcpy(p + 26, ".com", 4);
+        return u;
+    }
     return ascii_str(buf, snprintf(buf, sizeof buf, "user%012lld@example%02lld.com", uid, m97),
                      sizeof buf);
 }
@@ -722,7 +742,7 @@ nr_seed(NetRandomObject *r, long long seed)
     r->inextp = 21;
 }
 
-static inline double
+static Py_ALWAYS_INLINE inline double
 nr_sample(NetRandomObject *r)
 {
     int i = r->inext + 1 >= 56 ? 1 : r->inext + 1, j = r->inextp + 1 >= 56 ? 1 : r->inextp + 1;
@@ -791,37 +811,60 @@ NetRandom_next(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLongLong((long long)(nr_sample(self) * (double)(hi - lo)) + lo);
 }
 
-/* int64_list(count, lo, hi): count NextInt64(lo, hi) draws, each by rejection over the top
- * bits of NextUInt64 = Next(2^22) | Next(2^22) << 22 | Next(2^20) << 44. */
+/* NextInt64(lo, hi) as an offset from lo, by rejection over the top bits of
+ * NextUInt64 = Next(2^22) | Next(2^22) << 22 | Next(2^20) << 44; rm1 = hi - lo - 1 and
+ * shift = 64 - bit_length(rm1) come from int64_setup (rm1 == 0: lo, nothing drawn). */
+static Py_ALWAYS_INLINE inline uint64_t
+nr_int64(NetRandomObject *r, uint64_t rm1, int shift)
+{
+    uint64_t x = 0;
+    if (rm1 != 0) {
+        do {
+            /* each product is in [0, 2^22): the signed conversion is exact and cheaper */
+            uint64_t a = (uint64_t)(int64_t)(nr_sample(r) * 4194304.0);
+            uint64_t b = (uint64_t)(int64_t)(nr_sample(r) * 4194304.0);
+            uint64_t c = (uint64_t)(int64_t)(nr_sample(r) * 1048576.0);
+            x = (a | (b << 22) | (c << 44)) >> shift;
+        } while (x > rm1);
+    }
+    return x;
+}
+
+/* Parses (count, lo, hi, ...) of the int64 methods; a negative count is 0. */
+static int
+int64_setup(const char *fname, PyObject *const *args, long long *count, long long *lo, long long *hi,
+            uint64_t *rm1, int *shift)
+{
+    if (ll_arg(args[0], count, fname) < 0 || bounds_arg(fname, args[1], args[2], lo, hi) < 0) {
+        return -1;
+    }
+    if (*count < 0) { /* like range(count): nothing */
+        *count = 0;
+    }
+    *rm1 = *hi - *lo > 1 ? (uint64_t)(*hi - *lo - 1) : 0;
+    *shift = 64;
+    for (uint64_t v = *rm1; v != 0; v >>= 1) {
+        (*shift)--;
+    }
+    return 0;
+}
+
+/* int64_list(count, lo, hi): count NextInt64(lo, hi) draws. */
 static PyObject *
 NetRandom_int64_list(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     long long count, lo, hi;
     uint64_t rm1;
-    int shift = 64;
+    int shift;
     PyObject *list;
     Py_ssize_t k;
-    if (!check_nargs("int64_list", nargs, 3) || ll_arg(args[0], &count, "int64_list") < 0 ||
-        bounds_arg("int64_list", args[1], args[2], &lo, &hi) < 0) {
+    if (!check_nargs("int64_list", nargs, 3) ||
+        int64_setup("int64_list", args, &count, &lo, &hi, &rm1, &shift) < 0) {
         return NULL;
     }
-    rm1 = hi - lo > 1 ? (uint64_t)(hi - lo - 1) : 0; /* hi - lo <= 1: lo, nothing drawn */
-    for (uint64_t v = rm1; v != 0; v >>= 1) {
-        shift--;
-    }
-    list = PyList_New(count < 0 ? 0 : (Py_ssize_t)count);
+    list = PyList_New((Py_ssize_t)count);
     for (k = 0; list != NULL && k < count; k++) {
-        uint64_t x = 0;
-        PyObject *v;
-        if (rm1 != 0) {
-            do {
-                uint64_t a = (uint64_t)(nr_sample(self) * 4194304.0);
-                uint64_t b = (uint64_t)(nr_sample(self) * 4194304.0);
-                uint64_t c = (uint64_t)(nr_sample(self) * 1048576.0);
-                x = (a | (b << 22) | (c << 44)) >> shift;
-            } while (x > rm1);
-        }
-        v = PyLong_FromLongLong(lo + (long long)x);
+        PyObject *v = PyLong_FromLongLong(lo + (long long)nr_int64(self, rm1, shift));
         if (v == NULL) {
             Py_CLEAR(list);
         }
@@ -832,11 +875,174 @@ NetRandom_int64_list(NetRandomObject *self, PyObject *const *args, Py_ssize_t na
     return list;
 }
 
+/* skip_int64(count, lo, hi): advances past count NextInt64(lo, hi) draws, keeping none. */
+static PyObject *
+NetRandom_skip_int64(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long count, lo, hi, k;
+    uint64_t rm1;
+    int shift;
+    if (!check_nargs("skip_int64", nargs, 3) ||
+        int64_setup("skip_int64", args, &count, &lo, &hi, &rm1, &shift) < 0) {
+        return NULL;
+    }
+    for (k = 0; k < count; k++) {
+        (void)nr_int64(self, rm1, shift);
+    }
+    Py_RETURN_NONE;
+}
+
+/* int64_filter(count, lo, hi, mod, rem, want): draws NextInt64(lo, hi) at most count times,
+ * keeping the values v with v % mod == rem (Python's modulo) until want are kept. Returns
+ * (kept list, draws made). */
+static PyObject *
+NetRandom_int64_filter(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long count, lo, hi, mod, rem, want, k, kept = 0;
+    uint64_t rm1;
+    int shift;
+    PyObject *list, *out;
+    if (!check_nargs("int64_filter", nargs, 6) ||
+        int64_setup("int64_filter", args, &count, &lo, &hi, &rm1, &shift) < 0 ||
+        ll_arg(args[3], &mod, "int64_filter") < 0 || ll_arg(args[4], &rem, "int64_filter") < 0 ||
+        ll_arg(args[5], &want, "int64_filter") < 0) {
+        return NULL;
+    }
+    if (mod < 1 || rem < 0 || rem >= mod || want < 0) {
+        PyErr_SetString(PyExc_ValueError, "NetRandom.int64_filter(): needs mod >= 1, 0 <= rem < mod, want >= 0");
+        return NULL;
+    }
+    list = PyList_New(0);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < count && kept < want; k++) {
+        long long v = lo + (long long)nr_int64(self, rm1, shift);
+        long long m = v % mod;
+        if (m < 0) {
+            m += mod;
+        }
+        if (m == rem) {
+            PyObject *o = PyLong_FromLongLong(v);
+            if (o == NULL || PyList_Append(list, o) < 0) {
+                Py_XDECREF(o);
+                Py_DECREF(list);
+                return NULL;
+            }
+            Py_DECREF(o);
+            kept++;
+        }
+    }
+    out = Py_BuildValue("(NL)", list, k);
+    return out;
+}
+
+/* count_mod(count, lo, hi, mod): advances past count NextInt64(lo, hi) draws and returns
+ * how many of them had each value of v % mod (a list of mod ints). */
+static PyObject *
+NetRandom_count_mod(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long count, lo, hi, mod, k;
+    uint64_t rm1;
+    int shift;
+    long long *tally;
+    PyObject *list;
+    if (!check_nargs("count_mod", nargs, 4) ||
+        int64_setup("count_mod", args, &count, &lo, &hi, &rm1, &shift) < 0 ||
+        ll_arg(args[3], &mod, "count_mod") < 0) {
+        return NULL;
+    }
+    if (mod < 1 || mod > 1 << 20) {
+        PyErr_SetString(PyExc_ValueError, "NetRandom.count_mod(): mod must be in 1 .. 2**20");
+        return NULL;
+    }
+    tally = PyMem_Calloc((size_t)mod, sizeof *tally);
+    if (tally == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (k = 0; k < count; k++) {
+        long long m = (lo + (long long)nr_int64(self, rm1, shift)) % mod;
+        tally[m < 0 ? m + mod : m]++;
+    }
+    list = PyList_New((Py_ssize_t)mod);
+    for (k = 0; list != NULL && k < mod; k++) {
+        PyObject *o = PyLong_FromLongLong(tally[k]);
+        if (o == NULL) {
+            Py_CLEAR(list);
+        }
+        else {
+            PyList_SET_ITEM(list, k, o);
+        }
+    }
+    PyMem_Free(tally);
+    return list;
+}
+
+/* skip(count): advances past count internal samples (count Next(lo, hi) draws). */
+static PyObject *
+NetRandom_skip(NetRandomObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long count, k;
+    if (!check_nargs("skip", nargs, 1) || ll_arg(args[0], &count, "skip") < 0) {
+        return NULL;
+    }
+    for (k = 0; k < count; k++) { /* a negative count skips nothing, like range(count) */
+        (void)nr_sample(self);
+    }
+    Py_RETURN_NONE;
+}
+
+/* copy(): an independent generator in the same state (where a stream starts). */
+static PyObject *
+NetRandom_copy(NetRandomObject *self, PyObject *Py_UNUSED(ignored))
+{
+    NetRandomObject *twin = (NetRandomObject *)Py_TYPE(self)->tp_alloc(Py_TYPE(self), 0);
+    if (twin != NULL) {
+        memcpy(twin->s, self->s, sizeof self->s);
+        twin->inext = self->inext;
+        twin->inextp = self->inextp;
+    }
+    return (PyObject *)twin;
+}
+
+/* state(): (inext, inextp, s[0..55]) as a tuple of ints, to compare with PyNetRandom.state(). */
+static PyObject *
+NetRandom_state(NetRandomObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *t = PyTuple_New(58);
+    int i;
+    if (t == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < 58; i++) {
+        PyObject *o = PyLong_FromLongLong(i == 0 ? self->inext : i == 1 ? self->inextp : self->s[i - 2]);
+        if (o == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
 static PyMethodDef NetRandom_methods[] = {
     {"next", (PyCFunction)(void (*)(void))NetRandom_next, METH_FASTCALL,
      "next(lo, hi) -> int: Next(lo, hi), an int in [lo, hi)."},
     {"int64_list", (PyCFunction)(void (*)(void))NetRandom_int64_list, METH_FASTCALL,
      "int64_list(count, lo, hi) -> list[int]: count NextInt64(lo, hi) draws."},
+    {"skip_int64", (PyCFunction)(void (*)(void))NetRandom_skip_int64, METH_FASTCALL,
+     "skip_int64(count, lo, hi) -> None: advances past count NextInt64(lo, hi) draws."},
+    {"int64_filter", (PyCFunction)(void (*)(void))NetRandom_int64_filter, METH_FASTCALL,
+     "int64_filter(count, lo, hi, mod, rem, want) -> (list[int], int): at most count draws,\n"
+     "keeping those v with v % mod == rem until want are kept; the kept values and the draws made."},
+    {"count_mod", (PyCFunction)(void (*)(void))NetRandom_count_mod, METH_FASTCALL,
+     "count_mod(count, lo, hi, mod) -> list[int]: advances past count draws, tallying v % mod."},
+    {"skip", (PyCFunction)(void (*)(void))NetRandom_skip, METH_FASTCALL,
+     "skip(count) -> None: advances past count internal samples (count Next(lo, hi) draws)."},
+    {"copy", (PyCFunction)NetRandom_copy, METH_NOARGS,
+     "copy() -> NetRandom: an independent generator in the same state."},
+    {"state", (PyCFunction)NetRandom_state, METH_NOARGS,
+     "state() -> tuple[int, ...]: (inext, inextp, *s), to compare generators."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -846,7 +1052,7 @@ static PyTypeObject NetRandom_Type = {
     .tp_basicsize = sizeof(NetRandomObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "NetRandom(seed): .NET's legacy seeded System.Random, the plan-drawing part of\n"
-              "workloads.profile_store.dotnet_random.PyNetRandom (next, int64_list).",
+              "workloads.profile_store.dotnet_random.PyNetRandom (next, int64_list, the skips and copy).",
     .tp_new = NetRandom_new,
     .tp_methods = NetRandom_methods,
 };

@@ -2,8 +2,10 @@
 
 The reference benchmark draws its operation plan from this generator, so the
 plan (and every checksum) only matches when this is bit-exact. The plan draws through
-``workloads.profile_store.kernels.NetRandom``: the compiled twin of ``next`` and
-``int64_list`` when built, this class otherwise.
+``workloads.profile_store.kernels.NetRandom``: the compiled twin of this class when built,
+this class otherwise. Besides the draws, the lazy plan streams (``streams.py``) need
+``copy`` (a stream's start state), the skips (``skip``, ``skip_int64``), ``int64_filter``
+(one worker's ``uid % P`` share of a stream) and ``count_mod`` (the shares' sizes).
 """
 
 from __future__ import annotations
@@ -96,3 +98,52 @@ class PyNetRandom:
     def int64_list(self, count: int, lo: int, hi: int) -> list[int]:
         """``count`` successive NextInt64(lo, hi) draws."""
         return [self.next_int64(lo, hi) for _ in range(count)]
+
+    def skip_int64(self, count: int, lo: int, hi: int) -> None:
+        """Advances past ``count`` NextInt64(lo, hi) draws, keeping none."""
+        draw = self.next_int64
+        for _ in range(count):
+            draw(lo, hi)
+
+    def int64_filter(self, count: int, lo: int, hi: int, mod: int, rem: int, want: int) -> tuple[list[int], int]:
+        """At most ``count`` NextInt64(lo, hi) draws, keeping each ``v`` with ``v % mod == rem``
+        until ``want`` are kept; returns the kept values and the number of draws made."""
+        if mod < 1 or not 0 <= rem < mod or want < 0:
+            raise ValueError("NetRandom.int64_filter(): needs mod >= 1, 0 <= rem < mod, want >= 0")
+        draw = self.next_int64
+        kept: list[int] = []
+        made = 0
+        while made < count and len(kept) < want:
+            v = draw(lo, hi)
+            made += 1
+            if v % mod == rem:
+                kept.append(v)
+        return kept, made
+
+    def count_mod(self, count: int, lo: int, hi: int, mod: int) -> list[int]:
+        """Advances past ``count`` draws; how many had each value of ``v % mod``."""
+        if not 1 <= mod <= 1 << 20:
+            raise ValueError("NetRandom.count_mod(): mod must be in 1 .. 2**20")
+        tally = [0] * mod
+        draw = self.next_int64
+        for _ in range(count):
+            tally[draw(lo, hi) % mod] += 1
+        return tally
+
+    def skip(self, count: int) -> None:
+        """Advances past ``count`` internal samples (``count`` Next(lo, hi) draws)."""
+        sample = self._internal_sample
+        for _ in range(count):
+            sample()
+
+    def copy(self) -> PyNetRandom:
+        """An independent generator in the same state (where a stream starts)."""
+        twin = PyNetRandom.__new__(PyNetRandom)
+        twin._s = list(self._s)
+        twin._inext = self._inext
+        twin._inextp = self._inextp
+        return twin
+
+    def state(self) -> tuple[int, ...]:
+        """``(inext, inextp, *s)``, to compare generators (equal to the compiled one's)."""
+        return (self._inext, self._inextp, *self._s)

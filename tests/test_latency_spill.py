@@ -1,0 +1,97 @@
+"""The runner's latency recorder keeps a phase's marks on disk, not in memory (issue 24:
+the harness's memory must not grow with a phase), and still gives exactly what
+:class:`~asyncbench.latency.PhaseLatency` gives from the same marks kept in memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asyncbench.measure import latency_recorder
+from asyncbench.measure.latency import PhaseLatency
+from asyncbench.measure.latency_recorder import PhaseRecorder
+
+
+def in_memory(batches: list[tuple[int, list[int]]], workers: int) -> tuple[object, list, list]:
+    """What the recorder gave when it kept every batch in memory (the reference)."""
+    per_worker = [PhaseLatency() for _ in range(workers)]
+    for w, marks in batches:
+        per_worker[w].add(np.array(marks, dtype=np.int64))
+    merged = PhaseLatency.merge(per_worker)
+    summary = merged.to_dict() if merged.ops else None
+    stats = [iter(p.batch_stats()) for p in per_worker]
+    worst = []
+    for w, _ in batches:
+        s = next(stats[w], None)
+        worst.append((round(s.p99_ns / 1000, 3), round(s.max_ns / 1000, 3)) if s and s.ops else (None, None))
+    return summary, [list(b) for b in merged.over_time(37)], worst
+
+
+@st.composite
+def phases(draw: st.DrawFn) -> tuple[int, list[tuple[int, list[int]]]]:
+    workers = draw(st.integers(1, 4))
+    clocks = [draw(st.integers(0, 10**6)) for _ in range(workers)]
+    ordered = draw(st.booleans()) or draw(st.booleans())  # an engine's stamps may go backwards
+    batches = []
+    for _ in range(draw(st.integers(0, 30))):
+        w = draw(st.integers(0, workers - 1))
+        steps = draw(st.lists(st.integers(0 if ordered else -50, 10**7), min_size=1, max_size=60))
+        marks = [clocks[w]]
+        for s in steps:
+            marks.append(marks[-1] + s)
+        clocks[w] = marks[-1] + draw(st.integers(0, 1000))
+        batches.append((w, marks))
+    return workers, batches
+
+
+@settings(max_examples=120, deadline=None)
+@given(phase=phases(), spill=st.sampled_from([1, 7, 64, 10**6]), chunk=st.sampled_from([1, 5, 50, 10**6]))
+def test_spilled_marks_give_what_marks_in_memory_give(
+    phase: tuple[int, list[tuple[int, list[int]]]],
+    spill: int,
+    chunk: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    workers, batches = phase
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(latency_recorder, "SPILL_STAMPS", spill)
+        mp.setattr(latency_recorder, "CHUNK_STAMPS", chunk)
+        spill_dir = tmp_path_factory.mktemp("spill")
+        with PhaseRecorder(workers, spill_dir) as rec:
+            for w, marks in batches:
+                rec.add(w, len(marks) - 1, 0.5, list(marks))
+            summary, over_time, rows = rec.summary(), rec.over_time(37), rec.batch_rows()
+            assert [row for chunk in rec.batch_row_chunks(3) for row in chunk] == rows
+            assert all(len(chunk) <= 3 for chunk in rec.batch_row_chunks(3))
+        assert list(spill_dir.iterdir()) == []  # unnamed files: nothing to see, nothing left
+    want_summary, want_over_time, want_worst = in_memory(batches, workers)
+    assert summary == want_summary
+    assert over_time == want_over_time
+    assert [(r["p99_us"], r["max_us"]) for r in rows] == want_worst
+    assert [r["done"] for r in rows] == list(np.cumsum([len(m) - 1 for _, m in batches]))
+
+
+def test_a_long_phase_keeps_its_marks_on_disk(tmp_path: Path) -> None:
+    """3_000_000 operations in 1_000-operation batches: in memory the marks took ~24 MB
+    (and ~180 MB while the figures were computed); spilled, a few MB at any length."""
+    rng = np.random.default_rng(1)
+    stamps = np.cumsum(rng.integers(200, 5_000, size=3_001_000))
+    tracemalloc.start()
+    try:
+        rec = PhaseRecorder(2, tmp_path)
+        for i in range(3_000):
+            marks = stamps[i * 1_000 : (i + 1) * 1_000 + 1].tolist()
+            rec.add(i % 2, 1_000, 0.001, marks)
+        summary, over_time, rows = rec.summary(), rec.over_time(), rec.batch_rows()
+        _, peak = tracemalloc.get_traced_memory()
+        rec.close()
+    finally:
+        tracemalloc.stop()
+    assert summary is not None and summary["count"] == 3_000_000
+    assert sum(b[1] for b in over_time) == 3_000_000 and len(rows) == 3_000
+    assert peak < 24 * 1024 * 1024, peak
