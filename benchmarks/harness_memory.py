@@ -29,11 +29,10 @@ from pathlib import Path
 from time import perf_counter, perf_counter_ns
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from asyncbench.engine import Engine
+from asyncbench.fmt import parse_count
 
-from asyncbench.engine import Engine  # noqa: E402
-from asyncbench.fmt import parse_count  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 MIB = 1024 * 1024
 LIMIT_MIB = 64

@@ -1048,11 +1048,11 @@ static PyMethodDef NetRandom_methods[] = {
 
 static PyTypeObject NetRandom_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "workloads.profile_store._kernels.NetRandom",
+    .tp_name = "asyncbench.workloads.profile_store._kernels.NetRandom",
     .tp_basicsize = sizeof(NetRandomObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "NetRandom(seed): .NET's legacy seeded System.Random, the plan-drawing part of\n"
-              "workloads.profile_store.dotnet_random.PyNetRandom (next, int64_list, the skips and copy).",
+              "asyncbench.workloads.profile_store.dotnet_random.PyNetRandom (next, int64_list, the skips and copy).",
     .tp_new = NetRandom_new,
     .tp_methods = NetRandom_methods,
 };
@@ -1076,7 +1076,7 @@ static PyMethodDef kernels_methods[] = {
 };
 
 static struct PyModuleDef kernels_module = {
-    PyModuleDef_HEAD_INIT, "workloads.profile_store._kernels",
+    PyModuleDef_HEAD_INIT, "asyncbench.workloads.profile_store._kernels",
     "Compiled checksum folds, profile generator and .NET-compatible RNG of the profile-store "
     "workload; import workloads.profile_store.kernels instead.",
     -1, kernels_methods,
