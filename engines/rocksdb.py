@@ -309,6 +309,7 @@ class RocksDbEngine(Engine):
         if error is not None:
             raise error
         self._marker.set()
+        StoreDir(self.data_dir, LAYOUT).record_files()  # what a later reset may delete, by name
 
     async def close(self) -> None:
         await _writing(self._close_sync)

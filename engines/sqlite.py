@@ -265,6 +265,8 @@ class SqliteEngine(Engine):
         for conn in reversed(conns):
             if conn is not None:
                 await conn.close()
+        if conns[0] is not None:  # it was open: record what a later reset may delete, by name
+            await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).record_files)
 
     async def settle(self) -> None:
         await self._db.run(checkpoint)

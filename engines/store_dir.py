@@ -6,7 +6,15 @@ symlinked directory to empty its target. Now each file-based engine describes it
 writes an ownership marker, ``.asyncbench-store`` (JSON: engine, stores), into the
 directory when it creates the store. Then:
 
-- :meth:`StoreDir.reset` removes the marker's stores and the engine's own files and
+- :meth:`StoreDir.record_files` (called by the engine after a clean close) writes into
+  the marker every file the engine's library left in its stores and every file the engine
+  wrote beside them, by exact name with its inode, size and modification time. A reset
+  deletes exactly those files (a name that matches but whose identity differs is not the
+  file that was recorded), never a file merely because its name looks like one a library
+  writes (``*.tmp``, ``LOG.old.N``, ``NNN.log``, ``profiles.db-journal``: a user's file can
+  have any of these names). After an unclean stop the files written since the last record
+  are unproven: the reset refuses and says so.
+- :meth:`StoreDir.reset` removes the marker's stores and the recorded files and
   nothing else. It first checks the whole directory, and refuses (deleting nothing) one
   that is a symlink or not a directory, holds an entry the layout does not recognise
   (a file of the user's, a symlink, a store of another engine), or holds anything at all
@@ -72,6 +80,10 @@ class StoreLayout:
             return True
         return bool(self.own_files and self.own_files.fullmatch(name))
 
+    def library_file(self, name: str) -> bool:
+        """A name the engine's library writes inside a store directory (recorded at close)."""
+        return bool(self.store_files and self.store_files.fullmatch(name))
+
 
 class StoreDir:
     """``directory`` holding the store described by ``layout``."""
@@ -80,6 +92,8 @@ class StoreDir:
         self.directory = Path(directory)
         self.layout = layout
         self.marker = self.directory / MARKER
+        #: The files recorded at the last clean close (None: no record); set by _read_marker.
+        self._recorded: dict[str, list] | None = None
 
     # --- open with reset ----------------------------------------------------------------
     def reset(self) -> None:
@@ -96,8 +110,7 @@ class StoreDir:
                 names = []
             if names:
                 self._check_marker(names)
-                self._check_entries(names)
-                self._delete(names)
+                self._delete(names, self._check_entries(names))
         self._write_marker()
 
     # --- clean-up after a run -------------------------------------------------------------
@@ -114,10 +127,31 @@ class StoreDir:
             os.rmdir(d)
             return
         self._check_marker(names)
-        self._check_entries(names)
-        self._delete(names)
+        self._delete(names, self._check_entries(names))
         with contextlib.suppress(OSError):  # something appeared meanwhile: not ours, so it stays
             os.rmdir(d)
+
+    # --- after a clean close ---------------------------------------------------------------
+    def record_files(self) -> None:
+        """Record in the marker, by exact name and identity, every file the engine's library
+        left in its stores and every own file beside them, so the next reset or delete
+        removes exactly these. Call only after a clean close of a store this engine opened."""
+        if self._read_marker() is None:
+            return
+        files: dict[str, list[int]] = {}
+        for name in sorted(os.listdir(self.directory)):
+            if name in (MARKER, MARKER_TMP):
+                continue
+            path = self.directory / name
+            st = os.lstat(path)
+            if name in self.layout.stores and self.layout.stores_are_dirs and stat.S_ISDIR(st.st_mode):
+                for inner in sorted(os.listdir(path)):
+                    ist = os.lstat(path / inner)
+                    if stat.S_ISREG(ist.st_mode) and self.layout.library_file(inner):
+                        files[f"{name}/{inner}"] = _identity(ist)
+            elif name not in self.layout.stores and self.layout.owns_top(name) and stat.S_ISREG(st.st_mode):
+                files[name] = _identity(st)
+        self._write_marker(files)
 
     # --- open keeping the data ----------------------------------------------------------
     def require(self) -> None:
@@ -148,14 +182,18 @@ class StoreDir:
         try:
             st = os.lstat(d)
         except FileNotFoundError:
-            raise StoreMissing(f"{d} does not exist: there is no {self.layout.engine} store to open") from None
+            raise StoreMissing(
+                f"{d} does not exist: there is no {self.layout.engine} store to open"
+            ) from None
         if stat.S_ISLNK(st.st_mode):
             raise StoreDirError(
                 f"{d} is a symlink; asyncbench neither follows nor empties it. "
                 "Point --data at a real directory (or remove the link)"
             )
         if not stat.S_ISDIR(st.st_mode):
-            raise StoreDirError(f"{d} is not a directory; asyncbench leaves it alone. Move it away or use another --data")
+            raise StoreDirError(
+                f"{d} is not a directory; asyncbench leaves it alone. Move it away or use another --data"
+            )
 
     def _read_marker(self) -> list[str] | None:
         """The stores the marker lists; None without a marker; StoreDirError if it is not ours."""
@@ -164,7 +202,9 @@ class StoreDir:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StoreDirError(f"{self.marker} cannot be read ({exc.strerror}); not an asyncbench marker") from None
+            raise StoreDirError(
+                f"{self.marker} cannot be read ({exc.strerror}); not an asyncbench marker"
+            ) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise StoreDirError(f"{self.marker} is not a regular file; not an asyncbench marker")
@@ -175,8 +215,14 @@ class StoreDir:
             doc = json.loads(raw)
         except ValueError:
             doc = None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("stores"), list):
-            raise StoreDirError(f"{self.marker} is not an asyncbench store marker; the directory is left alone")
+        if (
+            not isinstance(doc, dict)
+            or doc.get("format") != FORMAT
+            or not isinstance(doc.get("stores"), list)
+        ):
+            raise StoreDirError(
+                f"{self.marker} is not an asyncbench store marker; the directory is left alone"
+            )
         if doc.get("engine") != self.layout.engine:
             raise StoreDirError(
                 f"{self.directory} holds a store of engine {doc.get('engine')!r}, not {self.layout.engine!r}; "
@@ -186,6 +232,12 @@ class StoreDir:
         unknown = [s for s in stores if s not in self.layout.stores]
         if unknown or len(stores) != len(doc["stores"]):
             raise StoreDirError(f"{self.marker} lists stores this engine does not make: {unknown}")
+        files = doc.get("files")
+        self._recorded = (
+            {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, list)}
+            if isinstance(files, dict)
+            else None
+        )
         return stores
 
     def _check_marker(self, names: list[str]) -> None:
@@ -196,58 +248,91 @@ class StoreDir:
                 "another --data (a store from an asyncbench without markers: delete the directory yourself)"
             )
 
-    def _check_entries(self, names: list[str]) -> None:
-        foreign = [str(p) for p in self._foreign(names)]
+    def _check_entries(self, names: list[str]) -> list[str]:
+        """The recorded files to delete (relative paths); StoreDirError naming every entry
+        that is neither a marker's store nor a recorded file."""
+        ours: list[str] = []
+        foreign = [str(p) for p in self._foreign(names, ours)]
         if foreign:
-            raise StoreDirError(
-                f"{self.directory} holds entries asyncbench did not write: {_first(foreign)}; it resets only "
-                "its own stores and left everything as it was. Move them away or use another --data"
+            unrecorded = self._recorded is None
+            why = (
+                " (the store was not closed cleanly, so no record of its files exists and a name alone "
+                "proves nothing: if these are the engine's, delete the directory yourself)"
+                if unrecorded
+                else ""
             )
+            raise StoreDirError(
+                f"{self.directory} holds entries asyncbench did not write: {_first(foreign)}{why}; it resets "
+                "only its own stores and left everything as it was. Move them away or use another --data"
+            )
+        return ours
 
-    def _foreign(self, names: list[str]) -> Iterator[str]:
-        """Relative paths of every entry the layout does not recognise (symlinks never are)."""
-        layout = self.layout
+    def _foreign(self, names: list[str], ours: list[str]) -> Iterator[str]:
+        """Relative paths of every entry that is neither a store the marker names nor a file
+        recorded at the last clean close with the same identity (symlinks never are);
+        ``ours`` collects the recorded files."""
+        layout, recorded = self.layout, self._recorded or {}
+
+        def check(rel: str, st: os.stat_result) -> bool:
+            if stat.S_ISREG(st.st_mode) and recorded.get(rel) == _identity(st):
+                ours.append(rel)
+                return True
+            return False
+
         for name in names:
             st = os.lstat(self.directory / name)
+            if name in (MARKER, MARKER_TMP) and stat.S_ISREG(st.st_mode):
+                continue
             if not layout.owns_top(name) or stat.S_ISLNK(st.st_mode):
                 yield name
-                continue
-            if name in layout.stores and layout.stores_are_dirs:
+            elif name in layout.stores and layout.stores_are_dirs:
                 if not stat.S_ISDIR(st.st_mode):
                     yield name
                     continue
                 for inner in sorted(os.listdir(self.directory / name)):
-                    ist = os.lstat(self.directory / name / inner)
-                    ok = stat.S_ISREG(ist.st_mode) and layout.store_files is not None
-                    if not ok or not layout.store_files.fullmatch(inner):  # type: ignore[union-attr]
+                    if not check(f"{name}/{inner}", os.lstat(self.directory / name / inner)):
                         yield f"{name}/{inner}"
-            elif not stat.S_ISREG(st.st_mode):
+            elif name in layout.stores:  # a store that is a file: named exactly by the marker
+                if not stat.S_ISREG(st.st_mode):
+                    yield name
+            elif not check(name, st):
                 yield name
 
     # --- changes -----------------------------------------------------------------------
-    def _delete(self, names: list[str]) -> None:
-        """Remove the checked entries through descriptors that never follow a symlink."""
+    def _delete(self, names: list[str], files: list[str]) -> None:
+        """Remove the checked entries, by exact name: the recorded ``files``, then the
+        stores (a store directory only once empty: anything that appeared in it meanwhile
+        makes the rmdir fail and stays), through descriptors that never follow a symlink."""
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         top = os.open(self.directory, flags)
         try:
+            inner: dict[str, list[str]] = {}
+            for rel in files:
+                store, _, name = rel.rpartition("/")
+                if store:
+                    inner.setdefault(store, []).append(name)
+                else:
+                    os.unlink(name, dir_fd=top)
             for name in names:
                 if name in self.layout.stores and self.layout.stores_are_dirs:
                     sub = os.open(name, flags, dir_fd=top)
                     try:
-                        for inner in os.listdir(sub):
-                            os.unlink(inner, dir_fd=sub)
+                        for file in inner.get(name, []):
+                            os.unlink(file, dir_fd=sub)
                     finally:
                         os.close(sub)
                     os.rmdir(name, dir_fd=top)
-                elif name != MARKER:
+                elif name in self.layout.stores or name == MARKER_TMP:
                     os.unlink(name, dir_fd=top)
             os.unlink(MARKER, dir_fd=top)  # last: until the stores are gone it proves they are ours
             os.fsync(top)
         finally:
             os.close(top)
 
-    def _write_marker(self) -> None:
-        doc = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
+    def _write_marker(self, files: dict[str, list[int]] | None = None) -> None:
+        doc: dict = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
+        if files is not None:
+            doc["files"] = files
         tmp = self.directory / MARKER_TMP
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
@@ -261,6 +346,12 @@ class StoreDir:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    """What tells a recorded file from another file given its name later: inode, size and
+    modification time (an inode number alone is reused once the file is deleted)."""
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 def _first(names: list[str]) -> str:

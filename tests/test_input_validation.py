@@ -226,14 +226,6 @@ def test_log_file_must_be_new_or_an_asyncbench_log(tmp_path: Path, capsys, conte
     assert log.read_bytes() == content
 
 
-def test_an_empty_log_file_is_used(tmp_path: Path, run_cli) -> None:
-    log = tmp_path / "existing.log"
-    log.write_bytes(b"")
-    code, _, output = run_cli(str(QUICK), "--engine", "memory", "--profiles", "1k", "--log-file", str(log))
-    assert code == 0, output
-    assert b'"event":"run_start"' in log.read_bytes()
-
-
 def test_an_asyncbench_log_is_appended_to(tmp_path: Path, run_cli) -> None:
     log = tmp_path / "run.log"
     for _ in range(2):

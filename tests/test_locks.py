@@ -14,7 +14,7 @@ from cli_process import QUICK, TEST_ENGINES, BackgroundRun, kill_quietly
 
 from asyncbench import engines
 from asyncbench.cli.main import main
-from asyncbench.fs.locks import Locked, acquire
+from asyncbench.fs.locks import Locked, NotOurLock, acquire, lock_record
 
 
 @pytest.fixture
@@ -75,3 +75,99 @@ def test_a_symlinked_lock_file_is_not_followed(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         acquire(tmp_path, tmp_path / ".lock")
     assert target.read_text() == "precious"
+
+
+# --- issue 23 item 6: a lock file that is not provably ours is refused, never written ---
+
+#: Where a run puts its lock files (relative to the test's tmp_path), with the flags that
+#: make it take that lock.
+LOCK_PLACES = {
+    "data": ("data/profiles-1000/.memory.lock", []),
+    "output run dir": ("out/profiles-1000-p1/.asyncbench.lock", []),
+    "output (latest)": ("out/.asyncbench.lock", ["--update-latest"]),
+}
+
+
+def _run_memory(tmp_path: Path, *extra: str) -> int:
+    args = [QUICK, "--engine", "memory", "--profiles", "1k", "--no-isolate", "--no-progress", "--yes"]
+    return main([*args, "--output", str(tmp_path / "out"), "--data", str(tmp_path / "data"), *extra])
+
+
+def _plant(tmp_path: Path, where: str) -> tuple[Path, list[str]]:
+    rel, flags = LOCK_PLACES[where]
+    lock = tmp_path / rel
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    return lock, flags
+
+
+@pytest.mark.parametrize("where", LOCK_PLACES)
+def test_a_users_file_hard_linked_at_a_lock_name_is_refused_and_unchanged(
+    tmp_path: Path, where: str, capfd
+) -> None:
+    user = tmp_path / "elsewhere" / "thesis.txt"  # outside --data and --output
+    user.parent.mkdir()
+    user.write_bytes(b"my thesis, 3 years of work\n")
+    lock, flags = _plant(tmp_path, where)
+    os.link(user, lock)
+    assert _run_memory(tmp_path, *flags) == 2
+    err = capfd.readouterr().err
+    assert str(lock) in err and "hard links" in err and "nothing was run" in err
+    assert user.read_bytes() == b"my thesis, 3 years of work\n"
+    assert os.stat(user).st_nlink == 2  # neither written nor unlinked
+    assert not list((tmp_path / "out").rglob("*.json"))
+
+
+@pytest.mark.parametrize("where", LOCK_PLACES)
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"my notes\n", b"12345\n", b"asyncbench lock\n", b"asyncbench lock\npid 0000000042\nmore\n"],
+    ids=["empty", "text", "bare-pid", "magic-only", "record-plus-more"],
+)
+def test_a_users_file_placed_at_a_lock_name_is_refused_and_unchanged(
+    tmp_path: Path, where: str, content: bytes, capfd
+) -> None:
+    lock, flags = _plant(tmp_path, where)
+    lock.write_bytes(content)
+    before = os.stat(lock)
+    assert _run_memory(tmp_path, *flags) == 2
+    assert str(lock) in capfd.readouterr().err
+    assert lock.read_bytes() == content
+    assert os.stat(lock).st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_lock_record_owned_by_another_user_is_refused(tmp_path: Path, capfd) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the file to another user")
+    lock, flags = _plant(tmp_path, "data")
+    lock.write_bytes(b"asyncbench lock\npid 0000000042\n")
+    os.chown(lock, 65534, 65534)
+    assert _run_memory(tmp_path, *flags) == 2
+    assert "belongs to uid 65534" in capfd.readouterr().err
+    assert lock.read_bytes() == b"asyncbench lock\npid 0000000042\n"
+
+
+def test_a_fifo_or_directory_at_a_lock_name_is_refused_without_waiting(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.lock")
+    (tmp_path / "dir.lock").mkdir()
+    for name in ("fifo.lock", "dir.lock"):
+        with pytest.raises(NotOurLock, match="not a regular file"):
+            acquire(tmp_path, tmp_path / name)
+
+
+def test_lock_files_a_run_wrote_are_reused_by_the_next_run(tmp_path: Path) -> None:
+    assert _run_memory(tmp_path, "--update-latest") == 0
+    locks = [tmp_path / rel for rel, _ in LOCK_PLACES.values()]
+    for lock in locks:
+        assert lock.read_bytes() == lock_record(os.getpid())
+        assert os.stat(lock).st_nlink == 1
+    assert _run_memory(tmp_path, "--update-latest") == 0
+    assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary lock names left behind
+
+
+def test_a_lock_is_created_whole(tmp_path: Path) -> None:
+    lock = acquire(tmp_path, tmp_path / ".lock")
+    try:
+        assert (tmp_path / ".lock").read_bytes() == lock_record(os.getpid())
+        assert sorted(os.listdir(tmp_path)) == [".lock"]
+    finally:
+        lock.release()

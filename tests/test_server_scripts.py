@@ -15,10 +15,12 @@ while it runs, and stop it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pwd
 import re
 import secrets
+import signal
 import stat
 import subprocess
 import time
@@ -245,6 +247,87 @@ def test_stop_refuses_a_pid_it_did_not_start(
         assert "refusing" in result.stderr
         time.sleep(0.2)
         assert alive(sleeper.pid), f"{command} killed an unrelated process"
+
+
+# --- stop with a missing, stale or garbage pid (issue 23 item 13) ------------------------
+
+#: Per script: work dir prefix, the server executable's name, and the data dir arguments
+#: its server processes carry (one per node).
+FAKE_SERVERS = {
+    "mysql-server": ("asyncbench-mysql", "mariadbd", ["--datadir={dir}/data"]),
+    "postgres-server": ("asyncbench-postgres", "postgres", ["{dir}/data"]),
+    "galera-cluster": ("asyncbench-galera", "mariadbd", [f"--datadir={{dir}}/n{n}/data" for n in (1, 2, 3)]),
+}
+
+
+def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
+    """A genuine work dir (the shape, marker and token ``start`` makes) and processes that
+    look like its servers to ``stop``: an executable of the server's name (a copy of bash
+    waiting in a builtin loop) with the data dir argument."""
+    prefix, exe_name, args = FAKE_SERVERS[script]
+    work = temp_base() / f"{prefix}.{secrets.token_hex(5)}"
+    work.mkdir(mode=0o700)
+    token = secrets.token_hex(16)
+    (work / ".asyncbench-marker").write_text(f"asyncbench {script} {token}\n")
+    (work / ".asyncbench-marker").chmod(0o600)
+    (work / "data").mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / exe_name
+    subprocess.run(["cp", "/bin/bash", str(exe)], check=True)
+    loop = "trap 'exit 0' INT TERM; while :; do read -r -t 1 _ || :; done"
+    pids = []
+    for arg in args:  # detached (setsid -f: reparented at once, never a zombie of ours;
+        # signals not ignored as a shell's background job's SIGINT would be)
+        data = arg.format(dir=work)
+        subprocess.run(
+            ["setsid", "-f", str(exe), "-c", loop, exe_name, data], stdin=subprocess.DEVNULL, check=True
+        )
+        found = subprocess.run(["pgrep", "-n", "-f", "--", data], capture_output=True, text=True, check=True)
+        pids.append(int(found.stdout))
+    return work, token, pids
+
+
+def _wait_gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+@pytest.mark.parametrize("script", list(FAKE_SERVERS))
+@pytest.mark.parametrize("pid", ["", "notapid", "dead"], ids=["missing", "garbage", "stale"])
+def test_stop_with_a_bad_recorded_pid_stops_the_server_before_deleting(
+    script: str, pid: str, tmp_path: Path
+) -> None:
+    """Before: ``stop`` printed "stopped", exited 0 and deleted the work dir while the
+    server kept running. Now it finds the server by its data directory and stops it first."""
+    work, token, procs = _fake_servers(tmp_path, script)
+    try:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        state = {"dir": str(work), "token": token, "uid": str(os.geteuid())}
+        bad = {"": None, "notapid": "notapid", "dead": str(dead.pid)}[pid]
+        for n in range(1, len(procs) + 1):
+            key = "pid" if script != "galera-cluster" else f"pid{n}"
+            if bad is not None:
+                state[key] = bad
+                state[key.replace("pid", "start")] = "1"
+        state_dir = private_state_dir(tmp_path)
+        write_state(state_dir / f"{script}.state", state)
+        env = {**os.environ, "ASYNCBENCH_STATE_DIR": str(state_dir)}
+        result = subprocess.run(
+            [str(SCRIPTS / script), "stop"], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stderr
+        assert "found by its data directory" in result.stderr
+        assert all(_wait_gone(pid) for pid in procs)
+        assert not work.exists()
+    finally:
+        for pid in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        subprocess.run(["rm", "-rf", "--", str(work)], check=True)
 
 
 # --- a real server -----------------------------------------------------------------------

@@ -12,8 +12,10 @@ benchmark; finding out that one of them is the plan, a result or a store corrupt
   directories the user named;
 - neither the output nor the log may lie inside an engine's data directory, which the
   engine resets;
-- the log must be a new file or an asyncbench log (never the plan, a result or anything
-  else), a regular file, not a symlink, in a writable directory;
+- the log must be a new file or a log asyncbench started (its first line is the identifying
+  record it starts logs with: never the plan, a result, an empty file or anything else), a
+  regular file, not a symlink, in a writable directory, and not inside any engine store
+  directory (one holding a store marker, of this run or another);
 - with ``--update-latest``, an existing ``latest.md`` / ``latest-*.svg`` must be
   asyncbench's own;
 - an isolated run needs a writable temporary directory for its engine children;
@@ -34,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asyncbench.config import BenchConfig, ConfigError
+from asyncbench.engines.store_dir import MARKER as STORE_MARKER
 from asyncbench.fs.ownership import is_own_log
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
@@ -127,7 +130,9 @@ def _own_subdir(where: str, key: str, path: Path) -> None:
         raise ConfigError(where, key, f"{path} cannot be used: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         raise ConfigError(
-            where, key, f"{path} is a symlink; asyncbench creates this directory itself and does not write through symlinks"
+            where,
+            key,
+            f"{path} is a symlink; asyncbench creates this directory itself and does not write through symlinks",
         )
     if not stat.S_ISDIR(st.st_mode):
         raise ConfigError(where, key, f"{path} exists and is not a directory; move it away")
@@ -172,15 +177,33 @@ def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> N
         with contextlib.suppress(OSError):
             if os.path.samefile(log, cfg.source):
                 raise ConfigError(where, key, f"{log} is the plan file")
+        _outside_any_store(where, key, log)
         if not is_own_log(log):
             raise ConfigError(
-                where, key, f"{log} exists and is not an asyncbench log; asyncbench appends only to its own logs"
+                where,
+                key,
+                f"{log} exists and is not an asyncbench log (it does not start with the record asyncbench "
+                "starts its logs with); asyncbench appends only to logs it started",
             )
     parent = _existing_prefix(log.parent)
     if not parent.is_dir():
         raise ConfigError(where, key, f"{log.parent} is not a directory ({parent} is a file)")
     _writable_tree(where, key, log.parent)
     _outside_stores(where, key, log, stores)
+    _outside_any_store(where, key, log)
+
+
+def _outside_any_store(where: str, key: str, log: Path) -> None:
+    """Not inside any engine store directory asyncbench made (one with a store marker),
+    whatever run it belongs to: a store's files (a WAL, a LOCK) are never a log."""
+    probe = _real(_existing_prefix(log.parent))
+    for directory in (probe, *probe.parents):
+        if os.path.lexists(directory / STORE_MARKER):
+            raise ConfigError(
+                where,
+                key,
+                f"{log} is inside the engine store directory {directory}; a log is never written there",
+            )
 
 
 def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  # noqa: ANN001
@@ -189,7 +212,9 @@ def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  #
     except FileNotFoundError:
         return
     if stat.S_ISLNK(st.st_mode) or not proof(path):
-        raise ConfigError(where, key, f"{path} exists and is not an asyncbench {what}; it would be overwritten")
+        raise ConfigError(
+            where, key, f"{path} exists and is not an asyncbench {what}; it would be overwritten"
+        )
 
 
 def _temp_dir(where: str) -> None:

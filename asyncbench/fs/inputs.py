@@ -44,9 +44,12 @@ def read_input(path: Path) -> bytes:
             raise InputError(f"is not a regular file (a {_kind(st.st_mode)})")
         if st.st_size > MAX_INPUT_BYTES:
             raise InputError(f"is {st.st_size:_d} bytes, too large for an input file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):  # bounded: a file that grows while read (or a
+            chunks.append(chunk)  # /proc file that reports size 0) is not read without end
+            size += len(chunk)
+            if size > MAX_INPUT_BYTES:
+                raise InputError(f"is over {MAX_INPUT_BYTES:_d} bytes, too large for an input file")
         return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror}") from None

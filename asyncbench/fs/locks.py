@@ -7,18 +7,37 @@ descriptor closes, so a killed run never leaves a stale lock. Lock files are nev
 deleted: a second process may hold the old file open and would then lock a file nobody
 else sees. An isolated engine child inherits its lock's descriptor (``fd``), so the lock
 holds for as long as the child runs, even if the parent is killed first.
+
+A lock file is written only if it is provably asyncbench's: a new one is created whole
+(a random, exclusively created temporary name holding the lock record, locked, then
+hard-linked to the lock's name, which fails if anything has that name), and an existing
+one is used only if it is a regular file (not a symlink), has one link (a user's file
+hard-linked at the lock's name has two), belongs to this user and holds exactly a lock
+record (:data:`MAGIC` and a pid). Anything else at the lock's name is refused with
+:class:`NotOurLock` (an OSError) and left exactly as it was: the lock names sit in
+directories a user can write to, and a lock that truncates whatever it finds there
+would destroy a user's file, even one outside ``--data`` reached through a hard link.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import re
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DirLock", "Locked", "acquire"]
+__all__ = ["MAGIC", "DirLock", "Locked", "NotOurLock", "acquire", "lock_record"]
+
+#: The first line of every lock file asyncbench writes.
+MAGIC = b"asyncbench lock"
+_RECORD = re.compile(rb"asyncbench lock\npid ([0-9]{10})\n")
+#: A lock file larger than this is not a lock record (the record is under 40 bytes).
+_MAX_RECORD = 64
 
 
 class Locked(RuntimeError):
@@ -28,6 +47,18 @@ class Locked(RuntimeError):
         holder = f"pid {pid}" if pid else "another process (pid not recorded yet)"
         super().__init__(f"{what} is in use by another asyncbench run: locked by {holder}")
         self.what, self.pid = what, pid
+
+
+class NotOurLock(OSError):
+    """Something at a lock file's name that asyncbench cannot prove it wrote; untouched."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            errno.EEXIST,
+            f"{path} {reason}, so it is not a lock file asyncbench wrote; asyncbench leaves it alone "
+            "(if it is a stale lock of an older asyncbench, delete it by hand)",
+        )
+        self.path = path
 
 
 @dataclass
@@ -44,30 +75,103 @@ class DirLock:
             self.fd = -1
 
 
-def acquire(what: Path, lock_file: Path) -> DirLock:
-    """Lock ``what`` through ``lock_file`` (created if missing, never through a symlink).
+def lock_record(pid: int) -> bytes:
+    """The whole content of a lock file held by ``pid`` (fixed length: rewriting it in
+    place never leaves a reader half of two records)."""
+    return MAGIC + f"\npid {pid:010d}\n".encode()
 
-    Raises :class:`Locked` if another process holds it, OSError if the file cannot be
-    created or is not a regular file.
+
+def acquire(what: Path, lock_file: Path) -> DirLock:
+    """Lock ``what`` through ``lock_file``: created whole if missing, else used only if it
+    is provably a lock file asyncbench wrote.
+
+    Raises :class:`Locked` if another process holds it, :class:`NotOurLock` if something
+    else has its name (nothing is written to it), OSError if it cannot be created.
     """
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-    fd = os.open(lock_file, flags, 0o644)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{lock_file} is not a regular file")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Locked(what, _holder(fd)) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except BaseException:
-        os.close(fd)
-        raise
+        fd = _create(what, lock_file)
+    except FileExistsError:
+        fd = _take_existing(what, lock_file)
     return DirLock(what, lock_file, fd)
 
 
+def _create(what: Path, lock_file: Path) -> int:
+    """A new lock file, locked and holding its record before it has its name."""
+    fd, tmp = tempfile.mkstemp(dir=lock_file.parent, prefix=f"{lock_file.name}.", suffix=".tmp")
+    try:
+        os.set_inheritable(fd, False)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else can see it yet
+        os.fchmod(fd, 0o644)
+        os.write(fd, lock_record(os.getpid()))
+        try:
+            os.link(tmp, lock_file, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            # no hard links here: take the name only if nothing has it (rename would replace)
+            _create_in_place(lock_file)
+            os.close(fd)
+            fd = -1
+            return _take_existing(what, lock_file)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.unlink(tmp)
+    return fd
+
+
+def _create_in_place(lock_file: Path) -> None:
+    """Where hard links are unsupported: create the name exclusively and write the record."""
+    fd = os.open(lock_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, lock_record(os.getpid()))
+    finally:
+        os.close(fd)
+
+
+def _take_existing(what: Path, lock_file: Path) -> int:
+    """Lock an existing lock file after proving it is one asyncbench wrote."""
+    st = os.lstat(lock_file)
+    if stat.S_ISLNK(st.st_mode):
+        raise NotOurLock(lock_file, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotOurLock(lock_file, "is not a regular file")
+    fd = os.open(lock_file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        fst = os.fstat(fd)
+        if (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(fst.st_mode):
+            raise NotOurLock(lock_file, "was replaced while asyncbench looked at it")
+        if fst.st_nlink != 1:
+            raise NotOurLock(lock_file, f"has {fst.st_nlink} hard links")
+        if fst.st_uid != os.geteuid():
+            raise NotOurLock(lock_file, f"belongs to uid {fst.st_uid}, not to this user")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            if pid is None:
+                raise NotOurLock(
+                    lock_file, "is locked by another process and holds no asyncbench lock record"
+                ) from None
+            raise Locked(what, pid) from None
+        if _holder(fd) is None:
+            raise NotOurLock(lock_file, "does not hold an asyncbench lock record")
+        record = lock_record(os.getpid())
+        os.pwrite(fd, record, 0)
+        os.ftruncate(fd, len(record))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _holder(fd: int) -> int | None:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        return int(os.pread(fd, 32, 0).split()[0])
+    """The pid in the file's lock record, or None if it holds no lock record."""
+    with contextlib.suppress(OSError):
+        match = _RECORD.fullmatch(os.pread(fd, _MAX_RECORD + 1, 0))
+        if match:
+            return int(match.group(1))
     return None

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -31,6 +34,8 @@ __all__ = [
     "NotOwned",
     "created_here",
     "is_own_log",
+    "is_own_log_head",
+    "log_first_record",
     "is_own_report",
     "is_own_result",
     "is_own_svg",
@@ -40,7 +45,11 @@ __all__ = [
 #: The first line of every Markdown report (an HTML comment: invisible when rendered).
 REPORT_MARKER = "<!-- asyncbench report: `python -m asyncbench report RESULT.json` rewrites this file -->"
 #: The events the JSON-lines log starts a run with; a log's first line is one of them.
-LOG_EVENTS = frozenset({"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"})
+LOG_EVENTS = frozenset(
+    {"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"}
+)
+#: The format named by a log's identifying first record (see :func:`log_first_record`).
+LOG_FORMAT = "asyncbench-log/1"
 
 #: A result larger than this is not read to prove it is ours (a real one is a few MB).
 MAX_RESULT_BYTES = 256 * 1024 * 1024
@@ -146,7 +155,11 @@ def _head(path: Path, size: int) -> bytes | None:
 def is_own_report(path: Path) -> bool:
     """A Markdown report asyncbench wrote: named ``*.md``, first line the report marker."""
     head = _head(path, len(REPORT_MARKER) + 1)
-    return path.suffix == ".md" and head is not None and head.decode("utf-8", "replace").startswith(REPORT_MARKER)
+    return (
+        path.suffix == ".md"
+        and head is not None
+        and head.decode("utf-8", "replace").startswith(REPORT_MARKER)
+    )
 
 
 def is_own_svg(title: str) -> Proof:
@@ -179,16 +192,44 @@ def is_own_result(path: Path) -> bool:
     return isinstance(doc, dict) and {"schema", "started_utc", "engines", "phases"} <= doc.keys()
 
 
-def is_own_log(path: Path) -> bool:
-    """An asyncbench JSON-lines log: empty, or its first line is one of the log's events."""
-    head = _head(path, 64 * 1024)
-    if head is None:
+def log_first_record() -> bytes:
+    """The line asyncbench starts every log with: a ``log_start`` event naming the format,
+    a random id and a check over them, so appending later can verify that this tool started
+    the file (an empty file, another program's log or a line that merely looks like one of
+    our events is not)."""
+    ident = secrets.token_hex(16)
+    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+    doc = {
+        "event": "log_start",
+        "format": LOG_FORMAT,
+        "id": ident,
+        "timestamp": stamp,
+        "check": _log_check(ident, stamp),
+    }
+    return orjson.dumps(doc) + b"\n"
+
+
+def _log_check(ident: str, stamp: str) -> str:
+    return hashlib.sha256(f"{LOG_FORMAT} {ident} {stamp}".encode()).hexdigest()[:16]
+
+
+def is_own_log_head(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) starts with a first record asyncbench wrote."""
+    first, newline, _ = head.partition(b"\n")
+    if not newline:
         return False
-    if not head:
-        return True
-    first = head.split(b"\n", 1)[0]
     try:
         doc = orjson.loads(first)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(doc, dict) and doc.get("event") in LOG_EVENTS and "timestamp" in doc
+    if not isinstance(doc, dict) or doc.get("event") != "log_start" or doc.get("format") != LOG_FORMAT:
+        return False
+    ident, stamp = doc.get("id"), doc.get("timestamp")
+    return isinstance(ident, str) and isinstance(stamp, str) and doc.get("check") == _log_check(ident, stamp)
+
+
+def is_own_log(path: Path) -> bool:
+    """A JSON-lines log asyncbench started: its first line is the record of
+    :func:`log_first_record` (an empty file is not one)."""
+    head = _head(path, 4096)
+    return head is not None and is_own_log_head(head)

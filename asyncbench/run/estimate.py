@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from time import perf_counter
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig
-from asyncbench.result import ResultError, RunResult
+from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.result import RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
 __all__ = ["ASK_ABOVE_SECONDS", "Estimate", "estimate", "plan_operations"]
@@ -31,6 +33,8 @@ CALIBRATION_PROFILES = 1_000
 CALIBRATE_ABOVE_PROFILES = 50_000
 #: How many of the newest result files are read when looking for an earlier run.
 HISTORY_FILES = 40
+#: How many skipped earlier results the estimate names (the rest are counted).
+MAX_WARNINGS = 10
 
 
 def plan_operations(cfg: BenchConfig, profiles: int) -> int:
@@ -64,6 +68,7 @@ class Estimate:
     storage_bytes: int | None
     basis: str  # where the figures come from
     missing: list[str] = dataclasses.field(default_factory=list)  # engines without a figure
+    warnings: list[str] = dataclasses.field(default_factory=list)  # earlier results skipped, and why
 
     def lines(self, cfg: BenchConfig) -> list[str]:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
@@ -72,6 +77,9 @@ class Estimate:
             f"  {counts} profiles, P{','.join(map(str, cfg.parallelisms))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
+        out += [f"  warning: {w}" for w in self.warnings[:MAX_WARNINGS]]
+        if len(self.warnings) > MAX_WARNINGS:
+            out.append(f"  warning: {len(self.warnings) - MAX_WARNINGS} more earlier results skipped")
         if self.seconds is None:
             out.append(f"  time and disk: {self.basis}")
             return out
@@ -94,29 +102,54 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
-def from_history(cfg: BenchConfig) -> tuple[dict[str, Rate], str] | None:
-    """Rates from the newest completed earlier run of each engine under the same plan name."""
-    files = sorted(
-        cfg.output.glob("profiles-*/asyncbench-*.json"), key=lambda p: p.stat().st_mtime, reverse=True
-    )
+def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[dict[str, Rate], str] | None:
+    """Rates from the newest completed earlier run of each engine under the same plan name.
+
+    Earlier results are inputs like any other: only regular files of bounded size that
+    parse as the result model are used (never waiting on a FIFO, reading a device or
+    following a dangling or looping symlink to a traceback); anything else is skipped and
+    named in ``warnings``.
+    """
+    warnings = [] if warnings is None else warnings
+    files: list[tuple[float, Path]] = []
+    for path in cfg.output.glob("profiles-*/asyncbench-*.json"):
+        try:
+            files.append((path.stat().st_mtime, path))
+        except OSError as exc:  # a dangling symlink, a loop, a vanished file
+            warnings.append(f"skipped {path}: {exc.strerror or exc}")
+    files.sort(key=lambda item: item[0], reverse=True)
     rates: dict[str, Rate] = {}
     when = ""
-    for path in files[:HISTORY_FILES]:
-        try:
-            run = RunResult.from_json(path.read_bytes())
-        except (OSError, ResultError):
-            continue
-        if run.name != cfg.name:
+    for _mtime, path in files[:HISTORY_FILES]:
+        run = _earlier_result(path, warnings)
+        if run is None or run.name != cfg.name:
             continue
         for e in run.engines:
             ops = sum(p.ops for p in e.phases)
-            if e.engine in rates or not e.ok or e.warmup or ops == 0 or e.run_seconds <= 0:
+            if e.engine in rates or not e.ok or e.warmup or ops <= 0 or not 0 < e.run_seconds < math.inf:
                 continue
-            rates[e.engine] = Rate(e.run_seconds / ops, (e.storage_bytes or 0) / run.profiles)
+            rates[e.engine] = Rate(e.run_seconds / ops, max(e.storage_bytes or 0, 0) / run.profiles)
             when = when or run.started_utc
     if not any(name in rates for name in cfg.engines):
         return None
     return rates, f"scaled from the last run of plan {cfg.name!r}, {when}"
+
+
+def _earlier_result(path: Path, warnings: list[str]) -> RunResult | None:
+    """The result at ``path`` if it is a readable result of a run with profiles; else None
+    and a warning naming the file and the reason."""
+    try:
+        run = RunResult.from_json(read_input(path))
+    except InputError as exc:
+        warnings.append(f"skipped {path}: it {exc.reason}")
+        return None
+    except Exception as exc:  # noqa: BLE001 - a damaged earlier result must not stop this run
+        warnings.append(f"skipped {path}: not a result asyncbench can read ({type(exc).__name__}: {exc})")
+        return None
+    if not isinstance(run.profiles, int) or run.profiles <= 0:
+        warnings.append(f"skipped {path}: profiles is {run.profiles!r}, not a positive count")
+        return None
+    return run
 
 
 def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
@@ -161,10 +194,12 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
 def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
     per_engine_ops = sum(plan_operations(cfg, n) for n, _p in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
-    found = from_history(cfg)
+    warnings: list[str] = []
+    found = from_history(cfg, warnings)
     if found is None:
         if sum(cfg.profiles) * len(cfg.engines) * cfg.repeat <= CALIBRATE_ABOVE_PROFILES:
-            return Estimate(operations, None, None, "not estimated: a small plan, about as quick as calibrating")
+            why = "not estimated: a small plan, about as quick as calibrating"
+            return Estimate(operations, None, None, why, warnings=warnings)
         found = calibrate_fn(cfg)
     rates, basis = found
     seconds = 0.0
@@ -180,5 +215,9 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
         storage += sum(rate.bytes_per_profile * n for n in cfg.profiles)  # --keep-data keeps every store
         largest = max(largest, *(rate.bytes_per_profile * n for n in cfg.profiles))
     if len(missing) == len(cfg.engines):
-        return Estimate(operations, None, None, "not estimated: no engine could be measured", missing)
-    return Estimate(operations, seconds, round(largest if cfg.clean_data else storage), basis, missing)
+        return Estimate(
+            operations, None, None, "not estimated: no engine could be measured", missing, warnings
+        )
+    return Estimate(
+        operations, seconds, round(largest if cfg.clean_data else storage), basis, missing, warnings
+    )

@@ -133,6 +133,8 @@ class LsmEngine(Engine):
         if maint is not None:
             maint.check()
         await anyio.to_thread.run_sync(self._marker.set)  # only a close that got this far is clean
+        # what a later reset may delete, by exact name
+        await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).record_files)
 
     def _close_trees(self) -> None:
         for t in self._trees:

@@ -228,6 +228,45 @@ stop_verified_pid() {
     return 0
 }
 
+# find_server_pids OWNER EXE_NAMES ARG: the live processes owned by OWNER, running one of
+# EXE_NAMES, with ARG (the server's data directory, inside a verified work dir) exactly one
+# of their arguments, one pid a line. How `stop` finds a server whose recorded pid is
+# missing, stale or not a pid: the data directory identifies it whatever the state says.
+find_server_pids() {
+    local owner="$1" names="$2" arg="$3" d uid exe a found
+    local -a args
+    for d in /proc/[0-9]*; do
+        # the argument first, read without forking (a busy machine has hundreds of processes)
+        args=()
+        mapfile -d '' -t args <"$d/cmdline" 2>/dev/null || continue
+        found=0
+        for a in "${args[@]}"; do
+            if [[ "$a" == "$arg" ]]; then found=1; break; fi
+        done
+        (( found )) || continue
+        uid="$(awk '/^Uid:/ {print $3}' "$d/status" 2>/dev/null)" || continue
+        [[ "$uid" == "$owner" ]] || continue
+        exe="$(readlink "$d/exe" 2>/dev/null)" || continue
+        exe="${exe% (deleted)}"
+        [[ " $names " == *" $(basename -- "$exe") "* ]] || continue
+        echo "${d#/proc/}"
+    done
+}
+
+# stop_servers_of OWNER EXE_NAMES ARG TIMEOUT_S [SIGNAL]: stops every process that
+# find_server_pids finds (each verified again before each signal); returns 1, logging
+# which, when one still runs afterwards, so the caller keeps its data directory.
+stop_servers_of() {
+    local owner="$1" names="$2" arg="$3" timeout_s="$4" sig="${5:-TERM}" pid start left
+    for pid in $(find_server_pids "$owner" "$names" "$arg"); do
+        start="$(proc_start "$pid")" || continue
+        log "stopping pid $pid, found by its data directory $arg"
+        stop_verified_pid "$pid" "$start" "$owner" "$names" "$arg" "$timeout_s" "$sig" || true
+    done
+    left="$(find_server_pids "$owner" "$names" "$arg" | tr '\n' ' ')"
+    [[ -z "$left" ]] || { log "pid ${left% } still runs with $arg"; return 1; }
+}
+
 # server_user SYSTEM_USER: the OS user a server runs as: SYSTEM_USER (a Debian package's
 # system user) when we are root, else ourselves.
 server_user() {
