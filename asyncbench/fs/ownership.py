@@ -29,7 +29,6 @@ __all__ = [
     "LOG_EVENTS",
     "REPORT_MARKER",
     "NotOwned",
-    "created_here",
     "is_own_log",
     "is_own_report",
     "is_own_result",
@@ -58,11 +57,6 @@ class NotOwned(OSError):
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(errno.EEXIST, f"{path} {reason}; asyncbench did not write it and leaves it alone")
         self.path = path
-
-
-def created_here(path: Path) -> bool:
-    """Whether this process created ``path`` (and so may replace it)."""
-    return os.path.abspath(path) in _created
 
 
 def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:

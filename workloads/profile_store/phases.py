@@ -32,7 +32,6 @@ __all__ = [
     "Split",
     "StreamUse",
     "VERIFY_OPS",
-    "kind_of",
     "phase_items",
     "verify_checksum",
 ]
@@ -270,10 +269,6 @@ STREAM_COUNT = {
     "post_email_reads": "post_email_reads",
     "post_queries": "post_queries",
 }
-
-
-def kind_of(kind: str) -> PhaseKind:
-    return PHASES[kind]
 
 
 def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
