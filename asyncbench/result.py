@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -369,6 +370,11 @@ def _at_least(where: str, value: float | None, low: float) -> None:
         raise ResultError(f"{where}: {value!r} is below {low:g}")
 
 
+@functools.cache
+def _hints(tp: Any) -> dict[str, Any]:
+    return typing.get_type_hints(tp)  # resolving the annotations is the loader's slowest step
+
+
 def _dump(value: Any) -> Any:
     """The model as JSON-ready values: the inverse of :func:`_load` (a phase kind is its name)."""
     if isinstance(value, PhaseKind):
@@ -405,7 +411,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if typing.is_typeddict(tp):  # an open record: its declared keys are checked, others kept
         if not isinstance(value, dict):
             raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
+        hints = _hints(tp)
         missing = sorted(k for k in tp.__required_keys__ if k not in value)
         if missing:
             raise ResultError(f"{where}: missing field {missing[0]!r}")
@@ -417,7 +423,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
+        hints = _hints(tp)
         fields = [f for f in dataclasses.fields(tp) if f.init]
         names = {f.name for f in fields}
         unknown = set(value) - names
