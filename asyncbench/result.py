@@ -441,7 +441,12 @@ def _load(tp: Any, value: Any, where: str) -> Any:
         obj = tp(**{k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()})
         check = getattr(obj, "check", None)
         if check is not None:
-            check(where)
+            try:
+                check(where)
+            except ResultError:
+                raise
+            except ValueError as exc:  # a lower layer's model (facts) cannot name ResultError
+                raise ResultError(str(exc)) from None
         return obj
     if origin is list:
         if not isinstance(value, list):

@@ -182,6 +182,9 @@ def _damage(case: str) -> tuple[dict[str, Any], str]:
     if case == "phase-of-another-kind":
         insert["kind"] = "update"
         return doc, "result.engines[0].phases[0].kind: 'update', but plan phase 0 is 'insert'"
+    if case == "colour-not-a-colour":
+        doc["engines"][1]["facts"]["colour"] = "#zz"
+        return doc, "result.engines[1].facts.colour: '#zz' is not a #rrggbb colour"
     raise AssertionError(case)
 
 
@@ -195,6 +198,7 @@ def _damage(case: str) -> tuple[dict[str, Any], str]:
         "unknown-phase-kind",
         "negative-ops",
         "phase-of-another-kind",
+        "colour-not-a-colour",
     ],
 )
 def test_damage_that_passes_the_type_checks_is_refused_by_file_and_key(
