@@ -296,14 +296,14 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             raise ConfigError(
                 where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first"
             )
-        if kind_name == "insert":
+        if kind.inserts:
             if seen_insert:
                 raise ConfigError(
                     where, f"{key}.kind", "a plan inserts the profiles once; remove the second insert"
                 )
             seen_insert = True
         use = kind.use(stream if kind.takes_stream else None, after_update=seen_update)
-        if kind_name == "update":
+        if kind.rewrites:
             seen_update = True
         if "name" in table:
             name = _str(where, f"{key}.name", table["name"])
@@ -324,7 +324,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                     f"{name!r} is also the automatic name of {key}; choose another name",
                 )
             auto.setdefault(name, 1)
-        post = use.post_update if kind.takes_stream else seen_update and kind_name != "update"
+        post = use.post_update if kind.takes_stream else seen_update and not kind.rewrites
         phases.append(PhaseSpec(kind=kind_name, name=name, stream=stream, count=count, post_update=post))
     return phases
 

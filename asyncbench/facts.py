@@ -7,6 +7,7 @@ storage as a server estimate, the harness floor) is a field here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -66,3 +67,8 @@ class EngineFacts:
     #: A multi-node target, as label -> text (e.g. nodes, workers, replication); empty: none.
     cluster: dict[str, str] = field(default_factory=dict)
     colour: str | None = None  # a fixed chart colour; None: picked from the name
+
+    def check(self, where: str) -> None:
+        """Called by the result loader: a colour the charts can draw (``#rrggbb``)."""
+        if self.colour is not None and not re.fullmatch(r"#[0-9A-Fa-f]{6}", self.colour):
+            raise ValueError(f"{where}.colour: {self.colour!r} is not a #rrggbb colour")

@@ -9,25 +9,34 @@ manager share one benchmark model.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
+import functools
+import math
 import types
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
 import orjson
+from hdrh.histogram import HdrHistogram
 
 from asyncbench.facts import EngineFacts
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind
 
 __all__ = [
     "SCHEMA",
     "EngineResult",
+    "LatencyStats",
     "PhaseResult",
+    "PlanPhase",
     "ResultError",
     "RunResult",
     "Status",
+    "ThroughputRow",
     "exit_code",
     "write_atomic",
 ]
@@ -52,12 +61,62 @@ class Status(StrEnum):
 
 
 @dataclass
+class PlanPhase:
+    """One phase of the validated plan, as the result stores it; its position in
+    ``RunResult.phases`` is its identity. ``kind`` is the phase table's row."""
+
+    kind: PhaseKind
+    name: str
+    stream: str | None = None
+    count: int | None = None
+    post_update: bool = False
+
+    def check(self, where: str) -> None:
+        if self.stream is not None and self.stream not in self.kind.streams:
+            raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
+        _at_least(f"{where}.count", self.count, 1)
+
+
+@dataclass
+class LatencyStats:
+    """A phase's per-operation latency (ns) and the HdrHistogram it was summarised from."""
+
+    count: int
+    min: int
+    p50: int
+    p90: int
+    p99: int
+    p99_9: int
+    max: int
+    mean: float
+    histogram: str  # HdrHistogram's standard V2 compressed form, base64
+
+    def check(self, where: str) -> None:
+        for name in ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        try:
+            data = self.histogram.encode("ascii")
+            base64.b64decode(data, validate=True)
+            total = HdrHistogram.decode(data).get_total_count()
+        except (UnicodeError, binascii.Error, ValueError) as exc:
+            raise ResultError(f"{where}.histogram: not a base64 HdrHistogram ({exc})") from None
+        except Exception as exc:  # the third-party decoder's own errors on a damaged payload
+            raise ResultError(f"{where}.histogram: not an HdrHistogram ({type(exc).__name__}: {exc})") from None
+        if total != self.count:
+            raise ResultError(f"{where}.histogram: holds {total} operations, count says {self.count}")
+
+
+#: One ``latency_over_time`` slice: (t_s, ops, p50_ns, p99_ns, max_ns).
+OVER_TIME_FIELDS = ("t_s", "ops", "p50_ns", "p99_ns", "max_ns")
+
+
+@dataclass
 class PhaseResult:
     index: int  # position in the plan: the phase's identity within a run
     name: str
-    kind: str
-    action: str  # ops | stabilize | settle | reopen | verify (the phase table's Action)
-    group: str  # write | lookup | scan | query | maintenance | verify
+    kind: PhaseKind  # the phase table's row (stored as its name)
+    action: Action  # the row's Action and Group, kept in the JSON for other readers
+    group: Group
     ops: int
     seconds: float
     checksum: str | None = None
@@ -70,7 +129,7 @@ class PhaseResult:
     close_seconds: float | None = None
     #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
     #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
-    latency: dict[str, Any] | None = None
+    latency: LatencyStats | None = None
     #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
     latency_over_time: list[list[float]] | None = None
     retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
@@ -78,6 +137,26 @@ class PhaseResult:
     @property
     def ops_per_s(self) -> float:
         return self.ops / self.seconds if self.seconds > 0 else 0.0
+
+    def check(self, where: str) -> None:
+        if self.stream is not None and self.stream not in self.kind.streams:
+            raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
+        if self.action is not self.kind.action or self.group is not self.kind.group:
+            raise ResultError(
+                f"{where}: action {self.action.value!r} and group {self.group.value!r} are not those of "
+                f"phase kind {self.kind.kind!r} ({self.kind.action.value!r}, {self.kind.group.value!r})"
+            )
+        for name in ("index", "ops", "seconds", "close_seconds", "retries"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _at_least(f"{where}.count", self.count, 1)
+        for i, row in enumerate(self.latency_over_time or ()):
+            if len(row) != len(OVER_TIME_FIELDS):
+                raise ResultError(
+                    f"{where}.latency_over_time[{i}]: expected {len(OVER_TIME_FIELDS)} numbers "
+                    f"({', '.join(OVER_TIME_FIELDS)}), got {len(row)}"
+                )
+            for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
+                _at_least(f"{where}.latency_over_time[{i}].{name}", value, 0)
 
 
 @dataclass
@@ -128,10 +207,10 @@ class EngineResult:
 
     @property
     def final_checksum(self) -> str | None:
-        return next((p.checksum for p in self.phases if p.action == "verify"), None)
+        return next((p.checksum for p in self.phases if p.action is Action.VERIFY), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _dump(self)
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.to_dict())
@@ -139,6 +218,40 @@ class EngineResult:
     @classmethod
     def from_dict(cls, doc: Any) -> EngineResult:
         return _load(cls, doc, "engine")
+
+    def check(self, where: str) -> None:
+        for name in ("run_seconds", "storage_bytes", "peak_rss_bytes", "initial_rss_bytes", "repeat"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        seen: set[int] = set()
+        for i, p in enumerate(self.phases):
+            if p.index in seen:
+                raise ResultError(f"{where}.phases[{i}].index: phase {p.index} appears twice")
+            seen.add(p.index)
+
+
+@dataclass
+class ThroughputRow:
+    """One engine's throughput over the measured repeats of one operation phase (ops/s)."""
+
+    index: int  # the phase's position in the plan
+    name: str
+    n: int
+    median: float
+    min: float
+    max: float
+    mean: float
+    stdev: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    spread_pct: float | None  # (max - min) / 2 / median, in percent
+    samples: list[float]
+    unstable: bool
+
+    def check(self, where: str) -> None:
+        for name in ("index", "n", "median", "min", "max", "mean", "stdev", "spread_pct"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        if self.n != len(self.samples):
+            raise ResultError(f"{where}.n: {self.n} but {len(self.samples)} samples")
 
 
 @dataclass
@@ -152,7 +265,7 @@ class RunResult:
     batch_size: int
     timeout_seconds: float | None
     counts: dict[str, int]
-    phases: list[dict[str, Any]]  # the plan's phase specs, in order
+    phases: list[PlanPhase]  # the plan's phases, in order
     source: str
     environment: dict[str, Any] = field(default_factory=dict)
     engines: list[EngineResult] = field(default_factory=list)
@@ -162,14 +275,39 @@ class RunResult:
     warmup: int = 0  # leading repeats left out of the statistics
     #: Per engine, per operation phase: throughput statistics over the measured repeats
     #: (median, min, max, 95% Student-t interval, spread); written with the result.
-    throughput: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    throughput: dict[str, list[ThroughputRow]] = field(default_factory=dict)
     #: The workload's compiled kernels were in use; False: the pure-Python fallback ran and
     #: its timings are not comparable with compiled runs.
     accelerated: bool = True
     schema: int = SCHEMA
 
     def to_json(self) -> bytes:
-        return orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2)
+        return orjson.dumps(_dump(self), option=orjson.OPT_INDENT_2)
+
+    def check(self, where: str) -> None:
+        """What the field types cannot say: every phase an engine or a throughput row names
+        is a phase of this plan, of the same kind."""
+        for name in ("profiles", "parallelism", "batch_size", "repeat"):
+            _at_least(f"{where}.{name}", getattr(self, name), 1)
+        for name in ("limit", "warmup", "timeout_seconds"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        for key, value in self.counts.items():
+            _at_least(f"{where}.counts.{key}", value, 0)
+        for i, e in enumerate(self.engines):
+            for j, p in enumerate(e.phases):
+                at = f"{where}.engines[{i}].phases[{j}]"
+                if p.index >= len(self.phases):
+                    raise ResultError(f"{at}.index: {p.index} is not a phase of the plan ({len(self.phases)} phases)")
+                if p.kind is not self.phases[p.index].kind:
+                    raise ResultError(
+                        f"{at}.kind: {p.kind.kind!r}, but plan phase {p.index} is {self.phases[p.index].kind.kind!r}"
+                    )
+        for engine, rows in self.throughput.items():
+            for j, row in enumerate(rows):
+                if row.index >= len(self.phases):
+                    raise ResultError(
+                        f"{where}.throughput.{engine}[{j}].index: {row.index} is not a phase of the plan"
+                    )
 
     @classmethod
     def from_json(cls, data: bytes) -> RunResult:
@@ -219,6 +357,42 @@ def exit_code(runs: list[RunResult], checksums_agree: bool, interrupted: bool) -
 
 
 # --- typed loading of the dataclass tree (one generic reader, no hand-listed fields) -----
+#
+# Hand-written rather than msgspec/pydantic/cattrs: the types are plain dataclasses shared
+# with the runner, every error must name the file's key path in our words, and what a
+# library would add (types, unknown and missing keys) is the easy part; the checks that
+# matter here (a histogram decodes, a phase index is a plan phase of the same kind) are
+# each model's own ``check(where)``, run right after it is built.
+
+
+def _at_least(where: str, value: float | None, low: float) -> None:
+    if value is not None and not value >= low:
+        raise ResultError(f"{where}: {value!r} is below {low:g}")
+
+
+@functools.cache
+def _hints(tp: Any) -> dict[str, Any]:
+    return typing.get_type_hints(tp)  # resolving the annotations is the loader's slowest step
+
+
+def _dump(value: Any) -> Any:
+    """The model as JSON-ready values: the inverse of :func:`_load` (a phase kind is its name)."""
+    if isinstance(value, PhaseKind):
+        return value.kind
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def load_as(tp: Any, value: Any, where: str) -> Any:
+    """``value`` (parsed JSON) checked and built as ``tp``; :class:`ResultError` names the key."""
+    return _load(tp, value, where)
 
 
 def _load(tp: Any, value: Any, where: str) -> Any:
@@ -234,19 +408,46 @@ def _load(tp: Any, value: Any, where: str) -> Any:
             except ResultError as exc:
                 errors.append(str(exc))
         raise ResultError(errors[0] if errors else f"{where}: unexpected {value!r}")
+    if typing.is_typeddict(tp):  # an open record: its declared keys are checked, others kept
+        if not isinstance(value, dict):
+            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
+        hints = _hints(tp)
+        missing = sorted(k for k in tp.__required_keys__ if k not in value)
+        if missing:
+            raise ResultError(f"{where}: missing field {missing[0]!r}")
+        return {k: _load(hints[k], v, f"{where}.{k}") if k in hints else v for k, v in value.items()}
+    if tp is PhaseKind:
+        if not isinstance(value, str) or value not in PHASES:
+            raise ResultError(f"{where}: unknown phase kind {value!r}; known: {', '.join(PHASES)}")
+        return PHASES[value]
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp) if f.init}
+        hints = _hints(tp)
+        fields = [f for f in dataclasses.fields(tp) if f.init]
+        names = {f.name for f in fields}
         unknown = set(value) - names
         if unknown:
             raise ResultError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-        kwargs = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
-        try:
-            return tp(**kwargs)
-        except TypeError as exc:
-            raise ResultError(f"{where}: {exc}") from None
+        missing = [
+            f.name
+            for f in fields
+            if f.name not in value
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
+        if missing:
+            raise ResultError(f"{where}: missing field {missing[0]!r}")
+        obj = tp(**{k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+        check = getattr(obj, "check", None)
+        if check is not None:
+            try:
+                check(where)
+            except ResultError:
+                raise
+            except ValueError as exc:  # a lower layer's model (facts) cannot name ResultError
+                raise ResultError(str(exc)) from None
+        return obj
     if origin is list:
         if not isinstance(value, list):
             raise ResultError(f"{where}: expected a list, got {type(value).__name__}")
@@ -267,7 +468,13 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ResultError(f"{where}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise ResultError(f"{where}: expected a finite number, got {value!r}")
+        return number
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ResultError(f"{where}: expected an integer, got {value!r}")

@@ -94,11 +94,11 @@ def test_charts_carry_phase_names_and_numbers(
     ):
         assert name in lookups
     _, _, scans = svg_texts(directory / written["Index Scan Throughput"])
-    scan_names = [p["name"] for p in sample.phases if p["kind"].startswith("scan_")]
+    scan_names = [p.name for p in sample.phases if p.kind.kind.startswith("scan_")]
     assert len(scan_names) == 5 and all(n in scans for n in scan_names)
     assert "query country/status" not in scans
     _, _, queries = svg_texts(directory / written["Query Throughput"])
-    assert all(p["name"] in queries for p in sample.phases if p["kind"].startswith("query_"))
+    assert all(p.name in queries for p in sample.phases if p.kind.kind.startswith("query_"))
     _, _, writes = svg_texts(directory / written["Write Throughput"])
     assert "insert profiles" in writes and "update profiles" in writes
     assert "(+ pre-read stabilization)" in writes and "(+ post-update stabilization)" in writes

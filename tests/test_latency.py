@@ -17,9 +17,7 @@ from asyncbench.measure.latency import (
     BatchLatency,
     LatencyHistogram,
     PhaseLatency,
-    batch_p99_max,
     format_us,
-    latency_rows,
     nearest_rank,
 )
 
@@ -111,7 +109,7 @@ def test_encoded_histogram_round_trips_through_the_hdrhistogram_decoder(known: P
     assert decoded.get_total_count() == 1010
     assert counts(decoded) == counts(known.histogram().hdr)
     again = LatencyHistogram.from_encoded(text)
-    assert again.counts_equal(known.histogram())
+    assert counts(again.hdr) == counts(known.histogram().hdr)
     assert again.summary() == known.summary()
     assert again.encoded() == text
 
@@ -122,8 +120,9 @@ def test_a_histogram_with_another_layout_is_re_recorded() -> None:
         foreign.record_value(v, n)
     h = LatencyHistogram.from_encoded(foreign.encode())
     assert h.count == 100
-    assert h.value_at_percentile(50) == pytest.approx(1_500, rel=0.01)
-    assert h.value_at_percentile(100) == pytest.approx(250_000, rel=0.01)
+    p50, p100 = h.values_at_percentiles([50, 100])
+    assert p50 == pytest.approx(1_500, rel=0.01)
+    assert p100 == pytest.approx(250_000, rel=0.01)
 
 
 def test_merging_workers_equals_recording_everything() -> None:
@@ -140,10 +139,10 @@ def test_merging_workers_equals_recording_everything() -> None:
     merged = PhaseLatency.merge(workers)
     whole = LatencyHistogram.from_values(everything)
     assert merged.ops == len(everything) == 3000
-    assert merged.histogram().counts_equal(whole)
+    assert counts(merged.histogram().hdr) == counts(whole.hdr)
     assert counts(merged.histogram().hdr) == counts(reference(everything))
     by_hist = LatencyHistogram.merge(w.histogram() for w in workers)
-    assert by_hist.counts_equal(whole)
+    assert counts(by_hist.hdr) == counts(whole.hdr)
     assert by_hist.summary() == whole.summary()
     by_codec = LatencyHistogram.merge(LatencyHistogram.from_encoded(w.encoded()) for w in workers)
     assert by_codec.summary() == whole.summary()
@@ -156,12 +155,10 @@ def test_batch_figures_are_exact() -> None:
     ordered = sorted(deltas)
     expected = BatchLatency(1000, ordered[nearest_rank(1000, 99) - 1], max(deltas))
     assert expected.p99_ns == ordered[989]  # rank 990 of 1000
-    assert batch_p99_max(m) == expected
     c = PhaseLatency()
     assert c.add_with_stats(m) == expected
     c.add(marks_from([5, 7, 3]))
     assert c.batch_stats() == [expected, BatchLatency(3, 7, 7)]
-    assert batch_p99_max([123]) == BatchLatency(0, 0, 0)  # a batch with no operations
 
 
 def test_empty_batches_are_ignored_and_an_empty_phase_summarises_to_zeros() -> None:
@@ -233,7 +230,4 @@ def test_json_entry_and_report_rows(known: PhaseLatency) -> None:
     entry = known.to_dict()
     assert entry["count"] == 1010 and entry["histogram"] == known.encoded()
     assert set(entry) == {"count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "histogram"}
-    empty = PhaseLatency().summary()
-    rows = latency_rows({"read by user id": known.summary(), "reopen": empty})
-    assert rows == [("read by user id", "10.0", "10.0", "1_000", "1_000")]  # µs; empty phases left out
     assert [format_us(v) for v in (850, 12_345, 123_456, 1_234_567)] == ["0.85", "12.3", "123", "1_235"]

@@ -14,12 +14,16 @@ from asyncbench.report.latency_charts import (
     latency_over_time,
     nines,
     nines_label,
-    over_time_points,
     percentile_distribution,
 )
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
+
+
+def _points(buckets):  # type: ignore[no-untyped-def]
+    """What charts.py draws from a result's ``latency_over_time`` rows."""
+    return [(b.t_s, b.p50_ns, b.p99_ns, b.max_ns) for b in buckets]
 
 def parse(svg: str) -> tuple[str, list[str]]:
     """(the <title> text, every drawn string): matplotlib draws text as paths and precedes
@@ -102,8 +106,8 @@ def test_the_axis_reaches_further_nines_with_more_operations() -> None:
 def test_latency_over_time_svg() -> None:
     rocks = phase(100_000, 4_000, 6, stall_ns=250_000_000)
     series = {
-        "rocksdb": over_time_points(rocks.over_time(60)),
-        "lsm": over_time_points(phase(50_000, 15_000, 7).over_time(60)),
+        "rocksdb": _points(rocks.over_time(60)),
+        "lsm": _points(phase(50_000, 15_000, 7).over_time(60)),
     }
     svg = latency_over_time(series, "insert profiles", "20_000 profiles · P1")
     title, drawn = parse(svg)

@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from conftest import status_line
 
 from asyncbench import engines
 from asyncbench.measure.correctness import judge
-from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.result import EngineResult, PhaseResult, PlanPhase, RunResult
 
 HEAD = '[run]\nprofiles = 2000\n[[phase]]\nkind = "insert"\n'
 
@@ -55,7 +56,7 @@ def test_a_mismatch_in_a_repeated_phase_is_found(tmp_path: Path, run_cli, late_w
 
 def test_judge_matches_phases_by_position_not_by_name() -> None:
     def phase(index: int, checksum: str) -> PhaseResult:
-        return PhaseResult(index, "same name", "read_by_id", "ops", "lookup", 10, 0.1, checksum)
+        return PhaseResult(index, "same name", PHASES["read_by_id"], Action.OPERATIONS, Group.LOOKUP, 10, 0.1, checksum)
 
     run = RunResult(
         name="r",
@@ -67,7 +68,7 @@ def test_judge_matches_phases_by_position_not_by_name() -> None:
         batch_size=10,
         timeout_seconds=1.0,
         counts={},
-        phases=[{"name": "same name", "kind": "read_by_id"}] * 2,
+        phases=[PlanPhase(PHASES["read_by_id"], "same name")] * 2,
         source="p.toml",
         engines=[
             EngineResult("a", phases=[phase(0, "AAAA"), phase(1, "BBBB")]),

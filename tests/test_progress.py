@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from conftest import ROOT
 from rich.console import Console
 
@@ -44,7 +45,7 @@ def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     assert "sqlite · read by user id" in shown
     assert "1_500/2_000 ops" in shown
     assert "/s" in shown and "ETA" in shown
-    obs.phase_end("sqlite", PhaseResult(2, "read by user id", "read_by_id", "ops", "lookup", 2000, 0.05))
+    obs.phase_end("sqlite", PhaseResult(2, "read by user id", PHASES["read_by_id"], Action.OPERATIONS, Group.LOOKUP, 2000, 0.05))
     assert obs.tasks == {} and obs.progress.tasks == []
     obs.engine_end(EngineResult(engine="sqlite"))
     assert not obs.progress.live.is_started
@@ -71,7 +72,7 @@ def test_console_lines_print_through_the_progress_console() -> None:
     fan.phase_start("memory", "insert profiles", 2000)
     fan.batch("memory", "insert profiles", 0, 2000, 0.01, 2000)
     fan.phase_end(
-        "memory", PhaseResult(0, "insert profiles", "insert", "ops", "write", 2000, 0.5, "ABCDEF0123456789")
+        "memory", PhaseResult(0, "insert profiles", PHASES["insert"], Action.OPERATIONS, Group.WRITE, 2000, 0.5, "ABCDEF0123456789")
     )
     fan.engine_end(EngineResult(engine="memory", run_seconds=1.0))
     out = buf.getvalue()

@@ -21,7 +21,7 @@ def test_storage_caption_follows_the_plan_and_the_method() -> None:
     run = sample()
     assert "measured after the settle phase" in report.storage_note(run)
     no_settle = copy.deepcopy(run)
-    no_settle.phases = [p for p in no_settle.phases if p["kind"] != "settle"]
+    no_settle.phases = [p for p in no_settle.phases if p.kind.kind != "settle"]
     note = report.storage_note(no_settle)
     assert "measured after the last phase (this plan has no settle phase" in note
     assert "after the settle phase" not in note

@@ -25,6 +25,7 @@ from asyncbench.engines.mysql import resolve_endpoints
 from asyncbench.engines.mysql import retryable as mysql_retryable
 from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, AsyncSqlProfileStore, Statements
 from asyncbench.workloads.profile_store.generate import create
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import update
 from conftest import REFERENCE_PLAN, status_line, unescaped
@@ -167,7 +168,7 @@ def test_mysql_endpoint_precedence() -> None:
 
 
 def test_old_phase_results_load_without_retries() -> None:
-    doc = EngineResult(engine="x", phases=[PhaseResult(0, "p", "insert", "ops", "write", 1, 1.0)]).to_dict()
+    doc = EngineResult(engine="x", phases=[PhaseResult(0, "p", PHASES["insert"], Action.OPERATIONS, Group.WRITE, 1, 1.0)]).to_dict()
     del doc["phases"][0]["retries"]  # a result file written before the field existed
     assert EngineResult.from_dict(doc).phases[0].retries == 0
 

@@ -21,7 +21,6 @@ from asyncbench.measure.stats import (
     read_turbo,
     t_critical,
     t_two_sided_p,
-    unstable_warning,
     welch,
 )
 
@@ -197,13 +196,3 @@ def test_governors_and_turbo_are_read_from_sysfs(tmp_path: Path) -> None:
     assert read_governors(str(tmp_path / "absent")) == {}
     assert read_turbo(str(tmp_path / "absent")) is None
 
-
-def test_unstable_warning_and_error_bars() -> None:
-    s = Summary.of([100.0, 120.0, 95.0])
-    assert s.error_bar == (5.0, 20.0)
-    text = unstable_warning("read by user id", s, ["Load average 3.10 ...", "More repeats ..."])
-    assert text.splitlines() == [
-        "read by user id: unstable, 100/s ± 12.5% over 3 runs (spread 12.5% > 10%)",
-        "  - Load average 3.10 ...",
-        "  - More repeats ...",
-    ]

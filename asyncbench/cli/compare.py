@@ -26,6 +26,7 @@ import orjson
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.measure.stats import Comparison, Verdict, compare, comparison_row, exit_code
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
+from asyncbench.workloads.profile_store.phases import Action
 
 __all__ = ["compare_command", "load_side"]
 
@@ -47,7 +48,7 @@ def _phase_keys(run: RunResult) -> list[PhaseKey]:
     seen: dict[tuple, int] = defaultdict(int)
     keys = []
     for spec in run.phases:
-        ident = (spec["kind"], spec.get("stream"), spec.get("count"), bool(spec.get("post_update", False)))
+        ident = (spec.kind.kind, spec.stream, spec.count, spec.post_update)
         keys.append((*ident, seen[ident]))
         seen[ident] += 1
     return keys
@@ -92,7 +93,7 @@ def load_side(arg: str, engines: set[str] | None) -> Side:
                 side.names.setdefault(key, p.name)
                 if p.checksum:
                     side.checksums[(e.engine, key)].add(p.checksum)
-                if p.action == "ops" and p.seconds > 0:
+                if p.action is Action.OPERATIONS and p.seconds > 0:
                     side.samples[(e.engine, key)].append(p.ops_per_s)
     return side
 

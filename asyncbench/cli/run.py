@@ -22,6 +22,7 @@ from asyncbench.dirs.run_dirs import lock_run
 from asyncbench.fs.locks import Locked
 from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
+from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.report.csv_export import write_csv
 from asyncbench.report.outputs import result_dir, write_run
@@ -169,7 +170,7 @@ def _run_locked(
     agree = True
     for result in bench.results:
         result.interrupted = interrupted
-        result.environment["load_avg_end"] = list(os.getloadavg())
+        mark_end(result.environment)
         save(result, final=True)
         verdict = judge(result)
         for line in verdict.failures:

@@ -32,7 +32,6 @@ __all__ = [
     "LOG_EVENTS",
     "REPORT_MARKER",
     "NotOwned",
-    "created_here",
     "is_own_log",
     "is_own_log_head",
     "log_first_record",
@@ -67,11 +66,6 @@ class NotOwned(OSError):
     def __init__(self, path: Path, reason: str) -> None:
         super().__init__(errno.EEXIST, f"{path} {reason}; asyncbench did not write it and leaves it alone")
         self.path = path
-
-
-def created_here(path: Path) -> bool:
-    """Whether this process created ``path`` (and so may replace it)."""
-    return os.path.abspath(path) in _created
 
 
 def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.stats import Summary
-from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
+from asyncbench.result import EngineResult, PhaseResult, RunResult, Status, ThroughputRow
+from asyncbench.workloads.profile_store.phases import Action
 
 __all__ = ["EngineRuns", "collapse", "group_runs"]
 
@@ -40,7 +41,7 @@ class EngineRuns:
 
     def throughput(self, index: int) -> Summary | None:
         """Operations per second of an operation phase over the measured repeats."""
-        samples = [p.ops_per_s for p in self.phases(index) if p.action == "ops" and p.seconds > 0]
+        samples = [p.ops_per_s for p in self.phases(index) if p.action is Action.OPERATIONS and p.seconds > 0]
         return Summary.of(samples) if samples else None
 
     def seconds(self, index: int) -> Summary | None:
@@ -49,7 +50,7 @@ class EngineRuns:
 
     def latency(self, index: int) -> LatencyHistogram | None:
         """The phase's per-operation latency over every measured repeat (histograms merged)."""
-        encoded = [p.latency["histogram"] for p in self.phases(index) if p.latency]
+        encoded = [p.latency.histogram for p in self.phases(index) if p.latency]
         if not encoded:
             return None
         return LatencyHistogram.merge(LatencyHistogram.from_encoded(e) for e in encoded)
@@ -79,7 +80,7 @@ def collapse(run: RunResult) -> RunResult:
         if worst is not g.first and worst.status is not Status.OK:
             base.set_status(worst.status, worst.phase, worst.detail)
         for p in base.phases:
-            if p.action == "ops":
+            if p.action is Action.OPERATIONS:
                 tp = g.throughput(p.index)
                 if tp is not None and tp.median > 0:
                     p.seconds = p.ops / tp.median
@@ -92,15 +93,15 @@ def collapse(run: RunResult) -> RunResult:
     return view
 
 
-def throughput_stats(run: RunResult) -> dict[str, list[dict]]:
+def throughput_stats(run: RunResult) -> dict[str, list[ThroughputRow]]:
     """Per engine, per operation phase of the plan: its throughput summary (for the JSON)."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[ThroughputRow]] = {}
     for g in group_runs(run):
         rows = []
         for index, spec in enumerate(run.phases):
             tp = g.throughput(index)
             if tp is not None:
-                rows.append({"index": index, "name": spec["name"], **tp.to_dict(), "unstable": tp.unstable()})
+                rows.append(ThroughputRow(index=index, name=spec.name, **tp.to_dict(), unstable=tp.unstable()))
         out[g.engine] = rows
     return out
 
@@ -112,5 +113,5 @@ def unstable_phases(run: RunResult, threshold: float = 0.10) -> list[tuple[str, 
         for index, spec in enumerate(run.phases):
             tp = g.throughput(index)
             if tp is not None and tp.unstable(threshold):
-                found.append((g.engine, spec["name"], tp))
+                found.append((g.engine, spec.name, tp))
     return found

@@ -11,7 +11,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from asyncbench.workloads.profile_store.phases import PHASES
 from asyncbench.workloads.profile_store.published import published_checksums
 from asyncbench.workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
@@ -48,9 +47,9 @@ def is_reference_run(run: RunResult) -> bool:
 
 def reference_identity(p: PhaseResult) -> str | None:
     """The reference table's name for this phase, or None when no table value applies."""
-    if p.count is not None or p.kind not in PHASES:
+    if p.count is not None:
         return None
-    return PHASES[p.kind].use(p.stream, p.post_update).reference
+    return p.kind.use(p.stream, p.post_update).reference
 
 
 def _label(run: RunResult, e: EngineResult) -> str:

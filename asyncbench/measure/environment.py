@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.measure import provenance
+from asyncbench.result import ResultError, load_as
 from asyncbench.workloads.profile_store import kernels
 
 __all__ = ["collect", "event_loop_backend", "rows"]
@@ -52,9 +53,13 @@ def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str
 
 
 def rows(env: dict[str, Any]) -> list[tuple[str, str]]:
-    """(label, text) rows for the report (results of other shapes: their items as text)."""
-    if "git_commit" not in env:
+    """(label, text) rows for the report. The record is open (each version wrote its own
+    keys): one that does not have the provenance shape, such as an older result's, shows
+    its items as text."""
+    try:
+        record = load_as(provenance.Provenance, env, "environment")
+    except ResultError:
         return [(k, str(v)) for k, v in env.items() if isinstance(v, (str, int, float))]
-    out = provenance.format_rows(env)  # type: ignore[arg-type]
+    out = provenance.format_rows(record)
     out += [("Event loop", env.get("event_loop", "-")), ("Compiled kernels", env.get("compiled_kernels", "-"))]
     return out

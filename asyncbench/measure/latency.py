@@ -91,7 +91,7 @@ bucket's median value.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, NamedTuple, TypedDict
 
 import numpy as np
@@ -108,9 +108,7 @@ __all__ = [
     "Marks",
     "PhaseLatency",
     "TimeBucket",
-    "batch_p99_max",
     "format_us",
-    "latency_rows",
     "nearest_rank",
 ]
 
@@ -173,18 +171,6 @@ def _p99_max(stamps: np.ndarray) -> BatchLatency:
         return BatchLatency(0, 0, 0)
     k = nearest_rank(n, 99.0) - 1
     return BatchLatency(n, int(np.partition(d, k)[k]), int(d.max()))
-
-
-def batch_p99_max(marks: Sequence[int]) -> BatchLatency:
-    """Exact p99 and max latency of one batch's marks (zeros for an empty batch).
-
-    ~30 ns per operation with warm caches, ~100 ns right after an engine batch (numpy
-    conversion + partition); after the phase :meth:`PhaseLatency.batch_stats` gives the
-    same figures for every batch without touching the phase time.
-    """
-    if len(marks) < 2:
-        return BatchLatency(0, 0, 0)
-    return _p99_max(_marks_array(marks))
 
 
 def _new_hdr() -> HdrHistogram:
@@ -326,9 +312,6 @@ class LatencyHistogram:
         highest = lowest + self._range_of_index(index) - 1
         return [int(hi if p else lo) for p, lo, hi in zip(percentiles, lowest, highest, strict=True)]
 
-    def value_at_percentile(self, percentile: float) -> int:
-        return self.values_at_percentiles([percentile])[0]
-
     def summary(self) -> LatencySummary:
         """count, min, p50, p90, p99, p99.9, max (ns) and mean, all from the histogram."""
         if self.count == 0:
@@ -354,10 +337,6 @@ class LatencyHistogram:
         """HdrHistogram's standard V2 compressed form, base64 (ASCII)."""
         return self.hdr.encode().decode("ascii")
 
-    def counts_equal(self, other: LatencyHistogram) -> bool:
-        """Same count in every bucket."""
-        return bool(np.array_equal(self._counts, other._counts))
-
 
 def format_us(ns: float) -> str:
     """Nanoseconds as microseconds for the report: ``1_234``, ``12.3``, ``0.85``."""
@@ -367,15 +346,6 @@ def format_us(ns: float) -> str:
     if us >= 10:
         return f"{us:.1f}"
     return f"{us:.2f}"
-
-
-def latency_rows(summaries: Mapping[str, LatencySummary]) -> list[tuple[str, str, str, str, str]]:
-    """Rows of an engine's "Latency" table: (phase, p50, p99, p99.9, max), in µs, phases in order."""
-    return [
-        (phase, format_us(s["p50"]), format_us(s["p99"]), format_us(s["p99_9"]), format_us(s["max"]))
-        for phase, s in summaries.items()
-        if s["count"]
-    ]
 
 
 class PhaseLatency:

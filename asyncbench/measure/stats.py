@@ -65,7 +65,6 @@ __all__ = [
     "snapshot",
     "t_critical",
     "t_two_sided_p",
-    "unstable_warning",
     "welch",
 ]
 
@@ -159,22 +158,10 @@ class Summary:
             return 0.0 if self.max == self.min else math.inf
         return (self.max - self.min) / 2 / abs(self.median) * 100
 
-    @property
-    def ci_half_width_pct(self) -> float | None:
-        """The CI's half width relative to the median, in percent (for the JSON)."""
-        if self.ci_low is None or self.ci_high is None or self.median == 0:
-            return None
-        return (self.ci_high - self.ci_low) / 2 / abs(self.median) * 100
-
     def unstable(self, threshold: float = UNSTABLE_THRESHOLD) -> bool:
         """True when the spread exceeds ``threshold`` (a fraction: 0.10 = 10 %)."""
         spread = self.spread_pct
         return spread is not None and spread > threshold * 100
-
-    @property
-    def error_bar(self) -> tuple[float, float]:
-        """(median - min, max - median): matplotlib's ``xerr``/``yerr`` for a min-max bar."""
-        return self.median - self.min, self.max - self.median
 
     def format(self, unit: str = "/s") -> str:
         """``12_345/s ± 3.1%`` (one run: ``12_345/s``)."""
@@ -362,18 +349,6 @@ def noise_advice(snap: NoiseSnapshot, busy_percent: float = BUSY_CPU_PERCENT) ->
     if advice:
         advice.append("More repeats (and a longer phase) narrow the confidence interval.")
     return advice
-
-
-def unstable_warning(
-    phase: str, summary: Summary, advice: Sequence[str], threshold: float = UNSTABLE_THRESHOLD
-) -> str:
-    """The console/report line for an unstable phase, followed by the advice, one per line."""
-    spread = summary.spread_pct
-    head = (
-        f"{phase}: unstable, {summary.format()} over {summary.n} runs "
-        f"(spread {spread:.1f}% > {threshold * 100:g}%)"
-    )
-    return "\n".join([head, *(f"  - {a}" for a in advice)])
 
 
 def _read(path: str) -> str | None:

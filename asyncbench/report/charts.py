@@ -33,7 +33,7 @@ from asyncbench.report.chart_style import (
     figure_frame,
 )
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.workloads.profile_store.phases import PHASES, Action
+from asyncbench.workloads.profile_store.phases import Action
 from asyncbench.workloads.profile_store.phases import Group as Group_
 
 #: Colours for engines that state none in their facts, picked by a stable hash of the name.
@@ -272,7 +272,7 @@ def _throughput(
 
 def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
     """Plan positions of the operation phases in ``groups``, in plan order."""
-    return [i for i, p in enumerate(run.phases) if PHASES[p["kind"]].group in groups and p["kind"] in PHASES]
+    return [i for i, p in enumerate(run.phases) if p.kind.group in groups]
 
 
 def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
@@ -281,8 +281,8 @@ def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
         values: dict[str, tuple[int, float] | None] = {}
         for e in run.engines:
             p = e.phase_at(i)
-            values[e.engine] = (p.ops, p.seconds) if p and p.action == "ops" else None
-        out.append(Group(run.phases[i]["name"], values, _ranges(run, i)))
+            values[e.engine] = (p.ops, p.seconds) if p and p.action is Action.OPERATIONS else None
+        out.append(Group(run.phases[i].name, values, _ranges(run, i)))
     return out
 
 
@@ -290,9 +290,9 @@ def _ranges(run: RunResult, index: int) -> dict[str, tuple[float, float]]:
     """Min and max ops/s of the phase at ``index`` per engine, when it ran more than once."""
     out = {}
     for engine, rows in run.throughput.items():
-        row = next((r for r in rows if r["index"] == index), None)
-        if row is not None and row["n"] > 1:
-            out[engine] = (row["min"], row["max"])
+        row = next((r for r in rows if r.index == index), None)
+        if row is not None and row.n > 1:
+            out[engine] = (row.min, row.max)
     return out
 
 
@@ -300,7 +300,7 @@ def _stabilize_after(run: RunResult, index: int) -> int | None:
     """Plan position of the stabilize phase that directly follows the write phase at
     ``index`` (maintenance phases in between allowed), if the plan has one."""
     for i in range(index + 1, len(run.phases)):
-        kind = PHASES[run.phases[i]["kind"]]
+        kind = run.phases[i].kind
         if kind.action is Action.STABILIZE:
             return i
         if kind.group is not Group_.MAINTENANCE:
@@ -311,7 +311,7 @@ def _stabilize_after(run: RunResult, index: int) -> int | None:
 def write_throughput(run: RunResult) -> Figure:
     groups: list[Group] = []
     for index in _plan_indexes(run, (Group_.WRITE,)):
-        name = run.phases[index]["name"]
+        name = run.phases[index].name
         stab = _stabilize_after(run, index)
         raw: dict[str, tuple[int, float] | None] = {}
         ready: dict[str, tuple[int, float] | None] = {}
@@ -325,7 +325,7 @@ def write_throughput(run: RunResult) -> Figure:
                 ready[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
         groups.append(Group(name, raw, _ranges(run, index)))
         if stab is not None:
-            groups.append(Group(f"{name} ready\n(+ {run.phases[stab]['name']})", ready))
+            groups.append(Group(f"{name} ready\n(+ {run.phases[stab].name})", ready))
     return _throughput(
         run,
         "Write Throughput",
@@ -495,8 +495,8 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
     main: list[int] = []
     seen: set[Group_] = set()
     for i, spec in enumerate(run.phases):
-        kind = PHASES.get(spec["kind"])
-        if kind is None or kind.action is not Action.OPERATIONS:
+        kind = spec.kind
+        if kind.action is not Action.OPERATIONS:
             continue
         if kind.group not in seen or kind.group is Group_.WRITE:
             seen.add(kind.group)
@@ -506,7 +506,7 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         for i in main:
             h = g.latency(i)
             if h is not None:
-                series.setdefault(g.engine, {})[run.phases[i]["name"]] = h.encoded()
+                series.setdefault(g.engine, {})[run.phases[i].name] = h.encoded()
     if not series:
         return []
     out = [
@@ -517,7 +517,7 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         )
     ]
     for i in main:
-        if PHASES[run.phases[i]["kind"]].group is not Group_.WRITE:
+        if run.phases[i].kind.group is not Group_.WRITE:
             continue
         points = {}
         for g in groups:
@@ -525,7 +525,7 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
             if p is not None and p.latency_over_time:
                 points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
         if points:
-            name = run.phases[i]["name"]
+            name = run.phases[i].name
             slug = "latency-over-time-" + "-".join(name.replace("/", " ").split())
             out.append(
                 (

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from asyncbench.measure.latency import LatencyHistogram, TimeBucket
+from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.report.chart_style import MUTED, RC, TEXT
 from asyncbench.report.chart_style import figure_frame as _figure
 
@@ -40,7 +40,6 @@ __all__ = [
     "latency_over_time",
     "nines",
     "nines_label",
-    "over_time_points",
     "percentile_distribution",
 ]
 
@@ -75,11 +74,6 @@ def nines_label(n: int) -> str:
     if n == 0:
         return "0"
     return f"{100 - 10 ** (2 - n):.{max(0, n - 2)}f}"
-
-
-def over_time_points(buckets: Sequence[TimeBucket]) -> list[OverTimePoint]:
-    """``PhaseLatency.over_time()`` -> the plain points :func:`latency_over_time` draws."""
-    return [(b.t_s, b.p50_ns, b.p99_ns, b.max_ns) for b in buckets]
 
 
 def _us_label(v: float, _pos: object = None) -> str:
@@ -197,7 +191,7 @@ def latency_over_time(
     colours: Mapping[str, str] | None = None,
 ) -> str:
     """SVG of one phase's latency over time: ``series`` is engine -> points
-    (:func:`over_time_points`); per engine p99 (solid), max (thin) and p50 (dotted);
+    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); per engine p99 (solid), max (thin) and p50 (dotted);
     ``colours`` is engine -> colour."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"

@@ -7,7 +7,8 @@ itself and never as a heading, link, HTML or an extra table cell.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from urllib.parse import quote
 
 from asyncbench import fmt
@@ -18,25 +19,36 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.report import markdown as md
+from asyncbench.report.columns import Column, markdown
 from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind, StreamUse
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """A table whose rows are already lists of cells (one column per position)."""
     align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
+    columns = [Column(h, a, itemgetter(i)) for i, (h, a) in enumerate(zip(header, align, strict=True))]
+    return markdown(columns, rows)
 
 
 def _ops_phases(e: EngineResult) -> list[PhaseResult]:
-    return [p for p in e.phases if p.action == "ops"]
+    return [p for p in e.phases if p.action is Action.OPERATIONS]
 
 
-def _stabilize(e: EngineResult, which: str) -> PhaseResult | None:
-    """``which`` is "pre" (before the first update phase) or "post" (after it)."""
-    post = which == "post"
-    return next((p for p in e.phases if p.action == "stabilize" and p.post_update == post), None)
+def _use_phase(e: EngineResult, kind: PhaseKind, use: StreamUse) -> PhaseResult | None:
+    """The engine's first phase of ``kind`` in ``use`` (by position when the kind has
+    several stream-less uses, e.g. the pre-read and post-update stabilization)."""
+    return next(
+        (p for p in e.phases if p.kind is kind and (len(kind.uses) == 1 or p.post_update == use.post_update)),
+        None,
+    )
+
+
+def _stabilize_for(e: EngineResult, write: PhaseKind) -> PhaseResult | None:
+    """The stabilization a write phase is ready after: pre-read after the insert,
+    post-update after an update."""
+    post = not write.inserts
+    return next((p for p in e.phases if p.action is Action.STABILIZE and p.post_update == post), None)
 
 
 def _secs(p: PhaseResult | None) -> str:
@@ -45,13 +57,8 @@ def _secs(p: PhaseResult | None) -> str:
     return "n/a" if p.skipped else fmt.ms(p.seconds)
 
 
-def _action_time(e: EngineResult, action: str) -> str:
-    return _secs(next((p for p in e.phases if p.action == action), None))
-
-
-def _close_time(e: EngineResult) -> str:
+def _close_time(p: PhaseResult | None) -> str:
     """The close before the reopen phase, timed apart from the open."""
-    p = next((p for p in e.phases if p.action == "reopen"), None)
     return "n/a" if p is None or p.close_seconds is None else fmt.ms(p.close_seconds)
 
 
@@ -59,69 +66,71 @@ def completed_phase_seconds(e: EngineResult) -> float:
     return sum(p.seconds for p in _ops_phases(e))
 
 
+def _maintenance_columns() -> list[Column[EngineResult]]:
+    """One column per use of every maintenance and verify kind of the phase table (a
+    reopen's close, timed apart, just before it)."""
+    out: list[Column[EngineResult]] = []
+    for kind in PHASES.values():
+        for use, label in zip(kind.uses, kind.columns, strict=False):
+            if kind.action is Action.REOPEN:
+                out.append(Column("Close", "r", lambda e, k=kind, u=use: _close_time(_use_phase(e, k, u))))
+            out.append(Column(label, "r", lambda e, k=kind, u=use: _secs(_use_phase(e, k, u))))
+    return out
+
+
+def _checksum_cell(e: EngineResult) -> str:
+    return f"`{e.final_checksum}`" if e.final_checksum else "n/a"
+
+
+TOTAL_BY_ENGINE: list[Column[EngineResult]] = [
+    Column("Engine", "l", lambda e: md.text(e.engine)),
+    Column("Status", "l", lambda e: "Completed" if e.ok else md.text(e.status_text())),
+    Column("Run time", "r", lambda e: fmt.ms(e.run_seconds)),
+    Column("Completed phase time", "r", lambda e: fmt.ms(completed_phase_seconds(e))),
+    *_maintenance_columns(),
+    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes)),
+    Column("Process peak memory", "r", lambda e: fmt.size(e.peak_rss_bytes)),
+    Column("Final checksum", "l", _checksum_cell),
+]
+
+
 def total_by_engine(run: RunResult) -> list[str]:
-    rows = []
-    for e in run.engines:
-        rows.append(
-            [
-                md.text(e.engine),
-                "Completed" if e.ok else md.text(e.status_text()),
-                fmt.ms(e.run_seconds),
-                fmt.ms(completed_phase_seconds(e)),
-                _secs(_stabilize(e, "pre")),
-                _secs(_stabilize(e, "post")),
-                _action_time(e, "settle"),
-                _close_time(e),
-                _action_time(e, "reopen"),
-                _action_time(e, "verify"),
-                fmt.size(e.storage_bytes),
-                fmt.size(e.peak_rss_bytes),
-                f"`{e.final_checksum}`" if e.final_checksum else "n/a",
-            ]
-        )
-    header = [
-        "Engine",
-        "Status",
-        "Run time",
-        "Completed phase time",
-        "Pre-read stabilize",
-        "Post-update stabilize",
-        "Settle",
-        "Close",
-        "Reopen (open)",
-        "Verify",
-        "Storage",
-        "Process peak memory",
-        "Final checksum",
+    return markdown(TOTAL_BY_ENGINE, run.engines)
+
+
+def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
+    """Four columns per write kind: its time, the stabilization after it, both together,
+    and the throughput counting both."""
+    label = write.kind.capitalize()
+    stabilize = next(k for k in PHASES.values() if k.action is Action.STABILIZE)
+    after = next(c for u, c in zip(stabilize.uses, stabilize.columns, strict=True) if u.post_update != write.inserts)
+
+    def op(e: EngineResult) -> PhaseResult | None:
+        return next((p for p in e.phases if p.kind is write), None)
+
+    def ready(e: EngineResult) -> float | None:
+        p, st = op(e), _stabilize_for(e, write)
+        return None if p is None else p.seconds + (st.seconds if st and not st.skipped else 0.0)
+
+    def when(cell: Callable[[EngineResult], str]) -> Callable[[EngineResult], str]:
+        return lambda e: "n/a" if op(e) is None else cell(e)
+
+    return [
+        Column(label, "r", when(lambda e: fmt.ms(op(e).seconds))),  # type: ignore[union-attr]
+        Column(after, "r", when(lambda e: _secs(_stabilize_for(e, write)))),
+        Column(f"{label} ready", "r", when(lambda e: fmt.ms(ready(e)))),  # type: ignore[arg-type]
+        Column(f"{label}-ready throughput", "r", when(lambda e: fmt.rate(op(e).ops, ready(e)))),  # type: ignore[union-attr,arg-type]
     ]
-    return _table(header, rows, "ll" + "r" * 10 + "l")
+
+
+WRITE_READINESS: list[Column[EngineResult]] = [
+    Column("Engine", "l", lambda e: md.text(e.engine)),
+    *(c for k in PHASES.values() if k.group is Group.WRITE for c in _readiness_columns(k)),
+]
 
 
 def write_readiness(run: RunResult) -> list[str]:
-    rows = []
-    for e in run.engines:
-        cells = [md.text(e.engine)]
-        for kind, which in (("insert", "pre"), ("update", "post")):
-            op = next((p for p in e.phases if p.kind == kind), None)
-            st = _stabilize(e, which)
-            if op is None:
-                cells += ["n/a"] * 4
-                continue
-            ready = op.seconds + (st.seconds if st and not st.skipped else 0.0)
-            cells += [fmt.ms(op.seconds), _secs(st), fmt.ms(ready), fmt.rate(op.ops, ready)]
-        rows.append(cells)
-    header = [
-        "Engine",
-        "Insert",
-        "Pre-read stabilize",
-        "Insert ready",
-        "Insert-ready throughput",
-        "Update",
-        "Post-update stabilize",
-        "Update ready",
-        "Update-ready throughput",
-    ]
-    return _table(header, rows)
+    return markdown(WRITE_READINESS, run.engines)
 
 
 def _rate(groups: dict[str, EngineRuns], engine: str, p: PhaseResult) -> str:
@@ -133,34 +142,44 @@ def _rate(groups: dict[str, EngineRuns], engine: str, p: PhaseResult) -> str:
     return tp.format() + (" (unstable)" if tp.unstable() else "")
 
 
+def _engine_phase_columns(groups: dict[str, EngineRuns], engine: str) -> list[Column[PhaseResult]]:
+    def rate(p: PhaseResult) -> str:
+        return _rate(groups, engine, p) if p.action is Action.OPERATIONS else "-"
+
+    return [
+        Column("Phase", "l", lambda p: md.text(p.name)),
+        Column("Operations", "r", lambda p: fmt.count(p.ops)),
+        Column("Time", "r", lambda p: fmt.ms(p.seconds)),
+        Column("Throughput", "r", rate),
+        Column("Checksum", "l", lambda p: f"`{p.checksum}`"),
+    ]
+
+
 def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -> list[str]:
     groups = groups or {}
     out: list[str] = []
     indexes = sorted({p.index for e in run.engines for p in _ops_phases(e)})
     if len(run.engines) > 1 and indexes:
         out += ["### Throughput by phase", ""]
-        rows = []
-        for i in indexes:
-            row = [md.text(run.phases[i]["name"])]
-            for e in run.engines:
+
+        def engine_column(e: EngineResult) -> Column[int]:
+            def cell(i: int) -> str:
                 p = e.phase_at(i)
-                row.append(_rate(groups, e.engine, p) if p else "n/a")
-            rows.append(row)
-        out += _table(["Phase"] + [md.text(e.engine) for e in run.engines], rows) + [""]
+                return _rate(groups, e.engine, p) if p else "n/a"
+
+            return Column(md.text(e.engine), "r", cell)
+
+        columns = [Column("Phase", "l", lambda i: md.text(run.phases[i].name))]
+        out += markdown(columns + [engine_column(e) for e in run.engines], indexes) + [""]
     for e in run.engines:
         out += [f"### {md.text(e.engine)}", ""]
         if not e.ok:
             out += [f"**{md.text(e.status_text())}**", ""]
-        rows = [
-            [md.text(p.name), fmt.count(p.ops), fmt.ms(p.seconds), _rate(groups, e.engine, p), f"`{p.checksum}`"]
-            for p in _ops_phases(e)
-        ]
-        verify = next((p for p in e.phases if p.action == "verify"), None)
+        rows = _ops_phases(e)
+        verify = next((p for p in e.phases if p.action is Action.VERIFY), None)
         if verify:
-            rows.append(
-                [md.text(verify.name), fmt.count(verify.ops), fmt.ms(verify.seconds), "-", f"`{verify.checksum}`"]
-            )
-        out += _table(["Phase", "Operations", "Time", "Throughput", "Checksum"], rows, "lrrrl") + [""]
+            rows.append(verify)
+        out += markdown(_engine_phase_columns(groups, e.engine), rows) + [""]
     return out
 
 
@@ -181,7 +200,7 @@ def configuration(run: RunResult) -> list[str]:
         ["Repeats", f"{run.repeat} per engine, interleaved" + (f" ({run.warmup} warm-up)" if run.warmup else "")],
     ]
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
-    rows.append(["Phases", " → ".join(md.text(p["name"]) for p in run.phases)])
+    rows.append(["Phases", " → ".join(md.text(p.name) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
 
 
@@ -287,7 +306,7 @@ def cluster_note(e: EngineResult) -> str:
 
 def storage_note(run: RunResult) -> str:
     """How and when each storage figure was obtained, from the engines' facts and the plan."""
-    settled = any(p.get("kind") == "settle" for p in run.phases)
+    settled = any(p.kind.action is Action.SETTLE for p in run.phases)
     when = (
         "after the settle phase"
         if settled
@@ -334,7 +353,7 @@ def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
                 continue
             s = h.summary()
             rows.append(
-                [md.text(spec["name"]), fmt.count(s["count"])]
+                [md.text(spec.name), fmt.count(s["count"])]
                 + [format_us(s[k]) for k in ("p50", "p99", "p99_9", "max")]
             )
         if rows:
@@ -351,7 +370,8 @@ def stability(run: RunResult) -> list[str]:
     if not found:
         return [f"- Every phase's throughput spread over {run.repeat - run.warmup} measured repeats is within 10%."]
     lines = [f"- **unstable**: {md.text(e)}, {md.text(name)}: {s.format()}" for e, name, s in found]
-    lines += [f"- {advice}" for advice in run.environment.get("noise_advice", [])]
+    advice = run.environment.get("noise_advice")
+    lines += [f"- {a}" for a in advice if isinstance(a, str)] if isinstance(advice, list) else []
     return lines
 
 

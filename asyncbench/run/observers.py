@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from asyncbench import fmt
 from asyncbench.result import EngineResult, PhaseResult, Status
+from asyncbench.workloads.profile_store.phases import Action
 
 
 class Observer:
@@ -99,17 +100,17 @@ class JsonLogObserver(Observer):
     def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
         info = self.log.info
         for row in rows:
-            info("batch", engine=engine, phase=phase.name, kind=phase.kind, stream=phase.stream, **row)
+            info("batch", engine=engine, phase=phase.name, kind=phase.kind.kind, stream=phase.stream, **row)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(
             "phase_end",
             engine=engine,
             phase=result.name,
-            kind=result.kind,
+            kind=result.kind.kind,
             stream=result.stream,
-            p99_us=round(result.latency["p99"] / 1000, 3) if result.latency else None,
-            max_us=round(result.latency["max"] / 1000, 3) if result.latency else None,
+            p99_us=round(result.latency.p99 / 1000, 3) if result.latency else None,
+            max_us=round(result.latency.max / 1000, 3) if result.latency else None,
             ops=result.ops,
             seconds=round(result.seconds, 6),
             ops_per_s=round(result.ops_per_s),
@@ -166,7 +167,7 @@ class ConsoleObserver(Observer):
         if result.skipped:
             self._print(phase_line(result.name, "skipped", "", "(not needed)"))
             return
-        throughput = fmt.rate(result.ops, result.seconds) if result.action == "ops" else ""
+        throughput = fmt.rate(result.ops, result.seconds) if result.action is Action.OPERATIONS else ""
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
         self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))

@@ -23,7 +23,7 @@ from asyncbench.engines import engine_class
 from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import EngineResult, PhaseResult, RunResult, Status
+from asyncbench.result import EngineResult, LatencyStats, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_loop import run_operations
@@ -164,9 +164,9 @@ class EngineRun:
             return PhaseResult(
                 index=index,
                 name=spec.name,
-                kind=spec.kind,
-                action=kind.action.value,
-                group=kind.group.value,
+                kind=kind,
+                action=kind.action,
+                group=kind.group,
                 ops=ops,
                 seconds=seconds,
                 checksum=checksum,
@@ -220,7 +220,8 @@ class EngineRun:
         pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
             with latency:
-                pr.latency = latency.summary()
+                summary = latency.summary()
+                pr.latency = LatencyStats(**summary) if summary is not None else None
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
                 for rows in latency.batch_row_chunks():  # the log's batch lines, a chunk at a time
@@ -273,7 +274,7 @@ def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(counts),
-        phases=[asdict(p) for p in cfg.phases],
+        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,

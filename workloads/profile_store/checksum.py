@@ -23,7 +23,6 @@ from asyncbench.workloads.profile_store.fold import (
 
 # The fold's definitions live in fold.py; re-exported as the checksum's own.
 __all__ = [
-    "ACCELERATED",
     "M64",
     "OFFSET_BASIS",
     "PRIME",
@@ -35,10 +34,6 @@ __all__ = [
     "py_fold_str",
     "to_hex",
 ]
-
-#: Kept for asyncbench.environment; kernels.status_line() says more.
-ACCELERATED = kernels.ACCELERATED
-
 
 def to_hex(state: int) -> str:
     return f"{state:016X}"

@@ -32,7 +32,6 @@ __all__ = [
     "Split",
     "StreamUse",
     "VERIFY_OPS",
-    "kind_of",
     "phase_items",
     "verify_checksum",
 ]
@@ -126,10 +125,29 @@ class PhaseKind:
     fold: Fold | None = None
     split: Split = Split.CONTIGUOUS
     needs_data: bool = True  # must follow the insert phase
+    #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
+    #: ``uses`` order), so a new kind gets its column from this row alone.
+    columns: tuple[str, ...] = ()
 
     @property
     def streams(self) -> tuple[str, ...]:
         return tuple(u.stream for u in self.uses if u.stream is not None)
+
+    def __copy__(self) -> PhaseKind:
+        return self  # a row of the table is a constant: copies of a result keep pointing at it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PhaseKind:
+        return self
+
+    @property
+    def inserts(self) -> bool:
+        """The phase that creates the profiles (a plan has exactly one, first)."""
+        return self.items is Items.PROFILE_IDS
+
+    @property
+    def rewrites(self) -> bool:
+        """A write phase over stored profiles: phases after it run on updated data."""
+        return self.group is Group.WRITE and not self.inserts
 
     @property
     def takes_stream(self) -> bool:
@@ -216,6 +234,7 @@ PHASES: dict[str, PhaseKind] = {
             Group.MAINTENANCE,
             (_use(None, "pre-read stabilization"), _use(None, "post-update stabilization", post=True)),
             needs_data=False,
+            columns=("Pre-read stabilize", "Post-update stabilize"),
         ),
         _ops("read_by_id", Group.LOOKUP, Fold.RECORDS, _pre_post(_READS, "read by user id")),
         _ops(
@@ -252,9 +271,18 @@ PHASES: dict[str, PhaseKind] = {
             Fold.RECORDS,
             Split.BY_UID,
         ),
-        PhaseKind("settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False),
-        PhaseKind("reopen", Action.REOPEN, Group.MAINTENANCE, (_use(None, "reopen"),), needs_data=False),
-        PhaseKind("verify", Action.VERIFY, Group.VERIFY, (_use(None, "final (verify)"),)),
+        PhaseKind(
+            "settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False, columns=("Settle",)
+        ),
+        PhaseKind(
+            "reopen",
+            Action.REOPEN,
+            Group.MAINTENANCE,
+            (_use(None, "reopen"),),
+            needs_data=False,
+            columns=("Reopen (open)",),
+        ),
+        PhaseKind("verify", Action.VERIFY, Group.VERIFY, (_use(None, "final (verify)"),), columns=("Verify",)),
     )
 }
 
@@ -270,10 +298,6 @@ STREAM_COUNT = {
     "post_email_reads": "post_email_reads",
     "post_queries": "post_queries",
 }
-
-
-def kind_of(kind: str) -> PhaseKind:
-    return PHASES[kind]
 
 
 def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
