@@ -34,7 +34,7 @@ def _plant(run_dir: Path, real_result: Path) -> dict[str, str]:
         "dangling": "",
         "loop": "",
         "zero": "not a regular file (a character device)",
-        "noprofiles": "profiles is 0",
+        "noprofiles": "result.profiles: 0 is below 1",  # the result model refuses it on load
         "garbage": "not a result asyncbench can read",
     }
 
