@@ -59,11 +59,11 @@ async def one(engine: str, profiles: int, batch: int) -> None:
             show(engine, "after stabilization")
             reads = plan.stream("reads")
             for i in range(0, len(reads), batch):
-                await e.read_by_id(reads[i : i + batch], [])
+                await e.worker(0).read_by_id(reads[i : i + batch], [])
             show(engine, "after read by user id")
             queries = plan.stream("queries")
             for i in range(0, len(queries), batch):
-                await e.query_country_status(queries[i : i + batch], [])
+                await e.worker(0).query_country_status(queries[i : i + batch], [])
             show(engine, "after query country/status")
 
 

@@ -34,9 +34,9 @@ async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
     for i in range(0, len(items), batch):
         chunk = items[i : i + batch]
         if kind == "insert":
-            await engine.insert(create_many(chunk.start, len(chunk), SEED), [])
+            await engine.worker(0).insert(create_many(chunk.start, len(chunk), SEED), [])
         elif kind == "update":
-            await engine.update(chunk, lambda p: update(p, SEED), [])
+            await engine.worker(0).update(chunk, lambda p: update(p, SEED), [])
         elif kind.endswith("_top_reputation"):
             await getattr(engine, kind)(len(chunk), [])
         else:
