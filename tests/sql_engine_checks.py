@@ -41,7 +41,8 @@ async def results_equal_the_memory_engine(
         return update(p, seed)
 
     async def same(method: str, arg) -> None:  # type: ignore[no-untyped-def]
-        got, want = await getattr(loaded, method)(arg, []), await getattr(ref, method)(arg, [])
+        got = await getattr(loaded.worker(0), method)(arg, [])
+        want = await getattr(ref.worker(0), method)(arg, [])
         assert got == want, method
 
     async def compare_all() -> None:

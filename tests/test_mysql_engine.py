@@ -116,7 +116,7 @@ def test_statements_inline_limit_and_keep_the_reference_order() -> None:
     assert sql.scan_top_reputation.endswith("ORDER BY reputation DESC, user_id LIMIT 13")
     for text in (sql.by_id, sql.by_email, sql.query_country_status, sql.query_top_reputation):
         assert text.startswith("SELECT user_id, email, country, status, created_at, last_login, reputation,")
-    assert " IN (" not in " ".join(vars(sql).values())
+    assert " IN (" not in " ".join(sql.texts())
 
 
 def test_class_metadata_before_open() -> None:
