@@ -53,7 +53,7 @@ async def one(engine: str, profiles: int, batch: int) -> None:
     with tempfile.TemporaryDirectory(prefix="asyncbench-memory-") as tmp:
         e = new_engine(engine, Path(tmp) / engine)
         async with opened(e, reset=True):
-            await load([e], profiles, batch)
+            await load([e.worker(0)], profiles, batch)
             show(engine, "after insert")
             await e.stabilize()
             show(engine, "after stabilization")

@@ -48,7 +48,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
     plan = draw(profiles)
     engine = new_engine("memory", Path(tempfile.gettempdir()) / "harness-overhead-memory")  # writes nothing
     await engine.open(True)
-    await load([engine], profiles, batch)
+    await load([engine.worker(0)], profiles, batch)
     hook_calls = 0
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:

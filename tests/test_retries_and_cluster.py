@@ -48,7 +48,7 @@ class Conflict(Exception):
 
 
 class ScriptedSession:
-    """An in-memory table behind the AsyncSession protocol; ``fail`` lists, per statement
+    """An in-memory table behind the SqlSession protocol; ``fail`` lists, per statement
     text, how many of its next executions raise (Conflict unless told otherwise)."""
 
     def __init__(self, sql: Statements, error: type[Exception] = Conflict) -> None:
