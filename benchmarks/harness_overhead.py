@@ -62,7 +62,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
         fulls, bares = [], []
         for _ in range(repeat):  # alternate so drift hits both alike
             t0 = perf_counter()
-            await run_operations(KINDS[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
+            await run_operations(KINDS[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
             fulls.append(perf_counter() - t0)
             bares.append(await bare(kind, engine, items, batch))
         n = len(items)
