@@ -64,6 +64,15 @@ class Engine(abc.ABC):
     needs_stabilization: ClassVar[bool] = False
     #: Whether data survives close + reopen (the memory engine only keeps its object).
     persistent: ClassVar[bool] = True
+    # Membership: the registry (``asyncbench.engines``) derives ``--engine all``, the default
+    # set and the harness floor from these, for the built-in engines (a plug-in joins none).
+    #: ``--engine all`` runs it.
+    in_all: ClassVar[bool] = False
+    #: It talks to a server, so a plan without ``engines`` leaves it out.
+    needs_server: ClassVar[bool] = False
+    #: It is the harness floor: the workload's own checksums with no store in between, the
+    #: overhead floor of the harness (the report and charts mark it).
+    harness_floor: ClassVar[bool] = False
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -117,9 +126,13 @@ class Engine(abc.ABC):
         return not self.persistent
 
     def worker(self, index: int) -> Any:
-        """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
-        handle return ``self``; engines with a connection per worker return a view bound
-        to that worker's connection, opened in ``open``."""
+        """The workload's store worker ``index`` (of ``config.workers``) calls, opened in
+        ``open`` (for the profile store a
+        :class:`~asyncbench.workloads.profile_store.store.ProfileStore`; the verify phase
+        uses worker 0's). The shipped engines return the shared stores of
+        ``asyncbench.engines`` (one per engine, or one per worker's connection) and write
+        no workload method themselves; an engine that is its own store (the in-memory
+        one) keeps this default, ``self``."""
         return self
 
     # --- facts ------------------------------------------------------------------------
@@ -130,6 +143,7 @@ class Engine(abc.ABC):
             settings=[Setting(k, str(v)) for k, v in self.settings.items()],
             versions=self.library_versions(),
             needs_stabilization=self.needs_stabilization,
+            harness_floor=self.harness_floor,
         )
 
     @classmethod

@@ -35,7 +35,7 @@ async def build(name: str, data: Path, n: int, batch: int) -> None:
     engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED))
     async with opened(engine, reset=True):
         for start in range(1, n + 1, batch):
-            await engine.insert(create_many(start, min(batch, n - start + 1), SEED), [])
+            await engine.worker(0).insert(create_many(start, min(batch, n - start + 1), SEED), [])
         await engine.stabilize()  # the store as the read phases see it
 
 

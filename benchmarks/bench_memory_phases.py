@@ -53,17 +53,17 @@ async def one(engine: str, profiles: int, batch: int) -> None:
     with tempfile.TemporaryDirectory(prefix="asyncbench-memory-") as tmp:
         e = new_engine(engine, Path(tmp) / engine)
         async with opened(e, reset=True):
-            await load([e], profiles, batch)
+            await load([e.worker(0)], profiles, batch)
             show(engine, "after insert")
             await e.stabilize()
             show(engine, "after stabilization")
             reads = plan.stream("reads")
             for i in range(0, len(reads), batch):
-                await e.read_by_id(reads[i : i + batch], [])
+                await e.worker(0).read_by_id(reads[i : i + batch], [])
             show(engine, "after read by user id")
             queries = plan.stream("queries")
             for i in range(0, len(queries), batch):
-                await e.query_country_status(queries[i : i + batch], [])
+                await e.worker(0).query_country_status(queries[i : i + batch], [])
             show(engine, "after query country/status")
 
 

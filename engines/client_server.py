@@ -16,15 +16,14 @@ way; each engine says only how its driver opens a session and what it reads from
 from __future__ import annotations
 
 import abc
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from asyncbench.engine import Engine, EngineConfig
 
 if TYPE_CHECKING:
-    from asyncbench.engines.sql_profile_store import AsyncSqlProfileStore
+    from asyncbench.engines.sql_profile_store import SqlProfileStore
 
 __all__ = [
     "Endpoint",
@@ -137,7 +136,7 @@ class PooledSession(Protocol):
     def endpoint(self) -> Endpoint | None: ...
 
     @property
-    def store(self) -> AsyncSqlProfileStore: ...
+    def store(self) -> SqlProfileStore: ...
 
     async def close(self) -> None: ...
 
@@ -148,7 +147,7 @@ S = TypeVar("S", bound=PooledSession)
 class SessionPoolEngine(Engine, Generic[S]):
     """The connections of a client/server engine: one session per worker (``open`` makes
     them: worker 0's in ``_session``, the others' in ``_worker_sessions``), handed out by
-    :meth:`worker`, closed together, their retries summed; per-endpoint facts in ``_nodes``;
+    :meth:`worker` as their shared SQL stores, closed together, their retries summed; per-endpoint facts in ``_nodes``;
     the storage figure ``measure_storage`` queries, cached in ``_storage_bytes``.
 
     A subclass sets :attr:`product`, opens the sessions and says, in :meth:`_probe` and
@@ -212,14 +211,9 @@ class SessionPoolEngine(Engine, Generic[S]):
             nodes[key] = values
         self._nodes = nodes
 
-    def worker(self, index: int) -> Self:
-        """A view of this engine bound to worker ``index``'s own connection."""
-        if index == 0:
-            return self
-        view = copy.copy(self)
-        view._session = self._worker_sessions[index - 1]
-        view._worker_sessions = []
-        return view
+    def worker(self, index: int) -> SqlProfileStore:
+        """The shared SQL store over worker ``index``'s own session."""
+        return (self._db if index == 0 else self._worker_sessions[index - 1]).store
 
     async def close(self) -> None:
         sessions = self._sessions()

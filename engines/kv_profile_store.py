@@ -1,23 +1,31 @@
 """The profile store over five ordered key/value stores, written once for every KV engine.
 
-The RocksDB and LSM adapters differ only in their store (a rocksdict database, an LSM
-tree) and in where a batch runs (a worker thread, the event loop). The mapping of the
+:class:`KvProfileStore` is a complete :class:`~asyncbench.workloads.profile_store.store.ProfileStore`:
+an engine's ``worker(i)`` returns it, and the engine supplies only its primitives. The
+RocksDB and LSM adapters differ only in their store (a rocksdict database, an LSM tree:
+get, put, delete and a scan from a key, see :class:`KvStore`) and in where a batch runs
+(a worker thread, the event loop followed by a turn for background work: a
+:class:`Placement`). Adding a phase kind adds one method here, not one per engine. The mapping of the
 workload onto keys and values is the spec's and lives here: profiles under the 20-digit
 primary key, the email index mapping email -> primary key, and three ordered indexes
 whose keys end with the user id. Writes follow the crash-safe order of
 :mod:`asyncbench.engines.kv_recovery` (index entries before the profile on insert; new keys, profile,
 old keys on update), so a crash leaves only extra entries for the repair to remove.
 
-Every method is synchronous and does one store operation per item (no multi-get, no
-write batch); after each *workload* operation it appends ``perf_counter_ns()`` to
-``marks`` (see :mod:`asyncbench.workloads.profile_store.store`).
+Every batch body (the ``_``-prefixed methods) is synchronous and does one store operation
+per item (no multi-get, no write batch); after each *workload* operation it appends
+``perf_counter_ns()`` to ``marks`` (see :mod:`asyncbench.workloads.profile_store.store`).
+The public methods hand a whole body to the engine's :class:`Placement` in one call, so a
+thread hop (RocksDB) is paid once per batch. The primitives are synchronous on purpose: an
+``await`` per get would cost more than a RocksDB get itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Protocol
+from typing import Any, Protocol
 
 from asyncbench.engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
 from asyncbench.workloads.profile_store.profiles import (
@@ -33,7 +41,7 @@ from asyncbench.workloads.profile_store.profiles import (
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
 
-__all__ = ["STORE_NAMES", "KvProfileStore", "KvStore"]
+__all__ = ["STORE_NAMES", "KvProfileStore", "KvStore", "Placement"]
 
 #: The five stores, in the reference's names and order.
 STORE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
@@ -57,24 +65,53 @@ class KvStore(Protocol):
         ...
 
     def items(self) -> Iterable[tuple[bytes, bytes]]:
-        """Every (key, value) in key order (crash repair and counting)."""
+        """Every (key, value) in key order (crash repair)."""
+        ...
+
+    def count(self) -> int:
+        """How many keys the store holds (the verify phase's count)."""
         ...
 
 
-class KvProfileStore:
-    """The workload's operations over five :class:`KvStore` objects."""
+#: Runs one synchronous batch body, ``body(*args)``, where the engine runs batches.
+Place = Callable[..., Awaitable[Any]]
 
-    def __init__(self, stores: Sequence[KvStore], limit: int, index_values_are_pks: bool) -> None:
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an engine runs each class of batch: ``writes`` (insert, update), ``reads``
+    (point reads) and ``scans`` (scans, queries, count). Each is called as
+    ``await place(body, *args)`` and returns what the body returns: e.g. in a worker
+    thread (``anyio.to_thread.run_sync``), or on the event loop followed by a turn for
+    the engine's background work."""
+
+    writes: Place
+    reads: Place
+    scans: Place
+
+    @classmethod
+    def everywhere(cls, place: Place) -> Placement:
+        """Every batch the same way."""
+        return cls(place, place, place)
+
+
+class KvProfileStore:
+    """The workload's operations over five :class:`KvStore` objects, placed by ``place``."""
+
+    def __init__(
+        self, stores: Sequence[KvStore], limit: int, index_values_are_pks: bool, place: Placement
+    ) -> None:
         self.profiles, self.emails, self.country_status, self.created_at, self.reputation = stores
         self.stores = list(stores)
         self.limit = limit
+        self.place = place
         self.values_are_pks = index_values_are_pks
         self._index_value: Callable[[bytes], bytes] = (
             (lambda pk: pk) if index_values_are_pks else (lambda pk: b"")
         )
 
     # --- writes -----------------------------------------------------------------------
-    def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+    def _insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
         put_profile, put_email = self.profiles.put, self.emails.put
         put_cs, put_ca, put_rep = self.country_status.put, self.created_at.put, self.reputation.put
         ordered = b"" if not self.values_are_pks else None
@@ -91,7 +128,7 @@ class KvProfileStore:
             put_profile(pk, encode(p))
             mark(clock())
 
-    def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+    def _update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
         get, put_profile = self.profiles.get, self.profiles.put
         cs, rep = self.country_status, self.reputation
         index_value = self._index_value
@@ -112,7 +149,7 @@ class KvProfileStore:
         return out
 
     # --- point reads ------------------------------------------------------------------
-    def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
+    def _read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
         get = self.profiles.get
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
@@ -125,7 +162,7 @@ class KvProfileStore:
             mark(clock())
         return out
 
-    def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
+    def _lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
         get_pk, get = self.emails.get, self.profiles.get
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
@@ -185,26 +222,60 @@ class KvProfileStore:
             mark(clock())
         return out
 
-    def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+    def _scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
         return self._country_status(queries, marks, self._ids)
 
-    def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
+    def _query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
         return self._country_status(queries, marks, self._profiles_of)
 
-    def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+    def _scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
         return self._created_at(ranges, marks, self._ids)
 
-    def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
+    def _query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
         return self._created_at(ranges, marks, self._profiles_of)
 
-    def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+    def _scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
         return self._top(times, marks, self._ids)
 
-    def query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
+    def _query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
         return self._top(times, marks, self._profiles_of)
 
-    def count(self) -> int:
-        return sum(1 for _ in self.profiles.items())
+    def _count(self) -> int:
+        return self.profiles.count()
+
+    # --- the ProfileStore: one placed call per batch ------------------------------------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await self.place.writes(self._insert, profiles, marks)
+
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await self.place.writes(self._update, uids, transform, marks)
+
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
+        return await self.place.reads(self._read_by_id, uids, marks)
+
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
+        return await self.place.reads(self._lookup_by_email, emails, marks)
+
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await self.place.scans(self._scan_country_status, queries, marks)
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
+        return await self.place.scans(self._query_country_status, queries, marks)
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await self.place.scans(self._scan_created_at, ranges, marks)
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
+        return await self.place.scans(self._query_created_at, ranges, marks)
+
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await self.place.scans(self._scan_top_reputation, times, marks)
+
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
+        return await self.place.scans(self._query_top_reputation, times, marks)
+
+    async def count(self) -> int:
+        return await self.place.scans(self._count)
 
     # --- crash repair -------------------------------------------------------------------
     def repair(self) -> RepairReport:

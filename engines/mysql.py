@@ -62,9 +62,7 @@ from asyncbench.engines.client_server import (
     parse_endpoints,
     worker_map,
 )
-from asyncbench.engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
-from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
+from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
@@ -200,7 +198,8 @@ async def pick_collation(session: Session) -> str:
 
 
 class Session:
-    """One connection and its cursor, as the shared SQL store's :class:`AsyncSession`.
+    """One connection and its cursor, as the shared SQL store's :class:`SqlSession`; its
+    ``store`` is what the engine's ``worker(i)`` returns.
 
     A worker owns one session; with P workers the engine would hold P of them (asyncmy
     connections are not safe to share between concurrent tasks).
@@ -211,7 +210,7 @@ class Session:
         self.cur = conn.cursor()
         self.endpoint = endpoint
         self.galera = False  # set at open: wsrep_on=ON on this connection's server
-        self.store = AsyncSqlProfileStore(self, sql, retryable=retryable)
+        self.store = SqlProfileStore(self, sql, retryable=retryable, barrier=self.barrier)
 
     async def barrier(self) -> None:
         """On Galera, one causal read: later reads see every write committed cluster-wide
@@ -235,7 +234,7 @@ class Session:
         await cur.execute(sql, args)
         return list(await cur.fetchall())
 
-    # AsyncSession: empty args, not None, so asyncmy runs every statement prepared.
+    # SqlSession: empty args, not None, so asyncmy runs every statement prepared.
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
         await self.cur.execute(statement, args)
         return await self.cur.fetchone()
@@ -264,6 +263,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
     docstring for the schema, the driver choice and what Galera needs."""
 
     name = "mysql"
+    in_all = True
+    needs_server = True
     product = "MySQL"
     needs_stabilization = False
     persistent = True
@@ -420,54 +421,6 @@ class MySqlEngine(SessionPoolEngine[Session]):
         )
         self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
         return self._storage_bytes
-
-    # --- operations: the shared SQL store over this worker's session --------------------
-    # Every batch that reads starts with the session's barrier (a no-op off Galera).
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        await self._db.store.insert(profiles, marks)
-
-    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
-        db = self._db
-        await db.barrier()
-        return await db.store.read(self.sql.by_id, uids, marks)
-
-    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
-        db = self._db
-        await db.barrier()
-        return await db.store.read(self.sql.by_email, emails, marks)
-
-    async def _select_many(self, statement: str, params: Sequence[Any], ids_only: bool, marks: Marks) -> list:
-        db = self._db
-        await db.barrier()
-        return await db.store.select_many(statement, params, ids_only, marks)
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        return await self._select_many(self.sql.scan_country_status, queries, True, marks)
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
-        return await self._select_many(self.sql.query_country_status, queries, False, marks)
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        return await self._select_many(self.sql.scan_created_at, ranges, True, marks)
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
-        return await self._select_many(self.sql.query_created_at, ranges, False, marks)
-
-    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        return await self._select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
-
-    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
-        return await self._select_many(self.sql.query_top_reputation, [()] * times, False, marks)
-
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        db = self._db
-        await db.barrier()
-        return await db.store.update(uids, transform, marks)
-
-    async def count(self) -> int:
-        db = self._db
-        await db.barrier()
-        return await db.store.count()
 
     # --- facts ------------------------------------------------------------------------
     @property

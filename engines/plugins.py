@@ -1,9 +1,13 @@
-"""Engines a user registers with ``ASYNCBENCH_ENGINES``, checked before anything runs.
+"""Plug-in engines (an ``asyncbench.engines`` entry point or ``ASYNCBENCH_ENGINES``),
+checked before anything runs.
 
 A plug-in is the user's own code: an import error is about their module and their
-PYTHONPATH (never "pip install" advice), and a class that misses part of the engine
-lifecycle or of the workload protocol is refused up front instead of failing after the
-last phase.
+PYTHONPATH or install (never "pip install" advice), and a class that misses part of the
+engine lifecycle is refused up front instead of failing after the last phase. An engine
+normally hands out a workload store from ``worker(i)`` (the shared key/value or SQL store
+over its primitives, see ``examples/sorted_list_engine.py``), which exists only once the
+engine is open; an engine that keeps ``Engine.worker`` is its own store and must implement
+every :class:`ProfileStore` method itself, which is checked here.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ class PluginError(EngineUnavailable):
     """A plug-in engine that cannot run; the message says what to fix."""
 
 
-def load_plugin(name: str, module_name: str, class_name: str) -> type[Engine]:
-    where = f"engine {name!r} (ASYNCBENCH_ENGINES={name}={module_name}:{class_name})"
+def load_plugin(name: str, module_name: str, class_name: str, origin: str) -> type[Engine]:
+    """The plug-in's class, checked; ``origin`` says where it was registered (for messages)."""
+    where = f"engine {name!r} ({origin}: {name}={module_name}:{class_name})"
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -52,11 +57,10 @@ def load_plugin(name: str, module_name: str, class_name: str) -> type[Engine]:
     abstract = sorted(getattr(cls, "__abstractmethods__", ()))
     if abstract:
         raise PluginError(f"{where}: {class_name} does not implement {', '.join(abstract)}")
-    # A class that hands out per-worker views may keep the operations there; count() is
-    # always called on the engine itself (the verify phase).
-    shares_handle = cls.worker is Engine.worker
-    needed = STORE_METHODS if shares_handle else ("count",)
-    missing = [m for m in needed if not callable(getattr(cls, m, None))]
+    # A class that overrides worker() hands out its stores once open; one that keeps
+    # Engine.worker is its own store.
+    is_own_store = cls.worker is Engine.worker
+    missing = [m for m in STORE_METHODS if is_own_store and not callable(getattr(cls, m, None))]
     if missing:
         raise PluginError(
             f"{where}: {class_name} lacks the ProfileStore method(s) {', '.join(missing)} "

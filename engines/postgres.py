@@ -69,9 +69,7 @@ from asyncbench.engines.client_server import (
     parse_endpoints,
     worker_map,
 )
-from asyncbench.engines.sql_profile_store import TABLE, AsyncSqlProfileStore, Dialect, Statements
-from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
+from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
@@ -198,7 +196,7 @@ def _quote_ident(name: str) -> str:
 
 class Session:
     """One asyncpg connection with the store's statements prepared on it, as the shared
-    SQL store's :class:`AsyncSession` (a worker owns one: a connection runs one query at a
+    SQL store's :class:`SqlSession` (a worker owns one: a connection runs one query at a
     time)."""
 
     def __init__(self, conn: asyncpg.Connection, endpoint: Endpoint, sql: Statements) -> None:
@@ -208,11 +206,11 @@ class Session:
         self._fetchrow: dict[str, Any] = {}
         self._fetch: dict[str, Any] = {}
         self._fetchval: dict[str, Any] = {}
-        self.store = AsyncSqlProfileStore(self, sql, retryable=retryable)
+        self.store = SqlProfileStore(self, sql, retryable=retryable)
 
     async def prepare(self) -> None:
         """Prepare every statement once (the table must exist): later executions only bind."""
-        for text in vars(self.sql).values():
+        for text in self.sql.texts():
             stmt = await self.conn.prepare(text)
             self._fetchrow[text], self._fetch[text], self._fetchval[text] = (
                 stmt.fetchrow,
@@ -229,7 +227,7 @@ class Session:
         except Exception:
             conn.terminate()  # the transport is gone or broken: just drop it
 
-    # AsyncSession, on the prepared statements
+    # SqlSession, on the prepared statements
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
         return await self._fetchrow[statement](*args)
 
@@ -244,6 +242,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
     """PostgreSQL over TCP; see the module docstring for the schema, driver and durability."""
 
     name = "postgres"
+    in_all = True
+    needs_server = True
     product = "PostgreSQL"
     needs_stabilization = False
     persistent = True
@@ -380,40 +380,6 @@ class PostgresEngine(SessionPoolEngine[Session]):
         size = await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')")
         self._storage_bytes = int(size)
         return self._storage_bytes
-
-    # --- operations: the shared SQL store over this worker's session --------------------
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        await self._db.store.insert(profiles, marks)
-
-    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
-        return await self._db.store.read(self.sql.by_id, uids, marks)
-
-    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
-        return await self._db.store.read(self.sql.by_email, emails, marks)
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_country_status, queries, True, marks)
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_country_status, queries, False, marks)
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_created_at, ranges, True, marks)
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_created_at, ranges, False, marks)
-
-    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        return await self._db.store.select_many(self.sql.scan_top_reputation, [()] * times, True, marks)
-
-    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
-        return await self._db.store.select_many(self.sql.query_top_reputation, [()] * times, False, marks)
-
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        return await self._db.store.update(uids, transform, marks)
-
-    async def count(self) -> int:
-        return await self._db.store.count()
 
     # --- facts ------------------------------------------------------------------------
     def facts(self) -> EngineFacts:

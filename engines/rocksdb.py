@@ -10,11 +10,13 @@ is the contract here). Options are applied in the reference's order, which matte
 and the per-level compression, so the report shows the *effective* values RocksDB wrote
 to its OPTIONS file next to the configured ones.
 
-rocksdict calls block, so every public method but the point reads makes exactly one
-``anyio.to_thread.run_sync`` call per batch and the synchronous body loops doing one
+The workload's operations are :class:`~asyncbench.engines.kv_profile_store.KvProfileStore`'s;
+this adapter supplies the primitives (:class:`RocksKv`) and where batches run
+(:data:`PLACEMENT`). rocksdict calls block, so every batch but the point reads makes
+exactly one ``anyio.to_thread.run_sync`` call and the synchronous body loops doing one
 rocksdict call per operation: the thread hop is paid once per batch. Point reads (by id,
 by email) run on the event loop a batch at a time, because a worker thread buys them no
-concurrency and costs them 15-20% (see ``read_by_id``). Iterators are created per query
+concurrency and costs them 15-20% (see ``_on_loop``). Iterators are created per query
 inside the worker thread, so several tasks may share one engine.
 
 Crash recovery: a profile is five puts into five databases, so a process killed between
@@ -42,7 +44,7 @@ import importlib.metadata
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -50,11 +52,9 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import rocksdict
 from anyio.abc import TaskGroup
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import StoreDir, StoreLayout, StoreMissing
-from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -147,6 +147,27 @@ def rocksdb_version() -> str:
         return read_options_file(Path(tmp)).get("rocksdb_version", "unknown")
 
 
+async def _on_loop(body: Callable[..., T], *args: Any) -> T:
+    """A point-read batch on the event loop, then a turn for other tasks (as the lsm
+    adapter does). rocksdict's ``get`` is a few microseconds that hold the GIL nearly
+    throughout: two threads doing gets on two cores reach 0.92-1.00x one thread's rate, so
+    a worker thread buys no concurrency, and its hop and GIL handoff cost 15-20% of a
+    1000-read batch (asyncbench floor: A/B 1.21 through the thread, 1.06 on the loop at
+    200_000 profiles). A batch blocks the loop for about 5 ms."""
+    out = body(*args)
+    await anyio.sleep(0)
+    return out
+
+
+async def _in_thread(body: Callable[..., T], *args: Any) -> T:
+    return await anyio.to_thread.run_sync(body, *args)
+
+
+#: Writes in a worker thread (a full disk as an OSError), point reads on the loop, scans
+#: and queries in a worker thread: one hop per batch.
+PLACEMENT = Placement(writes=_writing, reads=_on_loop, scans=_in_thread)
+
+
 def _mb(option: str | None) -> str | None:
     """An OPTIONS byte count as the MB figure the settings use."""
     if option is None or not option.isdigit():
@@ -165,6 +186,9 @@ class RocksKv:
         self.db = db
         self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items
 
+    def count(self) -> int:
+        return sum(1 for _ in self.db.items())
+
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
         # One iterator per query, seeked to ``start``, at most ``limit`` keys: rocksdict's
         # key iterator steps and reads the key in one call (valid/key/next were three).
@@ -181,6 +205,7 @@ class RocksKv:
 
 class RocksDbEngine(Engine):
     name = "rocksdb"
+    in_all = True
     needs_stabilization = True
     #: What the crash repair at the last open did; None when the store was closed cleanly.
     recovery: RepairReport | None = None
@@ -262,7 +287,9 @@ class RocksDbEngine(Engine):
                 db.close()
             raise
         self._dbs = dbs
-        self._store = KvProfileStore([RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True)
+        self._store = KvProfileStore(
+            [RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True, place=PLACEMENT
+        )
         options = read_options_file(self.data_dir / DB_NAMES[0])
         self._effective = {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
         # A store that was not closed cleanly may hold a profile's five puts only in part.
@@ -325,49 +352,12 @@ class RocksDbEngine(Engine):
     async def settle(self) -> None:
         await _writing(self._compact_all_sync)
 
-    # --- operations: the shared key/value profile store, one thread hop per batch ---------
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        await _writing(self._store.insert, profiles, marks)
-
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        return await _writing(self._store.update, uids, transform, marks)
-
-    # Point reads run on the event loop, a batch at a time, then give other tasks a turn
-    # (as the lsm adapter does). rocksdict's ``get`` is a few microseconds that hold the
-    # GIL nearly throughout: two threads doing gets on two cores reach 0.92-1.00x one
-    # thread's rate, so a worker thread buys no concurrency, and its hop and GIL handoff
-    # cost 15-20% of a 1000-read batch (asyncbench floor: A/B 1.21 through the thread,
-    # 1.06 on the loop at 200_000 profiles). A batch blocks the loop for about 5 ms.
-    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[bytes]:
-        out = self._store.read_by_id(uids, marks)
-        await anyio.sleep(0)
-        return out
-
-    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[bytes]:
-        out = self._store.lookup_by_email(emails, marks)
-        await anyio.sleep(0)
-        return out
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        return await anyio.to_thread.run_sync(self._store.scan_country_status, queries, marks)
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._store.query_country_status, queries, marks)
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        return await anyio.to_thread.run_sync(self._store.scan_created_at, ranges, marks)
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._store.query_created_at, ranges, marks)
-
-    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        return await anyio.to_thread.run_sync(self._store.scan_top_reputation, times, marks)
-
-    async def query_top_reputation(self, times: int, marks: Marks) -> list[bytes]:
-        return await anyio.to_thread.run_sync(self._store.query_top_reputation, times, marks)
-
-    async def count(self) -> int:
-        return await anyio.to_thread.run_sync(self._store.count)
+    # --- operations: the shared key/value profile store, placed by PLACEMENT -------------
+    def worker(self, index: int) -> KvProfileStore:
+        """Every worker shares the one store (rocksdict databases are safe across threads)."""
+        if not self._dbs:
+            raise RuntimeError("rocksdb engine is not open")
+        return self._store
 
     # --- facts ----------------------------------------------------------------------
     def facts(self) -> EngineFacts:

@@ -5,12 +5,17 @@ user_id), (created_at, user_id) and (reputation DESC, user_id)); every operation
 statement (an update: its SELECT plus its UPDATE), every write its own autocommit
 transaction; the same WHERE / ORDER BY / LIMIT as the key/value engines' index walks.
 
-Engines keep only their driver calls and dialect (placeholders, index hints):
-- a synchronous DB-API connection (SQLite, on its connection thread) uses the ``sync_*``
-  batch bodies;
-- an asyncio driver (MySQL, PostgreSQL) implements :class:`AsyncSession` and uses
-  :class:`AsyncSqlProfileStore`.
-Every body appends ``perf_counter_ns()`` to ``marks`` after each operation.
+:class:`SqlProfileStore` is a complete :class:`~asyncbench.workloads.profile_store.store.ProfileStore`
+(an engine's ``worker(i)`` returns the one over worker ``i``'s connection). Engines keep
+only their driver calls (a :class:`SqlSession`: fetch one row, fetch all rows, execute)
+and dialect (placeholders, index hints), and say where a batch runs:
+- an asyncio driver (MySQL, PostgreSQL) runs a batch on the event loop, awaiting each
+  statement;
+- a synchronous DB-API connection (SQLite) runs the whole batch in one hop on its
+  connection thread: its session's ``async`` methods call the driver and never suspend,
+  and :func:`run_to_completion` drives the batch coroutine there in one go.
+So every batch loop is written once, here, whatever the driver. Every loop appends
+``perf_counter_ns()`` to ``marks`` once before its first operation and after each one.
 """
 
 from __future__ import annotations
@@ -27,16 +32,11 @@ from asyncbench.workloads.profile_store.store import Marks, Transform
 __all__ = [
     "COLUMNS",
     "TABLE",
-    "AsyncSession",
-    "AsyncSqlProfileStore",
     "Dialect",
+    "SqlProfileStore",
+    "SqlSession",
     "Statements",
-    "sync_count",
-    "sync_insert",
-    "sync_read",
-    "sync_repeat",
-    "sync_select_many",
-    "sync_update",
+    "run_to_completion",
     "update_params",
 ]
 
@@ -73,6 +73,11 @@ class Statements:
     query_top_reputation: str
     update: str
     count: str
+    limit: int  # rows per scan/query, inlined above
+
+    def texts(self) -> list[str]:
+        """Every statement (what a driver prepares once per connection)."""
+        return [v for v in vars(self).values() if isinstance(v, str)]
 
     @classmethod
     def build(cls, dialect: Dialect, limit: int) -> Statements:
@@ -101,6 +106,7 @@ class Statements:
                 f"reputation = {p(4)}, display_name = {p(5)}, bio = {p(6)} WHERE user_id = {p(7)}"
             ),
             count=f"SELECT COUNT(*) FROM {TABLE}",
+            limit=limit,
         )
 
 
@@ -111,85 +117,12 @@ def update_params(old: Sequence[Any], new: Profile, uid: int) -> tuple:
     return (new[2], new[3], new[5], new[6], new[7], new[8], uid)
 
 
-# --- synchronous DB-API bodies (one batch per call, on the connection's thread) -------------
+# --- the driver's side ----------------------------------------------------------------------
 
 
-def sync_insert(conn: Any, sql: Statements, profiles: Sequence[Profile], marks: Marks) -> None:
-    """One autocommit INSERT per profile (the connection opens no transaction around them)."""
-    execute = conn.cursor().execute
-    insert = sql.insert
-    mark, clock = marks.append, perf_counter_ns
-    mark(clock())  # the batch's start stamp, taken where the operations run
-    for p in profiles:
-        execute(insert, p)
-        mark(clock())
-
-
-def sync_read(conn: Any, statement: str, keys: Sequence[Any], marks: Marks) -> list:
-    """One point SELECT per key, rows in request order, missing keys skipped."""
-    execute = conn.cursor().execute
-    mark, clock = marks.append, perf_counter_ns
-    mark(clock())  # the batch's start stamp, taken where the operations run
-    out = []
-    append = out.append
-    for key in keys:
-        row = execute(statement, (key,)).fetchone()
-        if row is not None:
-            append(row)
-        mark(clock())
-    return out
-
-
-def sync_select_many(
-    conn: Any, statement: str, params: Sequence[Sequence[Any]], ids_only: bool, marks: Marks
-) -> list:
-    """One SELECT per query (ids only: an index scan), rows concatenated in query order."""
-    execute = conn.cursor().execute
-    mark, clock = marks.append, perf_counter_ns
-    mark(clock())  # the batch's start stamp, taken where the operations run
-    out: list = []
-    if ids_only:  # the ids straight off the cursor: no intermediate list of 1-tuples
-        for p in params:
-            out += [r[0] for r in execute(statement, p)]
-            mark(clock())
-    else:
-        for p in params:
-            out += execute(statement, p).fetchall()
-            mark(clock())
-    return out
-
-
-def sync_repeat(conn: Any, statement: str, times: int, ids_only: bool, marks: Marks) -> list:
-    """The same parameterless SELECT ``times`` times (top reputation)."""
-    return sync_select_many(conn, statement, [()] * times, ids_only, marks)
-
-
-def sync_update(conn: Any, sql: Statements, uids: Sequence[int], transform: Transform, marks: Marks) -> list:
-    """Per id: SELECT the row, transform it, one autocommit UPDATE; missing ids skipped."""
-    execute = conn.cursor().execute
-    by_id, update = sql.by_id, sql.update
-    mark, clock = marks.append, perf_counter_ns
-    mark(clock())  # the batch's start stamp, taken where the operations run
-    out = []
-    for uid in uids:
-        old = execute(by_id, (uid,)).fetchone()
-        if old is not None:
-            new = transform(old)
-            execute(update, update_params(old, new, uid))
-            out.append(new)
-        mark(clock())
-    return out
-
-
-def sync_count(conn: Any, sql: Statements) -> int:
-    return int(conn.execute(sql.count).fetchone()[0])
-
-
-# --- asyncio drivers ---------------------------------------------------------------------------
-
-
-class AsyncSession(Protocol):
-    """One connection of an asyncio SQL driver, as the store needs it."""
+class SqlSession(Protocol):
+    """One connection of a SQL driver, as the store needs it. A synchronous driver's
+    methods are ``async`` too but never suspend (see :func:`run_to_completion`)."""
 
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None: ...
 
@@ -198,33 +131,75 @@ class AsyncSession(Protocol):
     async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
 
 
+#: Runs one batch: ``await hop(body, *args)`` returns ``await body(*args)``, wherever the
+#: driver needs it run (e.g. on a synchronous driver's connection thread).
+Hop = Callable[..., Awaitable[Any]]
+
+
+async def _on_loop(body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    return await body(*args)
+
+
+async def _no_barrier() -> None:
+    return None
+
+
+def run_to_completion(body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``body(*args)`` driven to its end right here, for a synchronous driver whose
+    session methods never suspend (a batch on SQLite's connection thread). A batch that
+    does suspend is a bug in that session, and an error, never a silent partial batch."""
+    coro = body(*args)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError(f"{getattr(body, '__qualname__', body)} suspended on a synchronous SQL session")
+
+
 #: Attempts of one write (or update unit) that keeps failing with a retryable error.
 MAX_ATTEMPTS = 20
 #: Pause before retry n: RETRY_PAUSE_S * n (a conflicting writer on another node commits first).
 RETRY_PAUSE_S = 0.001
 
 
-class AsyncSqlProfileStore:
-    """The workload's operations over one :class:`AsyncSession` (one per worker).
+class SqlProfileStore:
+    """The workload's operations over one :class:`SqlSession` (one per worker).
+
+    ``hop`` runs a whole batch where the driver needs it (default: on the event loop);
+    ``barrier`` (optional) is awaited before every batch that reads, outside its marks
+    (MySQL on Galera: one causal read, so the batch sees every write committed before it).
+    ``row`` turns a driver's row into the profile tuple the checksum folds.
 
     ``retryable`` (optional) says whether a write's error is a transient conflict to retry,
     e.g. a Galera certification failure (MySQL error 1213) or a PostgreSQL serialization
     failure: an insert is then retried as the same single statement, an update as its whole
     SELECT + UPDATE unit (the row is read again, so the write is based on what committed).
     Each retry adds one to ``retries``, which the engine reports per phase. Reads are never
-    retried: in autocommit they take no write locks and cannot fail certification.
+    retried: in autocommit they take no write locks and cannot fail certification. (A
+    synchronous driver passes no ``retryable``: a retry pauses, which it cannot do.)
     """
 
     def __init__(
         self,
-        session: AsyncSession,
+        session: SqlSession,
         sql: Statements,
         row: Callable[[Sequence[Any]], Any] = tuple,
         retryable: Callable[[BaseException], bool] | None = None,
+        *,
+        hop: Hop = _on_loop,
+        barrier: Callable[[], Awaitable[None]] = _no_barrier,
     ) -> None:
         self.session, self.sql, self.row = session, sql, row
+        self.limit = sql.limit
         self.retryable = retryable
         self.retries = 0
+        self.hop, self.barrier = hop, barrier
+
+    async def _reading(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """One batch that reads: the barrier, then the batch in one hop."""
+        await self.barrier()
+        return await self.hop(body, *args)
 
     async def _retry(self, exc: Exception, op: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Called with the first failure of ``op(*args)``: re-raise it unless it is retryable,
@@ -240,7 +215,9 @@ class AsyncSqlProfileStore:
                 exc = again
         raise exc
 
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+    # --- the batch loops, once for every driver -------------------------------------------
+    async def _insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        """One autocommit INSERT per profile (no transaction around them)."""
         execute, insert = self.session.execute, self.sql.insert
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
@@ -251,32 +228,39 @@ class AsyncSqlProfileStore:
                 await self._retry(exc, execute, insert, p)
             mark(clock())
 
-    async def read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
+    async def _read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
+        """One point SELECT per key, rows in request order, missing keys skipped."""
         fetch_one, row = self.session.fetch_one, self.row
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
+        append = out.append
         for key in keys:
             r = await fetch_one(statement, (key,))
             if r is not None:
-                out.append(row(r))
+                append(row(r))
             mark(clock())
         return out
 
-    async def select_many(
+    async def _select_many(
         self, statement: str, params: Sequence[Sequence[Any]], ids_only: bool, marks: Marks
     ) -> list:
+        """One SELECT per query (ids only: an index scan), rows concatenated in query order."""
         fetch_all, row = self.session.fetch_all, self.row
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
         out: list = []
-        for p in params:
-            rows = await fetch_all(statement, p)
-            out += [r[0] for r in rows] if ids_only else [row(r) for r in rows]
-            mark(clock())
+        if ids_only:
+            for p in params:
+                out += [r[0] for r in await fetch_all(statement, p)]
+                mark(clock())
+        else:
+            for p in params:
+                out += [row(r) for r in await fetch_all(statement, p)]
+                mark(clock())
         return out
 
-    async def update_one(self, uid: int, transform: Transform) -> Profile | None:
+    async def _update_one(self, uid: int, transform: Transform) -> Profile | None:
         """One update unit: SELECT the row, transform it, one autocommit UPDATE (None: missing)."""
         old = await self.session.fetch_one(self.sql.by_id, (uid,))
         if old is None:
@@ -285,8 +269,8 @@ class AsyncSqlProfileStore:
         await self.session.execute(self.sql.update, update_params(old, new, uid))
         return new
 
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        update_one = self.update_one
+    async def _update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        update_one = self._update_one
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
         out = []
@@ -300,7 +284,42 @@ class AsyncSqlProfileStore:
             mark(clock())
         return out
 
-    async def count(self) -> int:
+    async def _count(self) -> int:
         row = await self.session.fetch_one(self.sql.count, ())
         assert row is not None
         return int(row[0])
+
+    # --- the ProfileStore: one hop per batch ----------------------------------------------
+    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        await self.hop(self._insert, profiles, marks)
+
+    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
+        return await self._reading(self._update, uids, transform, marks)
+
+    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
+        return await self._reading(self._read, self.sql.by_id, uids, marks)
+
+    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
+        return await self._reading(self._read, self.sql.by_email, emails, marks)
+
+    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
+        return await self._reading(self._select_many, self.sql.scan_country_status, queries, True, marks)
+
+    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
+        return await self._reading(self._select_many, self.sql.query_country_status, queries, False, marks)
+
+    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
+        return await self._reading(self._select_many, self.sql.scan_created_at, ranges, True, marks)
+
+    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
+        return await self._reading(self._select_many, self.sql.query_created_at, ranges, False, marks)
+
+    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
+        return await self._reading(self._select_many, self.sql.scan_top_reputation, [()] * times, True, marks)
+
+    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
+        statement = self.sql.query_top_reputation
+        return await self._reading(self._select_many, statement, [()] * times, False, marks)
+
+    async def count(self) -> int:
+        return await self._reading(self._count)

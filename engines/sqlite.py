@@ -4,9 +4,11 @@ One ``profiles`` table with three secondary indexes, WAL + ``synchronous=NORMAL`
 write in autocommit (one transaction per INSERT and per UPDATE, like the reference). Each
 operation is exactly one statement execution on a cached prepared statement; what is
 amortized is only the event-loop <-> thread hop: a whole operation batch runs as one
-function on aiosqlite's connection thread (see :class:`SqliteConnection`).
+function on aiosqlite's connection thread (see :class:`SqliteConnection`). The batches
+themselves are the shared SQL store's (``engines/sql_profile_store.py``); this module
+supplies the driver calls, the schema and the pragmas.
 
-Prepared statements: the batch bodies pass the module's constant SQL strings, and the
+Prepared statements: the batches pass the engine's constant SQL strings, and the
 sqlite3 module keeps a per-connection cache of prepared statements keyed by SQL text
 (``cached_statements``, 128 by default, far above the dozen used here), so every
 execution after a connection's first of each string only rebinds and steps.
@@ -15,7 +17,6 @@ execution after a connection's first of each string only rebinds and steps.
 from __future__ import annotations
 
 import contextlib
-import copy
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -28,17 +29,11 @@ from anyio.abc import TaskGroup
 from asyncbench.engines.sql_profile_store import (
     TABLE,
     Dialect,
+    SqlProfileStore,
     Statements,
-    sync_count,
-    sync_insert,
-    sync_read,
-    sync_repeat,
-    sync_select_many,
-    sync_update,
+    run_to_completion,
 )
 from asyncbench.engines.store_dir import StoreDir, StoreLayout
-from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -115,8 +110,7 @@ def pragma_statements(settings: Mapping[str, Any]) -> list[str]:
     ]
 
 
-# --- batch bodies: run on the connection's own thread, one statement per operation ------------
-# They take the stdlib connection, so the benchmark can run the very same bodies without the hop.
+# --- run on the connection's own thread ------------------------------------------------------
 
 
 def configure(conn: sqlite3.Connection, pragmas: Sequence[str]) -> None:
@@ -150,6 +144,10 @@ class SqliteConnection:
 
     Calls from concurrent tasks are safe: the thread runs queued batches one after another.
     A multi-worker run opens one instance per worker.
+
+    It is also the shared SQL store's session (:class:`~asyncbench.engines.sql_profile_store.SqlSession`):
+    ``fetch_one``/``fetch_all``/``execute`` call the stdlib cursor directly and never
+    suspend, so they run only inside a batch that :meth:`run_batch` hands to the thread.
     """
 
     def __init__(self, path: Path, pragmas: Sequence[str], busy_timeout_s: float = 30.0) -> None:
@@ -158,6 +156,7 @@ class SqliteConnection:
         self.busy_timeout_s = busy_timeout_s
         self._db: aiosqlite.Connection | None = None
         self._raw: sqlite3.Connection | None = None
+        self._execute: Callable[..., sqlite3.Cursor] | None = None  # the cursor's, on the thread
 
     async def open(self) -> None:
         if not hasattr(aiosqlite.Connection, "_execute") or not hasattr(aiosqlite.Connection, "_conn"):
@@ -172,6 +171,7 @@ class SqliteConnection:
         self._raw = db._conn
         try:
             await self.run(configure, self.pragmas)
+            self._execute = (await self.run(sqlite3.Connection.cursor)).execute
         except BaseException:
             await self.close()
             raise
@@ -182,8 +182,24 @@ class SqliteConnection:
             raise RuntimeError("SQLite connection is not open")
         return await self._db._execute(fn, self._raw, *args)
 
+    async def run_batch(self, body: Callable[..., Any], *args: Any) -> Any:
+        """One batch of the shared SQL store on the connection thread, in one hop."""
+        if self._db is None:
+            raise RuntimeError("SQLite connection is not open")
+        return await self._db._execute(run_to_completion, body, *args)
+
+    # SqlSession: the stdlib calls, only ever called inside run_batch (on the thread)
+    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Any:
+        return self._execute(statement, args).fetchone()  # type: ignore[misc]
+
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> list[Any]:
+        return self._execute(statement, args).fetchall()  # type: ignore[misc]
+
+    async def execute(self, statement: str, args: Sequence[Any]) -> None:
+        self._execute(statement, args)  # type: ignore[misc]
+
     async def close(self) -> None:
-        db, self._db, self._raw = self._db, None, None
+        db, self._db, self._raw, self._execute = self._db, None, None, None
         if db is not None:
             await db.close()
 
@@ -193,6 +209,7 @@ class SqliteConnection:
 
 class SqliteEngine(Engine):
     name = "sqlite"
+    in_all = True
     needs_stabilization = False
     default_settings = {
         "cache_size_mb": 1024,
@@ -213,6 +230,7 @@ class SqliteEngine(Engine):
         self.sql = Statements.build(DIALECT, self.limit)
         self._conn: SqliteConnection | None = None
         self._worker_conns: list[SqliteConnection] = []
+        self._stores: list[SqlProfileStore] = []
 
     def files(self) -> list[Path]:
         """The database file plus its -wal and -shm companions."""
@@ -249,19 +267,17 @@ class SqliteEngine(Engine):
         except BaseException:
             await self.close()
             raise
+        self._stores = [SqlProfileStore(c, self.sql, hop=c.run_batch) for c in (conn, *self._worker_conns)]
 
-    def worker(self, index: int) -> SqliteEngine:
-        """A view of this engine bound to worker ``index``'s own connection."""
-        if index == 0:
-            return self
-        view = copy.copy(self)
-        view._conn = self._worker_conns[index - 1]
-        view._worker_conns = []
-        return view
+    def worker(self, index: int) -> SqlProfileStore:
+        """The shared SQL store over worker ``index``'s own connection."""
+        if not self._stores:
+            raise RuntimeError("SQLite engine is not open")
+        return self._stores[index]
 
     async def close(self) -> None:
         conns = [self._conn, *self._worker_conns]
-        self._conn, self._worker_conns = None, []
+        self._conn, self._worker_conns, self._stores = None, [], []
         for conn in reversed(conns):
             if conn is not None:
                 await conn.close()
@@ -283,40 +299,6 @@ class SqliteEngine(Engine):
         if self._conn is None:
             raise RuntimeError("SQLite engine is not open")
         return self._conn
-
-    # --- operations: the shared SQL store's synchronous bodies, one hop per batch ----------
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        await self._db.run(sync_insert, self.sql, profiles, marks)
-
-    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_read, self.sql.by_id, uids, marks)
-
-    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_read, self.sql.by_email, emails, marks)
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        return await self._db.run(sync_select_many, self.sql.scan_country_status, queries, True, marks)
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_select_many, self.sql.query_country_status, queries, False, marks)
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        return await self._db.run(sync_select_many, self.sql.scan_created_at, ranges, True, marks)
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_select_many, self.sql.query_created_at, ranges, False, marks)
-
-    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        return await self._db.run(sync_repeat, self.sql.scan_top_reputation, times, True, marks)
-
-    async def query_top_reputation(self, times: int, marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_repeat, self.sql.query_top_reputation, times, False, marks)
-
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        return await self._db.run(sync_update, self.sql, uids, transform, marks)
-
-    async def count(self) -> int:
-        return await self._db.run(sync_count, self.sql)
 
     # --- facts ------------------------------------------------------------------------
     def facts(self) -> EngineFacts:

@@ -81,14 +81,14 @@ async def run(spec: dict[str, Any]) -> None:
             arm(engine, die["store"], die["method"], die["at"])
         for start in range(1, n + 1, batch):
             count = min(batch, n - start + 1)
-            await engine.insert(create_many(start, count, seed), [])
+            await engine.worker(0).insert(create_many(start, count, seed), [])
             print("insert", start + count - 1, flush=True)
         if spec.get("update"):
             if die and die["phase"] == "update":
                 arm(engine, die["store"], die["method"], die["at"])
             for start in range(1, n + 1, batch):
                 uids = list(range(start, min(n, start + batch - 1) + 1))
-                await engine.update(uids, transform, [])
+                await engine.worker(0).update(uids, transform, [])
                 print("update", uids[-1], flush=True)
     print("done", flush=True)
 

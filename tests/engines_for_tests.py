@@ -102,24 +102,44 @@ class BrokenConstructorEngine(MemoryEngine):
 # --- faulty variants of every file-based engine (the sentinel test runs them all) -------
 
 
+class _Overridden:
+    """A worker's store with some operations replaced (the rest are the store's own)."""
+
+    def __init__(self, store, **methods) -> None:  # type: ignore[no-untyped-def]
+        self._store = store
+        self.__dict__.update(methods)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._store, name)
+
+
 def _variants() -> dict[str, type]:
     """``failing-<engine>`` raises in the lookup phase; ``slow-<engine>`` sleeps in reads."""
     from asyncbench.engines import engine_class
 
+    async def fail(emails, marks):  # type: ignore[no-untyped-def]
+        raise OSError("simulated device error")
+
+    async def slow(uids, marks):  # type: ignore[no-untyped-def]
+        await anyio.sleep(30)
+        raise AssertionError("unreachable: the run stops first")
+
+    def overriding(base: type, **methods):  # type: ignore[no-untyped-def]
+        def worker(self, index):  # type: ignore[no-untyped-def]
+            return _Overridden(base.worker(self, index), **methods)
+
+        return worker
+
     out: dict[str, type] = {}
     for base_name in ("memory", "lsm", "rocksdb", "sqlite"):
         base = engine_class(base_name)
-
-        async def fail(self, emails, marks):  # type: ignore[no-untyped-def]
-            raise OSError("simulated device error")
-
-        async def slow(self, uids, marks):  # type: ignore[no-untyped-def]
-            await anyio.sleep(30)
-            raise AssertionError("unreachable: the run stops first")
-
         title = base_name.capitalize()
-        out[f"Failing{title}"] = type(f"Failing{title}", (base,), {"lookup_by_email": fail, "__module__": __name__})
-        out[f"Slow{title}"] = type(f"Slow{title}", (base,), {"read_by_id": slow, "__module__": __name__})
+        out[f"Failing{title}"] = type(
+            f"Failing{title}", (base,), {"worker": overriding(base, lookup_by_email=fail), "__module__": __name__}
+        )
+        out[f"Slow{title}"] = type(
+            f"Slow{title}", (base,), {"worker": overriding(base, read_by_id=slow), "__module__": __name__}
+        )
     return out
 
 

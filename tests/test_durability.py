@@ -228,7 +228,7 @@ def test_rocksdb_update_torn_between_delete_and_put_of_same_key_is_repaired(tmp_
 async def read_one(data: Path, uid: int) -> Any:
     engine = make("rocksdb", data)
     async with opened(engine, reset=False):
-        (record,) = await engine.read_by_id([uid], [])
+        (record,) = await engine.worker(0).read_by_id([uid], [])
         return as_profile(record)
 
 
@@ -280,7 +280,7 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
     async def main() -> None:
         engine = make("rocksdb", data)
         async with opened(engine, reset=True):
-            await engine.insert(create_many(1, 500, SEED), [])
+            await engine.worker(0).insert(create_many(1, 500, SEED), [])
         assert engine.recovery is None and scans == []  # a fresh store is not scanned
         for _ in range(2):  # close + reopen, as the runner's reopen phase does
             engine = make("rocksdb", data)

@@ -238,12 +238,12 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
         try:
             async with lock.cursor() as cur:
                 await cur.execute("FLUSH TABLES WITH READ LOCK")
-            await writer.insert([create(1, seed)], [])
+            await writer.worker(0).insert([create(1, seed)], [])
             plain = await query(
                 h3, p3, env, "SELECT user_id FROM asyncbench_galera.profiles WHERE user_id = 1"
             )
             assert plain == [[]], "node 3 is not lagging: the test proves nothing"
-            task = asyncio.ensure_future(reader.read_by_id([1], []))
+            task = asyncio.ensure_future(reader.worker(0).read_by_id([1], []))
             await asyncio.sleep(0.5)
             assert not task.done(), "the read did not wait for node 3 to catch up"
             async with lock.cursor() as cur:
@@ -275,7 +275,7 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     async def scenario() -> tuple[int, int]:
         engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 1), 50, seed))
         await engine.open(reset=True)
-        await engine.insert([create(1, seed)], [])
+        await engine.worker(0).insert([create(1, seed)], [])
         (h2, p2), env = cluster.hosts[1], cluster.exports
         stop = asyncio.Event()
         hammered = 0
@@ -306,7 +306,7 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
         try:
             deadline = time.monotonic() + 60
             while retries == 0 and time.monotonic() < deadline:
-                got = await engine.update([1] * 50, lambda p: update(p, seed), [])
+                got = await engine.worker(0).update([1] * 50, lambda p: update(p, seed), [])
                 assert len(got) == 50
                 updates += 50
                 retries += engine.take_retries()

@@ -49,40 +49,40 @@ async def workload(path: Path, settings: dict, background: bool) -> None:
         await phases(lsm, mem, background)
     again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
     async with maybe_opened(again, False, background):
-        assert await again.count() == N
+        assert await again.worker(0).count() == N
         ids = list(range(0, N + 10, 7))
-        assert records(await again.read_by_id(ids, [])) == await mem.read_by_id(ids, [])
+        assert records(await again.worker(0).read_by_id(ids, [])) == await mem.worker(0).read_by_id(ids, [])
         queries = [("US", "active"), ("DE", "pending")]
-        assert await again.scan_country_status(queries, []) == await mem.scan_country_status(queries, [])
-        assert await again.scan_top_reputation(1, []) == await mem.scan_top_reputation(1, [])
+        assert await again.worker(0).scan_country_status(queries, []) == await mem.worker(0).scan_country_status(queries, [])
+        assert await again.worker(0).scan_top_reputation(1, []) == await mem.worker(0).scan_top_reputation(1, [])
 
 
 async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
     for start in range(1, N + 1, 100):
         batch = create_many(start, 100, SEED)
-        await lsm.insert(batch, [])
-        await mem.insert(batch, [])
+        await lsm.worker(0).insert(batch, [])
+        await mem.worker(0).insert(batch, [])
     await lsm.stabilize()
     assert all(len(t.segments) <= 1 and not t.frozen for t in lsm._trees)  # stabilized: one each
     ids = list(range(0, N + 10, 7))
-    assert records(await lsm.read_by_id(ids, [])) == await mem.read_by_id(ids, [])
+    assert records(await lsm.worker(0).read_by_id(ids, [])) == await mem.worker(0).read_by_id(ids, [])
     emails = [p[1] for p in create_many(1, 50, SEED)] + ["nobody@example.com"]
-    assert records(await lsm.lookup_by_email(emails, [])) == await mem.lookup_by_email(emails, [])
+    assert records(await lsm.worker(0).lookup_by_email(emails, [])) == await mem.worker(0).lookup_by_email(emails, [])
     queries = [("US", "active"), ("DE", "pending"), ("GR", "deleted"), ("XX", "active")]
-    assert await lsm.scan_country_status(queries, []) == await mem.scan_country_status(queries, [])
+    assert await lsm.worker(0).scan_country_status(queries, []) == await mem.worker(0).scan_country_status(queries, [])
     p = create_many(100, 1, SEED)[0]
     ranges = [(p[4], p[4] + 30_000), (0, 1), (p[4], p[4])]
-    assert await lsm.scan_created_at(ranges, []) == await mem.scan_created_at(ranges, [])
-    assert records(await lsm.query_created_at(ranges, [])) == await mem.query_created_at(ranges, [])
+    assert await lsm.worker(0).scan_created_at(ranges, []) == await mem.worker(0).scan_created_at(ranges, [])
+    assert records(await lsm.worker(0).query_created_at(ranges, [])) == await mem.worker(0).query_created_at(ranges, [])
     for _ in range(3):  # updates land in memtables, flushes and merges run meanwhile
         ups = list(range(1, N + 1, 3)) + [N + 5]
-        got = await lsm.update(ups, lambda q: update(q, SEED), [])
-        assert got == await mem.update(ups, lambda q: update(q, SEED), [])
-        assert await lsm.scan_top_reputation(2, []) == await mem.scan_top_reputation(2, [])
-        assert records(await lsm.query_country_status(queries, [])) == await mem.query_country_status(
+        got = await lsm.worker(0).update(ups, lambda q: update(q, SEED), [])
+        assert got == await mem.worker(0).update(ups, lambda q: update(q, SEED), [])
+        assert await lsm.worker(0).scan_top_reputation(2, []) == await mem.worker(0).scan_top_reputation(2, [])
+        assert records(await lsm.worker(0).query_country_status(queries, [])) == await mem.worker(0).query_country_status(
             queries, []
         )
-    assert records(await lsm.query_top_reputation(1, [])) == await mem.query_top_reputation(1, [])
+    assert records(await lsm.worker(0).query_top_reputation(1, [])) == await mem.worker(0).query_top_reputation(1, [])
     if background:
         assert lsm._maint is not None and any(len(t.segments) for t in lsm._trees)
     await lsm.settle()
@@ -100,13 +100,13 @@ def test_matches_memory_engine(tmp_path: Path, backend: tuple, wal_mode: str) ->
 def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
     async def run() -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
-            await e.insert(create_many(1, 300, SEED), [])
+            await e.worker(0).insert(create_many(1, 300, SEED), [])
         # memtables were not flushed; the log carries them
         assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN", MARKER}
         assert not list(tmp_path.glob("*/seg-*"))
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
-            assert await e.count() == 300
-            assert len(await e.read_by_id(range(1, 301), [])) == 300
+            assert await e.worker(0).count() == 300
+            assert len(await e.worker(0).read_by_id(range(1, 301), [])) == 300
 
     anyio.run(run)
 
@@ -131,14 +131,14 @@ def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
             with anyio.move_on_after(60):
                 await e.open(True, tg)
                 for s in range(1, 2001, 250):
-                    await e.insert(create_many(s, 250, SEED), [])
+                    await e.worker(0).insert(create_many(s, 250, SEED), [])
             with anyio.CancelScope(shield=True):
                 await e.close()
             assert e._maint is None  # close stopped and awaited the background task
             tg.cancel_scope.cancel()
         e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
         async with opened(e, False):
-            assert await e.count() == 2000
+            assert await e.worker(0).count() == 2000
 
     anyio.run(run, backend=backend[0], backend_options=backend[1])
 
@@ -164,7 +164,7 @@ def test_a_failed_open_closes_the_trees_it_already_opened(
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.insert(create_many(1, 300, SEED), [])
+            await e.worker(0).insert(create_many(1, 300, SEED), [])
             await e.stabilize()  # the frozen memtables flushed: every tree has segments
 
     anyio.run(build)

@@ -436,7 +436,7 @@ def test_damaged_log_after_clean_close_fails_the_engine_open(tmp_path: Path) -> 
 
     async def run() -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "sync"}, 50, 1)), False) as e:
-            await e.count()
+            await e.worker(0).count()
 
     raised: list[BaseException] = []
     try:
@@ -555,11 +555,11 @@ def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> No
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.insert(create_many(1, 50, 1), [])
+            await e.worker(0).insert(create_many(1, 50, 1), [])
 
     async def reopen() -> None:
         async with opened(LsmEngine(cfg), False) as e:
-            await e.count()
+            await e.worker(0).count()
 
     anyio.run(build)
     tree = cfg.data_dir / TREE_NAMES[1]  # an index tree

@@ -81,7 +81,7 @@ async def fetch(conn, sql: str, args: tuple = ()) -> list[tuple]:  # type: ignor
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.insert(create_many(1, N, SEED), [])
+    await engine.worker(0).insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -116,7 +116,7 @@ def test_statements_inline_limit_and_keep_the_reference_order() -> None:
     assert sql.scan_top_reputation.endswith("ORDER BY reputation DESC, user_id LIMIT 13")
     for text in (sql.by_id, sql.by_email, sql.query_country_status, sql.query_top_reputation):
         assert text.startswith("SELECT user_id, email, country, status, created_at, last_login, reputation,")
-    assert " IN (" not in " ".join(vars(sql).values())
+    assert " IN (" not in " ".join(sql.texts())
 
 
 def test_class_metadata_before_open() -> None:
@@ -198,20 +198,20 @@ async def test_strings_compare_as_bytes(loaded: MySqlEngine) -> None:
     p = create(N + 1, SEED)
     upper = (N + 2, p[1].upper(), p[2].lower(), *p[3:])  # same letters, other case
     padded = (N + 3, p[1] + " ", *p[2:])  # trailing space: a different byte key
-    await loaded.insert([p, upper, padded], [])
-    assert await loaded.lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
-    assert await loaded.lookup_by_email([p[1].title()], []) == []
+    await loaded.worker(0).insert([p, upper, padded], [])
+    assert await loaded.worker(0).lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
+    assert await loaded.worker(0).lookup_by_email([p[1].title()], []) == []
     # country "us" (lower case) is not "US"
-    got = await loaded.scan_country_status([(p[2].lower(), p[3])], [])
+    got = await loaded.worker(0).scan_country_status([(p[2].lower(), p[3])], [])
     assert got == [N + 2]
 
 
 @needs_server
 async def test_rows_are_python_ints_and_strs(loaded: MySqlEngine) -> None:
-    (row,) = await loaded.read_by_id([5], [])
+    (row,) = await loaded.worker(0).read_by_id([5], [])
     assert row == create(5, SEED)
     assert [type(v) for v in row] == [int, str, str, str, int, int, int, str, str]
-    top = await loaded.query_top_reputation(1, [])
+    top = await loaded.worker(0).query_top_reputation(1, [])
     assert len(top) == LIMIT and all(type(r[0]) is int and type(r[6]) is int for r in top)
 
 
@@ -220,8 +220,8 @@ async def test_every_write_commits_on_its_own(loaded: MySqlEngine) -> None:
     (autocommit,) = (await loaded._db.query("SELECT @@autocommit"))[0]
     assert int(autocommit) == 1
     before = await status(loaded, "Handler_commit", "Com_stmt_execute")
-    await loaded.insert(create_many(N + 1, 5, SEED), [])
-    updated = await loaded.update([N + 1, N + 3, 10**9], transform, [])
+    await loaded.worker(0).insert(create_many(N + 1, 5, SEED), [])
+    updated = await loaded.worker(0).update([N + 1, N + 3, 10**9], transform, [])
     after = await status(loaded, "Handler_commit", "Com_stmt_execute")
     # 5 INSERTs + 3 SELECTs + 2 UPDATEs, each its own statement and its own transaction.
     assert after["Com_stmt_execute"] - before["Com_stmt_execute"] == 10
@@ -239,12 +239,12 @@ async def test_every_write_commits_on_its_own(loaded: MySqlEngine) -> None:
 @needs_server
 async def test_one_statement_per_operation(loaded: MySqlEngine) -> None:
     cases = [
-        (loaded.read_by_id, [1, 2, 10**9, 3], 4),
-        (loaded.lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], 2),
-        (loaded.scan_country_status, [("US", "active"), ("DE", "pending"), ("GR", "deleted")], 3),
-        (loaded.query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], 1),
-        (loaded.scan_top_reputation, 4, 4),
-        (loaded.query_top_reputation, 2, 2),
+        (loaded.worker(0).read_by_id, [1, 2, 10**9, 3], 4),
+        (loaded.worker(0).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], 2),
+        (loaded.worker(0).scan_country_status, [("US", "active"), ("DE", "pending"), ("GR", "deleted")], 3),
+        (loaded.worker(0).query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], 1),
+        (loaded.worker(0).scan_top_reputation, 4, 4),
+        (loaded.worker(0).query_top_reputation, 2, 2),
     ]
     for method, arg, statements in cases:
         before = await status(loaded, "Com_stmt_execute")
@@ -302,8 +302,8 @@ async def test_missing_database_is_created(tmp_path: Path) -> None:
     engine = make(tmp_path, database=f"{TEST_DB}_created")
     await engine.open(reset=False)
     try:
-        await engine.insert(create_many(1, 2, SEED), [])
-        assert await engine.count() == 2
+        await engine.worker(0).insert(create_many(1, 2, SEED), [])
+        assert await engine.worker(0).count() == 2
         await engine._db.query(f"DROP DATABASE {TEST_DB}_created")
     finally:
         await engine.close()

@@ -53,10 +53,63 @@ def test_malformed_variable_exits_2(tmp_path: Path) -> None:
 def test_plugins_are_listed_in_help_and_engines_command(tmp_path: Path) -> None:
     spec = "sorted=sorted_list_engine:SortedListEngine"
     help_text = run(tmp_path, spec, "--help").stdout
-    assert "plug-ins (ASYNCBENCH_ENGINES): sorted" in help_text
+    assert "plug-ins: sorted" in help_text
     proc = run(tmp_path, spec, "engines")
     assert proc.returncode == 0, proc.stderr
     assert "sorted  (plug-in from ASYNCBENCH_ENGINES: sorted_list_engine:SortedListEngine)" in proc.stdout
     assert "[engines.lsm] wal_mode = 'async-compressed'  (str)" in proc.stdout
     broken = run(tmp_path, "mine=my_missing_module:Engine", "engines")
     assert broken.returncode == 2 and "not available: engine 'mine'" in broken.stdout
+
+
+PLUGIN_PYPROJECT = """\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "asyncbench-test-plugin"
+version = "1.0"
+
+[project.entry-points."asyncbench.engines"]
+plugged = "ab_test_plugin:SortedListEngine"
+
+[tool.setuptools]
+py-modules = ["ab_test_plugin"]
+"""
+
+
+def test_an_installed_package_is_found_through_the_entry_point_group(tmp_path: Path) -> None:
+    """A separate package (the example engine, built and installed here) declares an
+    ``asyncbench.engines`` entry point; with its install directory on the path, and no
+    ASYNCBENCH_ENGINES, the engine is listed and reproduces the 17 reference checksums
+    through the real CLI (isolated child included)."""
+    import orjson
+    from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
+
+    src, site = tmp_path / "src", tmp_path / "site"
+    src.mkdir()
+    (src / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
+    (src / "ab_test_plugin.py").write_text((ROOT / "examples" / "sorted_list_engine.py").read_text())
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index"]
+    built = subprocess.run([*pip, "--target", str(site), str(src)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("ASYNCBENCH_ENGINES", "ASYNCBENCH_NO_PROGRESS")}
+    env["PYTHONPATH"] = str(site)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "asyncbench", *args]
+        return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+    listed = cli("engines")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert (
+        "plugged  (plug-in from the asyncbench.engines entry points of asyncbench-test-plugin: "
+        "ab_test_plugin:SortedListEngine)" in listed.stdout
+    )
+    proc = cli(str(REFERENCE_PLAN), "--engine", "plugged", "--output", "out", "--data", "data", "--no-progress")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    (engine,) = orjson.loads(result.read_bytes())["engines"]
+    assert engine["engine"] == "plugged"
+    assert {p["name"]: p["checksum"] for p in engine["phases"] if p["checksum"]} == REFERENCE_CHECKSUMS

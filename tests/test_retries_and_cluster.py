@@ -23,7 +23,7 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.mysql import DIALECT as MYSQL_DIALECT
 from asyncbench.engines.mysql import resolve_endpoints
 from asyncbench.engines.mysql import retryable as mysql_retryable
-from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, AsyncSqlProfileStore, Statements
+from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, SqlProfileStore, Statements
 from asyncbench.workloads.profile_store.generate import create
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
@@ -48,7 +48,7 @@ class Conflict(Exception):
 
 
 class ScriptedSession:
-    """An in-memory table behind the AsyncSession protocol; ``fail`` lists, per statement
+    """An in-memory table behind the SqlSession protocol; ``fail`` lists, per statement
     text, how many of its next executions raise (Conflict unless told otherwise)."""
 
     def __init__(self, sql: Statements, error: type[Exception] = Conflict) -> None:
@@ -82,10 +82,10 @@ class ScriptedSession:
             self.rows[uid] = (uid, old[1], args[0], args[1], old[4], args[2], args[3], args[4], args[5])
 
 
-def store_over(error: type[Exception] = Conflict) -> tuple[AsyncSqlProfileStore, ScriptedSession]:
+def store_over(error: type[Exception] = Conflict) -> tuple[SqlProfileStore, ScriptedSession]:
     sql = Statements.build(MYSQL_DIALECT, 5)
     session = ScriptedSession(sql, error)
-    return AsyncSqlProfileStore(session, sql, retryable=lambda exc: isinstance(exc, Conflict)), session
+    return SqlProfileStore(session, sql, retryable=lambda exc: isinstance(exc, Conflict)), session
 
 
 def transform(p):  # type: ignore[no-untyped-def]
@@ -125,7 +125,7 @@ async def test_other_errors_are_not_retried_and_retries_are_bounded() -> None:
     with pytest.raises(Conflict):
         await store.insert([create(1, SEED)], [])
     assert store.retries == MAX_ATTEMPTS - 1 and len(session.log) == MAX_ATTEMPTS
-    no_policy = AsyncSqlProfileStore(session, store.sql)  # an engine without a retry rule
+    no_policy = SqlProfileStore(session, store.sql)  # an engine without a retry rule
     session.fail[store.sql.insert] = 1
     with pytest.raises(Conflict):
         await no_policy.insert([create(1, SEED)], [])

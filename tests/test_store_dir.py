@@ -32,12 +32,12 @@ def make(name: str, directory: Path):  # noqa: ANN201 - an engine of the named k
 
 async def _create(name: str, directory: Path, n: int = 50) -> None:
     async with opened(make(name, directory), reset=True) as engine:
-        await engine.insert(create_many(1, n, SEED), [])
+        await engine.worker(0).insert(create_many(1, n, SEED), [])
 
 
 async def _count(name: str, directory: Path) -> int:
     async with opened(make(name, directory), reset=False) as engine:
-        return await engine.count()
+        return await engine.worker(0).count()
 
 
 def run(fn, *args):  # noqa: ANN001, ANN201 - anyio.run, with a lone error out of its task groups

@@ -1,5 +1,5 @@
 """``python -m asyncbench engines``: every engine this installation knows, where it comes
-from (built in or ASYNCBENCH_ENGINES) and the settings a plan may give it, with defaults.
+from (built in, an ``asyncbench.engines`` entry point or ASYNCBENCH_ENGINES) and the settings a plan may give it, with defaults.
 
 So a user can see what ``[engines.<name>]`` accepts, and whether a plug-in loads, without
 starting a run.
@@ -21,7 +21,7 @@ def engines_command(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     broken = False
     for name, target in REGISTRY.items():
-        origin = "plug-in from ASYNCBENCH_ENGINES" if name in PLUGINS else "built in"
+        origin = f"plug-in from {PLUGINS[name]}" if name in PLUGINS else "built in"
         print(f"{name}  ({origin}: {target})")
         try:
             cls = engine_class(name)

@@ -46,16 +46,18 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asyncbench.engines import ALL_ENGINES, PLUGINS, REGISTRY
+    from asyncbench.engines import BUILTIN, PLUGINS, REGISTRY
+
+    first, second = list(BUILTIN)[:2]  # no engine imported for --help
 
     p = argparse.ArgumentParser(
         prog="python -m asyncbench",
         description="Run the profile-store benchmark plan in a TOML file against storage engines.",
         epilog=EPILOG.format(
-            first=ALL_ENGINES[0],
-            pair=",".join(ALL_ENGINES[:2]),
+            first=first,
+            pair=f"{first},{second}",
             builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
-            plugins=f"; plug-ins (ASYNCBENCH_ENGINES): {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
+            plugins=f"; plug-ins: {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -211,7 +211,7 @@ class EngineRun:
                 t0 = perf_counter()  # the reopen phase times the open alone
                 await self._open_again()
             elif kind.action is Action.VERIFY:
-                checksum = await verify_checksum(self.engine, self.plan.counts.profiles)
+                checksum = await verify_checksum(self.engine.worker(0), self.plan.counts.profiles)
                 ops = VERIFY_OPS
             seconds = perf_counter() - t0
         if kind.action is Action.SETTLE:

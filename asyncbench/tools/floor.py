@@ -121,7 +121,7 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
 
     cpu0 = time.process_time()
     with recorder:
-        outcome = await run_operations(PHASES[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
+        outcome = await run_operations(PHASES[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
     cpu = time.process_time() - cpu0
     return Sample(outcome.seconds, cpu, engine_ns), outcome.checksum
 

@@ -70,7 +70,7 @@ class RocksFloor(Floor):
         self.root, self.batch = root, batch
         self.engine = new_engine("rocksdb", root / "main")
         await self.engine.open(True)
-        await load([self.engine], plan.counts.profiles, batch)
+        await load([self.engine.worker(0)], plan.counts.profiles, batch)
         await self.engine.stabilize()
         self.dbs = list(self.engine._dbs)  # B reads the engine's own handles
         self.copy: list[Any] | None = None
@@ -271,7 +271,7 @@ class SqliteFloor(Floor):
         self.mod, self.root, self.batch = mod, root, batch
         self.engine = new_engine("sqlite", root / "main")
         await self.engine.open(True)
-        await load([self.engine], plan.counts.profiles, batch)
+        await load([self.engine.worker(0)], plan.counts.profiles, batch)
         await self.engine.settle()  # checkpoint: B's connection reads the same pages
         self.conn = self._connect(self.engine.path)
         self.copy: sqlite3.Connection | None = None

@@ -7,8 +7,10 @@ value; the user id is the key's last 20 digits). The adapter maintains the index
 the spec says: insert writes all five, an update rewrites the profile and deletes the
 old / writes the new country-status and reputation keys.
 
-The engine is pure Python on the event loop, so a batch runs synchronously; after every
-batch the adapter yields (and, if memtables pile up, waits for the flusher) so the
+The workload's operations are :class:`~asyncbench.engines.kv_profile_store.KvProfileStore`'s
+(``worker(i)`` returns it); this adapter supplies the trees as its primitives
+(:class:`LsmKv`) and where a batch runs. The engine is pure Python on the event loop, so a
+batch runs synchronously; after every batch the adapter yields (and, if memtables pile up, waits for the flusher) so the
 background flush / merge / log-writer tasks get turns. Those tasks run in one task that
 ``open`` starts in the opener's ``background`` task group and ``close`` cancels and
 awaits; opened without one (a bare script), the same work runs inline between batches.
@@ -19,22 +21,22 @@ from __future__ import annotations
 import contextlib
 import re
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import StoreDir, StoreLayout
-from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts
 
 from .maintainer import Maintainer
 from .tree import LsmTree, TreeOptions
+
+T = TypeVar("T")
 
 TREE_NAMES = STORE_NAMES
 #: What the engine's directory holds (``engines.store_dir``): a reset removes only these.
@@ -49,6 +51,7 @@ LAYOUT = StoreLayout(
 
 class LsmEngine(Engine):
     name = "lsm"
+    in_all = True
     #: What the last open's crash repair did (None: the previous close was clean).
     recovery: RepairReport | None = None
     needs_stabilization = True
@@ -76,6 +79,7 @@ class LsmEngine(Engine):
         self._trees: list[LsmTree] = []
         self._maint: Maintainer | None = None
         self._marker = CleanShutdownMarker(self.data_dir)
+        self._placement = Placement.everywhere(self._on_loop)
 
     # --- lifecycle ----------------------------------------------------------------------
     def _open_trees(self, reset: bool) -> list[LsmTree]:
@@ -90,7 +94,7 @@ class LsmEngine(Engine):
         try:
             for name in TREE_NAMES:
                 trees.append(LsmTree(self.data_dir / name, self.options, create_if_missing=reset))
-            self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False)
+            self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False, place=self._placement)
             # A profile is five writes to five trees; after an unclean stop (no marker from
             # close) the indexes are repaired from the profiles tree before anything runs.
             self.recovery = None
@@ -185,72 +189,30 @@ class LsmEngine(Engine):
         await maint.throttle()
         await anyio.sleep(0)
 
-    # --- operations: the shared key/value profile store, on the loop, then a turn for the
-    # background flush / merge / log writer ----------------------------------------------
-    async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        self._store.insert(profiles, marks)
-        await self._yield()
-
-    async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:
-        out = self._store.update(uids, transform, marks)
+    # --- operations: the shared key/value profile store, every batch on the loop followed
+    # by a turn for the background flush / merge / log writer ------------------------------
+    async def _on_loop(self, body: Callable[..., T], *args: Any) -> T:
+        out = body(*args)
         await self._yield()
         return out
 
-    async def read_by_id(self, uids: Sequence[int], marks: Marks) -> list[Any]:
-        out = self._store.read_by_id(uids, marks)
-        await self._yield()
-        return out
-
-    async def lookup_by_email(self, emails: Sequence[str], marks: Marks) -> list[Any]:
-        out = self._store.lookup_by_email(emails, marks)
-        await self._yield()
-        return out
-
-    async def scan_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[int]:
-        out = self._store.scan_country_status(queries, marks)
-        await self._yield()
-        return out
-
-    async def query_country_status(self, queries: Sequence[tuple[str, str]], marks: Marks) -> list[Any]:
-        out = self._store.query_country_status(queries, marks)
-        await self._yield()
-        return out
-
-    async def scan_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[int]:
-        out = self._store.scan_created_at(ranges, marks)
-        await self._yield()
-        return out
-
-    async def query_created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks) -> list[Any]:
-        out = self._store.query_created_at(ranges, marks)
-        await self._yield()
-        return out
-
-    async def scan_top_reputation(self, times: int, marks: Marks) -> list[int]:
-        out = self._store.scan_top_reputation(times, marks)
-        await self._yield()
-        return out
-
-    async def query_top_reputation(self, times: int, marks: Marks) -> list[Any]:
-        out = self._store.query_top_reputation(times, marks)
-        await self._yield()
-        return out
-
-    async def count(self) -> int:
-        n = self._trees[0].count()
-        await self._yield()
-        return n
+    def worker(self, index: int) -> KvProfileStore:
+        """Every worker shares the one store (the trees live on the event loop)."""
+        if not self._trees:
+            raise RuntimeError("lsm engine is not open")
+        return self._store
 
 
 class LsmKv:
     """An LSM tree as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: its own bound methods,
     and a scan that is the tree's merged key-range read."""
 
-    __slots__ = ("tree", "get", "put", "delete", "items")
+    __slots__ = ("tree", "get", "put", "delete", "items", "count")
 
     def __init__(self, tree: LsmTree) -> None:
         self.tree = tree
         self.get, self.put, self.delete, self.items = tree.get, tree.upsert, tree.delete, tree.iter
+        self.count = tree.count
 
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
         if last is None:

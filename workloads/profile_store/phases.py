@@ -6,7 +6,10 @@ batch, what the checksum folds (ids or records), which group the report and char
 it in, and how P workers split its items. Config validation, the runner, the report, the
 charts and the correctness check all read this table; none of them parses display names.
 
-Adding a phase kind is one row here plus one :class:`ProfileStore` method.
+Adding a phase kind is one row here plus one method of the kind's name in each store
+that implements :class:`ProfileStore`: the shared key/value and SQL stores
+(``engines/kv_profile_store.py``, ``engines/sql_profile_store.py``) and the in-memory
+engine; engine adapters supply primitives only (README: "Adding a phase kind").
 """
 
 from __future__ import annotations
