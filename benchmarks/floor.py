@@ -7,8 +7,9 @@ each engine and EVERY operation phase kind this times, on the same store:
 * (A) the engine's batch call through :func:`asyncbench.run.phase_loop.run_operations`, with
   the phase-table row (``PHASES[kind]``), ``PhaseContext.for_seed``, batches of
   ``--batch``, the checksum fold and a batch hook that does what the runner's does
-  (``PhaseRecorder.add`` of the per-operation marks, then the observer's ``batch``): the
-  phase time is the loop's own ``PhaseOutcome.seconds``, as the runner reports it;
+  (``PhaseRecorder.add`` of the per-operation marks, then the observer's ``batch``; with
+  ``--log FILE``, the live JSON log's, whose writer thread then runs beside A as in a real
+  run): the phase time is the loop's own ``PhaseOutcome.seconds``, as the runner reports it;
 * (B) a plain loop with the same binding on the event-loop thread, doing the same
   operations with the same results: rocksdict ``get``/``keys(from_key=...)``/``put``/
   ``delete`` on the engine's own database handles; stdlib ``sqlite3`` ``execute`` on a
@@ -75,12 +76,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _store import LIMIT, OPERATION_PHASES, SEED, draw, load, new_engine  # noqa: E402
 from asyncbench.workloads.profile_store import kernels  # noqa: E402
 from asyncbench.workloads.profile_store.checksum import Checksum  # noqa: E402
+from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items  # noqa: E402
 from asyncbench.workloads.profile_store.plan import Plan  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     INT63_MAX,
     country_status_key,
-    create_many,
     created_at_key,
     decode,
     encode,
@@ -90,11 +91,14 @@ from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
 
 from asyncbench.fmt import parse_count  # noqa: E402
 from asyncbench.measure.latency_recorder import PhaseRecorder  # noqa: E402
-from asyncbench.run.observers import Observer  # noqa: E402
+from asyncbench.run.logs import open_log  # noqa: E402
+from asyncbench.run.observers import JsonLogObserver, Observer, ObserverGroup  # noqa: E402
 from asyncbench.run.phase_loop import run_operations  # noqa: E402
 from asyncbench.run.signals import backend_options  # noqa: E402
 
 TARGET = 1.10
+#: The observer A's batch hook calls: a no-op, or the live JSON log with ``--log``.
+OBSERVER: Observer = ObserverGroup(Observer())
 
 #: (phase kind, the plan stream it consumes), in the order they run: updates last.
 KINDS = OPERATION_PHASES
@@ -114,16 +118,17 @@ class Sample:
 async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tuple[Sample, str | None]:
     """``items`` through run_operations as the runner runs a phase at P1."""
     recorder = PhaseRecorder(1)
-    add, observer_batch = recorder.add, Observer().batch
+    add, observer_batch = recorder.add, OBSERVER.batch
     engine_ns = 0
     done = 0
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         nonlocal done, engine_ns
         done += ops
-        add(worker, ops, seconds, marks)
-        observer_batch("floor", kind, index, ops, seconds, done)
+        observer_batch("floor", kind, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
         engine_ns += marks[-1] - marks[0]
+
+    OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
 
     cpu0 = time.process_time()
     outcome = await run_operations(PHASES[kind], items, [engine], PhaseContext.for_seed(SEED), batch, hook)
@@ -632,7 +637,21 @@ def count_for(stream: str, args: argparse.Namespace, plan: Plan) -> int:
 
 
 async def main(args: argparse.Namespace) -> None:
+    global OBSERVER
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    log_fh = None
+    if args.log:
+        logger, log_fh = open_log(Path(args.log))
+        OBSERVER = ObserverGroup(JsonLogObserver(logger, log_fh))
+    try:
+        await _main(args)
+    finally:
+        if log_fh is not None:
+            log_fh.close()
+            print(f"log: {args.log}" + (f" (incomplete: {log_fh.error})" if log_fh.error else ""))
+
+
+async def _main(args: argparse.Namespace) -> None:
     print(
         f"profiles {args.profiles:_d}, batch {args.batch}, {args.repeats} timed rounds x {args.slices} "
         f"interleaved slices (+1 untimed check round), point ops {args.point_ops:_d}, updates "
@@ -691,6 +710,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="time only A (read/scan/query kinds), e.g. under py-spy: benchmarks/floor_profile.py",
     )
     p.add_argument("--dir", default=None, help="parent directory of the temporary stores")
+    p.add_argument("--log", default=None, metavar="FILE", help="A's batches go to this live JSON log, as in a run")
     p.add_argument("--pin", type=int, default=None, metavar="CPU", help="run every thread on this CPU")
     args = p.parse_args(argv)
     for name in args.engine:

@@ -111,7 +111,7 @@ def _run_locked(
         os.environ[NO_PROGRESS_ENV] = "1"
     console, progress = terminal_observers(no_progress)  # console lines print above the bars
     # bars first, so a finished phase's bar is gone before its console line is printed
-    observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
+    observer = ObserverGroup(JsonLogObserver(logger, log_fh), *([progress] if progress else []), console)
     written: dict[tuple[int, int], tuple[Path, Path]] = {}
     save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
 

@@ -28,14 +28,17 @@ class PhaseRecorder:
         self._workers = [PhaseLatency() for _ in range(workers)]
         self._batches: list[tuple[int, int, float]] = []  # (worker, ops, seconds)
 
-    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> None:
+    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> np.ndarray:
+        """Keep one batch; returns its marks as the int64 array kept (for the live log line)."""
         if len(marks) != ops + 1 and ops:
             raise RuntimeError(
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
                 "it must append one start stamp and one stamp per operation"
             )
-        self._workers[worker].add(np.fromiter(marks, np.int64, len(marks)))
+        stamps = np.fromiter(marks, np.int64, len(marks))
+        self._workers[worker].add(stamps)
         self._batches.append((worker, ops, seconds))
+        return stamps
 
     def _merged(self) -> PhaseLatency:
         return PhaseLatency.merge(self._workers)

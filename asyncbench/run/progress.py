@@ -147,7 +147,9 @@ class ProgressObserver(Observer):
         total = total_ops if total_ops > 0 else None
         self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
 
-    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
         task = self.tasks.get((engine, phase))
         if task is not None:
             self.progress.advance(task, ops)

@@ -217,7 +217,6 @@ class EngineRun:
             pr.latency = latency.summary()
             if kind.group is Group.WRITE:
                 pr.latency_over_time = latency.over_time()
-            self.observer.batches(self.name, pr, latency.batch_rows())
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -249,8 +248,7 @@ class EngineRun:
         def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
             nonlocal done
             done += ops
-            add(worker, ops, seconds, marks)
-            observer_batch(engine, phase, index, ops, seconds, done)
+            observer_batch(engine, phase, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
 
         return hook
 
