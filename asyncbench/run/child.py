@@ -70,6 +70,7 @@ def child_main(
     if stop is None:
         stop = StopSignals()
         stop.install()
+    stop.quiet = True  # one Ctrl-C, one line: the parent's
     try:
         return _child_run(config_file, engine, profiles, result_file, log_file, stop)
     finally:
