@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="no live progress bars (shown only when stdout is a terminal; the JSON log is unaffected)",
     )
     p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no status line on stderr every 10 s (printed only when stdout is not a terminal)",
+    )
+    p.add_argument(
         "--update-latest",
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
@@ -281,6 +286,12 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
 
     if not confirm_start(cfg, args.yes):
         return EXIT_OK
+    if args.quiet:  # engine child processes inherit it, as they do --no-progress
+        import os
+
+        from asyncbench.run.status import QUIET_ENV
+
+        os.environ[QUIET_ENV] = "1"
     return run(
         cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -173,9 +174,8 @@ def _run_locked(
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
-        for line in verdict.lines:
-            if "published reference" in line:
-                console.message(line)
+        for line in verdict.lines:  # the correctness verdict: engines agree, published reference
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
         agree = agree and verdict.ok
         if check_reference and verdict.published_mismatch:
             agree = False
@@ -187,7 +187,8 @@ def _run_locked(
         level = result.profiles, result.parallelism
         if level in written and level not in save_errors:
             json_path, md_path = written[level]
-            console.message(f"\nreport: {md_path}\nresult: {json_path}")
+            csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if csv else ""
+            console.message(f"\nreport: {md_path}\nresult: {json_path}{csv_line}")
     code = exit_code(bench.results, agree, stop.interrupted is not None)
     if save_errors and code == EXIT_OK:
         code = EXIT_FAILED  # an output the run promised is missing
@@ -198,6 +199,7 @@ def _run_locked(
         reports=[str(m) for _, m in written.values()],
     )
     log_fh.close()
+    console.message(f"log:    {log_path}")
     if log_fh.error is not None:
         console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")
         code = EXIT_FAILED if code == EXIT_OK else code
