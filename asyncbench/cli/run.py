@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 
+from asyncbench.cli.repeat_summary import repeat_summary
 from asyncbench.config import BenchConfig
 from asyncbench.dirs.run_dirs import lock_run
 from asyncbench.fs.locks import Locked
@@ -179,11 +180,11 @@ def _run_locked(
         agree = agree and verdict.ok
         if check_reference and verdict.published_mismatch:
             agree = False
-        for engine, phase, summary in unstable_phases(result):
-            console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
+        for line in repeat_summary(result):  # --repeat: per engine, median and spread per phase
+            console.message(line)
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
-                console.message(f"  {advice}")
+                console.message(textwrap.fill(advice, 80, initial_indent="  ", subsequent_indent="  "))
         level = result.profiles, result.parallelism
         if level in written and level not in save_errors:
             json_path, md_path = written[level]

@@ -304,6 +304,9 @@ class Benchmark:
                 run = new_result(cfg, counts, self.started_utc)
                 self.results.append(run)
                 for repeat in range(cfg.repeat):  # interleaved: A B C A B C ...
+                    if cfg.repeat > 1:
+                        warm = " (warm-up: left out of the statistics)" if repeat < cfg.warmup else ""
+                        self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
                     for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun
                         if plan is None:
