@@ -40,7 +40,7 @@ engines: {builtin}{plugins}
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
   python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
-  python -m asyncbench report results/profiles-20000/asyncbench-20261202T120000Z.json
+  python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
 """
 
 
