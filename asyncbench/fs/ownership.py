@@ -145,6 +145,11 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
                     os.replace(tmp, path)
                     placed.append(path)
                     continue
+                except OSError as exc:
+                    if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                        raise
+                    os.replace(tmp, path)  # no hard links here: swapped with no way back
+                    continue
                 backups.append((backup, path))
                 os.replace(tmp, path)
             else:
