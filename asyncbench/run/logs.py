@@ -103,7 +103,11 @@ class LogFile:
     def _run(self) -> None:
         while True:
             closing = self._closing  # read before draining: what was queued before close is written
-            self._drain()
+            try:
+                self._drain()
+            except Exception as exc:  # a bug here must stop the log, never leave producers waiting
+                self.error = self.error or exc
+                self._queue.clear()
             if closing:
                 return
             self._wake.wait(POLL_SECONDS)
