@@ -209,3 +209,12 @@ def test_lines_stay_in_order_and_render_on_the_writer(tmp_path: Path) -> None:
 def test_iso_utc_matches_structlog(tmp_path: Path) -> None:
     ns = 1_764_780_000_123_456_000
     assert iso_utc(ns) == "2025-12-03T16:40:00.123456Z"
+
+
+def test_a_broken_line_stops_the_log_not_the_writer(tmp_path: Path) -> None:
+    log = LogFile(tmp_path / "broken.log")
+    log.later(lambda item: item, 42)  # not bytes: fails outside the per-line guard
+    assert log.flush(timeout=5)  # the writer is alive and took it
+    log.msg(b'{"event":"after"}')
+    log.close()
+    assert isinstance(log.error, TypeError)

@@ -107,7 +107,10 @@ class LogFile:
                 self._drain()
             except Exception as exc:  # a bug here must stop the log, never leave producers waiting
                 self.error = self.error or exc
-                self._queue.clear()
+                with self._idle:  # what was queued is given up (later lines are dropped as taken)
+                    self._queue.clear()
+                    self._written = self._queued
+                    self._idle.notify_all()
             if closing:
                 return
             self._wake.wait(POLL_SECONDS)
