@@ -24,6 +24,7 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 TEST_ENGINES = {
     "slow": "engines_for_tests:SlowEngine",
     "slowclose": "engines_for_tests:SlowCloseEngine",
+    "paced": "engines_for_tests:PacedEngine",
     **VARIANTS,
 }
 READ_PHASE_STARTED = b'"phase":"read by user id","kind":"read_by_id","stream":"reads","total_ops"'

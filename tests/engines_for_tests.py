@@ -176,3 +176,16 @@ class RetryingEngine(MemoryEngine):
         facts.endpoints = ["node-a:1", "node-b:2"]
         facts.cluster = {"nodes": "2 pretend nodes", "workers": "worker 0 -> node-a:1"}
         return facts
+
+
+class PacedEngine(MemoryEngine):
+    """Each read batch takes ``ASYNCBENCH_TEST_PACE`` seconds (default 0.3) before its reads,
+    so a read phase lasts seconds and a test can watch it while it runs (the live log)."""
+
+    name = "paced"
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        import os
+
+        await anyio.sleep(float(os.environ.get("ASYNCBENCH_TEST_PACE", "0.3")))
+        return await super().read_by_id(uids, marks)

@@ -41,3 +41,21 @@ def test_readme_and_help_say_what_counts_redraw() -> None:
     assert "changing a count re-draws that stream and every stream" in plans
     help_text = " ".join(build_parser().format_help().split())
     assert "Changing a count under [counts] re-draws that stream and every stream drawn after it" in help_text
+
+
+def test_help_and_readme_result_paths_are_those_of_a_real_run(run_cli, tmp_path) -> None:
+    """The ``report`` examples name a result as a real run names it (issue 22, item 7: the
+    ``--help`` example lacked the ``-p1`` of the real folders)."""
+    from asyncbench.cli.main import build_parser
+
+    code, _, out = run_cli(str(ROOT / "benchmarks" / "quick.toml"), "--engine", "memory", "--profiles", "1k", "--no-isolate")
+    assert code == 0, out
+    (real,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    shape = r"profiles-\d+-p\d+/asyncbench-\d{8}T\d{6}\.\d{3}Z\.json"
+    assert re.fullmatch(shape, real.relative_to(tmp_path / "out").as_posix())
+    stamp = real.stem.removeprefix("asyncbench-")  # what <stamp> stands for
+    (example,) = re.findall(r"asyncbench report results/(\S+)", build_parser().format_help())
+    assert re.fullmatch(shape, example.replace("<stamp>", stamp)), example
+    readme = re.findall(r"asyncbench report results/(\S+)", _readme())
+    assert readme and all(re.fullmatch(shape, p.replace("<stamp>", stamp)) for p in readme)
+    assert f"report: {real.with_suffix('.md')}" in out and f"result: {real}" in out

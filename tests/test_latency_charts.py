@@ -73,9 +73,9 @@ COLOURS = {"rocksdb": "#d1495b", "sqlite": "#2f6fb0"}
 def test_percentile_distribution_svg(series: dict[str, dict[str, str]]) -> None:
     svg = percentile_distribution(series, "20_000 profiles · P1 · batch 1_000", COLOURS)
     title, drawn = parse(svg)
-    assert title == "Latency Distribution"
+    assert title == "Latency Percentiles"
     for text in (
-        "Latency Distribution",
+        "Latency Percentiles",
         "20_000 profiles · P1 · batch 1_000",
         "read by user id",
         "insert profiles",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from cli_process import QUICK, ROOT, BackgroundRun, child_env, kill_quietly, wait_for
+from cli_process import QUICK, READ_PHASE_STARTED, ROOT, BackgroundRun, child_env, kill_quietly, wait_for
 
 from asyncbench.fs.locks import acquire
 
@@ -123,12 +123,12 @@ import os, signal, sys
 from asyncbench.report import charts
 from asyncbench.cli.main import main
 
-real = charts.write_charts
-def write_charts(run, directory, stamp):
+real = charts.chart_files
+def chart_files(run, directory, stamp):
     os.kill(os.getpid(), signal.SIGTERM)  # arrives while the final report is being written
     os.kill(os.getpid(), signal.SIGINT)
     return real(run, directory, stamp)
-charts.write_charts = write_charts
+charts.chart_files = chart_files
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -183,3 +183,36 @@ def test_killed_parent_takes_its_engine_child_with_it(tmp_path: Path) -> None:
     wait_for(lambda: os.listdir(tmp_path / "tmp") == [], "the child's temporary directory to go", timeout=20)
     # its data directory lock ended with it
     acquire(tmp_path, tmp_path / "data" / "profiles-2000" / ".slow.lock").release()
+
+
+def test_one_ctrl_c_prints_one_line(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group (the run and its engine child); the parent
+    then also sends the child a SIGTERM. The user sees one line about it, not three."""
+    (tmp_path / "tmp").mkdir()
+    log = tmp_path / "run.log"
+    args = [QUICK, "--engine", "slow,memory", "--profiles", "2k", "--output", str(tmp_path / "out")]
+    args += ["--data", str(tmp_path / "data"), "--isolate", "--log-file", str(log), "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "asyncbench", *args],
+        cwd=ROOT,
+        env=child_env(tmp_path / "tmp"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        wait_for(lambda: log.exists() and READ_PHASE_STARTED in log.read_bytes(), "the read phase")
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = out.decode(errors="replace")
+    assert proc.returncode == 130, text
+    said = [line for line in text.splitlines() if "SIGINT:" in line or "SIGTERM" in line or "absorbed" in line]
+    assert said == [
+        "asyncbench: SIGINT: stopping; closing the engine's store and writing the partial report "
+        "(Ctrl-C three times forces an exit)"
+    ], text
+    assert "asyncbench: interrupted by SIGINT; partial report written" in text  # and how it ended

@@ -41,7 +41,7 @@ engines: {builtin}{plugins}
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
   python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
-  python -m asyncbench report results/profiles-20000/asyncbench-20261202T120000Z.json
+  python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
 """
 
 
@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-progress",
         action="store_true",
         help="no live progress bars (shown only when stdout is a terminal; the JSON log is unaffected)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no status line on stderr every 10 s (printed only when stdout is not a terminal)",
     )
     p.add_argument(
         "--update-latest",
@@ -289,6 +294,12 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
 
     if not confirm_start(cfg, args.yes):
         return EXIT_OK
+    if args.quiet:  # engine child processes inherit it, as they do --no-progress
+        import os
+
+        from asyncbench.run.status import QUIET_ENV
+
+        os.environ[QUIET_ENV] = "1"
     return run(
         cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
     )

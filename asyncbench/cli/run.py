@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
+from asyncbench.cli.repeat_summary import repeat_summary
 from asyncbench.config import BenchConfig
 from asyncbench.dirs.run_dirs import lock_run
 from asyncbench.fs.locks import Locked
@@ -113,7 +115,7 @@ def _run_locked(
         os.environ[NO_PROGRESS_ENV] = "1"
     console, progress = terminal_observers(no_progress)  # console lines print above the bars
     # bars first, so a finished phase's bar is gone before its console line is printed
-    observer = ObserverGroup(JsonLogObserver(logger), *([progress] if progress else []), console)
+    observer = ObserverGroup(JsonLogObserver(logger, log_fh), *([progress] if progress else []), console)
     written: dict[tuple[int, int], tuple[Path, Path]] = {}
     save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
 
@@ -175,21 +177,21 @@ def _run_locked(
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
-        for line in verdict.lines:
-            if "published reference" in line:
-                console.message(line)
+        for line in verdict.lines:  # the correctness verdict: engines agree, published reference
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
         agree = agree and verdict.ok
         if check_reference and verdict.published_mismatch:
             agree = False
-        for engine, phase, summary in unstable_phases(result):
-            console.message(f"asyncbench: unstable: {engine}, {phase}: {summary.format()} (spread over 10%)")
+        for line in repeat_summary(result):  # --repeat: per engine, median and spread per phase
+            console.message(line)
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
-                console.message(f"  {advice}")
+                console.message(textwrap.fill(advice, 80, initial_indent="  ", subsequent_indent="  "))
         level = result.profiles, result.parallelism
         if level in written and level not in save_errors:
             json_path, md_path = written[level]
-            console.message(f"\nreport: {md_path}\nresult: {json_path}")
+            csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if csv else ""
+            console.message(f"\nreport: {md_path}\nresult: {json_path}{csv_line}")
     code = exit_code(bench.results, agree, stop.interrupted is not None)
     if save_errors and code == EXIT_OK:
         code = EXIT_FAILED  # an output the run promised is missing
@@ -200,6 +202,7 @@ def _run_locked(
         reports=[str(m) for _, m in written.values()],
     )
     log_fh.close()
+    console.message(f"log:    {log_path}")
     if log_fh.error is not None:
         console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")
         code = EXIT_FAILED if code == EXIT_OK else code

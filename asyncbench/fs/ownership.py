@@ -11,6 +11,11 @@ symlink and never replaces a file it cannot prove is its own; such a write raise
 the target must not exist yet (so a file created meanwhile is never replaced), with
 ``rename`` when replacing a file this process created or proved its own. A reader sees
 the old file or the new one, never half of one.
+
+:func:`write_set` does the same for files that belong together (a report and its
+charts): every target is checked, then every new file written beside its target, and
+only then are they put in place, so a refusal or a failure (a full disk, a signal)
+leaves the old set as it was.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import os
 import secrets
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +44,7 @@ __all__ = [
     "is_own_result",
     "is_own_svg",
     "write_atomic",
+    "write_set",
 ]
 
 #: The first line of every Markdown report (an HTML comment: invisible when rendered).
@@ -100,6 +106,77 @@ def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:
     _created.add(key)
 
 
+def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
+    """Put every ``(path, data, own)`` in place, all of them or none.
+
+    Each target follows :func:`write_atomic`'s rule; all are checked before anything is
+    written (one foreign file: :class:`NotOwned`, nothing written). Then each file is
+    written to a temporary file beside its target; only when all are written are they
+    put in place, the replaced ones kept under a temporary hard link until the last is
+    in place, so that a failure while swapping puts every old file back. Only a process
+    killed in the middle of the swap (a few renames) can leave a mixed set.
+    """
+    replace: list[bool] = []
+    for path, _, own in files:
+        if os.path.abspath(path) in _created:
+            replace.append(True)
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            replace.append(False)
+            continue
+        _check_replaceable(path, st, own)
+        replace.append(True)
+    temps: list[str] = []
+    backups: list[tuple[str, Path]] = []  # (backup, target) of the files replaced so far
+    placed: list[Path] = []  # the files created so far
+    try:
+        for path, data, _ in files:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append(tmp)
+            os.fchmod(fd, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        for (path, _, own), tmp, existed in zip(files, temps, replace, strict=True):
+            if existed:
+                backup = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.old")
+                try:
+                    os.link(path, backup, follow_symlinks=False)
+                except FileNotFoundError:  # one of ours, removed since: nothing to keep
+                    os.replace(tmp, path)
+                    placed.append(path)
+                    continue
+                except OSError as exc:
+                    if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                        raise
+                    os.replace(tmp, path)  # no hard links here: swapped with no way back
+                    continue
+                backups.append((backup, path))
+                os.replace(tmp, path)
+            else:
+                _create_from(tmp, path, own)
+                placed.append(path)
+    except BaseException:
+        for backup, path in reversed(backups):  # the old files go back where they were
+            with contextlib.suppress(OSError):
+                os.replace(backup, path)
+            with contextlib.suppress(OSError):  # rename onto the same file (not swapped yet) keeps both names
+                os.unlink(backup)
+        for path in placed:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    for backup, _ in backups:
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+    for path, _, _ in files:
+        _created.add(os.path.abspath(path))
+
+
 def _create_from(tmp: str, path: Path, own: Proof | None) -> None:
     """Give ``tmp`` the name ``path`` only if nothing has that name (hard link, then drop
     the temporary name); where hard links are unsupported, fall back to rename."""
@@ -156,8 +233,12 @@ def is_own_report(path: Path) -> bool:
     )
 
 
-def is_own_svg(title: str) -> Proof:
-    """A chart asyncbench drew: named ``*.svg``, an SVG whose metadata title is ``title``."""
+def is_own_svg(title: str, *former: str) -> Proof:
+    """A chart asyncbench drew: named ``*.svg``, an SVG whose metadata title is ``title``
+    (or one of the ``former`` titles the same chart had in earlier versions)."""
+    from xml.sax.saxutils import escape
+
+    marks = [f"<dc:title>{escape(t)}</dc:title>".encode() for t in (title, *former)]
 
     def proof(path: Path) -> bool:
         head = _head(path, 4096)
@@ -165,7 +246,7 @@ def is_own_svg(title: str) -> Proof:
             path.suffix == ".svg"
             and head is not None
             and head.startswith(b"<?xml")
-            and f"<dc:title>{title}</dc:title>".encode() in head
+            and any(mark in head for mark in marks)
         )
 
     return proof

@@ -173,6 +173,14 @@ def _p99_max(stamps: np.ndarray) -> BatchLatency:
     return BatchLatency(n, int(np.partition(d, k)[k]), int(d.max()))
 
 
+def batch_p99_max(marks: Sequence[int]) -> BatchLatency:
+    """Exact p99 and max latency of one batch's marks (zeros for an empty batch): the live
+    log's batch line, computed on the log's writer thread, off the timed path."""
+    if len(marks) < 2:
+        return BatchLatency(0, 0, 0)
+    return _p99_max(_marks_array(marks))
+
+
 def _new_hdr() -> HdrHistogram:
     return HdrHistogram(LOWEST_TRACKABLE_NS, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS)
 

@@ -139,18 +139,21 @@ class PhaseRecorder:
         self._batch_seconds = array("d")
         self._cache: dict[str, Any] = {}
 
-    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> None:
+    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> np.ndarray:
+        """Keep one batch; returns its marks as the int64 array kept (for the live log line)."""
         if len(marks) != ops + 1 and ops:
             raise RuntimeError(
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
                 "it must append one start stamp and one stamp per operation"
             )
+        stamps = _marks_array(marks)
         if len(marks) >= 2:  # as PhaseLatency.add: a batch without an operation keeps nothing
-            self._workers[worker].add(_marks_array(marks))
+            self._workers[worker].add(stamps)
         self._batch_worker.append(worker)
         self._batch_ops.append(ops)
         self._batch_seconds.append(seconds)
         self._cache.clear()
+        return stamps
 
     def close(self) -> None:
         for w in self._workers:

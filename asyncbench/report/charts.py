@@ -20,7 +20,7 @@ from matplotlib.patches import Patch
 
 from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
-from asyncbench.fs.ownership import is_own_svg, write_atomic
+from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import collapse, group_runs
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
@@ -460,25 +460,34 @@ def render_svg(chart: Chart, run: RunResult) -> bytes:
 
 
 def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
-    """Write the charts beside the report; (title, path relative to ``directory``) of each.
+    """Write the charts beside the report, all or none; (title, path relative to
+    ``directory``) of each (see :func:`chart_files`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = chart_files(run, directory, stamp)
+    write_set([(path, data, own) for _, path, data, own in files])
+    return [(title, path.name) for title, path, _, _ in files]
+
+
+def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:
+    """(title, path, SVG bytes, ownership proof) of every chart, drawn, not yet written.
 
     Six throughput and footprint charts (one bar per engine: the median of its measured
     repeats, with a min-max error bar when it ran several times), then, when the run
     recorded latency, the percentile distribution of the main phases and the latency over
     time of each write phase."""
-    directory.mkdir(parents=True, exist_ok=True)
     run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
     view = collapse(run)
-    written = []
+    out: list[tuple[str, Path, bytes, Proof]] = []
     for chart in CHARTS:
-        name = chart_file(stamp, chart.slug)
-        write_atomic(directory / name, render_svg(chart, view), own=is_own_svg(chart.title))
-        written.append((chart.title, name))
+        out.append((chart.title, directory / chart_file(stamp, chart.slug), render_svg(chart, view), is_own_svg(chart.title)))
     for slug, title, svg in latency_svgs(run):
-        name = chart_file(stamp, slug)
-        write_atomic(directory / name, svg.encode(), own=is_own_svg(title))
-        written.append((title, name))
-    return written
+        own = is_own_svg(title, *FORMER_TITLES.get(slug, ()))
+        out.append((title, directory / chart_file(stamp, slug), svg.encode(), own))
+    return out
+
+
+#: Titles a chart's SVG carried in earlier versions, so ``report`` still knows those files.
+FORMER_TITLES = {"latency-percentiles": ("Latency Distribution",)}
 
 
 def _subtitle(run: RunResult) -> str:
@@ -512,7 +521,7 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
     out = [
         (
             "latency-percentiles",
-            "Latency Percentiles",
+            latency_charts.DISTRIBUTION_TITLE,
             latency_charts.percentile_distribution(series, _subtitle(run), colours),
         )
     ]

@@ -43,7 +43,7 @@ __all__ = [
     "percentile_distribution",
 ]
 
-DISTRIBUTION_TITLE = "Latency Distribution"
+DISTRIBUTION_TITLE = "Latency Percentiles"  # its file is ...-latency-percentiles.svg
 OverTimePoint = tuple[float, int, int, int]
 """(seconds since the phase start, p50 ns, p99 ns, max ns) of one time bucket."""
 

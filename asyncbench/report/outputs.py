@@ -1,8 +1,10 @@
 """Where a run's files go and how they are written (atomically, after every engine).
 
-Every file goes through :func:`asyncbench.fs.ownership.write_atomic`: a run creates its own
-files and replaces only those; ``report`` replaces a Markdown report or chart beside the
-JSON only if it is provably an asyncbench output (its marker), and never the JSON.
+Every file goes through :func:`asyncbench.fs.ownership.write_atomic` or, for a result with
+its report and charts, :func:`~asyncbench.fs.ownership.write_set` (all or none): a run
+creates its own files and replaces only those; ``report`` replaces a Markdown report or
+chart beside the JSON only if it is provably an asyncbench output (its marker), and never
+the JSON.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asyncbench.dirs.paths import result_dir  # noqa: F401  (re-exported: where a level's outputs go)
-from asyncbench.fs.ownership import is_own_report, is_own_result, is_own_svg, write_atomic
+from asyncbench.fs.ownership import Proof, is_own_report, is_own_result, is_own_svg, write_atomic, write_set
 from asyncbench.report import markdown_report as report
 from asyncbench.result import RunResult
 
@@ -19,7 +21,9 @@ from asyncbench.result import RunResult
 def write_run(
     run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
 ) -> tuple[Path, Path]:
-    """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off.
+    """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off:
+    all drawn first, then put in place together (:func:`~asyncbench.fs.ownership.write_set`),
+    so the report never links a chart of another rendering and a failure keeps the old set.
 
     The runner saves after every engine without charts (matplotlib would load into the
     benchmark process between engines and inflate the next engine's memory), then once
@@ -28,21 +32,25 @@ def write_run(
     directory.mkdir(parents=True, exist_ok=True)
     json_path = directory / f"asyncbench-{stamp}.json"
     md_path = directory / f"asyncbench-{stamp}.md"
+    files: list[tuple[Path, bytes, Proof | None]] = []
     if write_json:  # `report` re-renders from a JSON it must never modify
-        write_atomic(json_path, run.to_json())
-    chart_files = render_charts(run, directory, stamp) if charts else []
-    write_atomic(md_path, report.render(run, chart_files).encode(), own=is_own_report)
+        files.append((json_path, run.to_json(), None))
+    charts_drawn = chart_files(run, directory, stamp) if charts else []
+    files += [(path, data, own) for _, path, data, own in charts_drawn]
+    linked = [(title, path.name) for title, path, _, _ in charts_drawn]
+    files.append((md_path, report.render(run, linked).encode(), is_own_report))
+    write_set(files)
     return json_path, md_path
 
 
-def render_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
-    """(title, relative path) of each chart written.
+def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:
+    """(title, path, SVG, ownership proof) of each chart, drawn in memory.
 
     Imported here, not at module top, so matplotlib loads only when charts are drawn.
     """
     from asyncbench.report import charts
 
-    return charts.write_charts(run, directory, stamp)
+    return charts.chart_files(run, directory, stamp)
 
 
 def latest_files(output: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, Callable[[Path], bool], str]]:

@@ -70,6 +70,7 @@ def child_main(
     if stop is None:
         stop = StopSignals()
         stop.install()
+    stop.quiet = True  # one Ctrl-C, one line: the parent's
     try:
         return _child_run(config_file, engine, profiles, result_file, log_file, stop)
     finally:
@@ -97,7 +98,7 @@ def _child_run(
     writer = PartialResultWriter(result_file, engine_run.result)
     console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
     extra = [progress] if progress else []
-    engine_run.observer = ObserverGroup(JsonLogObserver(logger), writer, *extra, console)
+    engine_run.observer = ObserverGroup(JsonLogObserver(logger, log_fh), writer, *extra, console)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -108,6 +109,8 @@ def _child_run(
 
     anyio.run(main, backend_options=backend_options())
     log_fh.close()
+    if log_fh.error is not None:  # the parent reports its own log's state; this is the child's part
+        print(f"asyncbench: {engine}: the log {log_file} is incomplete: writing it failed ({log_fh.error})", file=sys.stderr)
     try:
         writer.engine_end(engine_run.result)
     except OSError as exc:

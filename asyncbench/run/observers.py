@@ -1,15 +1,21 @@
 """Run observers: the JSON log and the console line per phase.
 
-The runner calls ``batch`` once per operation batch, so observers must stay cheap there.
+The runner calls ``batch`` once per operation batch, inside the phase's time, so observers
+must stay cheap there: O(1), no I/O, no rendering.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, TextIO
 
+import orjson
+
 from asyncbench import fmt
+from asyncbench.measure.latency import CLOCK, batch_p99_max
 from asyncbench.result import EngineResult, PhaseResult, Status
+from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
 
 
@@ -21,10 +27,13 @@ class Observer:
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None: ...
-    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None: ...
-    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
-        """After an operation phase, outside its time: one row per batch (worker, ops,
-        seconds, p99 and max latency)."""
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
+        """After each batch, inside the phase's time: ``index`` counts the worker's batches,
+        ``done`` the phase's operations over all workers, ``marks`` is the batch's latency
+        stamps (an int64 array: the start stamp, then one per operation, on
+        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
@@ -37,6 +46,8 @@ class ObserverGroup(Observer):
 
     def __init__(self, *observers: Observer) -> None:
         self.observers = list(observers)
+        # per batch, only the observers that do something with it (the call is on the timed path)
+        self._batch = [o.batch for o in observers if type(o).batch is not Observer.batch]
 
     def run_start(self, **info: Any) -> None:
         for o in self.observers:
@@ -52,13 +63,11 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.phase_start(engine, phase, total_ops, kind, stream)
 
-    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
-        for o in self.observers:
-            o.batch(engine, phase, index, ops, seconds, done)
-
-    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
-        for o in self.observers:
-            o.batches(engine, phase, rows)
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
+        for handle in self._batch:
+            handle(engine, phase, index, ops, seconds, done, worker, marks)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
@@ -77,14 +86,44 @@ class ObserverGroup(Observer):
             o.message(text)
 
 
+def _render_batch(item: tuple[Any, ...]) -> bytes:
+    """A batch's log line, on the log's writer thread: its p99 and max come from its marks
+    here, outside the phase's time; its timestamp is when its last operation ended."""
+    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks = item
+    stats = batch_p99_max(marks)
+    ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
+    return orjson.dumps(
+        {
+            "engine": engine,
+            "phase": phase,
+            "kind": kind,
+            "stream": stream,
+            "worker": worker,
+            "batch": index,
+            "ops": ops,
+            "elapsed_ms": round(seconds * 1000, 3),
+            "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
+            "done": done,  # operations completed in the phase, all workers
+            "p99_us": round(stats.p99_ns / 1000, 3) if stats.ops else None,
+            "max_us": round(stats.max_ns / 1000, 3) if stats.ops else None,
+            "event": "batch",
+            "level": "info",
+            "timestamp": iso_utc(ended_ns),
+        }
+    )
+
+
 class JsonLogObserver(Observer):
     """One structlog event per phase start/end, per batch and per run start/end.
 
-    Batch lines are written after their phase (from the rows the runner collects), so no
-    log write happens inside a timed loop, whatever the batch size."""
+    A batch line is live: ``batch`` only queues the batch's figures and its marks (O(1), no
+    I/O), and the log's writer thread renders and writes the line well within a second, so
+    ``tail -f`` follows a phase while it runs and an interrupted phase keeps its batches."""
 
-    def __init__(self, logger: Any) -> None:
+    def __init__(self, logger: Any, log_file: LogFile) -> None:
         self.log = logger
+        self._later = log_file.later
+        self._phase: tuple[str | None, str | None, int] = (None, None, 0)  # kind, stream, wall - CLOCK
 
     def run_start(self, **info: Any) -> None:
         self.log.info("run_start", **info)
@@ -95,12 +134,14 @@ class JsonLogObserver(Observer):
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None:
+        self._phase = (kind, stream, time.time_ns() - CLOCK())
         self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
-    def batches(self, engine: str, phase: PhaseResult, rows: list[dict[str, Any]]) -> None:
-        info = self.log.info
-        for row in rows:
-            info("batch", engine=engine, phase=phase.name, kind=phase.kind.kind, stream=phase.stream, **row)
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
+        kind, stream, offset_ns = self._phase
+        self._later(_render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(

@@ -147,7 +147,9 @@ class ProgressObserver(Observer):
         total = total_ops if total_ops > 0 else None
         self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
 
-    def batch(self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int) -> None:
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
         task = self.tasks.get((engine, phase))
         if task is not None:
             self.progress.advance(task, ops)
@@ -173,9 +175,12 @@ def progress_wanted(disabled: bool = False, stream: TextIO | None = None) -> boo
     return bool(isatty and isatty())
 
 
-def terminal_observers(disabled: bool = False) -> tuple[ConsoleObserver, ProgressObserver | None]:
-    """The console observer and, on a terminal, the progress bars it prints above."""
+def terminal_observers(disabled: bool = False) -> tuple[ConsoleObserver, Observer | None]:
+    """The console observer and, on a terminal, the progress bars it prints above; without
+    a terminal, the status line every 10 s on stderr (:mod:`asyncbench.run.status`)."""
     if not progress_wanted(disabled):
-        return ConsoleObserver(), None
+        from asyncbench.run.status import StatusLineObserver, status_wanted
+
+        return ConsoleObserver(), StatusLineObserver() if status_wanted() else None
     progress = ProgressObserver()
     return ConsoleObserver(progress.stream), progress

@@ -219,13 +219,11 @@ class EngineRun:
         pr = result(ops, seconds, checksum)
         pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
-            with latency:
+            with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 summary = latency.summary()
                 pr.latency = LatencyStats(**summary) if summary is not None else None
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
-                for rows in latency.batch_row_chunks():  # the log's batch lines, a chunk at a time
-                    self.observer.batches(self.name, pr, rows)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -257,8 +255,7 @@ class EngineRun:
         def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
             nonlocal done
             done += ops
-            add(worker, ops, seconds, marks)
-            observer_batch(engine, phase, index, ops, seconds, done)
+            observer_batch(engine, phase, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
 
         return hook
 
@@ -314,6 +311,9 @@ class Benchmark:
                 run = new_result(cfg, counts, self.started_utc)
                 self.results.append(run)
                 for repeat in range(cfg.repeat):  # interleaved: A B C A B C ...
+                    if cfg.repeat > 1:
+                        warm = " (warm-up: left out of the statistics)" if repeat < cfg.warmup else ""
+                        self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
                     for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun
                         if plan is None:

@@ -50,6 +50,9 @@ class StopSignals:
         #: Last-moment cleanups of a forced exit (kill engine children, remove temp dirs).
         self.on_force: list[Callable[[], None]] = []
         self._previous: dict[int, Any] = {}
+        #: Say nothing: an engine child, whose parent speaks for both (Ctrl-C reaches the
+        #: whole process group, and the parent then sends the child a SIGTERM too).
+        self.quiet = False
 
     def install(self) -> None:
         for sig in STOP_SIGNALS:
@@ -74,7 +77,7 @@ class StopSignals:
             self._sigints += 1
         if self.interrupted is None:
             self.interrupted = f"interrupted by {name}"
-            _say(
+            self._say(
                 f"\nasyncbench: {name}: stopping; closing the engine's store and writing the partial "
                 "report (Ctrl-C three times forces an exit)"
             )
@@ -82,7 +85,11 @@ class StopSignals:
         elif signum == signal.SIGINT and self._sigints >= FORCE_AFTER_SIGINTS:
             self.force_exit(name)
         else:
-            _say(f"asyncbench: {name}: already stopping ({self.interrupted}); signal absorbed")
+            self._say(f"asyncbench: {name}: already stopping ({self.interrupted}); signal absorbed")
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            _say(text)
 
     def _cancel(self) -> None:
         loop, scope = self._loop, self._scope
@@ -99,7 +106,7 @@ class StopSignals:
         with contextlib.suppress(Exception):
             files = self.partial_files()
         where = "; ".join(files) if files else "none written yet"
-        _say(f"asyncbench: {name} again: forced exit without finishing the report; partial files: {where}")
+        self._say(f"asyncbench: {name} again: forced exit without finishing the report; partial files: {where}")
         os._exit(EXIT_INTERRUPTED)
 
     async def watch(self, scope: anyio.CancelScope) -> None:

@@ -74,7 +74,7 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.run.observers import Observer
+from asyncbench.run.observers import Observer, ObserverGroup
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
@@ -90,6 +90,9 @@ TARGET = 1.10
 
 #: (phase kind, the plan stream it consumes), in the order they run: updates last.
 KINDS = OPERATION_PHASES
+#: The observer A's batch hook calls: a no-op, or the live JSON log (benchmarks/bench_live_log.py
+#: sets it to measure what the log costs A).
+OBSERVER: Observer = ObserverGroup(Observer())
 QUERY_STREAMS = ("queries", "ranges")
 #: Kinds ``--a-only`` cannot time: they need B's fresh or copied store.
 WRITE_KINDS = ("insert", "update")
@@ -108,17 +111,17 @@ class Sample:
 async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tuple[Sample, str | None]:
     """``items`` through run_operations as the runner runs a phase at P1."""
     recorder = PhaseRecorder(1)
-    add, observer_batch = recorder.add, Observer().batch
+    add, observer_batch = recorder.add, OBSERVER.batch
     engine_ns = 0
     done = 0
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         nonlocal done, engine_ns
         done += ops
-        add(worker, ops, seconds, marks)
-        observer_batch("floor", kind, index, ops, seconds, done)
+        observer_batch("floor", kind, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
         engine_ns += marks[-1] - marks[0]
 
+    OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
     cpu0 = time.process_time()
     with recorder:
         outcome = await run_operations(PHASES[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)

@@ -1,0 +1,129 @@
+"""Without a terminal, a status line on stderr every :data:`INTERVAL_SECONDS` while a phase runs.
+
+YCSB's ``-s`` and db_bench's ``--stats_interval`` do the same: a run in CI or under
+``nohup`` still shows, every so often, where it is. The line names the engine and phase,
+the operations done (of the phase's total), the phase's ops/s so far and its p99 latency
+so far::
+
+    asyncbench: status: sqlite · read by user id: 12_000/20_000 ops, 45_123/s, p99 23.4 µs
+
+Nothing of it runs on the timed path beyond ``batch`` keeping a reference to the batch's
+marks array (one list append): a daemon thread wakes every interval, folds the batches
+since its last line into the phase's histogram and prints. ``--quiet`` (the environment
+variable :data:`QUIET_ENV`, which engine child processes inherit) turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+import numpy as np
+
+from asyncbench import fmt
+from asyncbench.measure.latency import LatencyHistogram, format_us
+from asyncbench.result import EngineResult
+from asyncbench.run.observers import Observer
+
+__all__ = ["INTERVAL_ENV", "INTERVAL_SECONDS", "QUIET_ENV", "StatusLineObserver", "status_wanted"]
+
+INTERVAL_SECONDS = 10.0
+#: Set by ``--quiet``; child processes inherit it.
+QUIET_ENV = "ASYNCBENCH_QUIET"
+#: Another interval (seconds), for tests.
+INTERVAL_ENV = "ASYNCBENCH_STATUS_SECONDS"
+
+
+def status_wanted(stream: TextIO | None = None) -> bool:
+    """Status lines when there is no terminal to draw bars on, unless ``--quiet``."""
+    if os.environ.get(QUIET_ENV, "") not in ("", "0"):
+        return False
+    stream = stream or sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    return not (isatty and isatty())
+
+
+class StatusLineObserver(Observer):
+    """Tracks the running phase (from the batch hook) and prints its status line periodically."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float | None = None) -> None:
+        self.out = stream or sys.stderr
+        self.interval = interval or float(os.environ.get(INTERVAL_ENV) or INTERVAL_SECONDS)
+        self._phase: tuple[str, str, int, float] | None = None  # engine, phase, total ops, start
+        self._done = 0
+        self._new: list[Any] = []  # marks arrays since the last line
+        self._hist = LatencyHistogram()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- the runner's side ----------------------------------------------------------------
+
+    def phase_start(
+        self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
+    ) -> None:
+        with self._lock:
+            self._phase = (engine, phase, total_ops, time.monotonic())
+            self._done, self._new, self._hist = 0, [], LatencyHistogram()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="asyncbench-status", daemon=True)
+            self._thread.start()
+
+    def batch(
+        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+    ) -> None:
+        self._done = done
+        self._new.append(marks)
+
+    def phase_end(self, engine: str, result: Any) -> None:
+        with self._lock:
+            self._phase = None
+            self._new = []
+
+    def engine_end(self, result: EngineResult) -> None:
+        self.close()
+
+    def run_end(self, **info: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._phase = None
+            self._new = []
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    # --- the status thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            line = self.line()
+            if line:
+                print(line, file=self.out, flush=True)
+
+    def line(self) -> str | None:
+        """The status line now, or None between phases."""
+        with self._lock:
+            if self._phase is None:
+                return None
+            engine, phase, total, started = self._phase
+            new, self._new = self._new, []
+            done = self._done
+            hist = self._hist
+        for marks in new:
+            if len(marks) > 1:
+                hist.record(np.diff(marks))
+        elapsed = time.monotonic() - started
+        text = f"asyncbench: status: {engine} · {phase}: "
+        if total <= 0:  # stabilize, settle, reopen, verify: no operations to count
+            return text + f"running for {elapsed:.0f} s"
+        text += f"{fmt.count(done)}/{fmt.count(total)} ops, {fmt.rate(done, elapsed)}"
+        if hist.count:
+            text += f", p99 {format_us(hist.values_at_percentiles([99.0])[0])} µs"
+        return text

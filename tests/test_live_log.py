@@ -1,0 +1,222 @@
+"""The JSON log is live: a batch's line reaches ``--log-file`` while its phase runs,
+stamped with the batch's own end, and a failing or stalled log never stops the run.
+
+The end-to-end tests tail the log of a real run in a subprocess (the ``paced`` test
+engine takes 0.3 s per read batch, so its read phase lasts 3 s) and note when each line
+first appears."""
+
+from __future__ import annotations
+
+import errno
+import signal
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+import pytest
+from cli_process import BackgroundRun, kill_quietly, wait_for
+
+from asyncbench.run import logs
+from asyncbench.run.logs import LogFile, iso_utc
+
+PLAN = """
+[run]
+name = "live-log"
+profiles = 2_000
+seed = 570123434
+limit = 50
+batch_size = 100
+engines = ["paced"]
+
+[[phase]]
+kind = "insert"
+
+[[phase]]
+kind = "read_by_id"
+stream = "reads"
+count = 1_000
+"""
+READS = "read by user id"
+PACE = 0.3  # the paced engine's seconds per read batch
+
+
+class Tail:
+    """Reads the log's complete lines as they appear; each with the (wall) time first seen."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.pending = path, 0, b""
+        self.lines: list[tuple[float, dict]] = []
+
+    def poll(self) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        seen = time.time()
+        self.offset += len(data)
+        *complete, self.pending = (self.pending + data).split(b"\n")
+        self.lines += [(seen, orjson.loads(line)) for line in complete]
+
+    def follow(self, run: BackgroundRun, until=lambda tail: False, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll()
+            if run.proc.poll() is not None or until(self):
+                self.poll()
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the run did not finish in {timeout:g} s\n{run.output}")
+
+    def batches(self, phase: str) -> list[tuple[float, dict]]:
+        return [(t, e) for t, e in self.lines if e["event"] == "batch" and e["phase"] == phase]
+
+    def phase_end(self, phase: str) -> list[tuple[float, dict]]:
+        return [(t, e) for t, e in self.lines if e["event"] == "phase_end" and e["phase"] == phase]
+
+
+def _start(tmp_path: Path, *args: str) -> tuple[BackgroundRun, Tail]:
+    plan = tmp_path / "live.toml"
+    plan.write_text(PLAN)
+    log = tmp_path / "run.log"
+    run = BackgroundRun(
+        [str(plan), "--output", str(tmp_path / "out"), "--data", str(tmp_path / "data"), *args], log
+    )
+    return run, Tail(log)
+
+
+def _wall(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
+def test_batch_lines_reach_the_log_while_the_phase_runs(tmp_path: Path, isolate: str) -> None:
+    run, tail = _start(tmp_path, isolate)
+    try:
+        tail.follow(run)
+        assert run.finish() == 0, run.output
+    finally:
+        kill_quietly(run)
+    batches = tail.batches(READS)
+    assert len(batches) == 10, run.output  # 1_000 reads in batches of 100
+    ((end_seen, end),) = tail.phase_end(READS)
+    # batch lines were in the file before the phase's end line (the last ones may share
+    # its write), and they came over time
+    assert all(seen <= end_seen for seen, _ in batches)
+    assert sum(seen < end_seen for seen, _ in batches) >= 7
+    seen_times = sorted({round(seen, 2) for seen, _ in batches})
+    assert len(seen_times) >= 4 and seen_times[-1] - seen_times[0] >= 4 * PACE, seen_times
+    # each line stamped with its batch's own end: increasing, a pace apart, before the end line
+    stamps = [_wall(e["timestamp"]) for _, e in batches]
+    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    assert all(gap >= PACE * 0.8 for gap in gaps), gaps
+    assert stamps[-1] <= _wall(end["timestamp"])
+    # written soon after the batch ended (about a second at most; slack for a loaded machine)
+    lags = sorted(seen - stamp for (seen, _), stamp in zip(batches, stamps, strict=True))
+    assert lags[len(lags) // 2] < 1.0 and lags[-1] < 2.5, lags
+    # the figures of a line are the batch's own
+    first = batches[0][1]
+    assert (first["worker"], first["batch"], first["ops"], first["done"]) == (0, 0, 100, 100)
+    assert first["kind"] == "read_by_id" and first["stream"] == "reads"
+    assert first["elapsed_ms"] >= PACE * 1000 * 0.9 and first["p99_us"] > 0 and first["max_us"] >= first["p99_us"]
+
+
+def test_an_interrupted_phase_keeps_its_batch_lines(tmp_path: Path) -> None:
+    run, tail = _start(tmp_path)
+    try:
+        tail.follow(run, until=lambda t: len(t.batches(READS)) >= 3)
+        run.send(signal.SIGINT)
+        code = run.finish()
+        tail.poll()
+    finally:
+        kill_quietly(run)
+    assert code == 130, run.output
+    assert len(tail.batches(READS)) >= 3
+    assert not tail.phase_end(READS)  # the phase never ended, its batches are still there
+    (engine_end,) = [e for _, e in tail.lines if e["event"] == "engine_end"]
+    assert engine_end["status"] == "interrupted" and engine_end["phase"] == READS
+
+
+# --- failures of the log itself: reported, never stalling the caller ------------------
+
+
+class _FullDisk(LogFile):
+    def _write(self, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+class _HungDisk(LogFile):
+    release = threading.Event()
+
+    def _write(self, data: bytes) -> None:
+        self.release.wait(30)
+        super()._write(data)
+
+
+def test_a_failing_write_is_kept_and_the_callers_go_on(tmp_path: Path) -> None:
+    log = _FullDisk(tmp_path / "full.log")
+    for i in range(1_000):
+        log.msg(b'{"event":"x","i":%d}' % i)
+    assert log.flush(timeout=5)
+    log.msg(b'{"event":"after"}')  # after the failure: dropped quietly, no exception
+    t0 = time.monotonic()
+    log.close()
+    assert time.monotonic() - t0 < 2
+    assert isinstance(log.error, OSError) and log.error.errno == errno.ENOSPC
+
+
+def test_a_stalled_write_never_blocks_the_callers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "MAX_PENDING", 500)
+    log = _HungDisk(tmp_path / "hung.log")
+    try:
+        log.msg(b'{"event":"first"}')
+        wait_for(lambda: not log._queue, "the writer took the first line")  # and is now stuck writing it
+        t0 = time.perf_counter()
+        for i in range(2_000):
+            log.later(lambda item: b'{"event":"x","i":%d}' % item, i)
+        assert time.perf_counter() - t0 < 0.5  # queueing never waits for the file
+        assert log.dropped == 1_500  # beyond MAX_PENDING lines behind: dropped and counted
+        t0 = time.monotonic()
+        log.close(timeout=0.3)
+        assert time.monotonic() - t0 < 2
+        assert isinstance(log.error, TimeoutError) and "still writing" in str(log.error)
+    finally:
+        _HungDisk.release.set()
+
+
+def test_lines_stay_in_order_and_render_on_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "order.log"
+    log = LogFile(path)
+    threads: set[str] = set()
+
+    def render(i: int) -> bytes:
+        threads.add(threading.current_thread().name)
+        return b'{"i":%d}' % i
+
+    for i in range(300):
+        if i % 2:
+            log.later(render, i)
+        else:
+            log.msg(b'{"i":%d}' % i)
+    log.close()
+    assert log.error is None
+    first, *lines = path.read_bytes().splitlines()
+    assert orjson.loads(first)["event"] == "log_start"  # the record that proves the log is ours
+    assert [orjson.loads(line)["i"] for line in lines] == list(range(300))
+    assert threads == {"asyncbench-log-writer"}
+
+
+def test_iso_utc_matches_structlog(tmp_path: Path) -> None:
+    ns = 1_764_780_000_123_456_000
+    assert iso_utc(ns) == "2025-12-03T16:40:00.123456Z"
+
+
+def test_a_broken_line_stops_the_log_not_the_writer(tmp_path: Path) -> None:
+    log = LogFile(tmp_path / "broken.log")
+    log.later(lambda item: item, 42)  # not bytes: fails outside the per-line guard
+    assert log.flush(timeout=5)  # the writer is alive and took it
+    log.msg(b'{"event":"after"}')
+    log.close()
+    assert isinstance(log.error, TypeError)
