@@ -19,12 +19,15 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.facts import EngineFacts, Setting
+
+if TYPE_CHECKING:  # the workload's protocol, for annotations only: engine.py stays workload-free at run time
+    from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened"]
 
@@ -116,11 +119,12 @@ class Engine(abc.ABC):
         so); engines that write nothing return True."""
         return not self.persistent
 
-    def worker(self, index: int) -> Any:
-        """The handle worker ``index`` (of ``config.workers``) uses. Engines that share one
-        handle return ``self``; engines with a connection per worker return a view bound
-        to that worker's connection, opened in ``open``."""
-        return self
+    def worker(self, index: int) -> ProfileStore:
+        """The store worker ``index`` (of ``config.workers``) uses. Engines that share one
+        handle return ``self`` (so they implement the store themselves); engines with a
+        connection per worker return a view bound to that worker's connection, opened in
+        ``open``."""
+        return cast("ProfileStore", self)
 
     # --- facts ------------------------------------------------------------------------
     def facts(self) -> EngineFacts:
@@ -138,8 +142,11 @@ class Engine(abc.ABC):
         return {}
 
 
+E = TypeVar("E", bound=Engine)
+
+
 @contextlib.asynccontextmanager
-async def opened(engine: Any, reset: bool = True) -> AsyncIterator[Any]:
+async def opened(engine: E, reset: bool = True) -> AsyncIterator[E]:
     """Open ``engine`` with a background task group around its lifetime; close it on exit.
 
     For tests and scripts; the runner does the same with timeouts and failure handling.

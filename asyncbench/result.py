@@ -138,7 +138,8 @@ class EngineResult:
 
     @classmethod
     def from_dict(cls, doc: Any) -> EngineResult:
-        return _load(cls, doc, "engine")
+        loaded: EngineResult = _load(cls, doc, "engine")
+        return loaded
 
 
 @dataclass
@@ -185,7 +186,8 @@ class RunResult:
                 f"result schema {schema!r} is not the schema this asyncbench reads ({SCHEMA}); "
                 "re-run the benchmark with this version"
             )
-        return _load(cls, doc, "result")
+        loaded: RunResult = _load(cls, doc, "result")
+        return loaded
 
     def failed(self) -> bool:
         return any(e.broken for e in self.engines)
@@ -244,7 +246,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
             raise ResultError(f"{where}: unknown field {sorted(unknown)[0]!r}")
         kwargs = {k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()}
         try:
-            return tp(**kwargs)
+            return typing.cast(Any, tp)(**kwargs)  # is_dataclass narrowed tp to an instance type
         except TypeError as exc:
             raise ResultError(f"{where}: {exc}") from None
     if origin is list:

@@ -19,12 +19,13 @@ import abc
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from asyncbench.engine import Engine, EngineConfig
 
 if TYPE_CHECKING:
     from asyncbench.engines.sql_profile_store import AsyncSqlProfileStore
+    from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = [
     "Endpoint",
@@ -121,10 +122,10 @@ class hybridmethod:
     """A method callable on the class (before open) and on an instance (knows more after
     open, e.g. the server versions): ``library_versions`` of a client/server engine."""
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Callable[[Any], dict[str, str]]) -> None:
         self.func = func
 
-    def __get__(self, obj: object, owner: type) -> Callable[[], Any]:
+    def __get__(self, obj: object, owner: type) -> Callable[[], dict[str, str]]:
         target = owner if obj is None else obj
         return lambda: self.func(target)
 
@@ -212,14 +213,15 @@ class SessionPoolEngine(Engine, Generic[S]):
             nodes[key] = values
         self._nodes = nodes
 
-    def worker(self, index: int) -> Self:
-        """A view of this engine bound to worker ``index``'s own connection."""
+    def worker(self, index: int) -> ProfileStore:
+        """A view of this engine bound to worker ``index``'s own connection (the concrete
+        engine, mysql or postgres, implements the store)."""
         if index == 0:
-            return self
+            return cast("ProfileStore", self)
         view = copy.copy(self)
         view._session = self._worker_sessions[index - 1]
         view._worker_sessions = []
-        return view
+        return cast("ProfileStore", view)
 
     async def close(self) -> None:
         sessions = self._sessions()

@@ -130,7 +130,7 @@ def sync_read(conn: Any, statement: str, keys: Sequence[Any], marks: Marks) -> l
     execute = conn.cursor().execute
     mark, clock = marks.append, perf_counter_ns
     mark(clock())  # the batch's start stamp, taken where the operations run
-    out = []
+    out: list[Any] = []
     append = out.append
     for key in keys:
         row = execute(statement, (key,)).fetchone()

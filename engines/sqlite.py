@@ -38,7 +38,7 @@ from asyncbench.engines.sql_profile_store import (
 )
 from asyncbench.engines.store_dir import StoreDir, StoreLayout
 from asyncbench.workloads.profile_store.profiles import Profile
-from asyncbench.workloads.profile_store.store import Marks, Transform
+from asyncbench.workloads.profile_store.store import Marks, ProfileStore, Transform
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -250,7 +250,7 @@ class SqliteEngine(Engine):
             await self.close()
             raise
 
-    def worker(self, index: int) -> SqliteEngine:
+    def worker(self, index: int) -> ProfileStore:
         """A view of this engine bound to worker ``index``'s own connection."""
         if index == 0:
             return self

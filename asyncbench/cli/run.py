@@ -46,8 +46,7 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join(est.lines(cfg)), file=stdout, flush=True)
-    long = est.seconds is not None and est.seconds > ASK_ABOVE_SECONDS
-    if yes or not long or not (stdin.isatty() and stdout.isatty()):
+    if yes or est.seconds is None or est.seconds <= ASK_ABOVE_SECONDS or not (stdin.isatty() and stdout.isatty()):
         return True
     print(f"Start this run of about {duration(est.seconds)}? [y/N] ", end="", file=stdout, flush=True)
     answer = stdin.readline().strip().lower()

@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, NamedTuple, TypedDict
+from typing import Any, Final, NamedTuple, TypedDict
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -472,7 +472,7 @@ class PhaseLatency:
     def encoded(self) -> str:
         return self.histogram().encoded()
 
-    def to_dict(self) -> dict[str, int | float | str]:
+    def to_dict(self) -> dict[str, Any]:
         """The phase's JSON entry: the summary (ns) plus ``histogram``, the encoded HdrHistogram."""
         h = self.histogram()
         return {**h.summary(), "histogram": h.encoded()}

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 DISTRIBUTION_TITLE = "Latency Distribution"
-OverTimePoint = tuple[float, int, int, int]
+OverTimePoint = tuple[float, float, float, float]
 """(seconds since the phase start, p50 ns, p99 ns, max ns) of one time bucket."""
 
 _PANEL_IN = 2.7
@@ -88,7 +88,7 @@ def _us_label(v: float, _pos: object = None) -> str:
     return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
-def _style(ax) -> None:  # type: ignore[no-untyped-def]
+def _style(ax) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.grid(which="major", color="#e6e6e6", linewidth=0.8)

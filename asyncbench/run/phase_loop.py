@@ -17,7 +17,7 @@ import anyio
 
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
-from asyncbench.workloads.profile_store.store import Marks
+from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 
 __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
 
@@ -53,7 +53,7 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[list[int]]:
 
 async def run_batches(
     kind: PhaseKind,
-    store: Any,
+    store: ProfileStore,
     items: Sequence[Any],
     ctx: PhaseContext,
     checksum: Checksum,
@@ -81,7 +81,7 @@ async def run_batches(
 async def run_operations(
     kind: PhaseKind,
     items: Sequence[Any],
-    stores: Sequence[Any],
+    stores: Sequence[ProfileStore],
     ctx: PhaseContext,
     batch_size: int,
     on_batch: BatchHook,
