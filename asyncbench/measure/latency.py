@@ -181,6 +181,16 @@ def batch_p99_max(marks: Sequence[int]) -> BatchLatency:
     return _p99_max(_marks_array(marks))
 
 
+def time_bucket(latencies: np.ndarray, t_s: float) -> TimeBucket:
+    """One slice of a phase's latency over time: its operations' count, exact p50, p99 and
+    max (nearest rank), ending ``t_s`` seconds into the phase. Shared by the in-memory
+    marks (:meth:`PhaseLatency.over_time`) and the spilled ones (the phase recorder)."""
+    n = int(latencies.size)
+    k50, k99 = nearest_rank(n, 50.0) - 1, nearest_rank(n, 99.0) - 1
+    part = np.partition(latencies, (k50, k99))
+    return TimeBucket(t_s=t_s, ops=n, p50_ns=int(part[k50]), p99_ns=int(part[k99]), max_ns=int(latencies.max()))
+
+
 def _new_hdr() -> HdrHistogram:
     return HdrHistogram(LOWEST_TRACKABLE_NS, HIGHEST_TRACKABLE_NS, SIGNIFICANT_DIGITS)
 
@@ -477,17 +487,5 @@ class PhaseLatency:
             lo, hi = int(bounds[i]), int(bounds[i + 1])
             if hi == lo:
                 continue
-            seg = lat[lo:hi]
-            n = hi - lo
-            k50, k99 = nearest_rank(n, 50.0) - 1, nearest_rank(n, 99.0) - 1
-            part = np.partition(seg, (k50, k99))
-            out.append(
-                TimeBucket(
-                    t_s=span * (i + 1) / buckets / 1e9,
-                    ops=n,
-                    p50_ns=int(part[k50]),
-                    p99_ns=int(part[k99]),
-                    max_ns=int(seg.max()),
-                )
-            )
+            out.append(time_bucket(lat[lo:hi], span * (i + 1) / buckets / 1e9))
         return out

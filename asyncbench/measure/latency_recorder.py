@@ -36,7 +36,7 @@ from asyncbench.measure.latency import (
     TimeBucket,
     _marks_array,
     _p99_max,
-    nearest_rank,
+    time_bucket,
 )
 
 __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
@@ -231,18 +231,7 @@ class PhaseRecorder:
             n = sum(p.size for p in pieces)
             if n == 0:
                 continue
-            seg = np.concatenate(pieces)
-            k50, k99 = nearest_rank(n, 50.0) - 1, nearest_rank(n, 99.0) - 1
-            part = np.partition(seg, (k50, k99))
-            out.append(
-                TimeBucket(
-                    t_s=span * (i + 1) / buckets / 1e9,
-                    ops=n,
-                    p50_ns=int(part[k50]),
-                    p99_ns=int(part[k99]),
-                    max_ns=int(seg.max()),
-                )
-            )
+            out.append(time_bucket(np.concatenate(pieces), span * (i + 1) / buckets / 1e9))
         return out
 
     def batch_rows(self) -> list[dict[str, Any]]:
