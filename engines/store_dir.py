@@ -334,13 +334,27 @@ class StoreDir:
         if files is not None:
             doc["files"] = files
         tmp = self.directory / MARKER_TMP
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            os.write(fd, json.dumps(doc).encode() + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.marker)
+            fd = os.open(tmp, flags, 0o644)
+        except FileExistsError:
+            # our own name in our own directory, left by a write that failed (a full disk)
+            # or was killed: a regular file is replaced; anything else is refused
+            if not stat.S_ISREG(os.lstat(tmp).st_mode):
+                raise
+            os.unlink(tmp)
+            fd = os.open(tmp, flags, 0o644)
+        try:
+            try:
+                os.write(fd, json.dumps(doc).encode() + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.marker)
+        except BaseException:
+            with contextlib.suppress(OSError):  # a failed write leaves no half marker behind
+                os.unlink(tmp)
+            raise
         dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             os.fsync(dfd)
