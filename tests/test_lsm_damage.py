@@ -182,7 +182,7 @@ def test_engine_reopen_refuses_a_replaced_meta(tmp_path: Path) -> None:
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.insert(create_many(1, 300, 1), [])
+            await e.worker(0).insert(create_many(1, 300, 1), [])
             await e.stabilize()
 
     async def reopen() -> None:

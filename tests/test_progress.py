@@ -104,6 +104,11 @@ def test_terminal_observers_wires_console_through_progress(monkeypatch: pytest.M
     console, prog = terminal_observers(disabled=True)
     assert prog is None
     monkeypatch.setattr(progress_mod.sys, "stdout", io.StringIO())
+    # no terminal: no bars, but the status line every 10 s (issue 22), unless --quiet
+    from asyncbench.run.status import QUIET_ENV, StatusLineObserver
+
+    assert isinstance(terminal_observers()[1], StatusLineObserver)
+    monkeypatch.setenv(QUIET_ENV, "1")
     assert terminal_observers()[1] is None
 
 
