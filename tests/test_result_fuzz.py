@@ -135,7 +135,7 @@ def test_the_base_result_renders_and_compares_cleanly(capsys: pytest.CaptureFixt
 def test_mutated_results_never_traceback(
     doc: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(outputs, "render_charts", lambda run, directory, stamp: [])
+    monkeypatch.setattr(outputs, "chart_files", lambda run, directory, stamp: [])
     _check(doc, capsys)
 
 
