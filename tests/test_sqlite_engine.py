@@ -18,6 +18,7 @@ from asyncbench.engines.sqlite import (
     pragma_statements,
     validate_settings,
 )
+from asyncbench.engines.store_dir import StoreDirError
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
 
@@ -316,20 +317,28 @@ async def test_reopen_keeps_data(tmp_path: Path) -> None:
 async def test_reset_removes_db_wal_and_shm(tmp_path: Path) -> None:
     engine = make(tmp_path)
     await engine.open(reset=True)  # marks the directory as the engine's store
+    try:
+        await engine.worker(0).insert(create_many(1, 10, SEED), [])
+    finally:
+        await engine.close()  # records the files it leaves
+    await engine.open(reset=True)  # removes exactly those
+    try:
+        assert await engine.worker(0).count() == 0
+    finally:
+        await engine.close()
+
+
+async def test_reset_refuses_files_replaced_after_the_close(tmp_path: Path) -> None:
+    """A reset deletes only the files recorded at the last clean close (name, inode, size,
+    mtime): files written behind the engine's back are not provably its own."""
+    engine = make(tmp_path)
+    await engine.open(reset=True)
     await engine.close()
     for f in engine.files():
         f.write_bytes(b"not a database" * 100)
-    await engine.open(reset=True)  # would fail on the junk if any file were kept
-    try:
-        assert await engine.worker(0).count() == 0
-        await engine.worker(0).insert(create_many(1, 10, SEED), [])
-    finally:
-        await engine.close()
-    await engine.open(reset=True)
-    try:
-        assert await engine.worker(0).count() == 0
-    finally:
-        await engine.close()
+    with pytest.raises(StoreDirError, match="did not write"):
+        await engine.open(reset=True)
+    assert all(f.read_bytes() == b"not a database" * 100 for f in engine.files())
 
 
 async def test_settle_truncates_wal_and_storage_counts_only_db_files(loaded: SqliteEngine) -> None:
