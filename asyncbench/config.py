@@ -120,7 +120,7 @@ def _int(where: str, key: str, v: Any, lo: int, hi: int) -> int:
         raise ConfigError(where, key, f"must be an integer, got {type(v).__name__} {v!r}")
     if not lo <= v <= hi:
         raise ConfigError(where, key, f"must be between {lo:_d} and {hi:_d}, got {v:_d}")
-    return v
+    return int(v)
 
 
 def _str(where: str, key: str, v: Any) -> str:

@@ -19,12 +19,15 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.facts import EngineFacts, Setting
+
+if TYPE_CHECKING:  # the workload's protocol, for annotations only: engine.py stays workload-free at run time
+    from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened"]
 
@@ -125,15 +128,13 @@ class Engine(abc.ABC):
         so); engines that write nothing return True."""
         return not self.persistent
 
-    def worker(self, index: int) -> Any:
+    def worker(self, index: int) -> ProfileStore:
         """The workload's store worker ``index`` (of ``config.workers``) calls, opened in
-        ``open`` (for the profile store a
-        :class:`~asyncbench.workloads.profile_store.store.ProfileStore`; the verify phase
-        uses worker 0's). The shipped engines return the shared stores of
-        ``asyncbench.engines`` (one per engine, or one per worker's connection) and write
-        no workload method themselves; an engine that is its own store (the in-memory
-        one) keeps this default, ``self``."""
-        return self
+        ``open`` (the verify phase uses worker 0's). The shipped engines return the shared
+        stores of ``asyncbench.engines`` (one per engine, or one per worker's connection)
+        and write no workload method themselves; an engine that is its own store (the
+        in-memory one) keeps this default, ``self``."""
+        return cast("ProfileStore", self)
 
     # --- facts ------------------------------------------------------------------------
     def facts(self) -> EngineFacts:
@@ -152,8 +153,11 @@ class Engine(abc.ABC):
         return {}
 
 
+E = TypeVar("E", bound=Engine)
+
+
 @contextlib.asynccontextmanager
-async def opened(engine: Any, reset: bool = True) -> AsyncIterator[Any]:
+async def opened(engine: E, reset: bool = True) -> AsyncIterator[E]:
     """Open ``engine`` with a background task group around its lifetime; close it on exit.
 
     For tests and scripts; the runner does the same with timeouts and failure handling.

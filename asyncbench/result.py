@@ -217,7 +217,8 @@ class EngineResult:
 
     @classmethod
     def from_dict(cls, doc: Any) -> EngineResult:
-        return _load(cls, doc, "engine")
+        loaded: EngineResult = _load(cls, doc, "engine")
+        return loaded
 
     def check(self, where: str) -> None:
         for name in ("run_seconds", "storage_bytes", "peak_rss_bytes", "initial_rss_bytes", "repeat"):
@@ -323,7 +324,8 @@ class RunResult:
                 f"result schema {schema!r} is not the schema this asyncbench reads ({SCHEMA}); "
                 "re-run the benchmark with this version"
             )
-        return _load(cls, doc, "result")
+        loaded: RunResult = _load(cls, doc, "result")
+        return loaded
 
     def failed(self) -> bool:
         return any(e.broken for e in self.engines)

@@ -120,10 +120,10 @@ class hybridmethod:
     """A method callable on the class (before open) and on an instance (knows more after
     open, e.g. the server versions): ``library_versions`` of a client/server engine."""
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Callable[[Any], dict[str, str]]) -> None:
         self.func = func
 
-    def __get__(self, obj: object, owner: type) -> Callable[[], Any]:
+    def __get__(self, obj: object, owner: type) -> Callable[[], dict[str, str]]:
         target = owner if obj is None else obj
         return lambda: self.func(target)
 

@@ -23,7 +23,7 @@ from asyncbench.workloads.profile_store.profiles import (
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
 
-from asyncbench.engine import Engine
+from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, StorageMethod
 
 
@@ -75,7 +75,7 @@ class MemoryEngine(Engine):
     persistent = False
     harness_floor = True  # not in ``all``: the reference engine of the tests and the overhead floor
 
-    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         self._reset()
 

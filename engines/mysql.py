@@ -95,7 +95,7 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
 #: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of a missing table gives a Note.
 SESSION_INIT = "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', sql_notes = 0"
 
-DEFAULTS = {"host": "127.0.0.1", "port": 3306, "database": "asyncbench", "user": "root", "password": ""}
+DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 3306, "database": "asyncbench", "user": "root", "password": ""}
 ENV_VARS = {
     "host": "MYSQL_HOST",
     "port": "MYSQL_PORT",
@@ -500,8 +500,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
             colour="#f08c00",
         )
 
-    @hybridmethod
-    def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance
+    @hybridmethod  # called like the base's classmethod, and on an instance too
+    def library_versions(self_or_cls: Any) -> dict[str, str]:  # type: ignore[override]
         """The driver's version; after open also each endpoint's server version."""
         try:
             versions = {"asyncmy": importlib.metadata.version("asyncmy")}

@@ -443,8 +443,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
             colour="#336791",
         )
 
-    @hybridmethod
-    def library_versions(self_or_cls: Any) -> dict[str, str]:  # called on the class or an instance
+    @hybridmethod  # called like the base's classmethod, and on an instance too
+    def library_versions(self_or_cls: Any) -> dict[str, str]:  # type: ignore[override]
         """asyncpg's version; after open also each endpoint's server version."""
         try:
             versions = {"asyncpg": importlib.metadata.version("asyncpg")}

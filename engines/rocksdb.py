@@ -47,7 +47,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio.to_thread
 import rocksdict
@@ -181,10 +181,15 @@ class RocksKv:
     is one iterator created and dropped inside the calling worker thread."""
 
     __slots__ = ("db", "get", "put", "delete", "items")
+    get: Callable[[bytes], bytes | None]
+    put: Callable[[bytes, bytes], None]
+    delete: Callable[[bytes], None]
+    items: Callable[[], Iterable[tuple[bytes, bytes]]]
 
     def __init__(self, db: rocksdict.Rdict) -> None:
         self.db = db
-        self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items
+        # rocksdict types keys and values as any of its kinds; these databases hold bytes only
+        self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items  # type: ignore[assignment]
 
     def count(self) -> int:
         return sum(1 for _ in self.db.items())
@@ -192,7 +197,8 @@ class RocksKv:
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
         # One iterator per query, seeked to ``start``, at most ``limit`` keys: rocksdict's
         # key iterator steps and reads the key in one call (valid/key/next were three).
-        keys = islice(self.db.keys(from_key=start), limit)
+        # rocksdict types keys as any of its key kinds; these databases hold bytes keys only
+        keys = cast("Iterator[bytes]", islice(self.db.keys(from_key=start), limit))
         if last is None:
             return list(keys)
         out: list[bytes] = []

@@ -122,7 +122,7 @@ def _differences(base: Side, new: Side) -> list[str]:
         a, b = values(base, get), values(new, get)
         if a != b:
             out.append(f"{label}: base {a}; new {b}")
-    settings = {}
+    settings: dict[str, dict[str, set[tuple[tuple[str, str], ...]]]] = {}
     for label, side in (("base", base), ("new", new)):
         for r in side.runs:
             for e in r.engines:

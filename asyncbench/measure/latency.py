@@ -91,8 +91,8 @@ bucket's median value.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from typing import Final, NamedTuple, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, NamedTuple, TypedDict
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -460,7 +460,7 @@ class PhaseLatency:
     def encoded(self) -> str:
         return self.histogram().encoded()
 
-    def to_dict(self) -> dict[str, int | float | str]:
+    def to_dict(self) -> dict[str, Any]:
         """The phase's JSON entry: the summary (ns) plus ``histogram``, the encoded HdrHistogram."""
         h = self.histogram()
         return {**h.summary(), "histogram": h.encoded()}

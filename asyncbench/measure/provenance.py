@@ -260,6 +260,8 @@ def collect(
     governors = read_governors()
     current_hz, min_hz, max_hz = _cpu_freq_hz()
     fs_type, mountpoint = filesystem_of(data)
+    free: int | None
+    total: int | None
     try:
         usage = shutil.disk_usage(_existing(data))
         free, total = int(usage.free), int(usage.total)

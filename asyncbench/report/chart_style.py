@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
@@ -16,6 +17,9 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from asyncbench import fmt
 from asyncbench.result import RunResult
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 WIDTH_IN = 10.0
 HEADER_IN = 0.95  # title + one subtitle line
@@ -26,7 +30,7 @@ GROUP_GAP_IN = 0.3
 AXIS_IN = 0.75  # x tick labels + x label below the bars
 TEXT = "#222222"
 MUTED = "#666666"
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "asyncbench",
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",

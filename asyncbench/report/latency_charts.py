@@ -82,7 +82,7 @@ def _us_label(v: float, _pos: object = None) -> str:
     return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
-def _style(ax) -> None:  # type: ignore[no-untyped-def]
+def _style(ax) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.grid(which="major", color="#e6e6e6", linewidth=0.8)

@@ -63,7 +63,7 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
 
 async def run_batches(
     kind: PhaseKind,
-    store: Any,
+    store: ProfileStore,
     items: Sequence[Any],
     ctx: PhaseContext,
     checksum: Checksum,
@@ -91,7 +91,7 @@ async def run_batches(
 async def run_operations(
     kind: PhaseKind,
     items: Sequence[Any],
-    stores: Sequence[Any],
+    stores: Sequence[ProfileStore],
     ctx: PhaseContext,
     batch_size: int,
     on_batch: BatchHook,

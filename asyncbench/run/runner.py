@@ -82,12 +82,12 @@ class EngineRun:
                     await self._close_quietly()
                     await self._delete_quietly()
                     background.cancel_scope.cancel()
-        except* EngineUnavailable as group:
-            exc = group.exceptions[0]
+        except* EngineUnavailable as unavailable:
+            missing = unavailable.exceptions[0]
             if self.name in self.cfg.optional_engines:
-                res.set_status(Status.SKIPPED, None, str(exc))
+                res.set_status(Status.SKIPPED, None, str(missing))
             else:
-                res.set_status(Status.FAILED, self.current or "open", str(exc))
+                res.set_status(Status.FAILED, self.current or "open", str(missing))
         except* anyio.get_cancelled_exc_class():
             res.set_status(Status.INTERRUPTED, self.current)
             raise
@@ -189,7 +189,9 @@ class EngineRun:
         t0 = perf_counter()
         latency = None
         if kind.action is Action.OPERATIONS:
-            handles = [engine.worker(w) for w in range(self.cfg.parallelism)]
+            # P comes from the engine's config (set once from the level): the engine opened
+            # that many connections, and the phase runs that many workers
+            handles = [engine.worker(w) for w in range(engine.config.workers)]
             # the marks go to unnamed temporary files (the system's temporary directory), not memory
             latency = PhaseRecorder(len(handles))
             try:
@@ -211,7 +213,7 @@ class EngineRun:
                 t0 = perf_counter()  # the reopen phase times the open alone
                 await self._open_again()
             elif kind.action is Action.VERIFY:
-                checksum = await verify_checksum(self.engine.worker(0), self.plan.counts.profiles)
+                checksum = await verify_checksum(engine.worker(0), self.plan.counts.profiles)
                 ops = VERIFY_OPS
             seconds = perf_counter() - t0
         if kind.action is Action.SETTLE:
@@ -241,8 +243,8 @@ class EngineRun:
         assert engine is not None and self.background is not None
         if engine.persistent:
             self.engine = None  # a failing constructor must not leave a closed engine to close again
-            self.engine = type(engine)(engine.config)
-        await self.engine.open(False, self.background)
+            engine = self.engine = type(engine)(engine.config)
+        await engine.open(False, self.background)
 
     def _batch_hook(
         self, phase: str, latency: PhaseRecorder

@@ -25,7 +25,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Protocol
+from typing import Literal, Protocol, overload
 
 from .segment_writer import BlockRun
 
@@ -83,6 +83,10 @@ def live_only(keys: list[bytes], values: list[bytes | None]) -> Chunk:
     return [k for k, _ in pairs], [v for _, v in pairs]
 
 
+@overload
+def merge(cursors: Iterable[Cursor], drop_tombstones: bool, run_entries: Literal[0] = 0) -> Iterator[Chunk]: ...
+@overload
+def merge(cursors: Iterable[Cursor], drop_tombstones: bool, run_entries: int) -> Iterator[Chunk | BlockRun]: ...
 def merge(
     cursors: Iterable[Cursor], drop_tombstones: bool, run_entries: int = 0
 ) -> Iterator[Chunk | BlockRun]:

@@ -26,7 +26,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import block
 from .cache import GenerationalCache
@@ -251,7 +251,7 @@ class _Blocks:
             head = self.read(i)[:4]
             sid = self._shape_index.get(head)
             if sid is not None:
-                shp = self.shapes[sid]
+                shp = cast("block.Shape", self.shapes[sid])  # only shapes[0] is None
             else:
                 shp = block.shape_at(head)
                 if len(self.shapes) <= _MAX_SHAPES:  # else tested again next time

@@ -393,7 +393,7 @@ class LsmTree:
             max_blocks=o.iterator_prefetch,
         )
         for keys, values in merge(cursors, True):
-            yield from zip(keys, values, strict=True)  # type: ignore[misc]
+            yield from zip(keys, values, strict=True)
 
     def count(self) -> int:
         """Number of live keys."""
@@ -424,7 +424,7 @@ class LsmTree:
             writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
             try:
                 for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
-                    writer.add(keys, values)  # type: ignore[arg-type]
+                    writer.add(keys, values)
                     yield None
                 yield partial(writer.finish, publish=False)
                 seg = self._open_segment(seg_id, writer.tmp)

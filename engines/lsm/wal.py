@@ -257,7 +257,7 @@ class WriteAheadLog:
             self.current = self.files[seq] = _LogFile(self.dir, seq)
         self.append = self._bind_append()
 
-    def _bind_append(self):  # type: ignore[no-untyped-def]
+    def _bind_append(self):
         if self.mode == "none":
             return _noop
         if self.mode == "sync":

@@ -9,6 +9,7 @@ without checksum.py importing it back (no import cycle).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 OFFSET_BASIS = 14695981039346656037
 PRIME = 1099511628211
@@ -33,7 +34,7 @@ def py_fold_str(state: int, text: str) -> int:
     return state
 
 
-def _profile_fields(record: object) -> Sequence:
+def _profile_fields(record: Any) -> Sequence[Any]:
     if isinstance(record, (bytes, bytearray, memoryview)):
         record = bytes(record).decode()
     if isinstance(record, str):
