@@ -6,13 +6,16 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asyncbench import fmt
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
@@ -24,22 +27,6 @@ MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-RUN_KEYS = {
-    "name",
-    "profiles",
-    "parallelism",
-    "seed",
-    "limit",
-    "batch_size",
-    "timeout_seconds",
-    "engines",
-    "output",
-    "data",
-    "isolate",
-    "repeat",
-    "warmup",
-    "clean_data",
-}
 PHASE_KEYS = {"kind", "name", "stream", "count"}
 TOP_KEYS = {"run", "counts", "engines", "phase"}
 
@@ -72,11 +59,14 @@ class PhaseSpec:
 
 @dataclass
 class BenchConfig:
+    """The validated plan (file plus flags). Every ``[run]`` key is a field of the same name,
+    described once in :data:`RUN_KEYS`; what one (profiles, parallelism) level runs at is a
+    :class:`Level` from :meth:`levels`."""
+
     source: str
     name: str = "profile-store"
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
-    parallelism: int = 1  # the level running now (the first of ``parallelisms`` until then)
-    parallelisms: list[int] = field(default_factory=lambda: [1])  # every level, run in order
+    parallelism: list[int] = field(default_factory=lambda: [1])  # every level, run in order
     seed: int = 570123434
     limit: int = 50
     batch_size: int = 1_000
@@ -93,19 +83,36 @@ class BenchConfig:
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     phases: list[PhaseSpec] = field(default_factory=list)
 
-    def levels(self) -> list[tuple[int, int]]:
-        """Every (profiles, parallelism) pair the plan runs, in order: one result each."""
-        return [(n, p) for n in self.profiles for p in self.parallelisms]
+    def levels(self) -> list[Level]:
+        """Every (profiles, parallelism) level the plan runs, in order: one result each."""
+        return [Level(n, p, self.counts_for(n)) for n in self.profiles for p in self.parallelism]
 
-    def at_level(self, parallelism: int) -> BenchConfig:
-        """This config running at one parallelism level (what a runner and a child use)."""
-        import dataclasses
-
-        return dataclasses.replace(self, parallelism=parallelism)
+    def level(self, profiles: int, parallelism: int) -> Level:
+        """One level of this plan by its numbers (what an isolated engine's process runs)."""
+        for level in self.levels():
+            if (level.profiles, level.parallelism) == (profiles, parallelism):
+                return level
+        raise ValueError(f"{profiles:_d} profiles at P{parallelism} is not a level of {self.source}")
 
     def counts_for(self, profiles: int) -> Counts:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
         return Counts.for_profiles(profiles, limit=self.limit, **self.counts)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One (profiles, parallelism) level of a plan, derived from it: the settings that
+    differ between the runs of one invocation. Everything else is the plan's."""
+
+    profiles: int
+    parallelism: int  # P: concurrent workers per phase
+    counts: Counts  # the plan's counts at this profile count
+
+    @property
+    def workers(self) -> int:
+        """How many workers a phase runs, so how many handles an engine opens: derived here
+        once, handed to the engine (``EngineConfig.workers``) and read back from it."""
+        return self.parallelism
 
 
 # --- small typed readers ----------------------------------------------------------------
@@ -141,19 +148,6 @@ def _seconds(where: str, key: str, v: Any) -> float:
 
 def _is_int_or_float(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _profiles(where: str, key: str, v: Any) -> list[int]:
-    values = v if isinstance(v, list) else [v]
-    if not values:
-        raise ConfigError(where, key, "must name at least one profile count")
-    counts = [_int(where, key, x, 1, MAX_PROFILES) for x in values]
-    twice = sorted({n for n in counts if counts.count(n) > 1})
-    if twice:
-        # each count writes DATA/profiles-N and OUTPUT/profiles-N: a second run would
-        # reset the first one's store and replace its result files
-        raise ConfigError(where, key, f"{twice[0]:_d} is listed twice; each profile count runs once")
-    return counts
 
 
 # --- engines ------------------------------------------------------------------------------
@@ -247,6 +241,236 @@ def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
             raise ConfigError(where, f"{key}.{named}" if named else key, str(exc)) from None
         out[name] = dict(settings)
     return out
+
+
+# --- the [run] table: one row per key ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """How a ``[run]`` value is checked (from the plan) and read (from a flag's text)."""
+
+    def read(self, where: str, key: str, v: Any) -> Any:
+        raise NotImplementedError
+
+    def from_text(self, where: str, flag: str, text: str) -> Any:
+        """A flag's text as a plan value (``read`` checks it next, named as the flag)."""
+        return text
+
+
+def _count_text(where: str, flag: str, text: str) -> int:
+    try:
+        return fmt.parse_count(text)
+    except (ValueError, IndexError) as exc:
+        raise ConfigError(where, flag, str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Int(ValueType):
+    lo: int
+    hi: int
+    signed: bool = False  # flag text is a plain signed integer (a seed), not a count like 20k
+
+    def read(self, where: str, key: str, v: Any) -> int:
+        return _int(where, key, v, self.lo, self.hi)
+
+    def from_text(self, where: str, flag: str, text: str) -> int:
+        if not self.signed:
+            return _count_text(where, flag, text)
+        try:
+            return int(text.replace("_", ""))
+        except ValueError:
+            raise ConfigError(where, flag, f"{text!r} is not an integer") from None
+
+
+@dataclass(frozen=True)
+class IntList(ValueType):
+    """One value or a list (``1,16`` on the command line): distinct, each within bounds."""
+
+    lo: int
+    hi: int
+    what: str  # what a value is, for the messages
+    #: the reason when a value repeats; {n}: the first repeated one, {values}: all of them
+    twice: str = "{n:_d} is listed twice; each {what} runs once"
+
+    def read(self, where: str, key: str, v: Any) -> list[int]:
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(where, key, f"must name at least one {self.what}")
+        out = [_int(where, key, x, self.lo, self.hi) for x in values]
+        twice = sorted({n for n in out if out.count(n) > 1})
+        if twice:
+            # each profile count writes DATA/profiles-N and OUTPUT/profiles-N: a second run
+            # would reset the first one's store and replace its result files
+            raise ConfigError(where, key, self.twice.format(n=twice[0], values=out, what=self.what))
+        return out
+
+    def from_text(self, where: str, flag: str, text: str) -> list[int]:
+        return [_count_text(where, flag, t) for t in text.split(",")]
+
+
+@dataclass(frozen=True)
+class Text(ValueType):
+    def read(self, where: str, key: str, v: Any) -> str:
+        return _str(where, key, v)
+
+
+@dataclass(frozen=True)
+class PathValue(ValueType):
+    def read(self, where: str, key: str, v: Any) -> Path:
+        return Path(_str(where, key, v))
+
+
+@dataclass(frozen=True)
+class Bool(ValueType):
+    def read(self, where: str, key: str, v: Any) -> bool:
+        if not isinstance(v, bool):
+            raise ConfigError(where, key, f"must be true or false, got {v!r}")
+        return v
+
+
+@dataclass(frozen=True)
+class Timeout(ValueType):
+    """Seconds, at most a year; 0 disables the timeout (stored as None), as in the reference."""
+
+    def read(self, where: str, key: str, v: Any) -> float | None:
+        return None if _is_int_or_float(v) and v == 0 else _seconds(where, key, v)
+
+    def from_text(self, where: str, flag: str, text: str) -> float:
+        try:
+            return float(text.replace("_", ""))
+        except ValueError:
+            raise ConfigError(where, flag, f"{text!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class EngineNames(ValueType):
+    """Engine names or ``all``; also sets ``optional_engines`` (see :func:`validate_engine_names`)."""
+
+    def read(self, where: str, key: str, v: Any) -> tuple[list[str], set[str]]:
+        return validate_engine_names(where, key, v)
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """One ``[run]`` key: its type and bounds, its flag, and its labels. The plan's field of
+    the same name holds it; the parser, the flag overrides, the child's copy of the config
+    and compare's list of differing settings all come from this row."""
+
+    name: str
+    type: ValueType
+    help: str
+    flag: str | None = None  # the command-line flag; a bool key gets --x / --no-x
+    report: str | None = None  # its row in the report's Configuration table
+    compare: str | None = None  # its name where compare lists what differs between two sides
+    result: str | None = None  # the RunResult field that records it (compare reads that)
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination of the flag."""
+        return (self.flag or self.name).lstrip("-").replace("-", "_")
+
+    def apply(self, cfg: BenchConfig, where: str, key: str, v: Any) -> None:
+        value = self.type.read(where, key, v)
+        if isinstance(self.type, EngineNames):
+            cfg.engines, cfg.optional_engines = value
+        else:
+            setattr(cfg, self.name, value)
+
+
+RUN_KEYS: dict[str, RunKey] = {
+    k.name: k
+    for k in (
+        RunKey("name", Text(), "the plan's name (results of one plan are compared by it)"),
+        RunKey("engines", EngineNames(), "engines to run, comma separated, or all", flag="--engine"),
+        RunKey(
+            "profiles",
+            IntList(1, MAX_PROFILES, "profile count"),
+            "profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts",
+            flag="--profiles",
+            report="Profiles",
+            compare="profiles",
+            result="profiles",
+        ),
+        RunKey(
+            "parallelism",
+            IntList(1, MAX_PARALLELISM, "level", twice="repeats a level: {values}"),
+            "concurrent workers per phase (P), or a list 1,16: one run and report per level",
+            flag="--parallelism",
+            report="Parallelism",
+            compare="parallelism",
+            result="parallelism",
+        ),
+        RunKey(
+            "seed",
+            Int(INT32_MIN, INT32_MAX, signed=True),
+            "signed 32-bit seed of the generator and the plan",
+            flag="--seed",
+            report="Seed",
+            compare="seed",
+            result="seed",
+        ),
+        RunKey(
+            "limit",
+            Int(1, 1_000_000),
+            "rows returned per scan/query",
+            flag="--limit",
+            report="Query limit",
+            compare="limit",
+            result="limit",
+        ),
+        RunKey(
+            "batch_size",
+            Int(1, 10_000_000),
+            "operations per batch (one event-loop/thread hop per batch)",
+            flag="--batch-size",
+            report="Batch size",
+            compare="batch size",
+            result="batch_size",
+        ),
+        RunKey(
+            "timeout_seconds",
+            Timeout(),
+            "per-engine timeout in seconds; 0: no timeout",
+            flag="--timeout-seconds",
+            report="Timeout per engine",
+        ),
+        RunKey(
+            "output", PathValue(), "directory for results (default from the plan, else ./results)", flag="--output"
+        ),
+        RunKey(
+            "data", PathValue(), "directory for engine data (default from the plan, else ./data)", flag="--data"
+        ),
+        RunKey(
+            "isolate",
+            Bool(),
+            "run each engine in its own child process so peak memory is that engine's alone "
+            "(default from the plan: on unless run.isolate = false)",
+            flag="--isolate",
+            report="Engine isolation",
+        ),
+        RunKey(
+            "repeat",
+            Int(1, 1000),
+            "run each engine N times (fresh store each), interleaved A B C A B C; default 1",
+            flag="--repeat",
+            report="Repeats",
+        ),
+        RunKey(
+            "warmup",
+            Int(0, 999),
+            "leading repeats kept in the JSON but left out of the statistics",
+            flag="--warmup",
+        ),
+        RunKey(
+            "clean_data",
+            Bool(),
+            "delete each engine's store (its own files or tables only) after its run; the default. "
+            "--no-clean-data keeps them under DATA/profiles-N/<engine>",
+            flag="--clean-data",
+        ),
+    )
+}
 
 
 # --- phases -------------------------------------------------------------------------------
@@ -384,44 +608,7 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
     """Set one ``[run]`` value (from the file or a flag) after checking it."""
     if name not in RUN_KEYS:
         raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
-    if name == "name":
-        cfg.name = _str(where, key, v)
-    elif name == "profiles":
-        cfg.profiles = _profiles(where, key, v)
-    elif name == "parallelism":  # one level or a list (the reference's --parallelism 1,16)
-        values = v if isinstance(v, list) else [v]
-        if not values:
-            raise ConfigError(where, key, "must name at least one level")
-        levels = [_int(where, key, x, 1, MAX_PARALLELISM) for x in values]
-        if len(set(levels)) != len(levels):
-            raise ConfigError(where, key, f"repeats a level: {levels}")
-        cfg.parallelisms, cfg.parallelism = levels, levels[0]
-    elif name == "seed":
-        cfg.seed = _int(where, key, v, INT32_MIN, INT32_MAX)
-    elif name == "limit":
-        cfg.limit = _int(where, key, v, 1, 1_000_000)
-    elif name == "batch_size":
-        cfg.batch_size = _int(where, key, v, 1, 10_000_000)
-    elif name == "timeout_seconds":  # 0 disables the timeout, as in the reference
-        cfg.timeout_seconds = None if _is_int_or_float(v) and v == 0 else _seconds(where, key, v)
-    elif name == "engines":
-        cfg.engines, cfg.optional_engines = validate_engine_names(where, key, v)
-    elif name == "output":
-        cfg.output = Path(_str(where, key, v))
-    elif name == "data":
-        cfg.data = Path(_str(where, key, v))
-    elif name == "repeat":
-        cfg.repeat = _int(where, key, v, 1, 1000)
-    elif name == "warmup":
-        cfg.warmup = _int(where, key, v, 0, 999)
-    elif name == "clean_data":
-        if not isinstance(v, bool):
-            raise ConfigError(where, key, f"must be true or false, got {v!r}")
-        cfg.clean_data = v
-    elif name == "isolate":
-        if not isinstance(v, bool):
-            raise ConfigError(where, key, f"must be true or false, got {v!r}")
-        cfg.isolate = v
+    RUN_KEYS[name].apply(cfg, where, key, v)
 
 
 def check_repeats(cfg: BenchConfig, where: str) -> None:
@@ -448,35 +635,36 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
 
 
 def to_json(cfg: BenchConfig) -> bytes:
-    """The effective (validated, flag-overridden) config, for a child process to run exactly."""
+    """The effective (validated, flag-overridden) config, for a child process to run exactly:
+    every field, so a new ``[run]`` key travels without an edit here."""
     import orjson
 
-    doc = {
-        **{
-            k: getattr(cfg, k)
-            for k in ("source", "name", "profiles", "parallelism", "parallelisms", "seed", "limit")
-        },
-        **{
-            k: getattr(cfg, k)
-            for k in ("batch_size", "timeout_seconds", "engines", "counts", "engine_settings")
-        },
-        "output": str(cfg.output),
-        "data": str(cfg.data),
-        "isolate": cfg.isolate,
-        "clean_data": cfg.clean_data,
-        "repeat": cfg.repeat,
-        "warmup": cfg.warmup,
-        "optional_engines": sorted(cfg.optional_engines),
-        "phases": [vars(p) for p in cfg.phases],
-    }
-    return orjson.dumps(doc)
+    def encode(v: Any) -> Any:
+        if isinstance(v, Path):
+            return str(v)
+        if isinstance(v, set):
+            return sorted(v)
+        if isinstance(v, list):
+            return [encode(x) for x in v]
+        if isinstance(v, PhaseSpec):
+            return dataclasses.asdict(v)
+        return v
+
+    return orjson.dumps({f.name: encode(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)})
 
 
 def from_json(data: bytes) -> BenchConfig:
+    """The config :func:`to_json` wrote, field by field from the dataclass's own types."""
     import orjson
 
     doc = orjson.loads(data)
-    doc["output"], doc["data"] = Path(doc["output"]), Path(doc["data"])
-    doc["optional_engines"] = set(doc["optional_engines"])
-    doc["phases"] = [PhaseSpec(**p) for p in doc["phases"]]
+    hints = typing.get_type_hints(BenchConfig)
+    for name, value in doc.items():
+        hint = hints[name]
+        if hint is Path:
+            doc[name] = Path(value)
+        elif typing.get_origin(hint) is set:
+            doc[name] = set(value)
+        elif hint == list[PhaseSpec]:
+            doc[name] = [PhaseSpec(**p) for p in value]
     return BenchConfig(**doc)

@@ -214,7 +214,7 @@ def test_missing_plan_file(tmp_path: Path, capsys) -> None:
 
 def test_reference_plan_loads_with_reference_values() -> None:
     cfg = load(ROOT / "benchmarks.toml")
-    assert cfg.profiles == [2_000_000] and cfg.parallelism == 1 and cfg.seed == 570123434
+    assert cfg.profiles == [2_000_000] and cfg.parallelism == [1] and cfg.seed == 570123434
     assert cfg.limit == 50 and cfg.timeout_seconds == 120_000
     counts = cfg.counts_for(2_000_000)
     assert counts.reads == counts.updates == counts.post_email_reads == 2_000_000

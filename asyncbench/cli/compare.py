@@ -15,6 +15,7 @@ Exit codes: 0 nothing significantly slower than the threshold; 1 something regre
 from __future__ import annotations
 
 import argparse
+import operator
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.measure.stats import Comparison, Verdict, compare, comparison_row, exit_code
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
@@ -104,12 +106,13 @@ def _differences(base: Side, new: Side) -> list[str]:
     def values(side: Side, get: Any) -> str:
         return ", ".join(sorted({str(get(r)) for r in side.runs}))
 
-    checks = [
-        ("profiles", lambda r: r.profiles),
-        ("parallelism", lambda r: r.parallelism),
-        ("limit", lambda r: r.limit),
-        ("seed", lambda r: r.seed),
-        ("batch size", lambda r: r.batch_size),
+    # the [run] settings a result records and compare names come from the [run] table
+    checks: list[tuple[str, Any]] = [
+        (key.compare, operator.attrgetter(key.result))
+        for key in RUN_KEYS.values()
+        if key.compare is not None and key.result is not None
+    ]
+    checks += [
         ("counts", lambda r: sorted(r.counts.items())),
         ("compiled kernels", lambda r: r.accelerated),
         ("host", lambda r: r.environment.get("hostname")),

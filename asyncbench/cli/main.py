@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import asyncbench
-from asyncbench import fmt
 from asyncbench.config import (
+    RUN_KEYS,
     BenchConfig,
+    Bool,
     ConfigError,
     apply_run_key,
     check_phase_counts,
@@ -69,25 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
     )
-    p.add_argument(
-        "--engine", help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all"
-    )
-    p.add_argument(
-        "--profiles", help="profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts"
-    )
-    p.add_argument("--seed", help="signed 32-bit seed of the generator and the plan")
-    p.add_argument(
-        "--parallelism", help="concurrent workers per phase (P), or a list 1,16: one run and report per level"
-    )
-    p.add_argument("--batch-size", help="operations per batch (one event-loop/thread hop per batch)")
-    p.add_argument("--limit", help="rows returned per scan/query")
-    p.add_argument("--output", help="directory for results (default from the plan, else ./results)")
-    p.add_argument("--data", help="directory for engine data (default from the plan, else ./data)")
-    p.add_argument("--timeout-seconds", help="per-engine timeout in seconds; 0: no timeout")
-    p.add_argument(
-        "--repeat", help="run each engine N times (fresh store each), interleaved A B C A B C; default 1"
-    )
-    p.add_argument("--warmup", help="leading repeats kept in the JSON but left out of the statistics")
+    add_run_key_flags(p)
     p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
     p.add_argument(
         "--no-progress",
@@ -123,79 +106,45 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse to run (exit 2) when the compiled workload kernels are not built",
     )
-    p.add_argument(
-        "--isolate",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run each engine in its own child process so peak memory is that engine's alone "
-        "(default from the plan: on unless run.isolate = false)",
-    )
-    p.add_argument(
-        "--clean-data",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="delete each engine's store (its own files or tables only) after its run; the default. "
-        "--no-clean-data keeps them under DATA/profiles-N/<engine>",
-    )
     p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
     # Internal: how the parent starts an isolated engine run.
-    for flag in ("--child-run", "--child-engine", "--child-profiles", "--result-file", "--parent-pipe"):
+    for flag in (
+        "--child-run", "--child-engine", "--child-profiles", "--child-parallelism", "--result-file", "--parent-pipe"
+    ):
         p.add_argument(flag, help=argparse.SUPPRESS)
     return p
+
+
+def add_run_key_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per ``[run]`` key that has one, from the table (asyncbench.config.RUN_KEYS)."""
+    from asyncbench.engines import REGISTRY
+
+    for key in RUN_KEYS.values():
+        if key.flag is None:
+            continue
+        if isinstance(key.type, Bool):
+            p.add_argument(key.flag, action=argparse.BooleanOptionalAction, default=None, help=key.help)
+        elif key.name == "engines":
+            p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
+        else:
+            p.add_argument(key.flag, help=key.help)
 
 
 def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
     """Flags override the file; each is validated like the file's key and named as the flag."""
     where = "command line"
-
-    def number(flag: str, text: str) -> int:
-        try:
-            return fmt.parse_count(text)
-        except (ValueError, IndexError) as exc:
-            raise ConfigError(where, flag, str(exc)) from None
-
-    if args.engine is not None:
-        apply_run_key(cfg, where, "--engine", "engines", args.engine)
-    if args.profiles is not None:
-        apply_run_key(
-            cfg, where, "--profiles", "profiles", [number("--profiles", t) for t in args.profiles.split(",")]
-        )
-    if args.seed is not None:
-        try:
-            seed = int(args.seed.replace("_", ""))
-        except ValueError:
-            raise ConfigError(where, "--seed", f"{args.seed!r} is not an integer") from None
-        apply_run_key(cfg, where, "--seed", "seed", seed)
-    if args.parallelism is not None:
-        levels = [number("--parallelism", t) for t in args.parallelism.split(",")]
-        apply_run_key(cfg, where, "--parallelism", "parallelism", levels)
-    for flag, key in (
-        ("--batch-size", "batch_size"),
-        ("--limit", "limit"),
-        ("--repeat", "repeat"),
-        ("--warmup", "warmup"),
-    ):
-        value = getattr(args, key)
-        if value is not None:
-            apply_run_key(cfg, where, flag, key, number(flag, value))
-    if args.timeout_seconds is not None:
-        try:
-            t = float(args.timeout_seconds.replace("_", ""))
-        except ValueError:
-            raise ConfigError(
-                where, "--timeout-seconds", f"{args.timeout_seconds!r} is not a number"
-            ) from None
-        apply_run_key(cfg, where, "--timeout-seconds", "timeout_seconds", t)
-    if args.isolate is not None:
-        cfg.isolate = args.isolate
     if args.keep_data and args.clean_data:
         raise ConfigError(where, "--keep-data", "contradicts --clean-data")
-    if args.keep_data or args.clean_data is not None:
-        cfg.clean_data = not args.keep_data and args.clean_data is not False
-    for key in ("output", "data"):
-        value = getattr(args, key)
-        if value is not None:
-            apply_run_key(cfg, where, f"--{key}", key, value)
+    if args.keep_data:
+        args.clean_data = False
+    for key in RUN_KEYS.values():
+        value = getattr(args, key.dest, None) if key.flag else None
+        if value is None:
+            continue
+        assert key.flag is not None
+        if isinstance(value, str):
+            value = key.type.from_text(where, key.flag, value)
+        apply_run_key(cfg, where, key.flag, key.name, value)
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     latest = []
@@ -214,9 +163,9 @@ def check_published(cfg: BenchConfig) -> None:
 
     from asyncbench.workloads.profile_store.published import published_checksums, published_configurations
 
-    for profiles, parallelism in cfg.levels():
-        counts = asdict(cfg.counts_for(profiles))
-        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, counts) is None:
+    for level in cfg.levels():
+        profiles, parallelism = level.profiles, level.parallelism
+        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, asdict(level.counts)) is None:
             known = ", ".join(f"{n:_d}/P{p}/limit {lim}" for n, p, lim in published_configurations())
             raise ConfigError(
                 "command line",
@@ -267,6 +216,7 @@ def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
             Path(args.child_run),
             args.child_engine,
             int(args.child_profiles),
+            int(args.child_parallelism),
             Path(args.result_file),
             Path(args.log_file),
             stop,

@@ -33,7 +33,7 @@ def describe(path: Path) -> str:
     except ConfigError as exc:
         return f"(not a valid plan: {exc.reason})"
     counts = ", ".join(fmt.count(n) for n in cfg.profiles)
-    return f"{counts} profiles, P{','.join(map(str, cfg.parallelisms))}, engines {', '.join(cfg.engines)}"
+    return f"{counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}"
 
 
 def usage(parser: argparse.ArgumentParser, root: Path | None = None) -> str:

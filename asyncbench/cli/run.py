@@ -156,12 +156,12 @@ def _run_locked(
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
     if not kernels.ACCELERATED:
         console.message(f"asyncbench: WARNING: {kernels.status_line()}")
-    planned = [result_dir(cfg.output, n, p) / f"asyncbench-{stamp}" for n, p in cfg.levels()]
+    planned = [result_dir(cfg.output, lv.profiles, lv.parallelism) / f"asyncbench-{stamp}" for lv in cfg.levels()]
     observer.run_start(
         plan=cfg.source,
         engines=cfg.engines,
         profiles=cfg.profiles,
-        parallelism=cfg.parallelisms,
+        parallelism=cfg.parallelism,
         seed=cfg.seed,
         log=str(log_path),
         results=[f"{base}.json" for base in planned],

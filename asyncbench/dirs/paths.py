@@ -50,7 +50,7 @@ def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
 
 def output_run_dirs(cfg: BenchConfig) -> list[Path]:
     """``OUTPUT/profiles-N-pP`` of every (profiles, parallelism) level of the run."""
-    return [result_dir(cfg.output, n, p) for n, p in cfg.levels()]
+    return [result_dir(cfg.output, level.profiles, level.parallelism) for level in cfg.levels()]
 
 
 def engine_dirs(cfg: BenchConfig) -> list[Path]:

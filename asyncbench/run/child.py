@@ -54,6 +54,7 @@ def child_main(
     config_file: Path,
     engine: str,
     profiles: int,
+    parallelism: int,
     result_file: Path,
     log_file: Path,
     stop: StopSignals | None = None,
@@ -72,14 +73,20 @@ def child_main(
         stop.install()
     stop.quiet = True  # one Ctrl-C, one line: the parent's
     try:
-        return _child_run(config_file, engine, profiles, result_file, log_file, stop)
+        return _child_run(config_file, engine, profiles, parallelism, result_file, log_file, stop)
     finally:
         if watch.parent_gone.is_set() and result_file.parent.name.startswith(TEMP_PREFIX):
             shutil.rmtree(result_file.parent, ignore_errors=True)
 
 
 def _child_run(
-    config_file: Path, engine: str, profiles: int, result_file: Path, log_file: Path, stop: StopSignals
+    config_file: Path,
+    engine: str,
+    profiles: int,
+    parallelism: int,
+    result_file: Path,
+    log_file: Path,
+    stop: StopSignals,
 ) -> int:
     from asyncbench.config import from_json
     from asyncbench.measure.memory_sampler import MemorySampler
@@ -91,10 +98,11 @@ def _child_run(
     from asyncbench.workloads.profile_store.plan import draw_plan
 
     cfg = from_json(config_file.read_bytes())
+    level = cfg.level(profiles, parallelism)
     logger, log_fh = open_log(log_file)
-    plan = draw_plan(cfg.counts_for(profiles), cfg.seed)
+    plan = draw_plan(level.counts, cfg.seed)
     sampler = MemorySampler()
-    engine_run = EngineRun(cfg, engine, plan, ObserverGroup(), sampler)
+    engine_run = EngineRun(cfg, level, engine, plan, ObserverGroup(), sampler)
     writer = PartialResultWriter(result_file, engine_run.result)
     console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
     extra = [progress] if progress else []

@@ -74,7 +74,7 @@ class Estimate:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
             f"asyncbench: plan {cfg.source}",
-            f"  {counts} profiles, P{','.join(map(str, cfg.parallelisms))}, engines {', '.join(cfg.engines)}",
+            f"  {counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
         out += [f"  warning: {w}" for w in self.warnings[:MAX_WARNINGS]]
@@ -173,11 +173,12 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
             warmup=0,
             timeout_seconds=60.0,
         )
-        plan = draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)
+        level = small.levels()[0]  # the calibration size at the plan's first P
+        plan = draw_plan(level.counts, small.seed)
         rates: dict[str, Rate] = {}
         t0 = perf_counter()
         for name in cfg.engines:
-            engine_run = EngineRun(small, name, plan, Observer(), MemorySampler())
+            engine_run = EngineRun(small, level, name, plan, Observer(), MemorySampler())
             with contextlib.suppress(Exception):
                 anyio.run(engine_run.run)
             e = engine_run.result
@@ -192,7 +193,7 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
 
 
 def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
-    per_engine_ops = sum(plan_operations(cfg, n) for n, _p in cfg.levels()) * cfg.repeat
+    per_engine_ops = sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
     warnings: list[str] = []
     found = from_history(cfg, warnings)

@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import orjson
 
-from asyncbench.config import BenchConfig, to_json
+from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.result import EngineResult, ResultError, Status, write_atomic
 from asyncbench.run.observers import Observer
 from asyncbench.run.parent_watch import parent_pipe
@@ -60,12 +60,12 @@ class ChildEngineRun:
     """Parent side: run one engine at one profile count in ``python -m asyncbench --child-run``."""
 
     def __init__(
-        self, cfg: BenchConfig, name: str, profiles: int, log_path: Path, observer: Observer
+        self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer
     ) -> None:
-        self.cfg, self.name, self.profiles, self.log_path, self.observer = (
+        self.cfg, self.level, self.name, self.log_path, self.observer = (
             cfg,
+            level,
             name,
-            profiles,
             log_path,
             observer,
         )
@@ -92,13 +92,14 @@ class ChildEngineRun:
                 write_atomic(cfg_file, to_json(self.cfg))
             except OSError as exc:
                 return self._setup_failed(f"cannot write the engine process's config: {exc}")
-            engine_dir = self.cfg.data / f"profiles-{self.profiles}" / self.name
+            engine_dir = self.cfg.data / f"profiles-{self.level.profiles}" / self.name
             lock_fd = CONTEXT.data_fd(engine_dir)
             watch_fd, alive_fd = parent_pipe()  # the child watches watch_fd; alive_fd stays here
             try:
                 cmd = [
                     *(sys.executable, "-m", "asyncbench", "--child-run", str(cfg_file)),
-                    *("--child-engine", self.name, "--child-profiles", str(self.profiles)),
+                    *("--child-engine", self.name, "--child-profiles", str(self.level.profiles)),
+                    *("--child-parallelism", str(self.level.parallelism)),
                     *("--result-file", str(result_file), "--log-file", str(self.log_path)),
                     *("--parent-pipe", str(watch_fd)),
                 ]

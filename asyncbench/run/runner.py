@@ -16,7 +16,7 @@ from time import perf_counter
 import anyio
 from anyio.abc import TaskGroup
 
-from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.config import BenchConfig, Level, PhaseSpec
 from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
@@ -45,8 +45,17 @@ CLOSE_GRACE_SECONDS = 60.0
 class EngineRun:
     """One engine through the whole phase list; keeps what completed if it stops early."""
 
-    def __init__(self, cfg: BenchConfig, name: str, plan: Plan, observer: Observer, sampler: MemorySampler):
-        self.cfg, self.name, self.plan, self.observer, self.sampler = cfg, name, plan, observer, sampler
+    def __init__(
+        self, cfg: BenchConfig, level: Level, name: str, plan: Plan, observer: Observer, sampler: MemorySampler
+    ) -> None:
+        self.cfg, self.level, self.name, self.plan, self.observer, self.sampler = (
+            cfg,
+            level,
+            name,
+            plan,
+            observer,
+            sampler,
+        )
         self.result = EngineResult(engine=name)
         self.current: str | None = None  # the phase running now (a display name)
         self.step = "setup"  # the step outside the phases: setup, open, after the last phase
@@ -56,14 +65,13 @@ class EngineRun:
         self.ctx = PhaseContext.for_seed(cfg.seed)
 
     def _engine_config(self) -> EngineConfig:
-        n = self.plan.counts.profiles
         return EngineConfig(
             name=self.name,
-            data_dir=self.cfg.data / f"profiles-{n}" / self.name,
+            data_dir=self.cfg.data / f"profiles-{self.level.profiles}" / self.name,
             settings=self.cfg.engine_settings.get(self.name, {}),
             limit=self.cfg.limit,
             seed=self.cfg.seed,
-            workers=self.cfg.parallelism,
+            workers=self.level.workers,
         )
 
     async def run(self) -> EngineResult:
@@ -262,17 +270,17 @@ class EngineRun:
         return hook
 
 
-def new_result(cfg: BenchConfig, counts: Counts, started_utc: str) -> RunResult:
+def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
     return RunResult(
         name=cfg.name,
         started_utc=started_utc,
-        profiles=counts.profiles,
-        parallelism=cfg.parallelism,
+        profiles=level.profiles,
+        parallelism=level.parallelism,
         seed=cfg.seed,
         limit=cfg.limit,
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
-        counts=asdict(counts),
+        counts=asdict(level.counts),
         phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
@@ -303,14 +311,13 @@ class Benchmark:
         async with anyio.create_task_group() as tg:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
+            cfg = self.cfg
             plans: dict[int, Plan | None] = {}
-            for profiles, parallelism in self.cfg.levels():
-                cfg = self.cfg.at_level(parallelism)
-                counts = cfg.counts_for(profiles)
-                if profiles not in plans:  # children draw their own; one plan serves every P
-                    plans = {profiles: None if cfg.isolate else await self._draw(counts)}
-                plan = plans[profiles]
-                run = new_result(cfg, counts, self.started_utc)
+            for level in cfg.levels():
+                if level.profiles not in plans:  # children draw their own; one plan serves every P
+                    plans = {level.profiles: None if cfg.isolate else await self._draw(level.counts)}
+                plan = plans[level.profiles]
+                run = new_result(cfg, level, self.started_utc)
                 self.results.append(run)
                 for repeat in range(cfg.repeat):  # interleaved: A B C A B C ...
                     if cfg.repeat > 1:
@@ -319,9 +326,9 @@ class Benchmark:
                     for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun
                         if plan is None:
-                            engine_run = ChildEngineRun(cfg, name, profiles, self.log_path, self.observer)
+                            engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer)
                         else:
-                            engine_run = EngineRun(cfg, name, plan, self.observer, self.sampler)
+                            engine_run = EngineRun(cfg, level, name, plan, self.observer, self.sampler)
                         try:
                             await engine_run.run()
                         finally:  # an interrupted engine still reports what it completed

@@ -1,0 +1,103 @@
+"""The ``[run]`` keys are one table (asyncbench.config.RUN_KEYS): each row is a field of the
+plan, its flag is on the command line, the child's copy of the config carries it, and the
+per-level settings (profiles, P, counts) are a frozen Level the engine's worker count
+comes from."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import anyio
+import pytest
+
+from asyncbench.cli.main import build_parser
+from asyncbench.config import RUN_KEYS, BenchConfig, Level, from_document, from_json, to_json
+from asyncbench.run.observers import Observer
+from asyncbench.run.runner import EngineRun
+
+PLAN = {
+    "run": {
+        "name": "keys",
+        "profiles": [300, 200],
+        "parallelism": [1, 3],
+        "seed": -7,
+        "limit": 9,
+        "batch_size": 17,
+        "timeout_seconds": 30,
+        "engines": ["memory"],
+        "output": "out",
+        "data": "dat",
+        "isolate": False,
+        "repeat": 3,
+        "warmup": 1,
+        "clean_data": False,
+    },
+    "counts": {"reads": 40},
+    "phase": [{"kind": "insert"}, {"kind": "read_by_id", "count": 20}, {"kind": "verify"}],
+}
+
+
+def test_every_run_key_is_a_plan_field_and_every_flag_is_on_the_command_line() -> None:
+    fields = {f.name for f in dataclasses.fields(BenchConfig)}
+    help_text = build_parser().format_help()
+    for key in RUN_KEYS.values():
+        assert key.name in fields
+        if key.flag:
+            assert key.flag in help_text
+    assert set(PLAN["run"]) == set(RUN_KEYS)  # this test sets every key
+
+
+def test_the_childs_copy_of_the_config_is_the_config() -> None:
+    cfg = from_document(PLAN, "plan.toml")
+    again = from_json(to_json(cfg))
+    assert again == cfg
+    for key in RUN_KEYS.values():  # and no key was left at its default by accident
+        assert getattr(cfg, key.name) != getattr(BenchConfig(source="x"), key.name), key.name
+
+
+def test_levels_are_frozen_and_derived_from_the_plan() -> None:
+    cfg = from_document(PLAN, "plan.toml")
+    levels = cfg.levels()
+    assert [(lv.profiles, lv.parallelism) for lv in levels] == [(300, 1), (300, 3), (200, 1), (200, 3)]
+    assert levels[1].workers == 3 and levels[1].counts.reads == 40 and levels[1].counts.limit == 9
+    assert cfg.level(200, 3) == levels[3]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        levels[0].parallelism = 2  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        cfg.level(200, 2)
+
+
+def test_the_engine_and_the_phase_loop_agree_on_the_worker_count(tmp_path: Path, monkeypatch) -> None:
+    """The worker count is derived once (the level), given to the engine, and the phase
+    loop asks the engine for exactly that many worker stores."""
+    from asyncbench.engines.memory import MemoryEngine
+    from asyncbench.workloads.profile_store.plan import draw_plan
+
+    cfg = from_document({**PLAN, "run": {**PLAN["run"], "data": str(tmp_path)}}, "plan.toml")
+    level: Level = cfg.level(200, 3)
+    asked: list[int] = []
+    worker = MemoryEngine.worker
+
+    def counting(self: MemoryEngine, index: int):  # type: ignore[no-untyped-def]
+        asked.append(index)
+        return worker(self, index)
+
+    monkeypatch.setattr(MemoryEngine, "worker", counting)
+    run = EngineRun(cfg, level, "memory", draw_plan(level.counts, cfg.seed), Observer(), _NoSampler())
+    anyio.run(run.run)
+    assert run.result.ok, run.result.status_text()
+    assert run.engine is not None and run.engine.config.workers == 3
+    operation_phases = 2  # insert, read_by_id (verify reads through worker 0 once)
+    assert asked == [0, 1, 2] * operation_phases + [0]
+    assert [p.ops for p in run.result.phases if p.kind == "read_by_id"] == [20]
+
+
+class _NoSampler:
+    peak = 0
+
+    def reset(self) -> int:
+        return 0
+
+    def sample(self) -> None:
+        pass
