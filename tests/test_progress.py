@@ -10,7 +10,7 @@ from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from conftest import ROOT
 from rich.console import Console
 
-from asyncbench.cli.main import build_parser, main
+from asyncbench.cli.main import build_parser, main, parse_args
 from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run import progress as progress_mod
 from asyncbench.run.observers import ConsoleObserver, ObserverGroup
@@ -113,9 +113,9 @@ def test_terminal_observers_wires_console_through_progress(monkeypatch: pytest.M
 
 
 def test_flags_parse_and_help_says_last_count_wins() -> None:
-    args = build_parser().parse_args(["plan.toml", "--no-progress", "--update-latest"])
+    args = parse_args(["plan.toml", "--no-progress", "--update-latest"])
     assert args.no_progress and args.update_latest
-    args = build_parser().parse_args(["plan.toml"])
+    args = parse_args(["plan.toml"])
     assert not args.no_progress and not args.update_latest
     assert "last one written wins" in " ".join(build_parser().format_help().split())
 

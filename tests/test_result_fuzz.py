@@ -23,9 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from asyncbench.cli.compare import compare_command
 from asyncbench.cli.main import main
-from asyncbench.cli.report import report
 from asyncbench.report import outputs
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -100,12 +98,12 @@ def _check(doc: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "asyncbench-fuzz.json"
         path.write_text(json.dumps(doc))
-        code = report([str(path)])
+        code = main(["report", str(path)])
         err = capsys.readouterr().err
         assert code in (0, 1, 2), err
         if code == 2:
             assert str(path) in err and "Traceback" not in err, err
-        code = compare_command([str(BASE), str(path)])
+        code = main(["compare", str(BASE), str(path)])
         err = capsys.readouterr().err
         assert code in (0, 1, 2), err
         if code == 2:
@@ -116,8 +114,8 @@ def test_the_base_result_renders_and_compares_cleanly(capsys: pytest.CaptureFixt
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "asyncbench-base.json"
         path.write_bytes(BASE.read_bytes())
-        assert report([str(path)]) == 0
-        assert compare_command([str(BASE), str(path)]) == 0
+        assert main(["report", str(path)]) == 0
+        assert main(["compare", str(BASE), str(path)]) == 0
 
 
 @settings(

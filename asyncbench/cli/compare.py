@@ -8,8 +8,11 @@ shows base, new, ratio and a verdict from :func:`asyncbench.measure.stats.compar
 when both sides have repeats, the threshold alone otherwise), whether the checksums are
 equal, and what differs between the two sides' configurations and machines.
 
-Exit codes: 0 nothing significantly slower than the threshold; 1 something regressed;
-2 bad input.
+Exit codes: 0 nothing significantly slower than the threshold; 1 something regressed or a
+checksum differs; 2 bad input. This is the run's rule (:class:`asyncbench.cli.run.RunOutcome`)
+read for a comparison: 1 is "a result to look at" (a run: a failure or disagreeing
+checksums; here: a regression or differing checksums), 2 is "nothing was done" (bad input),
+and there is no 130 since a comparison is not interrupted half-way with files to keep.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from asyncbench.measure.stats import Comparison, Verdict, compare, comparison_ro
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 
-__all__ = ["compare_command", "load_side"]
+__all__ = ["add_arguments", "load_side", "run"]
 
 PhaseKey = tuple[str, str | None, int | None, bool, int]
 
@@ -198,12 +201,12 @@ def _threshold(text: str) -> float:
     return value / 100
 
 
-def compare_command(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m asyncbench compare",
-        description="Compare two benchmark results (or sets of results) phase by phase.",
-        epilog="BASE and NEW are result JSON files or directories, or comma lists of them; repeats "
-        "are pooled per side. Exit codes: 0 nothing slower, 1 something significantly slower, 2 bad input.",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "BASE and NEW are result JSON files or directories, or comma lists of them; repeats "
+        "are pooled per side. Exit codes: 0 nothing slower, 1 something significantly slower or a "
+        "checksum differs, 2 bad input (the run's rule, applied to a comparison: 1 is a result you "
+        "must look at, 2 means nothing was compared)."
     )
     p.add_argument("base")
     p.add_argument("new")
@@ -212,7 +215,9 @@ def compare_command(argv: list[str]) -> int:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
     out.add_argument("--json", action="store_true", help="machine-readable JSON")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         threshold = _threshold(args.threshold)
     except ValueError as exc:

@@ -7,18 +7,19 @@ starting a run.
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 from asyncbench.engine import EngineUnavailable
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 
 
-def engines_command(argv: list[str]) -> int:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """No arguments: every engine is listed."""
+
+
+def run(args: argparse.Namespace) -> int:
     from asyncbench.engines import PLUGINS, REGISTRY, engine_class
 
-    if argv:
-        print("usage: python -m asyncbench engines", file=sys.stderr)
-        return EXIT_BAD_INPUT
     broken = False
     for name, target in REGISTRY.items():
         origin = f"plug-in from {PLUGINS[name]}" if name in PLUGINS else "built in"

@@ -1,178 +1,91 @@
-"""Command line parsing: ``python -m asyncbench [PLAN.toml] [flags]`` and ``report RESULT.json``.
+"""The command line: ``python -m asyncbench [COMMAND] ...``, parsed, and handed to a command.
 
-This module only parses and validates arguments; each command lives in
-``asyncbench.commands`` and the isolated child's entry in ``asyncbench.isolation``.
+This module only parses. Each command is a module with ``add_arguments(parser)`` (its
+subparser's arguments) and ``run(args) -> int`` (the command, returning the exit code);
+:data:`COMMANDS` lists them. ``run`` is the default command, so the README's
+``python -m asyncbench PLAN.toml [flags]`` is ``python -m asyncbench run PLAN.toml [flags]``.
+The isolated engine's process is not a command: it is ``python -m asyncbench.run.child``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from pathlib import Path
 
 import asyncbench
-from asyncbench.config import (
-    RUN_KEYS,
-    BenchConfig,
-    Bool,
-    ConfigError,
-    apply_run_key,
-    check_phase_counts,
-    check_repeats,
-    load,
-)
-from asyncbench.dirs.paths import check_run_paths
-from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
-from asyncbench.run.scale import check_scale
-from asyncbench.run.signals import StopSignals
+from asyncbench.result import EXIT_BAD_INPUT
 
-EPILOG = """\
-exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
-timed out, or a result could not be written; 2 bad plan file, flag or path, or the data or
-output directory is in use by another run (nothing is run); 130 interrupted (SIGINT,
-SIGTERM or SIGHUP: the partial report is still written; Ctrl-C three times forces an exit).
-
-stable operations: a phase's operations depend on the seed, the profile count and the counts; never
-on the phase list. Changing a count under [counts] re-draws that stream and every stream drawn after it
-(reads, email_reads, queries/ranges, updates, post_reads, post_email_reads, post_queries).
-
-engines: {builtin}{plugins}
-  python -m asyncbench engines     every engine with its settings and their defaults
-
-examples:
-  python -m asyncbench benchmarks/quick.toml --engine {first}
-  python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
-  python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
-"""
+__all__ = ["COMMANDS", "DEFAULT_COMMAND", "build_parser", "main", "parse_args"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from asyncbench.engines import BUILTIN, PLUGINS, REGISTRY
+class Command:
+    """One row of :data:`COMMANDS`: the module with ``add_arguments`` and ``run``, its
+    one-line help, and whether its ``--help`` shows the module's docstring as written
+    (a tool whose docstring is its manual) instead of the one line."""
 
-    first, second = list(BUILTIN)[:2]  # no engine imported for --help
+    def __init__(self, module: str, help: str, manual: bool = False) -> None:
+        self.module, self.help, self.manual = module, help, manual
 
-    p = argparse.ArgumentParser(
+
+COMMANDS: dict[str, Command] = {
+    "run": Command("asyncbench.cli.run_command", "run a TOML plan against storage engines (the default command)"),
+    "report": Command("asyncbench.cli.report", "re-render a saved result's Markdown report and charts beside it"),
+    "compare": Command("asyncbench.cli.compare", "compare two results (or sets of results) phase by phase"),
+    "engines": Command("asyncbench.cli.engines", "every engine this installation knows, with its settings"),
+    "floor": Command(
+        "asyncbench.tools.floor", "what the harness costs per phase kind, against the plainest loop", manual=True
+    ),
+}
+DEFAULT_COMMAND = "run"
+#: Flags of the top-level parser itself (anything else before a command means ``run``).
+TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with one subparser per command. Its help lists the commands,
+    then the default command's (``run``'s) own help, since most invocations are runs.
+
+    With ``command``, only that command's module is imported and given its arguments (the
+    others stay listed): ``python -m asyncbench engines`` does not import the run's
+    pipeline or the floor tool."""
+    top = argparse.ArgumentParser(
         prog="python -m asyncbench",
+        usage="python -m asyncbench [run] PLAN.toml [flags] | COMMAND ...",
         description="Run the profile-store benchmark plan in a TOML file against storage engines.",
-        epilog=EPILOG.format(
-            first=first,
-            pair=f"{first},{second}",
-            builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
-            plugins=f"; plug-ins: {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
-        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "plan", nargs="?", help="TOML plan file; without one, usage and the plans found here are printed"
-    )
-    p.add_argument(
-        "--yes",
-        action="store_true",
-        help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
-    )
-    add_run_key_flags(p)
-    p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no live progress bars (shown only when stdout is a terminal; the JSON log is unaffected)",
-    )
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no status line on stderr every 10 s (printed only when stdout is not a terminal)",
-    )
-    p.add_argument(
-        "--update-latest",
-        action="store_true",
-        help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
-        "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
-    )
-    p.add_argument(
-        "--check-reference",
-        action="store_true",
-        help="exit 1 when a checksum differs from the published reference of this configuration "
-        "(refused, exit 2, for a configuration without one)",
-    )
-    p.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
-    p.add_argument(
-        "--csv",
-        action="store_true",
-        help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
-        "spread, latency percentiles, checksum)",
-    )
-    p.add_argument(
-        "--require-accelerator",
-        action="store_true",
-        help="refuse to run (exit 2) when the compiled workload kernels are not built",
-    )
-    p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
-    # Internal: how the parent starts an isolated engine run.
-    for flag in (
-        "--child-run", "--child-engine", "--child-profiles", "--child-parallelism", "--result-file", "--parent-pipe"
-    ):
-        p.add_argument(flag, help=argparse.SUPPRESS)
-    return p
-
-
-def add_run_key_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per ``[run]`` key that has one, from the table (asyncbench.config.RUN_KEYS)."""
-    from asyncbench.engines import REGISTRY
-
-    for key in RUN_KEYS.values():
-        if key.flag is None:
+    top.add_argument("--version", action="version", version=f"asyncbench {asyncbench.__version__}")
+    sub = top.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    for name, row in COMMANDS.items():
+        prog = "python -m asyncbench [run]" if name == DEFAULT_COMMAND else f"python -m asyncbench {name}"
+        if command is not None and name != command:
+            sub.add_parser(name, prog=prog, help=row.help)  # listed; its arguments are not needed
             continue
-        if isinstance(key.type, Bool):
-            p.add_argument(key.flag, action=argparse.BooleanOptionalAction, default=None, help=key.help)
-        elif key.name == "engines":
-            p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
-        else:
-            p.add_argument(key.flag, help=key.help)
-
-
-def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
-    """Flags override the file; each is validated like the file's key and named as the flag."""
-    where = "command line"
-    if args.keep_data and args.clean_data:
-        raise ConfigError(where, "--keep-data", "contradicts --clean-data")
-    if args.keep_data:
-        args.clean_data = False
-    for key in RUN_KEYS.values():
-        value = getattr(args, key.dest, None) if key.flag else None
-        if value is None:
-            continue
-        assert key.flag is not None
-        if isinstance(value, str):
-            value = key.type.from_text(where, key.flag, value)
-        apply_run_key(cfg, where, key.flag, key.name, value)
-    check_phase_counts(cfg, where)
-    check_repeats(cfg, where)
-    latest = []
-    if args.update_latest:
-        from asyncbench.dirs.paths import output_run_dirs
-        from asyncbench.report.outputs import latest_files
-
-        latest = latest_files(cfg.output, output_run_dirs(cfg))
-    check_run_paths(cfg, args.log_file, latest, where)
-    check_scale(cfg, profiles_from_flag=args.profiles is not None)
-
-
-def check_published(cfg: BenchConfig) -> None:
-    """--check-reference needs a published reference for every (profiles, P) level."""
-    from dataclasses import asdict
-
-    from asyncbench.workloads.profile_store.published import published_checksums, published_configurations
-
-    for level in cfg.levels():
-        profiles, parallelism = level.profiles, level.parallelism
-        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, asdict(level.counts)) is None:
-            known = ", ".join(f"{n:_d}/P{p}/limit {lim}" for n, p, lim in published_configurations())
-            raise ConfigError(
-                "command line",
-                "--check-reference",
-                f"no published reference for {profiles:_d} profiles, P{parallelism}, limit {cfg.limit}, "
-                f"seed {cfg.seed} and these counts; published (default counts, seed 570123434): {known}",
+        module = importlib.import_module(row.module)
+        raw = row.manual or name == DEFAULT_COMMAND  # run's epilog is laid out by hand
+        p = sub.add_parser(
+            name,
+            prog=prog,
+            help=row.help,
+            description=module.__doc__ if row.manual else row.help[0].upper() + row.help[1:] + ".",
+            formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter,
+        )
+        module.add_arguments(p)
+        p.set_defaults(handler=module.run, parser=p)
+        if name == DEFAULT_COMMAND:
+            top.epilog = (
+                f"'{DEFAULT_COMMAND}' is the default command: python -m asyncbench PLAN.toml [flags] runs a plan. "
+                "Each command has --help.\n\n" + p.format_help()
             )
+    return top
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; without a command first, ``run`` is the command."""
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL_FLAGS):
+        argv = [DEFAULT_COMMAND, *argv]
+    return build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,73 +96,6 @@ def main(argv: list[str] | None = None) -> int:
         for error in PLUGIN_ERRORS:
             print(f"asyncbench: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if argv[:1] == ["engines"]:
-        from asyncbench.cli.engines import engines_command
-
-        return engines_command(argv[1:])
-    if argv[:1] == ["report"]:
-        from asyncbench.cli.report import report
-
-        return report(argv[1:])
-    if argv[:1] == ["compare"]:
-        from asyncbench.cli.compare import compare_command
-
-        return compare_command(argv[1:])
-    if argv[:1] == ["floor"]:
-        from asyncbench.tools import floor
-
-        return floor.main(argv[1:])
-    args = build_parser().parse_args(argv)
-    stop = StopSignals()
-    stop.install()  # before anything runs: no signal may take its default action from here on
-    try:
-        return _run_or_child(args, stop)
-    finally:
-        stop.restore()
-
-
-def _run_or_child(args: argparse.Namespace, stop: StopSignals) -> int:
-    if args.child_run:
-        from asyncbench.run.child import child_main
-
-        return child_main(
-            Path(args.child_run),
-            args.child_engine,
-            int(args.child_profiles),
-            int(args.child_parallelism),
-            Path(args.result_file),
-            Path(args.log_file),
-            stop,
-            int(args.parent_pipe) if args.parent_pipe is not None else None,
-        )
-    if args.plan is None:
-        from asyncbench.cli.plans import usage
-
-        print(usage(build_parser()), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        cfg = load(args.plan)
-        apply_flags(cfg, args)
-        if args.check_reference:
-            check_published(cfg)
-        if args.require_accelerator:
-            from asyncbench.workloads.profile_store import kernels
-
-            if not kernels.ACCELERATED:
-                raise ConfigError("command line", "--require-accelerator", kernels.status_line())
-    except ConfigError as exc:
-        print(f"asyncbench: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    from asyncbench.cli.run import confirm_start, run
-
-    if not confirm_start(cfg, args.yes):
-        return EXIT_OK
-    if args.quiet:  # engine child processes inherit it, as they do --no-progress
-        import os
-
-        from asyncbench.run.status import QUIET_ENV
-
-        os.environ[QUIET_ENV] = "1"
-    return run(
-        cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
-    )
+    args = parse_args(argv)
+    code: int = args.handler(args)
+    return code

@@ -18,16 +18,14 @@ from asyncbench.measure.correctness import judge
 from asyncbench.report.outputs import write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
 
-__all__ = ["report"]
+__all__ = ["add_arguments", "run"]
 
 
-def report(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m asyncbench report",
-        description="Re-render the Markdown report (and charts) of a saved result JSON, beside it.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("result", help="an asyncbench-<stamp>.json written by a run")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     path = Path(args.result)
     try:
         run = RunResult.from_json(read_input(path))

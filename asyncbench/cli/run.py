@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -37,7 +39,7 @@ from asyncbench.run.runner import Benchmark
 from asyncbench.run.signals import StopSignals, backend_options
 from asyncbench.workloads.profile_store import kernels
 
-__all__ = ["confirm_start", "run", "utc_stamp"]
+__all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
 
 def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
@@ -50,10 +52,11 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
-    long = est.seconds is not None and est.seconds > ASK_ABOVE_SECONDS
-    if yes or not long or not (stdin.isatty() and stdout.isatty()):
+    seconds = est.seconds
+    long = seconds is not None and seconds > ASK_ABOVE_SECONDS
+    if yes or seconds is None or not long or not (stdin.isatty() and stdout.isatty()):
         return True
-    print(f"Start this run of about {duration(est.seconds)}? [y/N] ", end="", file=stdout, flush=True)
+    print(f"Start this run of about {duration(seconds)}? [y/N] ", end="", file=stdout, flush=True)
     answer = stdin.readline().strip().lower()
     if answer in ("y", "yes"):
         return True
@@ -94,32 +97,38 @@ def run(
         locks.release()
 
 
-def _run_locked(
-    cfg: BenchConfig,
-    log_file: str | None,
-    no_progress: bool,
-    update_latest: bool,
-    stop: StopSignals,
-    csv: bool,
-    check_reference: bool,
-) -> int:
-    stamp = utc_stamp()
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    log_path = Path(log_file) if log_file else cfg.output / f"asyncbench-{stamp}.log"
-    try:
-        logger, log_fh = open_log(log_path)
-    except OSError as exc:
-        print(f"asyncbench: cannot open the log {log_path}: {exc}; nothing was run", file=sys.stderr)
-        return EXIT_FAILED
-    if no_progress:  # engine child processes inherit the environment
-        os.environ[NO_PROGRESS_ENV] = "1"
-    console, progress = terminal_observers(no_progress)  # console lines print above the bars
-    # bars first, so a finished phase's bar is gone before its console line is printed
-    observer = ObserverGroup(JsonLogObserver(logger, log_fh), *([progress] if progress else []), console)
-    written: dict[tuple[int, int], tuple[Path, Path]] = {}
-    save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
+@dataclass
+class RunOutcome:
+    """How a run ended, for its one exit code: the engines' results and whether their
+    checksums agree, whether a stop signal came, and whether a result file or the log could
+    not be written (an output the run promised is missing)."""
 
-    def save(result: RunResult, final: bool = False) -> None:
+    results: list[RunResult] = field(default_factory=list)
+    checksums_agree: bool = True
+    interrupted: bool = False
+    save_failed: bool = False
+    log_failed: bool = False
+
+    def exit_code(self) -> int:
+        """130 interrupted; 1 a failure, a timeout, disagreeing checksums, or a result or the
+        log not written; else 0. (2, bad input, is decided before anything runs.)"""
+        code = exit_code(self.results, self.checksums_agree, self.interrupted)
+        if code == EXIT_OK and (self.save_failed or self.log_failed):
+            return EXIT_FAILED
+        return code
+
+
+class ResultSaver:
+    """Saves each level's result as the run goes (and finally with charts, CSV, latest);
+    a failed save is reported once per distinct error and the run goes on."""
+
+    def __init__(self, cfg: BenchConfig, stamp: str, console: Any, csv: bool, update_latest: bool) -> None:
+        self.cfg, self.stamp, self.console, self.csv, self.update_latest = cfg, stamp, console, csv, update_latest
+        self.written: dict[tuple[int, int], tuple[Path, Path]] = {}
+        self.save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
+
+    def save(self, result: RunResult, final: bool = False) -> None:
+        cfg, stamp, console, written, save_errors = self.cfg, self.stamp, self.console, self.written, self.save_errors
         result.throughput = throughput_stats(result)
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
@@ -127,9 +136,9 @@ def _run_locked(
         level = result.profiles, result.parallelism
         try:
             written[level] = write_run(result, directory, stamp, charts=final)
-            if final and csv:
+            if final and self.csv:
                 write_csv(result, directory / f"asyncbench-{stamp}.csv")
-            if final and update_latest:
+            if final and self.update_latest:
                 from asyncbench.report.outputs import update_latest as write_latest
 
                 write_latest(result, directory, stamp, cfg.output)
@@ -141,18 +150,73 @@ def _run_locked(
             return
         save_errors.pop(level, None)
 
-    def partial_files() -> list[str]:
-        return [str(log_path)] + [str(p) for pair in written.values() for p in pair]
+    def partial_files(self, log_path: Path) -> list[str]:
+        return [str(log_path)] + [str(p) for pair in self.written.values() for p in pair]
 
-    stop.partial_files = partial_files
-    bench = Benchmark(cfg, observer, started, save, log_path)
 
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(stop.watch, tg.cancel_scope)
-            await bench.run()
-            tg.cancel_scope.cancel()
+def _run_locked(
+    cfg: BenchConfig,
+    log_file: str | None,
+    no_progress: bool,
+    update_latest: bool,
+    stop: StopSignals,
+    csv: bool,
+    check_reference: bool,
+) -> int:
+    """The run, in its steps: open the log, set up the observers and the saver, announce,
+    run every engine, judge and save the results, close the log; one outcome, one code."""
+    stamp = utc_stamp()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    log_path = Path(log_file) if log_file else cfg.output / f"asyncbench-{stamp}.log"
+    try:
+        logger, log_fh = open_log(log_path)
+    except OSError as exc:
+        print(f"asyncbench: cannot open the log {log_path}: {exc}; nothing was run", file=sys.stderr)
+        return RunOutcome(log_failed=True).exit_code()
+    console, observer = _observers(logger, log_fh, no_progress)
+    saver = ResultSaver(cfg, stamp, console, csv, update_latest)
+    stop.partial_files = lambda: saver.partial_files(log_path)
+    bench = Benchmark(cfg, observer, started, saver.save, log_path)
+    _announce(cfg, stamp, log_path, console, observer)
+    _run_engines(bench, stop)
+    interrupted = stop.interrupted  # from here on a signal is absorbed: the reports complete
+    outcome = RunOutcome(bench.results)
+    outcome.checksums_agree = _finish_results(bench.results, saver, console, interrupted, check_reference)
+    outcome.interrupted = stop.interrupted is not None
+    outcome.save_failed = bool(saver.save_errors)
+    code = outcome.exit_code()
+    observer.run_end(
+        exit_code=code,
+        interrupted=interrupted,
+        results=[str(j) for j, _ in saver.written.values()],
+        reports=[str(m) for _, m in saver.written.values()],
+    )
+    log_fh.close()
+    console.message(f"log:    {log_path}")
+    if log_fh.error is not None:
+        console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")
+        outcome.log_failed = True
+    if saver.save_errors:
+        console.message("asyncbench: some results could not be saved (see above)")
+    if interrupted:
+        console.message(f"asyncbench: {interrupted}; partial report written")
+    elif stop.interrupted:
+        console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
+    return outcome.exit_code()
 
+
+def _observers(logger: Any, log_fh: Any, no_progress: bool) -> tuple[Any, ObserverGroup]:
+    """The console and every observer of the run: the JSON log, the progress bars, the console."""
+    if no_progress:  # engine child processes inherit the environment
+        os.environ[NO_PROGRESS_ENV] = "1"
+    console, progress = terminal_observers(no_progress)  # console lines print above the bars
+    # bars first, so a finished phase's bar is gone before its console line is printed
+    observer = ObserverGroup(JsonLogObserver(logger, log_fh), *([progress] if progress else []), console)
+    return console, observer
+
+
+def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: Any, observer: ObserverGroup) -> None:
+    """The run's first console lines and its run_start event (the files it will write)."""
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
     if not kernels.ACCELERATED:
         console.message(f"asyncbench: WARNING: {kernels.status_line()}")
@@ -167,13 +231,29 @@ def _run_locked(
         results=[f"{base}.json" for base in planned],
         reports=[f"{base}.md" for base in planned],
     )
+
+
+def _run_engines(bench: Benchmark, stop: StopSignals) -> None:
+    """Every level and engine on one event loop, which the first stop signal cancels."""
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop.watch, tg.cancel_scope)
+            await bench.run()
+            tg.cancel_scope.cancel()
+
     anyio.run(main, backend_options=backend_options())
-    interrupted = stop.interrupted  # from here on a signal is absorbed: the reports complete
+
+
+def _finish_results(
+    results: list[RunResult], saver: ResultSaver, console: Any, interrupted: str | None, check_reference: bool
+) -> bool:
+    """Save each level's final result and print its verdict; True when every checksum agrees."""
     agree = True
-    for result in bench.results:
+    for result in results:
         result.interrupted = interrupted
         mark_end(result.environment)
-        save(result, final=True)
+        saver.save(result, final=True)
         verdict = judge(result)
         for line in verdict.failures:
             console.message(line)
@@ -188,28 +268,8 @@ def _run_locked(
             for advice in result.environment.get("noise_advice", []):
                 console.message(textwrap.fill(advice, 80, initial_indent="  ", subsequent_indent="  "))
         level = result.profiles, result.parallelism
-        if level in written and level not in save_errors:
-            json_path, md_path = written[level]
-            csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if csv else ""
+        if level in saver.written and level not in saver.save_errors:
+            json_path, md_path = saver.written[level]
+            csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if saver.csv else ""
             console.message(f"\nreport: {md_path}\nresult: {json_path}{csv_line}")
-    code = exit_code(bench.results, agree, stop.interrupted is not None)
-    if save_errors and code == EXIT_OK:
-        code = EXIT_FAILED  # an output the run promised is missing
-    observer.run_end(
-        exit_code=code,
-        interrupted=interrupted,
-        results=[str(j) for j, _ in written.values()],
-        reports=[str(m) for _, m in written.values()],
-    )
-    log_fh.close()
-    console.message(f"log:    {log_path}")
-    if log_fh.error is not None:
-        console.message(f"asyncbench: the log {log_path} is incomplete: writing it failed ({log_fh.error})")
-        code = EXIT_FAILED if code == EXIT_OK else code
-    if save_errors:
-        console.message("asyncbench: some results could not be saved (see above)")
-    if interrupted:
-        console.message(f"asyncbench: {interrupted}; partial report written")
-    elif stop.interrupted:
-        console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
-    return code
+    return agree

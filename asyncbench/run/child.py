@@ -1,5 +1,6 @@
-"""Child side of per-engine isolation: ``python -m asyncbench --child-run`` runs one engine
-at one profile count, writing its partial result after every phase.
+"""Child side of per-engine isolation: ``python -m asyncbench.run.child CONFIG ...`` runs one
+engine at one (profiles, parallelism) level, writing its partial result after every phase.
+Not a command of the CLI: only :class:`~asyncbench.run.isolation.ChildEngineRun` starts it.
 
 Kept apart from :mod:`asyncbench.run.isolation` (the parent side) because the child runs
 the whole :class:`~asyncbench.run.runner.EngineRun`, while the runner starts children:
@@ -125,3 +126,34 @@ def _child_run(
         print(f"asyncbench: {engine}: cannot write the result for the parent: {exc}", file=sys.stderr)
         return 1
     return 130 if stop.interrupted else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The isolated engine's process entry (arguments from :class:`ChildEngineRun`)."""
+    import argparse
+
+    stop = StopSignals()
+    stop.install()  # first: no signal may take its default action from here on
+    p = argparse.ArgumentParser(prog="python -m asyncbench.run.child")
+    p.add_argument("config", type=Path)
+    p.add_argument("--engine", required=True)
+    p.add_argument("--profiles", type=int, required=True)
+    p.add_argument("--parallelism", type=int, required=True)
+    p.add_argument("--result-file", type=Path, required=True)
+    p.add_argument("--log-file", type=Path, required=True)
+    p.add_argument("--parent-pipe", type=int)
+    args = p.parse_args(argv)
+    return child_main(
+        args.config,
+        args.engine,
+        args.profiles,
+        args.parallelism,
+        args.result_file,
+        args.log_file,
+        stop,
+        args.parent_pipe,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,7 +57,7 @@ CONTEXT = ChildContext()
 
 
 class ChildEngineRun:
-    """Parent side: run one engine at one profile count in ``python -m asyncbench --child-run``."""
+    """Parent side: run one engine at one profile count in ``python -m asyncbench.run.child``."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer
@@ -97,9 +97,9 @@ class ChildEngineRun:
             watch_fd, alive_fd = parent_pipe()  # the child watches watch_fd; alive_fd stays here
             try:
                 cmd = [
-                    *(sys.executable, "-m", "asyncbench", "--child-run", str(cfg_file)),
-                    *("--child-engine", self.name, "--child-profiles", str(self.level.profiles)),
-                    *("--child-parallelism", str(self.level.parallelism)),
+                    *(sys.executable, "-m", "asyncbench.run.child", str(cfg_file)),
+                    *("--engine", self.name, "--profiles", str(self.level.profiles)),
+                    *("--parallelism", str(self.level.parallelism)),
                     *("--result-file", str(result_file), "--log-file", str(self.log_path)),
                     *("--parent-pipe", str(watch_fd)),
                 ]

@@ -1,0 +1,197 @@
+"""``python -m asyncbench [run] PLAN.toml [flags]``: the run command's arguments, and what
+turns them into a validated config and a run.
+
+``run`` is the default command (``python -m asyncbench PLAN.toml`` is ``python -m asyncbench
+run PLAN.toml``). Its flags are the [run] table's (:data:`asyncbench.config.RUN_KEYS`) plus
+the run's own options; each flag is validated like the file's key and named as the flag.
+The stop signals are installed before the plan is even read, so no signal takes its
+default action from here on; the checks that need more than the plan
+(``--check-reference``, ``--require-accelerator``) are :mod:`asyncbench.run.preflight`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from asyncbench.config import (
+    RUN_KEYS,
+    BenchConfig,
+    Bool,
+    ConfigError,
+    apply_run_key,
+    check_phase_counts,
+    check_repeats,
+    load,
+)
+from asyncbench.dirs.paths import check_run_paths
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+from asyncbench.run.scale import check_scale
+from asyncbench.run.signals import StopSignals
+
+__all__ = ["EPILOG", "add_arguments", "apply_flags", "epilog", "run"]
+
+EPILOG = """\
+exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
+timed out, or a result could not be written; 2 bad plan file, flag or path, or the data or
+output directory is in use by another run (nothing is run); 130 interrupted (SIGINT,
+SIGTERM or SIGHUP: the partial report is still written; Ctrl-C three times forces an exit).
+
+stable operations: a phase's operations depend on the seed, the profile count and the counts; never
+on the phase list. Changing a count under [counts] re-draws that stream and every stream drawn after it
+(reads, email_reads, queries/ranges, updates, post_reads, post_email_reads, post_queries).
+
+engines: {builtin}{plugins}
+  python -m asyncbench engines     every engine with its settings and their defaults
+
+examples:
+  python -m asyncbench benchmarks/quick.toml --engine {first}
+  python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
+  python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
+"""
+
+def epilog() -> str:
+    """The run command's epilog: exit codes, stable operations, engines and examples."""
+    from asyncbench.engines import BUILTIN, PLUGINS, REGISTRY
+
+    first, second = list(BUILTIN)[:2]  # no engine imported for --help
+    return EPILOG.format(
+        first=first,
+        pair=f"{first},{second}",
+        builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
+        plugins=f"; plug-ins: {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The run command's arguments: the plan, one flag per [run] key, and the run's options."""
+    p.epilog = epilog()
+    p.add_argument(
+        "plan", nargs="?", help="TOML plan file; without one, usage and the plans found here are printed"
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
+    )
+    add_run_key_flags(p)
+    p.add_argument("--log-file", help="JSON-lines log (default: OUTPUT/asyncbench-<stamp>.log)")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no live progress bars (shown only when stdout is a terminal; the JSON log is unaffected)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no status line on stderr every 10 s (printed only when stdout is not a terminal)",
+    )
+    p.add_argument(
+        "--update-latest",
+        action="store_true",
+        help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
+        "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+    )
+    p.add_argument(
+        "--check-reference",
+        action="store_true",
+        help="exit 1 when a checksum differs from the published reference of this configuration "
+        "(refused, exit 2, for a configuration without one)",
+    )
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
+        "spread, latency percentiles, checksum)",
+    )
+    p.add_argument(
+        "--require-accelerator",
+        action="store_true",
+        help="refuse to run (exit 2) when the compiled workload kernels are not built",
+    )
+    p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
+
+
+def add_run_key_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per ``[run]`` key that has one, from the table (asyncbench.config.RUN_KEYS)."""
+    from asyncbench.engines import REGISTRY
+
+    for key in RUN_KEYS.values():
+        if key.flag is None:
+            continue
+        if isinstance(key.type, Bool):
+            p.add_argument(key.flag, action=argparse.BooleanOptionalAction, default=None, help=key.help)
+        elif key.name == "engines":
+            p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
+        else:
+            p.add_argument(key.flag, help=key.help)
+
+
+def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
+    """Flags override the file; each is validated like the file's key and named as the flag."""
+    where = "command line"
+    if args.keep_data and args.clean_data:
+        raise ConfigError(where, "--keep-data", "contradicts --clean-data")
+    if args.keep_data:
+        args.clean_data = False
+    for key in RUN_KEYS.values():
+        value = getattr(args, key.dest, None) if key.flag else None
+        if value is None:
+            continue
+        assert key.flag is not None
+        if isinstance(value, str):
+            value = key.type.from_text(where, key.flag, value)
+        apply_run_key(cfg, where, key.flag, key.name, value)
+    check_phase_counts(cfg, where)
+    check_repeats(cfg, where)
+    latest = []
+    if args.update_latest:
+        from asyncbench.dirs.paths import output_run_dirs
+        from asyncbench.report.outputs import latest_files
+
+        latest = latest_files(cfg.output, output_run_dirs(cfg))
+    check_run_paths(cfg, args.log_file, latest, where)
+    check_scale(cfg, profiles_from_flag=args.profiles is not None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The run command: stop signals first, then the config, the checks, the estimate, the run."""
+    stop = StopSignals()
+    stop.install()  # before anything runs: no signal may take its default action from here on
+    try:
+        return _run(args, stop)
+    finally:
+        stop.restore()
+
+
+def _run(args: argparse.Namespace, stop: StopSignals) -> int:
+    if args.plan is None:
+        from asyncbench.cli.plans import usage
+
+        print(usage(args.parser), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        cfg = load(args.plan)
+        apply_flags(cfg, args)
+        from asyncbench.run import preflight
+
+        if args.check_reference:
+            preflight.check_published(cfg)
+        if args.require_accelerator:
+            preflight.check_accelerator()
+    except ConfigError as exc:
+        print(f"asyncbench: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from asyncbench.cli.run import confirm_start, run
+
+    if not confirm_start(cfg, args.yes):
+        return EXIT_OK
+    if args.quiet:  # engine child processes inherit it, as they do --no-progress
+        import os
+
+        from asyncbench.run.status import QUIET_ENV
+
+        os.environ[QUIET_ENV] = "1"
+    return run(
+        cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
+    )

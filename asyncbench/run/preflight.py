@@ -1,0 +1,38 @@
+"""Checks a run makes before it starts that need more than the plan: a published
+reference for ``--check-reference``, the compiled kernels for ``--require-accelerator``.
+
+Each raises :class:`~asyncbench.config.ConfigError` naming the flag, so the command line
+reports it like any bad flag (exit 2, nothing run or created).
+"""
+
+from __future__ import annotations
+
+from asyncbench.config import BenchConfig, ConfigError
+
+__all__ = ["check_accelerator", "check_published"]
+
+
+def check_published(cfg: BenchConfig) -> None:
+    """--check-reference needs a published reference for every (profiles, P) level."""
+    from dataclasses import asdict
+
+    from asyncbench.workloads.profile_store.published import published_checksums, published_configurations
+
+    for level in cfg.levels():
+        profiles, parallelism = level.profiles, level.parallelism
+        if published_checksums(profiles, parallelism, cfg.limit, cfg.seed, asdict(level.counts)) is None:
+            known = ", ".join(f"{n:_d}/P{p}/limit {lim}" for n, p, lim in published_configurations())
+            raise ConfigError(
+                "command line",
+                "--check-reference",
+                f"no published reference for {profiles:_d} profiles, P{parallelism}, limit {cfg.limit}, "
+                f"seed {cfg.seed} and these counts; published (default counts, seed 570123434): {known}",
+            )
+
+
+def check_accelerator() -> None:
+    """--require-accelerator: the compiled workload kernels must be built."""
+    from asyncbench.workloads.profile_store import kernels
+
+    if not kernels.ACCELERATED:
+        raise ConfigError("command line", "--require-accelerator", kernels.status_line())
