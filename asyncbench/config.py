@@ -35,7 +35,8 @@ def default_engines() -> tuple[str, ...]:
     """The engines a plan without ``engines`` runs: the registry's serverless defaults."""
     from asyncbench.engines import DEFAULT_ENGINES
 
-    return DEFAULT_ENGINES
+    engines: tuple[str, ...] = DEFAULT_ENGINES
+    return engines
 
 
 class ConfigError(ValueError):

@@ -210,7 +210,8 @@ class EngineResult:
         return next((p.checksum for p in self.phases if p.action is Action.VERIFY), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return _dump(self)
+        doc: dict[str, Any] = _dump(self)
+        return doc
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.to_dict())
@@ -425,8 +426,9 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        hints = _hints(tp)
-        fields = [f for f in dataclasses.fields(tp) if f.init]
+        cls: Any = tp  # is_dataclass narrowed tp to "a dataclass or an instance"; it is a class here
+        hints = _hints(cls)
+        fields = [f for f in dataclasses.fields(cls) if f.init]
         names = {f.name for f in fields}
         unknown = set(value) - names
         if unknown:
@@ -440,7 +442,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
         ]
         if missing:
             raise ResultError(f"{where}: missing field {missing[0]!r}")
-        obj = tp(**{k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+        obj = cls(**{k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()})
         check = getattr(obj, "check", None)
         if check is not None:
             try:

@@ -20,7 +20,7 @@ So every batch loop is written once, here, whatever the driver. Every loop appen
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any, Protocol, TypeVar
@@ -144,7 +144,7 @@ async def _no_barrier() -> None:
     return None
 
 
-def run_to_completion(body: Callable[..., Awaitable[T]], *args: Any) -> T:
+def run_to_completion(body: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
     """``body(*args)`` driven to its end right here, for a synchronous driver whose
     session methods never suspend (a batch on SQLite's connection thread). A batch that
     does suspend is a bug in that session, and an error, never a silent partial batch."""
@@ -233,7 +233,7 @@ class SqlProfileStore:
         fetch_one, row = self.session.fetch_one, self.row
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out = []
+        out: list[Any] = []
         append = out.append
         for key in keys:
             r = await fetch_one(statement, (key,))

@@ -48,10 +48,10 @@ def repeat_summary(run: RunResult, width: int = WIDTH) -> list[str]:
             if tp is not None:
                 median, summary = f"{fmt.count(round(tp.median))}/s", tp
             else:  # no operations: the time, never marked (as in the report)
-                summary = g.seconds(index)
-                if summary is None:
+                seconds = g.seconds(index)
+                if seconds is None:
                     continue
-                median = f"{summary.median:.3f} s"
+                median, summary = f"{seconds.median:.3f} s", seconds
             unstable = tp is not None and tp.unstable(UNSTABLE_THRESHOLD)
             marked = marked or unstable
             mark = " *" if unstable else ""

@@ -101,7 +101,23 @@ def throughput_stats(run: RunResult) -> dict[str, list[ThroughputRow]]:
         for index, spec in enumerate(run.phases):
             tp = g.throughput(index)
             if tp is not None:
-                rows.append(ThroughputRow(index=index, name=spec.name, **tp.to_dict(), unstable=tp.unstable()))
+                rows.append(
+                    ThroughputRow(
+                        index=index,
+                        name=spec.name,
+                        n=tp.n,
+                        median=tp.median,
+                        min=tp.min,
+                        max=tp.max,
+                        mean=tp.mean,
+                        stdev=tp.stdev,
+                        ci95_low=tp.ci_low,
+                        ci95_high=tp.ci_high,
+                        spread_pct=tp.spread_pct,
+                        samples=list(tp.samples),
+                        unstable=tp.unstable(),
+                    )
+                )
         out[g.engine] = rows
     return out
 

@@ -91,7 +91,7 @@ bucket's median value.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, NamedTuple, TypedDict
 
 import numpy as np

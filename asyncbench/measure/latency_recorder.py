@@ -306,7 +306,7 @@ class _SlotSweep:
     def take(self, slot: int) -> list[np.ndarray]:
         """This worker's latencies of the operations ending in ``slot`` (every earlier
         slot already taken)."""
-        out = []
+        out: list[np.ndarray] = []
         while True:
             if self._slots.size == 0 and not self._more():
                 return out

@@ -27,7 +27,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import psutil
 
@@ -313,7 +313,7 @@ def _sys_flag_names() -> tuple[str, ...]:
     return tuple(getattr(type(sys.flags), "__match_args__", ()))
 
 
-def mark_end(env: Provenance) -> None:
+def mark_end(env: Provenance | dict[str, Any]) -> None:
     """Record the load average at the end of the run."""
     env["load_avg_end"] = list(os.getloadavg())
 

@@ -40,7 +40,7 @@ def _tp(get: str) -> Column[_Row]:
 
 
 def _lat(key: str) -> Column[_Row]:
-    return Column(f"latency_{key}_ns", "r", lambda r: r.lat[key] if r.lat else None)  # type: ignore[literal-required]
+    return Column(f"latency_{key}_ns", "r", lambda r: r.lat[key] if r.lat else None)
 
 
 TABLE: list[Column[_Row]] = [

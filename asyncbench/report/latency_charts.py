@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 DISTRIBUTION_TITLE = "Latency Percentiles"  # its file is ...-latency-percentiles.svg
-OverTimePoint = tuple[float, int, int, int]
+OverTimePoint = tuple[float, float, float, float]
 """(seconds since the phase start, p50 ns, p99 ns, max ns) of one time bucket."""
 
 _PANEL_IN = 2.7

@@ -57,6 +57,11 @@ def _secs(p: PhaseResult | None) -> str:
     return "n/a" if p.skipped else fmt.ms(p.seconds)
 
 
+def _cell(show: Callable[[PhaseResult | None], str], kind: PhaseKind, use: StreamUse) -> Callable[[EngineResult], str]:
+    """The cell of one use of a phase kind: ``show`` of the engine's phase there."""
+    return lambda e: show(_use_phase(e, kind, use))
+
+
 def _close_time(p: PhaseResult | None) -> str:
     """The close before the reopen phase, timed apart from the open."""
     return "n/a" if p is None or p.close_seconds is None else fmt.ms(p.close_seconds)
@@ -73,8 +78,8 @@ def _maintenance_columns() -> list[Column[EngineResult]]:
     for kind in PHASES.values():
         for use, label in zip(kind.uses, kind.columns, strict=False):
             if kind.action is Action.REOPEN:
-                out.append(Column("Close", "r", lambda e, k=kind, u=use: _close_time(_use_phase(e, k, u))))
-            out.append(Column(label, "r", lambda e, k=kind, u=use: _secs(_use_phase(e, k, u))))
+                out.append(Column("Close", "r", _cell(_close_time, kind, use)))
+            out.append(Column(label, "r", _cell(_secs, kind, use)))
     return out
 
 
@@ -118,7 +123,7 @@ def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
     return [
         Column(label, "r", when(lambda e: fmt.ms(op(e).seconds))),  # type: ignore[union-attr]
         Column(after, "r", when(lambda e: _secs(_stabilize_for(e, write)))),
-        Column(f"{label} ready", "r", when(lambda e: fmt.ms(ready(e)))),  # type: ignore[arg-type]
+        Column(f"{label} ready", "r", when(lambda e: fmt.ms(ready(e)))),
         Column(f"{label}-ready throughput", "r", when(lambda e: fmt.rate(op(e).ops, ready(e)))),  # type: ignore[union-attr,arg-type]
     ]
 
@@ -169,7 +174,7 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
 
             return Column(md.text(e.engine), "r", cell)
 
-        columns = [Column("Phase", "l", lambda i: md.text(run.phases[i].name))]
+        columns: list[Column[int]] = [Column("Phase", "l", lambda i: md.text(run.phases[i].name))]
         out += markdown(columns + [engine_column(e) for e in run.engines], indexes) + [""]
     for e in run.engines:
         out += [f"### {md.text(e.engine)}", ""]

@@ -17,7 +17,7 @@ import anyio
 
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
-from asyncbench.workloads.profile_store.store import Marks
+from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 from asyncbench.workloads.profile_store.streams import LazyStream
 
 __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
@@ -58,7 +58,7 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
     buckets: list[list[int]] = [[] for _ in range(workers)]
     for uid in uids:
         buckets[uid % workers].append(uid)
-    return buckets
+    return list(buckets)
 
 
 async def run_batches(

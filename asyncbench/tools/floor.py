@@ -188,7 +188,7 @@ async def measure_kind(floor: Floor, kind: str, items: Sequence[Any], args: argp
     row = Row(kind, len(items))
     if args.a_only:  # for a profiler: A alone, no check, no B (ratios then read 1.000)
         for _ in range(args.repeats):
-            s, _ = await run_a(kind, floor.engine, items, args.batch)  # type: ignore[attr-defined]
+            s, _ = await run_a(kind, floor.engine, items, args.batch)
             row.a.append(s)
             row.b.append(s)
         return row

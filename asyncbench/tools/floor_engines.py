@@ -40,9 +40,11 @@ class Floor:
     """One engine: its store for A, the plain loops for B, and copies/fresh stores."""
 
     name = ""
+    engine: Any  # A's engine (its store), once built
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None: ...
-    def plain(self, kind: str) -> Callable[[Sequence[Any]], list]: ...
+    def plain(self, kind: str) -> Callable[[Sequence[Any]], list]:
+        raise NotImplementedError
     async def fork(self) -> None:
         """Make a copy of the store for B's updates (A keeps the original)."""
 
@@ -249,7 +251,7 @@ class RocksFloor(Floor):
                 out.append(new)
             return out
 
-        return {
+        loops: dict[str, Callable[[Sequence[Any]], list]] = {
             "read_by_id": read_by_id,
             "lookup_by_email": lookup_by_email,
             "scan_country_status": by_country_status(False),
@@ -259,7 +261,8 @@ class RocksFloor(Floor):
             "scan_top_reputation": top(False),
             "query_top_reputation": top(True),
             "update": updates,
-        }[kind]
+        }
+        return loops[kind]
 
 
 class SqliteFloor(Floor):

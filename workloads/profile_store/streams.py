@@ -78,14 +78,15 @@ class IdSource(Source):
     """User ids: NextInt64(lo, hi) each (reads, updates, ...)."""
 
     def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
         self.int64_bounds = (lo, hi)
 
     def skip(self, rng: Rng, count: int) -> None:
         for done in range(0, count, SKIP_CHUNK):
-            rng.skip_int64(min(SKIP_CHUNK, count - done), *self.int64_bounds)
+            rng.skip_int64(min(SKIP_CHUNK, count - done), self.lo, self.hi)
 
     def draw(self, rng: Rng, count: int) -> list[int]:
-        return rng.int64_list(count, *self.int64_bounds)
+        return rng.int64_list(count, self.lo, self.hi)
 
 
 class EmailSource(IdSource):
