@@ -90,7 +90,7 @@ def test_the_engine_and_the_phase_loop_agree_on_the_worker_count(tmp_path: Path,
     assert run.engine is not None and run.engine.config.workers == 3
     operation_phases = 2  # insert, read_by_id (verify reads through worker 0 once)
     assert asked == [0, 1, 2] * operation_phases + [0]
-    assert [p.ops for p in run.result.phases if p.kind == "read_by_id"] == [20]
+    assert [p.ops for p in run.result.phases if p.kind.kind == "read_by_id"] == [20]
 
 
 class _NoSampler:
