@@ -76,6 +76,10 @@ class Engine(abc.ABC):
     #: It is the harness floor: the workload's own checksums with no store in between, the
     #: overhead floor of the harness (the report and charts mark it).
     harness_floor: ClassVar[bool] = False
+    #: Several client processes may each open it and run some of the P workers
+    #: (``--processes``/``--cluster``): true of a server's independent connections, false
+    #: of an embedded store, which belongs to the one process that opened it.
+    multi_process: ClassVar[bool] = False
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

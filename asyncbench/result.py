@@ -33,6 +33,7 @@ __all__ = [
     "LatencyStats",
     "PhaseResult",
     "PlanPhase",
+    "ClientProcess",
     "ResultError",
     "RunResult",
     "Status",
@@ -133,6 +134,11 @@ class PhaseResult:
     #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
     latency_over_time: list[list[float]] | None = None
     retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
+    #: Scaled-out runs (``--processes``/``--cluster``) only: how far apart the client
+    #: processes released their workers (the phase is timed from the first release), and
+    #: the client CPU seconds every process spent in the phase, summed.
+    release_skew_seconds: float | None = None
+    client_cpu_seconds: float | None = None
 
     @property
     def ops_per_s(self) -> float:
@@ -146,7 +152,7 @@ class PhaseResult:
                 f"{where}: action {self.action.value!r} and group {self.group.value!r} are not those of "
                 f"phase kind {self.kind.kind!r} ({self.kind.action.value!r}, {self.kind.group.value!r})"
             )
-        for name in ("index", "ops", "seconds", "close_seconds", "retries"):
+        for name in ("index", "ops", "seconds", "close_seconds", "retries", "release_skew_seconds", "client_cpu_seconds"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _at_least(f"{where}.count", self.count, 1)
         for i, row in enumerate(self.latency_over_time or ()):
@@ -157,6 +163,22 @@ class PhaseResult:
                 )
             for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
                 _at_least(f"{where}.latency_over_time[{i}].{name}", value, 0)
+
+
+@dataclass
+class ClientProcess:
+    """One client process of a scaled-out run: where it ran, which of the P workers it
+    hosted and its own peak memory (each process samples itself)."""
+
+    host: str
+    pid: int
+    workers: list[int]
+    peak_rss_bytes: int | None = None
+
+    def check(self, where: str) -> None:
+        _at_least(f"{where}.peak_rss_bytes", self.peak_rss_bytes, 0)
+        for i, w in enumerate(self.workers):
+            _at_least(f"{where}.workers[{i}]", w, 0)
 
 
 @dataclass
@@ -174,6 +196,8 @@ class EngineResult:
     notes: list[str] = field(default_factory=list)
     repeat: int = 0  # which repeat of this engine (0-based, interleaved A B C A B C ...)
     warmup: bool = False  # a declared warm-up repeat: kept here, left out of the statistics
+    #: Scaled-out runs: the client processes in process order (empty: this one process).
+    client_processes: list[ClientProcess] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -157,6 +157,7 @@ class SessionPoolEngine(Engine, Generic[S]):
     #: The engine as messages name it ("MySQL engine is not open").
     product: ClassVar[str]
     endpoints: list[Endpoint]
+    multi_process: ClassVar[bool] = True  # a connection per worker: any process may hold some
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)

@@ -1,0 +1,365 @@
+"""Worker side of a scaled-out run: one client process hosting some of the P workers.
+
+A :class:`ClientProcess` is a Dask actor living in a Dask worker process (a
+``LocalCluster`` worker for ``--processes K``, a ``dask worker`` on another host for
+``--cluster``). It is given the run's config, never operation lists: it draws the same plan
+from the seed as every other process, opens the engine itself, and for each operation phase
+computes the partitions of all P workers from (plan, phase, P) and runs only its own
+workers' (``hosted``), each folding its own checksum.
+
+Its work runs on its own event loop (uvloop when installed) in a thread of its own, through
+an anyio blocking portal, so the benchmark never shares a loop with Dask's communication;
+the actor's methods are coroutines on the Dask worker's loop that only hand work over to
+that portal, so :meth:`abort` is served while a phase runs.
+
+The coordinator is :mod:`asyncbench.run.distributed`; this module has no Dask import (the
+actor class is plain Python, Dask only hosts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from time import perf_counter, process_time
+from typing import Any, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from asyncbench.config import BenchConfig, from_json
+from asyncbench.dirs.run_dirs import make_real_dir
+from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engines import engine_class
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.measure.memory_sampler import MemorySampler
+from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches
+from asyncbench.workloads.profile_store.checksum import Checksum
+from asyncbench.workloads.profile_store.phases import (
+    PHASES,
+    VERIFY_OPS,
+    Action,
+    PhaseContext,
+    Split,
+    phase_items,
+    verify_checksum,
+)
+from asyncbench.workloads.profile_store.plan import Plan, draw_plan
+
+__all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
+
+T = TypeVar("T")
+
+
+def hosted_workers(k: int, processes: int, parallelism: int) -> list[int]:
+    """Worker indexes process ``k`` of ``K`` hosts: contiguous blocks, ``range(k·P//K,
+    (k+1)·P//K)``, so every worker is hosted exactly once and each process hosts P//K or
+    P//K + 1 of them (a pure function of (k, K, P): any process can recompute it)."""
+    if not 0 <= k < processes <= parallelism:
+        raise ValueError(f"process {k} of {processes} with {parallelism} workers: need 0 <= k < K <= P")
+    return list(range(k * parallelism // processes, (k + 1) * parallelism // processes))
+
+
+@dataclass
+class WorkerPart:
+    """One worker's share of an operation phase, as its process reports it."""
+
+    worker: int
+    checksum: str  # the worker's own fold (hex)
+    items: int  # the size of its partition (0: it takes no part in the phase checksum)
+    end: float  # when it finished (wall clock, ``time.time()``)
+
+
+@dataclass
+class PhasePart:
+    """One process's share of an operation phase: its workers, when it released them
+    (wall clock, comparable between the processes of a host), the retries its sessions
+    counted, its client CPU seconds over the phase and its workers' latency histogram
+    (HdrHistogram, encoded: the coordinator merges them exactly)."""
+
+    process: int
+    release: float
+    workers: list[WorkerPart]
+    retries: int
+    cpu_seconds: float
+    histogram: str | None
+
+
+@dataclass
+class OtherOutcome:
+    """A phase that is not operations (stabilize, settle, reopen, verify), run by process 0."""
+
+    seconds: float
+    ops: int = 0
+    checksum: str | None = None
+    close_seconds: float | None = None
+    storage_bytes: int | None = None
+
+
+class ClientProcess:
+    """The Dask actor: one per client process. Methods are called by the coordinator in
+    this order: ``start``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
+    ``other`` (process 0 only), ``close`` (and process 0: ``delete_store``), ``stop``."""
+
+    def __init__(self) -> None:
+        self._portal_cm: Any = None
+        self._portal: BlockingPortal | None = None
+        self._cfg: BenchConfig | None = None
+        self._name = ""
+        self._plan: Plan | None = None
+        self._k = 0
+        self._hosted: list[int] = []
+        self._engine: Engine | None = None
+        self._background: TaskGroup | None = None
+        self._closed: anyio.Event | None = None
+        self._sampler = MemorySampler()
+        self._ctx: PhaseContext | None = None
+        self._prepared: dict[str, Any] | None = None
+        self._running: anyio.CancelScope | None = None
+
+    # --- plumbing: every call runs on the portal's loop --------------------------------
+    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        assert self._portal is not None, "ClientProcess.start was not called"
+        future: Future[T] = self._portal.start_task_soon(fn, *args)
+        return await asyncio.wrap_future(future)
+
+    async def start(self, config_json: bytes, name: str, profiles: int, k: int, processes: int) -> dict[str, Any]:
+        """Draw the plan (the same in every process) and start this process's event loop;
+        returns where this process runs (host, pid) and the workers it hosts."""
+        from asyncbench.run.signals import backend_options
+
+        self._cfg = cfg = from_json(config_json)
+        self._name, self._k = name, k
+        self._hosted = hosted_workers(k, processes, cfg.parallelism)
+        self._ctx = PhaseContext.for_seed(cfg.seed)
+        loop = asyncio.get_running_loop()
+        self._plan = await loop.run_in_executor(None, draw_plan, cfg.counts_for(profiles), cfg.seed)
+        options = backend_options()
+        self._portal_cm = start_blocking_portal("asyncio", options)
+        self._portal = self._portal_cm.__enter__()
+        self._sampler.reset()
+        self._portal.start_task_soon(self._sampler.run)
+        return {"host": socket.gethostname(), "pid": os.getpid(), "workers": list(self._hosted)}
+
+    async def open(self, reset: bool) -> None:
+        """Open the engine (all P connections' worth of config; this process uses its own
+        workers' handles). Process 0 opens first with ``reset`` (the schema), the others after."""
+        assert self._portal is not None
+        if self._closed is None:  # the engine's task group: a task of its own on the loop
+            ready = await self._call(_new_event)
+            self._closed = await self._call(_new_event)
+            self._portal.start_task_soon(self._host, ready)
+            await self._call(ready.wait)
+        await self._call(self._open, reset)
+
+    async def _open(self, reset: bool) -> None:
+        cfg, plan = self._cfg, self._plan
+        assert cfg is not None and plan is not None
+        n = plan.counts.profiles
+        econf = EngineConfig(
+            name=self._name,
+            data_dir=cfg.data / f"profiles-{n}" / self._name,
+            settings=cfg.engine_settings.get(self._name, {}),
+            limit=cfg.limit,
+            seed=cfg.seed,
+            workers=cfg.parallelism,
+        )
+        if self._k == 0:
+            make_real_dir(econf.data_dir)
+        self._engine = engine = engine_class(self._name)(econf)
+        assert self._background is not None
+        await engine.open(reset, self._background)
+        # One untimed read of an id no plan draws (0) on every connection: a driver may
+        # leave a freshly prepared session inside an implicit transaction holding table
+        # locks (asyncpg's prepare does), which would block the next process's open (its
+        # CREATE ... IF NOT EXISTS) until that session's first statement. Reads change
+        # nothing, so no checksum can see it.
+        for w in range(cfg.parallelism):
+            await engine.worker(w).read_by_id([0], [])
+
+    async def _host(self, ready: anyio.Event) -> None:
+        """The engine's background task group, from before open until after close."""
+        assert self._closed is not None
+        async with anyio.create_task_group() as tg:
+            self._background = tg
+            ready.set()
+            await self._closed.wait()
+            tg.cancel_scope.cancel()
+
+    # --- operation phases ---------------------------------------------------------------
+    async def prepare(self, index: int) -> int:
+        """Build this process's workers' partitions of phase ``index`` (outside its time);
+        returns how many operations they hold."""
+        return await self._call(self._prepare, index)
+
+    async def _prepare(self, index: int) -> int:
+        cfg, plan, engine = self._cfg, self._plan, self._engine
+        assert cfg is not None and plan is not None and engine is not None
+        spec = cfg.phases[index]
+        kind = PHASES[spec.kind]
+        items = phase_items(kind, spec.stream, spec.count, plan)
+        workers = cfg.parallelism
+        if workers == 1:
+            parts: list[Any] = [items]
+        else:
+            parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
+        engine.take_retries()  # what the previous phases counted is theirs
+        self._prepared = {
+            "kind": kind,
+            "parts": {w: parts[w] for w in self._hosted},
+            "handles": {w: engine.worker(w) for w in self._hosted},
+        }
+        return sum(len(p) for p in self._prepared["parts"].values())
+
+    async def go(self, release_at: float) -> PhasePart:
+        """Release this process's workers at ``release_at`` (wall clock, the same instant
+        for every process) and run them to their end."""
+        return await self._call(self._go, release_at)
+
+    async def _go(self, release_at: float) -> PhasePart:
+        cfg, engine, prepared, ctx = self._cfg, self._engine, self._prepared, self._ctx
+        assert cfg is not None and engine is not None and prepared is not None and ctx is not None
+        self._prepared = None
+        kind, parts, handles = prepared["kind"], prepared["parts"], prepared["handles"]
+        recorder = PhaseRecorder(cfg.parallelism)
+        sums = {w: Checksum() for w in parts}
+        ends: dict[int, float] = {}
+
+        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
+            recorder.add(worker, ops, seconds, marks)
+
+        async def worker(w: int) -> None:
+            await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
+            ends[w] = time.time()
+
+        try:
+            with anyio.CancelScope() as self._running:
+                wait = release_at - time.time()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                cpu0 = process_time()
+                release = time.time()
+                async with anyio.create_task_group() as tg:
+                    for w in parts:
+                        tg.start_soon(worker, w)
+                cpu = process_time() - cpu0
+            if self._running.cancelled_caught:
+                raise RuntimeError(f"client process {self._k}: phase aborted by the coordinator")
+            summary = recorder.summary()
+            return PhasePart(
+                process=self._k,
+                release=release,
+                workers=[WorkerPart(w, sums[w].hex(), len(parts[w]), ends[w]) for w in sorted(parts)],
+                retries=engine.take_retries(),
+                cpu_seconds=cpu,
+                histogram=None if summary is None else summary["histogram"],
+            )
+        finally:
+            self._running = None
+            recorder.close()
+
+    async def abort(self) -> None:
+        """Cancel a phase under way (another process failed): its workers stop now."""
+        if self._portal is not None:
+            await self._call(self._abort)
+
+    async def _abort(self) -> None:
+        if self._running is not None:
+            self._running.cancel()
+
+    # --- the rest: process 0 -------------------------------------------------------------
+    async def other(self, index: int) -> OtherOutcome:
+        """Stabilize, settle (and the storage figure), reopen or verify: what the
+        single-process runner does once, done once, here."""
+        return await self._call(self._other, index)
+
+    async def _other(self, index: int) -> OtherOutcome:
+        cfg, plan, engine = self._cfg, self._plan, self._engine
+        assert cfg is not None and plan is not None and engine is not None
+        action = PHASES[cfg.phases[index].kind].action
+        out = OtherOutcome(seconds=0.0)
+        t0 = perf_counter()
+        if action is Action.STABILIZE:
+            await engine.stabilize()
+        elif action is Action.SETTLE:
+            await engine.settle()
+        elif action is Action.REOPEN:
+            await engine.close()
+            out.close_seconds = perf_counter() - t0
+            t0 = perf_counter()
+            if engine.persistent:
+                self._engine = None
+                self._engine = engine = type(engine)(engine.config)
+            assert self._background is not None
+            await engine.open(False, self._background)
+        elif action is Action.VERIFY:
+            out.checksum = await verify_checksum(engine.worker(0), plan.counts.profiles)
+            out.ops = VERIFY_OPS
+        out.seconds = perf_counter() - t0
+        if action is Action.SETTLE:
+            out.storage_bytes = await engine.measure_storage()
+        return out
+
+    async def needs_stabilization(self) -> bool:
+        return self._engine is not None and self._engine.needs_stabilization
+
+    async def storage(self) -> int | None:
+        return None if self._engine is None else await self._call(self._engine.measure_storage)
+
+    async def facts(self) -> Any:
+        return None if self._engine is None else self._engine.facts()
+
+    async def close(self) -> str | None:
+        """Close the engine (its connections); returns what failed, if anything."""
+        if self._portal is None or self._engine is None:
+            return None
+        return await self._call(self._close)
+
+    async def _close(self) -> str | None:
+        engine, self._engine = self._engine, None
+        try:
+            with anyio.move_on_after(60):
+                assert engine is not None
+                await engine.close()
+            return None
+        except Exception as exc:
+            return f"close failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._engine = engine  # delete_store needs it (closed)
+            if self._closed is not None:
+                self._closed.set()
+
+    async def delete_store(self) -> bool:
+        if self._engine is None:
+            return True
+        return await self._call(self._engine.delete_store)
+
+    async def peak_rss(self) -> int:
+        self._sampler.sample()
+        return self._sampler.peak
+
+    async def stop(self) -> None:
+        """Stop this process's event loop (after close)."""
+        portal, portal_cm = self._portal, self._portal_cm
+        self._portal_cm, self._portal = None, None
+        if portal is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.get_running_loop().run_in_executor(None, _stop_portal, portal, portal_cm)
+
+
+async def _new_event() -> anyio.Event:
+    return anyio.Event()
+
+
+def _stop_portal(portal: BlockingPortal, portal_cm: Any) -> None:
+    """Cancel what still runs on the portal's loop (the memory sampler), then end it."""
+    try:
+        portal.call(portal.stop, True)
+    finally:
+        portal_cm.__exit__(None, None, None)

@@ -1,0 +1,449 @@
+"""Coordinator of a scaled-out run: the P workers of a client/server engine across K
+client processes, on this host (``--processes K``: a Dask ``LocalCluster``) or on the
+worker processes of an existing Dask cluster (``--cluster ADDRESS``).
+
+Dask distributed does the process management, placement and messaging (actors, one
+:class:`~asyncbench.run.client_process.ClientProcess` per Dask worker process); this
+module is the protocol's logic only, chosen by measurement (docs/scaling.md):
+
+- every process draws the same plan from the config (nothing but the config is shipped);
+  worker ``w``'s partition depends only on (plan, phase, P, w) (contiguous blocks of
+  workers per process, :func:`~asyncbench.run.client_process.hosted_workers`);
+- per operation phase: every process builds its partitions (``prepare``), then all are
+  released at one wall-clock instant a little ahead (``go``): the phase is timed from the
+  first process's release to the last worker's end, and the release skew is reported;
+- the phase checksum is :func:`checksum.combine` of the workers' checksums in worker
+  order; operations and retries are summed, latency histograms merged (HdrHistogram
+  counts add exactly), client CPU summed; each process's peak memory is its own;
+- stabilize, settle, reopen and verify run once, in process 0, as the single-process
+  runner runs them once;
+- a process that dies, or a phase that fails in one, ends the engine's run as a Failed row
+  with the phases completed so far; the others are aborted and closed; a cluster this
+  module started is stopped (nothing is left running), on Ctrl-C too.
+
+Clock: phase times compare ``time.time()`` stamps of different processes: one clock on one
+host; across hosts it is as good as their clock synchronisation (say so in the report).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any, TypeVar
+
+import anyio
+
+from asyncbench.config import BenchConfig, to_json
+from asyncbench.engine import EngineUnavailable
+from asyncbench.engines import engine_class
+from asyncbench.measure.latency import LatencyHistogram
+from asyncbench.result import ClientProcess, EngineResult, LatencyStats, PhaseResult, Status
+from asyncbench.run.client_process import ClientProcess as ClientProcessActor
+from asyncbench.run.client_process import OtherOutcome, PhasePart
+from asyncbench.run.observers import Observer
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.phases import PHASES, Action
+
+__all__ = [
+    "CLIENT_BOUND_BUSY",
+    "MergedPhase",
+    "Placement",
+    "DistributedEngineRun",
+    "PlacementError",
+    "check_placement",
+    "merge_phase",
+]
+
+T = TypeVar("T")
+
+#: How far ahead of "now" the coordinator schedules a phase's release: enough for the
+#: ``go`` call to reach every process first (measured: a 6-11 ms median round trip to 4
+#: processes on the shared 2-core machine, 37 ms at worst), not counted in the phase's time.
+RELEASE_LEAD_SECONDS = 0.1
+#: How often the coordinator checks that every client process is still in the cluster.
+WATCH_SECONDS = 0.5
+#: Closing, aborting and stopping after a failure, each bounded.
+CLOSE_GRACE_SECONDS = 60.0
+#: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck.
+CLIENT_BOUND_BUSY = 0.8
+
+
+class PlacementError(ValueError):
+    """``--processes``/``--cluster`` asked of an engine or a level that cannot take it."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the client runs: ``processes`` Dask worker processes started on this host, or
+    the workers of the existing cluster at ``cluster`` (a scheduler address)."""
+
+    processes: int = 1
+    cluster: str | None = None
+
+    @property
+    def scaled(self) -> bool:
+        return self.processes > 1 or self.cluster is not None
+
+
+def check_placement(engines: Sequence[str], parallelism: Sequence[int], placement: Placement) -> None:
+    """Refuse, before anything runs, an engine whose store belongs to one process (the
+    embedded engines) and K > P (a process with no worker)."""
+    if not placement.scaled:
+        return
+    how = f"--cluster {placement.cluster}" if placement.cluster else f"--processes {placement.processes}"
+    single = [name for name in engines if not getattr(engine_class(name), "multi_process", False)]
+    if single:
+        raise PlacementError(
+            f"{how}: engine(s) {', '.join(single)} run in one process only (an embedded store belongs "
+            "to the process that opened it); scale out only the client/server engines (mysql, postgres)"
+        )
+    if placement.cluster is None:
+        low = [p for p in parallelism if p < placement.processes]
+        if low:
+            raise PlacementError(
+                f"{how}: parallelism {low[0]} is less than the {placement.processes} client processes "
+                "(every process hosts at least one worker)"
+            )
+
+
+@dataclass
+class MergedPhase:
+    ops: int
+    checksum: str
+    seconds: float
+    release_skew_seconds: float
+    retries: int
+    cpu_seconds: float
+    latency: LatencyStats | None
+    busiest: float  # the largest process's CPU seconds / phase seconds
+
+
+def merge_phase(parts: Sequence[PhasePart], parallelism: int) -> MergedPhase:
+    """The processes' shares of one operation phase as one phase, exactly as
+    :func:`~asyncbench.run.phase_loop.run_operations` would report it at the same P:
+    the checksum combines the non-empty workers' checksums in worker order (P1: the one
+    worker's), ops and retries are sums, histograms are merged, never averaged."""
+    workers = sorted((w for p in parts for w in p.workers), key=lambda w: w.worker)
+    if [w.worker for w in workers] != list(range(parallelism)):
+        raise RuntimeError(
+            f"the client processes reported workers {[w.worker for w in workers]}, expected 0..{parallelism - 1}"
+        )
+    if parallelism == 1:
+        checksum = workers[0].checksum
+    else:
+        active = [w.checksum for w in workers if w.items]
+        checksum = combine(active) if active else Checksum().hex()
+    release = min(p.release for p in parts)
+    end = max(w.end for w in workers)
+    seconds = max(end - release, 0.0)
+    hists = [LatencyHistogram.from_encoded(p.histogram) for p in parts if p.histogram]
+    latency = None
+    if hists:
+        merged = LatencyHistogram.merge(hists)
+        if merged.count:
+            latency = LatencyStats(**merged.summary(), histogram=merged.encoded())
+    return MergedPhase(
+        ops=sum(w.items for w in workers),
+        checksum=checksum,
+        seconds=seconds,
+        release_skew_seconds=max(p.release for p in parts) - release,
+        retries=sum(p.retries for p in parts),
+        cpu_seconds=sum(p.cpu_seconds for p in parts),
+        latency=latency,
+        busiest=max(p.cpu_seconds for p in parts) / seconds if seconds > 0 else 0.0,
+    )
+
+
+class ClientProcessLost(RuntimeError):
+    """A client process left the cluster (killed, crashed, its host gone)."""
+
+
+async def _all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Every call concurrently; the first failure cancels the waits for the others."""
+    out: list[Any] = [None] * len(calls)
+
+    async def one(i: int) -> None:
+        out[i] = await calls[i]()
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(calls)):
+            tg.start_soon(one, i)
+    return out
+
+
+class DistributedEngineRun:
+    """One engine at one profile count across K client processes; ``result`` keeps what
+    completed if it stops early (the same contract as :class:`~asyncbench.run.runner.EngineRun`)."""
+
+    def __init__(
+        self, cfg: BenchConfig, name: str, profiles: int, observer: Observer, placement: Placement
+    ) -> None:
+        self.cfg, self.name, self.profiles, self.observer, self.placement = cfg, name, profiles, observer, placement
+        self.result = EngineResult(engine=name)
+        self.current: str | None = None
+        self.step = "setup"
+        self.actors: list[Any] = []
+        self.opened = False
+        self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
+
+    async def run(self) -> EngineResult:
+        res = self.result
+        started = perf_counter()
+        self.observer.engine_start(self.name, self.profiles)
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await self._connect(stack)
+                with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._watch, client)
+                        try:
+                            await self._run_phases(client)
+                        finally:
+                            with anyio.CancelScope(shield=True):
+                                await self._finish()
+                        tg.cancel_scope.cancel()
+                if scope.cancelled_caught:
+                    res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
+        except* EngineUnavailable as group:
+            exc = group.exceptions[0]
+            if self.name in self.cfg.optional_engines:
+                res.set_status(Status.SKIPPED, None, str(exc))
+            else:
+                res.set_status(Status.FAILED, self.current or "open", str(exc))
+        except* anyio.get_cancelled_exc_class():
+            res.set_status(Status.INTERRUPTED, self.current)
+            raise
+        except* Exception as group:  # a process or engine fault ends this engine's run, not the benchmark
+            exc = group.exceptions[0]
+            while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
+            res.set_status(Status.FAILED, self.current or self.step, f"{type(exc).__name__}: {exc}")
+        finally:
+            res.run_seconds = perf_counter() - started
+            peaks = [p.peak_rss_bytes for p in res.client_processes if p.peak_rss_bytes is not None]
+            res.peak_rss_bytes = max(peaks) if peaks else None
+            self._state_facts()
+            try:
+                self.observer.engine_end(res)
+            except Exception as exc:
+                res.notes.append(f"reporting the engine's end failed: {type(exc).__name__}: {exc}")
+        return res
+
+    # --- the cluster -------------------------------------------------------------------
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
+        """A Dask client: to the scheduler at ``--cluster``, else to a LocalCluster of K
+        worker processes started here (stopped on the way out, whatever happens)."""
+        from distributed import Client, LocalCluster
+
+        self.step = "starting the client processes"
+        if self.placement.cluster is not None:
+            client = await stack.enter_async_context(
+                Client(self.placement.cluster, asynchronous=True, timeout=30)
+            )
+        else:
+            cluster = await stack.enter_async_context(
+                LocalCluster(
+                    n_workers=self.placement.processes,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    asynchronous=True,
+                )
+            )
+            client = await stack.enter_async_context(Client(cluster, asynchronous=True))
+        stack.push_async_callback(self._release_actors)
+        return client
+
+    async def _release_actors(self) -> None:
+        self.actors = []
+
+    async def _watch(self, client: Any) -> None:
+        """Fail the run when a client process leaves the cluster (the actor's call may
+        otherwise wait for a worker that will never answer)."""
+        while True:
+            await anyio.sleep(WATCH_SECONDS)
+            if not self.result.client_processes:
+                continue
+            present = set(await client.run_on_scheduler(_worker_addresses))
+            lost = [k for k, addr in enumerate(self._addresses) if addr not in present]
+            if lost:
+                hosts = ", ".join(
+                    f"{k} (pid {self.result.client_processes[k].pid} on {self.result.client_processes[k].host})"
+                    for k in lost
+                )
+                raise ClientProcessLost(f"client process {hosts} left the cluster")
+
+    async def _start_actors(self, client: Any) -> None:
+        with anyio.fail_after(60):  # a cluster with no worker: say so, do not wait forever
+            await client.wait_for_workers(self.placement.processes if self.placement.cluster is None else 1)
+        workers = sorted(await client.run_on_scheduler(_worker_addresses))
+        k_total = len(workers)
+        if k_total > self.cfg.parallelism:
+            raise RuntimeError(
+                f"the cluster has {k_total} worker processes, more than the {self.cfg.parallelism} workers "
+                "to place (every process hosts at least one): raise --parallelism"
+            )
+        self._addresses = workers
+        futures = [
+            client.submit(ClientProcessActor, actor=True, workers=[addr], allow_other_workers=False, pure=False)
+            for addr in workers
+        ]
+        self.actors = [await f for f in futures]
+        config = to_json(self.cfg)
+        infos = await _all(
+            [
+                (lambda k=k, a=a: a.start(config, self.name, self.profiles, k, k_total))
+                for k, a in enumerate(self.actors)
+            ]
+        )
+        self.result.client_processes = [ClientProcess(i["host"], i["pid"], i["workers"]) for i in infos]
+
+    # --- the phases --------------------------------------------------------------------
+    async def _run_phases(self, client: Any) -> None:
+        res = self.result
+        await self._start_actors(client)
+        self.step = "open"
+        cls = engine_class(self.name)
+        res.facts = cls(_probe_config(self.cfg, self.name, self.profiles)).facts()
+        self.current = "open"
+        first, *rest = self.actors
+        await first.open(True)  # the schema first (DROP/CREATE), then the others join it
+        self.opened = True
+        for actor in rest:  # one at a time: each runs the schema's IF NOT EXISTS statements
+            await actor.open(False)
+        needs_stabilization = await first.needs_stabilization()
+        for index, spec in enumerate(self.cfg.phases):
+            self.current = spec.name
+            kind = PHASES[spec.kind]
+            if kind.action is Action.OPERATIONS:
+                await self._operations(index)
+            elif kind.action is Action.STABILIZE and not needs_stabilization:
+                pr = self._row(index, 0, 0.0, skipped=True)
+                res.phases.append(pr)
+                self.observer.phase_end(self.name, pr)
+            else:
+                self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
+                out: OtherOutcome = await first.other(index)
+                if out.storage_bytes is not None:
+                    res.storage_bytes = out.storage_bytes
+                pr = self._row(index, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
+                res.phases.append(pr)
+                self.observer.phase_end(self.name, pr)
+        self.current = None
+        self.step = "after the last phase"
+        if res.storage_bytes is None:
+            res.storage_bytes = await first.storage()
+        facts = await first.facts()
+        if facts is not None:
+            res.facts = facts
+
+    async def _operations(self, index: int) -> None:
+        spec = self.cfg.phases[index]
+        sizes = await _all([(lambda a=a: a.prepare(index)) for a in self.actors])
+        self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
+        release_at = time.time() + RELEASE_LEAD_SECONDS
+        parts: list[PhasePart] = await _all([(lambda a=a: a.go(release_at)) for a in self.actors])
+        merged = merge_phase(parts, self.cfg.parallelism)
+        pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
+        pr.retries = merged.retries
+        pr.latency = merged.latency
+        pr.release_skew_seconds = merged.release_skew_seconds
+        pr.client_cpu_seconds = merged.cpu_seconds
+        self._busy.append(merged.busiest)
+        self.result.phases.append(pr)
+        self.observer.phase_end(self.name, pr)
+
+    def _row(
+        self,
+        index: int,
+        ops: int,
+        seconds: float,
+        checksum: str | None = None,
+        skipped: bool = False,
+        close_seconds: float | None = None,
+    ) -> PhaseResult:
+        spec = self.cfg.phases[index]
+        kind = PHASES[spec.kind]
+        return PhaseResult(
+            index=index,
+            name=spec.name,
+            kind=kind,
+            action=kind.action,
+            group=kind.group,
+            ops=ops,
+            seconds=seconds,
+            checksum=checksum,
+            stream=spec.stream,
+            count=spec.count,
+            post_update=spec.post_update,
+            skipped=skipped,
+            close_seconds=close_seconds,
+        )
+
+    # --- the end -----------------------------------------------------------------------
+    async def _finish(self) -> None:
+        """Abort what still runs, close every process's engine, delete the store (process
+        0, when the run cleans data), read each process's peak memory, stop their loops.
+        Each step bounded; a process that is gone is skipped."""
+        notes = self.result.notes
+        for actor in self.actors:
+            with anyio.move_on_after(5), contextlib.suppress(Exception):
+                await actor.abort()
+        for k, actor in enumerate(self.actors):
+            try:
+                with anyio.fail_after(CLOSE_GRACE_SECONDS):
+                    failed = await actor.close()
+                    if failed:
+                        notes.append(f"client process {k}: {failed}")
+                    if k == 0 and self.opened and self.cfg.clean_data and not await actor.delete_store():
+                        notes.append("store kept: the engine cannot delete it")
+                    self.result.client_processes[k].peak_rss_bytes = await actor.peak_rss()
+                    await actor.stop()
+            except Exception as exc:
+                notes.append(f"client process {k}: not closed ({type(exc).__name__}: {exc})")
+
+    def _state_facts(self) -> None:
+        """Where the client ran and whether it was the bottleneck, as engine facts."""
+        procs = self.result.client_processes
+        if not procs:
+            return
+        hosts = sorted({p.host for p in procs})
+        cluster = self.result.facts.cluster
+        cluster["client processes"] = (
+            f"{len(procs)} on {len(hosts)} host{'s' if len(hosts) > 1 else ''} ({', '.join(hosts)})"
+            + (f", Dask cluster at {self.placement.cluster}" if self.placement.cluster else ", Dask LocalCluster")
+        )
+        cluster["client workers"] = "; ".join(
+            f"process {k} (pid {p.pid}): worker{'s' if len(p.workers) > 1 else ''} {', '.join(map(str, p.workers))}"
+            for k, p in enumerate(procs)
+        )
+        if self._busy:
+            bound = sum(b >= CLIENT_BOUND_BUSY for b in self._busy)
+            cluster["bottleneck"] = (
+                f"client-bound in {bound} of {len(self._busy)} operation phases (the busiest client process's "
+                f"CPU at least {CLIENT_BOUND_BUSY:.0%} of the phase time; median {statistics.median(self._busy):.0%})"
+                + ("" if bound else ": the server (or the network) was the limit")
+            )
+
+
+def _worker_addresses(dask_scheduler: Any) -> list[str]:
+    """Run on the scheduler: the addresses of the workers it knows now."""
+    return list(dask_scheduler.workers)
+
+
+def _probe_config(cfg: BenchConfig, name: str, profiles: int) -> Any:
+    from asyncbench.engine import EngineConfig
+
+    return EngineConfig(
+        name=name,
+        data_dir=cfg.data / f"profiles-{profiles}" / name,
+        settings=cfg.engine_settings.get(name, {}),
+        limit=cfg.limit,
+        seed=cfg.seed,
+        workers=cfg.parallelism,
+    )
