@@ -79,21 +79,27 @@ class PlacementError(ValueError):
 @dataclass(frozen=True)
 class Placement:
     """Where the client runs: ``processes`` Dask worker processes started on this host, or
-    the workers of the existing cluster at ``cluster`` (a scheduler address)."""
+    the workers of the existing cluster at ``cluster`` (a scheduler address). ``None`` and
+    no cluster: today's single-process runner; ``processes = 1`` is the scaled path with
+    one client process (its overhead against the single-process runner is measured)."""
 
-    processes: int = 1
+    processes: int | None = None
     cluster: str | None = None
 
     @property
     def scaled(self) -> bool:
-        return self.processes > 1 or self.cluster is not None
+        return self.processes is not None or self.cluster is not None
+
+    @property
+    def count(self) -> int:
+        return self.processes or 1
 
 
 def check_placement(engines: Sequence[str], parallelism: Sequence[int], placement: Placement) -> None:
     """Refuse, before anything runs, an engine whose store belongs to one process (the
     embedded engines) and K > P (a process with no worker)."""
-    if not placement.scaled:
-        return
+    if not placement.scaled or (placement.cluster is None and placement.count == 1):
+        return  # one client process: every engine can run (an embedded one in this process)
     how = f"--cluster {placement.cluster}" if placement.cluster else f"--processes {placement.processes}"
     single = [name for name in engines if not getattr(engine_class(name), "multi_process", False)]
     if single:
@@ -102,10 +108,10 @@ def check_placement(engines: Sequence[str], parallelism: Sequence[int], placemen
             "to the process that opened it); scale out only the client/server engines (mysql, postgres)"
         )
     if placement.cluster is None:
-        low = [p for p in parallelism if p < placement.processes]
+        low = [p for p in parallelism if p < placement.count]
         if low:
             raise PlacementError(
-                f"{how}: parallelism {low[0]} is less than the {placement.processes} client processes "
+                f"{how}: parallelism {low[0]} is less than the {placement.count} client processes "
                 "(every process hosts at least one worker)"
             )
 
@@ -189,6 +195,8 @@ class DistributedEngineRun:
         self.actors: list[Any] = []
         self.opened = False
         self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
+        self._addresses: list[str] = []
+        self._lost: set[int] = set()  # processes that left the cluster: not called again
 
     async def run(self) -> EngineResult:
         res = self.result
@@ -247,7 +255,7 @@ class DistributedEngineRun:
         else:
             cluster = await stack.enter_async_context(
                 LocalCluster(
-                    n_workers=self.placement.processes,
+                    n_workers=self.placement.count,
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",
@@ -272,6 +280,7 @@ class DistributedEngineRun:
             present = set(await client.run_on_scheduler(_worker_addresses))
             lost = [k for k, addr in enumerate(self._addresses) if addr not in present]
             if lost:
+                self._lost.update(lost)
                 hosts = ", ".join(
                     f"{k} (pid {self.result.client_processes[k].pid} on {self.result.client_processes[k].host})"
                     for k in lost
@@ -280,7 +289,7 @@ class DistributedEngineRun:
 
     async def _start_actors(self, client: Any) -> None:
         with anyio.fail_after(60):  # a cluster with no worker: say so, do not wait forever
-            await client.wait_for_workers(self.placement.processes if self.placement.cluster is None else 1)
+            await client.wait_for_workers(self.placement.count if self.placement.cluster is None else 1)
         workers = sorted(await client.run_on_scheduler(_worker_addresses))
         k_total = len(workers)
         if k_total > self.cfg.parallelism:
@@ -391,10 +400,11 @@ class DistributedEngineRun:
         0, when the run cleans data), read each process's peak memory, stop their loops.
         Each step bounded; a process that is gone is skipped."""
         notes = self.result.notes
-        for actor in self.actors:
+        live = [(k, a) for k, a in enumerate(self.actors) if k not in self._lost]
+        for _k, actor in live:
             with anyio.move_on_after(5), contextlib.suppress(Exception):
                 await actor.abort()
-        for k, actor in enumerate(self.actors):
+        for k, actor in live:
             try:
                 with anyio.fail_after(CLOSE_GRACE_SECONDS):
                     failed = await actor.close()

@@ -24,6 +24,7 @@ from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, LatencyStats, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_loop import run_operations
@@ -301,9 +302,13 @@ class Benchmark:
         started_utc: str,
         on_progress: Callable[[RunResult], None],
         log_path: Path,
+        placement: Placement | None = None,
     ) -> None:
         self.cfg, self.observer, self.started_utc, self.on_progress = cfg, observer, started_utc, on_progress
         self.log_path = log_path
+        #: --processes/--cluster: each engine's workers across client processes (scaled runs
+        #: draw no plan here: every client process draws its own)
+        self.placement = placement or Placement()
         self.results: list[RunResult] = []
         self.sampler = MemorySampler()
 
@@ -315,7 +320,10 @@ class Benchmark:
             plans: dict[int, Plan | None] = {}
             for level in cfg.levels():
                 if level.profiles not in plans:  # children draw their own; one plan serves every P
-                    plans = {level.profiles: None if cfg.isolate else await self._draw(level.counts)}
+                    own = cfg.isolate or (
+                        self.placement.scaled and all(getattr(engine_class(n), "multi_process", False) for n in cfg.engines)
+                    )
+                    plans = {level.profiles: None if own else await self._draw(level.counts)}
                 plan = plans[level.profiles]
                 run = new_result(cfg, level, self.started_utc)
                 self.results.append(run)
@@ -324,8 +332,10 @@ class Benchmark:
                         warm = " (warm-up: left out of the statistics)" if repeat < cfg.warmup else ""
                         self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
                     for name in cfg.engines:
-                        engine_run: EngineRun | ChildEngineRun
-                        if plan is None:
+                        engine_run: EngineRun | ChildEngineRun | DistributedEngineRun
+                        if self.placement.scaled and getattr(engine_class(name), "multi_process", False):
+                            engine_run = DistributedEngineRun(cfg, level, name, self.observer, self.placement)
+                        elif plan is None:
                             engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer)
                         else:
                             engine_run = EngineRun(cfg, level, name, plan, self.observer, self.sampler)

@@ -1,0 +1,264 @@
+"""P workers across K client processes (asyncbench.run.distributed): exact checksums for
+every K, merged figures, refusals, a cluster started with Dask's own tools, and a client
+process killed mid-phase.
+
+The unit tests need no server: the merge is checked on synthetic parts, and one
+:class:`ClientProcess` hosting all P workers of the memory engine (in this process, no
+Dask) must give the single-process runner's checksums. The server tests (PostgreSQL from
+``scripts/postgres-server``) start real client processes; they are slow (seconds each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.phases import PHASES, Action
+from asyncbench.workloads.profile_store.plan import draw_plan
+from conftest import postgres_expected
+
+from asyncbench.config import load, to_json
+from asyncbench.measure.latency import LatencyHistogram
+from asyncbench.measure.memory_sampler import MemorySampler
+from asyncbench.result import Status
+from asyncbench.run.client_process import ClientProcess, PhasePart, WorkerPart, hosted_workers
+from asyncbench.run.distributed import (
+    DistributedEngineRun,
+    Placement,
+    PlacementError,
+    check_placement,
+    merge_phase,
+)
+from asyncbench.run.observers import Observer, ObserverGroup
+from asyncbench.run.runner import EngineRun
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = 1_000
+needs_postgres = pytest.mark.skipif(
+    not postgres_expected(),
+    reason='no PostgreSQL server: set PGHOST/PGPORT/... (eval "$(scripts/postgres-server start)")',
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def quick_cfg(tmp_path: Path, engine: str, parallelism: int, **run: object):
+    cfg = load(ROOT / "benchmarks" / "quick.toml")
+    settings = {"postgres": {"database": "asyncbench_distributed"}} if engine == "postgres" else {}
+    return dataclasses.replace(
+        cfg,
+        engines=[engine],
+        parallelism=parallelism,
+        parallelisms=[parallelism],
+        profiles=[PROFILES],
+        data=tmp_path / "data",
+        engine_settings=settings,
+        **run,
+    )
+
+
+async def single_process_checksums(tmp_path: Path, engine: str, parallelism: int) -> list[str | None]:
+    cfg = quick_cfg(tmp_path, engine, parallelism)
+    run = EngineRun(cfg, engine, draw_plan(cfg.counts_for(PROFILES), cfg.seed), ObserverGroup(), MemorySampler())
+    result = await run.run()
+    assert result.ok, result.status_text()
+    return [p.checksum for p in result.phases]
+
+
+# --- no server ---------------------------------------------------------------------------
+
+
+def test_hosted_workers_cover_every_worker_once() -> None:
+    for p in range(1, 9):
+        for k in range(1, p + 1):
+            blocks = [hosted_workers(i, k, p) for i in range(k)]
+            assert [w for b in blocks for w in b] == list(range(p))
+            assert {len(b) for b in blocks} <= {p // k, p // k + 1}
+    with pytest.raises(ValueError):
+        hosted_workers(0, 3, 2)  # more processes than workers
+
+
+def _part(process: int, release: float, workers: list[tuple[int, str, int, float]], hist: list[int]) -> PhasePart:
+    encoded = LatencyHistogram.from_values(hist).encoded() if hist else None
+    return PhasePart(process, release, [WorkerPart(*w) for w in workers], retries=process + 1, cpu_seconds=0.5, histogram=encoded)
+
+
+def test_merge_phase_combines_in_worker_order_and_merges_histograms() -> None:
+    hexes = [Checksum(i + 1).hex() for i in range(4)]
+    parts = [  # out of order on purpose: process 1 reports first
+        _part(1, 100.002, [(2, hexes[2], 10, 101.0), (3, hexes[3], 10, 101.5)], [3000] * 20),
+        _part(0, 100.000, [(0, hexes[0], 10, 100.9), (1, hexes[1], 10, 101.2)], [1000] * 10 + [2000] * 10),
+    ]
+    merged = merge_phase(parts, 4)
+    assert merged.checksum == combine(hexes)
+    assert merged.ops == 40
+    assert merged.seconds == pytest.approx(1.5)  # first release to the last worker's end
+    assert merged.release_skew_seconds == pytest.approx(0.002)
+    assert merged.retries == 3 and merged.cpu_seconds == 1.0
+    assert merged.latency is not None and merged.latency.count == 40  # counts added, not averaged
+    assert merged.latency.min == 1000 and merged.latency.max >= 3000
+    # an empty partition takes no part in the checksum, as in the single-process loop
+    parts[1].workers[1].items = 0  # worker 1 (process 0)
+    assert merge_phase(parts, 4).checksum == combine([hexes[0], hexes[2], hexes[3]])
+
+
+def test_merge_phase_refuses_a_missing_worker() -> None:
+    parts = [_part(0, 1.0, [(0, "0" * 16, 1, 2.0), (2, "0" * 16, 1, 2.0)], [])]
+    with pytest.raises(RuntimeError, match="expected 0..2"):
+        merge_phase(parts, 3)
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite", "lsm", "rocksdb"])
+def test_embedded_engines_refuse_several_processes(engine: str) -> None:
+    for placement in (Placement(processes=2), Placement(cluster="tcp://127.0.0.1:8786")):
+        with pytest.raises(PlacementError, match="run in one process only"):
+            check_placement([engine], [4], placement)
+    check_placement([engine], [4], Placement(processes=1))  # one client process: allowed
+
+
+def test_more_processes_than_workers_is_refused() -> None:
+    with pytest.raises(PlacementError, match="parallelism 2 is less than the 4 client processes"):
+        check_placement(["postgres"], [2, 8], Placement(processes=4))
+
+
+@pytest.mark.anyio
+async def test_one_client_process_hosting_every_worker_matches_the_runner(tmp_path: Path) -> None:
+    """The actor's own phase code (prepare/go/other, merged by merge_phase), no Dask: the
+    memory engine at P4 gives exactly the single-process runner's 21 phase checksums."""
+    expected = await single_process_checksums(tmp_path, "memory", 4)
+    cfg = quick_cfg(tmp_path, "memory", 4)
+    actor = ClientProcess()
+    await actor.start(to_json(cfg), "memory", PROFILES, 0, 1)
+    try:
+        await actor.open(True)
+        got: list[str | None] = []
+        for index, spec in enumerate(cfg.phases):
+            action = PHASES[spec.kind].action
+            if action is Action.OPERATIONS:
+                await actor.prepare(index)
+                part = await actor.go(time.time() + 0.01)
+                got.append(merge_phase([part], 4).checksum)
+            elif action is Action.STABILIZE:
+                got.append(None)  # the memory engine needs none: the runner skips it
+            else:
+                got.append((await actor.other(index)).checksum)
+        assert got == expected
+        await actor.close()
+    finally:
+        await actor.stop()
+
+
+# --- real client processes against PostgreSQL --------------------------------------------
+
+
+class PhaseStarts(Observer):
+    """Calls ``hook(phase)`` when an operation phase starts (its items are prepared)."""
+
+    def __init__(self, hook) -> None:
+        self.hook = hook
+
+    def phase_start(self, engine, phase, total_ops, kind=None, stream=None) -> None:
+        self.hook(phase)
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_postgres_p4_across_1_2_4_processes_matches_memory(tmp_path: Path) -> None:
+    expected = await single_process_checksums(tmp_path, "memory", 4)
+    for k in (1, 2, 4):
+        cfg = quick_cfg(tmp_path, "postgres", 4)
+        result = await DistributedEngineRun(cfg, "postgres", PROFILES, ObserverGroup(), Placement(processes=k)).run()
+        assert result.ok, (k, result.status_text(), result.notes)
+        assert [p.checksum for p in result.phases] == expected, k
+        assert len(result.client_processes) == k
+        assert sorted(w for p in result.client_processes for w in p.workers) == [0, 1, 2, 3]
+        assert all(p.peak_rss_bytes for p in result.client_processes)
+        ops = [p for p in result.phases if p.action is Action.OPERATIONS]
+        assert all(p.release_skew_seconds is not None and p.latency and p.latency.count == p.ops for p in ops)
+        assert "client processes" in result.facts.cluster and "bottleneck" in result.facts.cluster
+        for p in result.client_processes:  # the LocalCluster is gone with the run
+            assert not psutil.pid_exists(p.pid) or psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_client_process_killed_mid_phase_fails_the_run_with_partial_results(tmp_path: Path) -> None:
+    cfg = quick_cfg(tmp_path, "postgres", 2, timeout_seconds=120.0)
+    holder: dict[str, DistributedEngineRun] = {}
+
+    def kill_in_reads(phase: str) -> None:
+        if phase == "read by user id":  # mid-phase: after the release, while the workers run
+            pid = holder["run"].result.client_processes[1].pid
+            threading.Timer(0.15, os.kill, (pid, signal.SIGKILL)).start()
+
+    run = DistributedEngineRun(cfg, "postgres", PROFILES, PhaseStarts(kill_in_reads), Placement(processes=2))
+    holder["run"] = run
+    t0 = time.monotonic()
+    result = await run.run()
+    assert time.monotonic() - t0 < 60
+    assert result.status is Status.FAILED, result.status_text()
+    assert result.phase == "read by user id"
+    assert "client process 1" in (result.detail or "")
+    assert [p.name for p in result.phases if p.checksum][:1] == ["insert profiles"]  # partial results kept
+    for p in result.client_processes:
+        assert not psutil.pid_exists(p.pid) or psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_cluster_started_with_dask_tools(tmp_path: Path) -> None:
+    """What a user does on several hosts, on 127.0.0.1: `dask scheduler`, then `dask worker`
+    processes pointed at it; asyncbench connects with the scheduler's address."""
+    expected = await single_process_checksums(tmp_path, "memory", 2)
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [
+        subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True),
+    ]
+    try:
+        procs.append(
+            subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1", "--host", "127.0.0.1",
+                              "--no-dashboard"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        )
+        cfg = quick_cfg(tmp_path, "postgres", 2)
+        with anyio.fail_after(120):
+            result = await DistributedEngineRun(cfg, "postgres", PROFILES, ObserverGroup(), Placement(cluster=address)).run()
+        assert result.ok, (result.status_text(), result.notes)
+        assert [p.checksum for p in result.phases] == expected
+        assert len(result.client_processes) == 2
+        assert address in result.facts.cluster["client processes"]
+    finally:
+        for p in reversed(procs):
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
