@@ -321,6 +321,43 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     assert retries > 0, f"no certification conflict in {updates} contended updates"
 
 
+def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_path: Path) -> None:
+    """--processes K on the 3-node cluster: the quick plan at P4 (1_000 profiles) from K = 1, 2
+    and 4 client processes (Dask LocalCluster) gives the memory engine's checksums at P4."""
+    import dataclasses
+
+    from asyncbench.workloads.profile_store.plan import draw_plan
+
+    from asyncbench.config import load
+    from asyncbench.measure.memory_sampler import MemorySampler
+    from asyncbench.run.distributed import DistributedEngineRun, Placement
+    from asyncbench.run.observers import ObserverGroup
+    from asyncbench.run.runner import EngineRun
+
+    profiles = 1_000
+    base = load(QUICK_PLAN)
+
+    def cfg(engine: str):
+        settings = {"mysql": engine_settings(cluster, 1, 2, 3)} if engine == "mysql" else {}
+        return dataclasses.replace(
+            base, engines=[engine], parallelism=4, parallelisms=[4], profiles=[profiles],
+            data=tmp_path / "data", engine_settings=settings,
+        )
+
+    mem = cfg("memory")
+    reference = asyncio.run(
+        EngineRun(mem, "memory", draw_plan(mem.counts_for(profiles), mem.seed), ObserverGroup(), MemorySampler()).run()
+    )
+    expected = [p.checksum for p in reference.phases]
+    for k in (1, 2, 4):
+        result = asyncio.run(
+            DistributedEngineRun(cfg("mysql"), "mysql", profiles, ObserverGroup(), Placement(processes=k)).run()
+        )
+        assert result.ok, (k, result.status_text(), result.notes)
+        assert [p.checksum for p in result.phases] == expected, k
+        assert len(result.client_processes) == k
+
+
 def test_status_env_and_private_state(cluster: Cluster) -> None:
     assert cluster.run("status").returncode == 0
     assert cluster.run("env").stdout == cluster.stdout
@@ -362,3 +399,4 @@ def test_stop_stops_all_nodes_and_deletes_their_data(cluster: Cluster) -> None:
     assert not Path(cluster.state["dir"]).exists()
     assert not cluster.state_file.exists()
     assert cluster.run("status").returncode == 1
+

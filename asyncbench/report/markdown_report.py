@@ -217,6 +217,12 @@ def environment(run: RunResult) -> list[str]:
     for e in run.engines:
         for lib, ver in e.facts.versions.items():
             rows.append([md.text(f"{e.engine}: {lib}"), md.text(ver)])
+    for e in run.engines:  # --processes/--cluster: where each client process ran, its own peak
+        for k, p in enumerate(e.client_processes):
+            peak = fmt.size(p.peak_rss_bytes) if p.peak_rss_bytes else "-"
+            workers = ", ".join(map(str, p.workers))
+            rows.append([md.text(f"{e.engine}: client process {k}"),
+                         md.text(f"{p.host} (pid {p.pid}), workers {workers}, peak RSS {peak}")])
     return _table(["Item", "Value"], rows, "ll")
 
 

@@ -202,8 +202,9 @@ class DistributedEngineRun:
         res = self.result
         started = perf_counter()
         self.observer.engine_start(self.name, self.profiles)
+        stack = contextlib.AsyncExitStack()
         try:
-            async with contextlib.AsyncExitStack() as stack:
+            try:
                 client = await self._connect(stack)
                 with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
                     async with anyio.create_task_group() as tg:
@@ -216,6 +217,9 @@ class DistributedEngineRun:
                         tg.cancel_scope.cancel()
                 if scope.cancelled_caught:
                     res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
+            finally:  # the cluster this run started stops, on a failure and on Ctrl-C too
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+                    await stack.aclose()
         except* EngineUnavailable as group:
             exc = group.exceptions[0]
             if self.name in self.cfg.optional_engines:
@@ -432,6 +436,13 @@ class DistributedEngineRun:
             f"process {k} (pid {p.pid}): worker{'s' if len(p.workers) > 1 else ''} {', '.join(map(str, p.workers))}"
             for k, p in enumerate(procs)
         )
+        skews = [p.release_skew_seconds for p in self.result.phases if p.release_skew_seconds is not None]
+        if skews:
+            cluster["release skew"] = (
+                f"median {statistics.median(skews) * 1e3:.2f} ms, max {max(skews) * 1e3:.2f} ms over "
+                f"{len(skews)} operation phases (each phase is timed from the first process's release; "
+                + ("one host: one clock)" if len(hosts) == 1 else "several hosts: as good as their clock sync)")
+            )
         if self._busy:
             bound = sum(b >= CLIENT_BOUND_BUSY for b in self._busy)
             cluster["bottleneck"] = (

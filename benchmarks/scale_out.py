@@ -1,0 +1,101 @@
+"""Throughput of P workers across K client processes against a client/server engine, and the
+overhead of the scaled path at K=1 against the single-process runner (docs/scaling.md).
+
+Phases: insert (to fill the table), point reads, the 50-row top-reputation query, updates.
+Runs are interleaved (single, K=1, K=2, K=4, then again) so the shared machine's drift
+touches every variant alike; each prints one JSON line per run (ops/s, client CPU µs per
+operation, release skew). Needs a server (``eval "$(scripts/postgres-server start)"``).
+
+    python benchmarks/scale_out.py --engine postgres --parallelism 8 --profiles 20000 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+from time import process_time
+
+import anyio
+
+from asyncbench.config import load
+from asyncbench.measure.memory_sampler import MemorySampler
+from asyncbench.run.distributed import DistributedEngineRun, Placement
+from asyncbench.run.observers import Observer
+from asyncbench.run.runner import EngineRun
+from asyncbench.workloads.profile_store.plan import draw_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("insert", "read_by_id", "query_top_reputation", "update")
+
+
+class CpuPerPhase(Observer):
+    """The single-process runner's client CPU per phase (this process's CPU time)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+        self._t0 = 0.0
+
+    def phase_start(self, engine, phase, total_ops, kind=None, stream=None) -> None:
+        self._t0 = process_time()
+
+    def phase_end(self, engine, result) -> None:
+        self.cpu[result.name] = process_time() - self._t0
+
+
+def config(engine: str, parallelism: int, profiles: int, data: Path):
+    cfg = load(ROOT / "benchmarks" / "quick.toml")
+    phases, seen = [], set()
+    for p in cfg.phases:  # the first of each kind, in plan order (pre-update reads and queries)
+        if p.kind in KINDS and p.kind not in seen:
+            phases.append(p)
+            seen.add(p.kind)
+    return dataclasses.replace(
+        cfg, engines=[engine], parallelism=parallelism, parallelisms=[parallelism], profiles=[profiles],
+        phases=phases, data=data, engine_settings={engine: {"database": "asyncbench_scale_out"}} if engine == "postgres" else {},
+    )
+
+
+async def one(cfg, engine: str, profiles: int, k: int | None) -> dict:
+    t0 = time.perf_counter()
+    if k is None:
+        cpu = CpuPerPhase()
+        run = EngineRun(cfg, engine, draw_plan(cfg.counts_for(profiles), cfg.seed), cpu, MemorySampler())
+    else:
+        cpu = None
+        run = DistributedEngineRun(cfg, engine, profiles, Observer(), Placement(processes=k))
+    res = await run.run()
+    out: dict = {"k": k if k is not None else "single", "status": res.status_text(), "wall_s": round(time.perf_counter() - t0, 1),
+                 "peak_rss_mib": [round((p.peak_rss_bytes or 0) / 2**20) for p in res.client_processes]}
+    for p in res.phases:
+        cpu_s = p.client_cpu_seconds if cpu is None else cpu.cpu.get(p.name)
+        out[p.kind.kind] = {
+            "ops_s": round(p.ops_per_s),
+            "cpu_us_op": round(cpu_s / p.ops * 1e6, 1) if cpu_s is not None and p.ops else None,
+            "skew_ms": None if p.release_skew_seconds is None else round(p.release_skew_seconds * 1e3, 2),
+            "checksum": p.checksum,
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", default="postgres")
+    ap.add_argument("--parallelism", type=int, default=8)
+    ap.add_argument("--profiles", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--processes", default="single,1,2,4")
+    ap.add_argument("--data", type=Path, default=Path("data"))
+    args = ap.parse_args()
+    cfg = config(args.engine, args.parallelism, args.profiles, args.data)
+    variants = [None if v == "single" else int(v) for v in args.processes.split(",")]
+    for r in range(args.rounds):
+        for k in variants:
+            out = anyio.run(one, cfg, args.engine, args.profiles, k)
+            print(json.dumps({"round": r, **out}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
