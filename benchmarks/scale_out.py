@@ -19,13 +19,13 @@ from pathlib import Path
 from time import process_time
 
 import anyio
+from asyncbench.workloads.profile_store.plan import draw_plan
 
 from asyncbench.config import load
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
-from asyncbench.workloads.profile_store.plan import draw_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("insert", "read_by_id", "query_top_reputation", "update")
