@@ -34,7 +34,6 @@ from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from asyncbench.config import BenchConfig, from_json
-from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency_recorder import PhaseRecorder
@@ -170,8 +169,8 @@ class ClientProcess:
             seed=cfg.seed,
             workers=cfg.parallelism,
         )
-        if self._k == 0:
-            make_real_dir(econf.data_dir)
+        # no directory is made: a multi-process engine keeps its data on its server, and on
+        # another host a relative data path would land in the worker's working directory
         self._engine = engine = engine_class(self._name)(econf)
         assert self._background is not None
         await engine.open(reset, self._background)

@@ -230,9 +230,8 @@ class DistributedEngineRun:
             res.set_status(Status.INTERRUPTED, self.current)
             raise
         except* Exception as group:  # a process or engine fault ends this engine's run, not the benchmark
-            exc = group.exceptions[0]
-            while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-                exc = exc.exceptions[0]
+            flat = _leaves(group)  # a lost process is the cause; the calls it broke are symptoms
+            exc = next((e for e in flat if isinstance(e, ClientProcessLost)), flat[0])
             res.set_status(Status.FAILED, self.current or self.step, f"{type(exc).__name__}: {exc}")
         finally:
             res.run_seconds = perf_counter() - started
@@ -408,18 +407,30 @@ class DistributedEngineRun:
         for _k, actor in live:
             with anyio.move_on_after(5), contextlib.suppress(Exception):
                 await actor.abort()
-        for k, actor in live:
+        for k, actor in live:  # every connection closed before the store is deleted (locks)
             try:
                 with anyio.fail_after(CLOSE_GRACE_SECONDS):
                     failed = await actor.close()
-                    if failed:
-                        notes.append(f"client process {k}: {failed}")
-                    if k == 0 and self.opened and self.cfg.clean_data and not await actor.delete_store():
-                        notes.append("store kept: the engine cannot delete it")
-                    self.result.client_processes[k].peak_rss_bytes = await actor.peak_rss()
-                    await actor.stop()
+                if failed:
+                    notes.append(f"client process {k}: {failed}")
             except Exception as exc:
                 notes.append(f"client process {k}: not closed ({type(exc).__name__}: {exc})")
+        if live and live[0][0] == 0 and self.opened and self.cfg.clean_data:
+            try:
+                with anyio.fail_after(CLOSE_GRACE_SECONDS):
+                    if not await live[0][1].delete_store():
+                        notes.append("store kept: the engine cannot delete it")
+            except Exception as exc:
+                notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
+        for k, actor in live:
+            try:
+                with anyio.fail_after(CLOSE_GRACE_SECONDS):
+                    peak = await actor.peak_rss()
+                    if k < len(self.result.client_processes):
+                        self.result.client_processes[k].peak_rss_bytes = peak
+                    await actor.stop()
+            except Exception as exc:
+                notes.append(f"client process {k}: not stopped ({type(exc).__name__}: {exc})")
 
     def _state_facts(self) -> None:
         """Where the client ran and whether it was the bottleneck, as engine facts."""
@@ -450,6 +461,12 @@ class DistributedEngineRun:
                 f"CPU at least {CLIENT_BOUND_BUSY:.0%} of the phase time; median {statistics.median(self._busy):.0%})"
                 + ("" if bound else ": the server (or the network) was the limit")
             )
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for e in group.exceptions for leaf in _leaves(e)]
+    return [group]
 
 
 def _worker_addresses(dask_scheduler: Any) -> list[str]:
