@@ -79,6 +79,8 @@ class BenchConfig:
     clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
+    processes: int | None = None  # client processes on this host for client/server engines (None: this one)
+    cluster: str | None = None  # a Dask scheduler's address: its workers are the client processes
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -462,6 +464,21 @@ RUN_KEYS: dict[str, RunKey] = {
             Int(0, 999),
             "leading repeats kept in the JSON but left out of the statistics",
             flag="--warmup",
+        ),
+        RunKey(
+            "processes",
+            Int(1, 1024),
+            "run the P workers of a client/server engine across K client processes on this host "
+            "(a Dask LocalCluster); embedded engines refuse K > 1",
+            flag="--processes",
+        ),
+        RunKey(
+            "cluster",
+            Text(),
+            "run the P workers of a client/server engine on the worker processes of the Dask "
+            "cluster whose scheduler is at this address (tcp://HOST:8786): --processes of its workers, "
+            "else all of them; embedded engines refuse it",
+            flag="--cluster",
         ),
         RunKey(
             "clean_data",

@@ -53,7 +53,7 @@ def config(engine: str, parallelism: int, profiles: int, data: Path):
             phases.append(p)
             seen.add(p.kind)
     return dataclasses.replace(
-        cfg, engines=[engine], parallelism=parallelism, parallelisms=[parallelism], profiles=[profiles],
+        cfg, engines=[engine], parallelism=[parallelism], profiles=[profiles],
         phases=phases, data=data, engine_settings={engine: {"database": "asyncbench_scale_out"}} if engine == "postgres" else {},
     )
 
@@ -62,10 +62,10 @@ async def one(cfg, engine: str, profiles: int, k: int | None) -> dict:
     t0 = time.perf_counter()
     if k is None:
         cpu = CpuPerPhase()
-        run = EngineRun(cfg, engine, draw_plan(cfg.counts_for(profiles), cfg.seed), cpu, MemorySampler())
+        run = EngineRun(cfg, cfg.levels()[0], engine, draw_plan(cfg.counts_for(profiles), cfg.seed), cpu, MemorySampler())
     else:
         cpu = None
-        run = DistributedEngineRun(cfg, engine, profiles, Observer(), Placement(processes=k))
+        run = DistributedEngineRun(cfg, cfg.levels()[0], engine, Observer(), Placement(processes=k))
     res = await run.run()
     out: dict = {"k": k if k is not None else "single", "status": res.status_text(), "wall_s": round(time.perf_counter() - t0, 1),
                  "peak_rss_mib": [round((p.peak_rss_bytes or 0) / 2**20) for p in res.client_processes]}

@@ -62,8 +62,7 @@ def quick_cfg(tmp_path: Path, engine: str, parallelism: int, **run: object):
     return dataclasses.replace(
         cfg,
         engines=[engine],
-        parallelism=parallelism,
-        parallelisms=[parallelism],
+        parallelism=[parallelism],
         profiles=[PROFILES],
         data=tmp_path / "data",
         engine_settings=settings,
@@ -73,7 +72,8 @@ def quick_cfg(tmp_path: Path, engine: str, parallelism: int, **run: object):
 
 async def single_process_checksums(tmp_path: Path, engine: str, parallelism: int) -> list[str | None]:
     cfg = quick_cfg(tmp_path, engine, parallelism)
-    run = EngineRun(cfg, engine, draw_plan(cfg.counts_for(PROFILES), cfg.seed), ObserverGroup(), MemorySampler())
+    level = cfg.level(PROFILES, parallelism)
+    run = EngineRun(cfg, level, engine, draw_plan(level.counts, cfg.seed), ObserverGroup(), MemorySampler())
     result = await run.run()
     assert result.ok, result.status_text()
     return [p.checksum for p in result.phases]
@@ -142,7 +142,7 @@ async def test_one_client_process_hosting_every_worker_matches_the_runner(tmp_pa
     expected = await single_process_checksums(tmp_path, "memory", 4)
     cfg = quick_cfg(tmp_path, "memory", 4)
     actor = ClientProcess()
-    await actor.start(to_json(cfg), "memory", PROFILES, 0, 1)
+    await actor.start(to_json(cfg), "memory", PROFILES, 4, 0, 1)
     try:
         await actor.open(True)
         got: list[str | None] = []
@@ -182,7 +182,7 @@ async def test_postgres_p4_across_1_2_4_processes_matches_memory(tmp_path: Path)
     expected = await single_process_checksums(tmp_path, "memory", 4)
     for k in (1, 2, 4):
         cfg = quick_cfg(tmp_path, "postgres", 4)
-        result = await DistributedEngineRun(cfg, "postgres", PROFILES, ObserverGroup(), Placement(processes=k)).run()
+        result = await DistributedEngineRun(cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=k)).run()
         assert result.ok, (k, result.status_text(), result.notes)
         assert [p.checksum for p in result.phases] == expected, k
         assert len(result.client_processes) == k
@@ -207,7 +207,7 @@ async def test_a_client_process_killed_mid_phase_fails_the_run_with_partial_resu
             pid = holder["run"].result.client_processes[1].pid
             threading.Timer(0.15, os.kill, (pid, signal.SIGKILL)).start()
 
-    run = DistributedEngineRun(cfg, "postgres", PROFILES, PhaseStarts(kill_in_reads), Placement(processes=2))
+    run = DistributedEngineRun(cfg, cfg.levels()[0], "postgres", PhaseStarts(kill_in_reads), Placement(processes=2))
     holder["run"] = run
     t0 = time.monotonic()
     result = await run.run()
@@ -248,7 +248,7 @@ async def test_cluster_started_with_dask_tools(tmp_path: Path) -> None:
         )
         cfg = quick_cfg(tmp_path, "postgres", 2)
         with anyio.fail_after(120):
-            result = await DistributedEngineRun(cfg, "postgres", PROFILES, ObserverGroup(), Placement(cluster=address)).run()
+            result = await DistributedEngineRun(cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=2, cluster=address)).run()
         assert result.ok, (result.status_text(), result.notes)
         assert [p.checksum for p in result.phases] == expected
         assert len(result.client_processes) == 2

@@ -340,18 +340,19 @@ def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_p
     def cfg(engine: str):
         settings = {"mysql": engine_settings(cluster, 1, 2, 3)} if engine == "mysql" else {}
         return dataclasses.replace(
-            base, engines=[engine], parallelism=4, parallelisms=[4], profiles=[profiles],
+            base, engines=[engine], parallelism=[4], profiles=[profiles],
             data=tmp_path / "data", engine_settings=settings,
         )
 
     mem = cfg("memory")
     reference = asyncio.run(
-        EngineRun(mem, "memory", draw_plan(mem.counts_for(profiles), mem.seed), ObserverGroup(), MemorySampler()).run()
+        EngineRun(mem, mem.level(profiles, 4), "memory", draw_plan(mem.counts_for(profiles), mem.seed), ObserverGroup(),
+                  MemorySampler()).run()
     )
     expected = [p.checksum for p in reference.phases]
     for k in (1, 2, 4):
         result = asyncio.run(
-            DistributedEngineRun(cfg("mysql"), "mysql", profiles, ObserverGroup(), Placement(processes=k)).run()
+            DistributedEngineRun(cfg("mysql"), cfg("mysql").level(profiles, 4), "mysql", ObserverGroup(), Placement(processes=k)).run()
         )
         assert result.ok, (k, result.status_text(), result.notes)
         assert [p.checksum for p in result.phases] == expected, k

@@ -32,6 +32,8 @@ PLAN = {
         "repeat": 3,
         "warmup": 1,
         "clean_data": False,
+        "processes": 2,  # (with memory and both set, the run's preflight refuses it; the table reads it)
+        "cluster": "tcp://127.0.0.1:8786",
     },
     "counts": {"reads": 40},
     "phase": [{"kind": "insert"}, {"kind": "read_by_id", "count": 20}, {"kind": "verify"}],

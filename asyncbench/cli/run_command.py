@@ -175,6 +175,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         apply_flags(cfg, args)
         from asyncbench.run import preflight
 
+        preflight.check_placement(cfg)
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

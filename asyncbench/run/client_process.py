@@ -33,7 +33,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from asyncbench.config import BenchConfig, from_json
+from asyncbench.config import BenchConfig, Level, from_json
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency_recorder import PhaseRecorder
@@ -110,6 +110,7 @@ class ClientProcess:
         self._portal_cm: Any = None
         self._portal: BlockingPortal | None = None
         self._cfg: BenchConfig | None = None
+        self._level: Level | None = None
         self._name = ""
         self._plan: Plan | None = None
         self._k = 0
@@ -128,17 +129,20 @@ class ClientProcess:
         future: Future[T] = self._portal.start_task_soon(fn, *args)
         return await asyncio.wrap_future(future)
 
-    async def start(self, config_json: bytes, name: str, profiles: int, k: int, processes: int) -> dict[str, Any]:
+    async def start(
+        self, config_json: bytes, name: str, profiles: int, parallelism: int, k: int, processes: int
+    ) -> dict[str, Any]:
         """Draw the plan (the same in every process) and start this process's event loop;
         returns where this process runs (host, pid) and the workers it hosts."""
         from asyncbench.run.signals import backend_options
 
         self._cfg = cfg = from_json(config_json)
+        self._level = level = cfg.level(profiles, parallelism)
         self._name, self._k = name, k
-        self._hosted = hosted_workers(k, processes, cfg.parallelism)
+        self._hosted = hosted_workers(k, processes, level.parallelism)
         self._ctx = PhaseContext.for_seed(cfg.seed)
         loop = asyncio.get_running_loop()
-        self._plan = await loop.run_in_executor(None, draw_plan, cfg.counts_for(profiles), cfg.seed)
+        self._plan = await loop.run_in_executor(None, draw_plan, level.counts, cfg.seed)
         options = backend_options()
         self._portal_cm = start_blocking_portal("asyncio", options)
         self._portal = self._portal_cm.__enter__()
@@ -158,16 +162,16 @@ class ClientProcess:
         await self._call(self._open, reset)
 
     async def _open(self, reset: bool) -> None:
-        cfg, plan = self._cfg, self._plan
-        assert cfg is not None and plan is not None
-        n = plan.counts.profiles
+        cfg, plan, level = self._cfg, self._plan, self._level
+        assert cfg is not None and plan is not None and level is not None
+        n = level.profiles
         econf = EngineConfig(
             name=self._name,
             data_dir=cfg.data / f"profiles-{n}" / self._name,
             settings=cfg.engine_settings.get(self._name, {}),
             limit=cfg.limit,
             seed=cfg.seed,
-            workers=cfg.parallelism,
+            workers=level.workers,
         )
         # no directory is made: a multi-process engine keeps its data on its server, and on
         # another host a relative data path would land in the worker's working directory
@@ -179,7 +183,7 @@ class ClientProcess:
         # locks (asyncpg's prepare does), which would block the next process's open (its
         # CREATE ... IF NOT EXISTS) until that session's first statement. Reads change
         # nothing, so no checksum can see it.
-        for w in range(cfg.parallelism):
+        for w in range(level.workers):
             await engine.worker(w).read_by_id([0], [])
 
     async def _host(self, ready: anyio.Event) -> None:
@@ -203,7 +207,8 @@ class ClientProcess:
         spec = cfg.phases[index]
         kind = PHASES[spec.kind]
         items = phase_items(kind, spec.stream, spec.count, plan)
-        workers = cfg.parallelism
+        assert self._level is not None
+        workers = self._level.workers
         if workers == 1:
             parts: list[Any] = [items]
         else:
@@ -226,7 +231,8 @@ class ClientProcess:
         assert cfg is not None and engine is not None and prepared is not None and ctx is not None
         self._prepared = None
         kind, parts, handles = prepared["kind"], prepared["parts"], prepared["handles"]
-        recorder = PhaseRecorder(cfg.parallelism)
+        assert self._level is not None
+        recorder = PhaseRecorder(self._level.workers)
         sums = {w: Checksum() for w in parts}
         ends: dict[int, float] = {}
 

@@ -32,12 +32,13 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from time import perf_counter
 from typing import Any, TypeVar
 
 import anyio
 
-from asyncbench.config import BenchConfig, to_json
+from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
@@ -64,6 +65,10 @@ T = TypeVar("T")
 #: ``go`` call to reach every process first (measured: a 6-11 ms median round trip to 4
 #: processes on the shared 2-core machine, 37 ms at worst), not counted in the phase's time.
 RELEASE_LEAD_SECONDS = 0.1
+#: How long to wait for the client processes to join the scheduler.
+WORKERS_WAIT_SECONDS = 60.0
+#: --cluster without --processes: the worker count must stay the same this long.
+WORKERS_SETTLE_SECONDS = 2.0
 #: How often the coordinator checks that every client process is still in the cluster.
 WATCH_SECONDS = 0.5
 #: Closing, aborting and stopping after a failure, each bounded.
@@ -84,9 +89,10 @@ class PlacementError(ValueError):
 @dataclass(frozen=True)
 class Placement:
     """Where the client runs: ``processes`` Dask worker processes started on this host, or
-    the workers of the existing cluster at ``cluster`` (a scheduler address). ``None`` and
-    no cluster: today's single-process runner; ``processes = 1`` is the scaled path with
-    one client process (its overhead against the single-process runner is measured)."""
+    the workers of the existing cluster at ``cluster`` (a scheduler address: ``processes``
+    of its workers, else all of them). ``None`` and no cluster: today's single-process
+    runner; ``processes = 1`` is the scaled path with one client process (its overhead
+    against the single-process runner is measured)."""
 
     processes: int | None = None
     cluster: str | None = None
@@ -105,18 +111,17 @@ def check_placement(engines: Sequence[str], parallelism: Sequence[int], placemen
     embedded engines) and K > P (a process with no worker)."""
     if not placement.scaled or (placement.cluster is None and placement.count == 1):
         return  # one client process: every engine can run (an embedded one in this process)
-    how = f"--cluster {placement.cluster}" if placement.cluster else f"--processes {placement.processes}"
     single = [name for name in engines if not getattr(engine_class(name), "multi_process", False)]
     if single:
         raise PlacementError(
-            f"{how}: engine(s) {', '.join(single)} run in one process only (an embedded store belongs "
+            f"engine(s) {', '.join(single)} run in one process only (an embedded store belongs "
             "to the process that opened it); scale out only the client/server engines (mysql, postgres)"
         )
-    if placement.cluster is None:
+    if placement.processes is not None:
         low = [p for p in parallelism if p < placement.count]
         if low:
             raise PlacementError(
-                f"{how}: parallelism {low[0]} is less than the {placement.count} client processes "
+                f"parallelism {low[0]} is less than the {placement.count} client processes "
                 "(every process hosts at least one worker)"
             )
 
@@ -191,9 +196,10 @@ class DistributedEngineRun:
     completed if it stops early (the same contract as :class:`~asyncbench.run.runner.EngineRun`)."""
 
     def __init__(
-        self, cfg: BenchConfig, name: str, profiles: int, observer: Observer, placement: Placement
+        self, cfg: BenchConfig, level: Level, name: str, observer: Observer, placement: Placement
     ) -> None:
-        self.cfg, self.name, self.profiles, self.observer, self.placement = cfg, name, profiles, observer, placement
+        self.cfg, self.level, self.name, self.observer, self.placement = cfg, level, name, observer, placement
+        self.profiles, self.parallelism = level.profiles, level.parallelism
         self.result = EngineResult(engine=name)
         self.current: str | None = None
         self.step = "setup"
@@ -236,8 +242,8 @@ class DistributedEngineRun:
             raise
         except* Exception as group:  # a process or engine fault ends this engine's run, not the benchmark
             flat = _leaves(group)  # a lost process is the cause; the calls it broke are symptoms
-            exc = next((e for e in flat if isinstance(e, ClientProcessLost)), flat[0])
-            res.set_status(Status.FAILED, self.current or self.step, f"{type(exc).__name__}: {exc}")
+            cause = next((e for e in flat if isinstance(e, ClientProcessLost)), flat[0])
+            res.set_status(Status.FAILED, self.current or self.step, f"{type(cause).__name__}: {cause}")
         finally:
             res.run_seconds = perf_counter() - started
             peaks = [p.peak_rss_bytes for p in res.client_processes if p.peak_rss_bytes is not None]
@@ -303,15 +309,31 @@ class DistributedEngineRun:
                 )
                 raise ClientProcessLost(f"client process {hosts} left the cluster")
 
-    async def _start_actors(self, client: Any) -> None:
-        with anyio.fail_after(60):  # a cluster with no worker: say so, do not wait forever
-            await client.wait_for_workers(self.placement.count if self.placement.cluster is None else 1)
+    async def _cluster_workers(self, client: Any) -> list[str]:
+        """The worker processes to use: K of them when K is given (waiting up to
+        ``WORKERS_WAIT_SECONDS`` for them to join), else, on a cluster, every worker present
+        once their number has stayed the same for ``WORKERS_SETTLE_SECONDS``."""
+        wanted = self.placement.processes
+        with anyio.fail_after(WORKERS_WAIT_SECONDS):
+            await client.wait_for_workers(wanted or 1)
+            if wanted is None:
+                seen = -1
+                while True:
+                    now = len(await client.run_on_scheduler(_worker_addresses))
+                    if now == seen:
+                        break
+                    seen = now
+                    await anyio.sleep(WORKERS_SETTLE_SECONDS)
         workers = sorted(await client.run_on_scheduler(_worker_addresses))
+        return workers[:wanted] if wanted else workers
+
+    async def _start_actors(self, client: Any) -> None:
+        workers = await self._cluster_workers(client)
         k_total = len(workers)
-        if k_total > self.cfg.parallelism:
+        if k_total > self.parallelism:
             raise RuntimeError(
-                f"the cluster has {k_total} worker processes, more than the {self.cfg.parallelism} workers "
-                "to place (every process hosts at least one): raise --parallelism"
+                f"the cluster has {k_total} worker processes, more than the {self.parallelism} workers "
+                "to place (every process hosts at least one): raise --parallelism or use --processes K of them"
             )
         self._addresses = workers
         futures = [
@@ -322,7 +344,7 @@ class DistributedEngineRun:
         config = to_json(self.cfg)
         infos = await _all(
             [
-                (lambda k=k, a=a: a.start(config, self.name, self.profiles, k, k_total))
+                partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total)
                 for k, a in enumerate(self.actors)
             ]
         )
@@ -334,7 +356,7 @@ class DistributedEngineRun:
         await self._start_actors(client)
         self.step = "open"
         cls = engine_class(self.name)
-        res.facts = cls(_probe_config(self.cfg, self.name, self.profiles)).facts()
+        res.facts = cls(_probe_config(self.cfg, self.level, self.name)).facts()
         self.current = "open"
         first, *rest = self.actors
         await first.open(True)  # the schema first (DROP/CREATE), then the others join it
@@ -369,11 +391,11 @@ class DistributedEngineRun:
 
     async def _operations(self, index: int) -> None:
         spec = self.cfg.phases[index]
-        sizes = await _all([(lambda a=a: a.prepare(index)) for a in self.actors])
+        sizes = await _all([partial(a.prepare, index) for a in self.actors])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
         release_at = time.time() + RELEASE_LEAD_SECONDS
-        parts: list[PhasePart] = await _all([(lambda a=a: a.go(release_at)) for a in self.actors])
-        merged = merge_phase(parts, self.cfg.parallelism)
+        parts: list[PhasePart] = await _all([partial(a.go, release_at) for a in self.actors])
+        merged = merge_phase(parts, self.parallelism)
         pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
         pr.retries = merged.retries
         pr.latency = merged.latency
@@ -487,14 +509,14 @@ def _worker_addresses(dask_scheduler: Any) -> list[str]:
     return list(dask_scheduler.workers)
 
 
-def _probe_config(cfg: BenchConfig, name: str, profiles: int) -> Any:
+def _probe_config(cfg: BenchConfig, level: Level, name: str) -> Any:
     from asyncbench.engine import EngineConfig
 
     return EngineConfig(
         name=name,
-        data_dir=cfg.data / f"profiles-{profiles}" / name,
+        data_dir=cfg.data / f"profiles-{level.profiles}" / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
         seed=cfg.seed,
-        workers=cfg.parallelism,
+        workers=level.workers,
     )

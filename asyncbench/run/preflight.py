@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from asyncbench.config import BenchConfig, ConfigError
 
-__all__ = ["check_accelerator", "check_published"]
+__all__ = ["check_accelerator", "check_placement", "check_published"]
 
 
 def check_published(cfg: BenchConfig) -> None:
@@ -36,3 +36,16 @@ def check_accelerator() -> None:
 
     if not kernels.ACCELERATED:
         raise ConfigError("command line", "--require-accelerator", kernels.status_line())
+
+
+def check_placement(cfg: BenchConfig) -> None:
+    """--processes/--cluster: only engines several processes may open (client/server), and
+    at least one worker per process."""
+    from asyncbench.run.distributed import Placement, PlacementError
+    from asyncbench.run.distributed import check_placement as check
+
+    placement = Placement(cfg.processes, cfg.cluster)
+    try:
+        check(cfg.engines, cfg.parallelism, placement)
+    except PlacementError as exc:
+        raise ConfigError("command line", "--cluster" if cfg.cluster else "--processes", str(exc)) from None

@@ -308,7 +308,7 @@ class Benchmark:
         self.log_path = log_path
         #: --processes/--cluster: each engine's workers across client processes (scaled runs
         #: draw no plan here: every client process draws its own)
-        self.placement = placement or Placement()
+        self.placement = placement or Placement(cfg.processes, cfg.cluster)
         self.results: list[RunResult] = []
         self.sampler = MemorySampler()
 

@@ -1,0 +1,128 @@
+"""``--processes`` and ``--cluster`` through the real CLI: embedded engines refuse them
+(exit 2, nothing created), a cluster started with Dask's own tools runs the quick plan
+through ``--cluster``, and Ctrl-C stops every client process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+from conftest import postgres_expected, run_asyncbench
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = str(ROOT / "benchmarks" / "quick.toml")
+needs_postgres = pytest.mark.skipif(
+    not postgres_expected(),
+    reason='no PostgreSQL server: set PGHOST/PGPORT/... (eval "$(scripts/postgres-server start)")',
+)
+
+
+@pytest.mark.parametrize("flag", [("--processes", "2"), ("--cluster", "tcp://127.0.0.1:9")])
+def test_embedded_engines_refuse_scaling_out(tmp_path: Path, flag: tuple[str, str]) -> None:
+    r = run_asyncbench(tmp_path, QUICK, "--engine", "sqlite,memory", *flag, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "sqlite, memory run in one process only" in r.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_more_processes_than_workers_is_refused(tmp_path: Path) -> None:
+    r = run_asyncbench(tmp_path, QUICK, "--engine", "postgres", "--processes", "4", "--parallelism", "2", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "parallelism 2 is less than the 4 client processes" in r.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+@needs_postgres
+@pytest.mark.slow
+def test_cluster_flag_with_dask_scheduler_and_workers(tmp_path: Path) -> None:
+    """As on several hosts, on 127.0.0.1: `dask scheduler`, two `dask worker` processes,
+    then `asyncbench --cluster tcp://127.0.0.1:PORT`; the memory engine's P2 checksums."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)]
+    try:
+        for _ in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [dask, "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                    cwd=ROOT, **quiet,
+                )
+            )
+        memory = run_asyncbench(tmp_path / "m", QUICK, "--engine", "memory", "--profiles", "1000", "--parallelism", "2")
+        assert memory.returncode == 0, memory.stderr
+        r = run_asyncbench(
+            tmp_path / "c", QUICK, "--engine", "postgres", "--profiles", "1000", "--parallelism", "2",
+            "--cluster", address, "--processes", "2", timeout=300,
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+
+        def checksums(where: Path) -> list[str | None]:
+            (result,) = (where / "out" / "profiles-1000-p2").glob("asyncbench-*.json")
+            doc = orjson.loads(result.read_bytes())
+            return [p["checksum"] for p in doc["engines"][0]["phases"]]
+
+        assert checksums(tmp_path / "c") == checksums(tmp_path / "m")
+        (report,) = (tmp_path / "c" / "out" / "profiles-1000-p2").glob("asyncbench-*.md")
+        text = report.read_text()
+        assert "postgres: client process 1" in text and address in text
+    finally:
+        _stop(procs)
+
+
+@needs_postgres
+@pytest.mark.slow
+def test_ctrl_c_stops_every_client_process(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "asyncbench", QUICK, "--engine", "postgres", "--profiles", "20k",
+        "--parallelism", "2", "--processes", "2", "--no-progress",
+        "--output", str(tmp_path / "out"), "--data", str(tmp_path / "data"),
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the client processes are up and opening/inserting
+            kids = psutil.Process(proc.pid).children(recursive=True)
+            seen |= {k.pid for k in kids}
+            if sum("spawn_main" in " ".join(k.cmdline()) for k in kids if k.is_running()) >= 2:
+                break
+            time.sleep(0.2)
+        time.sleep(3)
+        seen |= {k.pid for k in psutil.Process(proc.pid).children(recursive=True)}
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, out.decode(errors="replace")[-3000:]
+    time.sleep(1)
+    left = [p for p in seen if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"still running: {left}"
