@@ -359,10 +359,10 @@ class DistributedEngineRun:
         res.facts = cls(_probe_config(self.cfg, self.level, self.name)).facts()
         self.current = "open"
         first, *rest = self.actors
-        await first.open(True)  # the schema first (DROP/CREATE), then the others join it
+        await self._named(0, partial(first.open, True))()  # the schema first, then the others join it
         self.opened = True
         for actor in rest:  # one at a time: each runs the schema's IF NOT EXISTS statements
-            await actor.open(False)
+            await self._named(self.actors.index(actor), partial(actor.open, False))()
         needs_stabilization = await first.needs_stabilization()
         for index, spec in enumerate(self.cfg.phases):
             self.current = spec.name
@@ -375,7 +375,7 @@ class DistributedEngineRun:
                 self.observer.phase_end(self.name, pr)
             else:
                 self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
-                out: OtherOutcome = await first.other(index)
+                out: OtherOutcome = await self._named(0, partial(first.other, index))()
                 if out.storage_bytes is not None:
                     res.storage_bytes = out.storage_bytes
                 pr = self._row(index, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
@@ -391,10 +391,12 @@ class DistributedEngineRun:
 
     async def _operations(self, index: int) -> None:
         spec = self.cfg.phases[index]
-        sizes = await _all([partial(a.prepare, index) for a in self.actors])
+        sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
         release_at = time.time() + RELEASE_LEAD_SECONDS
-        parts: list[PhasePart] = await _all([partial(a.go, release_at) for a in self.actors])
+        parts: list[PhasePart] = await _all(
+            [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
+        )
         merged = merge_phase(parts, self.parallelism)
         pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
         pr.retries = merged.retries
@@ -404,6 +406,24 @@ class DistributedEngineRun:
         self._busy.append(merged.busiest)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
+
+    def _named(self, k: int, call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+        """``call`` on client process ``k``, whose failure names the process (which one
+        failed matters more than the RPC error a lost process shows first)."""
+
+        async def named() -> T:
+            try:
+                return await call()
+            except EngineUnavailable:
+                raise  # no server: the engine's own message (and an optional engine's skip)
+            except Exception as exc:
+                procs = self.result.client_processes
+                where = f" (pid {procs[k].pid} on {procs[k].host})" if k < len(procs) else ""
+                lost = isinstance(exc, OSError) or type(exc).__name__ == "CommClosedError"
+                kind = ClientProcessLost if lost else RuntimeError
+                raise kind(f"client process {k}{where}: {type(exc).__name__}: {exc}") from exc
+
+        return named
 
     def _row(
         self,
