@@ -124,6 +124,18 @@ class Engine(abc.ABC):
         phase); an engine whose figure needs a query (a server) overrides this."""
         return await anyio.to_thread.run_sync(self.storage_bytes)
 
+    async def read_fingerprint(self) -> dict[str, Any]:
+        """What built the existing store (written by :meth:`write_fingerprint` after the
+        run that built it), before ``open(reset=False)`` of a run that reuses it; raises
+        RuntimeError saying why when there is none. Engines whose store cannot be
+        fingerprinted keep this default, so a reuse run refuses them."""
+        raise RuntimeError(f"engine {self.name!r} cannot reuse a store: it keeps no fingerprint of what built it")
+
+    async def write_fingerprint(self, fingerprint: dict[str, Any]) -> bool:
+        """Keep ``fingerprint`` (JSON) with the store after a clean ``close``; False if
+        this engine cannot (its store is then never reusable)."""
+        return False
+
     async def delete_store(self) -> bool:
         """Delete this engine's own store after ``close`` (the run's clean-up, as the
         reference's ``--clean-data``): only the files, directories or tables the engine

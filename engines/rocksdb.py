@@ -44,7 +44,7 @@ import importlib.metadata
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -54,7 +54,7 @@ import rocksdict
 from anyio.abc import TaskGroup
 from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
-from asyncbench.engines.store_dir import StoreDir, StoreLayout, StoreMissing
+from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout, StoreMissing
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -178,38 +178,85 @@ def _mb(option: str | None) -> str | None:
 class RocksKv:
     """A rocksdict database as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: get, put and
     delete are the database's own bound methods (no wrapper call per operation); a scan
-    is one iterator created and dropped inside the calling worker thread."""
+    is one iterator created and dropped inside the calling worker thread.
 
-    __slots__ = ("db", "get", "put", "delete", "items")
+    Every iteration ends by asking the iterator's status: rocksdict's key and item
+    iterators end silently on an error (a corrupt block ends a scan early: 475 of 1000
+    keys, and the checksum is simply wrong), while the raw iterator's ``status()`` raises
+    RocksDB's error, which names the file and offset ("Corruption: block checksum
+    mismatch ... in .../000009.sst offset 36330"). So the walks (count, the repair's
+    items) are raw iterators whose status is checked where they stop; a scan keeps the
+    key iterator (one call per key instead of three) and, whenever it ran out before its
+    limit or its bound, asks a raw iterator seeked to where it stopped (``_check_end``):
+    an error stops an iteration early, so it is always caught there, and a scan that
+    ends by its limit or bound read every key it returns without error."""
+
+    __slots__ = ("db", "get", "put", "delete")
     get: Callable[[bytes], bytes | None]
     put: Callable[[bytes, bytes], None]
     delete: Callable[[bytes], None]
-    items: Callable[[], Iterable[tuple[bytes, bytes]]]
 
     def __init__(self, db: rocksdict.Rdict) -> None:
         self.db = db
         # rocksdict types keys and values as any of its kinds; these databases hold bytes only
-        self.get, self.put, self.delete, self.items = db.get, db.put, db.delete, db.items  # type: ignore[assignment]
+        self.get, self.put, self.delete = db.get, db.put, db.delete
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        it = self.db.iter()
+        it.seek_to_first()
+        valid, key, value, step = it.valid, it.key, it.value, it.next
+        while valid():
+            yield key(), value()
+            step()
+        it.status()  # raises if the walk stopped on an error rather than at the end
 
     def count(self) -> int:
-        return sum(1 for _ in self.db.items())
+        it = self.db.iter()
+        it.seek_to_first()
+        n = 0
+        valid, step = it.valid, it.next
+        while valid():
+            n += 1
+            step()
+        it.status()
+        return n
 
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
         # One iterator per query, seeked to ``start``, at most ``limit`` keys: rocksdict's
-        # key iterator steps and reads the key in one call (valid/key/next were three).
+        # key iterator steps and reads the key in one call (valid/key/next are three, which
+        # cost 9-34% on the scan phases: docs/stores.md).
         # rocksdict types keys as any of its key kinds; these databases hold bytes keys only
         keys = cast("Iterator[bytes]", islice(self.db.keys(from_key=start), limit))
-        if last is None:
-            return list(keys)
         out: list[bytes] = []
-        for key in keys:
-            if key > last:
-                break
-            out.append(key)
+        if last is None:
+            out = list(keys)
+        else:
+            for key in keys:
+                if key > last:
+                    return out  # stopped by the bound: every key up to it was read
+                out.append(key)
+        if len(out) < limit:  # the key iterator ran out: the end of the data, or an error
+            self._check_end(out[-1] if out else start, bool(out))
         return out
 
+    def _check_end(self, key: bytes, after: bool) -> None:
+        """A key iterator ends silently on an error; a raw iterator at the same place
+        says which: its status raises RocksDB's error (naming the file), and a valid
+        position means the scan ended early without one."""
+        it = self.db.iter()
+        it.seek(key)
+        if after and it.valid():
+            it.next()
+        if it.valid():
+            raise RuntimeError(
+                f"RocksDB {self.db.path()}: a scan ended at key {key!r} although the database holds more "
+                "keys after it, and the iterator reported no error"
+            )
+        it.status()  # raises if the iteration stopped on an error rather than at the end
 
-class RocksDbEngine(Engine):
+
+class RocksDbEngine(MarkedStore, Engine):
+    store_layout = LAYOUT
     name = "rocksdb"
     in_all = True
     needs_stabilization = True
@@ -257,6 +304,14 @@ class RocksDbEngine(Engine):
         buffer_bytes = int(self.settings["write_buffer_size_mb"]) * 1024 * 1024
         opts = rocksdict.Options(raw_mode=True)
         opts.create_if_missing(create)
+        # RocksDB's default, stated: errors found in the files (at open, in reads and
+        # compactions) are errors, never skipped over; an existing store is opened with
+        # create_if_missing off and error_if_exists off, after the marker's record of its
+        # files was checked (``StoreDir.open_existing``: RocksDB takes a MANIFEST cut in
+        # half for an empty database, paranoid or not, and deletes the .sst files it no
+        # longer lists).
+        opts.set_paranoid_checks(True)
+        opts.set_error_if_exists(create)
         opts.increase_parallelism(self.parallelism)
         opts.set_write_buffer_size(buffer_bytes)
         opts.set_max_write_buffer_number(int(self.settings["max_write_buffer_number"]))
@@ -274,7 +329,7 @@ class RocksDbEngine(Engine):
         if reset:
             store.reset()
         else:
-            store.require()
+            store.open_existing()
         write_opts = rocksdict.WriteOptions()
         write_opts.sync = bool(self.settings["sync"])  # WAL stays enabled (disable_wal=False)
         dbs = []

@@ -17,6 +17,8 @@ execution after a connection's first of each string only rebinds and steps.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +35,7 @@ from asyncbench.engines.sql_profile_store import (
     Statements,
     run_to_completion,
 )
-from asyncbench.engines.store_dir import StoreDir, StoreLayout
+from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -50,6 +52,7 @@ LAYOUT = StoreLayout(
     stores=(DB_FILE,),
     stores_are_dirs=False,
     own_files=re.compile(re.escape(DB_FILE) + r"-(wal|shm|journal)"),
+    sum_all=True,  # SQLite pages have no checksum: a flipped byte in a value reads back as data
 )
 
 SCHEMA = (
@@ -113,11 +116,67 @@ def pragma_statements(settings: Mapping[str, Any]) -> list[str]:
 # --- run on the connection's own thread ------------------------------------------------------
 
 
-def configure(conn: sqlite3.Connection, pragmas: Sequence[str]) -> None:
+def configure(
+    conn: sqlite3.Connection, pragmas: Sequence[str], create: bool = True, path: Path | None = None
+) -> None:
+    """The pragmas, then the schema when ``create`` (a new store). An existing store is
+    never given a schema: its own is checked first (:func:`check_schema`), before any
+    pragma writes to the file (``journal_mode=WAL`` writes a header into an empty one)."""
+    if not create:
+        check_schema(conn, Path(path or "profiles.db"))
     for pragma in pragmas:
         conn.execute(pragma).fetchall()  # journal_mode answers with a row; drain it
-    for statement in SCHEMA:
-        conn.execute(statement)
+    if create:
+        for statement in SCHEMA:
+            conn.execute(statement)
+
+
+def _schema_rows(conn: sqlite3.Connection) -> set[tuple[Any, ...]]:
+    return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+
+
+@functools.cache
+def expected_schema() -> frozenset[tuple[Any, ...]]:
+    """``sqlite_master`` as SCHEMA leaves it (SQLite normalises the stored SQL text)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        return frozenset(_schema_rows(conn))
+    finally:
+        conn.close()
+
+
+def check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """An existing store holds exactly the benchmark's table and indexes (an empty file
+    holds none); StoreDamaged names the file and what differs."""
+    rows = _schema_rows(conn)
+    want = expected_schema()
+    if rows != want:
+        missing = sorted(str(r[1]) for r in want - rows)
+        extra = sorted(str(r[1]) for r in rows - want)
+        what = "; ".join(
+            part
+            for part in (
+                f"missing or changed: {', '.join(missing)}" if missing else "",
+                f"not the benchmark's: {', '.join(extra)}" if extra else "",
+            )
+            if part
+        )
+        raise StoreDamaged(f"{path}: not the benchmark's SQLite schema ({what}); the store is refused")
+
+
+def quick_check(conn: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check`` of an existing store: every page, b-tree and record well
+    formed (the index contents are not compared with the table's, which
+    ``integrity_check`` adds at several times the cost). Cost measured in
+    docs/stores.md. StoreDamaged names the file and the first problems."""
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        raise StoreDamaged(f"{path}: PRAGMA quick_check cannot read the store: {exc}") from exc
+    if problems != ["ok"]:
+        raise StoreDamaged(f"{path}: PRAGMA quick_check failed: {'; '.join(map(str, problems[:5]))}")
 
 
 def checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -150,9 +209,13 @@ class SqliteConnection:
     suspend, so they run only inside a batch that :meth:`run_batch` hands to the thread.
     """
 
-    def __init__(self, path: Path, pragmas: Sequence[str], busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, path: Path, pragmas: Sequence[str], busy_timeout_s: float = 30.0, create: bool = True
+    ) -> None:
         self.path = Path(path)
         self.pragmas = list(pragmas)
+        #: False: the database must exist (opened read-write, never created) and gets no schema.
+        self.create = create
         self.busy_timeout_s = busy_timeout_s
         self._db: aiosqlite.Connection | None = None
         self._raw: sqlite3.Connection | None = None
@@ -166,12 +229,24 @@ class SqliteConnection:
             )
         # isolation_level=None: the sqlite3 module never issues BEGIN, so each statement
         # is its own autocommit transaction.
-        db = await aiosqlite.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
+        if self.create:
+            db = await aiosqlite.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
+        else:  # mode=rw: an existing database only, never an empty one created in its place
+            uri = Path(os.path.abspath(self.path)).as_uri() + "?mode=rw"
+            try:
+                db = await aiosqlite.connect(uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s)
+            except sqlite3.OperationalError as exc:
+                raise StoreMissing(f"{self.path}: the SQLite store cannot be opened: {exc}") from exc
         self._db = db
         self._raw = db._conn
         try:
-            await self.run(configure, self.pragmas)
+            await self.run(configure, self.pragmas, self.create, self.path)
             self._execute = (await self.run(sqlite3.Connection.cursor)).execute
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            if self.create:
+                raise
+            raise StoreDamaged(f"{self.path}: SQLite cannot open the store: {exc}") from exc
         except BaseException:
             await self.close()
             raise
@@ -207,7 +282,8 @@ class SqliteConnection:
 # --- engine ---------------------------------------------------------------------------------
 
 
-class SqliteEngine(Engine):
+class SqliteEngine(MarkedStore, Engine):
+    store_layout = LAYOUT
     name = "sqlite"
     in_all = True
     needs_stabilization = False
@@ -236,9 +312,10 @@ class SqliteEngine(Engine):
         """The database file plus its -wal and -shm companions."""
         return [self.path.with_name(self.path.name + s) for s in DB_SUFFIXES]
 
-    def connection(self) -> SqliteConnection:
-        """A new, unopened connection configured like the engine's own."""
-        return SqliteConnection(self.path, pragma_statements(self.settings))
+    def connection(self, create: bool = True) -> SqliteConnection:
+        """A new, unopened connection configured like the engine's own (``create``: a new
+        store, given the schema; else an existing one, which must be there)."""
+        return SqliteConnection(self.path, pragma_statements(self.settings), create=create)
 
     # --- lifecycle ----------------------------------------------------------------------
     async def delete_store(self) -> bool:
@@ -252,16 +329,18 @@ class SqliteEngine(Engine):
         store = StoreDir(self.data_dir, LAYOUT)
         if reset:  # only its own files
             store.reset()
-        else:  # the database must exist
-            store.require()
-        conn = self.connection()
+        else:  # the database must exist, as its last clean close recorded it
+            await anyio.to_thread.run_sync(store.open_existing)
+        conn = self.connection(create=reset)
         await conn.open()
         self._conn = conn
         # P > 1: one connection (so one thread) per worker, like the reference; worker 0
         # uses the engine's own connection.
         try:
+            if not reset:  # every page of the existing store (its schema was checked at connect)
+                await conn.run(quick_check, self.path)
             for _ in range(1, self.config.workers):
-                extra = self.connection()
+                extra = self.connection(create=reset)
                 await extra.open()
                 self._worker_conns.append(extra)
         except BaseException:

@@ -25,6 +25,16 @@ directory when it creates the store. Then:
 - :meth:`StoreDir.require` (an open that keeps the data) insists on the marker and on
   every store it lists, so a deleted store is an error naming it, never an empty store
   silently created in its place.
+- :meth:`StoreDir.open_existing` (what the engines call before such an open) also compares
+  the store with the record of its last clean close: the size of every file and the CRC32
+  of the small ones (all of them for SQLite, whose pages carry no checksum). Libraries
+  read damage as a smaller valid store (RocksDB takes a MANIFEST cut in half for an empty
+  database and deletes the .sst files it no longer lists), so a missing, new, resized or
+  changed file is refused (:class:`StoreDamaged`) before the library touches it. The
+  marker then says "in use" until the next clean close: after a crash the record is stale
+  and the engine's own recovery decides.
+- The marker also keeps the store's fingerprint (what built it: ``asyncbench.run.reuse``)
+  across clean closes; a reset drops it.
 
 Errors are :class:`StoreDirError` (a ``RuntimeError``): the runner reports them as the
 engine's ``Failed: open: ...`` row and goes on with the other engines.
@@ -37,11 +47,15 @@ import json
 import os
 import re
 import stat
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-__all__ = ["MARKER", "StoreDir", "StoreDirError", "StoreLayout", "StoreMissing"]
+import anyio.to_thread
+
+__all__ = ["MARKER", "MarkedStore", "StoreDamaged", "StoreDir", "StoreDirError", "StoreLayout", "StoreMissing"]
 
 MARKER = ".asyncbench-store"
 #: The marker while it is written (renamed into place; left behind only by a crash).
@@ -49,6 +63,11 @@ MARKER_TMP = MARKER + ".tmp"
 FORMAT = 1
 #: How many unrecognised entries an error names before "and N more".
 _NAMED = 5
+#: Files up to this size also get a CRC32 in the record of a clean close (manifests,
+#: CURRENT, OPTIONS, the clean-shutdown mark: the small files whose damage an engine may
+#: take for a valid, smaller store); larger ones (data) are checked by size, and their
+#: content by the engine's own block checksums as it reads.
+SUMMED_BYTES = 1 << 20
 
 
 class StoreDirError(RuntimeError):
@@ -57,6 +76,10 @@ class StoreDirError(RuntimeError):
 
 class StoreMissing(StoreDirError):
     """A store the marker lists is gone; opening would silently start an empty one."""
+
+
+class StoreDamaged(StoreDirError):
+    """A file of a cleanly closed store is missing, new, resized or changed since that close."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,14 @@ class StoreLayout:
     stores_are_dirs: bool
     store_files: re.Pattern[str] | None = None
     own_files: re.Pattern[str] | None = None
+    #: CRC32 every file at a clean close, not only those up to SUMMED_BYTES: for a
+    #: library whose data pages carry no checksum of their own (SQLite), so a flipped
+    #: byte in a value is found at the next open instead of read back as data.
+    sum_all: bool = False
+
+    @property
+    def summed_bytes(self) -> int | None:
+        return None if self.sum_all else SUMMED_BYTES
 
     def owns_top(self, name: str) -> bool:
         if name in (MARKER, MARKER_TMP) or name in self.stores:
@@ -94,6 +125,12 @@ class StoreDir:
         self.marker = self.directory / MARKER
         #: The files recorded at the last clean close (None: no record); set by _read_marker.
         self._recorded: dict[str, list] | None = None
+        #: Size and CRC32 (-1: not summed) of every file at the last clean close, stores included.
+        self._contents: dict[str, list] | None = None
+        #: What built the store (``write_fingerprint``), kept across closes; None: unknown.
+        self._fingerprint: dict | None = None
+        #: Opened keeping its data since the last clean close (the record may be stale).
+        self._in_use = False
 
     # --- open with reset ----------------------------------------------------------------
     def reset(self) -> None:
@@ -135,10 +172,22 @@ class StoreDir:
     def record_files(self) -> None:
         """Record in the marker, by exact name and identity, every file the engine's library
         left in its stores and every own file beside them, so the next reset or delete
-        removes exactly these. Call only after a clean close of a store this engine opened."""
+        removes exactly these; and the size (and CRC32 of the small ones) of every file,
+        stores included, so an open that keeps the data can tell a damaged store
+        (:meth:`open_existing`). Call only after a clean close of a store this engine opened."""
         if self._read_marker() is None:
             return
         files: dict[str, list[int]] = {}
+        contents: dict[str, list[int]] = {}
+        for rel, st in self._present():
+            if rel not in self.layout.stores:
+                files[rel] = _identity(st)
+            contents[rel] = [st.st_size, _crc(self.directory / rel, st.st_size, self.layout.summed_bytes)]
+        self._write_marker(files, contents=contents, fingerprint=self._fingerprint)
+
+    def _present(self) -> Iterator[tuple[str, os.stat_result]]:
+        """(relative path, lstat) of every regular file the engine's library or the engine
+        wrote: library files inside store directories, store files, own files beside them."""
         for name in sorted(os.listdir(self.directory)):
             if name in (MARKER, MARKER_TMP):
                 continue
@@ -148,10 +197,37 @@ class StoreDir:
                 for inner in sorted(os.listdir(path)):
                     ist = os.lstat(path / inner)
                     if stat.S_ISREG(ist.st_mode) and self.layout.library_file(inner):
-                        files[f"{name}/{inner}"] = _identity(ist)
-            elif name not in self.layout.stores and self.layout.owns_top(name) and stat.S_ISREG(st.st_mode):
-                files[name] = _identity(st)
-        self._write_marker(files)
+                        yield f"{name}/{inner}", ist
+            elif self.layout.owns_top(name) and stat.S_ISREG(st.st_mode):
+                yield name, st
+
+    # --- the store's fingerprint (what built it), for a run that reuses it ------------------
+    def write_fingerprint(self, fingerprint: dict) -> None:
+        """Keep ``fingerprint`` (JSON) in the marker of a cleanly closed store; every later
+        record keeps it, a reset drops it."""
+        if self._read_marker() is None or self._contents is None or self._in_use:
+            raise StoreDirError(f"{self.directory}: the store was not closed cleanly; no fingerprint written")
+        self._write_marker(self._recorded, contents=self._contents, fingerprint=dict(fingerprint))
+
+    def fingerprint(self) -> dict:
+        """The fingerprint of a marked store closed cleanly since it was last opened;
+        StoreDirError saying why there is none (no marker, never fingerprinted, not closed)."""
+        self._check_is_real_dir()
+        if self._read_marker() is None:
+            raise StoreDirError(
+                f"{self.directory} holds no {self.layout.engine} store of asyncbench (no {MARKER} marker) to reuse"
+            )
+        if self._fingerprint is None:
+            raise StoreDirError(
+                f"{self.marker} has no fingerprint: the store was not built by a run that finished every "
+                "phase with --keep-data, so what it holds is unknown; rebuild it"
+            )
+        if self._in_use or self._contents is None:
+            raise StoreDirError(
+                f"{self.directory}: the {self.layout.engine} store was not closed cleanly after it was last "
+                "opened; it cannot be reused as it is (rebuild it)"
+            )
+        return dict(self._fingerprint)
 
     # --- open keeping the data ----------------------------------------------------------
     def require(self) -> None:
@@ -175,6 +251,38 @@ class StoreDir:
             if stat.S_ISLNK(st.st_mode) or (stat.S_ISDIR(st.st_mode) != want_dir):
                 kind = "directory" if want_dir else "regular file"
                 raise StoreDirError(f"{self.directory / name} is not a {kind}; asyncbench did not make it")
+
+    def open_existing(self) -> None:
+        """Before an engine opens its store keeping the data: :meth:`require`, then, if the
+        store was closed cleanly since it was last opened, every file exactly as that close
+        recorded it (none missing, none new, same sizes, same CRC32 of the small files):
+        StoreDamaged names the first files that differ. Engine libraries take a truncated
+        manifest for a smaller store and delete the data it no longer lists (RocksDB), or
+        an empty database file for a new one (SQLite), so this is checked before they
+        open. The marker then says the store is in use until the next clean close: after
+        a crash the record is stale and the engine's own recovery decides."""
+        self.require()
+        if self._contents is not None and not self._in_use:
+            problems = self._compare(self._contents)
+            if problems:
+                raise StoreDamaged(
+                    f"{self.directory}: the {self.layout.engine} store changed since its last clean close: "
+                    f"{_first(problems)}; it is refused as damaged and left as it is"
+                )
+        self._write_marker(self._recorded, contents=self._contents, fingerprint=self._fingerprint, in_use=True)
+
+    def _compare(self, contents: dict[str, list]) -> list[str]:
+        present = dict(self._present())
+        problems = [f"{self.directory / rel} is missing" for rel in contents if rel not in present]
+        for rel, st in present.items():
+            want = contents.get(rel)
+            if want is None:
+                problems.append(f"{self.directory / rel} was not there")
+            elif st.st_size != want[0]:
+                problems.append(f"{self.directory / rel} is {st.st_size:_d} bytes, was {want[0]:_d}")
+            elif want[1] != -1 and _crc(self.directory / rel, st.st_size, self.layout.summed_bytes) != want[1]:
+                problems.append(f"{self.directory / rel} has other contents (CRC32)")
+        return problems
 
     # --- checks ------------------------------------------------------------------------
     def _check_is_real_dir(self) -> None:
@@ -238,6 +346,21 @@ class StoreDir:
             if isinstance(files, dict)
             else None
         )
+        contents = doc.get("contents")
+        self._contents = (
+            {
+                k: v
+                for k, v in contents.items()
+                if isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)
+            }
+            if isinstance(contents, dict)
+            else None
+        )
+        if isinstance(contents, dict) and self._contents is not None and len(self._contents) != len(contents):
+            raise StoreDirError(f"{self.marker} holds a damaged record of the store's files")
+        fingerprint = doc.get("fingerprint")
+        self._fingerprint = fingerprint if isinstance(fingerprint, dict) else None
+        self._in_use = doc.get("in_use") is True
         return stores
 
     def _check_marker(self, names: list[str]) -> None:
@@ -329,10 +452,23 @@ class StoreDir:
         finally:
             os.close(top)
 
-    def _write_marker(self, files: dict[str, list[int]] | None = None) -> None:
+    def _write_marker(
+        self,
+        files: dict[str, list[int]] | None = None,
+        contents: dict[str, list] | None = None,
+        fingerprint: dict | None = None,
+        in_use: bool = False,
+    ) -> None:
         doc: dict = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
         if files is not None:
             doc["files"] = files
+        if contents is not None:
+            doc["contents"] = contents
+        if fingerprint is not None:
+            doc["fingerprint"] = fingerprint
+        if in_use:
+            doc["in_use"] = True
+        self._recorded, self._contents, self._fingerprint, self._in_use = files, contents, fingerprint, in_use
         tmp = self.directory / MARKER_TMP
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -368,6 +504,36 @@ def _identity(st: os.stat_result) -> list[int]:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
+def _crc(path: Path, size: int, limit: int | None) -> int:
+    """CRC32 of a file up to ``limit`` bytes (None: any size), read without following a
+    symlink; -1 above."""
+    if limit is not None and size > limit:
+        return -1
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        crc = 0
+        while chunk := os.read(fd, 1 << 20):
+            crc = zlib.crc32(chunk, crc)
+        return crc
+    finally:
+        os.close(fd)
+
+
 def _first(names: list[str]) -> str:
     shown = ", ".join(names[:_NAMED])
     return shown + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+
+
+class MarkedStore:
+    """Mixin of an engine whose store is a :class:`StoreDir` (``store_layout`` in
+    ``data_dir``): the store's fingerprint lives in its marker (see ``asyncbench.run.reuse``)."""
+
+    store_layout: ClassVar[StoreLayout]
+    data_dir: Path
+
+    async def read_fingerprint(self) -> dict:
+        return await anyio.to_thread.run_sync(StoreDir(self.data_dir, self.store_layout).fingerprint)
+
+    async def write_fingerprint(self, fingerprint: dict) -> bool:
+        await anyio.to_thread.run_sync(StoreDir(self.data_dir, self.store_layout).write_fingerprint, fingerprint)
+        return True

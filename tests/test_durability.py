@@ -27,6 +27,7 @@ import anyio
 import pytest
 from asyncbench.engines import engine_class
 from asyncbench.engines.kv_recovery import repair
+from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
@@ -288,7 +289,9 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
                 assert engine.recovery is None
                 await check_store(engine, 600, SEED)
         assert scans == []
-        (data / "CLEAN_SHUTDOWN").unlink()  # as if the last session had been killed
+        (data / "CLEAN_SHUTDOWN").unlink()  # as if the last session had been killed ...
+        marker = json.loads((data / MARKER).read_text())
+        (data / MARKER).write_text(json.dumps({**marker, "in_use": True}))  # ... after its open
         engine = make("rocksdb", data)
         async with opened(engine, reset=False):
             assert engine.recovery is not None and engine.recovery.changed == 0

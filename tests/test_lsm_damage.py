@@ -17,7 +17,7 @@ from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
 from asyncbench.engines.lsm.meta import encode_meta, read_meta
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
-from asyncbench.engines.store_dir import StoreDir
+from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 
 from asyncbench.engine import EngineConfig, opened
@@ -197,8 +197,18 @@ def test_engine_reopen_refuses_a_replaced_meta(tmp_path: Path) -> None:
     raised: list[BaseException] = []
     try:
         anyio.run(reopen)
-    except* CorruptMeta as group:
+    except* StoreDamaged as group:  # the record of the last clean close: before the tree opens
         raised += group.exceptions
+    assert len(raised) == 1 and f"{tree / 'meta.json'} is 2 bytes" in str(raised[0])
+    assert snapshot(tree) == before
+    # without that record (a store that was not closed cleanly), the tree's own check
+    marker = json.loads((cfg.data_dir / MARKER).read_text())
+    del marker["contents"]
+    (cfg.data_dir / MARKER).write_text(json.dumps(marker))
+    try:
+        anyio.run(reopen)
+    except* CorruptMeta as group:
+        raised = list(group.exceptions)
     assert [e.path for e in raised] == [tree / "meta.json"]  # type: ignore[attr-defined]
     assert snapshot(tree) == before
 
@@ -568,7 +578,16 @@ def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> No
     raised: list[BaseException] = []
     try:
         anyio.run(reopen)
-    except* MissingStore as group:
+    except* StoreDamaged as group:  # the record of the last clean close names a missing file
         raised += group.exceptions
+    assert len(raised) == 1 and f"{tree}/" in str(raised[0]) and "is missing" in str(raised[0])
+    assert not list(tree.iterdir())  # nothing was created in its place
+    marker = json.loads((cfg.data_dir / MARKER).read_text())
+    del marker["contents"]  # without the record, the tree's own check
+    (cfg.data_dir / MARKER).write_text(json.dumps(marker))
+    try:
+        anyio.run(reopen)
+    except* MissingStore as group:
+        raised = list(group.exceptions)
     assert [e.path for e in raised] == [tree]  # type: ignore[attr-defined]
     assert not list(tree.iterdir())  # nothing was created in its place

@@ -231,7 +231,7 @@ def test_rocksdb_emptied_database_is_not_recreated(tmp_path: Path) -> None:
     run(_create, "rocksdb", directory)
     for f in (directory / "reputation-index").iterdir():
         f.unlink()
-    with pytest.raises(StoreMissing, match="reputation-index"):
+    with pytest.raises(StoreDirError, match="reputation-index"):  # (the record of the close: StoreDamaged)
         run(_count, "rocksdb", directory)
     assert not (directory / "reputation-index" / "CURRENT").exists()  # no empty database made
 

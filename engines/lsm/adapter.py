@@ -28,7 +28,7 @@ import anyio
 from anyio.abc import TaskGroup
 from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
-from asyncbench.engines.store_dir import StoreDir, StoreLayout
+from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts
@@ -49,7 +49,8 @@ LAYOUT = StoreLayout(
 )
 
 
-class LsmEngine(Engine):
+class LsmEngine(MarkedStore, Engine):
+    store_layout = LAYOUT
     name = "lsm"
     in_all = True
     #: What the last open's crash repair did (None: the previous close was clean).
@@ -87,7 +88,7 @@ class LsmEngine(Engine):
         if reset:  # only its own store
             store.reset()
         else:  # every tree present
-            store.require()
+            store.open_existing()
         # An existing store must have every tree: one emptied behind our back is refused
         # (MissingStore), never reopened as an empty index.
         trees: list[LsmTree] = []
