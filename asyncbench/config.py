@@ -77,6 +77,7 @@ class BenchConfig:
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
     clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
+    reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     processes: int | None = None  # client processes on this host for client/server engines (None: this one)
@@ -486,6 +487,15 @@ RUN_KEYS: dict[str, RunKey] = {
             "delete each engine's store (its own files or tables only) after its run; the default. "
             "--no-clean-data keeps them under DATA/profiles-N/<engine>",
             flag="--clean-data",
+        ),
+        RunKey(
+            "reuse_data",
+            Bool(),
+            "run on the stores an earlier --keep-data run of the same engine, seed and counts built "
+            "(checked by their fingerprint, and intact): no insert or update, only the phases that read "
+            "what the store holds; the stores are kept (docs/stores.md)",
+            flag="--reuse-data",
+            report="Reused stores",
         ),
     )
 }

@@ -34,6 +34,7 @@ PLAN = {
         "clean_data": False,
         "processes": 2,  # (with memory and both set, the run's preflight refuses it; the table reads it)
         "cluster": "tcp://127.0.0.1:8786",
+        "reuse_data": True,
     },
     "counts": {"reads": 40},
     "phase": [{"kind": "insert"}, {"kind": "read_by_id", "count": 20}, {"kind": "verify"}],
@@ -76,7 +77,7 @@ def test_the_engine_and_the_phase_loop_agree_on_the_worker_count(tmp_path: Path,
     from asyncbench.engines.memory import MemoryEngine
     from asyncbench.workloads.profile_store.plan import draw_plan
 
-    cfg = from_document({**PLAN, "run": {**PLAN["run"], "data": str(tmp_path)}}, "plan.toml")
+    cfg = from_document({**PLAN, "run": {**PLAN["run"], "data": str(tmp_path), "reuse_data": False}}, "plan.toml")
     level: Level = cfg.level(200, 3)
     asked: list[int] = []
     worker = MemoryEngine.worker

@@ -142,6 +142,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         if isinstance(value, str):
             value = key.type.from_text(where, key.flag, value)
         apply_run_key(cfg, where, key.flag, key.name, value)
+    if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
+        if args.clean_data:
+            raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
+        cfg.clean_data = False
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     latest = []

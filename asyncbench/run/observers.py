@@ -206,7 +206,8 @@ class ConsoleObserver(Observer):
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
-            self._print(phase_line(result.name, "skipped", "", "(not needed)"))
+            why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
+            self._print(phase_line(result.name, "skipped", "", why))
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action is Action.OPERATIONS else ""
         if result.close_seconds is not None:

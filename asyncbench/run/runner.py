@@ -24,6 +24,7 @@ from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, LatencyStats, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.run import reuse
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import Observer
@@ -61,6 +62,10 @@ class EngineRun:
         self.current: str | None = None  # the phase running now (a display name)
         self.step = "setup"  # the step outside the phases: setup, open, after the last phase
         self.opened = False  # the engine opened (so created its marked store) in this run
+        self.completed = False  # every phase ran: the store is what the plan builds
+        #: A reuse run (``cfg.reuse_data``): whether the reused store holds updated profiles.
+        self.store_updated: bool | None = None
+        self.skipped: list[str] = []  # phases a reuse run left out, with the reason
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
@@ -88,7 +93,9 @@ class EngineRun:
                 try:
                     await self._run_phases()
                 finally:
-                    await self._close_quietly()
+                    closed = await self._close_quietly()
+                    if closed:
+                        await self._fingerprint_quietly()
                     await self._delete_quietly()
                     background.cancel_scope.cancel()
         except* EngineUnavailable as unavailable:
@@ -121,15 +128,22 @@ class EngineRun:
         self.step = "setup"
         cls = engine_class(self.name)
         econf = self._engine_config()
-        make_real_dir(econf.data_dir)  # never through a symlink or over a file
+        if not self.cfg.reuse_data:  # (a reuse run creates nothing: the store must be there)
+            make_real_dir(econf.data_dir)  # never through a symlink or over a file
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
         with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
             self.current = "open"
             assert self.background is not None
-            await self.engine.open(True, self.background)
-            self.opened = True  # the store is the engine's own now: --clean-data may delete it
+            if self.cfg.reuse_data:  # the store an earlier run built: its fingerprint first
+                found = await self.engine.read_fingerprint()
+                expected = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
+                self.store_updated = reuse.check(found, expected, self.engine.data_dir)
+                await self.engine.open(False, self.background)  # checks the store is intact
+            else:
+                await self.engine.open(True, self.background)
+                self.opened = True  # the store is the engine's own now: --clean-data may delete it
             for index, spec in enumerate(self.cfg.phases):
                 self.current = spec.name
                 await self._phase(index, spec)
@@ -137,17 +151,35 @@ class EngineRun:
             self.step = "after the last phase"
             if res.storage_bytes is None:
                 res.storage_bytes = await self.engine.measure_storage()
+            self.completed = True
+        if self.skipped:
+            res.notes.append("reused store: skipped " + "; ".join(self.skipped))
         if scope.cancelled_caught:
             res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
 
-    async def _close_quietly(self) -> None:
+    async def _close_quietly(self) -> bool:
+        """Close the engine; True if it closed without error."""
         if self.engine is None:
-            return
+            return False
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             try:
                 await self.engine.close()
+                return True
             except Exception as exc:  # closing after a failure must not hide the failure
                 self.result.notes.append(f"close failed: {type(exc).__name__}: {exc}")
+        return False
+
+    async def _fingerprint_quietly(self) -> None:
+        """A store this run built through every phase and keeps gets its fingerprint, so a
+        later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse``)."""
+        if self.engine is None or not self.opened or not self.completed or self.cfg.clean_data:
+            return
+        fp = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            try:
+                await self.engine.write_fingerprint(fp)
+            except Exception as exc:  # the run's results stand; the store is just not reusable
+                self.result.notes.append(f"the store's fingerprint was not written: {type(exc).__name__}: {exc}")
 
     async def _delete_quietly(self) -> None:
         """After close: the engine deletes its own store unless the run keeps data."""
@@ -186,7 +218,10 @@ class EngineRun:
                 close_seconds=close_seconds,
             )
 
-        if kind.action is Action.STABILIZE and not engine.needs_stabilization:
+        why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated)
+        if why is not None:
+            self.skipped.append(f"{spec.name} ({why})")
+        if why is not None or (kind.action is Action.STABILIZE and not engine.needs_stabilization):
             pr = result(0, 0.0, skipped=True)
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)

@@ -1,0 +1,110 @@
+"""A run on a store built by an earlier run (``--reuse-data``): what it checks and runs.
+
+Building a 2M-profile store takes most of a run; reading it is what one often wants to
+repeat. A run that finishes every phase with ``--keep-data`` leaves its store with a
+*fingerprint* beside the ownership marker (:func:`fingerprint`: the engine, seed and
+profile count, the plan counts that shaped the store, the write phases it ran, and
+:data:`FORMAT`). A reuse run then, per engine:
+
+1. reads that fingerprint before opening anything and refuses a store built by another
+   engine, seed, profile count or format, or (when the build updated profiles) with other
+   counts or other write phases (:func:`check`); a store without one (a run that failed,
+   was not kept, or never closed cleanly) is refused too;
+2. opens the store keeping its data, which checks it is intact (the record of its last
+   clean close, SQLite's schema and ``quick_check``: ``engines/store_dir.py``);
+3. runs the plan's phases that do not write (:func:`skip_reason`): never ``insert`` or
+   ``update``; and a phase that reads only when the store holds what it expects, i.e.
+   post-update phases on a store whose build ran the updates, the others on one whose
+   build did not. Those reproduce the reference checksums of a full run with the same
+   seed and counts; the others are reported as skipped, with the reason in the notes.
+   stabilize, settle and reopen run as usual.
+
+The store is never deleted by a reuse run (``--clean-data`` does not apply to it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
+from asyncbench.workloads.profile_store.plan import STREAM_SIZES, Counts
+
+__all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
+
+#: Version of the fingerprint and of what a store holds for a given fingerprint.
+FORMAT = 1
+
+#: The counts whose streams are drawn before (and including) the updates: they decide
+#: which profiles an update phase changed, so they shaped an updated store.
+_UPDATE_COUNTS = tuple(dict.fromkeys(STREAM_SIZES[s] for s in ("reads", "email_reads", "queries", "updates")))
+
+
+class StoreMismatch(RuntimeError):
+    """The store was built by another engine, seed, count or plan than this run's."""
+
+
+def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
+    """The write phases of a plan, as [kind, stream, count]."""
+    return [[p.kind, p.stream, p.count] for p in phases if PHASES[p.kind].group is Group.WRITE]
+
+
+def fingerprint(cfg: BenchConfig, engine: str, counts: Counts) -> dict[str, Any]:
+    """What a run that completed every phase of ``cfg`` leaves in ``engine``'s store."""
+    return {
+        "format": FORMAT,
+        "engine": engine,
+        "seed": cfg.seed,
+        "profiles": counts.profiles,
+        "counts": {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")},
+        "writes": writes(cfg.phases),
+    }
+
+
+def updated(found: dict[str, Any]) -> bool:
+    """Whether the build ran a phase that rewrote stored profiles."""
+    return any(PHASES[w[0]].rewrites for w in found.get("writes", []) if w and w[0] in PHASES)
+
+
+def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
+    """StoreMismatch naming every field in which ``found`` (the store's fingerprint)
+    differs from what this run needs; returns whether the store holds updated profiles."""
+    if not isinstance(found, dict) or found.get("format") != FORMAT:
+        version = found.get("format") if isinstance(found, dict) else None
+        raise StoreMismatch(
+            f"{where}: the store's fingerprint has format {version!r}, this asyncbench reads format {FORMAT}; rebuild it"
+        )
+    diffs = [
+        f"{key} {found.get(key)!r} (this run: {expected[key]!r})"
+        for key in ("engine", "seed", "profiles")
+        if found.get(key) != expected[key]
+    ]
+    is_updated = updated(found)
+    if is_updated:
+        have, want = found.get("counts") or {}, expected["counts"]
+        diffs += [
+            f"counts.{key} {have.get(key)!r} (this run: {want[key]!r})"
+            for key in _UPDATE_COUNTS
+            if have.get(key) != want[key]
+        ]
+        if found.get("writes") != expected["writes"]:
+            diffs.append(f"write phases {found.get('writes')!r} (this run's plan: {expected['writes']!r})")
+    if diffs:
+        raise StoreMismatch(
+            f"{where}: the store was built with {'; '.join(diffs)}; it is not this run's store and is left as it is"
+        )
+    return is_updated
+
+
+def skip_reason(spec: PhaseSpec, store_updated: bool) -> str | None:
+    """Why a reuse run does not run this phase (None: it runs)."""
+    kind = PHASES[spec.kind]
+    if kind.group is Group.WRITE:
+        return "the store is reused, never written"
+    if kind.action in (Action.OPERATIONS, Action.VERIFY) and spec.post_update != store_updated:
+        if store_updated:
+            return "the store holds the profiles after the updates; this phase reads them before"
+        return "the store's build ran no updates; this phase reads the profiles after them"
+    return None

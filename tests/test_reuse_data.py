@@ -1,0 +1,124 @@
+"""``--reuse-data``: a store built once (``--keep-data``) is reopened from the command line
+without reset, after its fingerprint and its integrity were checked, and the phases that
+read it reproduce the build's checksums (issue 23, first paragraph and items 2, 4, 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from asyncbench.engines.store_dir import MARKER
+from conftest import ROOT
+
+QUICK = str(ROOT / "benchmarks" / "quick.toml")
+ENGINES = ("lsm", "rocksdb", "sqlite")
+FAST = ("--profiles", "1k", "--no-isolate")
+
+
+def store(tmp_path: Path, engine: str) -> Path:
+    return tmp_path / "data" / "profiles-1000" / engine
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def build(run_cli, *engines: str, extra: tuple[str, ...] = ()) -> dict:
+    code, runs, output = run_cli(QUICK, "--engine", ",".join(engines), *FAST, "--keep-data", *extra)
+    assert code == 0, output
+    return runs[-1]
+
+
+def test_reuse_runs_the_read_phases_on_the_kept_store_and_reproduces_the_checksums(run_cli, tmp_path: Path) -> None:
+    built = build(run_cli, *ENGINES)
+    for name in ENGINES:
+        fp = json.loads((store(tmp_path, name) / MARKER).read_text())["fingerprint"]
+        assert (fp["engine"], fp["profiles"], fp["seed"]) == (name, 1000, 570123434)
+    # isolated (the default): the child gets the flag through the config it is handed
+    code, runs, output = run_cli(QUICK, "--engine", ",".join(ENGINES), "--profiles", "1k", "--reuse-data")
+    assert code == 0, output
+    reused = runs[-1]
+    assert "(reused store)" in output
+    for before, after in zip(built["engines"], reused["engines"], strict=True):
+        assert after["status"] == "ok", after
+        ran = [p for p in after["phases"] if not p["skipped"]]
+        skipped = {p["name"] for p in after["phases"] if p["skipped"]}
+        assert {"insert profiles", "update profiles", "read by user id"} <= skipped
+        # the store holds the updated profiles: the post-update phases and verify run ...
+        assert {p["name"] for p in ran if p["checksum"]} == {
+            p["name"] for p in before["phases"] if p["checksum"] and p["post_update"]
+        }
+        # ... and reproduce the build's checksums
+        want = {p["index"]: p["checksum"] for p in before["phases"]}
+        assert all(p["checksum"] == want[p["index"]] for p in ran if p["checksum"]), after["engine"]
+        assert any("reused store: skipped" in n for n in after["notes"])
+        assert store(tmp_path, after["engine"]).exists()  # a reused store is kept
+
+
+def test_reuse_of_a_store_from_another_seed_is_refused_by_the_fingerprint(run_cli, tmp_path: Path) -> None:
+    build(run_cli, "lsm", "sqlite")
+    before = {e: snapshot(store(tmp_path, e)) for e in ("lsm", "sqlite")}
+    code, runs, output = run_cli(QUICK, "--engine", "lsm,sqlite", *FAST, "--reuse-data", "--seed", "5")
+    assert code == 1, output
+    for e in runs[-1]["engines"]:
+        assert e["status"] == "failed" and e["phase"] == "open"
+        assert "StoreMismatch" in e["detail"] and "seed 570123434 (this run: 5)" in e["detail"]
+        assert str(store(tmp_path, e["engine"])) in e["detail"]
+    assert {e: snapshot(store(tmp_path, e)) for e in ("lsm", "sqlite")} == before  # untouched
+
+
+def test_reuse_of_another_engines_store_is_refused(run_cli, tmp_path: Path) -> None:
+    build(run_cli, "lsm", "rocksdb")
+    shutil.rmtree(store(tmp_path, "rocksdb"))
+    shutil.copytree(store(tmp_path, "lsm"), store(tmp_path, "rocksdb"))  # the lsm store, substituted
+    code, runs, output = run_cli(QUICK, "--engine", "rocksdb", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and "holds a store of engine 'lsm', not 'rocksdb'" in e["detail"]
+
+
+def test_reuse_without_a_built_store_is_refused_and_creates_nothing(run_cli, tmp_path: Path) -> None:
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and "does not exist" in e["detail"]
+    assert not store(tmp_path, "sqlite").exists()  # (the run's lock lives beside it, as always)
+
+
+def test_a_store_from_a_failed_or_cleaned_run_has_no_fingerprint(run_cli, tmp_path: Path) -> None:
+    """Only a run that finished every phase and kept its store fingerprints it."""
+    code, _, output = run_cli(QUICK, "--engine", "lsm", *FAST, "--keep-data", "--timeout-seconds", "0.05")
+    assert code != 0, output
+    code, runs, output = run_cli(QUICK, "--engine", "lsm", *FAST, "--reuse-data")
+    assert code == 1 and "has no fingerprint" in runs[-1]["engines"][0]["detail"], output
+
+
+def test_rocksdb_manifest_cut_in_half_is_refused_through_the_cli(run_cli, tmp_path: Path) -> None:
+    """Item 2 as reported: the run exited 0 with an empty index (no .sst left)."""
+    build(run_cli, "rocksdb")
+    (manifest,) = (store(tmp_path, "rocksdb") / "email-index").glob("MANIFEST-*")
+    manifest.write_bytes(manifest.read_bytes()[: manifest.stat().st_size // 2])
+    before = snapshot(store(tmp_path, "rocksdb"))
+    code, runs, output = run_cli(QUICK, "--engine", "rocksdb", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and str(manifest) in e["detail"]
+    after = snapshot(store(tmp_path, "rocksdb"))
+    assert {k: v for k, v in after.items() if k != MARKER} == {k: v for k, v in before.items() if k != MARKER}
+
+
+def test_sqlite_empty_database_is_refused_through_the_cli(run_cli, tmp_path: Path) -> None:
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    db.write_bytes(b"")
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and str(db) in e["detail"]
+    assert db.stat().st_size == 0  # no schema was created in it
+
+
+def test_reuse_contradicts_clean_data(run_cli) -> None:
+    code, _, output = run_cli(QUICK, "--reuse-data", "--clean-data")
+    assert code == 2 and "--clean-data: contradicts reusing the stores" in output
