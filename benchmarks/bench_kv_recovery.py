@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 from asyncbench.engines import engine_class
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair
+from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 
 from asyncbench.engine import Engine, EngineConfig, opened
@@ -45,7 +46,8 @@ def repair_lsm(engine: Engine):  # type: ignore[no-untyped-def]
 
 
 async def reopen(name: str, data: Path, clean: bool) -> tuple[float, object]:
-    if not clean:
+    if not clean:  # opened (so the record of the clean close no longer holds), then killed
+        StoreDir(data, engine_class(name).store_layout).open_existing()
         CleanShutdownMarker(data).take()
     engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED))
     t0 = time.perf_counter()
