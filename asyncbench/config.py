@@ -495,7 +495,6 @@ RUN_KEYS: dict[str, RunKey] = {
             "(checked by their fingerprint, and intact): no insert or update, only the phases that read "
             "what the store holds; the stores are kept (docs/stores.md)",
             flag="--reuse-data",
-            report="Reused stores",
         ),
     )
 }

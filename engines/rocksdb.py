@@ -305,13 +305,12 @@ class RocksDbEngine(MarkedStore, Engine):
         opts = rocksdict.Options(raw_mode=True)
         opts.create_if_missing(create)
         # RocksDB's default, stated: errors found in the files (at open, in reads and
-        # compactions) are errors, never skipped over; an existing store is opened with
-        # create_if_missing off and error_if_exists off, after the marker's record of its
-        # files was checked (``StoreDir.open_existing``: RocksDB takes a MANIFEST cut in
-        # half for an empty database, paranoid or not, and deletes the .sst files it no
-        # longer lists).
+        # compactions) are errors, never skipped over. An existing store is opened with
+        # create_if_missing off, after the marker's record of its files was checked
+        # (``StoreDir.open_existing``: RocksDB takes a MANIFEST cut in half for an empty
+        # database, paranoid or not, and deletes the .sst files it no longer lists); a new
+        # one only after a reset proved the directory holds nothing else.
         opts.set_paranoid_checks(True)
-        opts.set_error_if_exists(create)
         opts.increase_parallelism(self.parallelism)
         opts.set_write_buffer_size(buffer_bytes)
         opts.set_max_write_buffer_number(int(self.settings["max_write_buffer_number"]))
