@@ -122,3 +122,8 @@ def test_sqlite_empty_database_is_refused_through_the_cli(run_cli, tmp_path: Pat
 def test_reuse_contradicts_clean_data(run_cli) -> None:
     code, _, output = run_cli(QUICK, "--reuse-data", "--clean-data")
     assert code == 2 and "--clean-data: contradicts reusing the stores" in output
+
+
+def test_reuse_is_refused_for_a_distributed_run(run_cli) -> None:
+    code, _, output = run_cli(QUICK, "--reuse-data", "--processes", "2", "--engine", "sqlite")
+    assert code == 2 and "--reuse-data: a distributed run's engines" in output

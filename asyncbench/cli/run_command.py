@@ -145,6 +145,12 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
     if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
         if args.clean_data:
             raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
+        if cfg.processes is not None or cfg.cluster is not None:
+            raise ConfigError(
+                where,
+                "--reuse-data",
+                "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
+            )
         cfg.clean_data = False
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
