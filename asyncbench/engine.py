@@ -136,6 +136,14 @@ class Engine(abc.ABC):
         this engine cannot (its store is then never reusable)."""
         return False
 
+    @classmethod
+    def exclusive(cls, config: EngineConfig) -> contextlib.AbstractAsyncContextManager[object]:
+        """Held around a whole engine run (open, phases, reopen, close, clean-up): a
+        client/server engine holds a server-side lock in it so two runs against one server
+        never reset each other's tables (engines/server_lock.py). Nothing by default: a
+        file engine's store directory has its own lock."""
+        return contextlib.nullcontext()
+
     async def delete_store(self) -> bool:
         """Delete this engine's own store after ``close`` (the run's clean-up, as the
         reference's ``--clean-data``): only the files, directories or tables the engine

@@ -46,7 +46,9 @@ What Galera (MariaDB's wsrep) needs beyond one server, and how the engine meets 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -62,6 +64,8 @@ from asyncbench.engines.client_server import (
     parse_endpoints,
     worker_map,
 )
+from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held, is_held
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
@@ -275,10 +279,20 @@ class MySqlEngine(SessionPoolEngine[Session]):
         "database": "",
         "user": "",
         "password": "",
+        "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
     }
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        wait = settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S)
+        if (
+            isinstance(wait, bool)
+            or not isinstance(wait, (int, float))
+            or not (math.isfinite(wait) and wait >= 0)
+        ):
+            raise ValueError(
+                f"engines.mysql.lock_wait_seconds must be a number of seconds >= 0, got {wait!r}"
+            )
         port = settings["port"]
         if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
             raise ValueError(
@@ -297,6 +311,35 @@ class MySqlEngine(SessionPoolEngine[Session]):
         self.endpoints = resolve_endpoints(self.settings)
         self.sql = Statements.build(DIALECT, self.limit)
         self.collation: str | None = None
+        self._own_lease: Lease | None = None  # taken by open() when no runner holds the lock
+
+    # --- ownership and the run lock (engines/server_lock.py, engines/mysql_lock.py) --------
+    @property
+    def where(self) -> str:
+        """The server and database messages name."""
+        return f"MySQL server {self.endpoints[0]}, database `{self.conn_settings['database']}`"
+
+    def lock_key(self) -> str:
+        return f"mysql:{self.endpoints[0]}/{self.conn_settings['database']}"
+
+    async def take_lock(self) -> Lease:
+        """The run lock of this database: GET_LOCK on one server, the lock row on Galera
+        (GET_LOCK is node-local there); on a connection of its own."""
+        conn = await self.connect(self.endpoints[0])
+        try:
+            rows = await Session(conn, self.sql).query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+            wait = float(self.settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S))
+            if rows and str(rows[0][1]).upper() == "ON":
+                return await GaleraLockRow.take(conn, wait, self.where)
+            return await GetLock.take(conn, lock_name(str(self.conn_settings["database"])), wait, self.where)
+        except BaseException:
+            conn.close()
+            raise
+
+    @classmethod
+    def exclusive(cls, config: EngineConfig) -> contextlib.AbstractAsyncContextManager[object]:
+        engine = cls(config)
+        return held(engine.lock_key(), engine.take_lock)
 
     # --- lifecycle --------------------------------------------------------------------
     async def connect(self, endpoint: Endpoint | None = None) -> Any:
@@ -351,18 +394,51 @@ class MySqlEngine(SessionPoolEngine[Session]):
         return session
 
     async def delete_store(self) -> bool:
-        """DROP the engine's table on the server (it writes no local files)."""
-        session = await self._session_to(self.endpoints[0])
-        try:
-            await session.query(f"DROP TABLE IF EXISTS {TABLE}")
-        finally:
-            await session.close()
+        """DROP the engine's table on the server (it writes no local files), only in a
+        database that holds our marker (else NotOurs)."""
+        async with self._locked():
+            session = await self._session_to(self.endpoints[0])
+            try:
+                if not await owned(session.conn):
+                    raise NotOurs(
+                        f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
+                    )
+                await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+            finally:
+                await session.close()
         return True
 
+    @contextlib.asynccontextmanager
+    async def _locked(self):  # type: ignore[no-untyped-def]
+        """The run lock for one step when this process holds none (no runner around)."""
+        async with held(self.lock_key(), self.take_lock):
+            yield
+
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        if not is_held(self.lock_key()):  # opened on its own: the lock lives until close
+            self._own_lease = await self.take_lock()
+        try:
+            await self._open(reset)
+        except BaseException:
+            await self._release_own_lease()
+            raise
+
+    async def _release_own_lease(self) -> None:
+        lease, self._own_lease = self._own_lease, None
+        if lease is not None:
+            await lease.release()
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            await self._release_own_lease()
+
+    async def _open(self, reset: bool) -> None:
         session = await self._session_to(self.endpoints[0])
         try:
             self.collation = await pick_collation(session)
+            await claim(session.conn, self.where)  # refuses a database that is not ours
             if reset:
                 await session.query(f"DROP TABLE IF EXISTS {TABLE}")
             await session.query(SCHEMA.format(collation=self.collation))

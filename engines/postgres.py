@@ -53,7 +53,9 @@ connects worker ``w`` to endpoint ``w % K`` (see ``engines/client_server.py``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -69,6 +71,8 @@ from asyncbench.engines.client_server import (
     parse_endpoints,
     worker_map,
 )
+from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held, is_held
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
@@ -110,6 +114,8 @@ ENV_VARS = {
     "user": "PGUSER",
     "password": "PGPASSWORD",
 }
+#: The schema the table lives in (engines/postgres_lock.py): asyncbench's own.
+DEFAULT_SCHEMA = "asyncbench"
 #: Every ORDER BY reads its index in order, whatever the statistics (module docstring).
 SESSION_PLANNER = {"enable_sort": "off"}
 SYNCHRONOUS_COMMIT = ("off", "local", "remote_write", "remote_apply", "on")
@@ -139,6 +145,16 @@ def validate_settings(settings: Mapping[str, Any]) -> None:
     port = settings.get("port", 0)
     if isinstance(port, int) and not 0 <= port <= 65535:  # 0: PGPORT or 5432
         raise ValueError(f"port must be between 1 and 65535, got {port}")
+    schema = settings.get("schema", DEFAULT_SCHEMA)
+    if not isinstance(schema, str) or not 0 < len(schema.encode()) <= 63 or "\x00" in schema:
+        raise ValueError(f"schema must be a name of 1 to 63 bytes, got {schema!r}")
+    wait = settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S)
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, (int, float))
+        or not (math.isfinite(wait) and wait >= 0)
+    ):
+        raise ValueError(f"lock_wait_seconds must be a number of seconds >= 0, got {wait!r}")
 
 
 def _libpq_endpoints(hosts: str, ports: str) -> list[Endpoint]:
@@ -187,6 +203,7 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
         "user": out["user"],
         "password": out["password"],
         "synchronous_commit": sc,
+        "schema": str(settings.get("schema") or DEFAULT_SCHEMA),
     }
 
 
@@ -255,6 +272,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
         "user": "",
         "password": "",
         "synchronous_commit": "off",
+        "schema": DEFAULT_SCHEMA,
+        "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
     }
 
     @classmethod
@@ -267,9 +286,54 @@ class PostgresEngine(SessionPoolEngine[Session]):
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
         self.sql = Statements.build(DIALECT, self.limit)
+        self._own_lease: Lease | None = None  # taken by open() when no runner holds the lock
+
+    # --- ownership and the run lock (engines/server_lock.py, engines/postgres_lock.py) -----
+    @property
+    def where(self) -> str:
+        """The server, database and schema messages name."""
+        s = self.conn_settings
+        return f"PostgreSQL server {self.endpoints[0]}, database {s['database']!r}, schema {s['schema']!r}"
+
+    def lock_key(self) -> str:
+        s = self.conn_settings
+        return f"postgres:{self.endpoints[0]}/{s['database']}/{s['schema']}"
+
+    async def take_lock(self) -> Lease:
+        """The advisory lock of this database and schema, on a connection of its own."""
+        conn = await self.connect(self.endpoints[0], None, "asyncbench-lock")
+        try:
+            wait = float(self.settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S))
+            return await AdvisoryLock.take(conn, self.conn_settings["schema"], wait, self.where)
+        except BaseException:
+            conn.terminate()
+            raise
+
+    @classmethod
+    def exclusive(cls, config: EngineConfig) -> contextlib.AbstractAsyncContextManager[object]:
+        engine = cls(config)
+        return held(engine.lock_key(), engine.take_lock)
+
+    async def delete_store(self) -> bool:
+        """DROP the table, only in a schema that holds our marker (else NotOurs)."""
+        async with held(self.lock_key(), self.take_lock):
+            conn = await self.connect(self.endpoints[0], None)
+            try:
+                if not await owned(conn, self.conn_settings["schema"]):
+                    raise NotOurs(
+                        f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
+                    )
+                await conn.execute(
+                    f"DROP TABLE IF EXISTS {_quote_ident(self.conn_settings['schema'])}.{TABLE}"
+                )
+            finally:
+                await conn.close()
+        return True
 
     # --- lifecycle --------------------------------------------------------------------
-    async def connect(self, endpoint: Endpoint, worker: int | None = 0) -> asyncpg.Connection:
+    async def connect(
+        self, endpoint: Endpoint, worker: int | None = 0, application: str | None = None
+    ) -> asyncpg.Connection:
         """A new connection to ``endpoint`` with the session's settings; EngineUnavailable
         when no server answers there. A missing database is created (the user may)."""
         s = self.conn_settings
@@ -282,7 +346,10 @@ class PostgresEngine(SessionPoolEngine[Session]):
             server_settings={
                 "synchronous_commit": s["synchronous_commit"],
                 # pg_stat_activity tells the workers' connections apart
-                "application_name": "asyncbench-probe" if worker is None else f"asyncbench-w{worker}",
+                "application_name": application
+                or ("asyncbench-probe" if worker is None else f"asyncbench-w{worker}"),
+                # the table is the schema's (engines/postgres_lock.py): never public.profiles
+                "search_path": _quote_ident(s["schema"]),
                 "client_min_messages": "warning",  # no NOTICE for DROP TABLE IF EXISTS
                 **SESSION_PLANNER,
             },
@@ -307,10 +374,31 @@ class PostgresEngine(SessionPoolEngine[Session]):
             ) from exc
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        if not is_held(self.lock_key()):  # opened on its own: the lock lives until close
+            self._own_lease = await self.take_lock()
+        try:
+            await self._open(reset)
+        except BaseException:
+            await self._release_own_lease()
+            raise
+
+    async def _release_own_lease(self) -> None:
+        lease, self._own_lease = self._own_lease, None
+        if lease is not None:
+            await lease.release()
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            await self._release_own_lease()
+
+    async def _open(self, reset: bool) -> None:
         first = self.endpoints[0]
         session = Session(await self.connect(first, 0), first, self.sql)
         try:
             await self._check_checkpoint_allowed(session.conn)
+            await claim(session.conn, self.conn_settings["schema"], self.where)  # refuses a schema not ours
             if reset:
                 await session.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
             for statement in SCHEMA:
@@ -389,6 +477,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
         settings = [
             Setting("server" if len(endpoints) == 1 else "servers", ", ".join(endpoints)),
             Setting("database", s["database"]),
+            Setting("schema", f"{s['schema']} (asyncbench's own: marker table asyncbench_owner)"),
             Setting("user", s["user"]),
             Setting("synchronous_commit", s["synchronous_commit"], sc),
             Setting("fsync", "server setting", fsync),

@@ -92,6 +92,7 @@ def test_settings_toml_then_libpq_env_then_default() -> None:
         "user": "me",
         "password": "pw",
         "synchronous_commit": "off",
+        "schema": "asyncbench",
     }
     assert resolve_settings({}, {}) == {
         "endpoints": [Endpoint("127.0.0.1", 5432)],
@@ -99,6 +100,7 @@ def test_settings_toml_then_libpq_env_then_default() -> None:
         "user": "postgres",
         "password": "",
         "synchronous_commit": "off",
+        "schema": "asyncbench",
     }
     toml = resolve_settings({"host": "h", "port": 6000, "synchronous_commit": "ON"}, env)
     assert toml["endpoints"] == [Endpoint("h", 6000)] and toml["synchronous_commit"] == "on"
@@ -364,6 +366,7 @@ async def test_durability_and_versions_are_read_back(loaded: PostgresEngine, tmp
     assert settings["enable_sort"].effective == "off"
     version = await loaded._db.conn.fetchval("SHOW server_version")
     assert facts.versions == {"asyncpg": asyncpg.__version__, "server": version}
+    await loaded.close()  # one engine at a time holds the schema's run lock
     strict = make(tmp_path, synchronous_commit="on")
     await strict.open(reset=False)
     try:

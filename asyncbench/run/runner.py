@@ -86,9 +86,15 @@ class EngineRun:
         res.initial_rss_bytes = self.sampler.reset()
         self.observer.engine_start(self.name, self.plan.counts.profiles)
         try:
-            # The engine's background tasks (merges, WAL writers) live in this task group,
-            # from before open() until after close(): anyio scopes must nest lexically.
-            async with anyio.create_task_group() as background:
+            # A server engine's run lock is held from before the open that resets its table
+            # until after the clean-up, across the reopen phase (Engine.exclusive). The
+            # engine's background tasks (merges, WAL writers) live in the task group, from
+            # before open() until after close(): anyio scopes must nest lexically.
+            self.step = "open"
+            async with (
+                engine_class(self.name).exclusive(self._engine_config()),
+                anyio.create_task_group() as background,
+            ):
                 self.background = background
                 try:
                     await self._run_phases()
@@ -188,7 +194,9 @@ class EngineRun:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             try:
                 if not await self.engine.delete_store():
-                    self.result.notes.append(f"store kept at {self.engine.data_dir}: the engine cannot delete it")
+                    self.result.notes.append(
+                        f"store kept at {self.engine.data_dir}: the engine cannot delete it"
+                    )
             except Exception as exc:  # clean-up must not hide the run's outcome
                 self.result.notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
 

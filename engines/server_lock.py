@@ -1,0 +1,86 @@
+"""One run at a time per server schema, and only our own tables dropped: what the
+client/server engines (mysql, postgres) share for it.
+
+Two promises (issue 23, item 8):
+
+- **Ownership.** The benchmark's table lives in a database (MySQL) or schema (PostgreSQL)
+  that holds a marker table, ``asyncbench_owner``, written when asyncbench claimed it. An
+  engine claims only a database/schema that is new or empty (nothing but our own lock
+  table in it); it drops or resets ``profiles`` only where the marker is. Anything else is
+  refused with :class:`NotOurs`, naming the server, the database/schema and the table.
+- **Exclusion.** A run holds a server-side lock (a :class:`Lease`) for the whole engine
+  run, from before the open that resets the table until after the last close and the
+  clean-up, across the ``reopen`` phase's close and open. A second run against the same
+  database/schema waits a bounded time for it and is then refused with
+  :class:`ServerBusy`; it never touches the first run's table.
+
+The runner takes the lease around an engine's run through ``Engine.exclusive``; an
+engine opened on its own (a test, the ``floor`` tool) takes one in ``open`` when its
+process does not hold it already and releases it in ``close``. :data:`_HELD` is that
+process-wide bookkeeping: a lease is re-entrant within the process (the engine's own open
+inside the runner's lease), never shared with another process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+__all__ = [
+    "LOCK_TABLE",
+    "MARKER_TABLE",
+    "Lease",
+    "NotOurs",
+    "ServerBusy",
+    "held",
+    "is_held",
+]
+
+#: The marker table: one row saying asyncbench created this database/schema's tables.
+MARKER_TABLE = "asyncbench_owner"
+#: The lock table of a Galera cluster (see engines/mysql_lock.py); ours, like the marker.
+LOCK_TABLE = "asyncbench_lock"
+#: What the marker row's ``tool`` column says.
+MARKER_TOOL = "asyncbench"
+#: How long a second run waits for the lock before it is refused (``lock_wait_seconds``).
+DEFAULT_LOCK_WAIT_S = 10.0
+
+
+class NotOurs(RuntimeError):
+    """A table or database/schema asyncbench did not create: it is never dropped."""
+
+
+class ServerBusy(RuntimeError):
+    """Another run holds the lock of this database/schema; nothing was touched."""
+
+
+class Lease(Protocol):
+    """A held server-side lock; ``release`` gives it back (and closes its connection)."""
+
+    async def release(self) -> None: ...
+
+
+#: key (engine, first endpoint, database/schema) -> the lease this process holds
+_HELD: dict[str, Lease] = {}
+
+
+def is_held(key: str) -> bool:
+    """Whether this process holds the lock of ``key`` (the runner's lease)."""
+    return key in _HELD
+
+
+@contextlib.asynccontextmanager
+async def held(key: str, take: Callable[[], Awaitable[Lease]]) -> AsyncIterator[None]:
+    """Hold the lock of ``key`` for the block: taken with ``take`` unless this process
+    holds it already (then the outer holder releases it)."""
+    if key in _HELD:
+        yield
+        return
+    lease = await take()
+    _HELD[key] = lease
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        await lease.release()

@@ -1,0 +1,316 @@
+"""The server engines touch only tables they created, and one run at a time per schema
+(issue 23, item 8; engines/server_lock.py).
+
+Against the real servers (``eval "$(scripts/mysql-server start)"``,
+``eval "$(scripts/postgres-server start)"``; skipped without them, except PostgreSQL
+under CI): a user's ``profiles`` table with a row is refused by name and survives, in
+the engine and through the CLI; a database/schema holding other tables is not claimed;
+two engines, and two real CLI runs, against one schema: the second waits its bounded
+time and is refused, the first one's table is intact and its run correct; the lock is
+released at close; the clean-up drops only a table under our marker.
+
+Before the fix, the engines dropped and recreated ``profiles`` whatever it held, and two
+runs destroyed each other's tables ("table doesn't exist").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asyncbench.engines.server_lock import NotOurs, ServerBusy
+from asyncbench.workloads.profile_store.generate import create_many
+from conftest import ROOT, mysql_configured, postgres_expected, status_line
+
+from asyncbench.engine import EngineConfig
+
+SEED = 570123434
+pytestmark = pytest.mark.anyio
+
+ENGINES = [
+    pytest.param(
+        "mysql",
+        marks=pytest.mark.skipif(not mysql_configured(), reason="no MySQL server (scripts/mysql-server)"),
+    ),
+    pytest.param(
+        "postgres",
+        marks=pytest.mark.skipif(
+            not postgres_expected(), reason="no PostgreSQL server (scripts/postgres-server)"
+        ),
+    ),
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # asyncmy is an asyncio driver
+
+
+class Server:
+    """Plain SQL on the test server, outside the engine: what a user would do."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    # the place a user's table lives in: a MySQL database, a PostgreSQL schema
+    def settings(self, place: str, **extra: Any) -> dict[str, Any]:
+        key = "database" if self.kind == "mysql" else "schema"
+        return {key: place, **extra}
+
+    async def sql(self, *statements: str) -> list[tuple]:
+        rows: list[tuple] = []
+        if self.kind == "mysql":
+            import asyncmy
+            from asyncbench.engines.mysql import resolve_settings
+
+            s = resolve_settings({})
+            conn = await asyncmy.connect(
+                host=s["host"], port=s["port"], user=s["user"], password=s["password"], autocommit=True
+            )
+            try:
+                async with conn.cursor() as cur:
+                    for statement in statements:
+                        await cur.execute(statement)
+                        rows = list(await cur.fetchall())
+            finally:
+                await conn.ensure_closed()
+            return rows
+        import asyncpg
+        from asyncbench.engines.postgres import resolve_settings as pg_settings
+
+        s = pg_settings({})
+        e = s["endpoints"][0]
+        conn = await asyncpg.connect(
+            host=e.host, port=e.port, user=s["user"], password=s["password"], database=s["database"]
+        )
+        try:
+            for statement in statements:
+                rows = [tuple(r) for r in await conn.fetch(statement)]
+        finally:
+            await conn.close()
+        return rows
+
+    async def fresh(self, place: str) -> None:
+        """Drop the database/schema ``place`` (the test's own name)."""
+        if self.kind == "mysql":
+            await self.sql(f"DROP DATABASE IF EXISTS `{place}`")
+        else:
+            await self.sql(f'DROP SCHEMA IF EXISTS "{place}" CASCADE')
+
+    async def users_table(self, place: str, table: str = "profiles") -> None:
+        """A user's own table with one row, in a database/schema asyncbench never made."""
+        if self.kind == "mysql":
+            await self.sql(
+                f"CREATE DATABASE `{place}`",
+                f"CREATE TABLE `{place}`.{table} (id INT PRIMARY KEY, note VARCHAR(40))",
+                f"INSERT INTO `{place}`.{table} VALUES (1, 'the user''s row')",
+            )
+        else:
+            await self.sql(
+                f'CREATE SCHEMA "{place}"',
+                f'CREATE TABLE "{place}".{table} (id INT PRIMARY KEY, note TEXT)',
+                f"INSERT INTO \"{place}\".{table} VALUES (1, 'the user''s row')",
+            )
+
+    async def rows(self, place: str, table: str = "profiles") -> list[tuple]:
+        q = f"`{place}`" if self.kind == "mysql" else f'"{place}"'
+        return await self.sql(f"SELECT * FROM {q}.{table} ORDER BY 1")
+
+    async def count(self, place: str) -> int:
+        q = f"`{place}`" if self.kind == "mysql" else f'"{place}"'
+        return int((await self.sql(f"SELECT COUNT(*) FROM {q}.profiles"))[0][0])
+
+
+def make(kind: str, tmp: Path, **settings: Any) -> Any:
+    if kind == "mysql":
+        from asyncbench.engines.mysql import MySqlEngine as cls
+    else:
+        from asyncbench.engines.postgres import PostgresEngine as cls
+    return cls(EngineConfig(kind, tmp / kind, settings, 7, SEED))
+
+
+@pytest.fixture
+async def place(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A database/schema name of this test's own (``asyncbench_`` + a short test id),
+    dropped before and after."""
+    kind = request.node.callspec.params["kind"]
+    name = f"asyncbench_t{abs(hash(request.node.name)) % 10**8}"
+    server = Server(kind)
+    await server.fresh(name)
+    yield name
+    await server.fresh(name)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_a_users_profiles_table_is_refused_and_survives(kind: str, place: str, tmp_path: Path) -> None:
+    server = Server(kind)
+    await server.users_table(place)
+    engine = make(kind, tmp_path, **server.settings(place))
+    with pytest.raises(NotOurs) as refused:
+        await engine.open(reset=True)
+    message = str(refused.value)
+    product = "MySQL" if kind == "mysql" else "PostgreSQL"
+    assert message.startswith(f"{product} server {engine.endpoints[0]}, ")
+    assert place in message and "table profiles was not created by asyncbench" in message
+    assert await server.rows(place) == [(1, "the user's row")]
+    with pytest.raises(NotOurs):  # the clean-up refuses too
+        await engine.delete_store()
+    assert await server.rows(place) == [(1, "the user's row")]
+    # the lock was given back: an engine on a schema of its own opens at once
+    other = make(kind, tmp_path, **server.settings(place + "_own", lock_wait_seconds=0))
+    await server.fresh(place + "_own")
+    try:
+        await other.open(reset=True)
+        await other.close()
+    finally:
+        await server.fresh(place + "_own")
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_a_place_with_other_tables_is_not_claimed(kind: str, place: str, tmp_path: Path) -> None:
+    server = Server(kind)
+    await server.users_table(place, table="invoices")
+    engine = make(kind, tmp_path, **server.settings(place))
+    with pytest.raises(NotOurs, match="table invoices was not created by asyncbench"):
+        await engine.open(reset=True)
+    assert await server.rows(place, "invoices") == [(1, "the user's row")]
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_a_second_engine_waits_then_is_refused_and_the_first_table_is_intact(
+    kind: str, place: str, tmp_path: Path
+) -> None:
+    server = Server(kind)
+    first = make(kind, tmp_path, **server.settings(place))
+    await first.open(reset=True)
+    try:
+        await first.worker(0).insert(create_many(1, 50, SEED), [])
+        second = make(kind, tmp_path, **server.settings(place, lock_wait_seconds=0.5))
+        t0 = time.monotonic()
+        with pytest.raises(ServerBusy, match="another asyncbench run holds the"):
+            await second.open(reset=True)
+        assert 0.4 < time.monotonic() - t0 < 10  # waited its bounded time, then refused
+        assert await first.worker(0).count() == 50  # nothing dropped
+    finally:
+        await first.close()
+    # released at close: the second opens now, on the first one's (marked) table
+    second = make(kind, tmp_path, **server.settings(place, lock_wait_seconds=0))
+    await second.open(reset=False)
+    try:
+        assert await second.worker(0).count() == 50
+    finally:
+        await second.close()
+    assert await second.delete_store()  # ours (marked): dropped
+    assert await server.sql(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
+        f"'{place}' AND table_name = 'profiles'"
+    ) == [(0,)]
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_the_clean_up_refuses_a_table_whose_marker_is_gone(
+    kind: str, place: str, tmp_path: Path
+) -> None:
+    server = Server(kind)
+    engine = make(kind, tmp_path, **server.settings(place))
+    await engine.open(reset=True)
+    await engine.worker(0).insert(create_many(1, 3, SEED), [])
+    await engine.close()
+    q = f"`{place}`" if kind == "mysql" else f'"{place}"'
+    await server.sql(f"DROP TABLE {q}.asyncbench_owner")
+    with pytest.raises(NotOurs, match="is not asyncbench's: kept"):
+        await engine.delete_store()
+    assert await server.count(place) == 3
+
+
+def _plan(tmp: Path, kind: str, place: str, profiles: int, wait: float) -> Path:
+    key = "database" if kind == "mysql" else "schema"
+    plan = tmp / f"plan-{profiles}.toml"
+    plan.write_text(
+        f"""[run]
+profiles = {profiles}
+engines = ["{kind}"]
+timeout_seconds = 300
+
+[engines.{kind}]
+{key} = "{place}"
+lock_wait_seconds = {wait}
+
+[[phase]]
+kind = "insert"
+
+[[phase]]
+kind = "read_by_id"
+stream = "reads"
+
+[[phase]]
+kind = "reopen"
+
+[[phase]]
+kind = "verify"
+"""
+    )
+    return plan
+
+
+def _cli(plan: Path, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "asyncbench", str(plan), "--no-progress", "--quiet", "--keep-data",
+        "--output", str(out / "out"), "--data", str(out / "data"),
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_two_concurrent_cli_runs_one_clear_refusal_no_destroyed_table(
+    kind: str, place: str, tmp_path: Path
+) -> None:
+    """Run A (20_000 profiles, several seconds) takes the lock; run B starts while A runs,
+    waits 1 s and is refused (a Failed row naming the lock); A finishes correct, its table
+    whole."""
+    server = Server(kind)
+    env = {k: v for k, v in os.environ.items() if k != "ASYNCBENCH_ENGINES"}
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a = subprocess.Popen(
+        _cli(_plan(tmp_path, kind, place, 20_000, 1), a_dir), cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # A has opened: its table exists under our marker
+            got = await server.sql(
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
+                f"'{place}' AND table_name = 'profiles'"
+            )
+            if got == [(1,)] or a.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert a.poll() is None, "run A ended before run B could start"
+        b = subprocess.run(
+            _cli(_plan(tmp_path, kind, place, 1_000, 1), b_dir), cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert a.poll() is None, "run A ended before run B was refused: the test proves nothing"
+        a_out, _ = a.communicate(timeout=300)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    assert b.returncode == 1, b.stdout + b.stderr
+    import orjson
+
+    (b_json,) = (b_dir / "out").glob("profiles-*/asyncbench-*.json")
+    (b_engine,) = orjson.loads(b_json.read_bytes())["engines"]
+    line = status_line(b_engine)
+    assert "ServerBusy" in line and "another asyncbench run holds the" in line and place in line, line
+    assert a.returncode == 0, a_out
+    (a_json,) = (a_dir / "out").glob("profiles-*/asyncbench-*.json")
+    (a_engine,) = orjson.loads(a_json.read_bytes())["engines"]
+    assert status_line(a_engine) == "ok", status_line(a_engine)
+    assert await server.count(place) == 20_000  # --keep-data: A's whole table is still there
