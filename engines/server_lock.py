@@ -33,6 +33,7 @@ __all__ = [
     "Lease",
     "NotOurs",
     "ServerBusy",
+    "adopted",
     "held",
     "is_held",
 ]
@@ -84,3 +85,22 @@ async def held(key: str, take: Callable[[], Awaitable[Lease]]) -> AsyncIterator[
     finally:
         del _HELD[key]
         await lease.release()
+
+
+class _Adopted:
+    async def release(self) -> None:
+        """Nothing: the process that took the lock gives it back."""
+
+
+@contextlib.asynccontextmanager
+async def adopted(key: str) -> AsyncIterator[None]:
+    """For a process that runs part of an engine run whose lock another process of the
+    same run holds (a coordinator's worker processes): engines opened in the block take
+    no lock of their own. Never for an unrelated run: the lock is what keeps two runs
+    apart."""
+    async with held(key, _adopt):
+        yield
+
+
+async def _adopt() -> Lease:
+    return _Adopted()

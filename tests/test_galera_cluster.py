@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from asyncbench.engines import server_lock
 from conftest import unescaped
 
 pytestmark = pytest.mark.slow
@@ -230,6 +231,9 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
         writer = MySqlEngine(EngineConfig("mysql", tmp_path / "w", engine_settings(cluster, 1), 50, seed))
         reader = MySqlEngine(EngineConfig("mysql", tmp_path / "r", engine_settings(cluster, 3), 50, seed))
         await writer.open(reset=True)
+        # the writer's lock row covers the whole cluster; the reader is part of the same run
+        adopted = server_lock.adopted(reader.lock_key())
+        await adopted.__aenter__()
         await reader.open(reset=False)  # its open waits until node 3 has the new table
         import asyncmy
 
@@ -254,6 +258,7 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
                 await cur.execute("UNLOCK TABLES")
             await lock.ensure_closed()
             await reader.close()
+            await adopted.__aexit__(None, None, None)
             await writer.close()
             await wait_synced(cluster)
 
@@ -357,6 +362,163 @@ def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_p
         assert result.ok, (k, result.status_text(), result.notes)
         assert [p.checksum for p in result.phases] == expected, k
         assert len(result.client_processes) == k
+
+
+async def connect(cluster: Cluster, node: int, database: str = "asyncbench_galera"):  # type: ignore[no-untyped-def]
+    import asyncmy
+
+    host, port = cluster.hosts[node - 1]
+    env = cluster.exports
+    return await asyncmy.connect(
+        host=host, port=port, user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"],
+        database=database, autocommit=True,
+    )  # fmt: skip
+
+
+async def lock_rows(cluster: Cluster) -> list[tuple]:
+    """The lock table's rows, read causally on node 1."""
+    (rows,) = await query(
+        *cluster.hosts[0], cluster.exports,
+        "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT token, holder FROM asyncbench_galera.asyncbench_lock",
+    )  # fmt: skip
+    return rows
+
+
+def test_get_lock_is_node_local_on_galera(cluster: Cluster) -> None:
+    """Why the engine does not use GET_LOCK on Galera: two nodes grant the same lock at
+    once (it is not replicated), so it would exclude nothing."""
+
+    async def scenario() -> list[int]:
+        a, b = await connect(cluster, 1, "asyncbench"), await connect(cluster, 2, "asyncbench")
+        try:
+            got = []
+            for conn in (a, b):
+                async with conn.cursor() as cur:
+                    await cur.execute("SELECT GET_LOCK('asyncbench:node-local', 0)")
+                    got.append((await cur.fetchone())[0])
+            return got
+        finally:
+            await a.ensure_closed()
+            await b.ensure_closed()
+
+    assert asyncio.run(scenario()) == [1, 1]
+
+
+def test_galera_lock_row_one_winner_across_nodes_also_when_taking_over_a_stale_row(cluster: Cluster) -> None:
+    """Two contenders on two nodes at once, 8 rounds: exactly one gets the lock row, the
+    other is refused (ServerBusy); half the rounds race to take over a stale row left by a
+    holder that died, and still exactly one wins."""
+    from asyncbench.engines.mysql_lock import GaleraLockRow
+    from asyncbench.engines.server_lock import ServerBusy
+
+    async def scenario() -> list[tuple[int, int]]:
+        setup = await connect(cluster, 1, "asyncbench")
+        async with setup.cursor() as cur:
+            await cur.execute("CREATE DATABASE IF NOT EXISTS asyncbench_galera")
+        await setup.ensure_closed()
+        outcomes = []
+        for round_ in range(8):
+            if round_ % 2:  # a row whose holder died 10 minutes ago
+                conn = await connect(cluster, 3)
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "INSERT INTO asyncbench_lock (name, token, holder, heartbeat) "
+                        "VALUES ('run', REPEAT('d', 32), 'dead pid 1', "
+                        "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000 AS SIGNED) - 600000)"
+                    )
+                await conn.ensure_closed()
+            conns = [await connect(cluster, 1), await connect(cluster, 2)]
+            results = await asyncio.gather(
+                *(GaleraLockRow.take(c, 0, f"node {n}") for n, c in zip((1, 2), conns, strict=True)),
+                return_exceptions=True,
+            )
+            won = [r for r in results if isinstance(r, GaleraLockRow)]
+            busy = [r for r in results if isinstance(r, ServerBusy)]
+            assert len(won) + len(busy) == 2, results
+            outcomes.append((len(won), len(busy)))
+            if won:
+                rows = await lock_rows(cluster)
+                assert rows == [(won[0].token, rows[0][1])]
+            for r in won:
+                await r.release()
+            for c, r in zip(conns, results, strict=True):
+                if not isinstance(r, GaleraLockRow):
+                    c.close()
+            assert await lock_rows(cluster) == []
+        return outcomes
+
+    assert asyncio.run(scenario()) == [(1, 1)] * 8
+
+
+def test_galera_lock_row_a_live_holder_keeps_it_a_dead_one_loses_it(cluster: Cluster) -> None:
+    """A holder on node 2 beating every 0.2 s keeps its row past a 1 s lease (a contender on
+    node 3 waits 2.5 s and is refused); when it dies (no more beats, connection dropped)
+    the contender takes the row over after the lease, and the dead holder's late release
+    deletes nothing of the new holder's and says it lost the row."""
+    from asyncbench.engines.mysql_lock import GaleraLockRow
+    from asyncbench.engines.server_lock import ServerBusy
+
+    async def scenario() -> None:
+        holder = await GaleraLockRow.take(await connect(cluster, 2), 0, "node 2", lease_s=1, heartbeat_s=0.2)
+        contender_conn = await connect(cluster, 3)
+        t0 = time.monotonic()
+        with pytest.raises(ServerBusy, match="last heartbeat"):
+            await GaleraLockRow.take(contender_conn, 2.5, "node 3", lease_s=1, heartbeat_s=0.2)
+        assert time.monotonic() - t0 >= 2.5
+        assert (await lock_rows(cluster))[0][0] == holder.token
+        # the holder dies: its heartbeat stops, its connection goes, its row stays
+        assert holder._beat is not None
+        holder._beat.cancel()
+        holder.conn.close()
+        dead_conn, holder.conn = holder.conn, None
+        new = await GaleraLockRow.take(await connect(cluster, 3), 5, "node 3", lease_s=1, heartbeat_s=0.2)
+        assert (await lock_rows(cluster))[0][0] == new.token
+        # a late release of the old holder (say it was only stalled) deletes nothing of the new row
+        holder.conn = await connect(cluster, 1)
+        holder.lost = "stalled"
+        with pytest.raises(RuntimeError, match="not held to the end"):
+            await holder.release()
+        assert (await lock_rows(cluster))[0][0] == new.token
+        await asyncio.sleep(0.5)  # the new holder's beats keep succeeding
+        assert new.lost is None
+        await new.release()
+        assert await lock_rows(cluster) == []
+        del dead_conn
+
+    asyncio.run(scenario())
+
+
+def test_two_mysql_engines_on_two_galera_nodes_one_is_refused(cluster: Cluster, tmp_path: Path) -> None:
+    """The engine on Galera takes the lock row: a second engine on another node waits and
+    is refused, the first one's table keeps its rows; after close the row is gone."""
+    from asyncbench.engines.mysql import MySqlEngine
+    from asyncbench.engines.server_lock import ServerBusy
+    from asyncbench.workloads.profile_store.generate import create_many
+
+    from asyncbench.engine import EngineConfig
+
+    seed = 570123434
+
+    async def scenario() -> None:
+        first = MySqlEngine(EngineConfig("mysql", tmp_path / "a", engine_settings(cluster, 1), 50, seed))
+        settings = {**engine_settings(cluster, 2), "lock_wait_seconds": 1}
+        second = MySqlEngine(EngineConfig("mysql", tmp_path / "b", settings, 50, seed))
+        await first.open(reset=True)
+        try:
+            await first.worker(0).insert(create_many(1, 20, seed), [])
+            with pytest.raises(ServerBusy, match="holds the cluster's lock row"):
+                await second.open(reset=True)
+            assert await first.worker(0).count() == 20
+        finally:
+            await first.close()
+        assert await lock_rows(cluster) == []
+        await second.open(reset=False)
+        try:
+            assert await second.worker(0).count() == 20
+        finally:
+            await second.close()
+
+    asyncio.run(scenario())
 
 
 def test_status_env_and_private_state(cluster: Cluster) -> None:
