@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench import fmt
+from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
@@ -43,7 +44,8 @@ class ConfigError(ValueError):
     """A problem in a plan file or flag: ``where`` is the file (or "command line"), ``key`` the key."""
 
     def __init__(self, where: str, key: str, reason: str) -> None:
-        super().__init__(f"{where}: {key}: {reason}")
+        # what a message quotes from the input (a key, a path) never reaches a terminal raw
+        super().__init__(escape_unprintable(f"{where}: {key}: {reason}"))
         self.where, self.key, self.reason = where, key, reason
 
 
@@ -137,6 +139,14 @@ def _int(where: str, key: str, v: Any, lo: int, hi: int) -> int:
 def _str(where: str, key: str, v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise ConfigError(where, key, f"must be a non-empty string, got {v!r}")
+    return v
+
+
+def _shown(where: str, key: str, v: str) -> str:
+    """A name the console and reports show: no control or format characters (parse.py)."""
+    problem = check_printable(v)
+    if problem is not None:
+        raise ConfigError(where, key, f"{v!r}: {problem}")
     return v
 
 
@@ -282,9 +292,9 @@ class Int(ValueType):
         if not self.signed:
             return _count_text(where, flag, text)
         try:
-            return int(text.replace("_", ""))
-        except ValueError:
-            raise ConfigError(where, flag, f"{text!r} is not an integer") from None
+            return parse_int(text)  # strict: ASCII digits, _ only between digits (parse.py)
+        except ValueError as exc:
+            raise ConfigError(where, flag, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -320,6 +330,14 @@ class Text(ValueType):
 
 
 @dataclass(frozen=True)
+class Name(ValueType):
+    """A name the console and reports show: no control or format characters."""
+
+    def read(self, where: str, key: str, v: Any) -> str:
+        return _shown(where, key, _str(where, key, v))
+
+
+@dataclass(frozen=True)
 class PathValue(ValueType):
     def read(self, where: str, key: str, v: Any) -> Path:
         return Path(_str(where, key, v))
@@ -342,9 +360,9 @@ class Timeout(ValueType):
 
     def from_text(self, where: str, flag: str, text: str) -> float:
         try:
-            return float(text.replace("_", ""))
-        except ValueError:
-            raise ConfigError(where, flag, f"{text!r} is not a number") from None
+            return parse_seconds(text)  # strict digits; inf/nan/sign reach read's range check
+        except ValueError as exc:
+            raise ConfigError(where, flag, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -385,7 +403,7 @@ class RunKey:
 RUN_KEYS: dict[str, RunKey] = {
     k.name: k
     for k in (
-        RunKey("name", Text(), "the plan's name (results of one plan are compared by it)"),
+        RunKey("name", Name(), "the plan's name (results of one plan are compared by it)"),
         RunKey("engines", EngineNames(), "engines to run, comma separated, or all", flag="--engine"),
         RunKey(
             "profiles",
@@ -557,7 +575,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
         if kind.rewrites:
             seen_update = True
         if "name" in table:
-            name = _str(where, f"{key}.name", table["name"])
+            name = _shown(where, f"{key}.name", _str(where, f"{key}.name", table["name"]))
             if name in explicit or name in auto:
                 raise ConfigError(
                     where, f"{key}.name", f"{name!r} is already the name of another phase; names must differ"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 
 def count(n: int) -> str:
     """``2000000`` -> ``2_000_000``."""
@@ -53,21 +51,8 @@ def size(n_bytes: int | None) -> str:
 
 
 def parse_count(text: str) -> int:
-    """``20k``, ``2M``, ``2_000_000``, ``1.5M`` -> int; raises ValueError with the reason."""
-    s = text.strip().replace("_", "").replace(",", "")
-    mult = 1
-    if s[-1:] in ("k", "K"):
-        mult, s = 1_000, s[:-1]
-    elif s[-1:] in ("m", "M"):
-        mult, s = 1_000_000, s[:-1]
-    try:
-        value = float(s) * mult if "." in s else int(s) * mult
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a count (use digits with optional _ and a k or M suffix)"
-        ) from None
-    if not math.isfinite(value):  # "1.e400" is a float overflow, not a count
-        raise ValueError(f"{text!r} is not a finite number")
-    if value != int(value):
-        raise ValueError(f"{text!r} is not a whole number")
-    return int(value)
+    """``20k``, ``2M``, ``2_000_000``, ``1.5M`` -> int; raises ValueError with the reason
+    (strict: ASCII digits, ``_`` between digits; see asyncbench/parse.py)."""
+    from asyncbench.parse import parse_count as strict
+
+    return strict(text)

@@ -56,9 +56,9 @@ def test_duplicate_profile_counts_in_a_plan_are_rejected(tmp_path: Path, capsys)
         (["--timeout-seconds", "inf"], "--timeout-seconds: must be at most"),
         (["--timeout-seconds", "1e999"], "--timeout-seconds: must be at most"),
         (["--timeout-seconds", "nan"], "--timeout-seconds: must be positive"),
-        (["--profiles", "1.e400"], "--profiles: '1.e400' is not a finite number"),
-        (["--parallelism", "9.9e999"], "--parallelism: '9.9e999' is not a finite number"),
-        (["--batch-size", "1.5e999k"], "--batch-size: '1.5e999k' is not a finite number"),
+        (["--profiles", "1.e400"], "--profiles: '1.e400' is not a count"),
+        (["--parallelism", "9.9e999"], "--parallelism: '9.9e999' is not a count"),
+        (["--batch-size", "1.5e999k"], "--batch-size: '1.5e999k' is not a count"),
     ],
     ids=lambda v: "=".join(v) if isinstance(v, list) else None,
 )

@@ -134,25 +134,21 @@ def main(argv: list[str] | None = None) -> int:
 
     stop = StopSignals()
     stop.install()  # first: no signal may take its default action from here on
+    from asyncbench.config import ConfigError
+    from asyncbench.run.child_args import child_args
+
     p = argparse.ArgumentParser(prog="python -m asyncbench.run.child")
-    p.add_argument("config", type=Path)
-    p.add_argument("--engine", required=True)
-    p.add_argument("--profiles", type=int, required=True)
-    p.add_argument("--parallelism", type=int, required=True)
-    p.add_argument("--result-file", type=Path, required=True)
-    p.add_argument("--log-file", type=Path, required=True)
-    p.add_argument("--parent-pipe", type=int)
-    args = p.parse_args(argv)
-    return child_main(
-        args.config,
-        args.engine,
-        args.profiles,
-        args.parallelism,
-        args.result_file,
-        args.log_file,
-        stop,
-        args.parent_pipe,
-    )
+    p.add_argument("config")
+    for flag in ("--engine", "--profiles", "--parallelism", "--result-file", "--log-file"):
+        p.add_argument(flag, required=True)
+    p.add_argument("--parent-pipe")
+    try:  # every value checked (run/child_args.py): exit 2 naming it, never a traceback
+        a = child_args(p.parse_args(argv))
+    except ConfigError as exc:
+        stop.restore()
+        print(f"asyncbench: {exc}", file=sys.stderr)
+        return 2
+    return child_main(a.config, a.engine, a.profiles, a.parallelism, a.result_file, a.log_file, stop, a.parent_pipe)
 
 
 if __name__ == "__main__":
