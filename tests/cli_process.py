@@ -24,6 +24,7 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 TEST_ENGINES = {
     "slow": "engines_for_tests:SlowEngine",
     "slowclose": "engines_for_tests:SlowCloseEngine",
+    "slowstorage": "engines_for_tests:SlowStorageEngine",
     "paced": "engines_for_tests:PacedEngine",
     **VARIANTS,
 }

@@ -135,7 +135,9 @@ def _variants() -> dict[str, type]:
         base = engine_class(base_name)
         title = base_name.capitalize()
         out[f"Failing{title}"] = type(
-            f"Failing{title}", (base,), {"worker": overriding(base, lookup_by_email=fail), "__module__": __name__}
+            f"Failing{title}",
+            (base,),
+            {"worker": overriding(base, lookup_by_email=fail), "__module__": __name__},
         )
         out[f"Slow{title}"] = type(
             f"Slow{title}", (base,), {"worker": overriding(base, read_by_id=slow), "__module__": __name__}
@@ -189,3 +191,23 @@ class PacedEngine(MemoryEngine):
 
         await anyio.sleep(float(os.environ.get("ASYNCBENCH_TEST_PACE", "0.3")))
         return await super().read_by_id(uids, marks)
+
+
+class SlowStorageEngine(MemoryEngine):
+    """The storage figure after the last phase waits for the test's gate (the file named by
+    ``ASYNCBENCH_TEST_CLOSE_GATE``; at most 60 s), so a signal can arrive once every phase
+    has ended; ``<gate>.measuring`` tells the test it is waiting."""
+
+    name = "slowstorage"
+
+    async def measure_storage(self) -> int:
+        import os
+        from pathlib import Path
+
+        gate = os.environ.get("ASYNCBENCH_TEST_CLOSE_GATE")
+        if gate:
+            Path(gate + ".measuring").touch()
+        with anyio.move_on_after(60):
+            while gate and not Path(gate).exists():
+                await anyio.sleep(0.05)
+        return await super().measure_storage()

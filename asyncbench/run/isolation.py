@@ -37,6 +37,8 @@ CHILD_GRACE_SECONDS = 120.0
 CHILD_STOP_SECONDS = 60.0
 #: The prefix of a child's private temporary directory (config and result files).
 TEMP_PREFIX = "asyncbench-child-"
+#: The reason `_collect` is given when the run (the parent) was stopped by a signal.
+INTERRUPTED = "interrupted"
 
 
 @dataclass
@@ -134,7 +136,7 @@ class ChildEngineRun:
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._stop(proc)
-                self._collect(result_file, proc.returncode, "interrupted")
+                self._collect(result_file, proc.returncode, INTERRUPTED)
             raise
         self._collect(result_file, proc.returncode, reason)
 
@@ -165,8 +167,13 @@ class ChildEngineRun:
         elif returncode not in (0, 130):
             reason = reason or f"child process exited with code {returncode}"
         if self.result.status is Status.RUNNING:
-            self.result.set_status(
-                Status.FAILED, self.result.phase, reason or "child process ended without a result"
-            )
-        elif reason and self.result.ok:
+            if reason == INTERRUPTED:  # the run was stopped, the child did not say where it got to
+                self.result.set_status(Status.INTERRUPTED, self.result.phase)
+            else:
+                self.result.set_status(
+                    Status.FAILED, self.result.phase, reason or "child process ended without a result"
+                )
+        elif reason and self.result.ok and reason != INTERRUPTED:
+            # a complete result (every phase ended, written at the engine's end) stays ok when
+            # the stop came after it: only a child that failed to end cleanly turns it into a failure
             self.result.set_status(Status.FAILED, None, reason)

@@ -42,6 +42,8 @@ from asyncbench.workloads.profile_store.phases import (
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 
 CLOSE_GRACE_SECONDS = 60.0
+#: The step once every phase has completed (storage figure, close, clean-up remain).
+AFTER_LAST_PHASE = "after the last phase"
 
 
 class EngineRun:
@@ -111,7 +113,12 @@ class EngineRun:
             else:
                 res.set_status(Status.FAILED, self.current or "open", str(missing))
         except* anyio.get_cancelled_exc_class():
-            res.set_status(Status.INTERRUPTED, self.current)
+            if self.step == AFTER_LAST_PHASE:  # every phase completed: the result is whole
+                res.notes.append(
+                    "interrupted after its last phase (while measuring storage or closing); every phase completed"
+                )
+            else:
+                res.set_status(Status.INTERRUPTED, self.current)
             raise
         except* Exception as group:  # an engine fault ends this engine's run, not the benchmark
             exc = group.exceptions[0]
@@ -154,7 +161,7 @@ class EngineRun:
                 self.current = spec.name
                 await self._phase(index, spec)
             self.current = None
-            self.step = "after the last phase"
+            self.step = AFTER_LAST_PHASE
             if res.storage_bytes is None:
                 res.storage_bytes = await self.engine.measure_storage()
             self.completed = True
