@@ -396,7 +396,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
     async def delete_store(self) -> bool:
         """DROP the engine's table on the server (it writes no local files), only in a
         database that holds our marker (else NotOurs)."""
-        async with self._locked():
+        async with held(self.lock_key(), self.take_lock):  # reentrant inside the runner's lease
             session = await self._session_to(self.endpoints[0])
             try:
                 if not await owned(session.conn):
@@ -407,12 +407,6 @@ class MySqlEngine(SessionPoolEngine[Session]):
             finally:
                 await session.close()
         return True
-
-    @contextlib.asynccontextmanager
-    async def _locked(self):  # type: ignore[no-untyped-def]
-        """The run lock for one step when this process holds none (no runner around)."""
-        async with held(self.lock_key(), self.take_lock):
-            yield
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if not is_held(self.lock_key()):  # opened on its own: the lock lives until close

@@ -88,6 +88,8 @@ def check_run_paths(
 
 
 def _utf8(where: str, key: str, path: str | Path) -> None:
+    if "\x00" in str(path):  # os.lstat would raise ValueError: a traceback, not a message
+        raise ConfigError(where, key, f"{str(path)!r} contains a NUL character, which no path can hold")
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:

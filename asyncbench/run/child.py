@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         stop.restore()
         print(f"asyncbench: {exc}", file=sys.stderr)
         return 2
-    return child_main(a.config, a.engine, a.profiles, a.parallelism, a.result_file, a.log_file, stop, a.parent_pipe)
+    return child_main(
+        a.config, a.engine, a.profiles, a.parallelism, a.result_file, a.log_file, stop, a.parent_pipe
+    )
 
 
 if __name__ == "__main__":
