@@ -136,6 +136,11 @@ class Engine(abc.ABC):
         this engine cannot (its store is then never reusable)."""
         return False
 
+    def lock_key(self) -> str | None:
+        """What :meth:`exclusive` locks (a server and database/schema), None when nothing: a
+        client process of a run whose coordinator holds the lock adopts it by this key."""
+        return None
+
     @classmethod
     def exclusive(cls, config: EngineConfig) -> contextlib.AbstractAsyncContextManager[object]:
         """Held around a whole engine run (open, phases, reopen, close, clean-up): a

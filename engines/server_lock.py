@@ -33,7 +33,9 @@ __all__ = [
     "Lease",
     "NotOurs",
     "ServerBusy",
+    "adopt",
     "adopted",
+    "unadopt",
     "held",
     "is_held",
 ]
@@ -104,3 +106,14 @@ async def adopted(key: str) -> AsyncIterator[None]:
 
 async def _adopt() -> Lease:
     return _Adopted()
+
+
+def adopt(key: str) -> None:
+    """:func:`adopted` without a block, for a client process whose engine opens and closes
+    in separate calls (run/client_process.py); :func:`unadopt` at its close."""
+    _HELD.setdefault(key, _Adopted())
+
+
+def unadopt(key: str) -> None:
+    if isinstance(_HELD.get(key), _Adopted):
+        del _HELD[key]

@@ -35,7 +35,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from asyncbench.config import BenchConfig, Level, from_json
 from asyncbench.engine import Engine, EngineConfig
-from asyncbench.engines import engine_class
+from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches
@@ -177,6 +177,9 @@ class ClientProcess:
         # another host a relative data path would land in the worker's working directory
         self._engine = engine = engine_class(self._name)(econf)
         assert self._background is not None
+        key = engine.lock_key()
+        if key is not None:  # the coordinator holds the run's server lock (Engine.exclusive)
+            server_lock.adopt(key)
         await engine.open(reset, self._background)
         # One untimed read of an id no plan draws (0) on every connection: a driver may
         # leave a freshly prepared session inside an implicit transaction holding table
@@ -351,6 +354,9 @@ class ClientProcess:
 
     async def stop(self) -> None:
         """Stop this process's event loop (after close)."""
+        key = self._engine.lock_key() if self._engine is not None else None
+        if key is not None:
+            server_lock.unadopt(key)
         portal, portal_cm = self._portal, self._portal_cm
         self._portal_cm, self._portal = None, None
         if portal is not None:

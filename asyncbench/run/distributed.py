@@ -217,6 +217,11 @@ class DistributedEngineRun:
         try:
             try:
                 client = await self._connect(stack)
+                # the server lock of the whole run, held here (the client processes adopt it):
+                # taken after the cluster starts, released before it stops, after the clean-up
+                await stack.enter_async_context(
+                    engine_class(self.name).exclusive(_probe_config(self.cfg, self.level, self.name))
+                )
                 with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._watch, client)
