@@ -56,6 +56,8 @@ class PhaseSpec:
     stream: str | None = None
     count: int | None = None
     post_update: bool = False  # consumes a post-update stream, or comes after an update phase
+    rate: float | None = None  # target operations per second over all workers (open loop); None: closed loop
+    arrivals: str = "uniform"  # spacing of the intended start times under a rate: uniform or poisson
 
 
 @dataclass

@@ -36,6 +36,7 @@ from asyncbench.measure.latency import (
     TimeBucket,
     _marks_array,
     _p99_max,
+    nearest_rank,
     time_bucket,
 )
 
@@ -129,18 +130,28 @@ class PhaseRecorder:
     until then).
     """
 
-    __slots__ = ("_workers", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
+    __slots__ = ("_workers", "_intended", "_prev_end", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
 
     def __init__(self, workers: int, spill_dir: Path | str | None = None) -> None:
         where = Path(spill_dir) if spill_dir is not None else None
         self._workers = [_WorkerMarks(where, workers) for _ in range(workers)]
+        # Under a rate, per worker and batch alongside its marks (same lengths, so the same
+        # chunks): the earliest the batch's first operation could start (its intended time
+        # or the worker's previous end, the later), then each operation's intended time.
+        self._intended = [_WorkerMarks(where, workers) for _ in range(workers)]
+        self._prev_end: list[int | None] = [None] * workers
         self._batch_worker = array("i")  # per batch, in completion order
         self._batch_ops = array("q")
         self._batch_seconds = array("d")
         self._cache: dict[str, Any] = {}
 
-    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> np.ndarray:
-        """Keep one batch; returns its marks as the int64 array kept (for the live log line)."""
+    def add(
+        self, worker: int, ops: int, seconds: float, marks: list[int], intended: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Keep one batch; returns its marks as the int64 array kept (for the live log line).
+
+        ``intended``: under a rate, the batch's intended start times (one per operation, on
+        the marks' clock): every batch of a phase has them or none does."""
         if len(marks) != ops + 1 and ops:
             raise RuntimeError(
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
@@ -149,6 +160,15 @@ class PhaseRecorder:
         stamps = _marks_array(marks)
         if len(marks) >= 2:  # as PhaseLatency.add: a batch without an operation keeps nothing
             self._workers[worker].add(stamps)
+            if intended is not None:
+                if len(intended) != ops:
+                    raise RuntimeError(f"{len(intended)} intended start times for a batch of {ops} operations")
+                row = np.empty(ops + 1, dtype=np.int64)
+                row[1:] = intended
+                prev = self._prev_end[worker]
+                row[0] = row[1] if prev is None else max(int(row[1]), prev)
+                self._intended[worker].add(row)
+                self._prev_end[worker] = int(stamps[-1])
         self._batch_worker.append(worker)
         self._batch_ops.append(ops)
         self._batch_seconds.append(seconds)
@@ -156,7 +176,7 @@ class PhaseRecorder:
         return stamps
 
     def close(self) -> None:
-        for w in self._workers:
+        for w in (*self._workers, *self._intended):
             w.close()
 
     def __enter__(self) -> PhaseRecorder:
@@ -193,6 +213,52 @@ class PhaseRecorder:
             self._cache["scan"] = (hist, stats)
             self._cache["last_end"] = last_end
         return self._cache["scan"]
+
+    @property
+    def open_loop(self) -> bool:
+        """True when the phase ran under a rate (its batches came with intended times)."""
+        return any(len(w.lengths) for w in self._intended)
+
+    def _scan_intended(self) -> tuple[LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array, array]]]:
+        """Under a rate, one pass over marks and intended times together: the histograms of
+        response time (end minus intended start), of lag (issue minus intended start) and of
+        the harness's own delay (issue minus the later of intended start and the worker's
+        previous end: the batch's first operation; the others start as the previous ends),
+        and each batch's response p99 and max."""
+        if "intended" not in self._cache:
+            response, lag, delay = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+            per_batch = []
+            for marks, times in zip(self._workers, self._intended, strict=True):
+                p99, worst = array("q"), array("q")
+                for chunk, ichunk in zip(marks.batches(), times.batches(), strict=True):
+                    resp = [b[1:] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]
+                    response.record(np.concatenate(resp))
+                    lag.record(np.concatenate([b[:-1] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]))
+                    first = np.array([int(b[0]) - int(i[0]) for b, i in zip(chunk, ichunk, strict=True)])
+                    delay.record(np.maximum(first, 0))
+                    delay.record(np.zeros(sum(b.size - 2 for b in chunk), dtype=np.int64))
+                    for r in resp:
+                        k = nearest_rank(r.size, 99.0) - 1
+                        p99.append(int(np.partition(r, k)[k]))
+                        worst.append(int(r.max()))
+                per_batch.append((p99, worst))
+            self._cache["intended"] = (response, lag, delay, per_batch)
+        return self._cache["intended"]
+
+    def open_loop_summary(self) -> dict[str, Any] | None:
+        """Under a rate: the response-time summary and histogram, and the p99 and max of the
+        lag (issue minus intended start) and of the harness's delay (ns); else None."""
+        if not self.open_loop:
+            return None
+        response, lag, delay, _ = self._scan_intended()
+        lag_p99, delay_p99 = lag.values_at_percentiles([99.0])[0], delay.values_at_percentiles([99.0])[0]
+        return {
+            "response": {**response.summary(), "histogram": response.encoded()},
+            "lag_p99_ns": lag_p99,
+            "lag_max_ns": int(lag.summary()["max"]),
+            "delay_p99_ns": delay_p99,
+            "delay_max_ns": int(delay.summary()["max"]),
+        }
 
     def summary(self) -> dict[str, Any] | None:
         if not self.ops:
@@ -243,6 +309,7 @@ class PhaseRecorder:
         many small batches is never held as rows): worker, its batch index, ops, time, the
         worker's own ops/s for that batch, and the batch's p99 and max latency."""
         stats = self._scan()[1]
+        responses = self._scan_intended()[3] if self.open_loop else None
         counters = [0] * len(self._workers)
         kept = [0] * len(self._workers)  # batches with stats handed out, per worker
         rows: list[dict[str, Any]] = []
@@ -257,18 +324,21 @@ class PhaseRecorder:
             kept[worker] = k + 1
             index = counters[worker]
             counters[worker] += 1
-            rows.append(
-                {
-                    "worker": worker,
-                    "batch": index,
-                    "ops": ops,
-                    "elapsed_ms": round(seconds * 1000, 3),
-                    "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
-                    "done": done,  # operations completed in the phase, all workers
-                    "p99_us": round(w_p99[k] / 1000, 3) if has else None,
-                    "max_us": round(w_max[k] / 1000, 3) if has else None,
-                }
-            )
+            row = {
+                "worker": worker,
+                "batch": index,
+                "ops": ops,
+                "elapsed_ms": round(seconds * 1000, 3),
+                "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
+                "done": done,  # operations completed in the phase, all workers
+                "p99_us": round(w_p99[k] / 1000, 3) if has else None,
+                "max_us": round(w_max[k] / 1000, 3) if has else None,
+            }
+            if responses is not None:  # under a rate: response time from the intended start
+                r_p99, r_max = responses[worker]
+                row["response_p99_us"] = round(r_p99[k] / 1000, 3) if has else None
+                row["response_max_us"] = round(r_max[k] / 1000, 3) if has else None
+            rows.append(row)
             if len(rows) >= size:
                 yield rows
                 rows = []

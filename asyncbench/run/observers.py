@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import orjson
 
 from asyncbench import fmt
-from asyncbench.measure.latency import CLOCK, batch_p99_max
+from asyncbench.measure.latency import CLOCK, batch_p99_max, response_p99_max
 from asyncbench.result import EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
@@ -28,12 +28,22 @@ class Observer:
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None: ...
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         """After each batch, inside the phase's time: ``index`` counts the worker's batches,
         ``done`` the phase's operations over all workers, ``marks`` is the batch's latency
         stamps (an int64 array: the start stamp, then one per operation, on
-        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call."""
+        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call;
+        ``intended`` under a rate: the batch's intended start times (int64, one per operation)."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
@@ -64,10 +74,23 @@ class ObserverGroup(Observer):
             o.phase_start(engine, phase, total_ops, kind, stream)
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
-        for handle in self._batch:
-            handle(engine, phase, index, ops, seconds, done, worker, marks)
+        if intended is None:  # closed loop: observers written before rates still work
+            for handle in self._batch:
+                handle(engine, phase, index, ops, seconds, done, worker, marks)
+        else:
+            for handle in self._batch:
+                handle(engine, phase, index, ops, seconds, done, worker, marks, intended)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
@@ -89,9 +112,13 @@ class ObserverGroup(Observer):
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time; its timestamp is when its last operation ended."""
-    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks = item
+    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended = item
     stats = batch_p99_max(marks)
     ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
+    response = {}
+    if intended is not None and len(marks) >= 2:  # under a rate: from each intended start
+        r = response_p99_max(marks, intended)
+        response = {"response_p99_us": round(r.p99_ns / 1000, 3), "response_max_us": round(r.max_ns / 1000, 3)}
     return orjson.dumps(
         {
             "engine": engine,
@@ -106,6 +133,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
             "done": done,  # operations completed in the phase, all workers
             "p99_us": round(stats.p99_ns / 1000, 3) if stats.ops else None,
             "max_us": round(stats.max_ns / 1000, 3) if stats.ops else None,
+            **response,
             "event": "batch",
             "level": "info",
             "timestamp": iso_utc(ended_ns),
@@ -138,10 +166,21 @@ class JsonLogObserver(Observer):
         self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         kind, stream, offset_ns = self._phase
-        self._later(_render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks))
+        self._later(
+            _render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended)
+        )
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(

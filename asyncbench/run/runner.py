@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from time import perf_counter
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -23,7 +24,8 @@ from asyncbench.engines import engine_class
 from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import EngineResult, LatencyStats, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.rate import Arrivals, Rate
+from asyncbench.result import EngineResult, LatencyStats, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
@@ -232,6 +234,7 @@ class EngineRun:
         ops = retries = 0
         t0 = perf_counter()
         latency = None
+        rate = Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
             # that many connections, and the phase runs that many workers
@@ -240,7 +243,15 @@ class EngineRun:
             latency = PhaseRecorder(len(handles))
             try:
                 outcome = await run_operations(
-                    kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
+                    kind,
+                    items,
+                    handles,
+                    self.ctx,
+                    self.cfg.batch_size,
+                    self._batch_hook(spec.name, latency),
+                    rate,
+                    self.cfg.seed,
+                    index,
                 )
             except BaseException:
                 latency.close()
@@ -270,6 +281,8 @@ class EngineRun:
                 pr.latency = LatencyStats(**summary) if summary is not None else None
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
+                if rate is not None:
+                    pr.open_loop = _open_loop(rate, latency)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -298,12 +311,34 @@ class EngineRun:
         engine = self.name
         done = 0
 
-        def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
+        def hook(
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None
+        ) -> None:
             nonlocal done
             done += ops
-            observer_batch(engine, phase, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
+            stamps = add(worker, ops, seconds, marks, intended)
+            if intended is None:
+                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps)
+            else:
+                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps, intended)
 
         return hook
+
+
+def _open_loop(rate: Rate, latency: PhaseRecorder) -> OpenLoop:
+    """The phase's open-loop figures from its recorder (after the phase's clock stopped)."""
+    figures = latency.open_loop_summary()
+    if figures is None:  # a phase without operations
+        return OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
+    return OpenLoop(
+        rate=rate.ops_per_s,
+        arrivals=rate.arrivals,
+        response=LatencyStats(**figures["response"]),
+        lag_p99_ns=figures["lag_p99_ns"],
+        lag_max_ns=figures["lag_max_ns"],
+        delay_p99_ns=figures["delay_p99_ns"],
+        delay_max_ns=figures["delay_max_ns"],
+    )
 
 
 def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
