@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench import fmt
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Action
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -27,7 +27,9 @@ MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-PHASE_KEYS = {"kind", "name", "stream", "count"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals"}
+#: The highest target rate a phase may set (operations per second, all workers).
+MAX_RATE = 100_000_000
 TOP_KEYS = {"run", "counts", "engines", "phase"}
 
 
@@ -150,6 +152,27 @@ def _seconds(where: str, key: str, v: Any) -> float:
     if not math.isfinite(v) or v > MAX_TIMEOUT_SECONDS:
         raise ConfigError(where, key, f"must be at most {MAX_TIMEOUT_SECONDS:_.0f} seconds (a year), got {v!r}")
     return float(v)
+
+
+def parse_rate(where: str, key: str, v: Any) -> float:
+    """A target rate: a positive number of operations per second, or a count string with
+    a k or M suffix (``"20k"``)."""
+    if isinstance(v, str):
+        try:
+            v = fmt.parse_count(v)
+        except ValueError as exc:
+            raise ConfigError(where, key, f"must be operations per second: {exc}") from None
+    if not _is_int_or_float(v):
+        raise ConfigError(where, key, f"must be operations per second (a number), got {type(v).__name__} {v!r}")
+    if not (v > 0 and math.isfinite(v)) or v > MAX_RATE:
+        raise ConfigError(where, key, f"must be between 0 and {MAX_RATE:_d} operations per second, got {v!r}")
+    return float(v)
+
+
+def _arrivals(where: str, key: str, v: Any) -> str:
+    if v not in ("uniform", "poisson"):
+        raise ConfigError(where, key, f"must be 'uniform' or 'poisson', got {v!r}")
+    return str(v)
 
 
 def _is_int_or_float(v: Any) -> bool:
@@ -578,7 +601,20 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                 )
             auto.setdefault(name, 1)
         post = use.post_update if kind.takes_stream else seen_update and not kind.rewrites
-        phases.append(PhaseSpec(kind=kind_name, name=name, stream=stream, count=count, post_update=post))
+        rate = None
+        if "rate" in table or "arrivals" in table:
+            if kind.action is not Action.OPERATIONS:
+                bad = "rate" if "rate" in table else "arrivals"
+                raise ConfigError(where, f"{key}.{bad}", f"phase kind {kind_name!r} runs no operations to pace")
+            if "rate" not in table:
+                raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
+            rate = parse_rate(where, f"{key}.rate", table["rate"])
+        arrivals = _arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform"
+        phases.append(
+            PhaseSpec(
+                kind=kind_name, name=name, stream=stream, count=count, post_update=post, rate=rate, arrivals=arrivals
+            )
+        )
     return phases
 
 

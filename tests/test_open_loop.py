@@ -118,7 +118,8 @@ def test_a_rate_changes_when_operations_start_not_what_they_are(workers: int, ar
         assert (timed.ops, timed.checksum) == (closed.ops, closed.checksum)
         summary = rec.open_loop_summary()
         assert summary is not None and summary["response"]["count"] == timed.ops
-    assert timed.seconds >= (timed.ops - workers) / 20_000  # no operation started before its time
+    floor = (timed.ops - workers) / 20_000  # uniform: no operation started before its time
+    assert timed.seconds >= (floor if arrivals is Arrivals.UNIFORM else 0.8 * floor)  # Poisson: random gaps
 
 
 def test_closed_loop_hides_the_stall_in_one_sample(monkeypatch: pytest.MonkeyPatch) -> None:

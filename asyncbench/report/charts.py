@@ -510,6 +510,15 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         if kind.group not in seen or kind.group is Group_.WRITE:
             seen.add(kind.group)
             main.append(i)
+    # phases run at a rate are shown too, with their response time beside the service time
+    responses: dict[str, dict[str, str]] = {}
+    for i in range(len(run.phases)):
+        for g in groups:
+            r = g.response(i)
+            if r is not None:
+                responses.setdefault(g.engine, {})[run.phases[i].name] = r.encoded()
+                main += [] if i in main else [i]
+    main.sort()
     series: dict[str, dict[str, str]] = {}
     for g in groups:
         for i in main:
@@ -522,7 +531,7 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         (
             "latency-percentiles",
             latency_charts.DISTRIBUTION_TITLE,
-            latency_charts.percentile_distribution(series, _subtitle(run), colours),
+            latency_charts.percentile_distribution(series, _subtitle(run), colours, responses or None),
         )
     ]
     for i in main:

@@ -110,11 +110,15 @@ def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
 
 
 def percentile_distribution(
-    series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
+    series: Mapping[str, Mapping[str, str]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
     (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
-    engine -> colour."""
+    engine -> colour. ``responses`` (same shape): the response time of phases run at a
+    rate, drawn dashed in the engine's colour beside its service time."""
     engine_colour = _colour_of(colours)
     phases: list[str] = []
     for by_phase in series.values():
@@ -157,6 +161,10 @@ def percentile_distribution(
                 ax.plot(
                     xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
                 )
+                response = (responses or {}).get(engine, {}).get(phase)
+                if response is not None:  # open loop: from the intended start, dashed
+                    xs, ys = _curve(LatencyHistogram.from_encoded(response))
+                    ax.plot(xs, ys, color=engine_colour(engine), linewidth=1.4, linestyle="--", drawstyle="steps-post")
             ax.set_xlim(0, span)
             ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
@@ -164,6 +172,8 @@ def percentile_distribution(
             ax.set_ylabel("latency (µs)")
             ax.set_xlabel("percentile (%)")
         handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+        if responses:
+            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response (at a rate)"))
         fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
         return _render(fig, DISTRIBUTION_TITLE)
 

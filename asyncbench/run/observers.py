@@ -13,7 +13,8 @@ from typing import Any, TextIO
 import orjson
 
 from asyncbench import fmt
-from asyncbench.measure.latency import CLOCK, batch_p99_max, response_p99_max
+from asyncbench.measure.latency import CLOCK, batch_p99_max, format_us, response_p99_max
+from asyncbench.rate import Arrivals
 from asyncbench.result import EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
@@ -196,6 +197,7 @@ class JsonLogObserver(Observer):
             ops_per_s=round(result.ops_per_s),
             checksum=result.checksum,
             skipped=result.skipped,
+            **_open_loop_fields(result),
         )
 
     def engine_end(self, result: EngineResult) -> None:
@@ -215,6 +217,37 @@ class JsonLogObserver(Observer):
 
     def message(self, text: str) -> None:
         self.log.info("message", text=text)
+
+
+def _open_loop_fields(result: PhaseResult) -> dict[str, Any]:
+    """A phase_end log event's open-loop figures (none in the closed loop)."""
+    ol = result.open_loop
+    if ol is None:
+        return {}
+    return {
+        "rate": ol.rate,
+        "arrivals": ol.arrivals.value,
+        "rate_missed": result.rate_missed,
+        "response_p99_us": round(ol.response.p99 / 1000, 3) if ol.response else None,
+        "response_max_us": round(ol.response.max / 1000, 3) if ol.response else None,
+        "schedule_delay_p99_us": round(ol.delay_p99_ns / 1000, 3),
+        "schedule_lag_p99_us": round(ol.lag_p99_ns / 1000, 3),
+    }
+
+
+def open_loop_line(result: PhaseResult) -> str:
+    """The console's second line of a phase run at a rate: target, whether it was met, the
+    response and service p99 and the harness's scheduling delay p99."""
+    ol = result.open_loop
+    assert ol is not None
+    poisson = " poisson" if ol.arrivals is Arrivals.POISSON else ""
+    missed = " MISSED" if result.rate_missed else ""  # achieved more than 5 % below the target
+    resp = format_us(ol.response.p99) if ol.response else "-"
+    service = format_us(result.latency.p99) if result.latency else "-"
+    return (
+        f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: resp {resp}"
+        f" svc {service} sched {format_us(ol.delay_p99_ns)}"
+    )
 
 
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
@@ -252,6 +285,8 @@ class ConsoleObserver(Observer):
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
         self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))
+        if result.open_loop is not None:
+            self._print(open_loop_line(result))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.status is Status.SKIPPED:  # one line, nothing measured to show

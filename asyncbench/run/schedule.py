@@ -8,10 +8,13 @@ the closed loop; only when each operation starts changes.
 
 The harness's hop cost stays per batch: a batch is every operation of the worker that is
 due now (up to the batch size), the worker then sleeps until the next one is due. Sleeping
-on the event loop is coarse (epoll_wait rounds its timeout up to the millisecond), so the
-last :data:`SPIN_NS` before a due time are spent yielding to the loop (``sleep(0)``): the
-first operation of a batch starts within microseconds of its time when the client keeps up,
-at the cost of that CPU while a rate is set (never in the closed loop).
+on the event loop is coarse (epoll_wait takes whole milliseconds and rounds up), so a wait
+sleeps whole milliseconds up to :data:`SPIN_MARGIN_NS` before the due time and spends the
+rest (under a millisecond plus the margin, ~0.6 ms on average) yielding to the loop
+(``sleep(0)``, other workers run): the first operation of a batch starts within microseconds
+of its time when the client keeps up, at the cost of that CPU while a rate is set (never in
+the closed loop). On a machine whose cores are oversubscribed the spin is preempted and the
+tail of the error grows to the scheduler's time slice (measured, docs/open-loop.md).
 
 Poisson arrivals draw their gaps from a generator of their own, seeded from the run's seed,
 the phase and the worker: the plan's streams are untouched.
@@ -25,11 +28,12 @@ import numpy as np
 from asyncbench.measure.latency import CLOCK
 from asyncbench.rate import Arrivals, Rate
 
-__all__ = ["SPIN_NS", "WorkerSchedule", "wait_until"]
+__all__ = ["SPIN_MARGIN_NS", "WorkerSchedule", "wait_until"]
 
-#: How long before a due time the wait stops sleeping and yields in a loop instead: the
-#: epoll timeout's millisecond rounding plus the event loop's wake-up.
-SPIN_NS = 1_200_000
+#: How long before a due time a wait's sleep ends at the latest (the event loop's wake-up);
+#: the rest, under a millisecond more (epoll's unit), is spent yielding in a loop.
+SPIN_MARGIN_NS = 200_000
+_MS = 1_000_000
 #: Intended times computed at a time (uniform or Poisson alike), 8 bytes each.
 BLOCK = 4096
 
@@ -94,9 +98,10 @@ class WorkerSchedule:
 
 
 async def wait_until(due_ns: int) -> None:
-    """Return at ``due_ns`` or just after: sleep on the loop, then yield until it is due."""
-    while True:
-        left = due_ns - CLOCK()
-        if left <= 0:
-            return
-        await anyio.sleep((left - SPIN_NS) / 1e9 if left > SPIN_NS else 0)
+    """Return at ``due_ns`` or just after: sleep whole milliseconds on the loop (epoll's
+    unit, so it does not round the sleep up past the due time), then yield until it is due."""
+    whole_ms = (due_ns - CLOCK() - SPIN_MARGIN_NS) // _MS
+    if whole_ms > 0:
+        await anyio.sleep(whole_ms / 1e3)
+    while CLOCK() < due_ns:
+        await anyio.sleep(0)
