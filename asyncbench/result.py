@@ -125,12 +125,15 @@ class OpenLoop:
     #: worker's previous end (the wake-up and hops the harness added), p99 and max.
     delay_p99_ns: int = 0
     delay_max_ns: int = 0
+    #: Per second of the phase, as ``PhaseResult.time_series`` but of the response time.
+    response_series: list[list[float]] | None = None
 
     def check(self, where: str) -> None:
         if not (self.rate > 0):
             raise ResultError(f"{where}.rate: expected a positive number, got {self.rate!r}")
         for name in ("lag_p99_ns", "lag_max_ns", "delay_p99_ns", "delay_max_ns"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _check_slices(f"{where}.response_series", self.response_series)
 
     def met_by(self, ops_per_s: float) -> bool:
         return Rate(self.rate, self.arrivals).met_by(ops_per_s)
@@ -170,6 +173,10 @@ class PhaseResult:
     client_cpu_seconds: float | None = None
     #: Under a target rate only: the target, response times and scheduling error.
     open_loop: OpenLoop | None = None
+    #: Every operation phase, per second from its start: (t_s, ops, p50_ns, p99_ns, max_ns)
+    #: of the operations that ended in that second (``t_s`` its end; zeros in a second
+    #: without any), service time. Results from before it load with None.
+    time_series: list[list[float]] | None = None
 
     @property
     def ops_per_s(self) -> float:
@@ -191,14 +198,20 @@ class PhaseResult:
         for name in ("index", "ops", "seconds", "close_seconds", "retries", "release_skew_seconds", "client_cpu_seconds"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _at_least(f"{where}.count", self.count, 1)
-        for i, row in enumerate(self.latency_over_time or ()):
-            if len(row) != len(OVER_TIME_FIELDS):
-                raise ResultError(
-                    f"{where}.latency_over_time[{i}]: expected {len(OVER_TIME_FIELDS)} numbers "
-                    f"({', '.join(OVER_TIME_FIELDS)}), got {len(row)}"
-                )
-            for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
-                _at_least(f"{where}.latency_over_time[{i}].{name}", value, 0)
+        _check_slices(f"{where}.latency_over_time", self.latency_over_time)
+        _check_slices(f"{where}.time_series", self.time_series)
+
+
+def _check_slices(where: str, rows: list[list[float]] | None) -> None:
+    """Each row of a latency-over-time list has the five non-negative numbers of
+    :data:`OVER_TIME_FIELDS`."""
+    for i, row in enumerate(rows or ()):
+        if len(row) != len(OVER_TIME_FIELDS):
+            raise ResultError(
+                f"{where}[{i}]: expected {len(OVER_TIME_FIELDS)} numbers ({', '.join(OVER_TIME_FIELDS)}), got {len(row)}"
+            )
+        for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
+            _at_least(f"{where}[{i}].{name}", value, 0)
 
 
 @dataclass

@@ -155,3 +155,32 @@ def test_a_rate_the_engine_cannot_meet_is_marked(monkeypatch: pytest.MonkeyPatch
     pr = PhaseResult(0, "r", kind, kind.action, kind.group, out.ops, out.seconds)
     pr.open_loop = OpenLoop(rate=10_000.0, arrivals=Arrivals.UNIFORM)
     assert pr.rate_missed
+
+
+# --- per-second series ----------------------------------------------------------------------
+
+S = 1_000_000_000
+
+
+def test_per_second_series_keeps_an_empty_second_and_gives_response_times() -> None:
+    with PhaseRecorder(1) as rec:
+        # three operations: ends at 0.5 s, 0.6 s, then a stall to 2.5 s; intended every 0.1 s
+        rec.add(0, 2, 0.6, [0, S // 2, 6 * S // 10], np.array([0, S // 10]))
+        rec.add(0, 1, 1.9, [6 * S // 10, 5 * S // 2], np.array([2 * S // 10]))
+        service, response = rec.per_second()
+    assert [tuple(b) for b in service] == [
+        (1.0, 2, S // 10, S // 2, S // 2),  # nearest rank of two latencies: 0.5 s and 0.1 s
+        (2.0, 0, 0, 0, 0),  # nothing ended in the second second: kept, with zeros
+        (3.0, 1, 19 * S // 10, 19 * S // 10, 19 * S // 10),
+    ]
+    assert [b.ops for b in response] == [2, 0, 1]
+    assert response[2].max_ns == 5 * S // 2 - 2 * S // 10  # from its intended start, not its issue
+    assert response[0].max_ns == S // 2  # 0.5 s after its intended 0, and 0.6 - 0.1
+
+
+def test_closed_loop_series_has_no_response() -> None:
+    with PhaseRecorder(2) as rec:
+        rec.add(0, 1, 0.1, [0, 10])
+        rec.add(1, 1, 0.1, [5, 1_500_000_000])
+        service, response = rec.per_second()
+    assert [b.ops for b in service] == [1, 1] and response == []

@@ -46,6 +46,8 @@ __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
 SPILL_STAMPS = 1 << 19
 #: Stamps read back at a time after the phase (1 MiB, ~8 MiB of numpy temporaries).
 CHUNK_STAMPS = 1 << 17
+#: The longest phase given a per-second series (a day: slot arithmetic stays in int64).
+MAX_SERIES_SECONDS = 86_400
 
 
 class _WorkerMarks:
@@ -300,6 +302,45 @@ class PhaseRecorder:
             out.append(time_bucket(np.concatenate(pieces), span * (i + 1) / buckets / 1e9))
         return out
 
+    def per_second(self) -> tuple[list[TimeBucket], list[TimeBucket]]:
+        """The phase second by second from its first start stamp: per second the operations
+        that ended in it and their exact p50/p99/max service time, and under a rate the same
+        of their response time (else an empty list). ``t_s`` is the second's end, 1, 2, ...
+        (the last second may be partial: the phase's seconds say where it ended). Empty when
+        an engine's stamps went backwards.
+        Seconds without an operation (a stall) are kept, with zeros, so a gap shows."""
+        kept = [i for i, w in enumerate(self._workers) if len(w.lengths)]
+        if not kept:
+            return [], []
+        start = min(min(self._workers[i].firsts) for i in kept)
+        self._scan()
+        span = max(self._cache["last_end"] - start, 1)
+        seconds = -(-span // 1_000_000_000)
+        if seconds > MAX_SERIES_SECONDS:  # ends * seconds would overflow int64
+            return [], []
+        try:
+            service = self._seconds(kept, start, span, seconds, False)
+            response = self._seconds(kept, start, span, seconds, True) if self.open_loop else []
+        except _Unordered:
+            return [], []
+        return service, response
+
+    def _seconds(self, kept: list[int], start: int, span: int, seconds: int, response: bool) -> list[TimeBucket]:
+        whole = seconds * 1_000_000_000
+        sweeps = [
+            _SlotSweep(self._workers[i], start, whole, seconds, self._intended[i] if response else None)
+            for i in kept
+        ]
+        out = []
+        for s in range(seconds):
+            pieces = [p for sw in sweeps for p in sw.take(s)]
+            t_s = float(s + 1)
+            if sum(p.size for p in pieces) == 0:
+                out.append(TimeBucket(t_s=t_s, ops=0, p50_ns=0, p99_ns=0, max_ns=0))
+                continue
+            out.append(time_bucket(np.concatenate(pieces), t_s))
+        return out
+
     def batch_rows(self) -> list[dict[str, Any]]:
         """Every row of :meth:`batch_row_chunks` in one list."""
         return [row for rows in self.batch_row_chunks() for row in rows]
@@ -354,8 +395,12 @@ class _SlotSweep:
     """One worker's latencies handed out by time slice, in slice order: a worker's end
     stamps never decrease, so each slice is the next run of its operations."""
 
-    def __init__(self, worker: _WorkerMarks, start: int, span: int, buckets: int) -> None:
+    def __init__(
+        self, worker: _WorkerMarks, start: int, span: int, buckets: int, intended: _WorkerMarks | None = None
+    ) -> None:
         self._chunks = worker.batches()
+        # response time instead of service time: the intended starts, batch for batch
+        self._intended = intended.batches() if intended is not None else None
         self._start, self._span, self._buckets = start, span, buckets
         self._slots = np.empty(0, dtype=np.int64)
         self._lat = np.empty(0, dtype=np.int64)
@@ -370,7 +415,11 @@ class _SlotSweep:
         if slots.size and (slots[0] < self._last or np.any(slots[1:] < slots[:-1])):
             raise _Unordered
         self._slots, self._last = slots, int(slots[-1]) if slots.size else self._last
-        self._lat = np.concatenate([b[1:] - b[:-1] for b in chunk])
+        if self._intended is None:
+            self._lat = np.concatenate([b[1:] - b[:-1] for b in chunk])
+        else:
+            ichunk = next(self._intended)
+            self._lat = np.concatenate([b[1:] - i[1:] for b, i in zip(chunk, ichunk, strict=True)])
         return True
 
     def take(self, slot: int) -> list[np.ndarray]:

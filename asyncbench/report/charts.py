@@ -496,8 +496,11 @@ def _subtitle(run: RunResult) -> str:
     )
 
 
-def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
-    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms."""
+def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[str, str, str]]:
+    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms.
+
+    The latency-over-time chart is drawn for the write phases, the phases run at a rate and
+    the phases named in ``over_time`` (``"all"``: every operation phase with a series)."""
     from asyncbench.report import latency_charts  # it builds on this module's style constants
     groups = group_runs(run)
     colours = {e.engine: engine_colour(e) for e in run.engines}
@@ -534,22 +537,32 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
             latency_charts.percentile_distribution(series, _subtitle(run), colours, responses or None),
         )
     ]
-    for i in main:
-        if run.phases[i].kind.group is not Group_.WRITE:
+    for i in range(len(run.phases)):
+        name = run.phases[i].name
+        at_rate = any(g.response(i) is not None for g in groups)
+        write = i in main and run.phases[i].kind.group is Group_.WRITE
+        if not (write or at_rate or name in over_time or "all" in over_time):
             continue
-        points = {}
+        points, responses = {}, {}
         for g in groups:
             p = g.first.phase_at(i)
-            if p is not None and p.latency_over_time:
+            if p is None:
+                continue
+            if write and p.latency_over_time:  # a write phase keeps its finer slices
                 points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
+            elif p.time_series:  # any phase: per second (seconds without an operation left out)
+                points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in p.time_series if ops]
+            if p.open_loop is not None and p.open_loop.response_series:
+                responses[g.engine] = [
+                    (t, p50, p99, mx) for t, ops, p50, p99, mx in p.open_loop.response_series if ops
+                ]
         if points:
-            name = run.phases[i].name
             slug = "latency-over-time-" + "-".join(name.replace("/", " ").split())
             out.append(
                 (
                     slug,
                     f"Latency Over Time: {name}",
-                    latency_charts.latency_over_time(points, name, _subtitle(run), colours),
+                    latency_charts.latency_over_time(points, name, _subtitle(run), colours, responses or None),
                 )
             )
     return out

@@ -199,10 +199,12 @@ def latency_over_time(
     phase: str,
     subtitle: str,
     colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
 ) -> str:
     """SVG of one phase's latency over time: ``series`` is engine -> points
     (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); per engine p99 (solid), max (thin) and p50 (dotted);
-    ``colours`` is engine -> colour."""
+    ``colours`` is engine -> colour. ``responses`` (same shape): under a rate, the response
+    time's points, whose p99 is drawn dashed."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
     notes = [
@@ -225,6 +227,10 @@ def latency_over_time(
             ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
             ax.plot(t, p99, color=colour, linewidth=1.7)
             ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+            response = (responses or {}).get(engine)
+            if response:  # open loop: from each operation's intended start
+                t, _p50, p99, _mx = _with_gaps(response)
+                ax.plot(t, p99, color=colour, linewidth=1.4, linestyle="--")
         if not drawn:
             ax.text(0.5, 0.5, "no latency data", transform=ax.transAxes, ha="center", color=MUTED)
         ax.set_xlim(left=0)
@@ -236,6 +242,8 @@ def latency_over_time(
             Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
             Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
         ]
+        if responses:
+            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response p99"))
         ax.legend(
             handles=handles,
             loc="lower left",

@@ -281,8 +281,11 @@ class EngineRun:
                 pr.latency = LatencyStats(**summary) if summary is not None else None
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
+                service, response = latency.per_second()
+                pr.time_series = [list(b) for b in service] or None
                 if rate is not None:
                     pr.open_loop = _open_loop(rate, latency)
+                    pr.open_loop.response_series = [list(b) for b in response] or None
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
