@@ -60,6 +60,9 @@ class PhaseSpec:
     post_update: bool = False  # consumes a post-update stream, or comes after an update phase
     rate: float | None = None  # target operations per second over all workers (open loop); None: closed loop
     arrivals: str = "uniform"  # spacing of the intended start times under a rate: uniform or poisson
+    #: A saturation sweep's level: the plan index of the sweep's first level (its levels
+    #: follow it in rising rate); a level after one whose achieved rate dipped is skipped.
+    sweep: int | None = None
 
 
 @dataclass
@@ -167,6 +170,18 @@ def parse_rate(where: str, key: str, v: Any) -> float:
     if not (v > 0 and math.isfinite(v)) or v > MAX_RATE:
         raise ConfigError(where, key, f"must be between 0 and {MAX_RATE:_d} operations per second, got {v!r}")
     return float(v)
+
+
+def parse_rates(where: str, key: str, v: Any) -> list[float]:
+    """One rate, or a saturation sweep's rising rates: a list, or a comma-separated string
+    (``"2k,4k,8k"``)."""
+    items = v.split(",") if isinstance(v, str) else v if isinstance(v, list) else [v]
+    if not items:
+        raise ConfigError(where, key, "needs at least one rate")
+    rates = [parse_rate(where, key, x.strip() if isinstance(x, str) else x) for x in items]
+    if any(b <= a for a, b in zip(rates, rates[1:], strict=False)):
+        raise ConfigError(where, key, f"a sweep's rates must rise, got {', '.join(f'{r:g}' for r in rates)}")
+    return rates
 
 
 def _arrivals(where: str, key: str, v: Any) -> str:
@@ -601,20 +616,41 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                 )
             auto.setdefault(name, 1)
         post = use.post_update if kind.takes_stream else seen_update and not kind.rewrites
-        rate = None
+        rates: list[float] = []  # none: closed loop; one: open loop; more: a sweep
         if "rate" in table or "arrivals" in table:
             if kind.action is not Action.OPERATIONS:
                 bad = "rate" if "rate" in table else "arrivals"
                 raise ConfigError(where, f"{key}.{bad}", f"phase kind {kind_name!r} runs no operations to pace")
             if "rate" not in table:
                 raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
-            rate = parse_rate(where, f"{key}.rate", table["rate"])
+            rates = parse_rates(where, f"{key}.rate", table["rate"])
+            if len(rates) > 1 and (kind.inserts or kind.rewrites):
+                raise ConfigError(
+                    where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
+                )
         arrivals = _arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform"
-        phases.append(
-            PhaseSpec(
-                kind=kind_name, name=name, stream=stream, count=count, post_update=post, rate=rate, arrivals=arrivals
+        if len(rates) < 2:
+            rate = rates[0] if rates else None
+            phases.append(
+                PhaseSpec(
+                    kind=kind_name, name=name, stream=stream, count=count, post_update=post, rate=rate, arrivals=arrivals
+                )
             )
-        )
+            continue
+        first = len(phases)
+        for level in rates:  # a saturation sweep: the same phase at each rate, rising
+            phases.append(
+                PhaseSpec(
+                    kind=kind_name,
+                    name=f"{name} @ {fmt.count(round(level))}/s",
+                    stream=stream,
+                    count=count,
+                    post_update=post,
+                    rate=level,
+                    arrivals=arrivals,
+                    sweep=first,
+                )
+            )
     return phases
 
 

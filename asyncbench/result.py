@@ -73,11 +73,14 @@ class PlanPhase:
     stream: str | None = None
     count: int | None = None
     post_update: bool = False
+    #: A saturation sweep's level: the index of the sweep's first level (None: not a sweep).
+    sweep: int | None = None
 
     def check(self, where: str) -> None:
         if self.stream is not None and self.stream not in self.kind.streams:
             raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
         _at_least(f"{where}.count", self.count, 1)
+        _at_least(f"{where}.sweep", self.sweep, 0)
 
 
 @dataclass

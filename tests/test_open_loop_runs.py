@@ -106,3 +106,54 @@ def test_the_stall_shows_in_the_results_response_time_and_the_report(tmp_path: P
     report = result.with_suffix(".md").read_text()
     assert "## Open Loop" in report and "| at 2k | 2_000 |" in report
     assert (ROOT / "asyncbench").is_dir()
+
+
+def test_a_rate_list_expands_a_phase_into_a_rising_sweep(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[run]\nprofiles = 1000\nengines = ["memory"]\n[[phase]]\nkind = "insert"\n'
+        '[[phase]]\nkind = "read_by_id"\nrate = "1k,2k"\n[[phase]]\nkind = "verify"\n'
+    )
+    cfg = load(plan)
+    assert [(p.name, p.rate, p.sweep) for p in cfg.phases[1:3]] == [
+        ("read by user id @ 1_000/s", 1000.0, 1),
+        ("read by user id @ 2_000/s", 2000.0, 1),
+    ]
+    assert cfg.phases[3].kind == "verify" and cfg.phases[3].sweep is None
+
+
+@pytest.mark.parametrize(
+    ("rate", "kind", "reason"),
+    [('"4k,2k"', "read_by_id", "must rise"), ("[1000, 2000]", "update", "runs once"), ("[]", "read_by_id", "at least one")],
+)
+def test_a_bad_sweep_is_refused(tmp_path: Path, rate: str, kind: str, reason: str) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'[run]\nprofiles = 1000\n[[phase]]\nkind = "insert"\n[[phase]]\nkind = "{kind}"\nrate = {rate}\n')
+    with pytest.raises(ConfigError) as info:
+        load(plan)
+    assert info.value.key == "phase[1].rate" and reason in info.value.reason
+
+
+def test_a_sweep_stops_above_the_level_whose_rate_dipped(tmp_path: Path) -> None:
+    """The stalling engine (200 ms every 500 reads) cannot hold 20k/s: that level is
+    marked, the next is skipped, the lower one completed with the same checksum."""
+    plan = tmp_path / "sweep.toml"
+    plan.write_text(
+        '[run]\nprofiles = 2000\nengines = ["stalling"]\nisolate = false\n'
+        '[[phase]]\nkind = "insert"\n'
+        '[[phase]]\nkind = "read_by_id"\nrate = [500, 20000, 40000]\ncount = 400\n'
+    )
+    proc = cli(tmp_path, str(plan), env={"ASYNCBENCH_TEST_STALL_EVERY": "500"}, stalling=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.json"))
+    doc = orjson.loads(result.read_bytes())
+    engine = doc["engines"][0]
+    low, dip, above = engine["phases"][1:4]
+    assert [doc["phases"][i]["sweep"] for i in (1, 2, 3)] == [1, 1, 1]
+    assert not low["skipped"] and not dip["skipped"] and above["skipped"]
+    assert low["checksum"] == dip["checksum"] and above["checksum"] is None
+    assert dip["ops"] / dip["seconds"] < 0.95 * 20_000
+    assert any("sweep" in n and "stopped" in n for n in engine["notes"])
+    assert "(rate dipped)" in proc.stdout
+    charts = [p.name for p in result.parent.glob("*latency-vs-throughput.svg")]
+    assert charts

@@ -21,7 +21,7 @@ from matplotlib.patches import Patch
 from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
-from asyncbench.measure.aggregate import collapse, group_runs
+from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
@@ -557,12 +557,40 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
                     (t, p50, p99, mx) for t, ops, p50, p99, mx in p.open_loop.response_series if ops
                 ]
         if points:
-            slug = "latency-over-time-" + "-".join(name.replace("/", " ").split())
+            slug = "latency-over-time-" + "-".join(name.replace("/", " ").replace("@", " ").split())
             out.append(
                 (
                     slug,
                     f"Latency Over Time: {name}",
                     latency_charts.latency_over_time(points, name, _subtitle(run), colours, responses or None),
                 )
+            )
+    sweeps = _sweeps(run, groups)
+    if sweeps:
+        out.append(
+            (
+                "latency-vs-throughput",
+                latency_charts.SWEEP_TITLE,
+                latency_charts.latency_vs_throughput(sweeps, _subtitle(run), colours),
+            )
+        )
+    return out
+
+
+def _sweeps(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, list[tuple[float, float, int, int]]]]:
+    """Sweep (its first level's name, the rate cut off) -> engine -> its measured levels."""
+    out: dict[str, dict[str, list[tuple[float, float, int, int]]]] = {}
+    for i, spec in enumerate(run.phases):
+        if spec.sweep is None:
+            continue
+        title = run.phases[spec.sweep].name.rsplit(" @ ", 1)[0]
+        for g in groups:
+            p = g.first.phase_at(i)
+            r = g.response(i)
+            if p is None or p.skipped or p.open_loop is None or r is None:
+                continue
+            s = r.summary()
+            out.setdefault(title, {}).setdefault(g.engine, []).append(
+                (p.open_loop.rate, p.ops_per_s, s["p50"], s["p99"])
             )
     return out

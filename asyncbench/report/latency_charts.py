@@ -253,3 +253,59 @@ def latency_over_time(
             fontsize=8.5,
         )
         return _render(fig, title)
+
+
+SWEEP_TITLE = "Latency vs Throughput"
+
+#: One sweep level of one engine: (target ops/s, achieved ops/s, response p50 ns, response p99 ns).
+SweepPoint = tuple[float, float, int, int]
+
+
+def latency_vs_throughput(
+    sweeps: Mapping[str, Mapping[str, Sequence[SweepPoint]]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> str:
+    """SVG of saturation sweeps: ``sweeps`` is sweep (phase) name -> engine -> its levels;
+    one panel per sweep, per engine response p99 (solid, dots) and p50 (dotted) against the
+    achieved throughput: the classic curve that turns up where the engine saturates."""
+    engine_colour = _colour_of(colours)
+    names = list(sweeps)
+    cols = 2 if len(names) > 1 else 1
+    rows = max(1, math.ceil(len(names) / cols))
+    notes = [
+        "Each point is one level of the sweep: the same phase at a target rate (open loop), placed at the "
+        "throughput it achieved; a sweep stops above the first level more than 5 % short of its target.",
+        "Response time from each operation's intended start (queueing behind a slow engine included). "
+        "Lower and further right is better.",
+    ]
+    engines: list[str] = []
+    with matplotlib.rc_context(RC):
+        fig = _figure(SWEEP_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for i, ax in enumerate(axes.flat):
+            if i >= len(names):
+                ax.set_visible(False)
+                continue
+            _style(ax)
+            for engine, points in sweeps[names[i]].items():
+                if not points:
+                    continue
+                engines += [] if engine in engines else [engine]
+                pts = sorted(points)
+                x = np.array([p[1] for p in pts], dtype=np.float64)
+                p50 = np.maximum(np.array([p[2] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+                p99 = np.maximum(np.array([p[3] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+                ax.plot(x, p99, color=engine_colour(engine), linewidth=1.7, marker="o", markersize=3.5)
+                ax.plot(x, p50, color=engine_colour(engine), linewidth=1.0, linestyle=":")
+            ax.set_title(names[i], fontsize=10, color=TEXT, loc="left")
+            ax.set_xlim(left=0)
+            ax.set_xlabel("achieved throughput (ops/s)")
+            ax.set_ylabel("response time (µs)")
+        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in engines]
+        handles += [
+            Line2D([], [], color=MUTED, linewidth=1.7, marker="o", markersize=3.5, label="p99"),
+            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+        ]
+        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+        return _render(fig, SWEEP_TITLE)

@@ -53,6 +53,8 @@ def open_loop_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]
             response, service = g.response(index), g.latency(index)
             r = response.summary() if response is not None else None
             achieved = fmt.count(round(first.ops_per_s)) + (" **missed**" if any(p.rate_missed for p in timed) else "")
+            if first.skipped:  # a sweep's level above the one whose rate dipped
+                achieved = "skipped: a lower rate dipped"
             rows.append(
                 [
                     md.text(spec.name),

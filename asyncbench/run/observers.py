@@ -278,7 +278,10 @@ class ConsoleObserver(Observer):
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
-            why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
+            if result.open_loop is not None:  # a sweep's level above the one whose rate dipped
+                why = "(rate dipped)"
+            else:
+                why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
             self._print(phase_line(result.name, "skipped", "", why))
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action is Action.OPERATIONS else ""

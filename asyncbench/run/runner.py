@@ -71,6 +71,7 @@ class EngineRun:
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
+        self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -220,6 +221,13 @@ class EngineRun:
                 close_seconds=close_seconds,
             )
 
+        rate = Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
+        if spec.sweep is not None and spec.sweep in self.dipped:  # a sweep stops above its dip
+            pr = result(0, 0.0, skipped=True)
+            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
         why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated)
         if why is not None:
             self.skipped.append(f"{spec.name} ({why})")
@@ -234,7 +242,6 @@ class EngineRun:
         ops = retries = 0
         t0 = perf_counter()
         latency = None
-        rate = Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
             # that many connections, and the phase runs that many workers
@@ -286,6 +293,12 @@ class EngineRun:
                 if rate is not None:
                     pr.open_loop = _open_loop(rate, latency)
                     pr.open_loop.response_series = [list(b) for b in response] or None
+        if spec.sweep is not None and pr.rate_missed:
+            self.dipped.add(spec.sweep)
+            self.result.notes.append(
+                f"sweep of {spec.name!r} stopped: {round(pr.ops_per_s):_d}/s achieved of "
+                f"{round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below); its higher rates were skipped"
+            )
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -355,7 +368,7 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(level.counts),
-        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update) for p in cfg.phases],
+        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,
