@@ -543,7 +543,7 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
         write = i in main and run.phases[i].kind.group is Group_.WRITE
         if not (write or at_rate or name in over_time or "all" in over_time):
             continue
-        points, responses = {}, {}
+        points, over_response = {}, {}
         for g in groups:
             p = g.first.phase_at(i)
             if p is None:
@@ -553,7 +553,7 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
             elif p.time_series:  # any phase: per second (seconds without an operation left out)
                 points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in p.time_series if ops]
             if p.open_loop is not None and p.open_loop.response_series:
-                responses[g.engine] = [
+                over_response[g.engine] = [
                     (t, p50, p99, mx) for t, ops, p50, p99, mx in p.open_loop.response_series if ops
                 ]
         if points:
@@ -562,7 +562,7 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
                 (
                     slug,
                     f"Latency Over Time: {name}",
-                    latency_charts.latency_over_time(points, name, _subtitle(run), colours, responses or None),
+                    latency_charts.latency_over_time(points, name, _subtitle(run), colours, over_response or None),
                 )
             )
     sweeps = _sweeps(run, groups)
