@@ -89,6 +89,10 @@ class BenchConfig:
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     processes: int | None = None  # client processes on this host for client/server engines (None: this one)
     cluster: str | None = None  # a Dask scheduler's address: its workers are the client processes
+    #: Target rate(s) for every operation phase without one of its own: one rate paces them
+    #: (open loop); several rising ones sweep each phase that can repeat (see :func:`pace_phases`).
+    rate: list[float] = field(default_factory=list)
+    arrivals: str = "uniform"  # how those phases' intended start times are spaced
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -374,6 +378,20 @@ class Bool(ValueType):
 
 
 @dataclass(frozen=True)
+class Rates(ValueType):
+    """One target rate, or a sweep's rising rates (a list, or ``2k,4k,8k``)."""
+
+    def read(self, where: str, key: str, v: Any) -> list[float]:
+        return parse_rates(where, key, v)
+
+
+@dataclass(frozen=True)
+class ArrivalsValue(ValueType):
+    def read(self, where: str, key: str, v: Any) -> str:
+        return _arrivals(where, key, v)
+
+
+@dataclass(frozen=True)
 class Timeout(ValueType):
     """Seconds, at most a year; 0 disables the timeout (stored as None), as in the reference."""
 
@@ -535,6 +553,20 @@ RUN_KEYS: dict[str, RunKey] = {
             "(checked by their fingerprint, and intact): no insert or update, only the phases that read "
             "what the store holds; the stores are kept (docs/stores.md)",
             flag="--reuse-data",
+        ),
+        RunKey(
+            "rate",
+            Rates(),
+            "target operations per second (all workers) of every operation phase without a rate of its own: "
+            "open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
+            "read, scan and query phase (inserts and updates then run closed loop)",
+            flag="--rate",
+        ),
+        RunKey(
+            "arrivals",
+            ArrivalsValue(),
+            "spacing of intended start times under --rate: uniform (default) or poisson (seeded apart from the plan)",
+            flag="--arrivals",
         ),
     )
 }
@@ -710,6 +742,48 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
     if name not in RUN_KEYS:
         raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
     RUN_KEYS[name].apply(cfg, where, key, v)
+
+
+def pace_phases(cfg: BenchConfig) -> None:
+    """Apply the run's ``rate`` to every operation phase without a rate of its own (once,
+    after the flags): one rate paces the phase; a sweep expands each phase that can repeat
+    into one phase per rate (``name @ N/s``) and leaves inserts and updates closed loop."""
+    if not cfg.rate:
+        return
+    out: list[PhaseSpec] = []
+    for spec in cfg.phases:
+        kind = PHASES[spec.kind]
+        if kind.action is not Action.OPERATIONS or spec.rate is not None:
+            out.append(spec)
+            continue
+        if len(cfg.rate) == 1:
+            out.append(dataclasses.replace(spec, rate=cfg.rate[0], arrivals=cfg.arrivals))
+        elif kind.inserts or kind.rewrites:
+            out.append(spec)
+        else:
+            first = len(out)
+            for level in cfg.rate:
+                out.append(
+                    dataclasses.replace(
+                        spec, name=f"{spec.name} @ {fmt.count(round(level))}/s", rate=level, arrivals=cfg.arrivals, sweep=first
+                    )
+                )
+    cfg.phases = _renumber_sweeps(out)  # a plan's own sweep may have moved with the expansion
+
+
+def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
+    """Each sweep's ``sweep`` is the index of its first level: recomputed after phases moved
+    (a level follows its first level directly, with the same base name)."""
+    out: list[PhaseSpec] = []
+    first: dict[tuple[str, int | None], int] = {}
+    for i, spec in enumerate(phases):
+        if spec.sweep is None:
+            out.append(spec)
+            continue
+        key = (spec.name.rsplit(" @ ", 1)[0], spec.sweep)
+        start = first.setdefault(key, i)
+        out.append(dataclasses.replace(spec, sweep=start))
+    return out
 
 
 def check_repeats(cfg: BenchConfig, where: str) -> None:

@@ -157,3 +157,34 @@ def test_a_sweep_stops_above_the_level_whose_rate_dipped(tmp_path: Path) -> None
     assert "(rate dipped)" in proc.stdout
     charts = [p.name for p in result.parent.glob("*latency-vs-throughput.svg")]
     assert charts
+
+
+def test_the_rate_flag_paces_every_operation_phase_and_check_rate_exits_1(tmp_path: Path) -> None:
+    """--rate on a plan without rates: every operation phase at the rate (verify untouched);
+    the stalling engine misses it, --check-rate names the phase and exits 1; without
+    --check-rate the same run exits 0."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[run]\nprofiles = 1000\nengines = ["stalling"]\nisolate = false\n'
+        '[[phase]]\nkind = "insert"\n[[phase]]\nkind = "read_by_id"\n[[phase]]\nkind = "verify"\n'
+    )
+    env = {"ASYNCBENCH_TEST_STALL_EVERY": "500"}
+    proc = cli(tmp_path / "a", str(plan), "--rate", "10k", "--check-rate", env=env, stalling=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "RATE MISSED: engine stalling, phase 'read by user id'" in proc.stdout + proc.stderr
+    (result,) = sorted((tmp_path / "a" / "out").glob("profiles-*/asyncbench-*.json"))
+    phases = orjson.loads(result.read_bytes())["engines"][0]["phases"]
+    assert [p["open_loop"] is not None for p in phases] == [True, True, False]
+    proc = cli(tmp_path / "b", str(plan), "--rate", "10k", env=env, stalling=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("flag", "value", "reason"), [("--rate", "0", "between 0 and"), ("--arrivals", "burst", "poisson")])
+def test_bad_rate_flags_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, reason: str) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[run]\nprofiles = 1000\nengines = ["memory"]\n[[phase]]\nkind = "insert"\n')
+    out, data = tmp_path / "out", tmp_path / "data"
+    assert main([str(plan), flag, value, "--output", str(out), "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert f"command line: {flag}:" in err and reason in err
+    assert not out.exists() and not data.exists()
