@@ -103,6 +103,7 @@ async def run_batches_at(
     on_batch: BatchHook,
     schedule: WorkerSchedule,
     worker: int = 0,
+    alone: bool = True,
 ) -> int:
     """One worker's loop under a rate: each batch is the operations due now (at most
     ``batch_size``), issued back to back in plan order; then it waits for the next due time.
@@ -117,7 +118,7 @@ async def run_batches_at(
     while done < total:
         due = schedule.next_due()
         if due > clock():
-            await wait_until(due)
+            await wait_until(due, alone)
         t0 = clock()
         intended = schedule.take(t0, min(batch_size, total - done))
         n = len(intended)
@@ -176,7 +177,7 @@ async def run_operations(
             await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
         else:
             plan = WorkerSchedule(rate, start_ns, w, workers, seed, phase)
-            await run_batches_at(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w)
+            await run_batches_at(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, alone=False)
 
     async with anyio.create_task_group() as tg:
         for w in range(workers):

@@ -10,17 +10,19 @@ The harness's hop cost stays per batch: a batch is every operation of the worker
 due now (up to the batch size), the worker then sleeps until the next one is due. Sleeping
 on the event loop is coarse (epoll_wait takes whole milliseconds and rounds up), so a wait
 sleeps whole milliseconds up to :data:`SPIN_MARGIN_NS` before the due time and spends the
-rest (under a millisecond plus the margin, ~0.6 ms on average) yielding to the loop
-(``sleep(0)``, other workers run): the first operation of a batch starts within microseconds
-of its time when the client keeps up, at the cost of that CPU while a rate is set (never in
-the closed loop). On a machine whose cores are oversubscribed the spin is preempted and the
-tail of the error grows to the scheduler's time slice (measured, docs/open-loop.md).
+rest (under a millisecond plus the margin) in a blocking nanosleep when the phase has one
+worker, or yielding to the loop (``sleep(0)``, other workers run) when it has several: CPU
+spent only while a rate is set, never in the closed loop. On a machine whose cores are
+oversubscribed a spinning worker waits for its turn on a core and the tail of the error
+grows to the scheduler's slices (measured, docs/open-loop.md).
 
 Poisson arrivals draw their gaps from a generator of their own, seeded from the run's seed,
 the phase and the worker: the plan's streams are untouched.
 """
 
 from __future__ import annotations
+
+import time
 
 import anyio
 import numpy as np
@@ -34,6 +36,8 @@ __all__ = ["SPIN_MARGIN_NS", "WorkerSchedule", "wait_until"]
 #: the rest, under a millisecond more (epoll's unit), is spent yielding in a loop.
 SPIN_MARGIN_NS = 200_000
 _MS = 1_000_000
+#: A lone worker's last stretch before a due time, busy-waited (nanosleep's wake-up slack).
+NAP_NS = 120_000
 #: Intended times computed at a time (uniform or Poisson alike), 8 bytes each.
 BLOCK = 4096
 
@@ -97,11 +101,22 @@ class WorkerSchedule:
         return window[:n]
 
 
-async def wait_until(due_ns: int) -> None:
+async def wait_until(due_ns: int, alone: bool = False) -> None:
     """Return at ``due_ns`` or just after: sleep whole milliseconds on the loop (epoll's
-    unit, so it does not round the sleep up past the due time), then yield until it is due."""
+    unit, so it does not round the sleep up past the due time), then the rest (under
+    1.2 ms): ``alone`` (the phase's only worker, nothing else to run on the loop) in one
+    blocking ``time.sleep`` to :data:`NAP_NS` before it, then a busy wait (a sleeping task
+    is woken promptly even on a loaded machine, where a spinning one waits for its turn), else
+    yielding to the loop (``sleep(0)``) so the other workers run meanwhile."""
     whole_ms = (due_ns - CLOCK() - SPIN_MARGIN_NS) // _MS
     if whole_ms > 0:
         await anyio.sleep(whole_ms / 1e3)
+    if alone:
+        left = due_ns - CLOCK()
+        if left > NAP_NS:
+            time.sleep((left - NAP_NS) / 1e9)  # nanosleep wakes ~50-70 µs late (timer slack)
+        while CLOCK() < due_ns:  # the last ~0.1 ms: a short busy wait
+            pass
+        return
     while CLOCK() < due_ns:
         await anyio.sleep(0)
