@@ -64,7 +64,7 @@ def open_loop_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]
                     format_us(r["p99"]) if r else "-",
                     format_us(r["max"]) if r else "-",
                     format_us(service.summary()["p99"]) if service is not None else "-",
-                    format_us(ol.delay_p99_ns),
+                    format_us(ol.delay_p99_ns) if not first.skipped else "-",
                 ]
             )
         if rows:
