@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import mysql_configured, postgres_expected
 from tests_support_open_loop import ROOT, cli, plan_text
 
 from asyncbench.cli.main import main
@@ -54,7 +55,17 @@ def _checksums(doc: dict) -> dict[str, list[str | None]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["memory", "lsm", "sqlite", "rocksdb"])
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "memory",
+        "lsm",
+        "sqlite",
+        "rocksdb",
+        pytest.param("postgres", marks=pytest.mark.skipif(not postgres_expected(), reason="no PostgreSQL server")),
+        pytest.param("mysql", marks=pytest.mark.skipif(not mysql_configured(), reason="no MySQL server")),
+    ],
+)
 def test_checksums_at_a_rate_equal_the_closed_loop_ones(tmp_path: Path, engine: str) -> None:
     """Every operation phase at a rate (uniform, then Poisson at P2) gives the closed loop's
     checksums, phase by phase, through the real runner (isolated children)."""
