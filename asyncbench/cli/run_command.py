@@ -160,6 +160,9 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             )
         cfg.clean_data = False
     pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
+    if (cfg.processes or cfg.cluster) and any(p.rate is not None for p in cfg.phases):
+        # the client processes run their own phase loop, which has no schedule yet
+        raise ConfigError(where, "--rate", "a target rate is not supported with --processes or --cluster yet")
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     latest = []
