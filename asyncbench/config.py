@@ -17,7 +17,7 @@ from typing import Any
 
 from asyncbench import fmt
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Action
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -28,7 +28,9 @@ MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-PHASE_KEYS = {"kind", "name", "stream", "count"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals"}
+#: The highest target rate a phase may set (operations per second, all workers).
+MAX_RATE = 100_000_000
 TOP_KEYS = {"run", "counts", "engines", "phase"}
 
 
@@ -58,6 +60,11 @@ class PhaseSpec:
     stream: str | None = None
     count: int | None = None
     post_update: bool = False  # consumes a post-update stream, or comes after an update phase
+    rate: float | None = None  # target operations per second over all workers (open loop); None: closed loop
+    arrivals: str = "uniform"  # spacing of the intended start times under a rate: uniform or poisson
+    #: A saturation sweep's level: the plan index of the sweep's first level (its levels
+    #: follow it in rising rate); a level after one whose achieved rate dipped is skipped.
+    sweep: int | None = None
 
 
 @dataclass
@@ -84,6 +91,10 @@ class BenchConfig:
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     processes: int | None = None  # client processes on this host for client/server engines (None: this one)
     cluster: str | None = None  # a Dask scheduler's address: its workers are the client processes
+    #: Target rate(s) for every operation phase without one of its own: one rate paces them
+    #: (open loop); several rising ones sweep each phase that can repeat (see :func:`pace_phases`).
+    rate: list[float] = field(default_factory=list)
+    arrivals: str = "uniform"  # how those phases' intended start times are spaced
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -158,6 +169,39 @@ def _seconds(where: str, key: str, v: Any) -> float:
     if not math.isfinite(v) or v > MAX_TIMEOUT_SECONDS:
         raise ConfigError(where, key, f"must be at most {MAX_TIMEOUT_SECONDS:_.0f} seconds (a year), got {v!r}")
     return float(v)
+
+
+def parse_rate(where: str, key: str, v: Any) -> float:
+    """A target rate: a positive number of operations per second, or a count string with
+    a k or M suffix (``"20k"``)."""
+    if isinstance(v, str):
+        try:
+            v = fmt.parse_count(v)
+        except ValueError as exc:
+            raise ConfigError(where, key, f"must be operations per second: {exc}") from None
+    if not _is_int_or_float(v):
+        raise ConfigError(where, key, f"must be operations per second (a number), got {type(v).__name__} {v!r}")
+    if not (v > 0 and math.isfinite(v)) or v > MAX_RATE:
+        raise ConfigError(where, key, f"must be between 0 and {MAX_RATE:_d} operations per second, got {v!r}")
+    return float(v)
+
+
+def parse_rates(where: str, key: str, v: Any) -> list[float]:
+    """One rate, or a saturation sweep's rising rates: a list, or a comma-separated string
+    (``"2k,4k,8k"``)."""
+    items = v.split(",") if isinstance(v, str) else v if isinstance(v, list) else [v]
+    if not items:
+        raise ConfigError(where, key, "needs at least one rate")
+    rates = [parse_rate(where, key, x.strip() if isinstance(x, str) else x) for x in items]
+    if any(b <= a for a, b in zip(rates, rates[1:], strict=False)):
+        raise ConfigError(where, key, f"a sweep's rates must rise, got {', '.join(f'{r:g}' for r in rates)}")
+    return rates
+
+
+def _arrivals(where: str, key: str, v: Any) -> str:
+    if v not in ("uniform", "poisson"):
+        raise ConfigError(where, key, f"must be 'uniform' or 'poisson', got {v!r}")
+    return str(v)
 
 
 def _is_int_or_float(v: Any) -> bool:
@@ -352,6 +396,20 @@ class Bool(ValueType):
 
 
 @dataclass(frozen=True)
+class Rates(ValueType):
+    """One target rate, or a sweep's rising rates (a list, or ``2k,4k,8k``)."""
+
+    def read(self, where: str, key: str, v: Any) -> list[float]:
+        return parse_rates(where, key, v)
+
+
+@dataclass(frozen=True)
+class ArrivalsValue(ValueType):
+    def read(self, where: str, key: str, v: Any) -> str:
+        return _arrivals(where, key, v)
+
+
+@dataclass(frozen=True)
 class Timeout(ValueType):
     """Seconds, at most a year; 0 disables the timeout (stored as None), as in the reference."""
 
@@ -514,6 +572,20 @@ RUN_KEYS: dict[str, RunKey] = {
             "what the store holds; the stores are kept (docs/stores.md)",
             flag="--reuse-data",
         ),
+        RunKey(
+            "rate",
+            Rates(),
+            "target operations per second (all workers) of every operation phase without a rate of its own: "
+            "open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
+            "read, scan and query phase (inserts and updates then run closed loop)",
+            flag="--rate",
+        ),
+        RunKey(
+            "arrivals",
+            ArrivalsValue(),
+            "spacing of intended start times under --rate: uniform (default) or poisson (seeded apart from the plan)",
+            flag="--arrivals",
+        ),
     )
 }
 
@@ -594,7 +666,41 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                 )
             auto.setdefault(name, 1)
         post = use.post_update if kind.takes_stream else seen_update and not kind.rewrites
-        phases.append(PhaseSpec(kind=kind_name, name=name, stream=stream, count=count, post_update=post))
+        rates: list[float] = []  # none: closed loop; one: open loop; more: a sweep
+        if "rate" in table or "arrivals" in table:
+            if kind.action is not Action.OPERATIONS:
+                bad = "rate" if "rate" in table else "arrivals"
+                raise ConfigError(where, f"{key}.{bad}", f"phase kind {kind_name!r} runs no operations to pace")
+            if "rate" not in table:
+                raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
+            rates = parse_rates(where, f"{key}.rate", table["rate"])
+            if len(rates) > 1 and (kind.inserts or kind.rewrites):
+                raise ConfigError(
+                    where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
+                )
+        arrivals = _arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform"
+        if len(rates) < 2:
+            rate = rates[0] if rates else None
+            phases.append(
+                PhaseSpec(
+                    kind=kind_name, name=name, stream=stream, count=count, post_update=post, rate=rate, arrivals=arrivals
+                )
+            )
+            continue
+        first = len(phases)
+        for level in rates:  # a saturation sweep: the same phase at each rate, rising
+            phases.append(
+                PhaseSpec(
+                    kind=kind_name,
+                    name=f"{name} @ {fmt.count(round(level))}/s",
+                    stream=stream,
+                    count=count,
+                    post_update=post,
+                    rate=level,
+                    arrivals=arrivals,
+                    sweep=first,
+                )
+            )
     return phases
 
 
@@ -654,6 +760,48 @@ def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> 
     if name not in RUN_KEYS:
         raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
     RUN_KEYS[name].apply(cfg, where, key, v)
+
+
+def pace_phases(cfg: BenchConfig) -> None:
+    """Apply the run's ``rate`` to every operation phase without a rate of its own (once,
+    after the flags): one rate paces the phase; a sweep expands each phase that can repeat
+    into one phase per rate (``name @ N/s``) and leaves inserts and updates closed loop."""
+    if not cfg.rate:
+        return
+    out: list[PhaseSpec] = []
+    for spec in cfg.phases:
+        kind = PHASES[spec.kind]
+        if kind.action is not Action.OPERATIONS or spec.rate is not None:
+            out.append(spec)
+            continue
+        if len(cfg.rate) == 1:
+            out.append(dataclasses.replace(spec, rate=cfg.rate[0], arrivals=cfg.arrivals))
+        elif kind.inserts or kind.rewrites:
+            out.append(spec)
+        else:
+            first = len(out)
+            for level in cfg.rate:
+                out.append(
+                    dataclasses.replace(
+                        spec, name=f"{spec.name} @ {fmt.count(round(level))}/s", rate=level, arrivals=cfg.arrivals, sweep=first
+                    )
+                )
+    cfg.phases = _renumber_sweeps(out)  # a plan's own sweep may have moved with the expansion
+
+
+def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
+    """Each sweep's ``sweep`` is the index of its first level: recomputed after phases moved
+    (a level follows its first level directly, with the same base name)."""
+    out: list[PhaseSpec] = []
+    first: dict[tuple[str, int | None], int] = {}
+    for i, spec in enumerate(phases):
+        if spec.sweep is None:
+            out.append(spec)
+            continue
+        key = (spec.name.rsplit(" @ ", 1)[0], spec.sweep)
+        start = first.setdefault(key, i)
+        out.append(dataclasses.replace(spec, sweep=start))
+    return out
 
 
 def check_repeats(cfg: BenchConfig, where: str) -> None:

@@ -25,12 +25,14 @@ from hdrh.histogram import HdrHistogram
 
 from asyncbench.facts import EngineFacts
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
+from asyncbench.rate import Arrivals, Rate
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind
 
 __all__ = [
     "SCHEMA",
     "EngineResult",
     "LatencyStats",
+    "OpenLoop",
     "PhaseResult",
     "PlanPhase",
     "ClientProcess",
@@ -71,11 +73,14 @@ class PlanPhase:
     stream: str | None = None
     count: int | None = None
     post_update: bool = False
+    #: A saturation sweep's level: the index of the sweep's first level (None: not a sweep).
+    sweep: int | None = None
 
     def check(self, where: str) -> None:
         if self.stream is not None and self.stream not in self.kind.streams:
             raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
         _at_least(f"{where}.count", self.count, 1)
+        _at_least(f"{where}.sweep", self.sweep, 0)
 
 
 @dataclass
@@ -105,6 +110,36 @@ class LatencyStats:
             raise ResultError(f"{where}.histogram: not an HdrHistogram ({type(exc).__name__}: {exc})") from None
         if total != self.count:
             raise ResultError(f"{where}.histogram: holds {total} operations, count says {self.count}")
+
+
+@dataclass
+class OpenLoop:
+    """A phase run at a target rate (open loop): its target, the response time of its
+    operations from their intended start, and how closely the harness kept the schedule."""
+
+    rate: float  # target operations per second, all workers together
+    arrivals: Arrivals
+    #: Response time (ns): from each operation's intended start to its end; ``latency`` of
+    #: the phase stays the service time (from its actual start).
+    response: LatencyStats | None = None
+    lag_p99_ns: int = 0  # issue minus intended start, p99 (queueing behind the engine included)
+    lag_max_ns: int = 0
+    #: The harness's scheduling error: issue minus the later of the intended start and the
+    #: worker's previous end (the wake-up and hops the harness added), p99 and max.
+    delay_p99_ns: int = 0
+    delay_max_ns: int = 0
+    #: Per second of the phase, as ``PhaseResult.time_series`` but of the response time.
+    response_series: list[list[float]] | None = None
+
+    def check(self, where: str) -> None:
+        if not (self.rate > 0):
+            raise ResultError(f"{where}.rate: expected a positive number, got {self.rate!r}")
+        for name in ("lag_p99_ns", "lag_max_ns", "delay_p99_ns", "delay_max_ns"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _check_slices(f"{where}.response_series", self.response_series)
+
+    def met_by(self, ops_per_s: float) -> bool:
+        return Rate(self.rate, self.arrivals).met_by(ops_per_s)
 
 
 #: One ``latency_over_time`` slice: (t_s, ops, p50_ns, p99_ns, max_ns).
@@ -139,10 +174,21 @@ class PhaseResult:
     #: the client CPU seconds every process spent in the phase, summed.
     release_skew_seconds: float | None = None
     client_cpu_seconds: float | None = None
+    #: Under a target rate only: the target, response times and scheduling error.
+    open_loop: OpenLoop | None = None
+    #: Every operation phase, per second from its start: (t_s, ops, p50_ns, p99_ns, max_ns)
+    #: of the operations that ended in that second (``t_s`` its end; zeros in a second
+    #: without any), service time. Results from before it load with None.
+    time_series: list[list[float]] | None = None
 
     @property
     def ops_per_s(self) -> float:
         return self.ops / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rate_missed(self) -> bool:
+        """A rate was set and the achieved rate fell more than 5 % below it."""
+        return self.open_loop is not None and self.ops > 0 and not self.open_loop.met_by(self.ops_per_s)
 
     def check(self, where: str) -> None:
         if self.stream is not None and self.stream not in self.kind.streams:
@@ -155,14 +201,20 @@ class PhaseResult:
         for name in ("index", "ops", "seconds", "close_seconds", "retries", "release_skew_seconds", "client_cpu_seconds"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _at_least(f"{where}.count", self.count, 1)
-        for i, row in enumerate(self.latency_over_time or ()):
-            if len(row) != len(OVER_TIME_FIELDS):
-                raise ResultError(
-                    f"{where}.latency_over_time[{i}]: expected {len(OVER_TIME_FIELDS)} numbers "
-                    f"({', '.join(OVER_TIME_FIELDS)}), got {len(row)}"
-                )
-            for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
-                _at_least(f"{where}.latency_over_time[{i}].{name}", value, 0)
+        _check_slices(f"{where}.latency_over_time", self.latency_over_time)
+        _check_slices(f"{where}.time_series", self.time_series)
+
+
+def _check_slices(where: str, rows: list[list[float]] | None) -> None:
+    """Each row of a latency-over-time list has the five non-negative numbers of
+    :data:`OVER_TIME_FIELDS`."""
+    for i, row in enumerate(rows or ()):
+        if len(row) != len(OVER_TIME_FIELDS):
+            raise ResultError(
+                f"{where}[{i}]: expected {len(OVER_TIME_FIELDS)} numbers ({', '.join(OVER_TIME_FIELDS)}), got {len(row)}"
+            )
+        for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
+            _at_least(f"{where}[{i}].{name}", value, 0)
 
 
 @dataclass

@@ -211,3 +211,33 @@ class SlowStorageEngine(MemoryEngine):
             while gate and not Path(gate).exists():
                 await anyio.sleep(0.05)
         return await super().measure_storage()
+
+
+class StallingEngine(MemoryEngine):
+    """Pauses 200 ms inside every ``ASYNCBENCH_TEST_STALL_EVERY``-th read (default 500):
+    one operation's service time holds the stall. Closed loop it is one slow sample; under
+    a rate every operation intended during it waits (coordinated omission made visible)."""
+
+    name = "stalling"
+    STALL_SECONDS = 0.2
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        import os
+
+        super().__init__(config)
+        self.every = int(os.environ.get("ASYNCBENCH_TEST_STALL_EVERY", "500"))
+        self.reads = 0
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        from time import perf_counter_ns
+
+        marks.append(perf_counter_ns())  # the batch's start stamp
+        out = []
+        for uid in uids:  # one read at a time through the memory engine's own call
+            self.reads += 1
+            if self.reads % self.every == 0:
+                await anyio.sleep(self.STALL_SECONDS)  # inside this read: before its end stamp
+            one: list[int] = []
+            out += await super().read_by_id([uid], one)
+            marks.append(one[-1])
+        return out

@@ -35,6 +35,8 @@ PLAN = {
         "processes": 2,  # (with memory and both set, the run's preflight refuses it; the table reads it)
         "cluster": "tcp://127.0.0.1:8786",
         "reuse_data": True,
+        "rate": "2k",
+        "arrivals": "poisson",
     },
     "counts": {"reads": 40},
     "phase": [{"kind": "insert"}, {"kind": "read_by_id", "count": 20}, {"kind": "verify"}],

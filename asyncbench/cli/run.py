@@ -28,7 +28,7 @@ from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
-from asyncbench.report.csv_export import write_csv
+from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
 from asyncbench.run import isolation
@@ -78,6 +78,7 @@ def run(
     stop: StopSignals | None = None,
     csv: bool = False,
     check_reference: bool = False,
+    check_rate: bool = False,
 ) -> int:
     if stop is None:
         stop = StopSignals()
@@ -91,7 +92,7 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference)
+        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate)
     finally:
         isolation.CONTEXT.reset()
         locks.release()
@@ -108,12 +109,14 @@ class RunOutcome:
     interrupted: bool = False
     save_failed: bool = False
     log_failed: bool = False
+    rate_missed: bool = False  # --check-rate: a phase at a target rate fell >5 % short
 
     def exit_code(self) -> int:
-        """130 interrupted; 1 a failure, a timeout, disagreeing checksums, or a result or the
-        log not written; else 0. (2, bad input, is decided before anything runs.)"""
+        """130 interrupted; 1 a failure, a timeout, disagreeing checksums, a result or the
+        log not written, or (``--check-rate``) a missed rate; else 0. (2, bad input, is
+        decided before anything runs.)"""
         code = exit_code(self.results, self.checksums_agree, self.interrupted)
-        if code == EXIT_OK and (self.save_failed or self.log_failed):
+        if code == EXIT_OK and (self.save_failed or self.log_failed or self.rate_missed):
             return EXIT_FAILED
         return code
 
@@ -138,6 +141,7 @@ class ResultSaver:
             written[level] = write_run(result, directory, stamp, charts=final)
             if final and self.csv:
                 write_csv(result, directory / f"asyncbench-{stamp}.csv")
+                write_series_csv(result, directory / f"asyncbench-{stamp}-series.csv")
             if final and self.update_latest:
                 from asyncbench.report.outputs import update_latest as write_latest
 
@@ -162,6 +166,7 @@ def _run_locked(
     stop: StopSignals,
     csv: bool,
     check_reference: bool,
+    check_rate: bool = False,
 ) -> int:
     """The run, in its steps: open the log, set up the observers and the saver, announce,
     run every engine, judge and save the results, close the log; one outcome, one code."""
@@ -184,6 +189,8 @@ def _run_locked(
     outcome.checksums_agree = _finish_results(bench.results, saver, console, interrupted, check_reference)
     outcome.interrupted = stop.interrupted is not None
     outcome.save_failed = bool(saver.save_errors)
+    if check_rate:
+        outcome.rate_missed = _report_missed_rates(bench.results, console)
     code = outcome.exit_code()
     observer.run_end(
         exit_code=code,
@@ -243,6 +250,25 @@ def _run_engines(bench: Benchmark, stop: StopSignals) -> None:
             tg.cancel_scope.cancel()
 
     anyio.run(main, backend_options=backend_options())
+
+
+def _report_missed_rates(results: list[RunResult], console: Any) -> bool:
+    """``--check-rate``: name each phase whose achieved rate fell more than 5 % below its
+    target; True when there is one."""
+    missed = [
+        (e.engine, p)
+        for r in results
+        for e in r.engines
+        for p in e.phases
+        if p.rate_missed and p.open_loop is not None
+    ]
+    for engine, p in missed:
+        assert p.open_loop is not None
+        console.message(
+            f"RATE MISSED: engine {engine}, phase {p.name!r}: {round(p.ops_per_s):_d}/s achieved of "
+            f"{round(p.open_loop.rate):_d}/s (--check-rate)"
+        )
+    return bool(missed)
 
 
 def _finish_results(

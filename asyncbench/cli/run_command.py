@@ -23,6 +23,7 @@ from asyncbench.config import (
     check_phase_counts,
     check_repeats,
     load,
+    pace_phases,
 )
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
@@ -102,7 +103,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--csv",
         action="store_true",
         help="also write asyncbench-<stamp>.csv: one row per engine x phase (throughput median and "
-        "spread, latency percentiles, checksum)",
+        "spread, latency percentiles, checksum), and asyncbench-<stamp>-series.csv: each operation "
+        "phase second by second",
+    )
+    p.add_argument(
+        "--check-rate",
+        action="store_true",
+        help="exit 1 when a phase run at a target rate achieved more than 5 %% less than its target",
     )
     p.add_argument(
         "--require-accelerator",
@@ -152,6 +159,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
                 "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
             )
         cfg.clean_data = False
+    pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
+    if (cfg.processes or cfg.cluster) and any(p.rate is not None for p in cfg.phases):
+        # the client processes run their own phase loop, which has no schedule yet
+        raise ConfigError(where, "--rate", "a target rate is not supported with --processes or --cluster yet")
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     latest = []
@@ -204,5 +215,12 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
 
         os.environ[QUIET_ENV] = "1"
     return run(
-        cfg, args.log_file, args.no_progress, args.update_latest, stop, csv=args.csv, check_reference=args.check_reference
+        cfg,
+        args.log_file,
+        args.no_progress,
+        args.update_latest,
+        stop,
+        csv=args.csv,
+        check_reference=args.check_reference,
+        check_rate=args.check_rate,
     )

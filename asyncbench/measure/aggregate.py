@@ -55,6 +55,14 @@ class EngineRuns:
             return None
         return LatencyHistogram.merge(LatencyHistogram.from_encoded(e) for e in encoded)
 
+    def response(self, index: int) -> LatencyHistogram | None:
+        """Under a rate: the phase's response time (from each intended start) over every
+        measured repeat (histograms merged); None for a closed-loop phase."""
+        encoded = [p.open_loop.response.histogram for p in self.phases(index) if p.open_loop and p.open_loop.response]
+        if not encoded:
+            return None
+        return LatencyHistogram.merge(LatencyHistogram.from_encoded(e) for e in encoded)
+
 
 def group_runs(run: RunResult) -> list[EngineRuns]:
     """One :class:`EngineRuns` per engine, in order of first appearance."""

@@ -110,6 +110,7 @@ __all__ = [
     "TimeBucket",
     "format_us",
     "nearest_rank",
+    "response_p99_max",
 ]
 
 #: The clock every mark is read from: integer nanoseconds, monotonic, shared by all threads.
@@ -179,6 +180,17 @@ def batch_p99_max(marks: Sequence[int]) -> BatchLatency:
     if len(marks) < 2:
         return BatchLatency(0, 0, 0)
     return _p99_max(_marks_array(marks))
+
+
+def response_p99_max(marks: Sequence[int], intended: Sequence[int]) -> BatchLatency:
+    """Exact p99 and max response time of one batch under a rate: each operation's end
+    stamp minus its intended start (the live log's batch line, off the timed path)."""
+    ends = _marks_array(marks)[1:]
+    r = ends - np.asarray(intended, dtype=np.int64)
+    if r.size == 0:
+        return BatchLatency(0, 0, 0)
+    k = nearest_rank(r.size, 99.0) - 1
+    return BatchLatency(int(r.size), int(np.partition(r, k)[k]), int(r.max()))
 
 
 def time_bucket(latencies: np.ndarray, t_s: float) -> TimeBucket:

@@ -36,6 +36,7 @@ from asyncbench.measure.latency import (
     TimeBucket,
     _marks_array,
     _p99_max,
+    nearest_rank,
     time_bucket,
 )
 
@@ -45,6 +46,8 @@ __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
 SPILL_STAMPS = 1 << 19
 #: Stamps read back at a time after the phase (1 MiB, ~8 MiB of numpy temporaries).
 CHUNK_STAMPS = 1 << 17
+#: The longest phase given a per-second series (a day: slot arithmetic stays in int64).
+MAX_SERIES_SECONDS = 86_400
 
 
 class _WorkerMarks:
@@ -129,18 +132,28 @@ class PhaseRecorder:
     until then).
     """
 
-    __slots__ = ("_workers", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
+    __slots__ = ("_workers", "_intended", "_prev_end", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
 
     def __init__(self, workers: int, spill_dir: Path | str | None = None) -> None:
         where = Path(spill_dir) if spill_dir is not None else None
         self._workers = [_WorkerMarks(where, workers) for _ in range(workers)]
+        # Under a rate, per worker and batch alongside its marks (same lengths, so the same
+        # chunks): the earliest the batch's first operation could start (its intended time
+        # or the worker's previous end, the later), then each operation's intended time.
+        self._intended = [_WorkerMarks(where, workers) for _ in range(workers)]
+        self._prev_end: list[int | None] = [None] * workers
         self._batch_worker = array("i")  # per batch, in completion order
         self._batch_ops = array("q")
         self._batch_seconds = array("d")
         self._cache: dict[str, Any] = {}
 
-    def add(self, worker: int, ops: int, seconds: float, marks: list[int]) -> np.ndarray:
-        """Keep one batch; returns its marks as the int64 array kept (for the live log line)."""
+    def add(
+        self, worker: int, ops: int, seconds: float, marks: list[int], intended: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Keep one batch; returns its marks as the int64 array kept (for the live log line).
+
+        ``intended``: under a rate, the batch's intended start times (one per operation, on
+        the marks' clock): every batch of a phase has them or none does."""
         if len(marks) != ops + 1 and ops:
             raise RuntimeError(
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
@@ -149,6 +162,15 @@ class PhaseRecorder:
         stamps = _marks_array(marks)
         if len(marks) >= 2:  # as PhaseLatency.add: a batch without an operation keeps nothing
             self._workers[worker].add(stamps)
+            if intended is not None:
+                if len(intended) != ops:
+                    raise RuntimeError(f"{len(intended)} intended start times for a batch of {ops} operations")
+                row = np.empty(ops + 1, dtype=np.int64)
+                row[1:] = intended
+                prev = self._prev_end[worker]
+                row[0] = row[1] if prev is None else max(int(row[1]), prev)
+                self._intended[worker].add(row)
+                self._prev_end[worker] = int(stamps[-1])
         self._batch_worker.append(worker)
         self._batch_ops.append(ops)
         self._batch_seconds.append(seconds)
@@ -156,7 +178,7 @@ class PhaseRecorder:
         return stamps
 
     def close(self) -> None:
-        for w in self._workers:
+        for w in (*self._workers, *self._intended):
             w.close()
 
     def __enter__(self) -> PhaseRecorder:
@@ -193,6 +215,52 @@ class PhaseRecorder:
             self._cache["scan"] = (hist, stats)
             self._cache["last_end"] = last_end
         return self._cache["scan"]
+
+    @property
+    def open_loop(self) -> bool:
+        """True when the phase ran under a rate (its batches came with intended times)."""
+        return any(len(w.lengths) for w in self._intended)
+
+    def _scan_intended(self) -> tuple[LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array, array]]]:
+        """Under a rate, one pass over marks and intended times together: the histograms of
+        response time (end minus intended start), of lag (issue minus intended start) and of
+        the harness's own delay (issue minus the later of intended start and the worker's
+        previous end: the batch's first operation; the others start as the previous ends),
+        and each batch's response p99 and max."""
+        if "intended" not in self._cache:
+            response, lag, delay = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+            per_batch = []
+            for marks, times in zip(self._workers, self._intended, strict=True):
+                p99, worst = array("q"), array("q")
+                for chunk, ichunk in zip(marks.batches(), times.batches(), strict=True):
+                    resp = [b[1:] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]
+                    response.record(np.concatenate(resp))
+                    lag.record(np.concatenate([b[:-1] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]))
+                    first = np.array([int(b[0]) - int(i[0]) for b, i in zip(chunk, ichunk, strict=True)])
+                    delay.record(np.maximum(first, 0))
+                    delay.record(np.zeros(sum(b.size - 2 for b in chunk), dtype=np.int64))
+                    for r in resp:
+                        k = nearest_rank(r.size, 99.0) - 1
+                        p99.append(int(np.partition(r, k)[k]))
+                        worst.append(int(r.max()))
+                per_batch.append((p99, worst))
+            self._cache["intended"] = (response, lag, delay, per_batch)
+        return self._cache["intended"]
+
+    def open_loop_summary(self) -> dict[str, Any] | None:
+        """Under a rate: the response-time summary and histogram, and the p99 and max of the
+        lag (issue minus intended start) and of the harness's delay (ns); else None."""
+        if not self.open_loop:
+            return None
+        response, lag, delay, _ = self._scan_intended()
+        lag_p99, delay_p99 = lag.values_at_percentiles([99.0])[0], delay.values_at_percentiles([99.0])[0]
+        return {
+            "response": {**response.summary(), "histogram": response.encoded()},
+            "lag_p99_ns": lag_p99,
+            "lag_max_ns": int(lag.summary()["max"]),
+            "delay_p99_ns": delay_p99,
+            "delay_max_ns": int(delay.summary()["max"]),
+        }
 
     def summary(self) -> dict[str, Any] | None:
         if not self.ops:
@@ -234,6 +302,45 @@ class PhaseRecorder:
             out.append(time_bucket(np.concatenate(pieces), span * (i + 1) / buckets / 1e9))
         return out
 
+    def per_second(self) -> tuple[list[TimeBucket], list[TimeBucket]]:
+        """The phase second by second from its first start stamp: per second the operations
+        that ended in it and their exact p50/p99/max service time, and under a rate the same
+        of their response time (else an empty list). ``t_s`` is the second's end, 1, 2, ...
+        (the last second may be partial: the phase's seconds say where it ended). Empty when
+        an engine's stamps went backwards.
+        Seconds without an operation (a stall) are kept, with zeros, so a gap shows."""
+        kept = [i for i, w in enumerate(self._workers) if len(w.lengths)]
+        if not kept:
+            return [], []
+        start = min(min(self._workers[i].firsts) for i in kept)
+        self._scan()
+        span = max(self._cache["last_end"] - start, 1)
+        seconds = -(-span // 1_000_000_000)
+        if seconds > MAX_SERIES_SECONDS:  # ends * seconds would overflow int64
+            return [], []
+        try:
+            service = self._seconds(kept, start, span, seconds, False)
+            response = self._seconds(kept, start, span, seconds, True) if self.open_loop else []
+        except _Unordered:
+            return [], []
+        return service, response
+
+    def _seconds(self, kept: list[int], start: int, span: int, seconds: int, response: bool) -> list[TimeBucket]:
+        whole = seconds * 1_000_000_000
+        sweeps = [
+            _SlotSweep(self._workers[i], start, whole, seconds, self._intended[i] if response else None)
+            for i in kept
+        ]
+        out = []
+        for s in range(seconds):
+            pieces = [p for sw in sweeps for p in sw.take(s)]
+            t_s = float(s + 1)
+            if sum(p.size for p in pieces) == 0:
+                out.append(TimeBucket(t_s=t_s, ops=0, p50_ns=0, p99_ns=0, max_ns=0))
+                continue
+            out.append(time_bucket(np.concatenate(pieces), t_s))
+        return out
+
     def batch_rows(self) -> list[dict[str, Any]]:
         """Every row of :meth:`batch_row_chunks` in one list."""
         return [row for rows in self.batch_row_chunks() for row in rows]
@@ -243,6 +350,7 @@ class PhaseRecorder:
         many small batches is never held as rows): worker, its batch index, ops, time, the
         worker's own ops/s for that batch, and the batch's p99 and max latency."""
         stats = self._scan()[1]
+        responses = self._scan_intended()[3] if self.open_loop else None
         counters = [0] * len(self._workers)
         kept = [0] * len(self._workers)  # batches with stats handed out, per worker
         rows: list[dict[str, Any]] = []
@@ -257,18 +365,21 @@ class PhaseRecorder:
             kept[worker] = k + 1
             index = counters[worker]
             counters[worker] += 1
-            rows.append(
-                {
-                    "worker": worker,
-                    "batch": index,
-                    "ops": ops,
-                    "elapsed_ms": round(seconds * 1000, 3),
-                    "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
-                    "done": done,  # operations completed in the phase, all workers
-                    "p99_us": round(w_p99[k] / 1000, 3) if has else None,
-                    "max_us": round(w_max[k] / 1000, 3) if has else None,
-                }
-            )
+            row = {
+                "worker": worker,
+                "batch": index,
+                "ops": ops,
+                "elapsed_ms": round(seconds * 1000, 3),
+                "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
+                "done": done,  # operations completed in the phase, all workers
+                "p99_us": round(w_p99[k] / 1000, 3) if has else None,
+                "max_us": round(w_max[k] / 1000, 3) if has else None,
+            }
+            if responses is not None:  # under a rate: response time from the intended start
+                r_p99, r_max = responses[worker]
+                row["response_p99_us"] = round(r_p99[k] / 1000, 3) if has else None
+                row["response_max_us"] = round(r_max[k] / 1000, 3) if has else None
+            rows.append(row)
             if len(rows) >= size:
                 yield rows
                 rows = []
@@ -284,8 +395,12 @@ class _SlotSweep:
     """One worker's latencies handed out by time slice, in slice order: a worker's end
     stamps never decrease, so each slice is the next run of its operations."""
 
-    def __init__(self, worker: _WorkerMarks, start: int, span: int, buckets: int) -> None:
+    def __init__(
+        self, worker: _WorkerMarks, start: int, span: int, buckets: int, intended: _WorkerMarks | None = None
+    ) -> None:
         self._chunks = worker.batches()
+        # response time instead of service time: the intended starts, batch for batch
+        self._intended = intended.batches() if intended is not None else None
         self._start, self._span, self._buckets = start, span, buckets
         self._slots = np.empty(0, dtype=np.int64)
         self._lat = np.empty(0, dtype=np.int64)
@@ -300,7 +415,11 @@ class _SlotSweep:
         if slots.size and (slots[0] < self._last or np.any(slots[1:] < slots[:-1])):
             raise _Unordered
         self._slots, self._last = slots, int(slots[-1]) if slots.size else self._last
-        self._lat = np.concatenate([b[1:] - b[:-1] for b in chunk])
+        if self._intended is None:
+            self._lat = np.concatenate([b[1:] - b[:-1] for b in chunk])
+        else:
+            ichunk = next(self._intended)
+            self._lat = np.concatenate([b[1:] - i[1:] for b, i in zip(chunk, ichunk, strict=True)])
         return True
 
     def take(self, slot: int) -> list[np.ndarray]:

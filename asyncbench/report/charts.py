@@ -21,7 +21,7 @@ from matplotlib.patches import Patch
 from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
-from asyncbench.measure.aggregate import collapse, group_runs
+from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
@@ -496,8 +496,11 @@ def _subtitle(run: RunResult) -> str:
     )
 
 
-def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
-    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms."""
+def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[str, str, str]]:
+    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms.
+
+    The latency-over-time chart is drawn for the write phases, the phases run at a rate and
+    the phases named in ``over_time`` (``"all"``: every operation phase with a series)."""
     from asyncbench.report import latency_charts  # it builds on this module's style constants
     groups = group_runs(run)
     colours = {e.engine: engine_colour(e) for e in run.engines}
@@ -510,6 +513,15 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         if kind.group not in seen or kind.group is Group_.WRITE:
             seen.add(kind.group)
             main.append(i)
+    # phases run at a rate are shown too, with their response time beside the service time
+    responses: dict[str, dict[str, str]] = {}
+    for i in range(len(run.phases)):
+        for g in groups:
+            r = g.response(i)
+            if r is not None:
+                responses.setdefault(g.engine, {})[run.phases[i].name] = r.encoded()
+                main += [] if i in main else [i]
+    main.sort()
     series: dict[str, dict[str, str]] = {}
     for g in groups:
         for i in main:
@@ -522,25 +534,63 @@ def latency_svgs(run: RunResult) -> list[tuple[str, str, str]]:
         (
             "latency-percentiles",
             latency_charts.DISTRIBUTION_TITLE,
-            latency_charts.percentile_distribution(series, _subtitle(run), colours),
+            latency_charts.percentile_distribution(series, _subtitle(run), colours, responses or None),
         )
     ]
-    for i in main:
-        if run.phases[i].kind.group is not Group_.WRITE:
+    for i in range(len(run.phases)):
+        name = run.phases[i].name
+        at_rate = any(g.response(i) is not None for g in groups)
+        write = i in main and run.phases[i].kind.group is Group_.WRITE
+        if not (write or at_rate or name in over_time or "all" in over_time):
             continue
-        points = {}
+        points, over_response = {}, {}
         for g in groups:
             p = g.first.phase_at(i)
-            if p is not None and p.latency_over_time:
+            if p is None:
+                continue
+            if write and p.latency_over_time:  # a write phase keeps its finer slices
                 points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
+            elif p.time_series:  # any phase: per second (seconds without an operation left out)
+                points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in p.time_series if ops]
+            if p.open_loop is not None and p.open_loop.response_series:
+                over_response[g.engine] = [
+                    (t, p50, p99, mx) for t, ops, p50, p99, mx in p.open_loop.response_series if ops
+                ]
         if points:
-            name = run.phases[i].name
-            slug = "latency-over-time-" + "-".join(name.replace("/", " ").split())
+            slug = "latency-over-time-" + "-".join(name.replace("/", " ").replace("@", " ").split())
             out.append(
                 (
                     slug,
                     f"Latency Over Time: {name}",
-                    latency_charts.latency_over_time(points, name, _subtitle(run), colours),
+                    latency_charts.latency_over_time(points, name, _subtitle(run), colours, over_response or None),
                 )
+            )
+    sweeps = _sweeps(run, groups)
+    if sweeps:
+        out.append(
+            (
+                "latency-vs-throughput",
+                latency_charts.SWEEP_TITLE,
+                latency_charts.latency_vs_throughput(sweeps, _subtitle(run), colours),
+            )
+        )
+    return out
+
+
+def _sweeps(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, list[tuple[float, float, int, int]]]]:
+    """Sweep (its first level's name, the rate cut off) -> engine -> its measured levels."""
+    out: dict[str, dict[str, list[tuple[float, float, int, int]]]] = {}
+    for i, spec in enumerate(run.phases):
+        if spec.sweep is None:
+            continue
+        title = run.phases[spec.sweep].name.rsplit(" @ ", 1)[0]
+        for g in groups:
+            p = g.first.phase_at(i)
+            r = g.response(i)
+            if p is None or p.skipped or p.open_loop is None or r is None:
+                continue
+            s = r.summary()
+            out.setdefault(title, {}).setdefault(g.engine, []).append(
+                (p.open_loop.rate, p.ops_per_s, s["p50"], s["p99"])
             )
     return out

@@ -18,7 +18,7 @@ from asyncbench.report.columns import csv_text as render_csv
 from asyncbench.result import PhaseResult, PlanPhase, RunResult, write_atomic
 from asyncbench.workloads.profile_store.phases import Action
 
-__all__ = ["COLUMNS", "TABLE", "csv_text", "write_csv"]
+__all__ = ["COLUMNS", "SERIES_COLUMNS", "TABLE", "csv_text", "series_csv_text", "write_csv", "write_series_csv"]
 
 
 @dataclass
@@ -83,4 +83,66 @@ def csv_text(run: RunResult) -> str:
 
 def write_csv(run: RunResult, path: Path) -> Path:
     write_atomic(path, csv_text(run).encode())
+    return path
+
+
+#: ``--csv``'s second file, one row per engine x operation phase x second.
+SERIES_COLUMNS = (
+    "engine",
+    "phase",
+    "second",
+    "ops",
+    "ops_per_s",
+    "p50_ns",
+    "p99_ns",
+    "max_ns",
+    "target_rate",
+    "response_p50_ns",
+    "response_p99_ns",
+    "response_max_ns",
+)
+
+
+def series_csv_text(run: RunResult) -> str:
+    """Each operation phase second by second (the first measured repeat of each engine):
+    operations ending in that second, throughput, exact p50/p99/max service time and, under
+    a rate, the target and the response time's. The last second of a phase may be partial:
+    its throughput is its operations over the part of the second the phase lasted."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(SERIES_COLUMNS)
+    for g in group_runs(run):
+        for p in g.first.phases:
+            if not p.time_series:
+                continue
+            ol = p.open_loop
+            response = {row[0]: row for row in (ol.response_series or [])} if ol else {}
+            last = len(p.time_series)
+            for t_s, ops, p50, p99, mx in p.time_series:
+                length = p.seconds - (last - 1) if t_s == last and p.seconds > last - 1 else 1.0
+                r = response.get(t_s)
+                out.writerow(
+                    [
+                        g.engine,
+                        p.name,
+                        int(t_s),
+                        int(ops),
+                        round(ops / length, 3) if length > 0 else None,
+                        int(p50),
+                        int(p99),
+                        int(mx),
+                        ol.rate if ol else None,
+                        int(r[2]) if r else None,
+                        int(r[3]) if r else None,
+                        int(r[4]) if r else None,
+                    ]
+                )
+    return buf.getvalue()
+
+
+def write_series_csv(run: RunResult, path: Path) -> Path:
+    write_atomic(path, series_csv_text(run).encode())
     return path

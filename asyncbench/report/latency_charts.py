@@ -110,11 +110,15 @@ def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
 
 
 def percentile_distribution(
-    series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
+    series: Mapping[str, Mapping[str, str]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
     (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
-    engine -> colour."""
+    engine -> colour. ``responses`` (same shape): the response time of phases run at a
+    rate, drawn dashed in the engine's colour beside its service time."""
     engine_colour = _colour_of(colours)
     phases: list[str] = []
     for by_phase in series.values():
@@ -157,6 +161,10 @@ def percentile_distribution(
                 ax.plot(
                     xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
                 )
+                response = (responses or {}).get(engine, {}).get(phase)
+                if response is not None:  # open loop: from the intended start, dashed
+                    xs, ys = _curve(LatencyHistogram.from_encoded(response))
+                    ax.plot(xs, ys, color=engine_colour(engine), linewidth=1.4, linestyle="--", drawstyle="steps-post")
             ax.set_xlim(0, span)
             ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
@@ -164,6 +172,8 @@ def percentile_distribution(
             ax.set_ylabel("latency (µs)")
             ax.set_xlabel("percentile (%)")
         handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+        if responses:
+            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response (at a rate)"))
         fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
         return _render(fig, DISTRIBUTION_TITLE)
 
@@ -189,10 +199,12 @@ def latency_over_time(
     phase: str,
     subtitle: str,
     colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
 ) -> str:
     """SVG of one phase's latency over time: ``series`` is engine -> points
     (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); per engine p99 (solid), max (thin) and p50 (dotted);
-    ``colours`` is engine -> colour."""
+    ``colours`` is engine -> colour. ``responses`` (same shape): under a rate, the response
+    time's points, whose p99 is drawn dashed."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
     notes = [
@@ -215,6 +227,10 @@ def latency_over_time(
             ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
             ax.plot(t, p99, color=colour, linewidth=1.7)
             ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+            response = (responses or {}).get(engine)
+            if response:  # open loop: from each operation's intended start
+                t, _p50, p99, _mx = _with_gaps(response)
+                ax.plot(t, p99, color=colour, linewidth=1.4, linestyle="--")
         if not drawn:
             ax.text(0.5, 0.5, "no latency data", transform=ax.transAxes, ha="center", color=MUTED)
         ax.set_xlim(left=0)
@@ -226,6 +242,8 @@ def latency_over_time(
             Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
             Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
         ]
+        if responses:
+            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response p99"))
         ax.legend(
             handles=handles,
             loc="lower left",
@@ -235,3 +253,59 @@ def latency_over_time(
             fontsize=8.5,
         )
         return _render(fig, title)
+
+
+SWEEP_TITLE = "Latency vs Throughput"
+
+#: One sweep level of one engine: (target ops/s, achieved ops/s, response p50 ns, response p99 ns).
+SweepPoint = tuple[float, float, int, int]
+
+
+def latency_vs_throughput(
+    sweeps: Mapping[str, Mapping[str, Sequence[SweepPoint]]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> str:
+    """SVG of saturation sweeps: ``sweeps`` is sweep (phase) name -> engine -> its levels;
+    one panel per sweep, per engine response p99 (solid, dots) and p50 (dotted) against the
+    achieved throughput: the classic curve that turns up where the engine saturates."""
+    engine_colour = _colour_of(colours)
+    names = list(sweeps)
+    cols = 2 if len(names) > 1 else 1
+    rows = max(1, math.ceil(len(names) / cols))
+    notes = [
+        "Each point is one level of the sweep: the same phase at a target rate (open loop), placed at the "
+        "throughput it achieved; a sweep stops above the first level more than 5 % short of its target.",
+        "Response time from each operation's intended start (queueing behind a slow engine included). "
+        "Lower and further right is better.",
+    ]
+    engines: list[str] = []
+    with matplotlib.rc_context(RC):
+        fig = _figure(SWEEP_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for i, ax in enumerate(axes.flat):
+            if i >= len(names):
+                ax.set_visible(False)
+                continue
+            _style(ax)
+            for engine, points in sweeps[names[i]].items():
+                if not points:
+                    continue
+                engines += [] if engine in engines else [engine]
+                pts = sorted(points)
+                x = np.array([p[1] for p in pts], dtype=np.float64)
+                p50 = np.maximum(np.array([p[2] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+                p99 = np.maximum(np.array([p[3] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+                ax.plot(x, p99, color=engine_colour(engine), linewidth=1.7, marker="o", markersize=3.5)
+                ax.plot(x, p50, color=engine_colour(engine), linewidth=1.0, linestyle=":")
+            ax.set_title(names[i], fontsize=10, color=TEXT, loc="left")
+            ax.set_xlim(left=0)
+            ax.set_xlabel("achieved throughput (ops/s)")
+            ax.set_ylabel("response time (µs)")
+        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in engines]
+        handles += [
+            Line2D([], [], color=MUTED, linewidth=1.7, marker="o", markersize=3.5, label="p99"),
+            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+        ]
+        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+        return _render(fig, SWEEP_TITLE)

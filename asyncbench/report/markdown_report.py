@@ -20,6 +20,7 @@ from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.report import markdown as md
 from asyncbench.report.columns import Column, markdown
+from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind, StreamUse
 
@@ -440,6 +441,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     latency = latency_tables(run, groups)
     if latency:
         lines += ["## Latency", "", "Per operation, measured inside the engine's own loop (µs).", ""] + latency
+    timed = open_loop_tables(run, groups)
+    if timed:
+        lines += ["## Open Loop", "", OPEN_LOOP_NOTE, ""] + timed
     lines += ["## Configuration", ""] + configuration(run) + [""]
     lines += ["## Environment", ""] + environment(run) + [""]
     lines += ["## Engine Settings", ""] + engine_settings(run)

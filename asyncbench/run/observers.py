@@ -13,7 +13,8 @@ from typing import Any, TextIO
 import orjson
 
 from asyncbench import fmt
-from asyncbench.measure.latency import CLOCK, batch_p99_max
+from asyncbench.measure.latency import CLOCK, batch_p99_max, format_us, response_p99_max
+from asyncbench.rate import Arrivals
 from asyncbench.result import EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
@@ -28,12 +29,22 @@ class Observer:
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None: ...
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         """After each batch, inside the phase's time: ``index`` counts the worker's batches,
         ``done`` the phase's operations over all workers, ``marks`` is the batch's latency
         stamps (an int64 array: the start stamp, then one per operation, on
-        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call."""
+        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call;
+        ``intended`` under a rate: the batch's intended start times (int64, one per operation)."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
@@ -64,10 +75,23 @@ class ObserverGroup(Observer):
             o.phase_start(engine, phase, total_ops, kind, stream)
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
-        for handle in self._batch:
-            handle(engine, phase, index, ops, seconds, done, worker, marks)
+        if intended is None:  # closed loop: observers written before rates still work
+            for handle in self._batch:
+                handle(engine, phase, index, ops, seconds, done, worker, marks)
+        else:
+            for handle in self._batch:
+                handle(engine, phase, index, ops, seconds, done, worker, marks, intended)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
@@ -89,9 +113,13 @@ class ObserverGroup(Observer):
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time; its timestamp is when its last operation ended."""
-    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks = item
+    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended = item
     stats = batch_p99_max(marks)
     ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
+    response = {}
+    if intended is not None and len(marks) >= 2:  # under a rate: from each intended start
+        r = response_p99_max(marks, intended)
+        response = {"response_p99_us": round(r.p99_ns / 1000, 3), "response_max_us": round(r.max_ns / 1000, 3)}
     return orjson.dumps(
         {
             "engine": engine,
@@ -106,6 +134,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
             "done": done,  # operations completed in the phase, all workers
             "p99_us": round(stats.p99_ns / 1000, 3) if stats.ops else None,
             "max_us": round(stats.max_ns / 1000, 3) if stats.ops else None,
+            **response,
             "event": "batch",
             "level": "info",
             "timestamp": iso_utc(ended_ns),
@@ -138,10 +167,21 @@ class JsonLogObserver(Observer):
         self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         kind, stream, offset_ns = self._phase
-        self._later(_render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks))
+        self._later(
+            _render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended)
+        )
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(
@@ -157,6 +197,7 @@ class JsonLogObserver(Observer):
             ops_per_s=round(result.ops_per_s),
             checksum=result.checksum,
             skipped=result.skipped,
+            **_open_loop_fields(result),
         )
 
     def engine_end(self, result: EngineResult) -> None:
@@ -176,6 +217,37 @@ class JsonLogObserver(Observer):
 
     def message(self, text: str) -> None:
         self.log.info("message", text=text)
+
+
+def _open_loop_fields(result: PhaseResult) -> dict[str, Any]:
+    """A phase_end log event's open-loop figures (none in the closed loop)."""
+    ol = result.open_loop
+    if ol is None:
+        return {}
+    return {
+        "rate": ol.rate,
+        "arrivals": ol.arrivals.value,
+        "rate_missed": result.rate_missed,
+        "response_p99_us": round(ol.response.p99 / 1000, 3) if ol.response else None,
+        "response_max_us": round(ol.response.max / 1000, 3) if ol.response else None,
+        "schedule_delay_p99_us": round(ol.delay_p99_ns / 1000, 3),
+        "schedule_lag_p99_us": round(ol.lag_p99_ns / 1000, 3),
+    }
+
+
+def open_loop_line(result: PhaseResult) -> str:
+    """The console's second line of a phase run at a rate: target, whether it was met, the
+    response and service p99 and the harness's scheduling delay p99."""
+    ol = result.open_loop
+    assert ol is not None
+    poisson = " poisson" if ol.arrivals is Arrivals.POISSON else ""
+    missed = " MISSED" if result.rate_missed else ""  # achieved more than 5 % below the target
+    resp = format_us(ol.response.p99) if ol.response else "-"
+    service = format_us(result.latency.p99) if result.latency else "-"
+    return (
+        f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: resp {resp}"
+        f" svc {service} sched {format_us(ol.delay_p99_ns)}"
+    )
 
 
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
@@ -206,13 +278,18 @@ class ConsoleObserver(Observer):
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
-            why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
+            if result.open_loop is not None:  # a sweep's level above the one whose rate dipped
+                why = "(rate dipped)"
+            else:
+                why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
             self._print(phase_line(result.name, "skipped", "", why))
             return
         throughput = fmt.rate(result.ops, result.seconds) if result.action is Action.OPERATIONS else ""
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
         self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))
+        if result.open_loop is not None:
+            self._print(open_loop_line(result))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.status is Status.SKIPPED:  # one line, nothing measured to show

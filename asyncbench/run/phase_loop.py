@@ -15,15 +15,20 @@ from typing import Any
 
 import anyio
 
+from asyncbench.measure.latency import CLOCK
+from asyncbench.rate import Rate
+from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
 from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 from asyncbench.workloads.profile_store.streams import LazyStream
 
-__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_operations"]
+__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_batches_at", "run_operations"]
 
-BatchHook = Callable[[int, int, int, float, Marks], None]
-"""Called after every batch with (worker, batch index, ops in batch, batch seconds, marks)."""
+BatchHook = Callable[..., None]
+"""Called after every batch with (worker, batch index, ops in batch, batch seconds, marks);
+under a rate with a sixth argument, the batch's intended start times (an int64 array, ns on
+the marks' clock, one per operation)."""
 
 
 @dataclass
@@ -88,6 +93,44 @@ async def run_batches(
     return total
 
 
+async def run_batches_at(
+    kind: PhaseKind,
+    store: Any,
+    items: Sequence[Any],
+    ctx: PhaseContext,
+    checksum: Checksum,
+    batch_size: int,
+    on_batch: BatchHook,
+    schedule: WorkerSchedule,
+    worker: int = 0,
+    alone: bool = True,
+) -> int:
+    """One worker's loop under a rate: each batch is the operations due now (at most
+    ``batch_size``), issued back to back in plan order; then it waits for the next due time.
+    Behind schedule, the batches grow and nothing is skipped. Same items, same order, same
+    folds as :func:`run_batches`: only when they start differs."""
+    call = kind.call
+    assert call is not None, f"{kind.kind} is not an operation phase"
+    fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
+    clock = CLOCK
+    total = len(items)
+    done = index = 0
+    while done < total:
+        due = schedule.next_due()
+        if due > clock():
+            await wait_until(due, alone)
+        t0 = clock()
+        intended = schedule.take(t0, min(batch_size, total - done))
+        n = len(intended)
+        chunk = items[done : done + n]
+        marks: Marks = []
+        fold(await call(store, chunk, ctx, marks))
+        on_batch(worker, index, n, (clock() - t0) / 1e9, marks, intended)
+        done += n
+        index += 1
+    return total
+
+
 async def run_operations(
     kind: PhaseKind,
     items: Sequence[Any],
@@ -95,28 +138,46 @@ async def run_operations(
     ctx: PhaseContext,
     batch_size: int,
     on_batch: BatchHook,
+    rate: Rate | None = None,
+    seed: int = 0,
+    phase: int = 0,
 ) -> PhaseOutcome:
     """One worker per store handle; P > 1 workers start together behind a gate.
 
     Each worker folds its own partition; the phase checksum is the fold of the active
     workers' hex checksums in worker order (one active worker: its own checksum).
+    With a ``rate`` (ops/s over all workers), each worker issues its operations at
+    intended times from the phase's start (:mod:`asyncbench.run.schedule`; ``seed`` and
+    ``phase`` seed Poisson arrivals); without one, closed loop.
     """
     workers = len(stores)
-    if workers == 1:
+    if workers == 1 and rate is None:
         cs = Checksum()
         t0 = perf_counter()
         ops = await run_batches(kind, stores[0], items, ctx, cs, batch_size, on_batch)
+        return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
+    if workers == 1:
+        assert rate is not None
+        cs = Checksum()
+        t0 = perf_counter()
+        plan = WorkerSchedule(rate, CLOCK(), 0, 1, seed, phase)
+        ops = await run_batches_at(kind, stores[0], items, ctx, cs, batch_size, on_batch, plan)
         return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
     parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
     sums = [Checksum() for _ in range(workers)]
     gate = anyio.Event()
     ready = 0
+    start_ns = 0  # the schedules' origin, set as the gate opens
 
     async def worker(w: int) -> None:
         nonlocal ready
         ready += 1
         await gate.wait()
-        await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
+        if rate is None:
+            await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
+        else:
+            plan = WorkerSchedule(rate, start_ns, w, workers, seed, phase)
+            await run_batches_at(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, alone=False)
 
     async with anyio.create_task_group() as tg:
         for w in range(workers):
@@ -124,6 +185,7 @@ async def run_operations(
         while ready < workers:  # every worker is parked at the gate before the clock starts
             await anyio.sleep(0)
         t0 = perf_counter()
+        start_ns = CLOCK()
         gate.set()
     seconds = perf_counter() - t0
     active = [sums[w].hex() for w in range(workers) if len(parts[w])]

@@ -148,7 +148,16 @@ class ProgressObserver(Observer):
         self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         task = self.tasks.get((engine, phase))
         if task is not None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from time import perf_counter
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -23,7 +24,8 @@ from asyncbench.engines import engine_class
 from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import EngineResult, LatencyStats, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.rate import Arrivals, Rate
+from asyncbench.result import EngineResult, LatencyStats, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
@@ -71,6 +73,7 @@ class EngineRun:
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
+        self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -233,6 +236,13 @@ class EngineRun:
                 close_seconds=close_seconds,
             )
 
+        rate = Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
+        if spec.sweep is not None and spec.sweep in self.dipped:  # a sweep stops above its dip
+            pr = result(0, 0.0, skipped=True)
+            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
         why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated)
         if why is not None:
             self.skipped.append(f"{spec.name} ({why})")
@@ -255,7 +265,15 @@ class EngineRun:
             latency = PhaseRecorder(len(handles))
             try:
                 outcome = await run_operations(
-                    kind, items, handles, self.ctx, self.cfg.batch_size, self._batch_hook(spec.name, latency)
+                    kind,
+                    items,
+                    handles,
+                    self.ctx,
+                    self.cfg.batch_size,
+                    self._batch_hook(spec.name, latency),
+                    rate,
+                    self.cfg.seed,
+                    index,
                 )
             except BaseException:
                 latency.close()
@@ -285,6 +303,17 @@ class EngineRun:
                 pr.latency = LatencyStats(**summary) if summary is not None else None
                 if kind.group is Group.WRITE:
                     pr.latency_over_time = latency.over_time()
+                service, response = latency.per_second()
+                pr.time_series = [list(b) for b in service] or None
+                if rate is not None:
+                    pr.open_loop = _open_loop(rate, latency)
+                    pr.open_loop.response_series = [list(b) for b in response] or None
+        if spec.sweep is not None and pr.rate_missed:
+            self.dipped.add(spec.sweep)
+            self.result.notes.append(
+                f"sweep of {spec.name!r} stopped: {round(pr.ops_per_s):_d}/s achieved of "
+                f"{round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below); its higher rates were skipped"
+            )
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -313,12 +342,34 @@ class EngineRun:
         engine = self.name
         done = 0
 
-        def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
+        def hook(
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None
+        ) -> None:
             nonlocal done
             done += ops
-            observer_batch(engine, phase, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
+            stamps = add(worker, ops, seconds, marks, intended)
+            if intended is None:
+                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps)
+            else:
+                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps, intended)
 
         return hook
+
+
+def _open_loop(rate: Rate, latency: PhaseRecorder) -> OpenLoop:
+    """The phase's open-loop figures from its recorder (after the phase's clock stopped)."""
+    figures = latency.open_loop_summary()
+    if figures is None:  # a phase without operations
+        return OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
+    return OpenLoop(
+        rate=rate.ops_per_s,
+        arrivals=rate.arrivals,
+        response=LatencyStats(**figures["response"]),
+        lag_p99_ns=figures["lag_p99_ns"],
+        lag_max_ns=figures["lag_max_ns"],
+        delay_p99_ns=figures["delay_p99_ns"],
+        delay_max_ns=figures["delay_max_ns"],
+    )
 
 
 def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
@@ -332,7 +383,7 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(level.counts),
-        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update) for p in cfg.phases],
+        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep) for p in cfg.phases],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,

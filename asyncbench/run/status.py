@@ -74,7 +74,16 @@ class StatusLineObserver(Observer):
             self._thread.start()
 
     def batch(
-        self, engine: str, phase: str, index: int, ops: int, seconds: float, done: int, worker: int, marks: Any
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any = None,
     ) -> None:
         self._done = done
         self._new.append(marks)

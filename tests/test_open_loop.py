@@ -1,0 +1,186 @@
+"""Open loop: a phase at a target rate issues the same operations at intended times.
+
+The schedule's arithmetic, the phase loop's batches under a rate (same checksums as the
+closed loop, nothing skipped when behind) and the coordinated omission a stalling engine
+shows: hidden in one sample closed loop, in the response time under a rate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from asyncbench.engines.memory import MemoryEngine
+from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
+from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+from engines_for_tests import StallingEngine
+
+from asyncbench.engine import EngineConfig
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.rate import Arrivals, Rate
+from asyncbench.result import OpenLoop, PhaseResult
+from asyncbench.run.phase_loop import run_operations
+from asyncbench.run.schedule import WorkerSchedule
+
+MS = 1_000_000
+
+
+def test_uniform_schedule_staggers_workers_and_spaces_each_by_p_over_rate() -> None:
+    rate = Rate(1000.0)
+    w0 = WorkerSchedule(rate, 10 * MS, 0, 2)
+    w1 = WorkerSchedule(rate, 10 * MS, 1, 2)
+    assert list(w0.take(10**15, 3)) == [10 * MS, 12 * MS, 14 * MS]
+    assert list(w1.take(10**15, 3)) == [11 * MS, 13 * MS, 15 * MS]
+
+
+def test_take_returns_what_is_due_at_least_one_at_most_the_limit() -> None:
+    s = WorkerSchedule(Rate(1000.0), 0)
+    assert list(s.take(0, 10)) == [0]  # only the first is due
+    assert list(s.take(3 * MS, 10)) == [1 * MS, 2 * MS, 3 * MS]
+    assert s.next_due() == 4 * MS
+    assert len(s.take(10_000 * MS, 100)) == 100  # far behind: a full batch, nothing skipped
+    assert s.next_due() == 104 * MS
+    assert list(s.take(0, 5)) == [104 * MS]  # not yet due: the first (the caller waited for it)
+
+
+def test_the_schedule_crosses_its_blocks_without_a_gap() -> None:
+    s = WorkerSchedule(Rate(1e9), 0)  # 1 ns apart
+    got = np.concatenate([s.take(10**12, 1000) for _ in range(10)])
+    assert np.array_equal(got, np.arange(10_000))
+
+
+def test_poisson_is_seeded_apart_from_the_plan_and_has_the_rates_mean() -> None:
+    def draw(seed: int, phase: int, worker: int) -> np.ndarray:
+        s = WorkerSchedule(Rate(1000.0, Arrivals.POISSON), 0, worker, 2, seed, phase)
+        return np.concatenate([s.take(10**15, 997) for _ in range(20)])
+
+    a = draw(7, 3, 0)
+    assert np.array_equal(a, draw(7, 3, 0))  # deterministic
+    assert not np.array_equal(a, draw(7, 3, 1)) and not np.array_equal(a, draw(8, 3, 0))
+    assert a[0] == 0 and np.all(np.diff(a) >= 0)
+    mean_gap = float(np.diff(a).mean())
+    assert 1.9 * MS < mean_gap < 2.1 * MS  # P / rate = 2 ms
+
+
+@pytest.mark.parametrize("bad", [0.0, -5.0, float("inf"), float("nan")])
+def test_a_rate_must_be_positive_and_finite(bad: float) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        Rate(bad)
+
+
+def test_the_achieved_rate_check_allows_five_percent() -> None:
+    ol = OpenLoop(rate=1000.0, arrivals=Arrivals.UNIFORM)
+    kind = PHASES["read_by_id"]
+
+    def phase(ops: int, seconds: float) -> PhaseResult:
+        return PhaseResult(0, "r", kind, kind.action, kind.group, ops, seconds, open_loop=ol)
+
+    assert not phase(950, 1.0).rate_missed
+    assert phase(949, 1.0).rate_missed
+    closed = PhaseResult(0, "r", kind, kind.action, kind.group, 10, 1.0)
+    assert not closed.rate_missed
+
+
+# --- the phase loop under a rate ------------------------------------------------------------
+
+
+async def _read_phase(
+    engine_cls: type[MemoryEngine], rate: Rate | None, workers: int, profiles: int = 2000, batch: int = 100
+) -> tuple[Any, PhaseRecorder]:
+    plan = draw_plan(Counts.for_profiles(profiles), 1)
+    eng = engine_cls(EngineConfig(name=engine_cls.name, data_dir=Path("unused"), settings={}, limit=50, seed=1))
+    await eng.open(True)
+    ctx = PhaseContext.for_seed(1)
+    insert = PHASES["insert"]
+    await run_operations(insert, phase_items(insert, None, None, plan), [eng], ctx, 1000, lambda *a: None)
+    kind = PHASES["read_by_id"]
+    rec = PhaseRecorder(workers)
+
+    def hook(w: int, i: int, n: int, s: float, marks: list[int], intended: Any = None) -> None:
+        rec.add(w, n, s, marks, intended)
+
+    out = await run_operations(kind, phase_items(kind, "reads", None, plan), [eng] * workers, ctx, batch, hook, rate, 1, 2)
+    return out, rec
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("arrivals", list(Arrivals))
+def test_a_rate_changes_when_operations_start_not_what_they_are(workers: int, arrivals: Arrivals) -> None:
+    closed, rec = anyio.run(_read_phase, MemoryEngine, None, workers)
+    assert not rec.open_loop
+    rec.close()
+    timed, rec = anyio.run(_read_phase, MemoryEngine, Rate(20_000.0, arrivals), workers)
+    with rec:
+        assert rec.open_loop
+        assert (timed.ops, timed.checksum) == (closed.ops, closed.checksum)
+        summary = rec.open_loop_summary()
+        assert summary is not None and summary["response"]["count"] == timed.ops
+    floor = (timed.ops - workers) / 20_000  # uniform: no operation started before its time
+    assert timed.seconds >= (floor if arrivals is Arrivals.UNIFORM else 0.8 * floor)  # Poisson: random gaps
+
+
+def test_closed_loop_hides_the_stall_in_one_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASYNCBENCH_TEST_STALL_EVERY", "1000")
+    _, rec = anyio.run(_read_phase, StallingEngine, None, 1)
+    with rec:
+        s = rec.summary()
+        assert s is not None and s["max"] >= 200 * MS  # the stall is there: one operation
+        assert s["p99"] < 20 * MS  # but the percentiles do not see it
+        assert rec.open_loop_summary() is None
+
+
+def test_under_a_rate_the_response_time_shows_the_stall_and_the_service_time_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASYNCBENCH_TEST_STALL_EVERY", "1000")
+    out, rec = anyio.run(_read_phase, StallingEngine, Rate(2000.0), 1)
+    with rec:
+        service = rec.summary()
+        figures = rec.open_loop_summary()
+        assert service is not None and figures is not None
+        # 2 stalls of 200 ms at 2000/s: ~400 of 2000 operations are intended during a stall
+        assert figures["response"]["p99"] >= 100 * MS
+        assert service["p99"] < 20 * MS
+        assert service["max"] >= 200 * MS
+
+
+def test_a_rate_the_engine_cannot_meet_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASYNCBENCH_TEST_STALL_EVERY", "500")  # 4 stalls: at least 0.8 s for 2000 reads
+    out, rec = anyio.run(_read_phase, StallingEngine, Rate(10_000.0), 1)
+    rec.close()
+    kind = PHASES["read_by_id"]
+    pr = PhaseResult(0, "r", kind, kind.action, kind.group, out.ops, out.seconds)
+    pr.open_loop = OpenLoop(rate=10_000.0, arrivals=Arrivals.UNIFORM)
+    assert pr.rate_missed
+
+
+# --- per-second series ----------------------------------------------------------------------
+
+S = 1_000_000_000
+
+
+def test_per_second_series_keeps_an_empty_second_and_gives_response_times() -> None:
+    with PhaseRecorder(1) as rec:
+        # three operations: ends at 0.5 s, 0.6 s, then a stall to 2.5 s; intended every 0.1 s
+        rec.add(0, 2, 0.6, [0, S // 2, 6 * S // 10], np.array([0, S // 10]))
+        rec.add(0, 1, 1.9, [6 * S // 10, 5 * S // 2], np.array([2 * S // 10]))
+        service, response = rec.per_second()
+    assert [tuple(b) for b in service] == [
+        (1.0, 2, S // 10, S // 2, S // 2),  # nearest rank of two latencies: 0.5 s and 0.1 s
+        (2.0, 0, 0, 0, 0),  # nothing ended in the second second: kept, with zeros
+        (3.0, 1, 19 * S // 10, 19 * S // 10, 19 * S // 10),
+    ]
+    assert [b.ops for b in response] == [2, 0, 1]
+    assert response[2].max_ns == 5 * S // 2 - 2 * S // 10  # from its intended start, not its issue
+    assert response[0].max_ns == S // 2  # 0.5 s after its intended 0, and 0.6 - 0.1
+
+
+def test_closed_loop_series_has_no_response() -> None:
+    with PhaseRecorder(2) as rec:
+        rec.add(0, 1, 0.1, [0, 10])
+        rec.add(1, 1, 0.1, [5, 1_500_000_000])
+        service, response = rec.per_second()
+    assert [b.ops for b in service] == [1, 1] and response == []
