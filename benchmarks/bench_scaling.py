@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -57,6 +58,23 @@ class Cells:
 
     runs: list[EngineResult] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    estimates: list[tuple[float, str]] = field(default_factory=list)  # (seconds, basis) the CLI printed
+
+
+#: The CLI's size estimate, printed before a run: ``  time: about 3 h 10 min``.
+ESTIMATE_LINE = re.compile(r"^  time: about (?:(\d+) h ?)?(?:(\d+) min)?(?:(\d+) s)?$")
+
+
+def parse_estimate(stdout: str) -> tuple[float, str] | None:
+    """(seconds, ``calibration`` or ``history``) from the CLI's printed estimate, if any."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        m = ESTIMATE_LINE.match(line)
+        if m:
+            h, mins, secs = (int(g) if g else 0 for g in m.groups())
+            rest = " ".join(lines[i + 1 : i + 4])
+            return 3600 * h + 60 * mins + secs, "calibration" if "calibration" in rest else "history"
+    return None
 
 
 Table = dict[int, dict[str, Cells]]
@@ -86,6 +104,10 @@ def ingest(paths: Sequence[Path], plan_name: str, table: Table) -> None:
                     cells = table[run.profiles][e.engine]
                     cells.runs.append(e)
                     cells.sources.append(str(f))
+                    note = f.with_suffix(".estimate.txt")
+                    if len(run.engines) == 1 and note.is_file():  # written by run_one below
+                        seconds, basis = note.read_text().split(maxsplit=1)
+                        cells.estimates.append((float(seconds), basis.strip()))
 
 
 def run_one(plan: Path, engine: str, profiles: int, out: Path, extra: Sequence[str]) -> Path:
@@ -101,10 +123,13 @@ def run_one(plan: Path, engine: str, profiles: int, out: Path, extra: Sequence[s
         "--output", str(results), "--data", str(out / "data"), "--yes", "--no-progress", "--quiet", *extra,
     ]  # fmt: skip
     print("$ " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     new = sorted(set(results.rglob("asyncbench-*.json")) - before) if results.exists() else []
     if not new:
         raise SystemExit(f"{engine} at {profiles:_d}: exit {proc.returncode} and no result JSON")
+    got = parse_estimate(proc.stdout)
+    if got is not None:  # the size estimate the CLI printed, kept beside the result (item 4's check)
+        new[-1].with_suffix(".estimate.txt").write_text(f"{got[0]} {got[1]}\n")
     return new[-1]
 
 
@@ -242,6 +267,22 @@ def render(table: Table, counts: Sequence[int], engines: Sequence[str]) -> tuple
         lambda n, runs: mib([e.storage_bytes for e in runs]),
         lambda n: runs_ratio(n, lambda e: e.storage_bytes),
     )
+
+    def estimated(n: int, runs: Sequence[EngineResult], engine: str) -> str:
+        cells = table[n].get(engine)
+        if not cells or not cells.estimates or not runs:
+            return "–"
+        est = [s for s, _ in cells.estimates]
+        took = [e.run_seconds for e in runs]
+        basis = "/".join(sorted({b for _, b in cells.estimates}))
+        return (
+            f"{median(est) / 60:.1f} min ({basis}): {statistics.median(est) / statistics.median(took):.2f}x"
+        )
+
+    row = ["estimate printed before the run: estimate/measured"]
+    for n in counts:
+        row += [estimated(n, ok_runs(table[n].get(e)), e) for e in engines] + ([""] if ratio_col else [])
+    lines.append("| " + " | ".join(row) + " |")
     row = ["runs (ok/all)"]
     for n in counts:
         row += [

@@ -111,3 +111,12 @@ def test_lsm_rocksdb_ratio_and_a_differing_checksum_fails(first_run, tmp_path, c
     )
     assert proc.returncode == 1
     assert "checksums differ" in proc.stdout and "CHECKSUMS DIFFER" in proc.stdout
+
+
+def test_the_printed_size_estimate_is_read_back() -> None:
+    """Item 4's check: the estimate the CLI printed before a run, against the run's time."""
+    parse = load_script().parse_estimate
+    out = "asyncbench: plan x\n  time: about 1 h 5 min\n  disk: about 1 GB under d\n  (from a 3.0 s calibration at"
+    assert parse(out) == (3900, "calibration")
+    assert parse("  time: about 45 s\n  (scaled from the last runs of plan 'p'") == (45, "history")
+    assert parse("  time and disk: not estimated: a small plan") is None
