@@ -58,7 +58,8 @@ class Cells:
 
     runs: list[EngineResult] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
-    estimates: list[tuple[float, str]] = field(default_factory=list)  # (seconds, basis) the CLI printed
+    #: (estimate seconds, basis, that run's seconds): the estimate the CLI printed before a run
+    estimates: list[tuple[float, str, float]] = field(default_factory=list)
 
 
 #: The CLI's size estimate, printed before a run: ``  time: about 3 h 10 min``.
@@ -107,7 +108,7 @@ def ingest(paths: Sequence[Path], plan_name: str, table: Table) -> None:
                     note = f.with_suffix(".estimate.txt")
                     if len(run.engines) == 1 and note.is_file():  # written by run_one below
                         seconds, basis = note.read_text().split(maxsplit=1)
-                        cells.estimates.append((float(seconds), basis.strip()))
+                        cells.estimates.append((float(seconds), basis.strip(), e.run_seconds))
 
 
 def run_one(plan: Path, engine: str, profiles: int, out: Path, extra: Sequence[str]) -> Path:
@@ -269,15 +270,14 @@ def render(table: Table, counts: Sequence[int], engines: Sequence[str]) -> tuple
     )
 
     def estimated(n: int, runs: Sequence[EngineResult], engine: str) -> str:
+        """The printed estimates (median) and the median of estimate / that run's time."""
         cells = table[n].get(engine)
         if not cells or not cells.estimates or not runs:
             return "–"
-        est = [s for s, _ in cells.estimates]
-        took = [e.run_seconds for e in runs]
-        basis = "/".join(sorted({b for _, b in cells.estimates}))
-        return (
-            f"{median(est) / 60:.1f} min ({basis}): {statistics.median(est) / statistics.median(took):.2f}x"
-        )
+        est = [s for s, _, _ in cells.estimates]
+        ratios = [s / took for s, _, took in cells.estimates if took > 0]
+        basis = "/".join(sorted({b for _, b, _ in cells.estimates}))
+        return f"{statistics.median(est) / 60:.1f} min ({basis}): {statistics.median(ratios):.2f}x"
 
     row = ["estimate printed before the run: estimate/measured"]
     for n in counts:

@@ -80,8 +80,8 @@ def plan_operations(cfg: BenchConfig, profiles: int) -> int:
 
 
 #: How an engine's cost per operation grows with the store. Up to GROWTH_KNEE profiles it
-#: is flat once the phase mix is taken apart (the calibration at 1_000 profiles, phase by
-#: phase, predicted 200_000-profile runs within 10 %); above it, where the store outgrows
+#: is taken as flat once the phase mix is taken apart (the calibration store is below it,
+#: and its queries already return the limit's rows); above it, where the store outgrows
 #: the caches, seconds per operation at n profiles are those at the knee times
 #: (n / GROWTH_KNEE) ** GROWTH[engine]. Fitted from the reference plan measured on this
 #: project's 2-vCPU machine at 200_000 and 2_000_000 profiles (docs/results/estimate.md);
