@@ -85,9 +85,16 @@ def ingest(paths: Sequence[Path], plan_name: str, table: Table) -> None:
     """Add the P1 results of ``plan_name`` found in ``paths`` (files, or directories searched
     for ``asyncbench-*.json``) to ``table``; other results are named and skipped."""
     for path in paths:
+        if not path.exists():
+            print(f"bench_scaling.py: --ingest {path}: no such file or directory", file=sys.stderr)
+            raise SystemExit(2)
         files = sorted(path.rglob("asyncbench-*.json")) if path.is_dir() else [path]
         if not files:
-            raise SystemExit(f"{path}: no result JSON (asyncbench-*.json) found")
+            print(
+                f"bench_scaling.py: --ingest {path}: no result JSON (asyncbench-*.json) in it",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
         for f in files:
             try:
                 run = RunResult.from_json(f.read_bytes())

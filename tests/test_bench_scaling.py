@@ -120,3 +120,14 @@ def test_the_printed_size_estimate_is_read_back() -> None:
     assert parse(out) == (3900, "calibration")
     assert parse("  time: about 45 s\n  (scaled from the last runs of plan 'p'") == (45, "history")
     assert parse("  time and disk: not estimated: a small plan") is None
+
+
+def test_a_missing_ingest_path_is_refused_with_exit_2(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench_here(capsys, "--profiles", "1000", "--engines", "memory", "--ingest", str(tmp_path / "nope"))
+    assert exc.value.code == 2
+    assert "nope: no such file or directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as exc:
+        bench_here(capsys, "--profiles", "1000", "--engines", "memory", "--ingest", str(tmp_path / "empty"))
+    assert exc.value.code == 2
