@@ -62,4 +62,4 @@ def test_special_and_damaged_earlier_results_are_skipped_with_a_warning(tmp_path
     for name, reason in reasons.items():
         line = next((ln for ln in output.splitlines() if f"-{name}.json" in ln), None)
         assert line is not None and "warning: skipped" in line and reason in line, (name, output)
-    assert "scaled from the last run of plan" in output  # the real result is still used
+    assert "scaled from the last runs of plan" in output  # the real result is still used

@@ -48,7 +48,7 @@ def test_estimate_scales_the_last_run_of_the_plan(run_cli, tmp_path) -> None:
     cfg = load(QUICK)
     cfg.output, cfg.engines, cfg.profiles = tmp_path / "out", ["memory"], [200_000]
     est = estimate(cfg, calibrate_fn=lambda c: pytest.fail("history should have been used"))
-    assert est.basis.startswith("scaled from the last run of plan 'profile-store-quick'")
+    assert est.basis.startswith("scaled from the last runs of plan 'profile-store-quick'")
     assert est.seconds is not None and est.seconds > 0 and est.storage_bytes == 0
 
 
@@ -56,7 +56,7 @@ def test_estimate_calibrates_without_history(tmp_path) -> None:
     cfg = load(QUICK)
     cfg.output, cfg.engines, cfg.profiles = tmp_path / "none", ["memory"], [500_000]
     est = estimate(cfg)
-    assert "calibration at 1_000 profiles" in est.basis
+    assert "calibration at 20_000 profiles" in est.basis
     assert est.seconds is not None and est.seconds > 0
 
 

@@ -18,18 +18,36 @@ from pathlib import Path
 from time import perf_counter
 
 from asyncbench import fmt
-from asyncbench.config import BenchConfig
+from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.fs.inputs import InputError, read_input
-from asyncbench.result import RunResult
+from asyncbench.result import EngineResult, RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
-__all__ = ["ASK_ABOVE_SECONDS", "Estimate", "estimate", "plan_operations"]
+__all__ = [
+    "ASK_ABOVE_SECONDS",
+    "GROWTH",
+    "GROWTH_KNEE",
+    "Estimate",
+    "Rate",
+    "estimate",
+    "phase_operations",
+    "plan_operations",
+]
 
 #: On a terminal, runs estimated longer than this ask before they start (unless --yes).
 ASK_ABOVE_SECONDS = 600.0
 #: Profile count of the calibration run, and the plan size (profiles x engines) below
 #: which no calibration runs: such a plan finishes in about the time calibrating takes.
-CALIBRATION_PROFILES = 1_000
+CALIBRATION_PROFILES = 20_000
+#: Operations of each read, query and update phase of the calibration run: a store of
+#: CALIBRATION_PROFILES, few operations on it. A query returns up to ``limit`` rows, and in
+#: a store of 1_000 profiles most country/status pairs and created-at ranges hold fewer
+#: than that, so its queries cost a fraction of what they cost at scale; at 20_000 they
+#: return what they return at 2M.
+CALIBRATION_OPS = 1_000
+CALIBRATION_STREAMS = (
+    "reads", "email_reads", "queries", "updates", "post_reads", "post_email_reads", "post_queries",
+)  # fmt: skip
 CALIBRATE_ABOVE_PROFILES = 50_000
 #: How many of the newest result files are read when looking for an earlier run.
 HISTORY_FILES = 40
@@ -37,28 +55,112 @@ HISTORY_FILES = 40
 MAX_WARNINGS = 10
 
 
+def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
+    """Each phase of the plan with the operations one engine performs in it for ``profiles``
+    (0 for maintenance phases; verify's four)."""
+    counts = cfg.counts_for(profiles)
+    out = []
+    for spec in cfg.phases:
+        kind = PHASES[spec.kind]
+        ops = 0
+        if kind.items is Items.PROFILE_IDS:
+            ops = profiles
+        elif kind.takes_stream and spec.stream is not None:
+            ops = spec.count if spec.count is not None else getattr(counts, STREAM_COUNT[spec.stream])
+        elif kind.action is Action.VERIFY:
+            ops = VERIFY_OPS
+        out.append((spec, ops))
+    return out
+
+
 def plan_operations(cfg: BenchConfig, profiles: int) -> int:
     """Operations one engine performs for ``profiles``: every operation phase's items,
     plus verify's four."""
-    counts = cfg.counts_for(profiles)
-    total = 0
-    for spec in cfg.phases:
-        kind = PHASES[spec.kind]
-        if kind.items is Items.PROFILE_IDS:
-            total += profiles
-        elif kind.takes_stream and spec.stream is not None:
-            total += spec.count if spec.count is not None else getattr(counts, STREAM_COUNT[spec.stream])
-        elif kind.action is Action.VERIFY:
-            total += VERIFY_OPS
-    return total
+    return sum(ops for _spec, ops in phase_operations(cfg, profiles))
+
+
+#: How an engine's cost per operation grows with the store. Up to GROWTH_KNEE profiles it
+#: is taken as flat once the phase mix is taken apart (the calibration store is below it,
+#: and its queries already return the limit's rows); above it, where the store outgrows
+#: the caches, seconds per operation at n profiles are those at the knee times
+#: (n / GROWTH_KNEE) ** GROWTH[engine]. Fitted from the reference plan measured on this
+#: project's 2-vCPU machine at 200_000 and 2_000_000 profiles (docs/results/estimate.md);
+#: an engine not listed (a plug-in) gets DEFAULT_GROWTH.
+GROWTH_KNEE = 200_000
+GROWTH = {"lsm": 0.07, "rocksdb": 0.06, "sqlite": 0.06, "memory": 0.0}
+DEFAULT_GROWTH = 0.06
+
+
+def growth(engine: str, measured_at: int, profiles: int) -> float:
+    """Cost per operation at ``profiles`` over that measured at ``measured_at``."""
+    b = GROWTH.get(engine, DEFAULT_GROWTH)
+    return (max(profiles, GROWTH_KNEE) / max(measured_at, GROWTH_KNEE)) ** b
+
+
+#: Maintenance phases (stabilize, settle, reopen) grow sublinearly with the store: part of
+#: their time is fixed (a flush's sync, an open) and the rest follows the data written
+#: since the last one, bounded by the memtables. A small share of a run either way.
+MAINTENANCE_GROWTH = 0.5
 
 
 @dataclass
 class Rate:
-    """One engine's measured cost: seconds per operation and stored bytes per profile."""
+    """One engine's measured cost at one store size and parallelism, phase by phase.
 
-    seconds_per_op: float
+    Why per phase: the plan's mix changes with its size (queries are as many as the
+    profiles below 10_000, a quarter above), and a query costs many point reads, so one
+    figure per operation taken at 1_000 profiles does not carry to 2M.
+    """
+
+    profiles: int
+    per_op: dict[str, float]  # operation phase kind -> seconds per operation
+    per_phase: dict[str, float]  # maintenance phase kind -> seconds per phase
+    overhead: float  # run seconds outside every phase (open, setup, close)
     bytes_per_profile: float
+
+    @classmethod
+    def of(cls, e: EngineResult, profiles: int) -> Rate | None:
+        """The rate of a completed run, or None when it measured nothing."""
+        ops: dict[str, list[float]] = {}
+        maint: dict[str, list[float]] = {}
+        for p in e.phases:
+            if p.skipped:
+                continue
+            if p.ops > 0 and p.action is Action.OPERATIONS:
+                got = ops.setdefault(p.kind.kind, [0.0, 0.0])
+                got[0] += p.seconds
+                got[1] += p.ops
+            else:
+                maint.setdefault(p.kind.kind, []).append(p.seconds + (p.close_seconds or 0.0))
+        if not ops or not 0 < e.run_seconds < math.inf:
+            return None
+        in_phases = sum(p.seconds + (p.close_seconds or 0.0) for p in e.phases)
+        return cls(
+            profiles,
+            {k: s / n for k, (s, n) in ops.items()},
+            {k: sum(v) / len(v) for k, v in maint.items()},
+            max(0.0, e.run_seconds - in_phases),
+            max(e.storage_bytes or 0, 0) / profiles,
+        )
+
+    def seconds(self, engine: str, cfg: BenchConfig, profiles: int) -> float:
+        """This engine's run of ``cfg``'s phases at ``profiles``, from this measurement."""
+        scale = profiles / self.profiles
+        grow = growth(engine, self.profiles, profiles)
+        mean_op = sum(self.per_op.values()) / len(self.per_op)
+        mean_maint = sum(self.per_phase.values()) / len(self.per_phase) if self.per_phase else 0.0
+        total = self.overhead
+        for spec, ops in phase_operations(cfg, profiles):
+            kind = PHASES[spec.kind]
+            if kind.action is Action.OPERATIONS:
+                total += ops * self.per_op.get(spec.kind, mean_op) * grow
+            else:
+                total += self.per_phase.get(spec.kind, mean_maint) * scale**MAINTENANCE_GROWTH
+        return total
+
+
+#: Rates of one engine: by parallelism, the measured sizes.
+Rates = dict[str, dict[int, list[Rate]]]
 
 
 @dataclass
@@ -102,8 +204,19 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
-def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[dict[str, Rate], str] | None:
-    """Rates from the newest completed earlier run of each engine under the same plan name.
+def nearest(rates: Rates, engine: str, profiles: int, parallelism: int) -> Rate | None:
+    """The measurement to scale from: at this parallelism if there is one (else the nearest
+    level), the size nearest to ``profiles`` on a log scale."""
+    levels = rates.get(engine)
+    if not levels:
+        return None
+    level = min(levels, key=lambda p: (abs(math.log(p / parallelism)), p))
+    return min(levels[level], key=lambda r: abs(math.log(r.profiles / profiles)))
+
+
+def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[Rates, str] | None:
+    """Rates from the newest completed earlier run of each engine, profile count and
+    parallelism under the same plan name.
 
     Earlier results are inputs like any other: only regular files of bounded size that
     parse as the result model are used (never waiting on a FIFO, reading a device or
@@ -118,21 +231,32 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[d
         except OSError as exc:  # a dangling symlink, a loop, a vanished file
             warnings.append(f"skipped {path}: {exc.strerror or exc}")
     files.sort(key=lambda item: item[0], reverse=True)
-    rates: dict[str, Rate] = {}
+    rates: Rates = {}
+    seen: set[tuple[str, int, int]] = set()
     when = ""
     for _mtime, path in files[:HISTORY_FILES]:
         run = _earlier_result(path, warnings)
         if run is None or run.name != cfg.name:
             continue
         for e in run.engines:
-            ops = sum(p.ops for p in e.phases)
-            if e.engine in rates or not e.ok or e.warmup or ops <= 0 or not 0 < e.run_seconds < math.inf:
+            key = (e.engine, run.profiles, run.parallelism)
+            if key in seen or not e.ok or e.warmup:
                 continue
-            rates[e.engine] = Rate(e.run_seconds / ops, max(e.storage_bytes or 0, 0) / run.profiles)
+            rate = Rate.of(e, run.profiles)
+            if rate is None:
+                continue
+            seen.add(key)
+            rates.setdefault(e.engine, {}).setdefault(run.parallelism, []).append(rate)
             when = when or run.started_utc
     if not any(name in rates for name in cfg.engines):
         return None
-    return rates, f"scaled from the last run of plan {cfg.name!r}, {when}"
+    return (
+        rates,
+        f"scaled from the last runs of plan {cfg.name!r} ({when}), phase by phase, with {GROWTH_NOTE}",
+    )
+
+
+GROWTH_NOTE = "each engine's measured growth of cost per operation with the store"
 
 
 def _earlier_result(path: Path, warnings: list[str]) -> RunResult | None:
@@ -152,8 +276,9 @@ def _earlier_result(path: Path, warnings: list[str]) -> RunResult | None:
     return run
 
 
-def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
-    """Run each engine of the plan at a small size, in this process, in a scratch directory."""
+def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
+    """Run each engine of the plan at a small size and at each of its parallelism levels,
+    in this process, in a scratch directory."""
     import anyio
 
     from asyncbench.measure.memory_sampler import MemorySampler
@@ -165,7 +290,7 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
         small = dataclasses.replace(
             cfg,
             profiles=[CALIBRATION_PROFILES],
-            counts={},
+            counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
             phases=[dataclasses.replace(p, count=None) for p in cfg.phases],
             data=Path(tmp),
             isolate=False,
@@ -173,22 +298,22 @@ def calibrate(cfg: BenchConfig) -> tuple[dict[str, Rate], str]:
             warmup=0,
             timeout_seconds=60.0,
         )
-        level = small.levels()[0]  # the calibration size at the plan's first P
-        plan = draw_plan(level.counts, small.seed)
-        rates: dict[str, Rate] = {}
+        plan = draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
+        rates: Rates = {}
         t0 = perf_counter()
         for name in cfg.engines:
-            engine_run = EngineRun(small, level, name, plan, Observer(), MemorySampler())
-            with contextlib.suppress(Exception):
-                anyio.run(engine_run.run)
-            e = engine_run.result
-            ops = sum(p.ops for p in e.phases)
-            if e.ok and ops:
-                rates[name] = Rate(e.run_seconds / ops, (e.storage_bytes or 0) / CALIBRATION_PROFILES)
+            for level in small.levels():  # the calibration size at each of the plan's P
+                engine_run = EngineRun(small, level, name, plan, Observer(), MemorySampler())
+                with contextlib.suppress(Exception):
+                    anyio.run(engine_run.run)
+                e = engine_run.result
+                rate = Rate.of(e, CALIBRATION_PROFILES) if e.ok else None
+                if rate is not None:
+                    rates.setdefault(name, {}).setdefault(level.parallelism, []).append(rate)
     took = perf_counter() - t0
     return rates, (
-        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles, scaled linearly: "
-        "larger stores are usually slower per operation"
+        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles, phase by phase, "
+        f"with {GROWTH_NOTE}"
     )
 
 
@@ -208,13 +333,17 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
     largest = 0.0  # with clean-up on, one store at a time is on disk
     missing = []
     for name in cfg.engines:
-        rate = rates.get(name)
-        if rate is None:
+        if nearest(rates, name, cfg.profiles[0], cfg.parallelism[0]) is None:
             missing.append(f"{name} (no measurement)")
             continue
-        seconds += rate.seconds_per_op * per_engine_ops
-        storage += sum(rate.bytes_per_profile * n for n in cfg.profiles)  # --keep-data keeps every store
-        largest = max(largest, *(rate.bytes_per_profile * n for n in cfg.profiles))
+        for level in cfg.levels():
+            n = level.profiles
+            rate = nearest(rates, name, n, level.parallelism)
+            assert rate is not None
+            seconds += rate.seconds(name, cfg, n) * cfg.repeat
+            size = rate.bytes_per_profile * n
+            storage += size  # --keep-data keeps every store
+            largest = max(largest, size)
     if len(missing) == len(cfg.engines):
         return Estimate(
             operations, None, None, "not estimated: no engine could be measured", missing, warnings

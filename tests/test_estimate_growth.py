@@ -1,0 +1,58 @@
+"""The size estimate scales a measurement phase by phase, grows each engine's cost per
+operation with the store above the knee, and calibrates every parallelism level (issue 24
+item 4: "about 28 min" for a 38-min 2M run, "about 3 min" for a 6-min 100K P1,16 run)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import ROOT
+
+from asyncbench.config import load
+from asyncbench.run.estimate import GROWTH, GROWTH_KNEE, Rate, calibrate, growth
+
+PLAN = ROOT / "benchmarks.toml"
+QUERY = 100e-6  # a query phase's operation: many reads
+POINT = 10e-6  # every other operation
+
+
+def rate_at_1k() -> Rate:
+    kinds = ["insert", "read_by_id", "lookup_by_email", "update", "scan_country_status", "scan_created_at"]
+    kinds += ["scan_top_reputation"]
+    per_op = dict.fromkeys(kinds, POINT)
+    per_op |= dict.fromkeys(["query_country_status", "query_created_at", "query_top_reputation"], QUERY)
+    return Rate(profiles=1_000, per_op=per_op, per_phase={}, overhead=0.0, bytes_per_profile=0.0)
+
+
+def test_a_small_measurement_is_scaled_phase_by_phase_with_the_plans_mix() -> None:
+    """At 1_000 profiles the plan's queries are as many as the profiles; at 200_000 a quarter.
+    The reference plan at 200_000: six phases of 200_000 point operations, five scan phases
+    and five query phases of 50_000 each (a linear scale of the 1_000-profile run's seconds
+    per operation would say 64.8 s, the queries' share at 1_000 carried to 200_000)."""
+    cfg = load(PLAN)
+    expected = 6 * 200_000 * POINT + 5 * 50_000 * POINT + 5 * 50_000 * QUERY
+    assert rate_at_1k().seconds("lsm", cfg, 200_000) == pytest.approx(expected)  # 39.5 s
+    assert expected == pytest.approx(39.5)
+
+
+def test_cost_per_operation_grows_above_the_knee_only() -> None:
+    cfg = load(PLAN)
+    flat = rate_at_1k().seconds("rocksdb", cfg, GROWTH_KNEE)
+    ops_ratio = 10  # 2M against 200k: every count scales by 10 (queries stay a quarter)
+    at_2m = rate_at_1k().seconds("rocksdb", cfg, 10 * GROWTH_KNEE)
+    assert at_2m == pytest.approx(flat * ops_ratio * 10 ** GROWTH["rocksdb"])
+    assert growth("lsm", 1_000, 150_000) == 1.0
+    assert growth("lsm", 2_000_000, 200_000) == pytest.approx(10 ** -GROWTH["lsm"])
+    assert growth("some-plugin", 200_000, 2_000_000) > 1.0
+
+
+def test_every_parallelism_level_is_calibrated(tmp_path) -> None:
+    cfg = load(ROOT / "benchmarks" / "quick.toml")
+    cfg.engines, cfg.parallelism, cfg.data = ["memory"], [1, 16], tmp_path
+    rates, basis = calibrate(cfg)
+    assert sorted(rates["memory"]) == [1, 16]
+    assert all(
+        math.isfinite(r.seconds("memory", cfg, 100_000)) for level in rates["memory"].values() for r in level
+    )
+    assert "phase by phase" in basis
