@@ -15,6 +15,7 @@ Each run prints one JSON line; interleave runs of both and compare medians.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -106,7 +107,17 @@ def run_ray(k: int) -> dict:
     return out
 
 
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("engine", choices=("dask", "ray"), help="distributed engine to measure")
+    parser.add_argument("processes", type=int, help="K: client processes (actors) to start")
+    args = parser.parse_args()
+    if args.processes < 1:
+        parser.error("processes must be at least 1")
+    figures = (run_dask if args.engine == "dask" else run_ray)(args.processes)
+    print(json.dumps({key: round(v, 3) if isinstance(v, float) else v for key, v in figures.items()}))
+    return 0
+
+
 if __name__ == "__main__":
-    which, k = sys.argv[1], int(sys.argv[2])
-    print(json.dumps({key: round(v, 3) if isinstance(v, float) else v
-                      for key, v in (run_dask if which == "dask" else run_ray)(k).items()}))
+    sys.exit(main())
