@@ -6,7 +6,8 @@
   where engines differ most, gets as much room as the median. Drawn from each phase's
   encoded HdrHistogram, so a saved JSON result is enough to redraw it.
 * :func:`latency_over_time`: one write phase, p50/p99/max per time bucket against seconds
-  since the phase start, so compaction or merge stalls show where they happened.
+  since the phase start, one panel per engine (small multiples: a short phase is not
+  squashed beside a long one), so compaction or merge stalls show where they happened.
 
 Same style and guarantees as ``asyncbench.charts`` (its rcParams): matplotlib's object API
 without pyplot, text drawn as paths, a fixed SVG hash salt and no date, so the same data
@@ -38,9 +39,11 @@ __all__ = [
     "FALLBACK_COLOURS",
     "OverTimePoint",
     "latency_over_time",
+    "latency_over_time_figure",
     "nines",
     "nines_label",
     "percentile_distribution",
+    "percentile_distribution_figure",
 ]
 
 DISTRIBUTION_TITLE = "Latency Percentiles"  # its file is ...-latency-percentiles.svg
@@ -112,9 +115,17 @@ def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
 def percentile_distribution(
     series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
 ) -> str:
-    """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
+    """SVG of latency by percentile (see :func:`percentile_distribution_figure`)."""
+    with matplotlib.rc_context(RC):
+        return _render(percentile_distribution_figure(series, subtitle, colours), DISTRIBUTION_TITLE)
+
+
+def percentile_distribution_figure(
+    series: Mapping[str, Mapping[str, str]], subtitle: str, colours: Mapping[str, str] | None = None
+) -> Figure:
+    """Latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
     (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
-    engine -> colour."""
+    engine -> colour. Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     phases: list[str] = []
     for by_phase in series.values():
@@ -137,35 +148,34 @@ def percentile_distribution(
         "Per-operation latency measured inside each engine's own loop (no thread hop); HdrHistogram, "
         "3 significant digits. Lower is better.",
     ]
-    with matplotlib.rc_context(RC):
-        fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
-        if not phases:
-            fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
-            return _render(fig, DISTRIBUTION_TITLE)
-        axes = fig.subplots(rows, cols, squeeze=False)
-        for i, ax in enumerate(axes.flat):
-            if i >= len(phases):
-                ax.set_visible(False)
+    fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+    if not phases:
+        fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
+        return fig
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(phases):
+            ax.set_visible(False)
+            continue
+        phase = phases[i]
+        _style(ax)
+        for engine in series:
+            h = hists.get((engine, phase))
+            if h is None or h.count == 0:
                 continue
-            phase = phases[i]
-            _style(ax)
-            for engine in series:
-                h = hists.get((engine, phase))
-                if h is None or h.count == 0:
-                    continue
-                xs, ys = _curve(h)
-                ax.plot(
-                    xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
-                )
-            ax.set_xlim(0, span)
-            ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
-            ax.set_title(phase, fontsize=10, color=TEXT, loc="left")
-            ax.set_ylabel("latency (µs)")
-            ax.set_xlabel("percentile (%)")
-        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
-        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
-        return _render(fig, DISTRIBUTION_TITLE)
+            xs, ys = _curve(h)
+            ax.plot(
+                xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
+            )
+        ax.set_xlim(0, span)
+        ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
+        ax.set_title(phase, fontsize=10, color=TEXT, loc="left")
+        ax.set_ylabel("latency (µs)")
+        ax.set_xlabel("percentile (%)")
+    handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+    fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+    return fig
 
 
 def _with_gaps(points: Sequence[OverTimePoint]) -> tuple[np.ndarray, ...]:
@@ -190,48 +200,65 @@ def latency_over_time(
     subtitle: str,
     colours: Mapping[str, str] | None = None,
 ) -> str:
-    """SVG of one phase's latency over time: ``series`` is engine -> points
-    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); per engine p99 (solid), max (thin) and p50 (dotted);
-    ``colours`` is engine -> colour."""
+    """SVG of one phase's latency over time (see :func:`latency_over_time_figure`)."""
+    title = f"Latency Over Time: {phase}"
+    with matplotlib.rc_context(RC):
+        return _render(latency_over_time_figure(series, phase, subtitle, colours), title)
+
+
+_OVER_TIME_PANEL_IN = 1.55
+
+
+def latency_over_time_figure(
+    series: Mapping[str, Sequence[OverTimePoint]],
+    phase: str,
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> Figure:
+    """One phase's latency over time as small multiples: ``series`` is engine -> points
+    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, each with its
+    own x axis (seconds since that engine's phase start: a 0.3 s phase is as readable as a
+    2 s one beside it) and one shared latency axis, so heights compare across panels; per
+    engine p99 (solid), max (thin) and p50 (dotted); ``colours`` is engine -> colour.
+    Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
+    engines = [e for e, points in series.items() if points]
     notes = [
+        "One panel per engine, each over its own phase duration (x axes differ, the latency axis is shared). "
         "Each point summarises the operations that ended in one time slice of the phase; a break in a "
         "line is a slice in which no operation ended, and the tall max right after it is the stalled "
         "operation (a memtable flush, compaction or merge holding up writes).",
         "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
     ]
-    with matplotlib.rc_context(RC):
-        fig = _figure(title, subtitle, 3.6, notes)
-        ax = fig.add_subplot()
+    fig = _figure(title, subtitle, max(len(engines), 1) * _OVER_TIME_PANEL_IN + 0.45, notes)
+    if not engines:
+        fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
+        return fig
+    axes = fig.subplots(len(engines), 1, squeeze=False, sharey=True)[:, 0]
+    for ax, engine in zip(axes, engines, strict=True):
         _style(ax)
-        drawn = False
-        for engine, points in series.items():
-            if not points:
-                continue
-            drawn = True
-            colour = engine_colour(engine)
-            t, p50, p99, mx = _with_gaps(points)
-            ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
-            ax.plot(t, p99, color=colour, linewidth=1.7)
-            ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
-        if not drawn:
-            ax.text(0.5, 0.5, "no latency data", transform=ax.transAxes, ha="center", color=MUTED)
-        ax.set_xlim(left=0)
-        ax.set_xlabel("seconds since the phase start")
+        colour = engine_colour(engine)
+        t, p50, p99, mx = _with_gaps(series[engine])
+        ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
+        ax.plot(t, p99, color=colour, linewidth=1.7)
+        ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+        ax.set_xlim(0, max(float(np.nanmax(t)) if t.size else 0.0, 1e-3))
+        ax.set_title(engine, fontsize=9.5, color=TEXT, loc="left", pad=3)
         ax.set_ylabel("latency (µs)")
-        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
-        handles += [
-            Line2D([], [], color=MUTED, linewidth=1.7, label="p99"),
-            Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
-            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
-        ]
-        ax.legend(
-            handles=handles,
-            loc="lower left",
-            bbox_to_anchor=(0.0, 1.0),
-            ncols=len(handles),
-            frameon=False,
-            fontsize=8.5,
-        )
-        return _render(fig, title)
+    axes[-1].set_xlabel("seconds since the phase start")
+    handles = [
+        Line2D([], [], color=MUTED, linewidth=1.7, label="p99"),
+        Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
+        Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+    ]
+    axes[0].legend(
+        handles=handles,
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncols=len(handles),
+        frameon=False,
+        fontsize=8.5,
+        borderaxespad=0.1,
+    )
+    return fig
