@@ -137,3 +137,52 @@ def test_no_markdown_escape_in_chart_text(drawn: list[tuple[str, Figure]]) -> No
     for slug, fig in drawn:
         texts = [t.get_text() for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
         assert not [t for t in texts if "\\(" in t or "\\_" in t or "\\|" in t], slug
+
+
+NO_SCANS = """
+[run]
+name = "no-scans"
+profiles = 2_000
+seed = 570123434
+limit = 50
+batch_size = 500
+engines = ["memory"]
+
+[[phase]]
+kind = "insert"
+
+[[phase]]
+kind = "read_by_id"
+stream = "reads"
+count = 1_000
+"""
+
+
+def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_alt_text(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import re
+    import xml.etree.ElementTree as ET
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(NO_SCANS)
+    code, _, out = run_cli(str(plan), "--no-isolate", "--no-progress", "--quiet")
+    assert code == 0, out
+    folder = tmp_path / "out" / "profiles-2000-p1"
+    md = next(folder.glob("asyncbench-*.md")).read_text()
+    svgs = sorted(folder.glob("asyncbench-*.svg"))
+    slugs = {re.sub(r"^asyncbench-[^-]+-", "", p.stem) for p in svgs}
+    assert slugs == {
+        "execution-time",
+        "write-throughput",
+        "lookup-throughput",
+        "resource-footprint",
+        "latency-percentiles",
+        "latency-over-time-insert-profiles",
+    }
+    assert "Index Scan Throughput" not in md and "Query Throughput" not in md  # nothing embedded either
+    embeds = dict((file, alt) for alt, file in re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", md))
+    assert set(embeds) == {p.name for p in svgs}
+    for path in svgs:
+        title = ET.fromstring(path.read_bytes()).find("{http://www.w3.org/2000/svg}title").text
+        assert embeds[path.name] == title  # the alt text is the chart's own title
+        slug = re.sub(r"^asyncbench-[^-]+-", "", path.stem)
+        assert set(slug.split("-")) <= set(re.split(r"[\s:]+", title.lower())), (slug, title)
