@@ -397,9 +397,9 @@ def _threshold(text: str) -> float:
 
 COMPARE_EPILOG = """\
 BASE and NEW are result JSON files or directories (every asyncbench-*.json below
-them), or comma lists of them; the repeats of a phase are pooled per side. Phases
-match by what they run (kind, stream, count), not by name. Engines and phases on
-one side only are named, never compared.
+them), or comma lists of them; the repeats of a phase are pooled per side.
+Phases match by what they run (kind, stream, count), not by name. Engines and
+phases on one side only are named, never compared.
 
 verdict per engine and phase, on the median ops/s of each side:
   same     within the threshold
