@@ -277,11 +277,6 @@ def _median(c: Comparison, side: str) -> str:
     return fmt.count(round((c.base if side == "base" else c.new).median))
 
 
-def _sides_text(side: Side) -> str:
-    n = len(side.runs)
-    return f"{n} file{'s' if n != 1 else ''}"
-
-
 def _one_sided_lines(gone: OneSided, width: int) -> list[str]:
     lines: list[str] = []
     for label in ("base", "new"):
@@ -297,7 +292,8 @@ def _one_sided_lines(gone: OneSided, width: int) -> list[str]:
     return lines
 
 
-def _repeats(side: Side, engine: str, rows: list[Row]) -> str:
+def _repeats(side: str, rows: list[Row]) -> str:
+    """How many runs a side pooled for an engine (the most over its phases)."""
     n = max((r.comparison.base.n if side == "base" else r.comparison.new.n) for r in rows)
     return f"{n} run{'s' if n != 1 else ''}"
 
@@ -314,9 +310,7 @@ def render_text(
     for r in rows:
         by_engine.setdefault(r.engine, []).append(r)
     for engine, engine_rows in by_engine.items():
-        runs = (
-            f"base {_repeats('base', engine, engine_rows)} (median), new {_repeats('new', engine, engine_rows)}"
-        )
+        runs = f"base {_repeats('base', engine_rows)} (median), new {_repeats('new', engine_rows)}"
         lines += ["", _cut(f"== {engine} · {runs}", width)]
         lines.append(f"  {'phase (ops/s)':<{room}} {'base':>10} {'new':>10} {'new/base':>8} verdict")
         for r in engine_rows:
