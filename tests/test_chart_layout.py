@@ -158,9 +158,17 @@ count = 1_000
 """
 
 
-def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_alt_text(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_alt_text(
+    run_cli, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     import re
     import xml.etree.ElementTree as ET
+
+    from asyncbench.run.progress import NO_PROGRESS_ENV
+    from asyncbench.run.status import QUIET_ENV
+
+    for name in (NO_PROGRESS_ENV, QUIET_ENV):  # the in-process run sets them: restored after the test
+        monkeypatch.setenv(name, "1")
 
     plan = tmp_path / "plan.toml"
     plan.write_text(NO_SCANS)
