@@ -12,6 +12,7 @@ import io
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -506,7 +507,7 @@ def drawings(run: RunResult) -> list[Drawing]:
     out: list[Drawing] = []
     for chart in CHARTS:
         if chart.wanted(view):  # no empty "Index Scan Throughput" for a plan without scans
-            out.append((chart.slug, chart.title, lambda chart=chart: chart.draw(view)))
+            out.append((chart.slug, chart.title, partial(chart.draw, view)))
     return out + latency_drawings(run)
 
 
@@ -581,9 +582,7 @@ def latency_drawings(run: RunResult) -> list[Drawing]:
                 (
                     slug,
                     f"Latency Over Time: {name}",
-                    lambda points=points, name=name: latency_charts.latency_over_time_figure(
-                        points, name, subtitle, colours
-                    ),
+                    partial(latency_charts.latency_over_time_figure, points, name, subtitle, colours),
                 )
             )
     return out
