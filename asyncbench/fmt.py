@@ -24,6 +24,20 @@ def ms(seconds: float | None) -> str:
     return f"{round(seconds * 1000):_d} ms"
 
 
+def latency(ns: int | float | None) -> str:
+    """A latency in at most 6 characters, unit included: ``0.4µs``, ``12µs``, ``4.1ms``, ``137ms``, ``2.3s``."""
+    if ns is None:
+        return "-"
+    for div, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if ns >= div or unit == "µs":
+            value = ns / div
+            if value < 9.95:
+                return f"{value:.1f}{unit}"
+            if value < 1000 or unit == "s":
+                return f"{value:.0f}{unit}"
+    raise AssertionError("unreachable")
+
+
 def rate(ops: int, seconds: float) -> str:
     """``258_006/s``."""
     if seconds <= 0:

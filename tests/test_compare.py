@@ -163,3 +163,12 @@ def test_a_slowed_engine_is_caught_and_named(tmp_path: Path) -> None:
         timeout=120,
     )
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_help_explains_the_exit_rule_and_the_summary_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit codes: 0 no phase slower and every checksum equal; 1 at least one phase slower" in text
+    assert "Welch's t test" in text and "the threshold alone decides" in text
+    assert "geometric mean" in text and "95% Student t interval of the mean log ratio" in text

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import termios
 
+import pytest
 from conftest import ROOT
 
 from asyncbench.run.observers import phase_line
@@ -63,10 +64,36 @@ def test_console_and_progress_fit_80_columns(tmp_path) -> None:
     assert not too_wide, "\n".join(f"{len(s.rstrip())}: {s!r}" for s in too_wide)
     assert "-:--:--" not in screen
     assert "ops" in screen and "/s" in screen  # the progress figures carry their units
-    phase_lines = [s for s in segments if s.startswith("  post-update scan top reputation index")]
+    phase_lines = [s for s in segments if s.startswith("  post-update scan top ")]
     assert phase_lines and all(re.search(r" [0-9A-F]{16}$", s.rstrip()) for s in phase_lines), phase_lines
 
 
 def test_phase_line_cuts_a_long_name_never_the_checksum() -> None:
     line = phase_line("a" * 70, "1.234 s", "1_234_567/s", "0123456789ABCDEF")
     assert len(line) <= 80 and line.endswith("0123456789ABCDEF") and "…" in line
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["report"], ["compare"], ["engines"], ["floor"]])
+def test_every_help_line_fits_80_columns(command, monkeypatch, capsys) -> None:
+    from asyncbench.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    too_wide = [line for line in text.splitlines() if len(line) > 80]
+    assert not too_wide, "\n".join(too_wide)
+    if not command:  # the commands are named where a new user looks
+        listed = {line.split()[0] for line in text.splitlines() if line.startswith("    ") and line.strip()}
+        assert {"run", "report", "compare", "engines", "floor"} <= listed
+
+
+def test_phase_table_shows_p50_and_p99_in_80_columns() -> None:
+    from asyncbench.run.observers import phase_header
+
+    header = phase_header()
+    line = phase_line("post-update scan country/status index", "1.234", "1_234_567/s", "0123456789ABCDEF", p50="4.2µs", p99="137ms")
+    assert len(header) <= 80 and len(line) <= 80
+    assert header.index("p50") < header.index("p99") < header.index("checksum")
+    assert line.endswith(" 4.2µs  137ms 0123456789ABCDEF")

@@ -8,6 +8,13 @@ shows base, new, ratio and a verdict from :func:`asyncbench.measure.stats.compar
 when both sides have repeats, the threshold alone otherwise), whether the checksums are
 equal, and what differs between the two sides' configurations and machines.
 
+The text output fits the terminal (80 columns at least; ``COLUMNS`` honoured): it first
+names every engine and phase present on one side only (never compared, never silently
+dropped), then one table per engine, and ends with one line per engine: the geometric
+mean of its phases' new/base ratios with a 95 % Student t interval of the mean log ratio
+over those phases (phases are the sample, so the interval says how consistent the change
+is across phases, not how noisy one phase is).
+
 Exit codes: 0 nothing significantly slower than the threshold; 1 something regressed or a
 checksum differs; 2 bad input. This is the run's rule (:class:`asyncbench.cli.run.RunOutcome`)
 read for a comparison: 1 is "a result to look at" (a run: a failure or disagreeing
@@ -18,8 +25,12 @@ and there is no 130 since a comparison is not interrupted half-way with files to
 from __future__ import annotations
 
 import argparse
+import math
 import operator
+import shutil
+import statistics
 import sys
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +38,10 @@ from typing import Any
 
 import orjson
 
+from asyncbench import fmt
 from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
-from asyncbench.measure.stats import Comparison, Verdict, compare, comparison_row, exit_code
+from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 
@@ -161,36 +173,212 @@ def compare_sides(base: Side, new: Side, threshold: float) -> list[Row]:
     return rows
 
 
-def _render(rows: list[Row], diffs: list[str], fmt_: str, threshold: float) -> str:
+@dataclass
+class OneSided:
+    """What only one side has: engines, phases (every engine), and engine x phase pairs
+    (an engine both ran, a phase both planned, completed on one side only)."""
+
+    engines: dict[str, list[str]] = field(default_factory=dict)  # side -> engines
+    phases: dict[str, list[str]] = field(default_factory=dict)  # side -> phase names
+    pairs: dict[str, list[str]] = field(default_factory=dict)  # side -> "engine phase"
+
+
+def _engines_of(side: Side) -> list[str]:
+    out: list[str] = []
+    for engine, _key in side.samples:
+        if engine not in out:
+            out.append(engine)
+    return out
+
+
+def one_sided(base: Side, new: Side) -> OneSided:
+    out = OneSided()
+    sides = {"base": (base, new), "new": (new, base)}
+    for label, (this, other) in sides.items():
+        engines = [e for e in _engines_of(this) if e not in _engines_of(other)]
+        keys = [k for k in this.names if k not in other.names]
+        pairs = [
+            f"{engine} {this.names[key]}"
+            for engine, key in this.samples
+            if (engine, key) not in other.samples and engine not in engines and key not in keys
+            and engine in _engines_of(other)
+        ]
+        out.engines[label], out.phases[label] = engines, [this.names[k] for k in keys]
+        out.pairs[label] = pairs
+    return out
+
+
+@dataclass
+class EngineSummary:
+    """One engine's phases in one figure: the geometric mean of the new/base ops/s ratios,
+    with a 95 % Student t interval of the mean log ratio over the phases (None for one phase)."""
+
+    engine: str
+    phases: int
+    geomean: float
+    low: float | None
+    high: float | None
+    faster: int
+    slower: int
+
+    @classmethod
+    def of(cls, engine: str, rows: list[Row]) -> EngineSummary:
+        logs = [math.log(r.comparison.ratio) for r in rows]
+        mean = statistics.fmean(logs)
+        low = high = None
+        if len(logs) > 1:
+            half = t_critical(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+            low, high = math.exp(mean - half), math.exp(mean + half)
+        return cls(
+            engine,
+            len(rows),
+            math.exp(mean),
+            low,
+            high,
+            sum(r.comparison.verdict is Verdict.FASTER for r in rows),
+            sum(r.comparison.verdict is Verdict.SLOWER for r in rows),
+        )
+
+    def line(self, name_width: int) -> str:
+        """``sqlite   0.982x [0.951, 1.014]  17 phases: 1 faster, 2 slower``."""
+        interval = f"[{self.low:.3f}, {self.high:.3f}]" if self.low is not None else "(one phase: no interval)"
+        return (
+            f"  {self.engine:<{name_width}} {self.geomean:.3f}x {interval}  {self.phases} "
+            f"phase{'s' if self.phases != 1 else ''}: {self.faster} faster, {self.slower} slower"
+        )
+
+
+def summaries(rows: list[Row]) -> list[EngineSummary]:
+    by_engine: dict[str, list[Row]] = {}
+    for r in rows:
+        by_engine.setdefault(r.engine, []).append(r)
+    return [EngineSummary.of(engine, engine_rows) for engine, engine_rows in by_engine.items()]
+
+
+SUMMARY_HEAD = "geometric mean of new/base ops/s, [95% t interval of the mean log ratio]:"
+#: Regressed phases listed by name at the end (the tables show them all).
+SLOWER_LISTED = 8
+NOT_SIGNIFICANT_LEGEND = "n.s.: not significant: the repeats' spread can explain the change (Welch's t, p >= 0.05)"
+
+
+def _verdict(c: Comparison, checksums_equal: bool | None) -> str:
+    """``faster +21.3% p=0.004``, ``slower -7.2%``, ``same``, ``n.s. +6.0% p=0.35`` (and
+    ``CHECKSUM DIFFERS``): the verdict column in at most 21 characters."""
+    word = {Verdict.FASTER: "faster", Verdict.SLOWER: "slower", Verdict.SAME: "same", Verdict.NOT_SIGNIFICANT: "n.s."}
+    text = f"{word[c.verdict]} {c.change_pct:+.1f}%"
+    if c.p_value is not None and c.verdict is not Verdict.SAME:
+        text += f" p={c.p_value:.3f}" if c.p_value >= 0.001 else " p<0.001"
+    if checksums_equal is False:
+        text += " CHECKSUM DIFFERS"
+    return text
+
+
+def _median(c: Comparison, side: str) -> str:
+    return fmt.count(round((c.base if side == "base" else c.new).median))
+
+
+def _one_sided_lines(gone: OneSided, width: int) -> list[str]:
+    lines: list[str] = []
+    for label in ("base", "new"):
+        for what, items in (
+            ("engine", gone.engines[label]),
+            ("phase", gone.phases[label]),
+            ("engine's phase", gone.pairs[label]),
+        ):
+            if items:
+                plural = "s" if len(items) != 1 else ""
+                text = f"only in {label}, not compared: {what}{plural} " + ", ".join(items)
+                lines += textwrap.wrap(text, width, subsequent_indent="    ", break_on_hyphens=False)
+    return lines
+
+
+def _repeats(side: str, rows: list[Row]) -> str:
+    """How many runs a side pooled for an engine (the most over its phases)."""
+    n = max((r.comparison.base.n if side == "base" else r.comparison.new.n) for r in rows)
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def render_text(
+    rows: list[Row], diffs: list[str], threshold: float, gone: OneSided, width: int | None = None
+) -> str:
+    """The console table: fits ``width`` columns (default: the terminal's, 80 at least)."""
+    width = width or max(80, shutil.get_terminal_size((80, 24)).columns)
+    figures = 1 + 10 + 1 + 10 + 1 + 8 + 1 + 21  # base, new, ratio, verdict
+    room = max(width - 2 - figures, 12)
+    lines = _one_sided_lines(gone, width)
+    by_engine: dict[str, list[Row]] = {}
+    for r in rows:
+        by_engine.setdefault(r.engine, []).append(r)
+    for engine, engine_rows in by_engine.items():
+        runs = f"base {_repeats('base', engine_rows)} (median), new {_repeats('new', engine_rows)}"
+        lines += ["", _cut(f"== {engine} · {runs}", width)]
+        lines.append(f"  {'phase (ops/s)':<{room}} {'base':>10} {'new':>10} {'new/base':>8} verdict")
+        for r in engine_rows:
+            c = r.comparison
+            name = r.phase if len(r.phase) <= room else r.phase[: room - 1] + "…"
+            lines.append(
+                f"  {name:<{room}} {_median(c, 'base'):>10} {_median(c, 'new'):>10} {c.ratio:>7.3f}x "
+                f"{_verdict(c, r.checksums_equal)}"
+            )
+    slower = [r for r in rows if r.comparison.verdict is Verdict.SLOWER]
+    faster = [r for r in rows if r.comparison.verdict is Verdict.FASTER]
+    lines.append("")
+    if any(r.comparison.verdict is Verdict.NOT_SIGNIFICANT for r in rows):
+        lines += textwrap.wrap(NOT_SIGNIFICANT_LEGEND, width)
+    for d in diffs:
+        lines += textwrap.wrap(f"differs: {d}", width, subsequent_indent="    ")
+    same = sum(r.comparison.verdict is Verdict.SAME for r in rows)
+    lines += textwrap.wrap(
+        f"{len(rows)} phases compared (threshold {threshold * 100:g}%): {len(faster)} faster, "
+        f"{len(slower)} slower, {same} same, {len(rows) - len(faster) - len(slower) - same} n.s."
+        + ("; CHECKSUMS DIFFER" if any(r.checksums_equal is False for r in rows) else ""),
+        width,
+    )
+    shown = slower if len(slower) <= SLOWER_LISTED else slower[: SLOWER_LISTED - 1]
+    for i, r in enumerate(shown):  # one per line: a name is never broken across lines
+        lines.append(_cut(("slower: " if i == 0 else "        ") + f"{r.engine} {r.phase}", width))
+    if len(shown) < len(slower):
+        lines.append(f"        … and {len(slower) - len(shown)} more (see the tables above)")
+    sums = summaries(rows)
+    name_width = max(len(s.engine) for s in sums)
+    lines += textwrap.wrap(SUMMARY_HEAD, width)
+    lines += [s.line(name_width) for s in sums]
+    return "\n".join(lines)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: OneSided) -> str:
     header = ["Engine", "Phase", "Base", "New", "Ratio", "Verdict", "Checksums"]
     table = [
         [
-            *comparison_row(r.engine, r.phase, r.comparison),
+            r.engine,
+            r.phase,
+            r.comparison.base.format(),
+            r.comparison.new.format(),
+            f"{r.comparison.ratio:.3f}x",
+            r.comparison.describe(),
             {True: "equal", False: "DIFFER", None: "-"}[r.checksums_equal],
         ]
         for r in rows
     ]
-    slower = [r for r in rows if r.comparison.verdict is Verdict.SLOWER]
-    faster = [r for r in rows if r.comparison.verdict is Verdict.FASTER]
-    summary = (
-        f"{len(rows)} phases compared (threshold {threshold * 100:g}%): {len(faster)} faster, "
-        f"{len(slower)} slower, {len(rows) - len(faster) - len(slower)} same or not significant"
-    )
-    if slower:
-        summary += "; slower: " + ", ".join(f"{r.engine} {r.phase}" for r in slower)
-    if any(r.checksums_equal is False for r in rows):
-        summary += "; CHECKSUMS DIFFER"
-    if fmt_ == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
-        lines += ["", summary]
-        lines += [f"- differs: {d}" for d in diffs]
-        return "\n".join(lines)
-    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
-    lines += ["", summary]
-    lines += [f"differs: {d}" for d in diffs]
+    lines = [f"- {line}" for line in _one_sided_lines(gone, 10_000)]
+    lines += ["", "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
+    slower = [f"{r.engine} {r.phase}" for r in rows if r.comparison.verdict is Verdict.SLOWER]
+    faster = sum(r.comparison.verdict is Verdict.FASTER for r in rows)
+    lines += [
+        "",
+        f"{len(rows)} phases compared (threshold {threshold * 100:g}%): {faster} faster, {len(slower)} slower, "
+        f"{len(rows) - faster - len(slower)} same or not significant"
+        + (f"; slower: {', '.join(slower)}" if slower else "")
+        + ("; CHECKSUMS DIFFER" if any(r.checksums_equal is False for r in rows) else ""),
+    ]
+    lines += [f"- differs: {d}" for d in diffs]
+    lines += ["", SUMMARY_HEAD, ""]
+    lines += [f"- {s.line(0).strip()}" for s in summaries(rows)]
     return "\n".join(lines)
 
 
@@ -201,13 +389,36 @@ def _threshold(text: str) -> float:
     return value / 100
 
 
+COMPARE_EPILOG = """\
+BASE and NEW are result JSON files or directories (every asyncbench-*.json below
+them), or comma lists of them; the repeats of a phase are pooled per side.
+Phases match by what they run (kind, stream, count), not by name. Engines and
+phases on one side only are named, never compared.
+
+verdict per engine and phase, on the median ops/s of each side:
+  same     within the threshold
+  faster   NEW is faster by more than the threshold and, when both sides have
+  slower   repeats, Welch's t test says so (p < 0.05); with one run on either
+           side, the threshold alone decides
+  n.s.     beyond the threshold, but the repeats' spread can explain it
+
+summary: per engine, the geometric mean of NEW/BASE ops/s over its compared
+phases, with the 95% Student t interval of the mean log ratio (the phases are
+the sample: a narrow interval says the change is consistent across phases).
+
+exit codes: 0 no phase slower and every checksum equal; 1 at least one phase
+slower (as above) or a checksum differs; 2 bad input (a missing or invalid file,
+a bad flag, or no engine and phase in common).
+"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.epilog = (
-        "BASE and NEW are result JSON files or directories, or comma lists of them; repeats "
-        "are pooled per side. Exit codes: 0 nothing slower, 1 something significantly slower or a "
-        "checksum differs, 2 bad input (the run's rule, applied to a comparison: 1 is a result you "
-        "must look at, 2 means nothing was compared)."
+    p.description = (
+        "Compare two benchmark results (or sets of results) phase by phase:\n"
+        "is NEW faster, slower or the same as BASE?"
     )
+    p.epilog = COMPARE_EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog is laid out by hand
     p.add_argument("base")
     p.add_argument("new")
     p.add_argument("--threshold", default="5%", help="smallest change that counts (default 5%%)")
@@ -230,8 +441,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"asyncbench: compare: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rows = compare_sides(base, new, threshold)
+    gone = one_sided(base, new)
     if not rows:
         print("asyncbench: compare: the two sides have no engine and phase in common", file=sys.stderr)
+        for line in _one_sided_lines(gone, 80):
+            print(f"  {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     diffs = _differences(base, new)
     if args.json:
@@ -253,9 +467,31 @@ def run(args: argparse.Namespace) -> int:
                 for r in rows
             ],
             "differences": diffs,
+            "only_in_base": {
+                "engines": gone.engines["base"], "phases": gone.phases["base"], "engine_phases": gone.pairs["base"]
+            },
+            "only_in_new": {
+                "engines": gone.engines["new"], "phases": gone.phases["new"], "engine_phases": gone.pairs["new"]
+            },
+            "engines": [
+                {
+                    "engine": s.engine,
+                    "phases": s.phases,
+                    "geomean_ratio": s.geomean,
+                    "ci95_low": s.low,
+                    "ci95_high": s.high,
+                    "interval": "95% Student t interval of the mean log ratio over the engine's phases",
+                    "faster": s.faster,
+                    "slower": s.slower,
+                }
+                for s in summaries(rows)
+            ],
         }
         print(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
-        print(_render(rows, diffs, "markdown" if args.markdown else "text", threshold))
+        render = render_markdown(rows, diffs, threshold, gone) if args.markdown else render_text(
+            rows, diffs, threshold, gone
+        )
+        print(render)
     checksum_code = 1 if any(r.checksums_equal is False for r in rows) else 0
     return max(exit_code([r.comparison for r in rows]), checksum_code)

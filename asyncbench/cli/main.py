@@ -75,8 +75,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.set_defaults(handler=module.run, parser=p)
         if name == DEFAULT_COMMAND:
             top.epilog = (
-                f"'{DEFAULT_COMMAND}' is the default command: python -m asyncbench PLAN.toml [flags] runs a plan. "
-                "Each command has --help.\n\n" + p.format_help()
+                f"'{DEFAULT_COMMAND}' is the default command: python -m asyncbench PLAN.toml [flags]\n"
+                "runs a plan. Each command has --help.\n\n" + p.format_help()
             )
     return top
 

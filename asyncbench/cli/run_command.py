@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from asyncbench.config import (
     RUN_KEYS,
@@ -33,22 +34,25 @@ from asyncbench.run.signals import StopSignals
 __all__ = ["EPILOG", "add_arguments", "apply_flags", "epilog", "run"]
 
 EPILOG = """\
-exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine failed or
-timed out, or a result could not be written; 2 bad plan file, flag or path, or the data or
-output directory is in use by another run (nothing is run); 130 interrupted (SIGINT,
-SIGTERM or SIGHUP: the partial report is still written; Ctrl-C three times forces an exit).
+exit codes: 0 all engines completed and agree; 1 a checksum disagrees, an engine
+failed or timed out, or a result could not be written; 2 bad plan file, flag or
+path, or the data or output directory is in use by another run (nothing is run);
+130 interrupted (SIGINT, SIGTERM or SIGHUP: the partial report is still written;
+Ctrl-C three times forces an exit).
 
-stable operations: a phase's operations depend on the seed, the profile count and the counts; never
-on the phase list. Changing a count under [counts] re-draws that stream and every stream drawn after it
-(reads, email_reads, queries/ranges, updates, post_reads, post_email_reads, post_queries).
+stable operations: a phase's operations depend on the seed, the profile count
+and the counts; never on the phase list. Changing a count under [counts]
+re-draws that stream and every stream drawn after it (reads, email_reads,
+queries/ranges, updates, post_reads, post_email_reads, post_queries).
 
-engines: {builtin}{plugins}
-  python -m asyncbench engines     every engine with its settings and their defaults
+{engines}
+  python -m asyncbench engines   every engine with its settings and defaults
 
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
   python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
   python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
+  python -m asyncbench compare results/base results/new
 """
 
 def epilog() -> str:
@@ -59,8 +63,13 @@ def epilog() -> str:
     return EPILOG.format(
         first=first,
         pair=f"{first},{second}",
-        builtin=", ".join(n for n in REGISTRY if n not in PLUGINS),
-        plugins=f"; plug-ins: {', '.join(sorted(PLUGINS))}" if PLUGINS else "",
+        engines=textwrap.fill(  # the help fits 80 columns
+            "engines: "
+            + ", ".join(n for n in REGISTRY if n not in PLUGINS)
+            + (f"; plug-ins: {', '.join(sorted(PLUGINS))}" if PLUGINS else ""),
+            80,
+            subsequent_indent="  ",
+        ),
     )
 
 

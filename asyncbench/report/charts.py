@@ -1,4 +1,4 @@
-"""The report's six SVG charts, drawn with matplotlib's object-oriented API and SVG canvas.
+"""The report's throughput and footprint SVG charts (up to six), drawn with matplotlib's object-oriented API and SVG canvas.
 
 No pyplot: figures are plain ``Figure`` objects rendered by ``FigureCanvasSVG``, so rendering
 while a run is in progress touches no global figure state. Output is deterministic for the
@@ -12,6 +12,7 @@ import io
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -51,6 +52,12 @@ class Chart:
     slug: str
     title: str
     draw: Callable[[RunResult], Figure]
+    #: the phase groups the chart shows; a plan running none of them gets no such chart
+    groups: tuple[Group_, ...] = ()
+
+    def wanted(self, run: RunResult) -> bool:
+        """Whether the plan runs a phase this chart shows (always, for a chart of no group)."""
+        return not self.groups or bool(_plan_indexes(run, self.groups))
 
 
 def _incomplete(e: EngineResult) -> bool:
@@ -185,6 +192,13 @@ def _throughput(
     if missing:
         notes.append(f"No bar: the engine did not complete that phase ({', '.join(missing)}).")
     notes += extra_notes
+    repeats = sorted({row.n for rows in run.throughput.values() for row in rows if row.n > 1})
+    if any(g.ranges for g in groups):
+        n_text = f"{repeats[0]}" if len(repeats) == 1 else f"{repeats[0]}-{repeats[-1]}"
+        notes.append(
+            f"Bar: the median of the engine's {n_text} measured repeats; whisker: their slowest to "
+            "fastest (min to max)."
+        )
     if not groups:
         notes.append("The plan has no phase of this kind.")
     colours = {e.engine: engine_colour(e) for e in run.engines}
@@ -194,6 +208,7 @@ def _throughput(
     ax = fig.add_subplot()
     _style_axis(ax)
     centers = []
+    right = 100.0  # the right end of the longest bar or whisker, % of the fastest
     for gi, g in enumerate(groups):
         base = gi * (n + 1)
         centers.append(base + (n - 1) / 2)
@@ -229,6 +244,7 @@ def _throughput(
                 hatch="//" if incomplete else None,
                 linewidth=0,
             )
+            label_x = pct
             if engine in g.ranges and best > 0:
                 lo, hi = (100 * v / best for v in g.ranges[engine])
                 ax.errorbar(
@@ -240,8 +256,10 @@ def _throughput(
                     elinewidth=0.8,
                     capsize=2,
                 )
+                label_x = max(pct, hi)  # the label starts past the whisker, never under it
+            right = max(right, label_x)
             ax.text(
-                pct,
+                label_x,
                 y,
                 f"  {engine}  {round(speeds[engine]):_d}/s · {_pct(pct)}",
                 va="center",
@@ -252,7 +270,7 @@ def _throughput(
     ax.set_yticks(centers, [g.label for g in groups], fontsize=9)
     rows = max(len(groups), 1) * (n + 1) - 1
     ax.set_ylim(rows - 0.5, -0.6)
-    ax.set_xlim(0, 165)
+    ax.set_xlim(0, right + 65)  # room for the label after the longest bar or whisker
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
     ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)")
@@ -386,7 +404,7 @@ def resource_footprint(run: RunResult) -> Figure:
         if e.facts.storage_method is StorageMethod.NONE:
             notes.append(f"{e.engine}: writes no files, so its storage is 0 B.")
     notes.append(
-        f"{report.storage_note(run)} Process peak memory: "
+        f"{report.storage_note(run, markdown=False)} Process peak memory: "
         "peak RSS of the benchmark process while the engine ran (interpreter and harness included). "
         + fmt.SIZE_UNIT_NOTE
     )
@@ -438,10 +456,10 @@ def resource_footprint(run: RunResult) -> Figure:
 
 CHARTS: tuple[Chart, ...] = (
     Chart("execution-time", "Execution Time", execution_time),
-    Chart("write-throughput", "Write Throughput", write_throughput),
-    Chart("lookup-throughput", "Lookup Throughput", lookup_throughput),
-    Chart("scan-throughput", "Index Scan Throughput", scan_throughput),
-    Chart("query-throughput", "Query Throughput", query_throughput),
+    Chart("write-throughput", "Write Throughput", write_throughput, (Group_.WRITE,)),
+    Chart("lookup-throughput", "Lookup Throughput", lookup_throughput, (Group_.LOOKUP,)),
+    Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
+    Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
 )
 
@@ -452,10 +470,14 @@ def chart_file(stamp: str, slug: str) -> str:
 
 def render_svg(chart: Chart, run: RunResult) -> bytes:
     """One chart as SVG bytes; the same run gives the same bytes."""
+    return _svg(lambda: chart.draw(run), chart.title)
+
+
+def _svg(draw: Callable[[], Figure], title: str) -> bytes:
     with matplotlib.rc_context(RC):
-        fig = chart.draw(run)
+        fig = draw()
         buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Title": chart.title, "Date": None})
+        fig.savefig(buf, format="svg", metadata={"Title": title, "Date": None})
     return buf.getvalue()
 
 
@@ -468,21 +490,34 @@ def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str,
     return [(title, path.name) for title, path, _, _ in files]
 
 
-def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:
-    """(title, path, SVG bytes, ownership proof) of every chart, drawn, not yet written.
+#: A chart of a run, not drawn yet: (slug, title, draw); call draw inside ``rc_context(RC)``.
+Drawing = tuple[str, str, Callable[[], Figure]]
 
-    Six throughput and footprint charts (one bar per engine: the median of its measured
-    repeats, with a min-max error bar when it ran several times), then, when the run
-    recorded latency, the percentile distribution of the main phases and the latency over
-    time of each write phase."""
+
+def drawings(run: RunResult) -> list[Drawing]:
+    """Every chart of ``run``, in report order, as figures still to draw.
+
+    Up to six throughput and footprint charts (one bar per engine: the median of its
+    measured repeats, with a min-max error bar when it ran several times; a throughput
+    chart only when the plan runs a phase of its kind), then, when the run recorded
+    latency, the percentile distribution of the main phases and the latency over time of
+    each write phase."""
     run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
     view = collapse(run)
-    out: list[tuple[str, Path, bytes, Proof]] = []
+    out: list[Drawing] = []
     for chart in CHARTS:
-        out.append((chart.title, directory / chart_file(stamp, chart.slug), render_svg(chart, view), is_own_svg(chart.title)))
-    for slug, title, svg in latency_svgs(run):
+        if chart.wanted(view):  # no empty "Index Scan Throughput" for a plan without scans
+            out.append((chart.slug, chart.title, partial(chart.draw, view)))
+    return out + latency_drawings(run)
+
+
+def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:
+    """(title, path, SVG bytes, ownership proof) of every chart (:func:`drawings`), drawn,
+    not yet written."""
+    out: list[tuple[str, Path, bytes, Proof]] = []
+    for slug, title, draw in drawings(run):
         own = is_own_svg(title, *FORMER_TITLES.get(slug, ()))
-        out.append((title, directory / chart_file(stamp, slug), svg.encode(), own))
+        out.append((title, directory / chart_file(stamp, slug), _svg(draw, title), own))
     return out
 
 
@@ -497,11 +532,19 @@ def _subtitle(run: RunResult) -> str:
 
 
 def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[str, str, str]]:
-    """(slug, title, SVG) of the latency charts, from every measured repeat's histograms.
+    """(slug, title, SVG) of the latency charts (:func:`latency_drawings`)."""
+    return [
+        (slug, title, _svg(draw, title).decode("utf-8")) for slug, title, draw in latency_drawings(run, over_time)
+    ]
+
+
+def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Drawing]:
+    """The latency charts, from every measured repeat's histograms.
 
     The latency-over-time chart is drawn for the write phases, the phases run at a rate and
     the phases named in ``over_time`` (``"all"``: every operation phase with a series)."""
     from asyncbench.report import latency_charts  # it builds on this module's style constants
+
     groups = group_runs(run)
     colours = {e.engine: engine_colour(e) for e in run.engines}
     main: list[int] = []
@@ -530,11 +573,12 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
                 series.setdefault(g.engine, {})[run.phases[i].name] = h.encoded()
     if not series:
         return []
-    out = [
+    subtitle = _subtitle(run)
+    out: list[Drawing] = [
         (
             "latency-percentiles",
             latency_charts.DISTRIBUTION_TITLE,
-            latency_charts.percentile_distribution(series, _subtitle(run), colours, responses or None),
+            partial(latency_charts.percentile_distribution_figure, series, subtitle, colours, responses or None),
         )
     ]
     for i in range(len(run.phases)):
@@ -562,7 +606,9 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
                 (
                     slug,
                     f"Latency Over Time: {name}",
-                    latency_charts.latency_over_time(points, name, _subtitle(run), colours, over_response or None),
+                    partial(
+                        latency_charts.latency_over_time_figure, points, name, subtitle, colours, over_response or None
+                    ),
                 )
             )
     sweeps = _sweeps(run, groups)
@@ -571,7 +617,7 @@ def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[st
             (
                 "latency-vs-throughput",
                 latency_charts.SWEEP_TITLE,
-                latency_charts.latency_vs_throughput(sweeps, _subtitle(run), colours),
+                partial(latency_charts.latency_vs_throughput_figure, sweeps, subtitle, colours),
             )
         )
     return out

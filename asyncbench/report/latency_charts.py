@@ -6,7 +6,8 @@
   where engines differ most, gets as much room as the median. Drawn from each phase's
   encoded HdrHistogram, so a saved JSON result is enough to redraw it.
 * :func:`latency_over_time`: one write phase, p50/p99/max per time bucket against seconds
-  since the phase start, so compaction or merge stalls show where they happened.
+  since the phase start, one panel per engine (small multiples: a short phase is not
+  squashed beside a long one), so compaction or merge stalls show where they happened.
 
 Same style and guarantees as ``asyncbench.charts`` (its rcParams): matplotlib's object API
 without pyplot, text drawn as paths, a fixed SVG hash salt and no date, so the same data
@@ -38,9 +39,11 @@ __all__ = [
     "FALLBACK_COLOURS",
     "OverTimePoint",
     "latency_over_time",
+    "latency_over_time_figure",
     "nines",
     "nines_label",
     "percentile_distribution",
+    "percentile_distribution_figure",
 ]
 
 DISTRIBUTION_TITLE = "Latency Percentiles"  # its file is ...-latency-percentiles.svg
@@ -115,10 +118,22 @@ def percentile_distribution(
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
-    """SVG of latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
+    """SVG of latency by percentile (see :func:`percentile_distribution_figure`)."""
+    with matplotlib.rc_context(RC):
+        return _render(percentile_distribution_figure(series, subtitle, colours, responses), DISTRIBUTION_TITLE)
+
+
+def percentile_distribution_figure(
+    series: Mapping[str, Mapping[str, str]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Mapping[str, str]] | None = None,
+) -> Figure:
+    """Latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
     (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
     engine -> colour. ``responses`` (same shape): the response time of phases run at a
-    rate, drawn dashed in the engine's colour beside its service time."""
+    rate, drawn dashed in the engine's colour beside its service time. Call inside
+    ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     phases: list[str] = []
     for by_phase in series.values():
@@ -141,41 +156,40 @@ def percentile_distribution(
         "Per-operation latency measured inside each engine's own loop (no thread hop); HdrHistogram, "
         "3 significant digits. Lower is better.",
     ]
-    with matplotlib.rc_context(RC):
-        fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
-        if not phases:
-            fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
-            return _render(fig, DISTRIBUTION_TITLE)
-        axes = fig.subplots(rows, cols, squeeze=False)
-        for i, ax in enumerate(axes.flat):
-            if i >= len(phases):
-                ax.set_visible(False)
+    fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+    if not phases:
+        fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
+        return fig
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(phases):
+            ax.set_visible(False)
+            continue
+        phase = phases[i]
+        _style(ax)
+        for engine in series:
+            h = hists.get((engine, phase))
+            if h is None or h.count == 0:
                 continue
-            phase = phases[i]
-            _style(ax)
-            for engine in series:
-                h = hists.get((engine, phase))
-                if h is None or h.count == 0:
-                    continue
-                xs, ys = _curve(h)
-                ax.plot(
-                    xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
-                )
-                response = (responses or {}).get(engine, {}).get(phase)
-                if response is not None:  # open loop: from the intended start, dashed
-                    xs, ys = _curve(LatencyHistogram.from_encoded(response))
-                    ax.plot(xs, ys, color=engine_colour(engine), linewidth=1.4, linestyle="--", drawstyle="steps-post")
-            ax.set_xlim(0, span)
-            ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
-            ax.set_title(phase, fontsize=10, color=TEXT, loc="left")
-            ax.set_ylabel("latency (µs)")
-            ax.set_xlabel("percentile (%)")
-        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
-        if responses:
-            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response (at a rate)"))
-        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
-        return _render(fig, DISTRIBUTION_TITLE)
+            xs, ys = _curve(h)
+            ax.plot(
+                xs, ys, color=engine_colour(engine), linewidth=1.6, drawstyle="steps-post", label=engine
+            )
+            response = (responses or {}).get(engine, {}).get(phase)
+            if response is not None:  # open loop: from the intended start, dashed
+                xs, ys = _curve(LatencyHistogram.from_encoded(response))
+                ax.plot(xs, ys, color=engine_colour(engine), linewidth=1.4, linestyle="--", drawstyle="steps-post")
+        ax.set_xlim(0, span)
+        ax.xaxis.set_major_locator(FixedLocator(list(range(math.floor(span) + 1))))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: nines_label(round(v))))
+        ax.set_title(phase, fontsize=10, color=TEXT, loc="left")
+        ax.set_ylabel("latency (µs)")
+        ax.set_xlabel("percentile (%)")
+    handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
+    if responses:
+        handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response (at a rate)"))
+    fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+    return fig
 
 
 def _with_gaps(points: Sequence[OverTimePoint]) -> tuple[np.ndarray, ...]:
@@ -201,58 +215,76 @@ def latency_over_time(
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
 ) -> str:
-    """SVG of one phase's latency over time: ``series`` is engine -> points
-    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); per engine p99 (solid), max (thin) and p50 (dotted);
-    ``colours`` is engine -> colour. ``responses`` (same shape): under a rate, the response
-    time's points, whose p99 is drawn dashed."""
+    """SVG of one phase's latency over time (see :func:`latency_over_time_figure`)."""
+    title = f"Latency Over Time: {phase}"
+    with matplotlib.rc_context(RC):
+        return _render(latency_over_time_figure(series, phase, subtitle, colours, responses), title)
+
+
+_OVER_TIME_PANEL_IN = 1.55
+
+
+def latency_over_time_figure(
+    series: Mapping[str, Sequence[OverTimePoint]],
+    phase: str,
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+    responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
+) -> Figure:
+    """One phase's latency over time as small multiples: ``series`` is engine -> points
+    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, each with its
+    own x axis (seconds since that engine's phase start: a 0.3 s phase is as readable as a
+    2 s one beside it) and one shared latency axis, so heights compare across panels; per
+    engine p99 (solid), max (thin) and p50 (dotted); ``colours`` is engine -> colour.
+    ``responses`` (same shape): under a rate, the response time's points, whose p99 is
+    drawn dashed. Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
+    engines = [e for e, points in series.items() if points]
     notes = [
+        "One panel per engine, each over its own phase duration (x axes differ, the latency axis is shared). "
         "Each point summarises the operations that ended in one time slice of the phase; a break in a "
         "line is a slice in which no operation ended, and the tall max right after it is the stalled "
         "operation (a memtable flush, compaction or merge holding up writes).",
         "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
     ]
-    with matplotlib.rc_context(RC):
-        fig = _figure(title, subtitle, 3.6, notes)
-        ax = fig.add_subplot()
+    fig = _figure(title, subtitle, max(len(engines), 1) * _OVER_TIME_PANEL_IN + 0.45, notes)
+    if not engines:
+        fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
+        return fig
+    axes = fig.subplots(len(engines), 1, squeeze=False, sharey=True)[:, 0]
+    for ax, engine in zip(axes, engines, strict=True):
         _style(ax)
-        drawn = False
-        for engine, points in series.items():
-            if not points:
-                continue
-            drawn = True
-            colour = engine_colour(engine)
-            t, p50, p99, mx = _with_gaps(points)
-            ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
-            ax.plot(t, p99, color=colour, linewidth=1.7)
-            ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
-            response = (responses or {}).get(engine)
-            if response:  # open loop: from each operation's intended start
-                t, _p50, p99, _mx = _with_gaps(response)
-                ax.plot(t, p99, color=colour, linewidth=1.4, linestyle="--")
-        if not drawn:
-            ax.text(0.5, 0.5, "no latency data", transform=ax.transAxes, ha="center", color=MUTED)
-        ax.set_xlim(left=0)
-        ax.set_xlabel("seconds since the phase start")
+        colour = engine_colour(engine)
+        t, p50, p99, mx = _with_gaps(series[engine])
+        ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
+        ax.plot(t, p99, color=colour, linewidth=1.7)
+        ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+        response = (responses or {}).get(engine)
+        if response:  # open loop: from each operation's intended start
+            _t, _p50, rp99, _mx = _with_gaps(response)
+            ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--")
+        ax.set_xlim(0, max(float(np.nanmax(t)) if t.size else 0.0, 1e-3))
+        ax.set_title(engine, fontsize=9.5, color=TEXT, loc="left", pad=3)
         ax.set_ylabel("latency (µs)")
-        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in series]
-        handles += [
-            Line2D([], [], color=MUTED, linewidth=1.7, label="p99"),
-            Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
-            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
-        ]
-        if responses:
-            handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response p99"))
-        ax.legend(
-            handles=handles,
-            loc="lower left",
-            bbox_to_anchor=(0.0, 1.0),
-            ncols=len(handles),
-            frameon=False,
-            fontsize=8.5,
-        )
-        return _render(fig, title)
+    axes[-1].set_xlabel("seconds since the phase start")
+    handles = [
+        Line2D([], [], color=MUTED, linewidth=1.7, label="p99"),
+        Line2D([], [], color=MUTED, linewidth=0.8, alpha=0.55, label="max"),
+        Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+    ]
+    if responses:
+        handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response p99"))
+    axes[0].legend(
+        handles=handles,
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncols=len(handles),
+        frameon=False,
+        fontsize=8.5,
+        borderaxespad=0.1,
+    )
+    return fig
 
 
 SWEEP_TITLE = "Latency vs Throughput"
@@ -266,9 +298,20 @@ def latency_vs_throughput(
     subtitle: str,
     colours: Mapping[str, str] | None = None,
 ) -> str:
-    """SVG of saturation sweeps: ``sweeps`` is sweep (phase) name -> engine -> its levels;
+    """SVG of saturation sweeps (see :func:`latency_vs_throughput_figure`)."""
+    with matplotlib.rc_context(RC):
+        return _render(latency_vs_throughput_figure(sweeps, subtitle, colours), SWEEP_TITLE)
+
+
+def latency_vs_throughput_figure(
+    sweeps: Mapping[str, Mapping[str, Sequence[SweepPoint]]],
+    subtitle: str,
+    colours: Mapping[str, str] | None = None,
+) -> Figure:
+    """Saturation sweeps: ``sweeps`` is sweep (phase) name -> engine -> its levels;
     one panel per sweep, per engine response p99 (solid, dots) and p50 (dotted) against the
-    achieved throughput: the classic curve that turns up where the engine saturates."""
+    achieved throughput: the classic curve that turns up where the engine saturates. Call
+    inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     names = list(sweeps)
     cols = 2 if len(names) > 1 else 1
@@ -280,32 +323,31 @@ def latency_vs_throughput(
         "Lower and further right is better.",
     ]
     engines: list[str] = []
-    with matplotlib.rc_context(RC):
-        fig = _figure(SWEEP_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
-        axes = fig.subplots(rows, cols, squeeze=False)
-        for i, ax in enumerate(axes.flat):
-            if i >= len(names):
-                ax.set_visible(False)
+    fig = _figure(SWEEP_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(names):
+            ax.set_visible(False)
+            continue
+        _style(ax)
+        for engine, points in sweeps[names[i]].items():
+            if not points:
                 continue
-            _style(ax)
-            for engine, points in sweeps[names[i]].items():
-                if not points:
-                    continue
-                engines += [] if engine in engines else [engine]
-                pts = sorted(points)
-                x = np.array([p[1] for p in pts], dtype=np.float64)
-                p50 = np.maximum(np.array([p[2] for p in pts], dtype=np.float64) / 1e3, 1e-3)
-                p99 = np.maximum(np.array([p[3] for p in pts], dtype=np.float64) / 1e3, 1e-3)
-                ax.plot(x, p99, color=engine_colour(engine), linewidth=1.7, marker="o", markersize=3.5)
-                ax.plot(x, p50, color=engine_colour(engine), linewidth=1.0, linestyle=":")
-            ax.set_title(names[i], fontsize=10, color=TEXT, loc="left")
-            ax.set_xlim(left=0)
-            ax.set_xlabel("achieved throughput (ops/s)")
-            ax.set_ylabel("response time (µs)")
-        handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in engines]
-        handles += [
-            Line2D([], [], color=MUTED, linewidth=1.7, marker="o", markersize=3.5, label="p99"),
-            Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
-        ]
-        fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
-        return _render(fig, SWEEP_TITLE)
+            engines += [] if engine in engines else [engine]
+            pts = sorted(points)
+            x = np.array([p[1] for p in pts], dtype=np.float64)
+            p50 = np.maximum(np.array([p[2] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+            p99 = np.maximum(np.array([p[3] for p in pts], dtype=np.float64) / 1e3, 1e-3)
+            ax.plot(x, p99, color=engine_colour(engine), linewidth=1.7, marker="o", markersize=3.5)
+            ax.plot(x, p50, color=engine_colour(engine), linewidth=1.0, linestyle=":")
+        ax.set_title(names[i], fontsize=10, color=TEXT, loc="left")
+        ax.set_xlim(left=0)
+        ax.set_xlabel("achieved throughput (ops/s)")
+        ax.set_ylabel("response time (µs)")
+    handles = [Line2D([], [], color=engine_colour(e), linewidth=2, label=e) for e in engines]
+    handles += [
+        Line2D([], [], color=MUTED, linewidth=1.7, marker="o", markersize=3.5, label="p99"),
+        Line2D([], [], color=MUTED, linewidth=1.0, linestyle=":", label="p50"),
+    ]
+    fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
+    return fig

@@ -316,8 +316,10 @@ def cluster_note(e: EngineResult) -> str:
     return f"Cluster ({e.engine}): " + "; ".join(parts) + "."
 
 
-def storage_note(run: RunResult) -> str:
-    """How and when each storage figure was obtained, from the engines' facts and the plan."""
+def storage_note(run: RunResult, markdown: bool = True) -> str:
+    """How and when each storage figure was obtained, from the engines' facts and the plan;
+    engine names escaped for Markdown unless ``markdown`` is off (a chart's text is plain)."""
+    esc = md.text if markdown else str
     settled = any(p.kind.action is Action.SETTLE for p in run.phases)
     when = (
         "after the settle phase"
@@ -332,17 +334,17 @@ def storage_note(run: RunResult) -> str:
     if StorageMethod.FILES in by_method or not by_method:
         names = ", ".join(by_method.get(StorageMethod.FILES, []))
         who = f" ({names})" if names else ""
-        who = md.text(who)
+        who = esc(who)
         parts.append(f"Storage{who} is the size of every file under the engine's data directory, measured {when}")
     estimates = by_method.get(StorageMethod.SERVER_ESTIMATE, [])
     if estimates:
         parts.append(
-            f"for {', '.join(map(md.text, estimates))} it is the server's own size estimate of the engine's tables "
+            f"for {', '.join(map(esc, estimates))} it is the server's own size estimate of the engine's tables "
             f"(data and index pages it reports, measured {when}), not bytes on disk"
         )
     empty = by_method.get(StorageMethod.NONE, [])
     if empty:
-        parts.append(f"{', '.join(map(md.text, empty))} writes no files (0 B)")
+        parts.append(f"{', '.join(map(esc, empty))} writes no files (0 B)")
     return "; ".join(parts) + "."
 
 

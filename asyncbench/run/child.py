@@ -9,6 +9,7 @@ one module for each direction keeps the import graph acyclic.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -51,6 +52,10 @@ class PartialResultWriter(Observer):
         self._write()
 
 
+#: How long a child stopped by a signal waits to learn whether its parent died.
+PARENT_GONE_WAIT_SECONDS = 1.0
+
+
 def child_main(
     config_file: Path,
     engine: str,
@@ -68,6 +73,7 @@ def child_main(
     temporary directory itself.
     """
     watch = ParentWatch(parent_pipe_fd)
+    parent = os.getppid()
     watch.start()
     if stop is None:
         stop = StopSignals()
@@ -76,7 +82,14 @@ def child_main(
     try:
         return _child_run(config_file, engine, profiles, parallelism, result_file, log_file, stop)
     finally:
-        if watch.parent_gone.is_set() and result_file.parent.name.startswith(TEMP_PREFIX):
+        # The kernel's SIGTERM comes when the parent's *thread* that started this child
+        # dies: with SIGKILL that is before the parent's other threads (its log writer)
+        # are gone, so the pipe closes a little later. A stop by a signal therefore waits
+        # briefly for the pipe before deciding nobody will read the result.
+        if stop.interrupted and not watch.parent_gone.is_set() and parent_pipe_fd is not None:
+            watch.parent_gone.wait(PARENT_GONE_WAIT_SECONDS)
+        gone = watch.parent_gone.is_set() or os.getppid() != parent
+        if gone and result_file.parent.name.startswith(TEMP_PREFIX):
             shutil.rmtree(result_file.parent, ignore_errors=True)
 
 

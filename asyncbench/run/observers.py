@@ -252,29 +252,66 @@ def open_loop_line(result: PhaseResult) -> str:
 
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
 CONSOLE_WIDTH = 80
+#: The figures after the phase name: time, rate, p50, p99 (or one note across the last
+#: three), checksum.
+_FIGURES = "{seconds:>7} {middle:>25} {checksum:<16}"
 
 
-def phase_line(name: str, seconds: str, throughput: str, checksum: str, width: int = CONSOLE_WIDTH) -> str:
-    """``  <name>  <seconds> <rate> <checksum>`` in ``width`` columns; a long name is cut
-    with an ellipsis so the figures and the whole checksum stay on the line."""
-    tail = f"{seconds:>11} {throughput:>11} {checksum:<16}".rstrip()
-    room = max(width - 3 - len(f"{seconds:>11} {throughput:>11} {'':<16}"), 8)
+def console_width() -> int:
+    """The terminal's width (``COLUMNS`` honoured), never under 80: a pipe gets 80."""
+    import shutil
+
+    return max(CONSOLE_WIDTH, shutil.get_terminal_size((CONSOLE_WIDTH, 24)).columns)
+
+
+def _name_room(width: int) -> int:
+    return max(width - 3 - len(_FIGURES.format(seconds="", middle="", checksum="")), 8)
+
+
+def phase_line(
+    name: str,
+    seconds: str,
+    throughput: str,
+    checksum: str,
+    width: int = CONSOLE_WIDTH,
+    p50: str = "",
+    p99: str = "",
+) -> str:
+    """``  <name> <seconds> <rate> <p50> <p99> <checksum>`` in ``width`` columns; a long name
+    is cut with an ellipsis so the figures and the whole checksum stay on the line. Without
+    latency, ``throughput`` is a note that may take the latency columns too (``close 0.05 s``)."""
+    middle = f"{throughput:>11} {p50:>6} {p99:>6}" if p50 or p99 else throughput
+    tail = _FIGURES.format(seconds=seconds, middle=middle, checksum=checksum).rstrip()
+    room = _name_room(width)
     if len(name) > room:
         name = name[: room - 1] + "…"
     return f"  {name:<{room}} {tail}"
 
 
+def phase_header(width: int = CONSOLE_WIDTH) -> str:
+    """The column heads over an engine's phase lines."""
+    middle = f"{'ops/s':>11} {'p50':>6} {'p99':>6}"
+    return (f"  {'phase':<{_name_room(width)}} " + _FIGURES.format(seconds="time s", middle=middle, checksum="checksum")).rstrip()
+
+
+def _seconds(seconds: float) -> str:
+    """A phase's time in at most 7 characters: ``0.137``, ``123.456``, ``1234.5``, ``12345``."""
+    return f"{seconds:.3f}" if seconds < 1000 else f"{seconds:.1f}" if seconds < 10_000 else f"{seconds:.0f}"
+
+
 class ConsoleObserver(Observer):
     """Human output: one line per phase, a header per engine, a status per engine."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, width: int | None = None) -> None:
         self.out = stream or sys.stdout
+        self.width = width or console_width()
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
     def engine_start(self, engine: str, profiles: int) -> None:
         self._print(f"\n== {engine} · {fmt.count(profiles)} profiles")
+        self._print(phase_header(self.width))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
@@ -282,12 +319,19 @@ class ConsoleObserver(Observer):
                 why = "(rate dipped)"
             else:
                 why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
-            self._print(phase_line(result.name, "skipped", "", why))
+            self._print(phase_line(result.name, "skipped", why, "", self.width))
             return
-        throughput = fmt.rate(result.ops, result.seconds) if result.action is Action.OPERATIONS else ""
+        p50 = p99 = ""
+        throughput = ""
+        if result.action is Action.OPERATIONS:
+            throughput = fmt.rate(result.ops, result.seconds)
+            if result.latency is not None and result.latency.count:
+                p50, p99 = fmt.latency(result.latency.p50), fmt.latency(result.latency.p99)
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
-        self._print(phase_line(result.name, f"{result.seconds:.3f} s", throughput, result.checksum or ""))
+        self._print(
+            phase_line(result.name, _seconds(result.seconds), throughput, result.checksum or "", self.width, p50, p99)
+        )
         if result.open_loop is not None:
             self._print(open_loop_line(result))
 

@@ -1,59 +1,69 @@
-"""The floor of every phase kind: the engine through the real phase loop (A) against the
-plainest loop a user would write with the same binding (B), interleaved in one process.
+"""The floor of every phase kind: the engine through the real phase loop (A)
+against the plainest loop a user would write with the same binding (B),
+interleaved in one process.
 
-Why: the adapters and the harness must cost little next to the engine they measure. For
+Why: the adapters and the harness must cost little next to the engine they
+measure. For
 each engine and EVERY operation phase kind this times, on the same store:
 
-* (A) the engine's batch call through :func:`asyncbench.run.phase_loop.run_operations`, with
-  the phase-table row (``PHASES[kind]``), ``PhaseContext.for_seed``, batches of
-  ``--batch``, the checksum fold and a batch hook that does what the runner's does
-  (``PhaseRecorder.add`` of the per-operation marks, then the observer's ``batch``): the
-  phase time is the loop's own ``PhaseOutcome.seconds``, as the runner reports it;
-* (B) a plain loop with the same binding on the event-loop thread, doing the same
-  operations with the same results: rocksdict ``get``/``keys(from_key=...)``/``put``/
-  ``delete`` on the engine's own database handles; stdlib ``sqlite3`` ``execute`` on a
-  connection of its own with the engine's PRAGMAs. No checksum, no marks, no thread hop.
+* (A) the engine's batch call through
+  :func:`asyncbench.run.phase_loop.run_operations`, with the phase-table row
+  (``PHASES[kind]``), ``PhaseContext.for_seed``, batches of ``--batch``, the
+  checksum fold and a batch hook that does what the runner's does
+  (``PhaseRecorder.add`` of the per-operation marks, then the observer's
+  ``batch``): the phase time is the loop's own ``PhaseOutcome.seconds``, as the
+  runner reports it;
+* (B) a plain loop with the same binding on the event-loop thread, doing the
+  same operations with the same results: rocksdict
+  ``get``/``keys(from_key=...)``/``put``/ ``delete`` on the engine's own
+  database handles; stdlib ``sqlite3`` ``execute`` on a connection of its own
+  with the engine's PRAGMAs. No checksum, no marks, no thread hop.
 
-Before timing a kind, one untimed round runs A and B over the same items and checks
-that B's results fold to A's phase checksum (inserts and updates: and that the two stores
-end up identical); it also warms the caches. Then ``--repeats`` timed rounds: each round
-runs the kind's items in ``--slices`` contiguous slices, and every slice runs A and B back
-to back in alternating order (A B, B A, ...), so a load change from other processes hits
-both alike; a round's A and B times are the sums over its slices. Per kind the table shows
-the median µs/op of A and of B, the median of the per-round ratios A/B with their
-min-max, the same ratio in process CPU time (which leaves out time spent waiting for a
-core on a loaded machine), the ratio of the fastest A round to the fastest B round (the
-least disturbed rounds), A's time outside the engine's batch body per batch (thread hop,
-checksum fold, hook), and A's engine share: the sum of the per-operation latencies
-(last mark - first mark of each batch) / A's phase time, i.e. the part of A spent inside
-the engine's batch body.
+Before timing a kind, one untimed round runs A and B over the same items and
+checks that B's results fold to A's phase checksum (inserts and updates: and
+that the two stores end up identical); it also warms the caches. Then
+``--repeats`` timed rounds: each round runs the kind's items in ``--slices``
+contiguous slices, and every slice runs A and B back to back in alternating
+order (A B, B A, ...), so a load change from other processes hits both alike; a
+round's A and B times are the sums over its slices. Per kind the table shows the
+median µs/op of A and of B, the median of the per-round ratios A/B with their
+min-max, the same ratio in process CPU time (which leaves out time spent waiting
+for a core on a loaded machine), the ratio of the fastest A round to the fastest
+B round (the least disturbed rounds), A's time outside the engine's batch body
+per batch (thread hop, checksum fold, hook), and A's engine share: the sum of
+the per-operation latencies (last mark - first mark of each batch) / A's phase
+time, i.e. the part of A spent inside the engine's batch body.
 
 Stores and state:
-* reads, lookups, scans and queries: one store of ``--profiles`` profiles, built once
-  through the engine (insert phase loop, then ``stabilize``, as a run does); A and B use
-  the same store (RocksDB: the engine's own rocksdict handles).
-* update: before the update kind, the store is copied (closed cleanly, files copied,
-  reopened): A updates the original through the engine, B the copy through plain calls,
-  the same ids in the same order, so after every slice both stores hold the same data and
-  every A/B pair starts from equal states. Updates run last, after every read kind.
-* insert: every round inserts ``--insert-profiles`` profiles into two fresh, empty stores
-  (A through the engine, B through plain calls), slice by slice, alternating.
+* reads, lookups, scans and queries: one store of ``--profiles`` profiles, built
+  once through the engine (insert phase loop, then ``stabilize``, as a run
+  does); A and B use the same store (RocksDB: the engine's own rocksdict
+  handles).
+* update: before the update kind, the store is copied (closed cleanly, files
+  copied, reopened): A updates the original through the engine, B the copy
+  through plain calls, the same ids in the same order, so after every slice both
+  stores hold the same data and every A/B pair starts from equal states. Updates
+  run last, after every read kind.
+* insert: every round inserts ``--insert-profiles`` profiles into two fresh,
+  empty stores (A through the engine, B through plain calls), slice by slice,
+  alternating.
 
-Item counts: the first ``--point-ops`` items of the reads/email_reads streams, the first
-``--update-ops`` of the updates stream and the first ``--query-ops`` of the queries/ranges
-streams (a phase ``count``, as a plan may
-set); the store itself has ``--profiles`` profiles.
+Item counts: the first ``--point-ops`` items of the reads/email_reads streams,
+the first ``--update-ops`` of the updates stream and the first ``--query-ops``
+of the queries/ranges streams (a phase ``count``, as a plan may set); the store
+itself has ``--profiles`` profiles.
 
-Output: the effective command, then per engine one Markdown table with one row per
-phase kind (``docs/results/floor-200k.md`` is one such run, annotated). Exit 0 when every
-A/B check held (the table's ``≤ 1.10`` column is the target, informational), 1 when A's
-and B's results or stores differ, 2 on bad arguments. Timing tests do not assert on it:
-the figures belong to this command, run on a quiet machine.
+Output: the effective command, then per engine one Markdown table with one row
+per phase kind (``docs/results/floor-200k.md`` is one such run, annotated). Exit
+0 when every A/B check held (the table's ``≤ 1.10`` column is the target,
+informational), 1 when A's
+and B's results or stores differ, 2 on bad arguments. Timing tests do not assert
+on it: the figures belong to this command, run on a quiet machine.
 
 Usage::
 
     .venv/bin/python -m asyncbench floor --profiles 200k --repeats 5 --pin 0
-    .venv/bin/python -m asyncbench floor --profiles 50k --engine sqlite --kinds read_by_id,update
+    .venv/bin/python -m asyncbench floor --engine sqlite --kinds update
 """
 
 from __future__ import annotations
