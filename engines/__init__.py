@@ -104,7 +104,10 @@ def engine_class(name: str) -> type[Engine]:
         raise EngineUnavailable(
             f"engine {name!r} needs the Python package {exc.name!r}: pip install {exc.name}"
         ) from exc
-    return getattr(module, class_name)
+    cls = getattr(module, class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):  # a registry entry naming something else
+        raise TypeError(f"engine {name!r}: {target} is not a subclass of asyncbench.engine.Engine")
+    return cls
 
 
 # --- membership: derived from the built-in classes -----------------------------------------

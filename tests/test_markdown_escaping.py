@@ -14,8 +14,10 @@ import pytest
 
 from asyncbench.report import markdown as md
 
-HOSTILE_NAME = "x | <script>alert(1)</script>\n# Owned [link](http://evil) *bold* $math$ `tick` &amp;"
-PHASE_NAME = "read | by <b>id</b>\n## injected"
+#: A control character (the newline this name once carried) is refused by the plan's
+#: validation now (test_strict_inputs); the Markdown hazards stay.
+HOSTILE_NAME = "x | <script>alert(1)</script> # Owned [link](http://evil) *bold* $math$ `tick` &amp;"
+PHASE_NAME = "read | by <b>id</b> ## injected"
 
 #: TOML basic strings take JSON's escapes, so json.dumps quotes any name safely.
 PLAN = f"""
