@@ -275,7 +275,12 @@ def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / exe_name
     subprocess.run(["cp", "/bin/bash", str(exe)], check=True)
-    loop = "trap 'exit 0' INT TERM; while :; do read -r -t 1 _ || :; done"
+    # The builtin read waits on a FIFO opened read-write (never data, never EOF): on stdin
+    # (/dev/null) it returned at once and the loop spun a core for as long as it lived.
+    fifo = bin_dir / "wait.fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    loop = f"trap 'exit 0' INT TERM; exec 3<>'{fifo}'; while :; do read -r -t 1 -u 3 _ || :; done"
     pids = []
     for arg in args:  # detached (setsid -f: reparented at once, never a zombie of ours;
         # signals not ignored as a shell's background job's SIGINT would be)
