@@ -44,7 +44,9 @@ def test_csv_rows(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
-    (path,) = out.glob("profiles-*/asyncbench-*.csv")
+    # the phase table; the per-second series is written beside it as *-series.csv
+    series, path = sorted(out.glob("profiles-*/asyncbench-*.csv"))  # "-series.csv" sorts first
+    assert series.name == path.name.removesuffix(".csv") + "-series.csv"
     rows = list(csv.DictReader(path.open()))
     assert tuple(rows[0]) == COLUMNS
     assert {r["phase"]: r["checksum"] for r in rows} == REFERENCE_CHECKSUMS
