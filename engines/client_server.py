@@ -20,9 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
+from asyncbench.engines.server_lock import Lease, is_held
+
 from asyncbench.engine import Engine, EngineConfig
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from asyncbench.engines.sql_profile_store import SqlProfileStore
 
 __all__ = [
@@ -216,11 +219,42 @@ class SessionPoolEngine(Engine, Generic[S]):
         """The shared SQL store over worker ``index``'s own session."""
         return (self._db if index == 0 else self._worker_sessions[index - 1]).store
 
+    # --- the server run lock (engines/server_lock.py) --------------------------------------
+    #: Taken by :meth:`open` when no runner holds the lock (an engine opened on its own);
+    #: given back at :meth:`close` or when the open fails.
+    _own_lease: Lease | None = None
+
+    @abc.abstractmethod
+    async def take_lock(self) -> Lease:
+        """Take this engine's server-side run lock (waits a bounded time, then refuses)."""
+
+    @abc.abstractmethod
+    async def _open(self, reset: bool) -> None:
+        """Open the sessions (the engine's own open, under the run lock)."""
+
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        key = self.lock_key()
+        if key is not None and not is_held(key):  # opened on its own: the lock lives until close
+            self._own_lease = await self.take_lock()
+        try:
+            await self._open(reset)
+        except BaseException:
+            await self._release_own_lease()
+            raise
+
+    async def _release_own_lease(self) -> None:
+        lease, self._own_lease = self._own_lease, None
+        if lease is not None:
+            await lease.release()
+
     async def close(self) -> None:
-        sessions = self._sessions()
-        self._session, self._worker_sessions = None, []
-        for session in sessions:
-            await session.close()
+        try:
+            sessions = self._sessions()
+            self._session, self._worker_sessions = None, []
+            for session in sessions:
+                await session.close()
+        finally:
+            await self._release_own_lease()
 
     def take_retries(self) -> int:
         total = 0

@@ -54,7 +54,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import asyncmy
-from anyio.abc import TaskGroup
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
@@ -65,7 +64,7 @@ from asyncbench.engines.client_server import (
     worker_map,
 )
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
-from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held, is_held
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
@@ -311,7 +310,6 @@ class MySqlEngine(SessionPoolEngine[Session]):
         self.endpoints = resolve_endpoints(self.settings)
         self.sql = Statements.build(DIALECT, self.limit)
         self.collation: str | None = None
-        self._own_lease: Lease | None = None  # taken by open() when no runner holds the lock
 
     # --- ownership and the run lock (engines/server_lock.py, engines/mysql_lock.py) --------
     @property
@@ -407,26 +405,6 @@ class MySqlEngine(SessionPoolEngine[Session]):
             finally:
                 await session.close()
         return True
-
-    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
-        if not is_held(self.lock_key()):  # opened on its own: the lock lives until close
-            self._own_lease = await self.take_lock()
-        try:
-            await self._open(reset)
-        except BaseException:
-            await self._release_own_lease()
-            raise
-
-    async def _release_own_lease(self) -> None:
-        lease, self._own_lease = self._own_lease, None
-        if lease is not None:
-            await lease.release()
-
-    async def close(self) -> None:
-        try:
-            await super().close()
-        finally:
-            await self._release_own_lease()
 
     async def _open(self, reset: bool) -> None:
         session = await self._session_to(self.endpoints[0])

@@ -61,7 +61,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import asyncpg
-from anyio.abc import TaskGroup
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
@@ -72,7 +71,7 @@ from asyncbench.engines.client_server import (
     worker_map,
 )
 from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
-from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held, is_held
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
@@ -286,7 +285,6 @@ class PostgresEngine(SessionPoolEngine[Session]):
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
         self.sql = Statements.build(DIALECT, self.limit)
-        self._own_lease: Lease | None = None  # taken by open() when no runner holds the lock
 
     # --- ownership and the run lock (engines/server_lock.py, engines/postgres_lock.py) -----
     @property
@@ -372,26 +370,6 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 f"no PostgreSQL server reachable at {endpoint} ({type(exc).__name__}: {exc}); "
                 "start one with scripts/postgres-server"
             ) from exc
-
-    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
-        if not is_held(self.lock_key()):  # opened on its own: the lock lives until close
-            self._own_lease = await self.take_lock()
-        try:
-            await self._open(reset)
-        except BaseException:
-            await self._release_own_lease()
-            raise
-
-    async def _release_own_lease(self) -> None:
-        lease, self._own_lease = self._own_lease, None
-        if lease is not None:
-            await lease.release()
-
-    async def close(self) -> None:
-        try:
-            await super().close()
-        finally:
-            await self._release_own_lease()
 
     async def _open(self, reset: bool) -> None:
         first = self.endpoints[0]
