@@ -28,7 +28,7 @@ MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"}
 #: The highest target rate a phase may set (operations per second, all workers).
 MAX_RATE = 100_000_000
 TOP_KEYS = {"run", "counts", "engines", "phase"}
@@ -65,6 +65,9 @@ class PhaseSpec:
     #: A saturation sweep's level: the plan index of the sweep's first level (its levels
     #: follow it in rising rate); a level after one whose achieved rate dipped is skipped.
     sweep: int | None = None
+    #: Draw this phase's latency-over-time chart (write phases and phases at a rate always
+    #: get one): the phase's own ``over_time = true`` or the run's ``over_time`` selection.
+    over_time: bool = False
 
 
 @dataclass
@@ -95,6 +98,8 @@ class BenchConfig:
     #: (open loop); several rising ones sweep each phase that can repeat (see :func:`pace_phases`).
     rate: list[float] = field(default_factory=list)
     arrivals: str = "uniform"  # how those phases' intended start times are spaced
+    #: Phase kinds or names (or ``all``) whose latency-over-time chart is drawn (see :func:`chart_phases`).
+    over_time: list[str] = field(default_factory=list)
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -424,6 +429,21 @@ class Timeout(ValueType):
 
 
 @dataclass(frozen=True)
+class PhaseSelection(ValueType):
+    """Phase kinds or names, or ``all`` (a list, or ``read_by_id,update`` on the command line);
+    checked against the plan's phases by :func:`chart_phases`."""
+
+    def read(self, where: str, key: str, v: Any) -> list[str]:
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise ConfigError(where, key, "must name at least one phase kind or name, or all")
+        return [_shown(where, key, _str(where, key, x)) for x in values]
+
+    def from_text(self, where: str, flag: str, text: str) -> list[str]:
+        return [t.strip() for t in text.split(",")]
+
+
+@dataclass(frozen=True)
 class EngineNames(ValueType):
     """Engine names or ``all``; also sets ``optional_engines`` (see :func:`validate_engine_names`)."""
 
@@ -586,6 +606,13 @@ RUN_KEYS: dict[str, RunKey] = {
             "spacing of intended start times under --rate: uniform (default) or poisson (seeded apart from the plan)",
             flag="--arrivals",
         ),
+        RunKey(
+            "over_time",
+            PhaseSelection(),
+            "also draw the latency-over-time chart (per second) of these phases: phase kinds or names, "
+            "comma separated, or all (write phases and phases at a rate always get one)",
+            flag="--over-time",
+        ),
     )
 }
 
@@ -679,11 +706,23 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                     where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
                 )
         arrivals = _arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform"
+        over_time = False
+        if "over_time" in table:
+            over_time = Bool().read(where, f"{key}.over_time", table["over_time"])
+            if over_time and kind.action is not Action.OPERATIONS:
+                raise ConfigError(where, f"{key}.over_time", f"phase kind {kind_name!r} runs no operations to chart")
         if len(rates) < 2:
             rate = rates[0] if rates else None
             phases.append(
                 PhaseSpec(
-                    kind=kind_name, name=name, stream=stream, count=count, post_update=post, rate=rate, arrivals=arrivals
+                    kind=kind_name,
+                    name=name,
+                    stream=stream,
+                    count=count,
+                    post_update=post,
+                    rate=rate,
+                    arrivals=arrivals,
+                    over_time=over_time,
                 )
             )
             continue
@@ -699,6 +738,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                     rate=level,
                     arrivals=arrivals,
                     sweep=first,
+                    over_time=over_time,
                 )
             )
     return phases
@@ -787,6 +827,42 @@ def pace_phases(cfg: BenchConfig) -> None:
                     )
                 )
     cfg.phases = _renumber_sweeps(out)  # a plan's own sweep may have moved with the expansion
+
+
+def chart_phases(cfg: BenchConfig, where: str, key: str) -> None:
+    """Mark the phases the run's ``over_time`` selects (once, after the flags and the rate;
+    see :func:`selected_phases`)."""
+    if cfg.over_time:
+        chosen = selected_phases(
+            cfg.over_time, [(s.kind, s.name, s.sweep) for s in cfg.phases], where, key
+        )
+        cfg.phases = [dataclasses.replace(s, over_time=True) if i in chosen else s for i, s in enumerate(cfg.phases)]
+
+
+def selected_phases(words: list[str], phases: list[tuple[str, str, int | None]], where: str, key: str) -> set[int]:
+    """The indexes of the operation phases ``words`` select among ``phases`` ((kind, name,
+    sweep) each): ``all`` is every operation phase, a phase kind every phase of that kind,
+    a name that phase (and, for a sweep, each of its levels). A word that selects nothing
+    is an error naming what the plan runs: a typo would otherwise draw nothing, silently."""
+    ops = [i for i, (kind, _, _) in enumerate(phases) if PHASES[kind].action is Action.OPERATIONS]
+    chosen: set[int] = set()
+    for word in words:
+        hit = {
+            i
+            for i in ops
+            if word in ("all", phases[i][0], phases[i][1])
+            or (phases[i][2] is not None and phases[i][1].rsplit(" @ ", 1)[0] == word)
+        }
+        if not hit:
+            kinds = sorted({phases[i][0] for i in ops})
+            raise ConfigError(
+                where,
+                key,
+                f"{word!r} is not an operation phase kind or phase name of this plan; its kinds: "
+                f"{', '.join(kinds) or 'none'}, or all",
+            )
+        chosen |= hit
+    return chosen
 
 
 def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:

@@ -75,6 +75,9 @@ class PlanPhase:
     post_update: bool = False
     #: A saturation sweep's level: the index of the sweep's first level (None: not a sweep).
     sweep: int | None = None
+    #: Its latency-over-time chart was asked for (``over_time``); write phases and phases at
+    #: a rate get one anyway.
+    over_time: bool = False
 
     def check(self, where: str) -> None:
         if self.stream is not None and self.stream not in self.kind.streams:

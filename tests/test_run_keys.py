@@ -37,6 +37,7 @@ PLAN = {
         "reuse_data": True,
         "rate": "2k",
         "arrivals": "poisson",
+        "over_time": ["read_by_id"],
     },
     "counts": {"reads": 40},
     "phase": [{"kind": "insert"}, {"kind": "read_by_id", "count": 20}, {"kind": "verify"}],

@@ -9,9 +9,11 @@ proves it); anything else there is left alone and the command exits 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
+from asyncbench.config import RUN_KEYS, ConfigError, selected_phases
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.ownership import NotOwned
 from asyncbench.measure.correctness import judge
@@ -23,6 +25,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("result", help="an asyncbench-<stamp>.json written by a run")
+    p.add_argument("--over-time", help=RUN_KEYS["over_time"].help)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +38,15 @@ def run(args: argparse.Namespace) -> int:
     except ResultError as exc:
         print(f"asyncbench: {path}: result: not an asyncbench result ({exc})", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.over_time is not None:
+        words = RUN_KEYS["over_time"].type.from_text("command line", "--over-time", args.over_time)
+        try:
+            words = RUN_KEYS["over_time"].type.read("command line", "--over-time", words)
+            chosen = selected_phases(words, [(p.kind.kind, p.name, p.sweep) for p in run.phases], "command line", "--over-time")
+        except ConfigError as exc:
+            print(f"asyncbench: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        run.phases = [dataclasses.replace(p, over_time=True) if i in chosen else p for i, p in enumerate(run.phases)]
     stamp = path.stem.removeprefix("asyncbench-")
     try:
         _, md = write_run(run, path.parent, stamp, write_json=False)

@@ -21,6 +21,7 @@ from asyncbench.config import (
     Bool,
     ConfigError,
     apply_run_key,
+    chart_phases,
     check_phase_counts,
     check_repeats,
     load,
@@ -169,6 +170,10 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             )
         cfg.clean_data = False
     pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
+    if args.over_time is not None:
+        chart_phases(cfg, where, "--over-time")
+    else:
+        chart_phases(cfg, cfg.source, "run.over_time")
     if (cfg.processes or cfg.cluster) and any(p.rate is not None for p in cfg.phases):
         # the client processes run their own phase loop, which has no schedule yet
         raise ConfigError(where, "--rate", "a target rate is not supported with --processes or --cluster yet")

@@ -585,7 +585,8 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
         name = run.phases[i].name
         at_rate = any(g.response(i) is not None for g in groups)
         write = i in main and run.phases[i].kind.group is Group_.WRITE
-        if not (write or at_rate or name in over_time or "all" in over_time):
+        chosen = run.phases[i].over_time or name in over_time or "all" in over_time
+        if not (write or at_rate or chosen):
             continue
         points, over_response = {}, {}
         for g in groups:

@@ -383,7 +383,9 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         batch_size=cfg.batch_size,
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(level.counts),
-        phases=[PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep) for p in cfg.phases],
+        phases=[
+            PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep, p.over_time) for p in cfg.phases
+        ],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,
