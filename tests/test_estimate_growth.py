@@ -56,3 +56,22 @@ def test_every_parallelism_level_is_calibrated(tmp_path) -> None:
         math.isfinite(r.seconds("memory", cfg, 100_000)) for level in rates["memory"].values() for r in level
     )
     assert "phase by phase" in basis
+
+
+def test_a_plan_is_calibrated_only_when_calibrating_costs_a_small_share_of_it(tmp_path) -> None:
+    """The quick plan (20_000 profiles, three engines) was calibrated at 20_000 profiles:
+    15 s of calibration before a run of about 30 s. A plan whose calibration would cost more
+    than CALIBRATION_SHARE of its operations runs unestimated; the reference plan at 200k
+    is still calibrated."""
+    import dataclasses
+
+    from asyncbench.run.estimate import estimate
+
+    quick = dataclasses.replace(load(ROOT / "benchmarks" / "quick.toml"), output=tmp_path)
+    est = estimate(quick, calibrate_fn=lambda c: pytest.fail("the quick plan was calibrated"))
+    assert est.seconds is None and "small plan" in est.basis
+
+    called = []
+    ref = dataclasses.replace(load(PLAN), profiles=[200_000], engines=["lsm"], output=tmp_path)
+    estimate(ref, calibrate_fn=lambda c: called.append(c) or ({}, "calibrated"))
+    assert called

@@ -48,7 +48,10 @@ CALIBRATION_OPS = 1_000
 CALIBRATION_STREAMS = (
     "reads", "email_reads", "queries", "updates", "post_reads", "post_email_reads", "post_queries",
 )  # fmt: skip
-CALIBRATE_ABOVE_PROFILES = 50_000
+#: Calibrate only when it costs at most this share of the plan's operations per engine; a
+#: smaller plan (the quick plan: 37_000 calibration operations against 170_000) would
+#: spend a fifth of its time estimating itself, so it runs unestimated.
+CALIBRATION_SHARE = 0.1
 #: How many of the newest result files are read when looking for an earlier run.
 HISTORY_FILES = 40
 #: How many skipped earlier results the estimate names (the rest are counted).
@@ -276,6 +279,22 @@ def _earlier_result(path: Path, warnings: list[str]) -> RunResult | None:
     return run
 
 
+def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
+    """The plan at the calibration size: CALIBRATION_PROFILES, each stream cut to
+    CALIBRATION_OPS, in process, once, under ``data``."""
+    return dataclasses.replace(
+        cfg,
+        profiles=[CALIBRATION_PROFILES],
+        counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
+        phases=[dataclasses.replace(p, count=None) for p in cfg.phases],
+        data=data,
+        isolate=False,
+        repeat=1,
+        warmup=0,
+        timeout_seconds=60.0,
+    )
+
+
 def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
     """Run each engine of the plan at a small size and at each of its parallelism levels,
     in this process, in a scratch directory."""
@@ -287,17 +306,7 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
     from asyncbench.workloads.profile_store.plan import draw_plan
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
-        small = dataclasses.replace(
-            cfg,
-            profiles=[CALIBRATION_PROFILES],
-            counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
-            phases=[dataclasses.replace(p, count=None) for p in cfg.phases],
-            data=Path(tmp),
-            isolate=False,
-            repeat=1,
-            warmup=0,
-            timeout_seconds=60.0,
-        )
+        small = calibration_config(cfg, Path(tmp))
         plan = draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
         rates: Rates = {}
         t0 = perf_counter()
@@ -323,7 +332,9 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
     warnings: list[str] = []
     found = from_history(cfg, warnings)
     if found is None:
-        if sum(cfg.profiles) * len(cfg.engines) * cfg.repeat <= CALIBRATE_ABOVE_PROFILES:
+        small = calibration_config(cfg, Path("."))
+        calibration_ops = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels())
+        if calibration_ops > CALIBRATION_SHARE * per_engine_ops:
             why = "not estimated: a small plan, about as quick as calibrating"
             return Estimate(operations, None, None, why, warnings=warnings)
         found = calibrate_fn(cfg)
