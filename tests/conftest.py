@@ -87,3 +87,20 @@ def run_asyncbench(
         str(tmp / "data"),
     ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_result(tmp: Path, *args: str, profiles: int) -> Path:
+    """``run_asyncbench(tmp, *args)``, which must succeed, and the one result JSON it wrote
+    (at ``profiles``, P1)."""
+    proc = run_asyncbench(tmp, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = (tmp / "out").glob(f"profiles-{profiles}-p1/asyncbench-*.json")
+    return result
+
+
+def copy_result_set(result: Path, tmp: Path) -> Path:
+    """A result's files (JSON, report, charts) copied into ``tmp``, so a test has its own;
+    the copy's JSON path."""
+    for f in result.parent.glob(f"{result.stem}*"):
+        (tmp / f.name).write_bytes(f.read_bytes())
+    return tmp / result.name

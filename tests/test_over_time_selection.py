@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import run_asyncbench
+from conftest import copy_result_set, run_asyncbench, run_result
 
 from asyncbench.cli.main import main
 from asyncbench.config import ConfigError, chart_phases, from_document
@@ -84,16 +84,7 @@ def _plan(tmp: Path, read_extra: str = "") -> Path:
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run with ``--over-time lookup_by_email`` (a kind)."""
     tmp = tmp_path_factory.mktemp("run")
-    proc = run_asyncbench(tmp, str(_plan(tmp)), "--over-time", "lookup_by_email")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (result,) = (tmp / "out").glob("profiles-2000-p1/asyncbench-*.json")
-    return result
-
-
-def _copy(result: Path, tmp: Path) -> Path:
-    for f in result.parent.glob(f"{result.stem}*"):
-        (tmp / f.name).write_bytes(f.read_bytes())
-    return tmp / result.name
+    return run_result(tmp, str(_plan(tmp)), "--over-time", "lookup_by_email", profiles=2_000)
 
 
 def test_flag_selects_by_kind(written: Path) -> None:
@@ -112,7 +103,7 @@ def test_without_a_selection_only_the_write_phase_is_drawn(written: Path) -> Non
 
 
 def test_report_adds_a_phase_by_name(written: Path, tmp_path: Path, monkeypatch) -> None:
-    result = _copy(written, tmp_path)
+    result = copy_result_set(written, tmp_path)
     monkeypatch.setattr(ownership, "_created", set())  # as a fresh process
     assert main(["report", str(result), "--over-time", "read by user id"]) == 0
     assert _charts(result) == {"insert-profiles.svg", "lookup-by-email.svg", "read-by-user-id.svg"}
@@ -121,7 +112,7 @@ def test_report_adds_a_phase_by_name(written: Path, tmp_path: Path, monkeypatch)
 
 
 def test_report_refuses_an_unknown_word(written: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    result = _copy(written, tmp_path)
+    result = copy_result_set(written, tmp_path)
     before = sorted(f.name for f in tmp_path.iterdir())
     monkeypatch.setattr(ownership, "_created", set())
     assert main(["report", str(result), "--over-time", "nope"]) == 2

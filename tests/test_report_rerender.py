@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_asyncbench
+from conftest import ROOT, copy_result_set, run_result
 
 from asyncbench.cli.main import main
 from asyncbench.fs import ownership
@@ -23,17 +23,7 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The JSON of a real run (with latency, so every kind of chart is drawn)."""
     tmp = tmp_path_factory.mktemp("run")
-    proc = run_asyncbench(tmp, QUICK, "--engine", "memory,sqlite", "--profiles", "2k", "--no-isolate")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (result,) = (tmp / "out").glob("profiles-2000-p1/asyncbench-*.json")
-    return result
-
-
-def _copy(result: Path, tmp: Path) -> Path:
-    """The run's folder (JSON, report, charts) copied, so each test has its own."""
-    for f in result.parent.glob(f"{result.stem}*"):
-        (tmp / f.name).write_bytes(f.read_bytes())
-    return tmp / result.name
+    return run_result(tmp, QUICK, "--engine", "memory,sqlite", "--profiles", "2k", "--no-isolate", profiles=2_000)
 
 
 def _outputs(result: Path) -> dict[str, tuple[bytes, int]]:
@@ -56,7 +46,7 @@ def _leftovers(directory: Path) -> list[str]:
 
 
 def test_report_rerenders_its_own_output_twice(written: Path, tmp_path: Path, monkeypatch) -> None:
-    result = _copy(written, tmp_path)
+    result = copy_result_set(written, tmp_path)
     before = _outputs(result)
     svgs = [n for n in before if n.endswith(".svg")]
     assert len(svgs) >= 9 and any("latency-percentiles" in n for n in svgs)  # every kind of chart
@@ -80,7 +70,7 @@ def test_report_rerenders_its_own_output_twice(written: Path, tmp_path: Path, mo
 
 @pytest.mark.parametrize("fault", ["writing", "swapping"])
 def test_a_fault_mid_report_leaves_the_old_set(written: Path, tmp_path: Path, monkeypatch, fault: str) -> None:
-    result = _copy(written, tmp_path)
+    result = copy_result_set(written, tmp_path)
     before = _outputs(result)
     calls = 0
     if fault == "writing":  # the disk fills while the new files are written beside the old
