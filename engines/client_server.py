@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from asyncbench.engines.server_lock import Lease, is_held
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
 from asyncbench.engine import Engine, EngineConfig
 
@@ -161,6 +161,21 @@ class SessionPoolEngine(Engine, Generic[S]):
     product: ClassVar[str]
     endpoints: list[Endpoint]
     multi_process: ClassVar[bool] = True  # a connection per worker: any process may hold some
+    # a server engine: run by "all" when its server is configured, durable, no maintenance phase
+    in_all = True
+    needs_server = True
+    needs_stabilization = False
+    persistent = True
+    #: The settings every server engine takes (a subclass adds its own to its ``default_settings``).
+    SERVER_SETTINGS: ClassVar[Mapping[str, Any]] = {
+        "host": "",
+        "port": 0,
+        "hosts": [],
+        "database": "",
+        "user": "",
+        "password": "",
+        "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
+    }
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)

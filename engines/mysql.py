@@ -48,10 +48,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import asyncmy
 from asyncbench.engines.client_server import (
@@ -64,7 +63,7 @@ from asyncbench.engines.client_server import (
     worker_map,
 )
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
-from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held
+from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
@@ -266,32 +265,15 @@ class MySqlEngine(SessionPoolEngine[Session]):
     docstring for the schema, the driver choice and what Galera needs."""
 
     name = "mysql"
-    in_all = True
-    needs_server = True
     product = "MySQL"
-    needs_stabilization = False
-    persistent = True
-    default_settings: ClassVar[Mapping[str, Any]] = {
-        "host": "",
-        "port": 0,
-        "hosts": [],
-        "database": "",
-        "user": "",
-        "password": "",
-        "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
-    }
+    default_settings = SessionPoolEngine.SERVER_SETTINGS
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
-        wait = settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S)
-        if (
-            isinstance(wait, bool)
-            or not isinstance(wait, (int, float))
-            or not (math.isfinite(wait) and wait >= 0)
-        ):
-            raise ValueError(
-                f"engines.mysql.lock_wait_seconds must be a number of seconds >= 0, got {wait!r}"
-            )
+        try:
+            lock_wait_seconds(settings)
+        except ValueError as exc:
+            raise ValueError(f"engines.mysql.{exc}") from None
         port = settings["port"]
         if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
             raise ValueError(
@@ -326,7 +308,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
         conn = await self.connect(self.endpoints[0])
         try:
             rows = await Session(conn, self.sql).query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
-            wait = float(self.settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S))
+            wait = lock_wait_seconds(self.settings)
             if rows and str(rows[0][1]).upper() == "ON":
                 return await GaleraLockRow.take(conn, wait, self.where)
             return await GetLock.take(conn, lock_name(str(self.conn_settings["database"])), wait, self.where)

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -71,7 +70,7 @@ from asyncbench.engines.client_server import (
     worker_map,
 )
 from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
-from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, NotOurs, held
+from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
@@ -147,13 +146,7 @@ def validate_settings(settings: Mapping[str, Any]) -> None:
     schema = settings.get("schema", DEFAULT_SCHEMA)
     if not isinstance(schema, str) or not 0 < len(schema.encode()) <= 63 or "\x00" in schema:
         raise ValueError(f"schema must be a name of 1 to 63 bytes, got {schema!r}")
-    wait = settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S)
-    if (
-        isinstance(wait, bool)
-        or not isinstance(wait, (int, float))
-        or not (math.isfinite(wait) and wait >= 0)
-    ):
-        raise ValueError(f"lock_wait_seconds must be a number of seconds >= 0, got {wait!r}")
+    lock_wait_seconds(settings)
 
 
 def _libpq_endpoints(hosts: str, ports: str) -> list[Endpoint]:
@@ -258,21 +251,11 @@ class PostgresEngine(SessionPoolEngine[Session]):
     """PostgreSQL over TCP; see the module docstring for the schema, driver and durability."""
 
     name = "postgres"
-    in_all = True
-    needs_server = True
     product = "PostgreSQL"
-    needs_stabilization = False
-    persistent = True
     default_settings: ClassVar[Mapping[str, Any]] = {
-        "host": "",
-        "port": 0,
-        "hosts": [],
-        "database": "",
-        "user": "",
-        "password": "",
+        **SessionPoolEngine.SERVER_SETTINGS,
         "synchronous_commit": "off",
         "schema": DEFAULT_SCHEMA,
-        "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
     }
 
     @classmethod
@@ -301,7 +284,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
         """The advisory lock of this database and schema, on a connection of its own."""
         conn = await self.connect(self.endpoints[0], None, "asyncbench-lock")
         try:
-            wait = float(self.settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S))
+            wait = lock_wait_seconds(self.settings)
             return await AdvisoryLock.take(conn, self.conn_settings["schema"], wait, self.where)
         except BaseException:
             conn.terminate()

@@ -24,10 +24,12 @@ inside the runner's lease), never shared with another process.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 __all__ = [
+    "lock_wait_seconds",
     "LOCK_TABLE",
     "MARKER_TABLE",
     "Lease",
@@ -48,6 +50,15 @@ LOCK_TABLE = "asyncbench_lock"
 MARKER_TOOL = "asyncbench"
 #: How long a second run waits for the lock before it is refused (``lock_wait_seconds``).
 DEFAULT_LOCK_WAIT_S = 10.0
+
+
+def lock_wait_seconds(settings: Mapping[str, Any]) -> float:
+    """The ``lock_wait_seconds`` setting (default :data:`DEFAULT_LOCK_WAIT_S`), checked:
+    ValueError unless a finite number of seconds >= 0."""
+    wait = settings.get("lock_wait_seconds", DEFAULT_LOCK_WAIT_S)
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not (math.isfinite(wait) and wait >= 0):
+        raise ValueError(f"lock_wait_seconds must be a number of seconds >= 0, got {wait!r}")
+    return float(wait)
 
 
 class NotOurs(RuntimeError):
