@@ -208,6 +208,43 @@ def test_lines_stay_in_order_and_render_on_the_writer(tmp_path: Path) -> None:
     assert threads == {"asyncbench-log-writer"}
 
 
+def test_the_writer_lets_go_of_the_gil_while_it_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering is Python code that holds the GIL; a drain of hundreds of lines (one per
+    operation under a target rate) kept the event loop from its GIL for the interpreter's
+    whole 5 ms switch interval, a stall in every open-loop response time. The writer now
+    sleeps (GIL released) at least every HOLD_NS of rendering, so no stretch of holding is
+    longer than that plus one line."""
+    sleeps: list[tuple[int, float]] = []  # (when, how long) on the writer thread
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if threading.current_thread().name == "asyncbench-log-writer" and seconds < logs.POLL_SECONDS:
+            sleeps.append((time.perf_counter_ns(), seconds))
+        real_sleep(seconds)
+
+    monkeypatch.setattr(logs.time, "sleep", sleep)
+    rendered: list[tuple[int, int]] = []  # (start, end) of each render
+
+    def render(i: int) -> bytes:
+        start = time.perf_counter_ns()
+        while time.perf_counter_ns() - start < 50_000:  # 50 µs of Python per line
+            pass
+        rendered.append((start, time.perf_counter_ns()))
+        return b'{"i":%d}' % i
+
+    log = LogFile(tmp_path / "gil.log")
+    for i in range(200):  # 10 ms of rendering, queued before the writer's next wake-up
+        log.later(render, i)
+    log.close()
+    assert log.error is None and len(rendered) == 200
+    assert len(sleeps) >= 10 and all(s == logs.YIELD_SECONDS for _, s in sleeps)
+    # each line takes at least 50 µs, so between two yields at most HOLD_NS / 50 µs + 1 lines
+    most = logs.HOLD_NS // 50_000 + 1
+    marks = [t for t, _ in sleeps]
+    for a, b in zip(marks, marks[1:], strict=False):
+        assert sum(1 for s, _ in rendered if a < s < b) <= most
+
+
 def test_iso_utc_matches_structlog(tmp_path: Path) -> None:
     ns = 1_764_780_000_123_456_000
     assert iso_utc(ns) == "2025-12-03T16:40:00.123456Z"
