@@ -231,3 +231,25 @@ def test_json_entry_and_report_rows(known: PhaseLatency) -> None:
     assert entry["count"] == 1010 and entry["histogram"] == known.encoded()
     assert set(entry) == {"count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "histogram"}
     assert [format_us(v) for v in (850, 12_345, 123_456, 1_234_567)] == ["0.85", "12.3", "123", "1_235"]
+
+
+def test_a_small_batch_line_is_figured_exactly_as_a_large_one() -> None:
+    """Batch lines of up to SMALL_BATCH operations are figured in plain Python (under a rate
+    most batches hold one operation); the figures equal numpy's for every size."""
+    import random
+
+    import numpy as np
+
+    from asyncbench.measure import latency as lat
+
+    rng = random.Random(7)
+    for n in [*range(1, lat.SMALL_BATCH + 3), 100]:
+        for _ in range(20):
+            marks = np.cumsum([rng.randrange(1, 10**6) for _ in range(n + 1)]).astype(np.int64)
+            intended = marks[1:] - np.array([rng.randrange(0, 10**6) for _ in range(n)], dtype=np.int64)
+            d = np.diff(marks)
+            k = lat.nearest_rank(n, 99.0) - 1
+            assert lat.batch_p99_max(marks) == (n, int(np.partition(d, k)[k]), int(d.max()))
+            assert lat.batch_p99_max([int(x) for x in marks]) == lat.batch_p99_max(marks)
+            r = marks[1:] - intended
+            assert lat.response_p99_max(marks, intended) == (n, int(np.partition(r, k)[k]), int(r.max()))

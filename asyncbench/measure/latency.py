@@ -174,17 +174,37 @@ def _p99_max(stamps: np.ndarray) -> BatchLatency:
     return BatchLatency(n, int(np.partition(d, k)[k]), int(d.max()))
 
 
+#: Batches of at most this many operations get their line's figures in plain Python: under
+#: a target rate most batches hold one or a few operations, and numpy's per-call cost (a
+#: few µs per array operation) was most of a line's rendering on the log's writer thread,
+#: whose every µs of holding the GIL can delay the event loop.
+SMALL_BATCH = 32
+
+
+def _small_p99_max(values: list[int]) -> BatchLatency:
+    values.sort()
+    n = len(values)
+    return BatchLatency(n, values[nearest_rank(n, 99.0) - 1], values[-1])
+
+
 def batch_p99_max(marks: Sequence[int]) -> BatchLatency:
     """Exact p99 and max latency of one batch's marks (zeros for an empty batch): the live
     log's batch line, computed on the log's writer thread, off the timed path."""
     if len(marks) < 2:
         return BatchLatency(0, 0, 0)
+    if len(marks) <= SMALL_BATCH + 1:
+        m = marks.tolist() if isinstance(marks, np.ndarray) else list(marks)
+        return _small_p99_max([b - a for a, b in zip(m, m[1:], strict=False)])
     return _p99_max(_marks_array(marks))
 
 
 def response_p99_max(marks: Sequence[int], intended: Sequence[int]) -> BatchLatency:
     """Exact p99 and max response time of one batch under a rate: each operation's end
     stamp minus its intended start (the live log's batch line, off the timed path)."""
+    if 2 <= len(marks) <= SMALL_BATCH + 1:
+        m = marks.tolist() if isinstance(marks, np.ndarray) else list(marks)
+        i = intended.tolist() if isinstance(intended, np.ndarray) else list(intended)
+        return _small_p99_max([e - s for e, s in zip(m[1:], i, strict=True)])
     ends = _marks_array(marks)[1:]
     r = ends - np.asarray(intended, dtype=np.int64)
     if r.size == 0:
