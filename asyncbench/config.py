@@ -711,35 +711,23 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             over_time = Bool().read(where, f"{key}.over_time", table["over_time"])
             if over_time and kind.action is not Action.OPERATIONS:
                 raise ConfigError(where, f"{key}.over_time", f"phase kind {kind_name!r} runs no operations to chart")
+        spec = PhaseSpec(
+            kind=kind_name,
+            name=name,
+            stream=stream,
+            count=count,
+            post_update=post,
+            rate=rates[0] if rates else None,
+            arrivals=arrivals,
+            over_time=over_time,
+        )
         if len(rates) < 2:
-            rate = rates[0] if rates else None
-            phases.append(
-                PhaseSpec(
-                    kind=kind_name,
-                    name=name,
-                    stream=stream,
-                    count=count,
-                    post_update=post,
-                    rate=rate,
-                    arrivals=arrivals,
-                    over_time=over_time,
-                )
-            )
+            phases.append(spec)
             continue
         first = len(phases)
         for level in rates:  # a saturation sweep: the same phase at each rate, rising
             phases.append(
-                PhaseSpec(
-                    kind=kind_name,
-                    name=f"{name} @ {fmt.count(round(level))}/s",
-                    stream=stream,
-                    count=count,
-                    post_update=post,
-                    rate=level,
-                    arrivals=arrivals,
-                    sweep=first,
-                    over_time=over_time,
-                )
+                dataclasses.replace(spec, name=f"{name} @ {fmt.count(round(level))}/s", rate=level, sweep=first)
             )
     return phases
 
