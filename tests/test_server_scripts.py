@@ -260,6 +260,15 @@ FAKE_SERVERS = {
 }
 
 
+def _default_int_and_quit() -> None:
+    """A test run started in the background of a non-interactive shell (``.ci/run &``)
+    inherits SIGINT and SIGQUIT ignored, and a shell that starts with a signal ignored
+    cannot trap it: the fake postgres then ignored the script's SIGINT (PostgreSQL's fast
+    shutdown) and each stop test waited out the 60 s stop timeout before SIGKILL."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
     """A genuine work dir (the shape, marker and token ``start`` makes) and processes that
     look like its servers to ``stop``: an executable of the server's name (a copy of bash
@@ -286,7 +295,10 @@ def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
         # signals not ignored as a shell's background job's SIGINT would be)
         data = arg.format(dir=work)
         subprocess.run(
-            ["setsid", "-f", str(exe), "-c", loop, exe_name, data], stdin=subprocess.DEVNULL, check=True
+            ["setsid", "-f", str(exe), "-c", loop, exe_name, data],
+            stdin=subprocess.DEVNULL,
+            check=True,
+            preexec_fn=_default_int_and_quit,
         )
         found = subprocess.run(["pgrep", "-n", "-f", "--", data], capture_output=True, text=True, check=True)
         pids.append(int(found.stdout))
