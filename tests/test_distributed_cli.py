@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import psutil
 import pytest
+from asyncbench.workloads.profile_store.phases import PHASES, Action
 from conftest import postgres_expected, run_asyncbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +127,49 @@ def test_ctrl_c_stops_every_client_process(tmp_path: Path) -> None:
     time.sleep(1)
     left = [p for p in seen if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not left, f"still running: {left}"
+
+
+def _phase_batches(log: Path, engine: str) -> list[tuple[dict, list[dict]]]:
+    """Each phase_end event of ``engine`` with the batch lines written since its phase_start."""
+    out: list[tuple[dict, list[dict]]] = []
+    batches: list[dict] | None = None
+    for raw in log.read_bytes().splitlines():
+        line = orjson.loads(raw)
+        if line.get("engine") != engine:
+            continue
+        if line["event"] == "phase_start":
+            batches = []
+        elif line["event"] == "batch":
+            assert batches is not None, f"a batch line outside a phase: {line}"
+            batches.append(line)
+        elif line["event"] == "phase_end":
+            out.append((line, batches or []))
+            batches = None
+    return out
+
+
+@needs_postgres
+@pytest.mark.slow
+def test_batch_lines_of_every_client_process_reach_the_log_before_phase_end(tmp_path: Path) -> None:
+    """--processes 2: every operation phase's batch lines of both client processes are in
+    the log, with their index and host, between its phase_start and phase_end, adding up
+    to its operations (the coordinator writes them live, as Dask events bring them)."""
+    log = tmp_path / "log.jsonl"
+    r = run_asyncbench(
+        tmp_path, QUICK, "--engine", "postgres", "--profiles", "2000", "--parallelism", "2",
+        "--processes", "2", "--log-file", str(log), timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    phases = _phase_batches(log, "postgres")
+    assert len(phases) == 21
+    operations = [(end, lines) for end, lines in phases if PHASES[end["kind"]].action is Action.OPERATIONS]
+    assert len(operations) == 16
+    assert all(not lines for end, lines in phases if PHASES[end["kind"]].action is not Action.OPERATIONS)
+    host = socket.gethostname()
+    for end, lines in operations:
+        assert {b["process"] for b in lines} == {0, 1}, end["phase"]
+        assert {b["host"] for b in lines} == {host}
+        assert {b["worker"] for b in lines if b["process"] == 0} == {0}  # contiguous blocks: w0 in process 0
+        assert sum(b["ops"] for b in lines) == end["ops"], end["phase"]
+        assert max(b["done"] for b in lines) == end["ops"]
+        assert all(b["phase"] == end["phase"] and b["p99_us"] is not None for b in lines)

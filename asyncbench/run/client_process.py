@@ -38,6 +38,7 @@ from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
+from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, pack
 from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
@@ -88,6 +89,7 @@ class PhasePart:
     retries: int
     cpu_seconds: float
     histogram: str | None
+    batches: int = 0  # the batch lines it shipped (the coordinator waits for them all)
 
 
 @dataclass
@@ -122,6 +124,9 @@ class ClientProcess:
         self._ctx: PhaseContext | None = None
         self._prepared: dict[str, Any] | None = None
         self._running: anyio.CancelScope | None = None
+        self._outbox = Outbox()
+        self._phase = -1  # the operation phase being prepared or run
+        self._send: Callable[[dict[str, Any]], None] | None = None  # ships a batch-line event
 
     # --- plumbing: every call runs on the portal's loop --------------------------------
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -130,11 +135,25 @@ class ClientProcess:
         return await asyncio.wrap_future(future)
 
     async def start(
-        self, config_json: bytes, name: str, profiles: int, parallelism: int, k: int, processes: int
+        self,
+        config_json: bytes,
+        name: str,
+        profiles: int,
+        parallelism: int,
+        k: int,
+        processes: int,
+        topic: str | None = None,
     ) -> dict[str, Any]:
         """Draw the plan (the same in every process) and start this process's event loop;
-        returns where this process runs (host, pid) and the workers it hosts."""
+        returns where this process runs (host, pid) and the workers it hosts. ``topic``:
+        the Dask event topic the batch lines go to (None: not shipped, no Dask here)."""
         from asyncbench.run.signals import backend_options
+
+        if topic is not None:
+            from distributed import get_worker
+
+            log_event = get_worker().log_event
+            self._send = lambda msg: log_event(topic, msg)
 
         self._cfg = cfg = from_json(config_json)
         self._level = level = cfg.level(profiles, parallelism)
@@ -217,6 +236,7 @@ class ClientProcess:
         else:
             parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
         engine.take_retries()  # what the previous phases counted is theirs
+        self._phase = index
         self._prepared = {
             "kind": kind,
             "parts": {w: parts[w] for w in self._hosted},
@@ -226,8 +246,28 @@ class ClientProcess:
 
     async def go(self, release_at: float) -> PhasePart:
         """Release this process's workers at ``release_at`` (wall clock, the same instant
-        for every process) and run them to their end."""
-        return await self._call(self._go, release_at)
+        for every process) and run them to their end; meanwhile, ship their batch lines
+        every :data:`SHIP_SECONDS` from this (the Dask worker's) loop."""
+        self._outbox.begin()
+        shipper = asyncio.ensure_future(self._ship_every()) if self._send is not None else None
+        try:
+            return await self._call(self._go, release_at)
+        finally:
+            if shipper is not None:
+                shipper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await shipper
+                self._ship()  # the last ones: the part's batch count covers them all
+
+    async def _ship_every(self) -> None:
+        while True:
+            await asyncio.sleep(SHIP_SECONDS)
+            self._ship()
+
+    def _ship(self) -> None:
+        batches = self._outbox.take()
+        if batches and self._send is not None:
+            self._send(pack(batches, self._phase, self._k))
 
     async def _go(self, release_at: float) -> PhasePart:
         cfg, engine, prepared, ctx = self._cfg, self._engine, self._prepared, self._ctx
@@ -239,8 +279,12 @@ class ClientProcess:
         sums = {w: Checksum() for w in parts}
         ends: dict[int, float] = {}
 
+        outbox = self._outbox.add if self._send is not None else None
+
         def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
-            recorder.add(worker, ops, seconds, marks)
+            stamps = recorder.add(worker, ops, seconds, marks)
+            if outbox is not None:
+                outbox(worker, index, ops, seconds, stamps)
 
         async def worker(w: int) -> None:
             await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
@@ -267,6 +311,7 @@ class ClientProcess:
                 retries=engine.take_retries(),
                 cpu_seconds=cpu,
                 histogram=None if summary is None else summary["histogram"],
+                batches=self._outbox.count,
             )
         finally:
             self._running = None

@@ -15,6 +15,10 @@ module is the protocol's logic only, chosen by measurement (docs/scaling.md):
 - the phase checksum is :func:`checksum.combine` of the workers' checksums in worker
   order; operations and retries are summed, latency histograms merged (HdrHistogram
   counts add exactly), client CPU summed; each process's peak memory is its own;
+- every batch of every process reaches the observers live (the JSON log's batch lines,
+  with the process's index and host; the progress bar; the status line), carried by Dask
+  events a few batches at a time (:mod:`asyncbench.run.batch_lines`); a phase ends once
+  each process's batches have all arrived, so its batch lines precede its ``phase_end``;
 - stabilize, settle, reopen and verify run once, in process 0, as the single-process
   runner runs them once;
 - a process that dies, or a phase that fails in one, ends the engine's run as a Failed row
@@ -30,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -43,6 +48,7 @@ from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.result import ClientProcess, EngineResult, LatencyStats, PhaseResult, Status
+from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
@@ -78,6 +84,9 @@ DASK_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "2s",
 }
+#: How long a phase's end waits for the last batch lines (measured: they arrive 0.1-0.2 s after
+#: their batch; a line still missing then is noted and left out of the log).
+LINES_WAIT_SECONDS = 10.0
 #: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck.
 CLIENT_BOUND_BUSY = 0.8
 
@@ -208,6 +217,9 @@ class DistributedEngineRun:
         self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
         self._addresses: list[str] = []
         self._lost: set[int] = set()  # processes that left the cluster: not called again
+        #: the Dask event topic of this run's batch lines (one run's own, on a shared cluster too)
+        self.topic = f"asyncbench-batches-{uuid.uuid4().hex}"
+        self.lines = BatchLineReceiver(name, [p.name for p in cfg.phases], observer, self._host)
 
     async def run(self) -> EngineResult:
         res = self.result
@@ -292,7 +304,20 @@ class DistributedEngineRun:
                 )
             client = await stack.enter_async_context(Client(cluster, asynchronous=True))
         stack.push_async_callback(self._release_actors)
+        client.subscribe_topic(self.topic, self.lines)
+        stack.push_async_callback(self._unsubscribe, client)
         return client
+
+    async def _unsubscribe(self, client: Any) -> None:
+        """Stop the batch lines and drop what the scheduler keeps of the topic (its last
+        ``distributed.admin.low-level-log-length`` events)."""
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(self.topic)
+            await client.run_on_scheduler(_truncate_topic, topic=self.topic)
+
+    def _host(self, k: int) -> str:
+        procs = self.result.client_processes
+        return procs[k].host if k < len(procs) else "?"
 
     async def _release_actors(self) -> None:
         self.actors = []
@@ -349,7 +374,7 @@ class DistributedEngineRun:
         config = to_json(self.cfg)
         infos = await _all(
             [
-                partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total)
+                partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total, self.topic)
                 for k, a in enumerate(self.actors)
             ]
         )
@@ -398,10 +423,15 @@ class DistributedEngineRun:
         spec = self.cfg.phases[index]
         sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
+        self.lines.begin(index)
         release_at = time.time() + RELEASE_LEAD_SECONDS
-        parts: list[PhasePart] = await _all(
-            [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
-        )
+        try:
+            parts: list[PhasePart] = await _all(
+                [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
+            )
+            await self._await_lines(index, parts)
+        finally:
+            self.lines.end()
         merged = merge_phase(parts, self.parallelism)
         pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
         pr.retries = merged.retries
@@ -411,6 +441,22 @@ class DistributedEngineRun:
         self._busy.append(merged.busiest)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
+
+    async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> None:
+        """Until every process's batch lines of the phase have arrived (bounded)."""
+        with anyio.move_on_after(LINES_WAIT_SECONDS):
+            while any(self.lines.count(index, p.process) < p.batches for p in parts):
+                await anyio.sleep(0.005)
+        missing = [
+            f"client process {p.process}: {p.batches - self.lines.count(index, p.process)} of {p.batches}"
+            for p in parts
+            if self.lines.count(index, p.process) < p.batches
+        ]
+        if missing:
+            self.result.notes.append(
+                f"{self.cfg.phases[index].name}: batch lines not received within {LINES_WAIT_SECONDS:g} s "
+                f"({'; '.join(missing)}); the phase's figures are whole"
+            )
 
     def _named(self, k: int, call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
         """``call`` on client process ``k``, whose failure names the process (which one
@@ -514,6 +560,16 @@ class DistributedEngineRun:
                 f"{len(skews)} operation phases (each phase is timed from the first process's release; "
                 + ("one host: one clock)" if len(hosts) == 1 else "several hosts: as good as their clock sync)")
             )
+        delays = sorted(self.lines.delays)
+        if delays:
+            cluster["batch lines"] = (
+                f"{len(delays)} received live, each after its batch's end: median "
+                f"{statistics.median(delays) * 1e3:.0f} ms, p99 {delays[int(0.99 * (len(delays) - 1))] * 1e3:.0f} ms"
+            )
+        if self.lines.error is not None:
+            self.result.notes.append(
+                f"reporting the client processes' batches failed: {type(self.lines.error).__name__}: {self.lines.error}"
+            )
         if self._busy:
             bound = sum(b >= CLIENT_BOUND_BUSY for b in self._busy)
             cluster["bottleneck"] = (
@@ -527,6 +583,11 @@ def _leaves(group: BaseException) -> list[BaseException]:
     if isinstance(group, BaseExceptionGroup):
         return [leaf for e in group.exceptions for leaf in _leaves(e)]
     return [group]
+
+
+def _truncate_topic(dask_scheduler: Any, topic: str) -> None:
+    """Run on the scheduler: forget the events it kept of ``topic``."""
+    dask_scheduler._broker.truncate(topic)
 
 
 def _worker_addresses(dask_scheduler: Any) -> list[str]:
