@@ -8,11 +8,14 @@ by measurement over ``distributed.Queue`` and polling the actor (docs/scaling.md
 lines from the client processes"; ``benchmarks/batch_shipping.py``). An event holds a
 few numpy buffers, not one Python object per batch, so packing it costs little.
 
-The coordinator (:class:`BatchLineReceiver`) hands each batch to the observers as the
-single-process runner's batch hook does (the JSON log's line, the progress bar, the
-status line), with the client process's index and host; its marks are moved onto the
-coordinator's clock first (each process ships its own wall-minus-monotonic offset), so a
-line's timestamp is when its batch ended, across hosts as good as their clock sync. Each
+The coordinator (:class:`BatchLineReceiver`) keeps each batch in the phase's recorder and
+hands it to the observers as the single-process runner's batch hook does (the JSON log's
+line, the progress bar, the status line), with the client process's index and host; its
+marks are moved onto the coordinator's clock first (by one shift per process, from the
+wall-minus-monotonic offsets of its first event and of the coordinator: a process's
+stamps keep their order), so a line's timestamp is when its batch ended, across hosts as
+good as their clock sync. The recorder gives the phase's per-second series, latency over
+time and open-loop figures exactly as one process's (:mod:`asyncbench.run.phase_rows`). Each
 process reports how many batches it shipped with its phase result, and the coordinator
 waits for them before the phase ends, so every batch line precedes its ``phase_end``.
 """
@@ -22,11 +25,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from asyncbench.measure.latency import CLOCK
+from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.run.observers import Observer
 
 __all__ = ["SHIP_SECONDS", "BatchLineReceiver", "Outbox", "clock_offset_ns", "pack", "unpack"]
@@ -116,16 +120,18 @@ class BatchLineReceiver:
         self.engine, self.phase_names, self.observer, self.hosts = engine, phase_names, observer, hosts
         self.received: dict[tuple[int, int], int] = {}  # (phase, process) -> batches received
         self.phase: int | None = None
+        self.recorder: PhaseRecorder | None = None
+        self._shift: dict[int, int] = {}  # per process: its clock to the coordinator's (ns)
         self.done = 0  # the current phase's operations so far, every process
         self.error: BaseException | None = None
         #: seconds from a batch's end to its arrival here, every batch (docs/scaling.md)
         self.delays: list[float] = []
 
-    def begin(self, phase: int) -> None:
-        self.phase, self.done = phase, 0
+    def begin(self, phase: int, recorder: PhaseRecorder | None = None) -> None:
+        self.phase, self.done, self.recorder = phase, 0, recorder
 
     def end(self) -> None:
-        self.phase = None
+        self.phase, self.recorder = None, None
 
     def count(self, phase: int, process: int) -> int:
         return self.received.get((phase, process), 0)
@@ -140,16 +146,21 @@ class BatchLineReceiver:
 
     def _take(self, msg: dict[str, Any]) -> None:
         phase, process = msg["phase"], msg["process"]
-        offset = clock_offset_ns()
-        batches = unpack(msg, msg["offset_ns"] - offset)
+        shift = self._shift.get(process)
+        if shift is None:
+            shift = self._shift[process] = msg["offset_ns"] - clock_offset_ns()
+        batches = unpack(msg, shift)
         key = (phase, process)
         self.received[key] = self.received.get(key, 0) + len(batches)
         if phase != self.phase:  # a phase already ended (its lines were given up): drop
             return
         name, host, now = self.phase_names[phase], self.hosts(process), CLOCK()
-        handle = self.observer.client_batch
+        handle, recorder = self.observer.client_batch, self.recorder
         for worker, index, ops, seconds, marks, intended in batches:
             self.done += ops
+            if recorder is not None:
+                # (the recorder takes an int64 array as it takes the engine's list of stamps)
+                marks = recorder.add(worker, ops, seconds, cast("list[int]", marks), intended)
             if len(marks):
                 self.delays.append((now - int(marks[-1])) / 1e9)
             handle(self.engine, name, index, ops, seconds, self.done, worker, marks, intended, process, host)

@@ -38,8 +38,10 @@ from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, pack
-from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches
+from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
+from asyncbench.run.phase_rows import phase_rate
+from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
@@ -238,6 +240,8 @@ class ClientProcess:
         engine.take_retries()  # what the previous phases counted is theirs
         self._phase = index
         self._prepared = {
+            "index": index,
+            "rate": phase_rate(spec),
             "kind": kind,
             "parts": {w: parts[w] for w in self._hosted},
             "handles": {w: engine.worker(w) for w in self._hosted},
@@ -246,7 +250,8 @@ class ClientProcess:
 
     async def go(self, release_at: float) -> PhasePart:
         """Release this process's workers at ``release_at`` (wall clock, the same instant
-        for every process) and run them to their end; meanwhile, ship their batch lines
+        for every process) and run them to their end (under a rate, each worker's intended
+        times from ``release_at``: the same schedule as in one process); meanwhile, ship their batch lines
         every :data:`SHIP_SECONDS` from this (the Dask worker's) loop."""
         self._outbox.begin()
         shipper = asyncio.ensure_future(self._ship_every()) if self._send is not None else None
@@ -274,20 +279,29 @@ class ClientProcess:
         assert cfg is not None and engine is not None and prepared is not None and ctx is not None
         self._prepared = None
         kind, parts, handles = prepared["kind"], prepared["parts"], prepared["handles"]
+        rate, phase = prepared["rate"], prepared["index"]
         assert self._level is not None
-        recorder = PhaseRecorder(self._level.workers)
+        workers = self._level.workers
+        recorder = PhaseRecorder(workers)
+        # the schedules' origin: the release instant on this process's clock
+        start_ns = round(release_at * 1e9) - clock_offset_ns()
         sums = {w: Checksum() for w in parts}
         ends: dict[int, float] = {}
 
         outbox = self._outbox.add if self._send is not None else None
 
-        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
-            stamps = recorder.add(worker, ops, seconds, marks)
+        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None) -> None:
+            stamps = recorder.add(worker, ops, seconds, marks, intended)
             if outbox is not None:
-                outbox(worker, index, ops, seconds, stamps)
+                outbox(worker, index, ops, seconds, stamps, intended)
 
         async def worker(w: int) -> None:
-            await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
+            if rate is None:
+                await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
+            else:
+                plan = WorkerSchedule(rate, start_ns, w, workers, cfg.seed, phase)
+                alone = len(parts) == 1  # nothing else of the benchmark's on this loop
+                await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone)
             ends[w] = time.time()
 
         try:

@@ -47,11 +47,13 @@ from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
-from asyncbench.result import ClientProcess, EngineResult, LatencyStats, PhaseResult, Status
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
+from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
@@ -215,6 +217,7 @@ class DistributedEngineRun:
         self.actors: list[Any] = []
         self.opened = False
         self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
+        self._dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         self._addresses: list[str] = []
         self._lost: set[int] = set()  # processes that left the cluster: not called again
         #: the Dask event topic of this run's batch lines (one run's own, on a shared cluster too)
@@ -400,7 +403,7 @@ class DistributedEngineRun:
             if kind.action is Action.OPERATIONS:
                 await self._operations(index)
             elif kind.action is Action.STABILIZE and not needs_stabilization:
-                pr = self._row(index, 0, 0.0, skipped=True)
+                pr = phase_row(index, spec, 0, 0.0, skipped=True)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
             else:
@@ -408,7 +411,7 @@ class DistributedEngineRun:
                 out: OtherOutcome = await self._named(0, partial(first.other, index))()
                 if out.storage_bytes is not None:
                     res.storage_bytes = out.storage_bytes
-                pr = self._row(index, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
+                pr = phase_row(index, spec, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
         self.current = None
@@ -421,29 +424,44 @@ class DistributedEngineRun:
 
     async def _operations(self, index: int) -> None:
         spec = self.cfg.phases[index]
+        rate = phase_rate(spec)
+        if spec.sweep is not None and spec.sweep in self._dipped:  # a sweep stops above its dip
+            pr = phase_row(index, spec, 0, 0.0, skipped=True)
+            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
         sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
-        self.lines.begin(index)
-        release_at = time.time() + RELEASE_LEAD_SECONDS
-        try:
-            parts: list[PhasePart] = await _all(
-                [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
-            )
-            await self._await_lines(index, parts)
-        finally:
-            self.lines.end()
-        merged = merge_phase(parts, self.parallelism)
-        pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
-        pr.retries = merged.retries
-        pr.latency = merged.latency
-        pr.release_skew_seconds = merged.release_skew_seconds
-        pr.client_cpu_seconds = merged.cpu_seconds
+        # every batch of every process, as the client processes ship them (outside their time)
+        with PhaseRecorder(self.parallelism) as recorder:
+            self.lines.begin(index, recorder)
+            release_at = time.time() + RELEASE_LEAD_SECONDS
+            try:
+                parts: list[PhasePart] = await _all(
+                    [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
+                )
+                whole = await self._await_lines(index, parts)
+            finally:
+                self.lines.end()
+            merged = merge_phase(parts, self.parallelism)
+            pr = phase_row(index, spec, merged.ops, merged.seconds, merged.checksum)
+            pr.retries = merged.retries
+            pr.latency = merged.latency  # the processes' histograms, merged
+            pr.release_skew_seconds = merged.release_skew_seconds
+            pr.client_cpu_seconds = merged.cpu_seconds
+            if whole and recorder.ops == merged.ops:
+                add_figures(pr, recorder, rate, latency=False)
+            elif rate is not None:  # the target (and the achieved-rate check) without the figures
+                pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._busy.append(merged.busiest)
+        sweep_dipped(pr, spec, rate, self._dipped, self.result.notes)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
-    async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> None:
-        """Until every process's batch lines of the phase have arrived (bounded)."""
+    async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> bool:
+        """Until every process's batch lines of the phase have arrived (bounded); False
+        (and a note) if some did not."""
         with anyio.move_on_after(LINES_WAIT_SECONDS):
             while any(self.lines.count(index, p.process) < p.batches for p in parts):
                 await anyio.sleep(0.005)
@@ -455,8 +473,10 @@ class DistributedEngineRun:
         if missing:
             self.result.notes.append(
                 f"{self.cfg.phases[index].name}: batch lines not received within {LINES_WAIT_SECONDS:g} s "
-                f"({'; '.join(missing)}); the phase's figures are whole"
+                f"({'; '.join(missing)}); its checksum, operations and latency are whole, "
+                "its per-second series and open-loop figures left out"
             )
+        return not missing
 
     def _named(self, k: int, call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
         """``call`` on client process ``k``, whose failure names the process (which one
@@ -475,33 +495,6 @@ class DistributedEngineRun:
                 raise kind(f"client process {k}{where}: {type(exc).__name__}: {exc}") from exc
 
         return named
-
-    def _row(
-        self,
-        index: int,
-        ops: int,
-        seconds: float,
-        checksum: str | None = None,
-        skipped: bool = False,
-        close_seconds: float | None = None,
-    ) -> PhaseResult:
-        spec = self.cfg.phases[index]
-        kind = PHASES[spec.kind]
-        return PhaseResult(
-            index=index,
-            name=spec.name,
-            kind=kind,
-            action=kind.action,
-            group=kind.group,
-            ops=ops,
-            seconds=seconds,
-            checksum=checksum,
-            stream=spec.stream,
-            count=spec.count,
-            post_update=spec.post_update,
-            skipped=skipped,
-            close_seconds=close_seconds,
-        )
 
     # --- the end -----------------------------------------------------------------------
     async def _finish(self) -> None:
