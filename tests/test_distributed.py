@@ -301,3 +301,27 @@ async def test_a_client_process_schedules_its_workers_as_one_process_would(tmp_p
         first = int(got[0]) - int(expected[0])  # the schedule's origin as the process took it
         assert abs(first - start) < 5_000_000
         assert (got - first).tolist() == expected.tolist()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_local_client_processes_run_without_dasks_malloc_trim_and_fast_tick() -> None:
+    """The LocalCluster of --processes gives its worker processes no environment of Dask's
+    own: its nanny's MALLOC_TRIM_THRESHOLD_=65536 doubled a 50-row query's client CPU
+    (docs/scaling.md); and the event-loop tick is 1 s, not 20 ms."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from asyncbench.run.distributed import DASK_CONFIG
+
+    def probe() -> tuple[str | None, object]:
+        return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.admin.tick.interval")
+
+    with dask.config.set(DASK_CONFIG):
+        async with (
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=None, memory_limit=0, asynchronous=True) as cluster,
+            Client(cluster, asynchronous=True) as client,
+        ):
+            (got,) = (await client.run(probe)).values()
+    assert got == (None, "1s")

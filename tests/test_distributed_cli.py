@@ -91,6 +91,9 @@ def test_cluster_flag_with_dask_scheduler_and_workers(tmp_path: Path) -> None:
             return [p["checksum"] for p in doc["engines"][0]["phases"]]
 
         assert checksums(tmp_path / "c") == checksums(tmp_path / "m")
+        (result,) = (tmp_path / "c" / "out" / "profiles-1000-p2").glob("asyncbench-*.json")
+        notes = orjson.loads(result.read_bytes())["engines"][0]["notes"]
+        assert any("MALLOC_TRIM_THRESHOLD_=65536" in n and "--no-nanny" in n for n in notes), notes  # dask worker's nanny
         (report,) = (tmp_path / "c" / "out" / "profiles-1000-p2").glob("asyncbench-*.md")
         text = report.read_text()
         assert "postgres: client process 1" in text and address in text

@@ -169,7 +169,13 @@ class ClientProcess:
         self._portal = self._portal_cm.__enter__()
         self._sampler.reset()
         self._portal.start_task_soon(self._sampler.run)
-        return {"host": socket.gethostname(), "pid": os.getpid(), "workers": list(self._hosted)}
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "workers": list(self._hosted),
+            # a Dask nanny's default (its pre-spawn-environ): it slows the client (docs/scaling.md)
+            "malloc_trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        }
 
     async def open(self, reset: bool) -> None:
         """Open the engine (all P connections' worth of config; this process uses its own

@@ -85,6 +85,15 @@ CLOSE_GRACE_SECONDS = 60.0
 DASK_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "2s",
+    # the event-loop health check (a warning past 3 s blocked) every 1 s, not every 20 ms: an
+    # idle client process took 2.1 % of a core with 20 ms, 0.36 % with 1 s; during a phase
+    # that was 4-8 % of the client's CPU per operation (docs/scaling.md, the K=1 overhead)
+    "distributed.admin.tick.interval": "1s",
+    # no environment of Dask's own for the client processes: its MALLOC_TRIM_THRESHOLD_=65536
+    # (glibc hands freed memory back to the system past 64 KiB, and fixes the threshold
+    # instead of letting it adapt) made a 50-row query cost 2.6x the client CPU in
+    # asyncpg's row decoding (py-spy, docs/scaling.md); the single-process runner has none
+    "distributed.nanny.pre-spawn-environ": {},
 }
 #: How long a phase's end waits for the last batch lines (measured: they arrive 0.1-0.2 s after
 #: their batch; a line still missing then is noted and left out of the log).
@@ -291,7 +300,7 @@ class DistributedEngineRun:
 
             # The client processes are measured: no statistical profiler sampling them (Dask's
             # own diagnostics; an idle worker took 3.0 % of a core with it, 1.8 % without
-            # it and with a slower system monitor) and no memory limit (Dask would pause or
+            # it and with a slower system monitor), a slow event-loop tick, and no memory limit (Dask would pause or
             # restart a worker over it: a benchmark's memory is a result, not a fault).
             with dask.config.set(DASK_CONFIG):
                 cluster = await stack.enter_async_context(
@@ -382,6 +391,14 @@ class DistributedEngineRun:
             ]
         )
         self.result.client_processes = [ClientProcess(i["host"], i["pid"], i["workers"]) for i in infos]
+        trimmed = [k for k, i in enumerate(infos) if i.get("malloc_trim")]
+        if trimmed:
+            self.result.notes.append(
+                f"client process(es) {', '.join(map(str, trimmed))} run with MALLOC_TRIM_THRESHOLD_="
+                f"{infos[trimmed[0]]['malloc_trim']} (a Dask nanny's default), which costs allocation-heavy "
+                "phases up to 2x client CPU; start the workers with --no-nanny, or with "
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null in their Dask config (docs/scaling.md)"
+            )
 
     # --- the phases --------------------------------------------------------------------
     async def _run_phases(self, client: Any) -> None:
