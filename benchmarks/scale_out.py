@@ -11,8 +11,10 @@ operation, release skew). Needs a server (``eval "$(scripts/postgres-server star
 ``--overhead``: the K=1 path against the single-process runner only, ``--rounds`` (at
 least 7) rounds of the pair, the order alternating (single then K=1, then K=1 then
 single) so drift touches both alike; at the end, per phase, the median of the per-round
-ratios (K=1 / single) of ops/s and of client CPU per operation, and each variant's median
-CPU per operation. On a shared machine the paired ratios and the CPU per operation are
+ratios (K=1 / single) of ops/s and of client CPU per operation, the same over blocks of
+two rounds (the geometric mean of one round of each order: on a shared machine the run
+second in a round fared worse, whichever it was), and each variant's median CPU per
+operation. On a shared machine the paired ratios and the CPU per operation are
 the figures to read, not a single run's ops/s.
 
     python benchmarks/scale_out.py --overhead --engine postgres --parallelism 8 --profiles 20000 --rounds 7
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -133,16 +136,24 @@ def overhead(cfg, args) -> None:
                 raise SystemExit(f"round {r}: {out['status']}")
             got[k] = out
         pairs.append(got)
-    print("| phase | K=1/single ops/s: median (range) | K=1/single CPU per op: median (range) "
-          "| client CPU µs/op: single, K=1 (medians) | K=1 coordinator CPU µs/op (median) |")
+    print("| phase | K=1/single ops/s: per round, per block | K=1/single CPU per op: per round, per block "
+          "| client CPU µs/op: single, K=1 | K=1 coordinator CPU µs/op |")
     print("| --- | ---: | ---: | ---: | ---: |")
+
+    def ratios(kind: str, key: str) -> tuple[list[float], list[float]]:
+        rounds = [p[1][kind][key] / p[None][kind][key] for p in pairs]
+        blocks = [math.sqrt(rounds[i] * rounds[i + 1]) for i in range(0, len(rounds) - 1, 2)]
+        return rounds, blocks
+
+    def cell(values: tuple[list[float], list[float]]) -> str:
+        rounds, blocks = values
+        return (f"{statistics.median(rounds):.3f} ({min(rounds):.2f}-{max(rounds):.2f}), "
+                f"{statistics.median(blocks):.3f} ({min(blocks):.2f}-{max(blocks):.2f})")
+
     for kind in KINDS[1:]:
-        ops = [p[1][kind]["ops_s"] / p[None][kind]["ops_s"] for p in pairs]
-        cpu = [p[1][kind]["cpu_us_op"] / p[None][kind]["cpu_us_op"] for p in pairs]
         single = statistics.median(p[None][kind]["cpu_us_op"] for p in pairs)
         one_k = statistics.median(p[1][kind]["cpu_us_op"] for p in pairs)
-        print(f"| {kind} | {statistics.median(ops):.3f} ({min(ops):.2f}-{max(ops):.2f}) "
-              f"| {statistics.median(cpu):.3f} ({min(cpu):.2f}-{max(cpu):.2f}) | {single:.1f}, {one_k:.1f} "
+        print(f"| {kind} | {cell(ratios(kind, 'ops_s'))} | {cell(ratios(kind, 'cpu_us_op'))} | {single:.1f}, {one_k:.1f} "
               f"| {statistics.median(p[1][kind]['coordinator_cpu_us_op'] for p in pairs):.1f} |", flush=True)
 
 
