@@ -32,11 +32,13 @@ from pathlib import Path
 from time import process_time
 
 import anyio
+from asyncbench.engines import engine_class
 from asyncbench.workloads.profile_store.plan import draw_plan
 
-from asyncbench.config import load
+from asyncbench.config import load, to_json
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.distributed import DistributedEngineRun, Placement
+from asyncbench.run.client_process import ClientProcess
+from asyncbench.run.distributed import DistributedEngineRun, Placement, _probe_config
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
 from asyncbench.run.signals import backend_options  # uvloop, as the CLI and the client processes run
@@ -72,7 +74,32 @@ def config(engine: str, parallelism: int, profiles: int, data: Path):
     )
 
 
-async def one(cfg, engine: str, profiles: int, k: int | None) -> dict:
+async def in_process(cfg, engine: str, profiles: int) -> dict:
+    """The client process's own code (the ClientProcess actor hosting all P workers) in
+    this process, without Dask: what the K=1 path costs apart from Dask's process."""
+    level = cfg.levels()[0]
+    out: dict = {"k": "inproc", "status": "ok"}
+    async with engine_class(engine).exclusive(_probe_config(cfg, level, engine)):
+        actor = ClientProcess()
+        await actor.start(to_json(cfg), engine, profiles, level.parallelism, 0, 1)
+        try:
+            await actor.open(True)
+            for index, spec in enumerate(cfg.phases):
+                await actor.prepare(index)
+                part = await actor.go(time.time() + 0.05)
+                ops = sum(w.items for w in part.workers)
+                seconds = max(w.end for w in part.workers) - part.release
+                out[spec.kind] = {"ops_s": round(ops / seconds), "cpu_us_op": round(part.cpu_seconds / ops * 1e6, 1)}
+            await actor.close()
+            await actor.delete_store()
+        finally:
+            await actor.stop()
+    return out
+
+
+async def one(cfg, engine: str, profiles: int, k: int | str | None) -> dict:
+    if k == "inproc":
+        return await in_process(cfg, engine, profiles)
     t0 = time.perf_counter()
     cpu = CpuPerPhase()  # this process: the single-process runner, or the coordinator of K processes
     sampler = MemorySampler()
@@ -107,7 +134,7 @@ def main() -> None:
     ap.add_argument("--parallelism", type=int, default=8)
     ap.add_argument("--profiles", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--processes", default="single,1,2,4")
+    ap.add_argument("--processes", default="single,1,2,4", help="variants: single, inproc, or K")
     ap.add_argument("--data", type=Path, default=Path("data"))
     ap.add_argument("--overhead", action="store_true", help="single-process against K=1 only, paired per round")
     args = ap.parse_args()
@@ -115,7 +142,8 @@ def main() -> None:
     if args.overhead:
         overhead(cfg, args)
         return
-    variants = [None if v == "single" else int(v) for v in args.processes.split(",")]
+    # "inproc": the client process's code without Dask (in_process)
+    variants = [None if v == "single" else v if v == "inproc" else int(v) for v in args.processes.split(",")]
     for r in range(args.rounds):
         for k in variants:
             out = anyio.run(one, cfg, args.engine, args.profiles, k, backend_options=backend_options())
