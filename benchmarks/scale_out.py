@@ -7,6 +7,17 @@ touches every variant alike; each prints one JSON line per run (ops/s, client CP
 operation, release skew). Needs a server (``eval "$(scripts/postgres-server start)"``).
 
     python benchmarks/scale_out.py --engine postgres --parallelism 8 --profiles 20000 --rounds 2
+
+``--overhead``: the K=1 path against the single-process runner only, ``--rounds`` (at
+least 7) rounds of the pair, the order alternating (single then K=1, then K=1 then
+single) so drift touches both alike; at the end, per phase, the median of the per-round
+ratios (K=1 / single) of ops/s and of client CPU per operation, the same over blocks of
+two rounds (the geometric mean of one round of each order: on a shared machine the run
+second in a round fared worse, whichever it was), and each variant's median CPU per
+operation. On a shared machine the paired ratios and the CPU per operation are
+the figures to read, not a single run's ops/s.
+
+    python benchmarks/scale_out.py --overhead --engine postgres --parallelism 8 --profiles 20000 --rounds 7
 """
 
 from __future__ import annotations
@@ -14,18 +25,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import statistics
 import time
 from pathlib import Path
 from time import process_time
 
 import anyio
+from asyncbench.engines import engine_class
 from asyncbench.workloads.profile_store.plan import draw_plan
 
-from asyncbench.config import load
+from asyncbench.config import load, to_json
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.distributed import DistributedEngineRun, Placement
+from asyncbench.run.client_process import ClientProcess
+from asyncbench.run.distributed import DistributedEngineRun, Placement, _probe_config
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
+from asyncbench.run.signals import backend_options  # uvloop, as the CLI and the client processes run
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("insert", "read_by_id", "query_top_reputation", "update")
@@ -58,22 +74,54 @@ def config(engine: str, parallelism: int, profiles: int, data: Path):
     )
 
 
-async def one(cfg, engine: str, profiles: int, k: int | None) -> dict:
+async def in_process(cfg, engine: str, profiles: int) -> dict:
+    """The client process's own code (the ClientProcess actor hosting all P workers) in
+    this process, without Dask: what the K=1 path costs apart from Dask's process."""
+    level = cfg.levels()[0]
+    out: dict = {"k": "inproc", "status": "ok"}
+    async with engine_class(engine).exclusive(_probe_config(cfg, level, engine)):
+        actor = ClientProcess()
+        await actor.start(to_json(cfg), engine, profiles, level.parallelism, 0, 1)
+        try:
+            await actor.open(True)
+            for index, spec in enumerate(cfg.phases):
+                await actor.prepare(index)
+                part = await actor.go(time.time() + 0.05)
+                ops = sum(w.items for w in part.workers)
+                seconds = max(w.end for w in part.workers) - part.release
+                out[spec.kind] = {"ops_s": round(ops / seconds), "cpu_us_op": round(part.cpu_seconds / ops * 1e6, 1)}
+            await actor.close()
+            await actor.delete_store()
+        finally:
+            await actor.stop()
+    return out
+
+
+async def one(cfg, engine: str, profiles: int, k: int | str | None) -> dict:
+    if k == "inproc":
+        return await in_process(cfg, engine, profiles)
     t0 = time.perf_counter()
+    cpu = CpuPerPhase()  # this process: the single-process runner, or the coordinator of K processes
+    sampler = MemorySampler()
     if k is None:
-        cpu = CpuPerPhase()
-        run = EngineRun(cfg, cfg.levels()[0], engine, draw_plan(cfg.counts_for(profiles), cfg.seed), cpu, MemorySampler())
+        run = EngineRun(cfg, cfg.levels()[0], engine, draw_plan(cfg.counts_for(profiles), cfg.seed), cpu, sampler)
     else:
-        cpu = None
-        run = DistributedEngineRun(cfg, cfg.levels()[0], engine, Observer(), Placement(processes=k))
-    res = await run.run()
+        run = DistributedEngineRun(cfg, cfg.levels()[0], engine, cpu, Placement(processes=k))
+    async with anyio.create_task_group() as tg:
+        if k is None:  # as the CLI runs it (a client process samples its own memory)
+            tg.start_soon(sampler.run)
+        res = await run.run()
+        tg.cancel_scope.cancel()
     out: dict = {"k": k if k is not None else "single", "status": res.status_text(), "wall_s": round(time.perf_counter() - t0, 1),
                  "peak_rss_mib": [round((p.peak_rss_bytes or 0) / 2**20) for p in res.client_processes]}
     for p in res.phases:
-        cpu_s = p.client_cpu_seconds if cpu is None else cpu.cpu.get(p.name)
+        cpu_s = cpu.cpu.get(p.name) if k is None else p.client_cpu_seconds
+        coordinator = cpu.cpu.get(p.name) if k is not None else None
         out[p.kind.kind] = {
             "ops_s": round(p.ops_per_s),
             "cpu_us_op": round(cpu_s / p.ops * 1e6, 1) if cpu_s is not None and p.ops else None,
+            # K processes: the coordinator's own CPU over the phase (receiving the batch lines)
+            "coordinator_cpu_us_op": round(coordinator / p.ops * 1e6, 1) if coordinator is not None and p.ops else None,
             "skew_ms": None if p.release_skew_seconds is None else round(p.release_skew_seconds * 1e3, 2),
             "checksum": p.checksum,
         }
@@ -86,15 +134,55 @@ def main() -> None:
     ap.add_argument("--parallelism", type=int, default=8)
     ap.add_argument("--profiles", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--processes", default="single,1,2,4")
+    ap.add_argument("--processes", default="single,1,2,4", help="variants: single, inproc, or K")
     ap.add_argument("--data", type=Path, default=Path("data"))
+    ap.add_argument("--overhead", action="store_true", help="single-process against K=1 only, paired per round")
     args = ap.parse_args()
     cfg = config(args.engine, args.parallelism, args.profiles, args.data)
-    variants = [None if v == "single" else int(v) for v in args.processes.split(",")]
+    if args.overhead:
+        overhead(cfg, args)
+        return
+    # "inproc": the client process's code without Dask (in_process)
+    variants = [None if v == "single" else v if v == "inproc" else int(v) for v in args.processes.split(",")]
     for r in range(args.rounds):
         for k in variants:
-            out = anyio.run(one, cfg, args.engine, args.profiles, k)
+            out = anyio.run(one, cfg, args.engine, args.profiles, k, backend_options=backend_options())
             print(json.dumps({"round": r, **out}), flush=True)
+
+
+def overhead(cfg, args) -> None:
+    """Rounds of (single, K=1) pairs, alternating order; the paired ratios' medians."""
+    if args.rounds < 7:
+        raise SystemExit("--overhead needs --rounds 7 or more (paired medians of a noisy machine)")
+    pairs: list[dict] = []
+    for r in range(args.rounds):
+        got: dict = {}
+        for k in ((None, 1) if r % 2 == 0 else (1, None)):
+            out = anyio.run(one, cfg, args.engine, args.profiles, k, backend_options=backend_options())
+            print(json.dumps({"round": r, **out}), flush=True)
+            if out["status"] != "ok":
+                raise SystemExit(f"round {r}: {out['status']}")
+            got[k] = out
+        pairs.append(got)
+    print("| phase | K=1/single ops/s: per round, per block | K=1/single CPU per op: per round, per block "
+          "| client CPU µs/op: single, K=1 | K=1 coordinator CPU µs/op |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+
+    def ratios(kind: str, key: str) -> tuple[list[float], list[float]]:
+        rounds = [p[1][kind][key] / p[None][kind][key] for p in pairs]
+        blocks = [math.sqrt(rounds[i] * rounds[i + 1]) for i in range(0, len(rounds) - 1, 2)]
+        return rounds, blocks
+
+    def cell(values: tuple[list[float], list[float]]) -> str:
+        rounds, blocks = values
+        return (f"{statistics.median(rounds):.3f} ({min(rounds):.2f}-{max(rounds):.2f}), "
+                f"{statistics.median(blocks):.3f} ({min(blocks):.2f}-{max(blocks):.2f})")
+
+    for kind in KINDS[1:]:
+        single = statistics.median(p[None][kind]["cpu_us_op"] for p in pairs)
+        one_k = statistics.median(p[1][kind]["cpu_us_op"] for p in pairs)
+        print(f"| {kind} | {cell(ratios(kind, 'ops_s'))} | {cell(ratios(kind, 'cpu_us_op'))} | {single:.1f}, {one_k:.1f} "
+              f"| {statistics.median(p[1][kind]['coordinator_cpu_us_op'] for p in pairs):.1f} |", flush=True)
 
 
 if __name__ == "__main__":

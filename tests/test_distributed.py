@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import anyio
+import numpy as np
 import psutil
 import pytest
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
@@ -262,3 +263,65 @@ async def test_cluster_started_with_dask_tools(tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("arrivals", ["uniform", "poisson"])
+async def test_a_client_process_schedules_its_workers_as_one_process_would(tmp_path: Path, arrivals: str) -> None:
+    """Under a rate, the workers one client process hosts (here 2 and 3 of P4, process 1
+    of 2: the memory engine's store is its own, so the phase is the insert) get exactly
+    the intended times of WorkerSchedule(rate, release, w, P, seed, phase): the same
+    schedule as the single-process loop's, from the release instant; the batches shipped
+    carry them all."""
+    from asyncbench.rate import Arrivals, Rate
+    from asyncbench.run.batch_lines import unpack
+    from asyncbench.run.schedule import WorkerSchedule
+
+    cfg = quick_cfg(tmp_path, "memory", 4)
+    cfg = dataclasses.replace(cfg, phases=[dataclasses.replace(cfg.phases[0], rate=20_000.0, arrivals=arrivals)])
+    actor = ClientProcess()
+    await actor.start(to_json(cfg), "memory", PROFILES, 4, 1, 2)
+    shipped: list[dict] = []
+    actor._send = shipped.append  # what Worker.log_event would carry
+    try:
+        await actor.open(True)
+        await actor.prepare(0)
+        release_at = time.time() + 0.01
+        part = await actor.go(release_at)
+        await actor.close()
+    finally:
+        await actor.stop()
+    batches = [b for msg in shipped for b in unpack(msg)]
+    assert part.batches == len(batches) and sum(b[2] for b in batches) == sum(w.items for w in part.workers) == 500
+    start = round(release_at * 1e9) - shipped[0]["offset_ns"]  # the release on the process's clock (± its reading)
+    for w in (2, 3):
+        got = np.concatenate([b[5] for b in batches if b[0] == w])
+        want = WorkerSchedule(Rate(20_000.0, Arrivals(arrivals)), 0, w, 4, cfg.seed, 0)
+        expected = np.array([want.take(2**62, 1)[0] for _ in range(got.size)])
+        first = int(got[0]) - int(expected[0])  # the schedule's origin as the process took it
+        assert abs(first - start) < 5_000_000
+        assert (got - first).tolist() == expected.tolist()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_local_client_processes_run_without_dasks_malloc_trim_and_fast_tick() -> None:
+    """The LocalCluster of --processes gives its worker processes no environment of Dask's
+    own: its nanny's MALLOC_TRIM_THRESHOLD_=65536 doubled a 50-row query's client CPU
+    (docs/scaling.md); and the event-loop tick is 1 s, not 20 ms."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from asyncbench.run.distributed import DASK_CONFIG
+
+    def probe() -> tuple[str | None, object]:
+        return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.admin.tick.interval")
+
+    with dask.config.set(DASK_CONFIG):
+        async with (
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=None, memory_limit=0, asynchronous=True) as cluster,
+            Client(cluster, asynchronous=True) as client,
+        ):
+            (got,) = (await client.run(probe)).values()
+    assert got == (None, "1s")

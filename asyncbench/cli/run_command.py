@@ -174,9 +174,6 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         chart_phases(cfg, where, "--over-time")
     else:
         chart_phases(cfg, cfg.source, "run.over_time")
-    if (cfg.processes or cfg.cluster) and any(p.rate is not None for p in cfg.phases):
-        # the client processes run their own phase loop, which has no schedule yet
-        raise ConfigError(where, "--rate", "a target rate is not supported with --processes or --cluster yet")
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     latest = []

@@ -38,7 +38,10 @@ from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches
+from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
+from asyncbench.run.phase_rows import phase_rate
+from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
@@ -88,6 +91,7 @@ class PhasePart:
     retries: int
     cpu_seconds: float
     histogram: str | None
+    batches: int = 0  # the batch lines it shipped (the coordinator waits for them all)
 
 
 @dataclass
@@ -122,6 +126,9 @@ class ClientProcess:
         self._ctx: PhaseContext | None = None
         self._prepared: dict[str, Any] | None = None
         self._running: anyio.CancelScope | None = None
+        self._outbox = Outbox()
+        self._phase = -1  # the operation phase being prepared or run
+        self._send: Callable[[dict[str, Any]], None] | None = None  # ships a batch-line event
 
     # --- plumbing: every call runs on the portal's loop --------------------------------
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -130,11 +137,25 @@ class ClientProcess:
         return await asyncio.wrap_future(future)
 
     async def start(
-        self, config_json: bytes, name: str, profiles: int, parallelism: int, k: int, processes: int
+        self,
+        config_json: bytes,
+        name: str,
+        profiles: int,
+        parallelism: int,
+        k: int,
+        processes: int,
+        topic: str | None = None,
     ) -> dict[str, Any]:
         """Draw the plan (the same in every process) and start this process's event loop;
-        returns where this process runs (host, pid) and the workers it hosts."""
+        returns where this process runs (host, pid) and the workers it hosts. ``topic``:
+        the Dask event topic the batch lines go to (None: not shipped, no Dask here)."""
         from asyncbench.run.signals import backend_options
+
+        if topic is not None:
+            from distributed import get_worker
+
+            log_event = get_worker().log_event
+            self._send = lambda msg: log_event(topic, msg)
 
         self._cfg = cfg = from_json(config_json)
         self._level = level = cfg.level(profiles, parallelism)
@@ -148,7 +169,13 @@ class ClientProcess:
         self._portal = self._portal_cm.__enter__()
         self._sampler.reset()
         self._portal.start_task_soon(self._sampler.run)
-        return {"host": socket.gethostname(), "pid": os.getpid(), "workers": list(self._hosted)}
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "workers": list(self._hosted),
+            # a Dask nanny's default (its pre-spawn-environ): it slows the client (docs/scaling.md)
+            "malloc_trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        }
 
     async def open(self, reset: bool) -> None:
         """Open the engine (all P connections' worth of config; this process uses its own
@@ -217,7 +244,10 @@ class ClientProcess:
         else:
             parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
         engine.take_retries()  # what the previous phases counted is theirs
+        self._phase = index
         self._prepared = {
+            "index": index,
+            "rate": phase_rate(spec),
             "kind": kind,
             "parts": {w: parts[w] for w in self._hosted},
             "handles": {w: engine.worker(w) for w in self._hosted},
@@ -226,24 +256,58 @@ class ClientProcess:
 
     async def go(self, release_at: float) -> PhasePart:
         """Release this process's workers at ``release_at`` (wall clock, the same instant
-        for every process) and run them to their end."""
-        return await self._call(self._go, release_at)
+        for every process) and run them to their end (under a rate, each worker's intended
+        times from ``release_at``: the same schedule as in one process); meanwhile, ship their batch lines
+        every :data:`SHIP_SECONDS` from this (the Dask worker's) loop."""
+        self._outbox.begin()
+        shipper = asyncio.ensure_future(self._ship_every()) if self._send is not None else None
+        try:
+            return await self._call(self._go, release_at)
+        finally:
+            if shipper is not None:
+                shipper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await shipper
+                self._ship()  # the last ones: the part's batch count covers them all
+
+    async def _ship_every(self) -> None:
+        while True:
+            await asyncio.sleep(SHIP_SECONDS)
+            self._ship()
+
+    def _ship(self) -> None:
+        batches = self._outbox.take()
+        if batches and self._send is not None:
+            self._send(pack(batches, self._phase, self._k))
 
     async def _go(self, release_at: float) -> PhasePart:
         cfg, engine, prepared, ctx = self._cfg, self._engine, self._prepared, self._ctx
         assert cfg is not None and engine is not None and prepared is not None and ctx is not None
         self._prepared = None
         kind, parts, handles = prepared["kind"], prepared["parts"], prepared["handles"]
+        rate, phase = prepared["rate"], prepared["index"]
         assert self._level is not None
-        recorder = PhaseRecorder(self._level.workers)
+        workers = self._level.workers
+        recorder = PhaseRecorder(workers)
+        # the schedules' origin: the release instant on this process's clock
+        start_ns = round(release_at * 1e9) - clock_offset_ns()
         sums = {w: Checksum() for w in parts}
         ends: dict[int, float] = {}
 
-        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
-            recorder.add(worker, ops, seconds, marks)
+        outbox = self._outbox.add if self._send is not None else None
+
+        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None) -> None:
+            stamps = recorder.add(worker, ops, seconds, marks, intended)
+            if outbox is not None:
+                outbox(worker, index, ops, seconds, stamps, intended)
 
         async def worker(w: int) -> None:
-            await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
+            if rate is None:
+                await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
+            else:
+                plan = WorkerSchedule(rate, start_ns, w, workers, cfg.seed, phase)
+                alone = len(parts) == 1  # nothing else of the benchmark's on this loop
+                await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone)
             ends[w] = time.time()
 
         try:
@@ -267,6 +331,7 @@ class ClientProcess:
                 retries=engine.take_retries(),
                 cpu_seconds=cpu,
                 histogram=None if summary is None else summary["histogram"],
+                batches=self._outbox.count,
             )
         finally:
             self._running = None

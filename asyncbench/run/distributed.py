@@ -15,6 +15,10 @@ module is the protocol's logic only, chosen by measurement (docs/scaling.md):
 - the phase checksum is :func:`checksum.combine` of the workers' checksums in worker
   order; operations and retries are summed, latency histograms merged (HdrHistogram
   counts add exactly), client CPU summed; each process's peak memory is its own;
+- every batch of every process reaches the observers live (the JSON log's batch lines,
+  with the process's index and host; the progress bar; the status line), carried by Dask
+  events a few batches at a time (:mod:`asyncbench.run.batch_lines`); a phase ends once
+  each process's batches have all arrived, so its batch lines precede its ``phase_end``;
 - stabilize, settle, reopen and verify run once, in process 0, as the single-process
   runner runs them once;
 - a process that dies, or a phase that fails in one, ends the engine's run as a Failed row
@@ -30,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -42,10 +47,13 @@ from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
-from asyncbench.result import ClientProcess, EngineResult, LatencyStats, PhaseResult, Status
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, Status
+from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
+from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
@@ -77,7 +85,19 @@ CLOSE_GRACE_SECONDS = 60.0
 DASK_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.interval": "2s",
+    # the event-loop health check (a warning past 3 s blocked) every 1 s, not every 20 ms: an
+    # idle client process took 2.1 % of a core with 20 ms, 0.36 % with 1 s; during a phase
+    # that was 4-8 % of the client's CPU per operation (docs/scaling.md, the K=1 overhead)
+    "distributed.admin.tick.interval": "1s",
+    # no environment of Dask's own for the client processes: its MALLOC_TRIM_THRESHOLD_=65536
+    # (glibc hands freed memory back to the system past 64 KiB, and fixes the threshold
+    # instead of letting it adapt) made a 50-row query cost 2.6x the client CPU in
+    # asyncpg's row decoding (py-spy, docs/scaling.md); the single-process runner has none
+    "distributed.nanny.pre-spawn-environ": {},
 }
+#: How long a phase's end waits for the last batch lines (measured: they arrive 0.1-0.2 s after
+#: their batch; a line still missing then is noted and left out of the log).
+LINES_WAIT_SECONDS = 10.0
 #: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck.
 CLIENT_BOUND_BUSY = 0.8
 
@@ -206,8 +226,12 @@ class DistributedEngineRun:
         self.actors: list[Any] = []
         self.opened = False
         self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
+        self._dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         self._addresses: list[str] = []
         self._lost: set[int] = set()  # processes that left the cluster: not called again
+        #: the Dask event topic of this run's batch lines (one run's own, on a shared cluster too)
+        self.topic = f"asyncbench-batches-{uuid.uuid4().hex}"
+        self.lines = BatchLineReceiver(name, [p.name for p in cfg.phases], observer, self._host)
 
     async def run(self) -> EngineResult:
         res = self.result
@@ -276,7 +300,7 @@ class DistributedEngineRun:
 
             # The client processes are measured: no statistical profiler sampling them (Dask's
             # own diagnostics; an idle worker took 3.0 % of a core with it, 1.8 % without
-            # it and with a slower system monitor) and no memory limit (Dask would pause or
+            # it and with a slower system monitor), a slow event-loop tick, and no memory limit (Dask would pause or
             # restart a worker over it: a benchmark's memory is a result, not a fault).
             with dask.config.set(DASK_CONFIG):
                 cluster = await stack.enter_async_context(
@@ -292,7 +316,20 @@ class DistributedEngineRun:
                 )
             client = await stack.enter_async_context(Client(cluster, asynchronous=True))
         stack.push_async_callback(self._release_actors)
+        client.subscribe_topic(self.topic, self.lines)
+        stack.push_async_callback(self._unsubscribe, client)
         return client
+
+    async def _unsubscribe(self, client: Any) -> None:
+        """Stop the batch lines and drop what the scheduler keeps of the topic (its last
+        ``distributed.admin.low-level-log-length`` events)."""
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(self.topic)
+            await client.run_on_scheduler(_truncate_topic, topic=self.topic)
+
+    def _host(self, k: int) -> str:
+        procs = self.result.client_processes
+        return procs[k].host if k < len(procs) else "?"
 
     async def _release_actors(self) -> None:
         self.actors = []
@@ -349,11 +386,19 @@ class DistributedEngineRun:
         config = to_json(self.cfg)
         infos = await _all(
             [
-                partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total)
+                partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total, self.topic)
                 for k, a in enumerate(self.actors)
             ]
         )
         self.result.client_processes = [ClientProcess(i["host"], i["pid"], i["workers"]) for i in infos]
+        trimmed = [k for k, i in enumerate(infos) if i.get("malloc_trim")]
+        if trimmed:
+            self.result.notes.append(
+                f"client process(es) {', '.join(map(str, trimmed))} run with MALLOC_TRIM_THRESHOLD_="
+                f"{infos[trimmed[0]]['malloc_trim']} (a Dask nanny's default), which costs allocation-heavy "
+                "phases up to 2x client CPU; start the workers with --no-nanny, or with "
+                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null in their Dask config (docs/scaling.md)"
+            )
 
     # --- the phases --------------------------------------------------------------------
     async def _run_phases(self, client: Any) -> None:
@@ -375,7 +420,7 @@ class DistributedEngineRun:
             if kind.action is Action.OPERATIONS:
                 await self._operations(index)
             elif kind.action is Action.STABILIZE and not needs_stabilization:
-                pr = self._row(index, 0, 0.0, skipped=True)
+                pr = phase_row(index, spec, 0, 0.0, skipped=True)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
             else:
@@ -383,7 +428,7 @@ class DistributedEngineRun:
                 out: OtherOutcome = await self._named(0, partial(first.other, index))()
                 if out.storage_bytes is not None:
                     res.storage_bytes = out.storage_bytes
-                pr = self._row(index, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
+                pr = phase_row(index, spec, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
         self.current = None
@@ -396,21 +441,59 @@ class DistributedEngineRun:
 
     async def _operations(self, index: int) -> None:
         spec = self.cfg.phases[index]
+        rate = phase_rate(spec)
+        if spec.sweep is not None and spec.sweep in self._dipped:  # a sweep stops above its dip
+            pr = phase_row(index, spec, 0, 0.0, skipped=True)
+            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
         sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
-        release_at = time.time() + RELEASE_LEAD_SECONDS
-        parts: list[PhasePart] = await _all(
-            [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
-        )
-        merged = merge_phase(parts, self.parallelism)
-        pr = self._row(index, merged.ops, merged.seconds, merged.checksum)
-        pr.retries = merged.retries
-        pr.latency = merged.latency
-        pr.release_skew_seconds = merged.release_skew_seconds
-        pr.client_cpu_seconds = merged.cpu_seconds
+        # every batch of every process, as the client processes ship them (outside their time)
+        with PhaseRecorder(self.parallelism) as recorder:
+            self.lines.begin(index, recorder)
+            release_at = time.time() + RELEASE_LEAD_SECONDS
+            try:
+                parts: list[PhasePart] = await _all(
+                    [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
+                )
+                whole = await self._await_lines(index, parts)
+            finally:
+                self.lines.end()
+            merged = merge_phase(parts, self.parallelism)
+            pr = phase_row(index, spec, merged.ops, merged.seconds, merged.checksum)
+            pr.retries = merged.retries
+            pr.latency = merged.latency  # the processes' histograms, merged
+            pr.release_skew_seconds = merged.release_skew_seconds
+            pr.client_cpu_seconds = merged.cpu_seconds
+            if whole and recorder.ops == merged.ops:
+                add_figures(pr, recorder, rate, latency=False)
+            elif rate is not None:  # the target (and the achieved-rate check) without the figures
+                pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._busy.append(merged.busiest)
+        sweep_dipped(pr, spec, rate, self._dipped, self.result.notes)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
+
+    async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> bool:
+        """Until every process's batch lines of the phase have arrived (bounded); False
+        (and a note) if some did not."""
+        with anyio.move_on_after(LINES_WAIT_SECONDS):
+            while any(self.lines.count(index, p.process) < p.batches for p in parts):
+                await anyio.sleep(0.005)
+        missing = [
+            f"client process {p.process}: {p.batches - self.lines.count(index, p.process)} of {p.batches}"
+            for p in parts
+            if self.lines.count(index, p.process) < p.batches
+        ]
+        if missing:
+            self.result.notes.append(
+                f"{self.cfg.phases[index].name}: batch lines not received within {LINES_WAIT_SECONDS:g} s "
+                f"({'; '.join(missing)}); its checksum, operations and latency are whole, "
+                "its per-second series and open-loop figures left out"
+            )
+        return not missing
 
     def _named(self, k: int, call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
         """``call`` on client process ``k``, whose failure names the process (which one
@@ -429,33 +512,6 @@ class DistributedEngineRun:
                 raise kind(f"client process {k}{where}: {type(exc).__name__}: {exc}") from exc
 
         return named
-
-    def _row(
-        self,
-        index: int,
-        ops: int,
-        seconds: float,
-        checksum: str | None = None,
-        skipped: bool = False,
-        close_seconds: float | None = None,
-    ) -> PhaseResult:
-        spec = self.cfg.phases[index]
-        kind = PHASES[spec.kind]
-        return PhaseResult(
-            index=index,
-            name=spec.name,
-            kind=kind,
-            action=kind.action,
-            group=kind.group,
-            ops=ops,
-            seconds=seconds,
-            checksum=checksum,
-            stream=spec.stream,
-            count=spec.count,
-            post_update=spec.post_update,
-            skipped=skipped,
-            close_seconds=close_seconds,
-        )
 
     # --- the end -----------------------------------------------------------------------
     async def _finish(self) -> None:
@@ -514,6 +570,16 @@ class DistributedEngineRun:
                 f"{len(skews)} operation phases (each phase is timed from the first process's release; "
                 + ("one host: one clock)" if len(hosts) == 1 else "several hosts: as good as their clock sync)")
             )
+        delays = sorted(self.lines.delays)
+        if delays:
+            cluster["batch lines"] = (
+                f"{len(delays)} received live, each after its batch's end: median "
+                f"{statistics.median(delays) * 1e3:.0f} ms, p99 {delays[int(0.99 * (len(delays) - 1))] * 1e3:.0f} ms"
+            )
+        if self.lines.error is not None:
+            self.result.notes.append(
+                f"reporting the client processes' batches failed: {type(self.lines.error).__name__}: {self.lines.error}"
+            )
         if self._busy:
             bound = sum(b >= CLIENT_BOUND_BUSY for b in self._busy)
             cluster["bottleneck"] = (
@@ -527,6 +593,11 @@ def _leaves(group: BaseException) -> list[BaseException]:
     if isinstance(group, BaseExceptionGroup):
         return [leaf for e in group.exceptions for leaf in _leaves(e)]
     return [group]
+
+
+def _truncate_topic(dask_scheduler: Any, topic: str) -> None:
+    """Run on the scheduler: forget the events it kept of ``topic``."""
+    dask_scheduler._broker.truncate(topic)
 
 
 def _worker_addresses(dask_scheduler: Any) -> list[str]:

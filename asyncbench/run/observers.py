@@ -46,6 +46,28 @@ class Observer:
         :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call;
         ``intended`` under a rate: the batch's intended start times (int64, one per operation)."""
 
+    def client_batch(
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any,
+        process: int,
+        host: str,
+    ) -> None:
+        """A batch of client process ``process`` (on ``host``) of a scaled-out run, as the
+        coordinator receives it (:mod:`asyncbench.run.batch_lines`; not on any timed path):
+        by default, :meth:`batch`."""
+        if intended is None:
+            self.batch(engine, phase, index, ops, seconds, done, worker, marks)
+        else:
+            self.batch(engine, phase, index, ops, seconds, done, worker, marks, intended)
+
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
     def run_end(self, **info: Any) -> None: ...
@@ -93,6 +115,23 @@ class ObserverGroup(Observer):
             for handle in self._batch:
                 handle(engine, phase, index, ops, seconds, done, worker, marks, intended)
 
+    def client_batch(
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any,
+        process: int,
+        host: str,
+    ) -> None:
+        for o in self.observers:
+            o.client_batch(engine, phase, index, ops, seconds, done, worker, marks, intended, process, host)
+
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
             o.phase_end(engine, result)
@@ -110,10 +149,13 @@ class ObserverGroup(Observer):
             o.message(text)
 
 
+_HERE: dict[str, Any] = {}  # a batch of this process: no client process fields
+
+
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time; its timestamp is when its last operation ended."""
-    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended = item
+    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, where = item
     stats = batch_p99_max(marks)
     ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
     response = {}
@@ -127,6 +169,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
             "kind": kind,
             "stream": stream,
             "worker": worker,
+            **where,  # a scaled-out run's client process: its index and host
             "batch": index,
             "ops": ops,
             "elapsed_ms": round(seconds * 1000, 3),
@@ -180,7 +223,29 @@ class JsonLogObserver(Observer):
     ) -> None:
         kind, stream, offset_ns = self._phase
         self._later(
-            _render_batch, (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended)
+            _render_batch,
+            (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, _HERE),
+        )
+
+    def client_batch(
+        self,
+        engine: str,
+        phase: str,
+        index: int,
+        ops: int,
+        seconds: float,
+        done: int,
+        worker: int,
+        marks: Any,
+        intended: Any,
+        process: int,
+        host: str,
+    ) -> None:
+        kind, stream, offset_ns = self._phase
+        where = {"process": process, "host": host}
+        self._later(
+            _render_batch,
+            (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, where),
         )
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:

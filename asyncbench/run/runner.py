@@ -24,19 +24,18 @@ from asyncbench.engines import engine_class
 from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.rate import Arrivals, Rate
-from asyncbench.result import EngineResult, LatencyStats, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.result import EngineResult, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_loop import run_operations
+from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
     Action,
-    Group,
     PhaseContext,
     phase_items,
     verify_checksum,
@@ -214,29 +213,14 @@ class EngineRun:
         engine = self.engine
         assert engine is not None
         kind = PHASES[spec.kind]
-
         close_seconds: float | None = None
 
         def result(
             ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
         ) -> PhaseResult:
-            return PhaseResult(
-                index=index,
-                name=spec.name,
-                kind=kind,
-                action=kind.action,
-                group=kind.group,
-                ops=ops,
-                seconds=seconds,
-                checksum=checksum,
-                stream=spec.stream,
-                count=spec.count,
-                post_update=spec.post_update,
-                skipped=skipped,
-                close_seconds=close_seconds,
-            )
+            return phase_row(index, spec, ops, seconds, checksum, skipped, close_seconds)
 
-        rate = Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
+        rate = phase_rate(spec)
         if spec.sweep is not None and spec.sweep in self.dipped:  # a sweep stops above its dip
             pr = result(0, 0.0, skipped=True)
             pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
@@ -299,21 +283,8 @@ class EngineRun:
         pr.retries = retries
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
-                summary = latency.summary()
-                pr.latency = LatencyStats(**summary) if summary is not None else None
-                if kind.group is Group.WRITE:
-                    pr.latency_over_time = latency.over_time()
-                service, response = latency.per_second()
-                pr.time_series = [list(b) for b in service] or None
-                if rate is not None:
-                    pr.open_loop = _open_loop(rate, latency)
-                    pr.open_loop.response_series = [list(b) for b in response] or None
-        if spec.sweep is not None and pr.rate_missed:
-            self.dipped.add(spec.sweep)
-            self.result.notes.append(
-                f"sweep of {spec.name!r} stopped: {round(pr.ops_per_s):_d}/s achieved of "
-                f"{round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below); its higher rates were skipped"
-            )
+                add_figures(pr, latency, rate)
+        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -354,22 +325,6 @@ class EngineRun:
                 observer_batch(engine, phase, index, ops, seconds, done, worker, stamps, intended)
 
         return hook
-
-
-def _open_loop(rate: Rate, latency: PhaseRecorder) -> OpenLoop:
-    """The phase's open-loop figures from its recorder (after the phase's clock stopped)."""
-    figures = latency.open_loop_summary()
-    if figures is None:  # a phase without operations
-        return OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
-    return OpenLoop(
-        rate=rate.ops_per_s,
-        arrivals=rate.arrivals,
-        response=LatencyStats(**figures["response"]),
-        lag_p99_ns=figures["lag_p99_ns"],
-        lag_max_ns=figures["lag_max_ns"],
-        delay_p99_ns=figures["delay_p99_ns"],
-        delay_max_ns=figures["delay_max_ns"],
-    )
 
 
 def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:

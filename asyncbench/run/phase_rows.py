@@ -1,0 +1,96 @@
+"""A phase's result row and its figures from its batches: one place for the single-process
+runner (:mod:`asyncbench.run.runner`) and the scaled-out coordinator
+(:mod:`asyncbench.run.distributed`), so both report a phase alike.
+
+The figures come from a :class:`~asyncbench.measure.latency_recorder.PhaseRecorder` holding
+every batch of the phase: in one process its own workers', in a scaled-out run the batches
+the client processes shipped to the coordinator (:mod:`asyncbench.run.batch_lines`), so
+the per-second series, the latency over time and the open-loop figures are computed by the
+same code from the same values.
+"""
+
+from __future__ import annotations
+
+from asyncbench.config import PhaseSpec
+from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.rate import Arrivals, Rate
+from asyncbench.result import LatencyStats, OpenLoop, PhaseResult
+from asyncbench.workloads.profile_store.phases import PHASES, Group
+
+__all__ = ["add_figures", "phase_rate", "phase_row", "sweep_dipped"]
+
+
+def phase_rate(spec: PhaseSpec) -> Rate | None:
+    """The phase's target rate, None in the closed loop."""
+    return Rate(spec.rate, Arrivals(spec.arrivals)) if spec.rate is not None else None
+
+
+def phase_row(
+    index: int,
+    spec: PhaseSpec,
+    ops: int,
+    seconds: float,
+    checksum: str | None = None,
+    skipped: bool = False,
+    close_seconds: float | None = None,
+) -> PhaseResult:
+    """The result row of phase ``index`` (``spec``) with its outcome."""
+    kind = PHASES[spec.kind]
+    return PhaseResult(
+        index=index,
+        name=spec.name,
+        kind=kind,
+        action=kind.action,
+        group=kind.group,
+        ops=ops,
+        seconds=seconds,
+        checksum=checksum,
+        stream=spec.stream,
+        count=spec.count,
+        post_update=spec.post_update,
+        skipped=skipped,
+        close_seconds=close_seconds,
+    )
+
+
+def add_figures(pr: PhaseResult, recorder: PhaseRecorder, rate: Rate | None, latency: bool = True) -> None:
+    """The phase's figures from its recorder, after its clock stopped: the latency summary
+    (unless ``latency`` is False: the caller has it), the latency over time of a write
+    phase, the per-second series and, under a rate, the open-loop figures."""
+    if latency:
+        summary = recorder.summary()
+        pr.latency = LatencyStats(**summary) if summary is not None else None
+    if pr.kind.group is Group.WRITE:
+        pr.latency_over_time = recorder.over_time()
+    service, response = recorder.per_second()
+    pr.time_series = [list(b) for b in service] or None
+    if rate is not None:
+        pr.open_loop = open_loop(rate, recorder)
+        pr.open_loop.response_series = [list(b) for b in response] or None
+
+
+def open_loop(rate: Rate, recorder: PhaseRecorder) -> OpenLoop:
+    """The phase's open-loop figures from its recorder (after the phase's clock stopped)."""
+    figures = recorder.open_loop_summary()
+    if figures is None:  # a phase without operations
+        return OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
+    return OpenLoop(
+        rate=rate.ops_per_s,
+        arrivals=rate.arrivals,
+        response=LatencyStats(**figures["response"]),
+        lag_p99_ns=figures["lag_p99_ns"],
+        lag_max_ns=figures["lag_max_ns"],
+        delay_p99_ns=figures["delay_p99_ns"],
+        delay_max_ns=figures["delay_max_ns"],
+    )
+
+
+def sweep_dipped(pr: PhaseResult, spec: PhaseSpec, rate: Rate | None, dipped: set[int], notes: list[str]) -> None:
+    """A sweep's level whose achieved rate fell short stops the sweep: its higher levels are
+    skipped (``dipped`` gains the sweep, ``notes`` says why)."""
+    if spec.sweep is not None and pr.rate_missed:
+        dipped.add(spec.sweep)
+        notes.append(
+            f"sweep of {spec.name!r} stopped: {round(pr.ops_per_s):_d}/s achieved of "
+            f"{round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below); its higher rates were skipped"
+        )
