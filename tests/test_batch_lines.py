@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from asyncbench.run.batch_lines import BatchLineReceiver, Outbox, pack, unpack
-from asyncbench.run.observers import Observer, ObserverGroup
+from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
 from asyncbench.run.progress import ProgressObserver
 from asyncbench.run.status import StatusLineObserver
 
@@ -43,8 +43,8 @@ class Seen(Observer):
     def __init__(self) -> None:
         self.batches: list[tuple] = []
 
-    def client_batch(self, engine, phase, index, ops, seconds, done, worker, marks, intended, process, host) -> None:
-        self.batches.append((engine, phase, index, ops, done, worker, process, host, marks.tolist()))
+    def batch(self, b: BatchDone) -> None:
+        self.batches.append((b.engine, b.phase, b.index, b.ops, b.done, b.worker, b.process, b.host, b.marks.tolist()))
 
 
 def test_receiver_hands_the_current_phase_to_the_observers_and_counts_every_phase() -> None:
@@ -95,8 +95,8 @@ def test_json_log_line_of_a_client_batch_names_its_process_and_host(process: int
 
     marks = np.array([10, 20, 40], dtype=np.int64)
     line = orjson.loads(
-        _render_batch(("pg", "reads", "read_by_id", "reads", 0, 2, 7, 2, 0.001, 9, marks, None, {"process": process, "host": "b"}))
+        _render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks, None, process, "b"), "read_by_id", "reads", 0))
     )
     assert line["process"] == process and line["host"] == "b" and line["worker"] == 2 and line["ops"] == 2
-    plain = orjson.loads(_render_batch(("pg", "reads", "read_by_id", "reads", 0, 2, 7, 2, 0.001, 9, marks, None, {})))
+    plain = orjson.loads(_render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks), "read_by_id", "reads", 0)))
     assert "process" not in plain and "host" not in plain

@@ -13,7 +13,7 @@ from rich.console import Console
 from asyncbench.cli.main import build_parser, main, parse_args
 from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run import progress as progress_mod
-from asyncbench.run.observers import ConsoleObserver, ObserverGroup
+from asyncbench.run.observers import BatchDone, ConsoleObserver, ObserverGroup
 from asyncbench.run.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
@@ -36,7 +36,7 @@ def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     obs.phase_start("sqlite", "read by user id", 2000)
     task = obs.tasks[("sqlite", "read by user id")]
     for i in range(3):
-        obs.batch("sqlite", "read by user id", i, 500, 0.01, 500 * (i + 1), 0, [])
+        obs.batch(BatchDone("sqlite", "read by user id", i, 500, 0.01, 500 * (i + 1), 0, []))
     t = obs.progress.tasks[0]
     assert t.id == task and t.completed == 1500 and t.total == 2000
     assert t.description == "sqlite · read by user id"
@@ -57,7 +57,7 @@ def test_untimed_phase_gets_an_indeterminate_bar_and_unknown_batches_are_ignored
     obs.phase_start("rocksdb", "pre-read stabilization", 0)
     (t,) = obs.progress.tasks
     assert t.total is None
-    obs.batch("rocksdb", "not a running phase", 0, 10, 0.1, 10, 0, [])  # no crash, no task
+    obs.batch(BatchDone("rocksdb", "not a running phase", 0, 10, 0.1, 10, 0, []))  # no crash, no task
     assert len(obs.progress.tasks) == 1
     obs.run_end(exit_code=0)
     assert obs.progress.tasks == [] and not obs.progress.live.is_started
@@ -70,7 +70,7 @@ def test_console_lines_print_through_the_progress_console() -> None:
     fan = ObserverGroup(obs, lines)
     fan.engine_start("memory", 2000)
     fan.phase_start("memory", "insert profiles", 2000)
-    fan.batch("memory", "insert profiles", 0, 2000, 0.01, 2000, 0, [])
+    fan.batch(BatchDone("memory", "insert profiles", 0, 2000, 0.01, 2000, 0, []))
     fan.phase_end(
         "memory", PhaseResult(0, "insert profiles", PHASES["insert"], Action.OPERATIONS, Group.WRITE, 2000, 0.5, "ABCDEF0123456789")
     )

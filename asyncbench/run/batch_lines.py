@@ -31,7 +31,7 @@ import numpy as np
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.run.observers import Observer
+from asyncbench.run.observers import BatchDone, Observer
 
 __all__ = ["SHIP_SECONDS", "BatchLineReceiver", "Outbox", "clock_offset_ns", "pack", "unpack"]
 
@@ -155,7 +155,7 @@ class BatchLineReceiver:
         if phase != self.phase:  # a phase already ended (its lines were given up): drop
             return
         name, host, now = self.phase_names[phase], self.hosts(process), CLOCK()
-        handle, recorder = self.observer.client_batch, self.recorder
+        handle, recorder = self.observer.batch, self.recorder
         for worker, index, ops, seconds, marks, intended in batches:
             self.done += ops
             if recorder is not None:
@@ -163,4 +163,4 @@ class BatchLineReceiver:
                 marks = recorder.add(worker, ops, seconds, cast("list[int]", marks), intended)
             if len(marks):
                 self.delays.append((now - int(marks[-1])) / 1e9)
-            handle(self.engine, name, index, ops, seconds, self.done, worker, marks, intended, process, host)
+            handle(BatchDone(self.engine, name, index, ops, seconds, self.done, worker, marks, intended, process, host))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import orjson
@@ -20,6 +21,31 @@ from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
 
 
+@dataclass(frozen=True, slots=True)
+class BatchDone:
+    """One finished operation batch, as every observer sees it (one value, so an observer
+    and a caller agree on its fields by construction).
+
+    ``index`` counts the worker's batches, ``done`` the phase's operations over all
+    workers; ``marks`` is the batch's latency stamps (an int64 array: the start stamp, then
+    one per operation, on :data:`~asyncbench.measure.latency.CLOCK`), never modified after
+    the call; ``intended`` under a rate: the batch's intended start times (int64, one per
+    operation); ``process``/``host``: the client process of a scaled-out run
+    (:mod:`asyncbench.run.batch_lines`), None in a single-process run."""
+
+    engine: str
+    phase: str
+    index: int
+    ops: int
+    seconds: float
+    done: int
+    worker: int
+    marks: Any
+    intended: Any = None
+    process: int | None = None
+    host: str | None = None
+
+
 class Observer:
     """No-op base; subclasses override what they need."""
 
@@ -28,45 +54,9 @@ class Observer:
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None: ...
-    def batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any = None,
-    ) -> None:
-        """After each batch, inside the phase's time: ``index`` counts the worker's batches,
-        ``done`` the phase's operations over all workers, ``marks`` is the batch's latency
-        stamps (an int64 array: the start stamp, then one per operation, on
-        :data:`~asyncbench.measure.latency.CLOCK`), never modified after this call;
-        ``intended`` under a rate: the batch's intended start times (int64, one per operation)."""
-
-    def client_batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any,
-        process: int,
-        host: str,
-    ) -> None:
-        """A batch of client process ``process`` (on ``host``) of a scaled-out run, as the
-        coordinator receives it (:mod:`asyncbench.run.batch_lines`; not on any timed path):
-        by default, :meth:`batch`."""
-        if intended is None:
-            self.batch(engine, phase, index, ops, seconds, done, worker, marks)
-        else:
-            self.batch(engine, phase, index, ops, seconds, done, worker, marks, intended)
+    def batch(self, b: BatchDone) -> None:
+        """After each batch: inside the phase's time in a single-process run (O(1), no I/O,
+        no rendering), as the coordinator receives it in a scaled-out one."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def engine_end(self, result: EngineResult) -> None: ...
@@ -96,41 +86,9 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.phase_start(engine, phase, total_ops, kind, stream)
 
-    def batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any = None,
-    ) -> None:
-        if intended is None:  # closed loop: observers written before rates still work
-            for handle in self._batch:
-                handle(engine, phase, index, ops, seconds, done, worker, marks)
-        else:
-            for handle in self._batch:
-                handle(engine, phase, index, ops, seconds, done, worker, marks, intended)
-
-    def client_batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any,
-        process: int,
-        host: str,
-    ) -> None:
-        for o in self.observers:
-            o.client_batch(engine, phase, index, ops, seconds, done, worker, marks, intended, process, host)
+    def batch(self, b: BatchDone) -> None:
+        for handle in self._batch:
+            handle(b)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
@@ -149,13 +107,11 @@ class ObserverGroup(Observer):
             o.message(text)
 
 
-_HERE: dict[str, Any] = {}  # a batch of this process: no client process fields
-
-
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time; its timestamp is when its last operation ended."""
-    engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, where = item
+    b, kind, stream, offset_ns = item
+    marks, intended, seconds = b.marks, b.intended, b.seconds
     stats = batch_p99_max(marks)
     ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
     response = {}
@@ -164,17 +120,18 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
         response = {"response_p99_us": round(r.p99_ns / 1000, 3), "response_max_us": round(r.max_ns / 1000, 3)}
     return orjson.dumps(
         {
-            "engine": engine,
-            "phase": phase,
+            "engine": b.engine,
+            "phase": b.phase,
             "kind": kind,
             "stream": stream,
-            "worker": worker,
-            **where,  # a scaled-out run's client process: its index and host
-            "batch": index,
-            "ops": ops,
+            "worker": b.worker,
+            # a scaled-out run's client process: its index and host
+            **({} if b.process is None else {"process": b.process, "host": b.host}),
+            "batch": b.index,
+            "ops": b.ops,
             "elapsed_ms": round(seconds * 1000, 3),
-            "ops_per_s": round(ops / seconds) if seconds > 0 else None,  # this worker's rate
-            "done": done,  # operations completed in the phase, all workers
+            "ops_per_s": round(b.ops / seconds) if seconds > 0 else None,  # this worker's rate
+            "done": b.done,  # operations completed in the phase, all workers
             "p99_us": round(stats.p99_ns / 1000, 3) if stats.ops else None,
             "max_us": round(stats.max_ns / 1000, 3) if stats.ops else None,
             **response,
@@ -209,44 +166,9 @@ class JsonLogObserver(Observer):
         self._phase = (kind, stream, time.time_ns() - CLOCK())
         self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
 
-    def batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any = None,
-    ) -> None:
+    def batch(self, b: BatchDone) -> None:
         kind, stream, offset_ns = self._phase
-        self._later(
-            _render_batch,
-            (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, _HERE),
-        )
-
-    def client_batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any,
-        process: int,
-        host: str,
-    ) -> None:
-        kind, stream, offset_ns = self._phase
-        where = {"process": process, "host": host}
-        self._later(
-            _render_batch,
-            (engine, phase, kind, stream, offset_ns, worker, index, ops, seconds, done, marks, intended, where),
-        )
+        self._later(_render_batch, (b, kind, stream, offset_ns))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from asyncbench import fmt
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.observers import ConsoleObserver, Observer
+from asyncbench.run.observers import BatchDone, ConsoleObserver, Observer
 
 NO_PROGRESS_ENV = "ASYNCBENCH_NO_PROGRESS"
 
@@ -147,21 +147,10 @@ class ProgressObserver(Observer):
         total = total_ops if total_ops > 0 else None
         self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
 
-    def batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any = None,
-    ) -> None:
-        task = self.tasks.get((engine, phase))
+    def batch(self, b: BatchDone) -> None:
+        task = self.tasks.get((b.engine, b.phase))
         if task is not None:
-            self.progress.advance(task, ops)
+            self.progress.advance(task, b.ops)
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         task = self.tasks.pop((engine, result.name), None)

@@ -28,7 +28,7 @@ from asyncbench.result import EngineResult, OpenLoop, PhaseResult, PlanPhase, Ru
 from asyncbench.run import reuse
 from asyncbench.run.distributed import DistributedEngineRun, Placement
 from asyncbench.run.isolation import ChildEngineRun
-from asyncbench.run.observers import Observer
+from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store import kernels
@@ -319,10 +319,7 @@ class EngineRun:
             nonlocal done
             done += ops
             stamps = add(worker, ops, seconds, marks, intended)
-            if intended is None:
-                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps)
-            else:
-                observer_batch(engine, phase, index, ops, seconds, done, worker, stamps, intended)
+            observer_batch(BatchDone(engine, phase, index, ops, seconds, done, worker, stamps, intended))
 
         return hook
 

@@ -26,7 +26,7 @@ import numpy as np
 from asyncbench import fmt
 from asyncbench.measure.latency import LatencyHistogram, format_us
 from asyncbench.result import EngineResult
-from asyncbench.run.observers import Observer
+from asyncbench.run.observers import BatchDone, Observer
 
 __all__ = ["INTERVAL_ENV", "INTERVAL_SECONDS", "QUIET_ENV", "StatusLineObserver", "status_wanted"]
 
@@ -73,20 +73,9 @@ class StatusLineObserver(Observer):
             self._thread = threading.Thread(target=self._run, name="asyncbench-status", daemon=True)
             self._thread.start()
 
-    def batch(
-        self,
-        engine: str,
-        phase: str,
-        index: int,
-        ops: int,
-        seconds: float,
-        done: int,
-        worker: int,
-        marks: Any,
-        intended: Any = None,
-    ) -> None:
-        self._done = done
-        self._new.append(marks)
+    def batch(self, b: BatchDone) -> None:
+        self._done = b.done
+        self._new.append(b.marks)
 
     def phase_end(self, engine: str, result: Any) -> None:
         with self._lock:

@@ -84,7 +84,7 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.run.observers import Observer, ObserverGroup
+from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
@@ -128,7 +128,7 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
         nonlocal done, engine_ns
         done += ops
-        observer_batch("floor", kind, index, ops, seconds, done, worker, add(worker, ops, seconds, marks))
+        observer_batch(BatchDone("floor", kind, index, ops, seconds, done, worker, add(worker, ops, seconds, marks)))
         engine_ns += marks[-1] - marks[0]
 
     OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
