@@ -152,6 +152,10 @@ class SegmentReader:
         self.path = self._blocks.path = Path(path)
 
     # --- blocks ---------------------------------------------------------------------
+    def native_source(self) -> tuple[mmap.mmap, array, array, array]:
+        """This segment as a source of the compiled merge (``native.write_blocks``)."""
+        return self._mm, self.offsets, self.lengths, self.crcs
+
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
         block with tombstones when they are to be dropped) to copy verbatim, or None."""

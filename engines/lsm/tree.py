@@ -38,7 +38,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptLog, CorruptMeta, MissingStore
+from . import native
+from .errors import CorruptLog, CorruptMeta, CorruptSegment, MissingStore
 from .memtable import Memtable
 from .merging_iterator import Cursor, compact, merge
 from .meta import META, Meta, fsync_path, read_meta, write_meta
@@ -419,17 +420,25 @@ class LsmTree:
         # Tombstones can go only if nothing older exists (no segment, no older memtable).
         drop = not self.segments and len(self.frozen) == 1
         seg = writer = None
-        if mt.data and not (drop and list(mt.data.values()).count(None) == len(mt.data)):
+        if mt.data:
             seg_id = self._new_id()
             writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
             try:
-                for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
-                    writer.add(keys, values)
-                    yield None
-                yield partial(writer.finish, publish=False)
-                seg = self._open_segment(seg_id, writer.tmp)
+                if native.ACCELERATED:  # sort, encode and write in C, in a worker thread
+                    yield partial(writer.add_merged, [mt.data], drop)
+                else:
+                    for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
+                        writer.add(keys, values)
+                        yield None
+                if writer.entries or writer.pending:  # else only tombstones, dropped: no segment
+                    yield partial(writer.finish, publish=False)
+                    seg = self._open_segment(seg_id, writer.tmp)
+                else:
+                    writer.abort()
+                    writer = None
             except BaseException:
-                writer.abort()
+                if writer is not None:
+                    writer.abort()
                 raise
         if self.closed:
             if writer is not None:
@@ -495,8 +504,11 @@ class LsmTree:
         seg_id = self._new_id()
         writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
         try:
-            cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
-            yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
+            if native.ACCELERATED:  # decode, merge, encode and write in C, in a worker thread
+                yield partial(self._native_merge, writer, srcs, drop_tombstones)
+            else:
+                cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
+                yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
             yield partial(writer.finish, publish=False)
             merged = self._open_segment(seg_id, writer.tmp)
         except BaseException:
@@ -524,6 +536,17 @@ class LsmTree:
         if self.on_work is not None:
             self.on_work()  # the result may itself be due for a merge
 
+    @staticmethod
+    def _native_merge(writer: SegmentWriter, srcs: list[SegmentReader], drop_tombstones: bool) -> None:
+        """The compiled merge of ``srcs`` into ``writer``; a damaged source block is a
+        ``CorruptSegment`` naming its file and offset, as the Python path's read says."""
+        try:
+            writer.add_merged([s.native_source() for s in srcs], drop_tombstones)
+        except native.BlockCorrupt as exc:
+            src, blk, reason = exc.args
+            seg = srcs[src]
+            raise CorruptSegment(seg.path, int(seg.offsets[blk]), f"block {blk} {reason}") from None
+
     def _new_id(self) -> int:
         """A fresh segment id (never reused)."""
         i = self._next_id
@@ -534,9 +557,12 @@ class LsmTree:
     def run_job(job: Job | None) -> None:
         if job is None:
             return
-        for step in job:
-            if step is not None:
-                step()
+        try:
+            for step in job:
+                if step is not None:
+                    step()
+        finally:
+            job.close()  # a step that raised: the job cleans up now (its ``.tmp``), not at GC
 
     # --- synchronous maintenance (tests, close) ------------------------------------------
     def flush_all(self) -> None:
