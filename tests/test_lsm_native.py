@@ -139,3 +139,34 @@ def test_bad_sources_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must be empty"):
         w.add_merged([{b"b": b"2"}], False)
     w.abort()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    keys=st.lists(st.binary(min_size=1, max_size=6), max_size=30, unique=True),
+    probes=st.lists(st.binary(max_size=7), max_size=10),
+    padded=st.booleans(),
+    lo=st.integers(0, 35),
+)
+def test_a_key_column_is_the_list_of_its_keys(
+    keys: list[bytes], probes: list[bytes], padded: bool, lo: int
+) -> None:
+    """``KeyColumn`` (first keys read in place) against ``KeyList`` (the Python path):
+    items, slices, equality and both bisects, fixed-width and zero-padded keys."""
+    keys = sorted(k.rstrip(b"\0") or b"x" for k in keys) if padded else sorted({k.ljust(6, b"-") for k in keys})
+    keys = sorted(set(keys))
+    width = max(map(len, keys), default=1)
+    data = b"head" + b"".join(k.ljust(width, b"\0") for k in keys)
+    col = native.key_column(data, 4, len(keys), width, padded)
+    ref = native.KeyList(keys)
+    assert type(col) is not native.KeyList
+    assert len(col) == len(ref) and col == ref and list(col[1:-1]) == ref[1:-1]
+    assert [col[i] for i in range(-len(keys), len(keys))] == [ref[i] for i in range(-len(keys), len(keys))]
+    lo = min(lo, len(keys))
+    for p in [*probes, *keys]:
+        assert col.bisect_right(p) == ref.bisect_right(p)
+        assert col.bisect_left(p, lo) == ref.bisect_left(p, lo)
+    with pytest.raises(IndexError):
+        col[len(keys)]
+    with pytest.raises(ValueError, match="outside"):
+        native.key_column(data, 4, len(keys) + 1, width, padded)

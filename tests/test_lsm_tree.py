@@ -426,3 +426,31 @@ def test_the_compiled_merge_writes_full_blocks_of_the_same_entries(
     c.close()
     p.close()
     assert hashlib.sha256(data).hexdigest() == "2dcae8d7e91d48c2e5118d8498c1d84cd16ac0a34dab481aaefb8a34659307c8"
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_reopening_a_flushed_tree_does_not_pile_up_logs(tmp_path: Path, crash: bool) -> None:
+    """Each open starts a new log; one that replayed no record (nothing was written after
+    the last flush) is retired once the manifest says so, after a clean close or not.
+    Before, every reopen of a stabilized store kept one more empty log to replay."""
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    for i in range(50):
+        t.upsert(b"k%03d" % i, b"v")
+    t.flush_all()
+    t.close()
+    for _ in range(4):
+        t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+        assert [k for k, _ in t.iter()] == [b"k%03d" % i for i in range(50)]
+        if crash:  # no close: the next open sees an unclean stop
+            t.wal.close()
+            for seg in t.segments:
+                seg.close()
+        else:
+            t.close()
+    assert len(list(tmp_path.glob("wal-*.log"))) == 1
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    t.upsert(b"new", b"1")  # a log with a record is kept and replayed
+    t.close()
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    assert t.get(b"new") == b"1" and len(list(tmp_path.glob("wal-*.log"))) == 2
+    t.close()

@@ -215,10 +215,19 @@ class LsmTree:
         self._segments_changed()
         self._next_id = max([meta.next_id, *(i + 1 for i in seg_ids | set(seg_tmps))])
         seq = max([self._min_wal - 1, *live_logs]) + 1
+        # Logs that replayed no record (a session that wrote nothing after its last flush:
+        # every reopen of a stabilized store) are retired once the manifest says so;
+        # else each reopen would add one more log to replay and keep.
+        empty = live_logs if not self.frozen and not self.mutable.data else []
+        if empty:
+            self._min_wal = seq
+            self.mutable.wal_seqs.clear()
         self.wal = WriteAheadLog(self.dir, self.options.wal_mode, seq)
         self._log = self.wal.append
         self.mutable.wal_seqs.append(seq)
         self.save_meta()  # clean_close false from here until close
+        for old in empty:
+            wal_path(self.dir, old).unlink(missing_ok=True)
 
     def _list_files(self) -> tuple[set[int], dict[int, Path], set[int], Path | None]:
         """Segment ids, segment ``.tmp`` files by id, log sequence numbers, and a leftover
@@ -276,8 +285,9 @@ class LsmTree:
             if len(mt) >= self.max_items:
                 self.frozen.insert(0, mt)
                 mt = Memtable()
-        for seq in seqs:  # durable before any newer log gets frames (see wal.py)
-            fsync_path(wal_path(self.dir, seq))
+        if not meta.clean_close:  # (a clean close fsynced every log it left)
+            for seq in seqs:  # durable before any newer log gets frames (see wal.py)
+                fsync_path(wal_path(self.dir, seq))
         self.mutable = mt
         self._replayed = bool(seqs)
 
