@@ -454,3 +454,20 @@ def test_reopening_a_flushed_tree_does_not_pile_up_logs(tmp_path: Path, crash: b
     t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
     assert t.get(b"new") == b"1" and len(list(tmp_path.glob("wal-*.log"))) == 2
     t.close()
+
+
+def test_persisted_says_whether_a_sync_and_save_would_write(tmp_path: Path) -> None:
+    """What lets a settle after a stabilization skip its worker thread: False while a
+    log holds unsynced bytes or the manifest differs from the saved one, True after."""
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="async-compressed"))
+    t.upsert(b"k", b"v")
+    assert not t.persisted()  # a queued record
+    t.wal.write_now()
+    assert not t.persisted()  # written, not fsynced
+    t.wal.sync()
+    t.save_meta()
+    assert t.persisted()
+    t.flush_all()  # a new segment: the manifest changed and was saved by the flush
+    t.wal.sync()
+    assert t.persisted()
+    t.close()

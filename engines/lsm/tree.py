@@ -601,7 +601,15 @@ class LsmTree:
         """Persist the manifest (``meta.json``); see ``meta.py`` for what it records."""
         self._save_meta(clean_close=False)
 
-    def _save_meta(self, clean_close: bool) -> None:
+    def persisted(self) -> bool:
+        """Whether a ``wal.sync()`` and ``save_meta()`` would write nothing: every log
+        fsynced since its last write and the manifest as saved (a settle right after a
+        stabilization then needs no worker thread)."""
+        if self.wal.has_work() or any(log.dirty for log in self.wal.files.values()):
+            return False
+        return self._meta(clean_close=False) == self._saved_meta
+
+    def _meta(self, clean_close: bool) -> Meta:
         logs: dict[int, int | None] = {}
         for mt in (self.mutable, *self.frozen):
             for seq in mt.wal_seqs:
@@ -610,7 +618,7 @@ class LsmTree:
                 except FileNotFoundError:  # wal_mode "none": no files
                     continue
                 logs[seq] = size if clean_close else None
-        meta = Meta(
+        return Meta(
             segments=[s.id for s in self.segments],
             next_id=self._next_id,
             min_wal=self._min_wal,
@@ -618,6 +626,9 @@ class LsmTree:
             logs=logs,
             clean_close=clean_close,
         )
+
+    def _save_meta(self, clean_close: bool) -> None:
+        meta = self._meta(clean_close)
         if meta == self._saved_meta:
             return  # on disk already, fsynced (a settle after a stabilization rewrites nothing)
         write_meta(self.dir, meta)
