@@ -7,7 +7,8 @@ Scans, iteration, counts, flushes and merges all go through the one merging iter
 
 Background work is expressed as *jobs*: generators that do a bounded slice of work per
 step and yield either ``None`` (a cooperative checkpoint) or a callable to run in a
-worker thread (fsync). ``run_job`` drives one synchronously (tests, close); the async
+worker thread (fsync; and, with the compiled writer of ``native.py``, a whole flush or
+merge: sort, merge, encode and write run there with the GIL released). ``run_job`` drives one synchronously (tests, close); the async
 maintainer drives them on the event loop, so the same code serves both.
 
 Merge policy (``pick_merge``): size-ratio tiering. The newest segments merge into one
