@@ -6,7 +6,7 @@ to read an adapter or the workload), but they install under the project's own na
 ``workloads`` lands in site-packages to collide with another project's
 (``tests/test_packaging.py`` checks the wheel's file list).
 
-Kernels (checksum folds, profile generator, .NET RNG): ``optional=True``: without a
+Kernels (checksum folds, profile generator, .NET RNG; and the LSM engine's block writer): ``optional=True``: without a
 compiler the package still installs and runs on the pure Python fallbacks, only slower,
 and says so: ``asyncbench.workloads.profile_store.kernels`` (the one import point) reports
 ``ACCELERATED = False`` with the reason, and its ``require()`` raises.
@@ -34,6 +34,15 @@ setup(
             sources=["workloads/profile_store/_kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
-        )
+        ),
+        # The LSM engine's flush/merge write loop (engines/lsm/native.py falls back to
+        # pure Python without it); zlib for the blocks' crc32, as Python's zlib module.
+        Extension(
+            "asyncbench.engines.lsm._native",
+            sources=["engines/lsm/_native.c"],
+            libraries=["z"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
     ],
 )

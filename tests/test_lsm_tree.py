@@ -340,24 +340,13 @@ TreeModel.TestCase.settings = settings(
 test_tree_matches_model = TreeModel.TestCase
 
 
-def test_flushes_and_merges_write_the_bytes_the_format_always_had(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Pinned: the data blocks' hash is of what the engine wrote before its modules were
-    split (flushes, decoded merges with tombstones, and block-copying merges), the whole
-    file's of segment format 2 (the columnar index), so a change of the on-disk format or
-    of the merge's block layout cannot go unnoticed. Merged into one segment as the full
-    bottom merge did (MAX_SEGMENTS = 1), so the bytes are the same as then."""
-    import hashlib
+def _pinned_tree_bytes(path: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
     import random
-    import struct
 
     from asyncbench.engines.lsm import tree as tree_mod
 
     monkeypatch.setattr(tree_mod, "MAX_SEGMENTS", 1)
-    t = LsmTree(
-        tmp_path, TreeOptions(wal_mode="none", mutable_segment_max_item_count=700, sparse_array_step=8)
-    )
+    t = LsmTree(path, TreeOptions(wal_mode="none", mutable_segment_max_item_count=700, sparse_array_step=8))
     rng = random.Random(7)
     for i in range(5000):
         k = b"k%05d" % rng.randrange(4000) if i % 3 else b"x" * rng.randrange(1, 9) + b"%d" % i
@@ -371,11 +360,114 @@ def test_flushes_and_merges_write_the_bytes_the_format_always_had(
         t.upsert(b"z%05d" % i, b"w")
     t.flush_all()
     t.merge_all()
-    (seg,) = tmp_path.glob("seg-*.sst")
-    data = seg.read_bytes()
+    (seg,) = path.glob("seg-*.sst")
+    t.close()
+    return seg.read_bytes()
+
+
+def test_flushes_and_merges_write_the_bytes_the_format_always_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pinned: the data blocks' hash is of what the engine wrote before its modules were
+    split (flushes, decoded merges with tombstones, and block-copying merges), the whole
+    file's of segment format 2 (the columnar index), so a change of the on-disk format or
+    of the merge's block layout cannot go unnoticed. Merged into one segment as the full
+    bottom merge did (MAX_SEGMENTS = 1), so the bytes are the same as then. This is the
+    pure-Python path (``native.ACCELERATED`` off); the compiled one is pinned below."""
+    import hashlib
+    import struct
+
+    from asyncbench.engines.lsm import native
+
+    monkeypatch.setattr(native, "ACCELERATED", False)
+    data = _pinned_tree_bytes(tmp_path, monkeypatch)
     (index_offset,) = struct.unpack_from("<Q", data, len(data) - 52)
     blocks = hashlib.sha256(data[16:index_offset]).hexdigest()
     assert blocks == "c841af993ae8338ce45b83e2b02e4cc311291c9b6a6e4e40df533d87b531add8"  # as in format 1
     digest = hashlib.sha256(data).hexdigest()
     assert digest == "0d0098e9ce367751b322143bb190b9b878f6673e7e0b5951962ad385200c0023"
+
+
+def test_the_compiled_merge_writes_full_blocks_of_the_same_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pinned, compiled path: the same tree as above. Its merges re-encode every entry
+    (the Python path copies untouched blocks verbatim, so its blocks may end short in
+    the middle of a file): the entries are the same, the blocks are all full but the
+    last, and exactly what ``SegmentWriter.add`` writes for those entries."""
+    import hashlib
+
+    from asyncbench.engines.lsm import native
+    from asyncbench.engines.lsm.segment_reader import SegmentReader
+    from asyncbench.engines.lsm.segment_writer import SegmentWriter
+
+    if not native.ACCELERATED:
+        pytest.skip(f"compiled LSM writer not built: {native.FALLBACK_REASON}")
+    data = _pinned_tree_bytes(tmp_path / "c", monkeypatch)
+    monkeypatch.setattr(native, "ACCELERATED", False)
+    pure = _pinned_tree_bytes(tmp_path / "p", monkeypatch)
+    (tmp_path / "c.sst").write_bytes(data)
+    (tmp_path / "p.sst").write_bytes(pure)
+    c, p = SegmentReader(tmp_path / "c.sst", 0), SegmentReader(tmp_path / "p.sst", 1)
+    def entries(seg: SegmentReader) -> tuple[list[bytes], list[bytes | None]]:
+        keys: list[bytes] = []
+        values: list[bytes | None] = []
+        for ks, vs in merge([seg.cursor(blocks=64, max_blocks=64)], False):
+            keys += ks
+            values += vs
+        return keys, values
+
+    keys, values = entries(c)
+    assert (keys, values) == entries(p)
+    w = SegmentWriter(tmp_path / "again.sst", 8)
+    w.add(keys, values)
+    w.finish()
+    assert (tmp_path / "again.sst").read_bytes() == data
+    c.close()
+    p.close()
+    assert hashlib.sha256(data).hexdigest() == "2dcae8d7e91d48c2e5118d8498c1d84cd16ac0a34dab481aaefb8a34659307c8"
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_reopening_a_flushed_tree_does_not_pile_up_logs(tmp_path: Path, crash: bool) -> None:
+    """Each open starts a new log; one that replayed no record (nothing was written after
+    the last flush) is retired once the manifest says so, after a clean close or not.
+    Before, every reopen of a stabilized store kept one more empty log to replay."""
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    for i in range(50):
+        t.upsert(b"k%03d" % i, b"v")
+    t.flush_all()
+    t.close()
+    for _ in range(4):
+        t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+        assert [k for k, _ in t.iter()] == [b"k%03d" % i for i in range(50)]
+        if crash:  # no close: the next open sees an unclean stop
+            t.wal.close()
+            for seg in t.segments:
+                seg.close()
+        else:
+            t.close()
+    assert len(list(tmp_path.glob("wal-*.log"))) == 1
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    t.upsert(b"new", b"1")  # a log with a record is kept and replayed
+    t.close()
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="sync"))
+    assert t.get(b"new") == b"1" and len(list(tmp_path.glob("wal-*.log"))) == 2
+    t.close()
+
+
+def test_persisted_says_whether_a_sync_and_save_would_write(tmp_path: Path) -> None:
+    """What lets a settle after a stabilization skip its worker thread: False while a
+    log holds unsynced bytes or the manifest differs from the saved one, True after."""
+    t = LsmTree(tmp_path, TreeOptions(wal_mode="async-compressed"))
+    t.upsert(b"k", b"v")
+    assert not t.persisted()  # a queued record
+    t.wal.write_now()
+    assert not t.persisted()  # written, not fsynced
+    t.wal.sync()
+    t.save_meta()
+    assert t.persisted()
+    t.flush_all()  # a new segment: the manifest changed and was saved by the flush
+    t.wal.sync()
+    assert t.persisted()
     t.close()

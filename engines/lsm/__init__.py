@@ -1,4 +1,5 @@
-"""A native LSM-tree storage engine in pure Python, laid out like LevelDB.
+"""A native LSM-tree storage engine in Python, laid out like LevelDB (one optional C
+module, ``_native.c``, for the flush/merge write loop and the in-memory first-key index).
 
 Modules, one concept each:
 
@@ -10,6 +11,8 @@ Modules, one concept each:
 - ``segment_writer`` / ``segment_reader``: immutable sorted segment files.
 - ``merging_iterator``: the one k-way merge behind reads, scans, flushes and compaction.
 - ``cache``: bounded two-generation read caches.
+- ``native``: the one import point of ``_native`` (compiled writer, ``KeyColumn``), with
+  the pure-Python fallbacks.
 - ``maintainer``: background flush / merge / log-writer tasks on the anyio loop.
 - ``errors``: why a damaged or missing store is refused.
 - ``adapter``: the profile workload as five trees.

@@ -159,7 +159,8 @@ class LsmEngine(MarkedStore, Engine):
                 t.wal.sync()
                 t.save_meta()
 
-        await anyio.to_thread.run_sync(persist)
+        if not all(t.persisted() for t in self._trees):  # else no thread hop: nothing to write
+            await anyio.to_thread.run_sync(persist)
 
     def facts(self) -> EngineFacts:
         facts = super().facts()

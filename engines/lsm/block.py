@@ -120,17 +120,31 @@ def encode_many(keys: list[bytes], values: list[bytes | None], step: int) -> lis
     return out
 
 
+def _fixed_keys(n: int, width: int) -> struct.Struct:
+    """The struct that cuts ``n`` keys of ``width`` bytes out of a key area in one C call
+    (several times faster than slicing key by key: a range scan over cold blocks, the
+    created-at phases, decodes about four blocks per query)."""
+    s = _key_structs.get((n, width))
+    if s is None:
+        s = struct.Struct(f"{width}s" * n)
+        if len(_key_structs) < 4096:
+            _key_structs[(n, width)] = s
+    return s
+
+
+_key_structs: dict[tuple[int, int], struct.Struct] = {}
+
+
 def decode_keys(buf: Any, off: int = 0, shp: Shape | None = None) -> Decoded:
     """The keys of the block at ``off`` of ``buf`` (whose shape may be known), with
     where its values and flags are."""
     n, width, kx, ve, fl, ks = shp or shape_at(buf, off)
     kb = off + ks
     if width:
-        ke = kb + n * width
         return (
-            [buf[p : p + width] for p in range(kb, ke, width)],
+            list(_fixed_keys(n, width).unpack_from(buf, kb)),
             _u32s(n).unpack_from(buf, off + ve),
-            ke,
+            kb + n * width,
             off + fl,
         )
     kends = _u32s(n).unpack_from(buf, off + kx)

@@ -24,14 +24,14 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from itertools import repeat
 from pathlib import Path
 from typing import Any, cast
 
-from . import block
+from . import block, native
 from .cache import GenerationalCache
 from .errors import CorruptSegment
 from .merging_iterator import NOT_READ, Chunk, Cursor
+from .native import KeyList
 from .segment_writer import (
     FOOTER,
     FOOTER_MAGIC,
@@ -118,17 +118,14 @@ class SegmentReader:
             end = pos + nblocks * width
             if end > len(index):
                 raise CorruptSegment(self.path, ioff, "index shorter than its first keys")
-            # one C-level unpack: several times faster than slicing key by key (reopen)
-            keys = list(struct.Struct(f"{width}s" * nblocks).unpack_from(index, pos)) if nblocks else []
-            if kind == KEYS_PADDED:
-                keys = list(map(bytes.rstrip, keys, repeat(b"\0")))
-            self.first_keys = keys
+            # read in place (``native.key_column``): no object per block at open
+            self.first_keys = native.key_column(index, pos, nblocks, width, kind == KEYS_PADDED)
         elif kind == KEYS_MIXED:
             kends = array("I", index[pos : pos + 4 * nblocks])
             kb = pos + 4 * nblocks
             end = kb + (kends[-1] if nblocks else 0)
             starts = [kb, *(kb + e for e in kends[:-1])] if nblocks else []
-            self.first_keys = [index[a:b] for a, b in zip(starts, (kb + e for e in kends), strict=True)]
+            self.first_keys = KeyList(index[a:b] for a, b in zip(starts, (kb + e for e in kends), strict=True))
         else:
             raise CorruptSegment(self.path, ioff, f"unknown first-key layout {kind} (width {width})")
         self.offsets = array("Q", index[end : end + 8 * nblocks])
@@ -152,6 +149,10 @@ class SegmentReader:
         self.path = self._blocks.path = Path(path)
 
     # --- blocks ---------------------------------------------------------------------
+    def native_source(self) -> tuple[mmap.mmap, array, array, array]:
+        """This segment as a source of the compiled merge (``native.write_blocks``)."""
+        return self._mm, self.offsets, self.lengths, self.crcs
+
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
         block with tombstones when they are to be dropped) to copy verbatim, or None."""
@@ -185,7 +186,7 @@ class SegmentReader:
     # --- lookups (``get`` is made by ``_lookup``) -----------------------------------------
     def locate(self, key: bytes) -> tuple[int, int]:
         """(block, position) of the first entry >= key; block == len(blocks) at the end."""
-        i = bisect_right(self.first_keys, key) - 1
+        i = self.first_keys.bisect_right(key) - 1
         if i < 0:
             return 0, 0
         keys = self.block_keys(i)[0]
@@ -280,7 +281,7 @@ def _lookup(
     ``tests/test_lsm_segment.py`` holds this function to the same bound and aging)."""
     mm, offsets, shapes, ids = blocks.mm, blocks.offsets, blocks.shapes, blocks.shape_ids
     learn, decode = blocks.shape, blocks.decode_keys
-    first_keys, last_key, min_key = seg.first_keys, seg.last_key, seg.min_key
+    first_block_after, last_key, min_key = seg.first_keys.bisect_right, seg.last_key, seg.min_key
     keys_of = key_cache.getter(decode)
     u32, u32x2 = _U32.unpack_from, _U32X2.unpack_from
     cache = value_cache
@@ -306,7 +307,7 @@ def _lookup(
         if v is None:
             if key > last_key or key < min_key:
                 return None
-            i = bisect_right(first_keys, key) - 1
+            i = first_block_after(key) - 1
             n, width, _kx, ve, fl, ks = shapes[ids[i]] or learn(i)
             if not width:
                 v = mixed(i, key)
@@ -386,7 +387,7 @@ class SegmentCursor(Cursor):
         if end is None:
             self._stop = len(fk)
         else:
-            self._stop = bisect_right(fk, end) if inclusive else bisect_left(fk, end)
+            self._stop = fk.bisect_right(end) if inclusive else fk.bisect_left(end)
         self._end = end
         self._inclusive = inclusive
         self._want = blocks
@@ -448,7 +449,7 @@ class SegmentCursor(Cursor):
         else:
             # blocks before k-1 end below their successor's first key (< below); block
             # k-1 only if the next first key is ``below`` itself or nothing follows
-            k = bisect_left(fk, below, i)
+            k = fk.bisect_left(below, i)
             whole = (fk[k] == below) if k < n else seg.last_key < below
             stop = k if whole else k - 1
         if stop <= i:

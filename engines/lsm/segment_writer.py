@@ -34,8 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
-from . import block
+from . import block, native
 
 __all__ = [
     "BlockRun",
@@ -145,6 +146,36 @@ class SegmentWriter:
         self._pos += len(run.raw)
         self.entries += run.entries
         self.live += run.live
+
+    @property
+    def pending(self) -> int:
+        """Entries added but not yet in a block (``finish`` writes them)."""
+        return len(self._keys)
+
+    def add_merged(self, sources: list[Any], drop_tombstones: bool) -> None:
+        """Write the merge of ``sources`` (newest first: a frozen memtable's dict, or
+        ``SegmentReader.native_source()``) as this segment's blocks, in C with the GIL
+        released (``native.py``): the same bytes ``add`` would write for the merged
+        entries. Only into an empty writer. A damaged source block raises
+        ``native.BlockCorrupt(source index, block index, reason)``."""
+        write = native.write_blocks
+        if write is None:
+            raise RuntimeError(f"the compiled LSM writer is not available: {native.FALLBACK_REASON}")
+        if self._firsts or self._keys:
+            raise ValueError("add_merged writes a whole segment: the writer must be empty")
+        self._f.flush()
+        firsts, offsets, lengths, crcs, last, entries, live, end = write(
+            self._f.fileno(), self._pos, sources, self.step, drop_tombstones
+        )
+        self._f.seek(end)
+        self._pos = end
+        self._firsts = firsts
+        self._offsets.frombytes(offsets)
+        self._lengths.frombytes(lengths)
+        self._crcs.frombytes(crcs)
+        self._last = last
+        self.entries += entries
+        self.live += live
 
     def _check_order(self, first: bytes) -> None:
         if self._last is not None and first <= self._last:

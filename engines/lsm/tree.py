@@ -7,7 +7,8 @@ Scans, iteration, counts, flushes and merges all go through the one merging iter
 
 Background work is expressed as *jobs*: generators that do a bounded slice of work per
 step and yield either ``None`` (a cooperative checkpoint) or a callable to run in a
-worker thread (fsync). ``run_job`` drives one synchronously (tests, close); the async
+worker thread (fsync; and, with the compiled writer of ``native.py``, a whole flush or
+merge: sort, merge, encode and write run there with the GIL released). ``run_job`` drives one synchronously (tests, close); the async
 maintainer drives them on the event loop, so the same code serves both.
 
 Merge policy (``pick_merge``): size-ratio tiering. The newest segments merge into one
@@ -38,7 +39,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptLog, CorruptMeta, MissingStore
+from . import native
+from .errors import CorruptLog, CorruptMeta, CorruptSegment, MissingStore
 from .memtable import Memtable
 from .merging_iterator import Cursor, compact, merge
 from .meta import META, Meta, fsync_path, read_meta, write_meta
@@ -214,10 +216,19 @@ class LsmTree:
         self._segments_changed()
         self._next_id = max([meta.next_id, *(i + 1 for i in seg_ids | set(seg_tmps))])
         seq = max([self._min_wal - 1, *live_logs]) + 1
+        # Logs that replayed no record (a session that wrote nothing after its last flush:
+        # every reopen of a stabilized store) are retired once the manifest says so;
+        # else each reopen would add one more log to replay and keep.
+        empty = live_logs if not self.frozen and not self.mutable.data else []
+        if empty:
+            self._min_wal = seq
+            self.mutable.wal_seqs.clear()
         self.wal = WriteAheadLog(self.dir, self.options.wal_mode, seq)
         self._log = self.wal.append
         self.mutable.wal_seqs.append(seq)
         self.save_meta()  # clean_close false from here until close
+        for old in empty:
+            wal_path(self.dir, old).unlink(missing_ok=True)
 
     def _list_files(self) -> tuple[set[int], dict[int, Path], set[int], Path | None]:
         """Segment ids, segment ``.tmp`` files by id, log sequence numbers, and a leftover
@@ -275,8 +286,9 @@ class LsmTree:
             if len(mt) >= self.max_items:
                 self.frozen.insert(0, mt)
                 mt = Memtable()
-        for seq in seqs:  # durable before any newer log gets frames (see wal.py)
-            fsync_path(wal_path(self.dir, seq))
+        if not meta.clean_close:  # (a clean close fsynced every log it left)
+            for seq in seqs:  # durable before any newer log gets frames (see wal.py)
+                fsync_path(wal_path(self.dir, seq))
         self.mutable = mt
         self._replayed = bool(seqs)
 
@@ -419,17 +431,25 @@ class LsmTree:
         # Tombstones can go only if nothing older exists (no segment, no older memtable).
         drop = not self.segments and len(self.frozen) == 1
         seg = writer = None
-        if mt.data and not (drop and list(mt.data.values()).count(None) == len(mt.data)):
+        if mt.data:
             seg_id = self._new_id()
             writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
             try:
-                for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
-                    writer.add(keys, values)
-                    yield None
-                yield partial(writer.finish, publish=False)
-                seg = self._open_segment(seg_id, writer.tmp)
+                if native.ACCELERATED:  # sort, encode and write in C, in a worker thread
+                    yield partial(writer.add_merged, [mt.data], drop)
+                else:
+                    for keys, values in merge([mt.cursor(batch=JOB_SLICE)], drop):
+                        writer.add(keys, values)
+                        yield None
+                if writer.entries or writer.pending:  # else only tombstones, dropped: no segment
+                    yield partial(writer.finish, publish=False)
+                    seg = self._open_segment(seg_id, writer.tmp)
+                else:
+                    writer.abort()
+                    writer = None
             except BaseException:
-                writer.abort()
+                if writer is not None:
+                    writer.abort()
                 raise
         if self.closed:
             if writer is not None:
@@ -495,8 +515,11 @@ class LsmTree:
         seg_id = self._new_id()
         writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
         try:
-            cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
-            yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
+            if native.ACCELERATED:  # decode, merge, encode and write in C, in a worker thread
+                yield partial(self._native_merge, writer, srcs, drop_tombstones)
+            else:
+                cursors = [s.cursor(blocks=8, max_blocks=8, cached=False) for s in srcs]
+                yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
             yield partial(writer.finish, publish=False)
             merged = self._open_segment(seg_id, writer.tmp)
         except BaseException:
@@ -524,6 +547,17 @@ class LsmTree:
         if self.on_work is not None:
             self.on_work()  # the result may itself be due for a merge
 
+    @staticmethod
+    def _native_merge(writer: SegmentWriter, srcs: list[SegmentReader], drop_tombstones: bool) -> None:
+        """The compiled merge of ``srcs`` into ``writer``; a damaged source block is a
+        ``CorruptSegment`` naming its file and offset, as the Python path's read says."""
+        try:
+            writer.add_merged([s.native_source() for s in srcs], drop_tombstones)
+        except native.BlockCorrupt as exc:
+            src, blk, reason = exc.args
+            seg = srcs[src]
+            raise CorruptSegment(seg.path, int(seg.offsets[blk]), f"block {blk} {reason}") from None
+
     def _new_id(self) -> int:
         """A fresh segment id (never reused)."""
         i = self._next_id
@@ -534,9 +568,12 @@ class LsmTree:
     def run_job(job: Job | None) -> None:
         if job is None:
             return
-        for step in job:
-            if step is not None:
-                step()
+        try:
+            for step in job:
+                if step is not None:
+                    step()
+        finally:
+            job.close()  # a step that raised: the job cleans up now (its ``.tmp``), not at GC
 
     # --- synchronous maintenance (tests, close) ------------------------------------------
     def flush_all(self) -> None:
@@ -565,7 +602,15 @@ class LsmTree:
         """Persist the manifest (``meta.json``); see ``meta.py`` for what it records."""
         self._save_meta(clean_close=False)
 
-    def _save_meta(self, clean_close: bool) -> None:
+    def persisted(self) -> bool:
+        """Whether a ``wal.sync()`` and ``save_meta()`` would write nothing: every log
+        fsynced since its last write and the manifest as saved (a settle right after a
+        stabilization then needs no worker thread)."""
+        if self.wal.has_work() or any(log.dirty for log in self.wal.files.values()):
+            return False
+        return self._meta(clean_close=False) == self._saved_meta
+
+    def _meta(self, clean_close: bool) -> Meta:
         logs: dict[int, int | None] = {}
         for mt in (self.mutable, *self.frozen):
             for seq in mt.wal_seqs:
@@ -574,7 +619,7 @@ class LsmTree:
                 except FileNotFoundError:  # wal_mode "none": no files
                     continue
                 logs[seq] = size if clean_close else None
-        meta = Meta(
+        return Meta(
             segments=[s.id for s in self.segments],
             next_id=self._next_id,
             min_wal=self._min_wal,
@@ -582,6 +627,9 @@ class LsmTree:
             logs=logs,
             clean_close=clean_close,
         )
+
+    def _save_meta(self, clean_close: bool) -> None:
+        meta = self._meta(clean_close)
         if meta == self._saved_meta:
             return  # on disk already, fsynced (a settle after a stabilization rewrites nothing)
         write_meta(self.dir, meta)

@@ -1,0 +1,80 @@
+"""The one import point of the compiled flush/merge writer (``_native.c``).
+
+Why compiled: a stabilization is memtable flushes and merges, and profiled in Python
+about 40 % of it was reading memtables in key order and 40 % encoding blocks. The C
+loop sorts, merges, encodes, checksums and writes with the GIL released, so a flush or
+merge run in a worker thread takes the second core while the event loop serves reads.
+It writes exactly the bytes the Python path writes for the same entries
+(``tests/test_lsm_native.py``).
+
+Without a compiler the package still installs (the extension is optional) and the
+engine uses the pure-Python path (``merging_iterator.merge`` into
+``SegmentWriter.add``); ``ACCELERATED`` says which, and ``FALLBACK_REASON`` why.
+``KeyColumn`` holds a segment's first keys in its index's one bytes object and bisects
+them in place: a 2M reopen no longer makes 625_000 key objects. Setting
+``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (tests, comparisons).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any
+
+__all__ = ["ACCELERATED", "FALLBACK_REASON", "BlockCorrupt", "KeyList", "key_column", "write_blocks"]
+
+write_blocks: Callable[..., tuple[Any, ...]] | None
+FALLBACK_REASON: str | None = None
+
+
+class KeyList(list[bytes]):
+    """A segment's first keys as a list, with the two bisects ``_native.KeyColumn`` has
+    (the pure-Python path, and indexes whose first keys are of mixed width)."""
+
+    __slots__ = ()
+
+    def bisect_right(self, key: bytes, lo: int = 0, hi: int | None = None) -> int:
+        return bisect.bisect_right(self, key, lo, len(self) if hi is None else hi)
+
+    def bisect_left(self, key: bytes, lo: int = 0, hi: int | None = None) -> int:
+        return bisect.bisect_left(self, key, lo, len(self) if hi is None else hi)
+
+
+def _key_list(data: bytes, start: int, n: int, width: int, padded: bool) -> KeyList:
+    """``KeyColumn``'s pure-Python twin: the keys unpacked into a list (one C-level
+    ``struct`` unpack, and for padded keys one ``map(bytes.rstrip)``)."""
+    keys = list(struct.Struct(f"{width}s" * n).unpack_from(data, start)) if n else []
+    if padded:
+        keys = list(map(bytes.rstrip, keys, repeat(b"\0")))
+    return KeyList(keys)
+
+
+#: ``key_column(data, start, n, width, padded)``: the n fixed-width first keys at
+#: ``data[start:]`` as a sequence with ``bisect_left`` / ``bisect_right``.
+key_column: Callable[[bytes, int, int, int, bool], Any] = _key_list
+
+
+class _NoBlockCorrupt(Exception):
+    """Stands in for the C module's exception when it is not built (never raised)."""
+
+
+BlockCorrupt: type[Exception] = _NoBlockCorrupt
+
+if os.environ.get("ASYNCBENCH_LSM_PURE"):
+    write_blocks = None
+    FALLBACK_REASON = "ASYNCBENCH_LSM_PURE is set"
+else:
+    try:
+        from . import _native  # type: ignore[attr-defined]
+    except ImportError as exc:  # built without a compiler: the pure-Python path
+        write_blocks = None
+        FALLBACK_REASON = f"the C extension is not built ({exc})"
+    else:
+        write_blocks = _native.write_blocks
+        BlockCorrupt = _native.BlockCorrupt
+        key_column = _native.KeyColumn
+
+ACCELERATED = write_blocks is not None
