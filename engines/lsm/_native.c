@@ -66,6 +66,22 @@ rd32(const unsigned char *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* n little-endian end offsets never decrease (a block's keys or values, each ending where
+ * the next starts); the last one, the bytes they span, in *last. -1 when out of order. */
+static int
+ends_in_order(const unsigned char *ends, uint32_t n, uint32_t *last)
+{
+    uint32_t prev = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t e = rd32(ends + 4 * j);
+        if (e < prev)
+            return -1;
+        prev = e;
+    }
+    *last = prev;
+    return 0;
+}
+
 static inline void
 wr32(unsigned char *p, uint32_t v)
 {
@@ -148,26 +164,18 @@ seg_load(Source *s, Py_ssize_t si, Fail *fail)
         s->vends = b + 4 + 4 * n;
         s->flags = b + 4 + 8 * n;
         s->keys = b + 4 + 9 * n;
-        uint32_t prev = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            uint32_t e = rd32(s->kends + 4 * j);
-            if (e < prev) {
-                fail->reason = "key offsets out of order";
-                return -1;
-            }
-            prev = e;
-        }
-        kbytes = prev;
-        need += kbytes;
-    }
-    uint32_t prev = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t e = rd32(s->vends + 4 * j);
-        if (e < prev) {
-            fail->reason = "value offsets out of order";
+        uint32_t klast;
+        if (ends_in_order(s->kends, n, &klast) < 0) {
+            fail->reason = "key offsets out of order";
             return -1;
         }
-        prev = e;
+        kbytes = klast;
+        need += kbytes;
+    }
+    uint32_t prev;
+    if (ends_in_order(s->vends, n, &prev) < 0) {
+        fail->reason = "value offsets out of order";
+        return -1;
     }
     if (need + prev > len) {
         fail->reason = "block shorter than its values";
