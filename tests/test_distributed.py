@@ -200,7 +200,9 @@ async def test_postgres_p4_across_1_2_4_processes_matches_memory(tmp_path: Path)
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_client_process_killed_mid_phase_fails_the_run_with_partial_results(tmp_path: Path) -> None:
-    cfg = quick_cfg(tmp_path, "postgres", 2, timeout_seconds=120.0)
+    # enough reads that the phase outlasts the kill's 0.15 s delay on a quiet machine (with
+    # the quick plan's count the phase had ended by then and the kill hit the next one)
+    cfg = quick_cfg(tmp_path, "postgres", 2, timeout_seconds=120.0, counts={"reads": 50_000})
     holder: dict[str, DistributedEngineRun] = {}
 
     def kill_in_reads(phase: str) -> None:
