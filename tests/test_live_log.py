@@ -14,12 +14,14 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 from cli_process import BackgroundRun, kill_quietly, wait_for
 
-from asyncbench.run import logs
+from asyncbench.run import logs, observers
 from asyncbench.run.logs import LogFile, iso_utc
+from asyncbench.run.observers import BatchDone, JsonLogObserver
 
 PLAN = """
 [run]
@@ -184,6 +186,49 @@ def test_a_stalled_write_never_blocks_the_callers(tmp_path: Path, monkeypatch: p
         assert isinstance(log.error, TimeoutError) and "still writing" in str(log.error)
     finally:
         _HungDisk.release.set()
+
+
+class _StuckDisk(LogFile):
+    """A log whose writer is stuck in its first write until ``release`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        self.release = threading.Event()
+        super().__init__(path)
+
+    def _write(self, data: bytes) -> None:
+        self.release.wait(30)
+        super()._write(data)
+
+
+def test_a_log_far_behind_holds_a_bounded_number_of_latency_stamps(tmp_path: Path) -> None:
+    """Issue 24's harness share: the no-op engine runs millions of operations a second, the
+    writer fell behind, and the log's queue held every batch's stamps until the run's end
+    (110 MiB above the engine's start at 2M profiles). Past MAX_HELD_MARKS the batch's
+    figures are taken at once and its stamps let go; every line is still written, with the
+    same figures the writer would have rendered."""
+    log = _StuckDisk(tmp_path / "behind.log")
+    observer = JsonLogObserver(None, log)
+    rng = np.random.default_rng(7)
+    batches = []
+    try:
+        log.msg(b'{"event":"first"}')
+        wait_for(lambda: not log._queue, "the writer took the first line")  # and is now stuck
+        for i in range(2_000):  # 2M operations' stamps: 16 MiB unbounded
+            marks = np.cumsum(rng.integers(100, 50_000, size=1_001)).astype(np.int64)
+            intended = marks[:-1] - rng.integers(0, 1_000, size=1_000) if i % 2 else None
+            b = BatchDone("noop", "reads", i, 1_000, 0.001, (i + 1) * 1_000, 0, marks, intended)
+            batches.append(b)
+            observer.batch(b)
+        held = sum(item[1][0].ops for item in log._queue if item[1][0].marks is not None)
+        assert held <= observers.MAX_HELD_MARKS + 1_000  # operations whose stamps are held
+    finally:
+        log.release.set()
+    log.close()
+    assert log.error is None and log.dropped == 0
+    lines = [orjson.loads(line) for line in (tmp_path / "behind.log").read_bytes().splitlines()[2:]]
+    assert len(lines) == 2_000
+    for b, line in zip(batches, lines, strict=True):  # as the writer renders an unbounded queue
+        assert line == orjson.loads(observers._render_batch((b, None, None, 0, None)))
 
 
 def test_lines_stay_in_order_and_render_on_the_writer(tmp_path: Path) -> None:

@@ -129,6 +129,11 @@ class LogFile:
         self._queued += 1
         self._queue.append((render, item))
 
+    def backlog(self) -> int:
+        """Entries queued and not yet taken by the writer: a producer whose items are large
+        (a batch's latency stamps) bounds by this what it leaves in memory."""
+        return len(self._queue)
+
     # --- the writer thread ------------------------------------------------------------
 
     def _run(self) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 import orjson
 
 from asyncbench import fmt
-from asyncbench.measure.latency import CLOCK, batch_p99_max, format_us, response_p99_max
+from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, format_us, response_p99_max
 from asyncbench.rate import Arrivals
 from asyncbench.result import EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
@@ -107,16 +107,41 @@ class ObserverGroup(Observer):
             o.message(text)
 
 
+#: Latency stamps the live log may hold for batch lines it has not rendered yet: past
+#: this, a batch's figures are taken on the caller's thread and its stamps let go. A writer
+#: keeps up with every real engine (a line takes it 50-170 µs); one that falls behind (a
+#: no-op engine at millions of operations per second: 17M operations queued, 110 MiB at
+#: 2M profiles) must not turn the log into memory the harness counts as the engine's.
+MAX_HELD_MARKS = 500_000  # 4 MiB of int64 stamps (8 MiB under a rate)
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """A batch line's latency figures: service p99/max, response p99/max under a rate,
+    and the batch's last stamp (its end)."""
+
+    service: BatchLatency
+    response: BatchLatency | None
+    last_mark: int | None
+
+
+def _figures(b: BatchDone) -> _Figures:
+    marks, intended = b.marks, b.intended
+    response = response_p99_max(marks, intended) if intended is not None and len(marks) >= 2 else None
+    return _Figures(batch_p99_max(marks), response, int(marks[-1]) if len(marks) else None)
+
+
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
-    here, outside the phase's time; its timestamp is when its last operation ended."""
-    b, kind, stream, offset_ns = item
-    marks, intended, seconds = b.marks, b.intended, b.seconds
-    stats = batch_p99_max(marks)
-    ended_ns = int(marks[-1]) + offset_ns if len(marks) else time.time_ns()
+    here, outside the phase's time (unless the writer was far behind and the caller took
+    them, :data:`MAX_HELD_MARKS`); its timestamp is when its last operation ended."""
+    b, kind, stream, offset_ns, figures = item
+    f = _figures(b) if figures is None else figures
+    stats, seconds = f.service, b.seconds
+    ended_ns = f.last_mark + offset_ns if f.last_mark is not None else time.time_ns()
     response = {}
-    if intended is not None and len(marks) >= 2:  # under a rate: from each intended start
-        r = response_p99_max(marks, intended)
+    if f.response is not None:  # under a rate: from each intended start
+        r = f.response
         response = {"response_p99_us": round(r.p99_ns / 1000, 3), "response_max_us": round(r.max_ns / 1000, 3)}
     return orjson.dumps(
         {
@@ -152,6 +177,7 @@ class JsonLogObserver(Observer):
     def __init__(self, logger: Any, log_file: LogFile) -> None:
         self.log = logger
         self._later = log_file.later
+        self._backlog = log_file.backlog
         self._phase: tuple[str | None, str | None, int] = (None, None, 0)  # kind, stream, wall - CLOCK
 
     def run_start(self, **info: Any) -> None:
@@ -168,7 +194,11 @@ class JsonLogObserver(Observer):
 
     def batch(self, b: BatchDone) -> None:
         kind, stream, offset_ns = self._phase
-        self._later(_render_batch, (b, kind, stream, offset_ns))
+        figures = None
+        if self._backlog() * max(b.ops, 1) > MAX_HELD_MARKS:  # the writer is far behind
+            figures = _figures(b)
+            b = replace(b, marks=None, intended=None)
+        self._later(_render_batch, (b, kind, stream, offset_ns, figures))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(
