@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asyncbench.measure import latency_recorder
-from asyncbench.measure.latency import PhaseLatency
+from asyncbench.measure.latency import LatencyHistogram, PhaseLatency
 from asyncbench.measure.latency_recorder import PhaseRecorder
 
 
@@ -95,3 +95,48 @@ def test_a_long_phase_keeps_its_marks_on_disk(tmp_path: Path) -> None:
     assert summary is not None and summary["count"] == 3_000_000
     assert sum(b[1] for b in over_time) == 3_000_000 and len(rows) == 3_000
     assert peak < 24 * 1024 * 1024, peak
+
+
+def test_a_second_of_millions_of_operations_is_summed_up_in_bounded_memory(tmp_path: Path) -> None:
+    """The per-second series and the over-time slices kept every latency of a slice to
+    give its p50/p99 exactly: a no-op engine's 3_000_000 operations in one second took
+    ~70 MB at once (10M: 267 MiB, issue 24's harness share). Past EXACT_SLICE_OPS a
+    slice's figures come from an HdrHistogram (as the phase's percentiles do), its count
+    and max stay exact, and the memory stays a few MB at any rate."""
+    rng = np.random.default_rng(3)
+    stamps = np.cumsum(rng.integers(50, 300, size=3_001_000))  # ~0.5 s: one second, one slice
+    latencies = np.diff(stamps)
+    tracemalloc.start()
+    try:
+        with PhaseRecorder(2, tmp_path) as rec:
+            for i in range(3_000):
+                rec.add(i % 2, 1_000, 0.001, stamps[i * 1_000 : (i + 1) * 1_000 + 1].tolist())
+            tracemalloc.reset_peak()
+            base, _ = tracemalloc.get_traced_memory()
+            (second,), response = rec.per_second()
+            (whole,) = rec.time_buckets(1)
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response == []
+    want = LatencyHistogram.from_values(latencies).values_at_percentiles([50.0, 99.0])
+    for bucket in (second, whole):
+        assert bucket.ops == 3_000_000 and bucket.max_ns == int(latencies.max())
+        assert [bucket.p50_ns, bucket.p99_ns] == want
+    assert peak - base < 16 * 1024 * 1024, peak - base
+
+
+def test_a_slice_within_the_bound_stays_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to EXACT_SLICE_OPS operations a slice's p50/p99 are exact (nearest rank), as
+    before; one operation more and they come from the histogram."""
+    rng = np.random.default_rng(4)
+    stamps = np.cumsum(rng.integers(50, 100_000, size=2_001))
+    latencies = np.sort(np.diff(stamps))
+    for bound, exact in ((2_000, True), (1_999, False)):
+        monkeypatch.setattr(latency_recorder, "EXACT_SLICE_OPS", bound)
+        with PhaseRecorder(1, tmp_path) as rec:
+            rec.add(0, 2_000, 0.001, stamps.tolist())
+            (bucket,) = rec.time_buckets(1)
+        hist = LatencyHistogram.from_values(latencies).values_at_percentiles([50.0, 99.0])
+        want = [int(latencies[999]), int(latencies[1_979])] if exact else hist
+        assert [bucket.p50_ns, bucket.p99_ns] == want and bucket.max_ns == int(latencies[-1])
