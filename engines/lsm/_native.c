@@ -830,6 +830,313 @@ static PyTypeObject KeyColumnType = {
     .tp_new = KeyColumn_new,
 };
 
+/* --- FixedLookup: a segment's point lookup --------------------------------------------
+ *
+ * FixedLookup(mm, offsets, shape_ids, shapes, first_keys, min_key, last_key, cache,
+ * tombstone, fallback): called with a key, does what segment_reader._lookup's `get` does
+ * for a block of fixed-width keys, in one C call: the value cache's two generations, the
+ * key range, the bisect over the first keys (a KeyColumn, compared in place), the
+ * block's remembered shape, the aligned memmem over the block's key area, and the value
+ * sliced out of the mapping (or `tombstone`); then the value is cached, rotating the
+ * generations as GenerationalCache.getter does. Why: a 50-row query is 50 of these, and
+ * the Python closure spent most of its time in interpreter work around two C-level
+ * calls. Whatever this does not handle goes to `fallback` (the Python closure, which
+ * caches too): a block whose checksum has not been tested yet (shape id 0: the closure
+ * tests it and learns the shape), a block of mixed-width keys, a key that is not bytes,
+ * or a block whose numbers point outside the mapping. The mapping is taken as a buffer
+ * for the call only, so closing it is not blocked and a closed one raises as the
+ * closure's read does.
+ */
+typedef struct {
+    PyObject_HEAD
+    PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
+        *fallback;
+    vectorcallfunc vectorcall;
+} FixedLookup;
+
+static PyObject *str_young, *str_old, *str_half;
+
+static PyObject *FixedLookup_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+static PyObject *
+FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone, *fallback;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO", &mm, &offsets, &shape_ids, &PyList_Type, &shapes, &KeyColumnType,
+                          &first_keys, &min_key, &last_key, &cache, &tombstone, &fallback))
+        return NULL;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: fallback must be callable");
+        return NULL;
+    }
+    FixedLookup *f = (FixedLookup *)type->tp_alloc(type, 0);
+    if (f == NULL)
+        return NULL;
+    f->mm = Py_NewRef(mm);
+    f->offsets = Py_NewRef(offsets);
+    f->shape_ids = Py_NewRef(shape_ids);
+    f->shapes = Py_NewRef(shapes);
+    f->first_keys = Py_NewRef(first_keys);
+    f->min_key = Py_NewRef(min_key);
+    f->last_key = Py_NewRef(last_key);
+    f->cache = Py_NewRef(cache);
+    f->tombstone = Py_NewRef(tombstone);
+    f->fallback = Py_NewRef(fallback);
+    f->vectorcall = FixedLookup_vectorcall;
+    return (PyObject *)f;
+}
+
+static int
+FixedLookup_traverse(FixedLookup *f, visitproc visit, void *arg)
+{
+    Py_VISIT(f->mm);
+    Py_VISIT(f->offsets);
+    Py_VISIT(f->shape_ids);
+    Py_VISIT(f->shapes);
+    Py_VISIT(f->first_keys);
+    Py_VISIT(f->min_key);
+    Py_VISIT(f->last_key);
+    Py_VISIT(f->cache);
+    Py_VISIT(f->tombstone);
+    Py_VISIT(f->fallback);
+    return 0;
+}
+
+static int
+FixedLookup_clear(FixedLookup *f)
+{
+    Py_CLEAR(f->mm);
+    Py_CLEAR(f->offsets);
+    Py_CLEAR(f->shape_ids);
+    Py_CLEAR(f->shapes);
+    Py_CLEAR(f->first_keys);
+    Py_CLEAR(f->min_key);
+    Py_CLEAR(f->last_key);
+    Py_CLEAR(f->cache);
+    Py_CLEAR(f->tombstone);
+    Py_CLEAR(f->fallback);
+    return 0;
+}
+
+static void
+FixedLookup_dealloc(FixedLookup *f)
+{
+    PyObject_GC_UnTrack(f);
+    FixedLookup_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+/* item i of a buffer-protocol array of unsigned ints ('H' or 'Q'); -1 with an error set */
+static int
+fl_uint(PyObject *arr, Py_ssize_t i, unsigned long long *out)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arr, &b, PyBUF_FORMAT) < 0)
+        return -1;
+    int rc = 0;
+    if (i < 0 || b.itemsize <= 0 || i >= b.len / b.itemsize) {
+        PyErr_SetString(PyExc_IndexError, "FixedLookup: block index out of range");
+        rc = -1;
+    } else if (b.itemsize == 2)
+        *out = ((const uint16_t *)b.buf)[i];
+    else if (b.itemsize == 8)
+        *out = ((const uint64_t *)b.buf)[i];
+    else if (b.itemsize == 4)
+        *out = ((const uint32_t *)b.buf)[i];
+    else {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: unexpected array item size");
+        rc = -1;
+    }
+    PyBuffer_Release(&b);
+    return rc;
+}
+
+/* the value of key in its block, tombstone, Py_None (absent), or NULL: with *fall set
+ * when the Python path has to decide, else with an error set */
+static PyObject *
+fl_search(FixedLookup *f, PyObject *key, int *fall)
+{
+    const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(key);
+    Py_ssize_t klen = PyBytes_GET_SIZE(key);
+    if (key_cmp(k, klen, (const unsigned char *)PyBytes_AS_STRING(f->last_key), PyBytes_GET_SIZE(f->last_key)) > 0 ||
+        key_cmp(k, klen, (const unsigned char *)PyBytes_AS_STRING(f->min_key), PyBytes_GET_SIZE(f->min_key)) < 0)
+        Py_RETURN_NONE;
+    KeyColumn *c = (KeyColumn *)f->first_keys;
+    Py_ssize_t lo = 0, hi = c->n;
+    while (lo < hi) { /* bisect_right */
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(k, klen, c->base + mid * c->width, kc_len(c, mid)) < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    Py_ssize_t i = lo - 1;
+    if (i < 0)
+        Py_RETURN_NONE;
+    unsigned long long sid, off;
+    if (fl_uint(f->shape_ids, i, &sid) < 0)
+        return NULL;
+    if (sid == 0 || sid >= (unsigned long long)PyList_GET_SIZE(f->shapes)) {
+        *fall = 1;
+        return NULL;
+    }
+    PyObject *shp = PyList_GET_ITEM(f->shapes, (Py_ssize_t)sid);
+    if (!PyTuple_Check(shp) || PyTuple_GET_SIZE(shp) != 6) {
+        *fall = 1;
+        return NULL;
+    }
+    Py_ssize_t v[6];
+    for (int j = 0; j < 6; j++) {
+        v[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shp, j));
+        if (v[j] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_ssize_t n = v[0], width = v[1], ve = v[3], fl = v[4], ks = v[5];
+    if (!width) {
+        *fall = 1;
+        return NULL;
+    }
+    if (klen != width)
+        Py_RETURN_NONE;
+    if (fl_uint(f->offsets, i, &off) < 0)
+        return NULL;
+    Py_buffer mb;
+    if (PyObject_GetBuffer(f->mm, &mb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *base = (const unsigned char *)mb.buf;
+    Py_ssize_t size = mb.len, o = (Py_ssize_t)off;
+    Py_ssize_t kb = o + ks, ke = kb + n * width;
+    PyObject *out = NULL;
+    if (n < 0 || o < 0 || kb < 0 || ke > size || o + fl + n > size || o + ve + 4 * n > size) {
+        *fall = 1;
+        goto done;
+    }
+    const unsigned char *p = base + kb, *end = base + ke;
+    for (;;) { /* the first match that starts on a key boundary */
+        p = memmem(p, (size_t)(end - p), k, (size_t)width);
+        if (p == NULL || (p - (base + kb)) % width == 0)
+            break;
+        p++;
+    }
+    if (p == NULL) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t j = (p - (base + kb)) / width;
+    if (base[o + fl + j]) {
+        out = Py_NewRef(f->tombstone);
+        goto done;
+    }
+    Py_ssize_t a = j ? (Py_ssize_t)rd32(base + o + ve + 4 * (j - 1)) : 0;
+    Py_ssize_t b = (Py_ssize_t)rd32(base + o + ve + 4 * j);
+    if (b < a || ke + b > size) {
+        *fall = 1;
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize((const char *)base + ke + a, b - a);
+done:
+    PyBuffer_Release(&mb);
+    return out;
+}
+
+static PyObject *
+FixedLookup_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FixedLookup *f = (FixedLookup *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup(key) takes one positional argument");
+        return NULL;
+    }
+    PyObject *key = args[0];
+    if (!PyBytes_CheckExact(key))
+        return PyObject_CallOneArg(f->fallback, key);
+    PyObject *young = PyObject_GetAttr(f->cache, str_young);
+    if (young == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(young)) {
+        Py_DECREF(young);
+        return PyObject_CallOneArg(f->fallback, key);
+    }
+    PyObject *v = PyDict_GetItemWithError(young, key); /* borrowed */
+    Py_DECREF(young);
+    if (v != NULL && v != Py_None)
+        return Py_NewRef(v);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *old = PyObject_GetAttr(f->cache, str_old);
+    if (old == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(old)) {
+        Py_DECREF(old);
+        return PyObject_CallOneArg(f->fallback, key);
+    }
+    v = PyDict_GetItemWithError(old, key);
+    Py_XINCREF(v);
+    Py_DECREF(old);
+    if (v == Py_None)
+        Py_CLEAR(v);
+    if (v == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        int fall = 0;
+        v = fl_search(f, key, &fall);
+        if (v == NULL)
+            return fall && !PyErr_Occurred() ? PyObject_CallOneArg(f->fallback, key) : NULL;
+        if (v == Py_None)
+            return v;
+    }
+    /* cache it (a hit in the old generation moves to the young one) */
+    PyObject *h = PyObject_GetAttr(f->cache, str_half);
+    if (h == NULL)
+        goto fail;
+    Py_ssize_t half = PyLong_AsSsize_t(h);
+    Py_DECREF(h);
+    if (half == -1 && PyErr_Occurred())
+        goto fail;
+    if (half) {
+        young = PyObject_GetAttr(f->cache, str_young);
+        if (young == NULL)
+            goto fail;
+        if (PyDict_CheckExact(young) && PyDict_GET_SIZE(young) >= half) {
+            PyObject *fresh = PyDict_New();
+            if (fresh == NULL || PyObject_SetAttr(f->cache, str_old, young) < 0 ||
+                PyObject_SetAttr(f->cache, str_young, fresh) < 0) {
+                Py_XDECREF(fresh);
+                Py_DECREF(young);
+                goto fail;
+            }
+            Py_DECREF(young);
+            young = fresh;
+        }
+        int rc = PyObject_SetItem(young, key, v);
+        Py_DECREF(young);
+        if (rc < 0)
+            goto fail;
+    }
+    return v;
+fail:
+    Py_DECREF(v);
+    return NULL;
+}
+
+static PyTypeObject FixedLookupType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "asyncbench.engines.lsm._native.FixedLookup",
+    .tp_basicsize = sizeof(FixedLookup),
+    .tp_dealloc = (destructor)FixedLookup_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(FixedLookup, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)FixedLookup_traverse,
+    .tp_clear = (inquiry)FixedLookup_clear,
+    .tp_doc = "A segment's point lookup over blocks of fixed-width keys, with its value cache (see _native.c).",
+    .tp_new = FixedLookup_new,
+};
+
 PyDoc_STRVAR(write_blocks_doc,
              "write_blocks(fd, pos, sources, step, drop_tombstones) -> (first_keys, offsets, lengths,\n"
              "crcs, last_key, entries, live, end_pos): merge sorted sources (newest first: dicts or\n"
@@ -854,7 +1161,11 @@ PyInit__native(void)
     BlockCorrupt = PyErr_NewException("asyncbench.engines.lsm._native.BlockCorrupt", PyExc_Exception, NULL);
     if (BlockCorrupt == NULL || PyModule_AddObjectRef(m, "BlockCorrupt", BlockCorrupt) < 0 ||
         PyType_Ready(&KeyColumnType) < 0 ||
-        PyModule_AddObjectRef(m, "KeyColumn", (PyObject *)&KeyColumnType) < 0) {
+        PyModule_AddObjectRef(m, "KeyColumn", (PyObject *)&KeyColumnType) < 0 ||
+        (str_young = PyUnicode_InternFromString("young")) == NULL ||
+        (str_old = PyUnicode_InternFromString("old")) == NULL ||
+        (str_half = PyUnicode_InternFromString("half")) == NULL || PyType_Ready(&FixedLookupType) < 0 ||
+        PyModule_AddObjectRef(m, "FixedLookup", (PyObject *)&FixedLookupType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -13,6 +13,8 @@ engine uses the pure-Python path (``merging_iterator.merge`` into
 ``KeyColumn`` holds a segment's first keys in its index's one bytes object and bisects
 them in place: a 2M reopen no longer makes 625_000 key objects. Setting
 ``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (tests, comparisons).
+``fixed_lookup`` is a segment's point lookup (value cache, bisect, in-place search of a
+fixed-width block) as one C call: a 50-row query makes 50 of them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
-__all__ = ["ACCELERATED", "FALLBACK_REASON", "BlockCorrupt", "KeyList", "key_column", "write_blocks"]
+__all__ = ["ACCELERATED", "FALLBACK_REASON", "BlockCorrupt", "KeyList", "fixed_lookup", "key_column", "write_blocks"]
 
 write_blocks: Callable[..., tuple[Any, ...]] | None
 FALLBACK_REASON: str | None = None
@@ -63,6 +65,12 @@ class _NoBlockCorrupt(Exception):
 
 BlockCorrupt: type[Exception] = _NoBlockCorrupt
 
+#: ``fixed_lookup(mm, offsets, shape_ids, shapes, first_keys, min_key, last_key, cache,
+#: tombstone, fallback)``: a segment's point lookup in one C call for blocks of
+#: fixed-width keys (``first_keys`` a ``KeyColumn``), handing everything else to
+#: ``fallback`` (see ``segment_reader._lookup``); None on the pure-Python path.
+fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
+
 if os.environ.get("ASYNCBENCH_LSM_PURE"):
     write_blocks = None
     FALLBACK_REASON = "ASYNCBENCH_LSM_PURE is set"
@@ -76,5 +84,6 @@ else:
         write_blocks = _native.write_blocks
         BlockCorrupt = _native.BlockCorrupt
         key_column = _native.KeyColumn
+        fixed_lookup = _native.FixedLookup
 
 ACCELERATED = write_blocks is not None

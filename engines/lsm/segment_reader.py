@@ -91,7 +91,21 @@ class SegmentReader:
         #: key cache.
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
         #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
-        self.get = _lookup(blocks, self, self.key_cache, self.value_cache)
+        self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
+        if native.fixed_lookup is not None and type(self.first_keys) is native.key_column:
+            # the same lookup in one C call; what it does not handle goes to ``get``
+            self.get = native.fixed_lookup(
+                self._mm,
+                self.offsets,
+                blocks.shape_ids,
+                blocks.shapes,
+                self.first_keys,
+                self.min_key,
+                self.last_key,
+                self.value_cache,
+                TOMBSTONE,
+                get,
+            )
 
     def _read_index(self, size: int) -> None:
         mm = self._mm

@@ -1,0 +1,114 @@
+"""The compiled point lookup (``native.fixed_lookup``) against the Python closure it
+stands in for: the same answer for every key, the same value cache afterwards, and the
+same errors (a damaged block, a closed mapping)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from asyncbench.engines.lsm import native
+from asyncbench.engines.lsm.errors import CorruptSegment
+from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader, _lookup
+from asyncbench.engines.lsm.segment_writer import SegmentWriter
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.skipif(native.fixed_lookup is None, reason=native.FALLBACK_REASON or "")
+
+
+def _write(path: Path, items: list[tuple[bytes, bytes | None]], step: int) -> None:
+    w = SegmentWriter(path, step)
+    w.add([k for k, _ in items], [v for _, v in items])
+    w.finish()
+
+
+def _python_get(seg: SegmentReader):  # noqa: ANN202 - the closure's type is Callable
+    """The pure-Python lookup over the same segment (its own caches)."""
+    return _lookup(seg._blocks, seg, seg.key_cache, seg.value_cache)
+
+
+def _cache_state(seg: SegmentReader) -> tuple[dict, dict]:
+    return dict(seg.value_cache.young), dict(seg.value_cache.old)
+
+
+def test_a_fixed_width_segment_gets_the_compiled_lookup(tmp_path: Path) -> None:
+    _write(tmp_path / "s.sst", [(b"k%04d" % i, b"v") for i in range(100)], 8)
+    seg = SegmentReader(tmp_path / "s.sst", 1)
+    assert type(seg.get).__name__ == "FixedLookup"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(1, 12),
+    mixed=st.booleans(),
+    n=st.integers(0, 300),
+    step=st.sampled_from([1, 2, 4, 16, 64]),
+    capacity=st.sampled_from([0, 1, 5, 64, 10_000]),
+    seed=st.integers(0, 2**32 - 1),
+    probes=st.lists(st.binary(min_size=0, max_size=14), max_size=40),
+)
+def test_the_compiled_lookup_answers_and_caches_as_the_python_one(
+    tmp_path_factory: pytest.TempPathFactory,
+    width: int,
+    mixed: bool,
+    n: int,
+    step: int,
+    capacity: int,
+    seed: int,
+    probes: list[bytes],
+) -> None:
+    import random
+
+    rng = random.Random(seed)
+    size = (lambda: rng.randrange(1, width + 1)) if mixed else (lambda: width)
+    keys = sorted({bytes(rng.randrange(3) + 97 for _ in range(size())) for _ in range(n)})
+    items = [(k, None if rng.random() < 0.2 else rng.randbytes(rng.randrange(6))) for k in keys]
+    path = tmp_path_factory.mktemp("seg") / "s.sst"
+    _write(path, items, step)
+    compiled = SegmentReader(path, 1, key_cache=capacity, value_cache=capacity, block_cache=0)
+    plain = SegmentReader(path, 2, key_cache=capacity, value_cache=capacity, block_cache=0)
+    slow = _python_get(plain)
+    if keys and not mixed:
+        assert type(compiled.get).__name__ == "FixedLookup"
+    # every key twice (the second one from the cache), misses, other widths, misaligned
+    # substrings (keys of few letters repeat inside a block), in a shuffled order
+    asked = [k for k, _ in items] * 2 + probes + [k[1:] + k[:1] for k in keys[:20]] + [b"", b"\xff" * width]
+    rng.shuffle(asked)
+    for k in asked:
+        got, want = compiled.get(k), slow(k)
+        assert got == want and (got is TOMBSTONE) == (want is TOMBSTONE), k
+        assert _cache_state(compiled) == _cache_state(plain), k
+    for seg in (compiled, plain):
+        seg.close()
+
+
+def test_the_compiled_lookup_tests_a_blocks_checksum_before_trusting_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.sst"
+    _write(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)], 4)
+    seg = SegmentReader(path, 1)
+    off = seg.offsets[3]
+    seg.close()
+    data = bytearray(path.read_bytes())
+    data[off + 7] ^= 0xFF
+    path.write_bytes(bytes(data))
+    seg = SegmentReader(path, 1)
+    assert type(seg.get).__name__ == "FixedLookup"
+    assert seg.get(b"k000") == b"value0"
+    with pytest.raises(CorruptSegment):
+        seg.get(b"k013")  # block 3: checksum tested on its first touch
+    with pytest.raises(CorruptSegment):
+        seg.get(b"k014")  # and again: a damaged block is never learned
+    seg.close()
+
+
+def test_the_compiled_lookup_raises_on_a_closed_mapping_and_does_not_hold_it_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.sst"
+    _write(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)], 4)
+    seg = SegmentReader(path, 1, value_cache=4)
+    assert seg.get(b"k001") == b"value1"
+    seg.close()  # would raise BufferError if the lookup kept a buffer on the mapping
+    with pytest.raises(ValueError):
+        seg.get(b"k001")
+    with pytest.raises(TypeError):
+        seg.get()  # type: ignore[call-arg]
