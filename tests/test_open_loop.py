@@ -127,7 +127,7 @@ def test_closed_loop_hides_the_stall_in_one_sample(monkeypatch: pytest.MonkeyPat
     _, rec = anyio.run(_read_phase, StallingEngine, None, 1)
     with rec:
         s = rec.summary()
-        assert s is not None and s["max"] >= 200 * MS  # the stall is there: one operation
+        assert s is not None and s["max"] >= 190 * MS  # the stall is there: one operation (timers: ms resolution)
         assert s["p99"] < 20 * MS  # but the percentiles do not see it
         assert rec.open_loop_summary() is None
 
@@ -144,7 +144,7 @@ def test_under_a_rate_the_response_time_shows_the_stall_and_the_service_time_doe
         # 2 stalls of 200 ms at 2000/s: ~400 of 2000 operations are intended during a stall
         assert figures["response"]["p99"] >= 100 * MS
         assert service["p99"] < 20 * MS
-        assert service["max"] >= 200 * MS
+        assert service["max"] >= 190 * MS  # a 200 ms sleep can end a little early (ms timers)
 
 
 def test_a_rate_the_engine_cannot_meet_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,7 +110,10 @@ def test_the_stall_shows_in_the_results_response_time_and_the_report(tmp_path: P
     closed, timed = phases[1], phases[2]
     assert closed["checksum"] == timed["checksum"]
     ms = 1_000_000
-    assert closed["latency"]["max"] >= 200 * ms and closed["latency"]["p99"] < 20 * ms  # hidden in one sample
+    # the 200 ms stall, hidden in one sample. Not ">= 200 ms": the loop's timers have
+    # millisecond resolution (libuv's clock) and can end a 200 ms sleep a little early by
+    # perf_counter's clock, and the histogram keeps 3 significant digits (CI saw 199.88 ms)
+    assert closed["latency"]["max"] >= 190 * ms and closed["latency"]["p99"] < 20 * ms
     assert timed["open_loop"]["response"]["p99"] >= 100 * ms  # every read intended during a stall waited
     assert timed["latency"]["p99"] < 20 * ms  # the service time does not see it
     assert "rate 2_000/s" in proc.stdout
