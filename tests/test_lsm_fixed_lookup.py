@@ -13,6 +13,7 @@ from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader, _loo
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_lsm_segment import damage_block_3
 
 pytestmark = pytest.mark.skipif(native.fixed_lookup is None, reason=native.FALLBACK_REASON or "")
 
@@ -85,13 +86,7 @@ def test_the_compiled_lookup_answers_and_caches_as_the_python_one(
 
 def test_the_compiled_lookup_tests_a_blocks_checksum_before_trusting_it(tmp_path: Path) -> None:
     path = tmp_path / "s.sst"
-    _write(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)], 4)
-    seg = SegmentReader(path, 1)
-    off = seg.offsets[3]
-    seg.close()
-    data = bytearray(path.read_bytes())
-    data[off + 7] ^= 0xFF
-    path.write_bytes(bytes(data))
+    damage_block_3(path)
     seg = SegmentReader(path, 1)
     assert type(seg.get).__name__ == "FixedLookup"
     assert seg.get(b"k000") == b"value0"

@@ -25,6 +25,18 @@ def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int
     return SegmentReader(path, 1, key_cache=8, value_cache=8, block_cache=8)
 
 
+def damage_block_3(path: Path) -> int:
+    """Write 64 entries (k000..k063, 4 per block) to ``path`` and flip a byte in block 3
+    (keys k012..k015), so its checksum no longer matches; the block's offset."""
+    seg = write_segment(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)])
+    off = seg.offsets[3]
+    seg.close()
+    data = bytearray(path.read_bytes())
+    data[off + 7] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return off
+
+
 def entries(seg: SegmentReader, start: bytes | None = None, **kw: object) -> list[tuple[bytes, bytes | None]]:
     """Everything a cursor yields (tombstones included)."""
     return [(k, v) for ks, vs in merge([seg.cursor(start, **kw)], False) for k, v in zip(ks, vs, strict=True)]  # type: ignore[arg-type, misc]
@@ -117,12 +129,7 @@ def test_corrupt_block_is_detected(tmp_path: Path) -> None:
 @pytest.mark.parametrize("read", ["get", "scan", "iterate", "compact"])
 def test_every_read_path_checks_block_checksums(tmp_path: Path, read: str) -> None:
     path = tmp_path / "s.sst"
-    seg = write_segment(path, [(b"k%03d" % i, b"value%d" % i) for i in range(64)])
-    off = seg.offsets[3]
-    seg.close()
-    data = bytearray(path.read_bytes())
-    data[off + 7] ^= 0xFF
-    path.write_bytes(bytes(data))
+    off = damage_block_3(path)
     seg = SegmentReader(path, 1)
     with pytest.raises(CorruptSegment) as err:
         if read == "get":
