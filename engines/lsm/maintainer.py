@@ -3,8 +3,11 @@
 Per tree three loops run in the engine's task group: the flusher (frozen memtables ->
 segments), the merger (whatever ``LsmTree.pick_merge`` says is due) and the
 log writer (queued WAL records -> compressed frames). Jobs are cooperative generators
-(see ``tree.py``): a checkpoint between slices lets foreground batches run, and fsync /
-compression / file writes go to worker threads. A clock task ages the block caches
+(see ``tree.py``): a checkpoint between slices lets foreground batches run, and a job's
+thread steps (a compiled flush or merge, fsync, file writes) go to the engine's own
+lower-priority threads (``lanes.py``): one flush lane, so that merges never queue a
+flush (writers wait on flushes), and a merge lane of up to two threads. Log frames are
+compressed and written on anyio's worker threads. A clock task ages the block caches
 every half ``block_cache_lifetime_ms``.
 
 A failure in a loop is kept in ``failure`` and re-raised by ``check()`` on the next
@@ -13,11 +16,13 @@ foreground batch rather than tearing down the caller's task.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from .lanes import Lane
 from .tree import Job, LsmTree
 from .wal import encode_records
 
@@ -45,13 +50,21 @@ class _Signal:
         self._event = anyio.Event()
 
 
-async def run_job_on_loop(job: Job) -> None:
-    """Run a job on the event loop: checkpoints yield a turn, callables (fsync, bulk
-    writes) go to a worker thread. ``LsmTree.run_job`` is the synchronous twin."""
+#: Threads of the merge lane: two where there are cores for them, so that a
+#: stabilization's five full merges use both cores while the loop waits.
+MERGE_THREADS = max(1, min(2, os.cpu_count() or 1))
+
+
+async def run_job_on_loop(job: Job, lane: Lane | None = None) -> None:
+    """Run a job on the event loop: checkpoints yield a turn, callables (a compiled flush
+    or merge, fsync, bulk writes) go to ``lane`` (or anyio's worker threads without one).
+    ``LsmTree.run_job`` is the synchronous twin."""
     try:
         for step in job:
             if step is None:
                 await anyio.sleep(0)
+            elif lane is not None:
+                await lane.run(step)
             else:
                 await anyio.to_thread.run_sync(step)
     finally:
@@ -70,6 +83,8 @@ class Maintainer:
         self._stopping = False
         self._scope: anyio.CancelScope | None = None
         self._stopped = anyio.Event()
+        self.flush_lane = Lane("lsm-flush", 1)
+        self.merge_lane = Lane("lsm-merge", MERGE_THREADS)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Every loop, until :meth:`shutdown`; started with ``await tg.start(maint.run)`` in
@@ -82,6 +97,8 @@ class Maintainer:
                     self.start(tg)
                     task_status.started()
         finally:
+            self.flush_lane.close()  # every loop has ended: no step is in flight
+            self.merge_lane.close()
             self._stopped.set()
 
     async def shutdown(self) -> None:
@@ -95,8 +112,8 @@ class Maintainer:
         for t in self.trees:
             flush_sig, merge_sig = _Signal(), _Signal()
             t.on_work = self._waker(flush_sig, merge_sig)
-            tg.start_soon(self._job_loop, t.flush_job, flush_sig, merge_sig)
-            tg.start_soon(self._job_loop, t.merge_job, merge_sig, None)
+            tg.start_soon(self._job_loop, t.flush_job, self.flush_lane, flush_sig, merge_sig)
+            tg.start_soon(self._job_loop, t.merge_job, self.merge_lane, merge_sig, None)
             tg.start_soon(self._wal_loop, t)
         tg.start_soon(self._clock)
 
@@ -114,10 +131,10 @@ class Maintainer:
             raise RuntimeError(f"LSM background task failed: {type(f).__name__}: {f}") from f
 
     async def _job_loop(
-        self, next_job: Callable[[], Job | None], sig: _Signal, after: _Signal | None
+        self, next_job: Callable[[], Job | None], lane: Lane, sig: _Signal, after: _Signal | None
     ) -> None:
-        """Run ``next_job()`` whenever ``sig`` fires until it returns None; then wake
-        ``after`` (a flush may make a merge due)."""
+        """Run ``next_job()`` (its thread steps on ``lane``) whenever ``sig`` fires until
+        it returns None; then wake ``after`` (a flush may make a merge due)."""
         key = id(sig)
         try:
             while not self._stopping:
@@ -127,7 +144,7 @@ class Maintainer:
                     continue
                 self.busy[key] = 1
                 try:
-                    await run_job_on_loop(job)
+                    await run_job_on_loop(job, lane)
                 finally:
                     self.busy.pop(key, None)
                 if after is not None:
