@@ -18,6 +18,13 @@ operation. On a shared machine the paired ratios and the CPU per operation are
 the figures to read, not a single run's ops/s.
 
     python benchmarks/scale_out.py --overhead --engine postgres --parallelism 8 --profiles 20000 --rounds 7
+
+Each ``--overhead`` run is a fresh process (``--one single|1``), the single-process
+runner's too. Why: a process's CPU cost per operation on this machine is set, in part,
+when the process starts (measured: the same 200_000-profile insert in 8 fresh processes
+took 2.0-2.5 s, 3.5-4.0 s of CPU; the K=1 path's rounds were bimodal), so a
+single-process runner reused across rounds drew that once while each K=1 round drew it
+anew, and their ratio measured the draw, not the path.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ import dataclasses
 import json
 import math
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from time import process_time
@@ -137,8 +146,14 @@ def main() -> None:
     ap.add_argument("--processes", default="single,1,2,4", help="variants: single, inproc, or K")
     ap.add_argument("--data", type=Path, default=Path("data"))
     ap.add_argument("--overhead", action="store_true", help="single-process against K=1 only, paired per round")
+    ap.add_argument("--one", choices=["single", "1"], help=argparse.SUPPRESS)  # one run; its JSON line on stdout
     args = ap.parse_args()
     cfg = config(args.engine, args.parallelism, args.profiles, args.data)
+    if args.one is not None:
+        k = None if args.one == "single" else 1
+        out = anyio.run(one, cfg, args.engine, args.profiles, k, backend_options=backend_options())
+        print(json.dumps(out), flush=True)
+        return
     if args.overhead:
         overhead(cfg, args)
         return
@@ -150,6 +165,17 @@ def main() -> None:
             print(json.dumps({"round": r, **out}), flush=True)
 
 
+def fresh_process_run(args, k: int | None) -> dict:
+    """One ``one(...)`` in a new Python process (see the module doc: why fresh)."""
+    cmd = [sys.executable, __file__, "--one", "single" if k is None else str(k), "--engine", args.engine,
+           "--parallelism", str(args.parallelism), "--profiles", str(args.profiles), "--data", str(args.data)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}")
+    return json.loads(lines[-1])
+
+
 def overhead(cfg, args) -> None:
     """Rounds of (single, K=1) pairs, alternating order; the paired ratios' medians."""
     if args.rounds < 7:
@@ -158,7 +184,7 @@ def overhead(cfg, args) -> None:
     for r in range(args.rounds):
         got: dict = {}
         for k in ((None, 1) if r % 2 == 0 else (1, None)):
-            out = anyio.run(one, cfg, args.engine, args.profiles, k, backend_options=backend_options())
+            out = fresh_process_run(args, k)
             print(json.dumps({"round": r, **out}), flush=True)
             if out["status"] != "ok":
                 raise SystemExit(f"round {r}: {out['status']}")
