@@ -34,7 +34,7 @@ committed merge the manifest names as obsolete, logs already in segments. A
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -608,7 +608,17 @@ class LsmTree:
         stabilization then needs no worker thread)."""
         if self.wal.has_work() or any(log.dirty for log in self.wal.files.values()):
             return False
-        return self._meta(clean_close=False) == self._saved_meta
+        return self._on_disk(self._meta(clean_close=False))
+
+    def _on_disk(self, meta: Meta) -> bool:
+        """Whether the saved manifest already says what ``meta`` says. Ids in its
+        ``obsolete`` whose files a merge has since deleted do not count: open deletes only
+        the listed ids that exist, and ids are never reused (so a settle after a
+        stabilization's merges rewrites no manifest)."""
+        saved = self._saved_meta
+        if meta == saved or saved is None:
+            return meta == saved
+        return set(meta.obsolete) <= set(saved.obsolete) and replace(meta, obsolete=saved.obsolete) == saved
 
     def _meta(self, clean_close: bool) -> Meta:
         logs: dict[int, int | None] = {}
@@ -630,7 +640,7 @@ class LsmTree:
 
     def _save_meta(self, clean_close: bool) -> None:
         meta = self._meta(clean_close)
-        if meta == self._saved_meta:
+        if self._on_disk(meta):
             return  # on disk already, fsynced (a settle after a stabilization rewrites nothing)
         write_meta(self.dir, meta)
         self._saved_meta = meta
