@@ -79,7 +79,8 @@ class Lane:
         await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller starts nothing
         future = self._pool.submit(step)
         with anyio.CancelScope(shield=True):  # started: the caller waits for the end
-            return await anyio.to_thread.run_sync(future.result)
+            await anyio.to_thread.run_sync(future.exception)
+        return future.result()
 
     def close(self) -> None:
         """No new steps; the lane's threads end once the steps already given are done."""
