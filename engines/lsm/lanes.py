@@ -22,6 +22,7 @@ started always completes (as ``anyio.to_thread.run_sync`` without ``abandon_on_c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -40,27 +41,23 @@ T = TypeVar("T")
 BACKGROUND_NICE = 19
 
 
-def thread_priority(native_id: int | None = None) -> int | None:
-    """The niceness of a thread (default: the calling one) on Linux, else None."""
+def thread_priority() -> int | None:
+    """The calling thread's niceness on Linux, else None."""
     if not sys.platform.startswith("linux"):
         return None
-    return os.getpriority(os.PRIO_PROCESS, native_id if native_id is not None else threading.get_native_id())
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
 
-def lower_thread_priority(nice: int) -> bool:
-    """Lower the calling thread's CPU priority to ``nice`` (never raise it); True if the
-    thread now runs at ``nice`` or lower priority. Linux only: on other systems
-    ``setpriority`` would apply to the whole process, the event loop included."""
+def lower_thread_priority(nice: int) -> None:
+    """Lower the calling thread's CPU priority to ``nice`` (never raise it). Linux only:
+    on other systems ``setpriority`` would apply to the whole process, the event loop
+    included."""
     current = thread_priority()
-    if current is None:
-        return False
-    if current >= nice:
-        return True
-    try:
+    if current is None or current >= nice:
+        return
+    # (a sandbox without the call: the steps still run, at normal priority)
+    with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-    except OSError:  # a sandbox without the call: the steps still run, at normal priority
-        return False
-    return True
 
 
 class Lane:
@@ -68,9 +65,6 @@ class Lane:
     run in submission order as threads free up."""
 
     def __init__(self, name: str, threads: int, nice: int = BACKGROUND_NICE) -> None:
-        self.name = name
-        self.threads = threads
-        self.nice = nice
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix=name, initializer=lower_thread_priority, initargs=(nice,))
 
     async def run(self, step: Callable[[], T]) -> T:

@@ -56,18 +56,16 @@ class _Signal:
 LANE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-async def run_job_on_loop(job: Job, lane: Lane | None = None) -> None:
+async def run_job_on_loop(job: Job, lane: Lane) -> None:
     """Run a job on the event loop: checkpoints yield a turn, callables (a compiled flush
-    or merge, fsync, bulk writes) go to ``lane`` (or anyio's worker threads without one).
-    ``LsmTree.run_job`` is the synchronous twin."""
+    or merge, fsync, bulk writes) go to ``lane``. ``LsmTree.run_job`` is the synchronous
+    twin."""
     try:
         for step in job:
             if step is None:
                 await anyio.sleep(0)
-            elif lane is not None:
-                await lane.run(step)
             else:
-                await anyio.to_thread.run_sync(step)
+                await lane.run(step)
     finally:
         job.close()
 

@@ -616,9 +616,11 @@ class LsmTree:
         the listed ids that exist, and ids are never reused (so a settle after a
         stabilization's merges rewrites no manifest)."""
         saved = self._saved_meta
-        if meta == saved or saved is None:
-            return meta == saved
-        return set(meta.obsolete) <= set(saved.obsolete) and replace(meta, obsolete=saved.obsolete) == saved
+        if saved is None:
+            return False
+        return meta == saved or (
+            set(meta.obsolete) <= set(saved.obsolete) and replace(meta, obsolete=saved.obsolete) == saved
+        )
 
     def _meta(self, clean_close: bool) -> Meta:
         logs: dict[int, int | None] = {}
