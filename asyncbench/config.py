@@ -300,7 +300,10 @@ def _engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
         try:
             engine_class(name).check_settings({**defaults, **settings})
         except ValueError as exc:
-            named = next((k for k in settings if k in str(exc)), None)
+            text = str(exc)  # the key the message starts with, else the first one it names
+            named = next((k for k in settings if text.startswith(f"{k} ")), None) or next(
+                (k for k in settings if k in text), None
+            )
             raise ConfigError(where, f"{key}.{named}" if named else key, str(exc)) from None
         out[name] = dict(settings)
     return out

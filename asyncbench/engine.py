@@ -86,6 +86,13 @@ class Engine(abc.ABC):
         """Raise ValueError naming the setting when a value (of the right type) is not
         acceptable; called by the config validator before anything runs."""
 
+    @classmethod
+    def check_environment(cls, settings: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        """Raise ValueError whose first word is the variable's name when an environment
+        variable the engine would read (its setting left unset in ``settings``) is not
+        acceptable, e.g. a server engine's database name; called before anything runs,
+        for every engine the run selected (a plan need not have the engine's table)."""
+
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.settings: dict[str, Any] = {**self.default_settings, **config.settings}

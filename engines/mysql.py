@@ -64,6 +64,7 @@ from asyncbench.engines.client_server import (
 )
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
+from asyncbench.engines.sql_names import check_name, mysql_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
@@ -150,14 +151,19 @@ def retryable(exc: BaseException) -> bool:
 
 
 def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """TOML value if set, else the ``MYSQL_*`` variable, else the default; port as an int."""
+    """TOML value if set, else the ``MYSQL_*`` variable, else the default; port as an int;
+    the database a plain name (engines/sql_names.py), else ValueError naming its source."""
     env = os.environ if environ is None else environ
     out: dict[str, Any] = {}
     for key, default in DEFAULTS.items():
-        value = settings.get(key)
+        value, source = settings.get(key), key
         if value in (None, "", 0):
-            value = env.get(ENV_VARS[key]) or default
+            value, source = env.get(ENV_VARS[key]), ENV_VARS[key]
+            if not value:
+                value, source = default, key
         out[key] = value
+        if key == "database":
+            check_name(value, source)
     try:
         out["port"] = int(out["port"])
     except ValueError:
@@ -274,6 +280,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
             lock_wait_seconds(settings)
         except ValueError as exc:
             raise ValueError(f"engines.mysql.{exc}") from None
+        if settings.get("database"):  # empty: MYSQL_DATABASE or the default (check_environment)
+            check_name(settings["database"], "database")
         port = settings["port"]
         if port != 0 and not 1 <= port <= 65535:  # 0: MYSQL_PORT or 3306
             raise ValueError(
@@ -286,6 +294,12 @@ class MySqlEngine(SessionPoolEngine[Session]):
             except ValueError as exc:
                 raise ValueError(f"hosts: {exc}") from None
 
+    @classmethod
+    def check_environment(cls, settings: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        """``MYSQL_DATABASE`` when the plan sets no database: a plain name."""
+        if not settings.get("database") and environ.get(ENV_VARS["database"]):
+            check_name(environ[ENV_VARS["database"]], ENV_VARS["database"])
+
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         self.conn_settings = resolve_settings(self.settings)
@@ -297,7 +311,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
     @property
     def where(self) -> str:
         """The server and database messages name."""
-        return f"MySQL server {self.endpoints[0]}, database `{self.conn_settings['database']}`"
+        return f"MySQL server {self.endpoints[0]}, database {mysql_ident(str(self.conn_settings['database']))}"
 
     def lock_key(self) -> str:
         return f"mysql:{self.endpoints[0]}/{self.conn_settings['database']}"
@@ -348,7 +362,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
             conn = await asyncmy.connect(**kwargs)
             async with conn.cursor() as cur:
                 await cur.execute(
-                    f"CREATE DATABASE IF NOT EXISTS `{s['database']}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                    f"CREATE DATABASE IF NOT EXISTS {mysql_ident(s['database'])} "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
                 )
             await conn.select_db(s["database"])
             return conn

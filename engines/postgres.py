@@ -71,6 +71,7 @@ from asyncbench.engines.client_server import (
 )
 from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
+from asyncbench.engines.sql_names import check_name, pg_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
@@ -143,10 +144,17 @@ def validate_settings(settings: Mapping[str, Any]) -> None:
     port = settings.get("port", 0)
     if isinstance(port, int) and not 0 <= port <= 65535:  # 0: PGPORT or 5432
         raise ValueError(f"port must be between 1 and 65535, got {port}")
-    schema = settings.get("schema", DEFAULT_SCHEMA)
-    if not isinstance(schema, str) or not 0 < len(schema.encode()) <= 63 or "\x00" in schema:
-        raise ValueError(f"schema must be a name of 1 to 63 bytes, got {schema!r}")
+    check_name(settings.get("schema", DEFAULT_SCHEMA), "schema")
+    if settings.get("database"):  # empty: PGDATABASE or the default (check_environment)
+        check_name(settings["database"], "database")
     lock_wait_seconds(settings)
+
+
+def check_environment(settings: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """``PGDATABASE`` when the plan sets no database: a plain name (engines/sql_names.py)."""
+    variable = ENV_VARS["database"]
+    if not settings.get("database") and environ.get(variable):
+        check_name(environ[variable], variable)
 
 
 def _libpq_endpoints(hosts: str, ports: str) -> list[Endpoint]:
@@ -166,8 +174,9 @@ def _libpq_endpoints(hosts: str, ports: str) -> list[Endpoint]:
 
 
 def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Endpoints, database, user, password and synchronous_commit, from the TOML, else
-    libpq's variables, else the defaults.
+    """Endpoints, database, user, password, synchronous_commit and schema, from the TOML,
+    else libpq's variables, else the defaults; the database and the schema plain names
+    (ValueError naming the setting or the variable).
 
     ``hosts`` (a TOML list) wins; else ``host``/``port`` (TOML, else ``PGHOST``/``PGPORT``)
     each may be a comma list (libpq's rule). Other keys: TOML value if set, else the
@@ -180,6 +189,10 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
         if value in (None, "", 0):
             value = env.get(ENV_VARS[key]) or DEFAULTS[key]
         out[key] = str(value)
+    # database and schema: plain names (engines/sql_names.py), named by their source
+    if settings.get("database"):
+        check_name(settings["database"], "database")
+    check_environment(settings, env)
     hosts = settings.get("hosts") or []
     if hosts:
         endpoints = parse_endpoints(hosts, int(DEFAULTS["port"]))
@@ -195,12 +208,8 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
         "user": out["user"],
         "password": out["password"],
         "synchronous_commit": sc,
-        "schema": str(settings.get("schema") or DEFAULT_SCHEMA),
+        "schema": check_name(settings.get("schema") or DEFAULT_SCHEMA, "schema"),
     }
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class Session:
@@ -262,6 +271,10 @@ class PostgresEngine(SessionPoolEngine[Session]):
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         validate_settings(settings)
 
+    @classmethod
+    def check_environment(cls, settings: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        check_environment(settings, environ)
+
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
         validate_settings(self.settings)
@@ -305,7 +318,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
                         f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
                     )
                 await conn.execute(
-                    f"DROP TABLE IF EXISTS {_quote_ident(self.conn_settings['schema'])}.{TABLE}"
+                    f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{TABLE}"
                 )
             finally:
                 await conn.close()
@@ -330,7 +343,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 "application_name": application
                 or ("asyncbench-probe" if worker is None else f"asyncbench-w{worker}"),
                 # the table is the schema's (engines/postgres_lock.py): never public.profiles
-                "search_path": _quote_ident(s["schema"]),
+                "search_path": pg_ident(s["schema"]),
                 "client_min_messages": "warning",  # no NOTICE for DROP TABLE IF EXISTS
                 **SESSION_PLANNER,
             },
@@ -342,7 +355,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 pass
             admin = await asyncpg.connect(database="postgres", **kwargs)
             try:
-                await admin.execute(f"CREATE DATABASE {_quote_ident(s['database'])} ENCODING 'UTF8'")
+                await admin.execute(f"CREATE DATABASE {pg_ident(s['database'])} ENCODING 'UTF8'")
             except asyncpg.DuplicateDatabaseError:
                 pass  # created meanwhile by another connection
             finally:

@@ -23,6 +23,7 @@ import zlib
 from typing import Any
 
 from asyncbench.engines.server_lock import MARKER_TABLE, MARKER_TOOL, NotOurs, ServerBusy
+from asyncbench.engines.sql_names import pg_ident
 
 __all__ = ["AdvisoryLock", "claim", "lock_keys", "owned"]
 
@@ -30,10 +31,6 @@ PROFILES = "profiles"
 #: The advisory lock's first key: "asb1", asyncbench's class of locks.
 LOCK_CLASS = 0x61736231
 POLL_S = 0.2
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def lock_keys(schema: str) -> tuple[int, int]:
@@ -59,7 +56,7 @@ async def owned(conn: Any, schema: str) -> bool:
     tables = await _tables(conn, schema)
     if not tables or MARKER_TABLE not in tables:
         return False
-    tools = await conn.fetch(f"SELECT tool FROM {quote_ident(schema)}.{MARKER_TABLE}")
+    tools = await conn.fetch(f"SELECT tool FROM {pg_ident(schema)}.{MARKER_TABLE}")
     return any(str(r[0]) == MARKER_TOOL for r in tools)
 
 
@@ -84,7 +81,7 @@ async def claim(conn: Any, schema: str, where: str) -> None:
             "refusing to drop or reset anything in it: give [engines.postgres] schema a name of its own "
             "(a new or empty schema is claimed), or drop the table yourself"
         )
-    q = quote_ident(schema)
+    q = pg_ident(schema)
     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {q}")
     await conn.execute(
         f"CREATE TABLE IF NOT EXISTS {q}.{MARKER_TABLE} "

@@ -208,6 +208,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         from asyncbench.run import preflight
 
         preflight.check_placement(cfg)
+        preflight.check_environment(cfg)
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

@@ -1,15 +1,19 @@
 """Checks a run makes before it starts that need more than the plan: a published
-reference for ``--check-reference``, the compiled kernels for ``--require-accelerator``.
+reference for ``--check-reference``, the compiled kernels for ``--require-accelerator``,
+the environment variables the selected engines will read.
 
-Each raises :class:`~asyncbench.config.ConfigError` naming the flag, so the command line
-reports it like any bad flag (exit 2, nothing run or created).
+Each raises :class:`~asyncbench.config.ConfigError` naming the flag (or the variable), so
+the command line reports it like any bad flag (exit 2, nothing run or created).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from asyncbench.config import BenchConfig, ConfigError
 
-__all__ = ["check_accelerator", "check_placement", "check_published"]
+__all__ = ["check_accelerator", "check_environment", "check_placement", "check_published"]
 
 
 def check_published(cfg: BenchConfig) -> None:
@@ -49,3 +53,23 @@ def check_placement(cfg: BenchConfig) -> None:
         check(cfg.engines, cfg.parallelism, placement)
     except PlacementError as exc:
         raise ConfigError("command line", "--cluster" if cfg.cluster else "--processes", str(exc)) from None
+
+
+def check_environment(cfg: BenchConfig, environ: Mapping[str, str] | None = None) -> None:
+    """Every selected engine's environment variables (``MYSQL_DATABASE``, ``PGDATABASE``...),
+    where the plan leaves the setting unset: checked here, not at the engine's open, so a
+    bad one is refused before anything runs, named as ``environment: VARIABLE``."""
+    from asyncbench.engine import EngineUnavailable
+    from asyncbench.engines import engine_class
+
+    env = os.environ if environ is None else environ
+    for name in cfg.engines:
+        try:
+            cls = engine_class(name)
+        except EngineUnavailable:
+            continue  # cannot check what cannot be imported; the run reports it
+        try:
+            cls.check_environment({**cls.default_settings, **cfg.engine_settings.get(name, {})}, env)
+        except ValueError as exc:
+            variable, _, reason = str(exc).partition(" ")
+            raise ConfigError("environment", variable, reason) from None
