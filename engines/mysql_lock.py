@@ -1,9 +1,13 @@
 """The MySQL engine's ownership marker and run lock (see engines/server_lock.py for why).
 
 **Marker.** :func:`claim` runs on the session that creates the schema: a database that
-holds ``asyncbench_owner`` with our row is ours; a new or empty one (nothing but our lock
-table) is claimed by creating that marker; any other database is refused, naming its
-tables, before anything is dropped.
+holds ``asyncbench_owner`` with our row is ours; a new or empty one is claimed by creating
+that marker; any other database is refused, naming what it holds, before anything is
+dropped. Empty means no object of any kind (:func:`objects`: tables, views, sequences,
+functions, procedures, packages, events, triggers), except our Galera lock table
+``asyncbench_lock`` when it is ours: our columns, our row name (a user's table of that
+name is a user's table). The check sees what the configured user may see:
+MySQL hides routines, events and triggers from a user without privileges on them.
 
 **Lock on one server: ``GET_LOCK``.** A named lock held by a connection of its own,
 released by ``RELEASE_LOCK`` or, if the process dies, by the server when the connection
@@ -44,10 +48,17 @@ import socket
 import time
 from typing import Any
 
-from asyncbench.engines.server_lock import LOCK_TABLE, MARKER_TABLE, MARKER_TOOL, NotOurs, ServerBusy
+from asyncbench.engines.server_lock import (
+    LOCK_TABLE,
+    MARKER_TABLE,
+    MARKER_TOOL,
+    NotOurs,
+    ServerBusy,
+    not_empty,
+)
 from asyncmy.errors import MySQLError
 
-__all__ = ["GaleraLockRow", "GetLock", "claim", "lock_name", "owned"]
+__all__ = ["GaleraLockRow", "GetLock", "claim", "lock_name", "objects", "owned"]
 
 #: The benchmark's own table (engines/sql_profile_store.TABLE).
 PROFILES = "profiles"
@@ -115,6 +126,39 @@ async def _tables(conn: Any) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
+async def objects(conn: Any) -> list[tuple[str, str]]:
+    """Every object of the connection's database, as (kind, name): what makes it not empty."""
+    found: list[tuple[str, str]] = []
+    for sql in (
+        "SELECT CASE table_type WHEN 'VIEW' THEN 'view' WHEN 'SYSTEM VIEW' THEN 'view' "
+        "WHEN 'SEQUENCE' THEN 'sequence' ELSE 'table' END, table_name "
+        "FROM information_schema.tables WHERE table_schema = DATABASE()",
+        "SELECT LOWER(routine_type), routine_name FROM information_schema.routines WHERE routine_schema = DATABASE()",
+        "SELECT 'event', event_name FROM information_schema.events WHERE event_schema = DATABASE()",
+        "SELECT 'trigger', trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()",
+    ):
+        found += [(str(kind), str(name)) for kind, name in await _query(conn, sql)]
+    return found
+
+
+#: The lock table's columns, in order (LOCK_SCHEMA): how ours is told from a user's table.
+LOCK_COLUMNS = ["name", "token", "holder", "heartbeat", "beats"]
+
+
+async def _our_lock_table(conn: Any) -> bool:
+    """Whether ``asyncbench_lock`` has our columns and only our row name."""
+    columns = await _query(
+        conn,
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+        "AND table_name = %s ORDER BY ordinal_position",
+        (LOCK_TABLE,),
+    )
+    if [str(r[0]) for r in columns] != LOCK_COLUMNS:
+        return False
+    rows = await _query(conn, f"SELECT COUNT(*) FROM {LOCK_TABLE} WHERE name <> %s", (ROW_NAME,))
+    return int(rows[0][0]) == 0
+
+
 async def owned(conn: Any) -> bool:
     """Whether the connection's database holds our marker row."""
     if MARKER_TABLE not in await _tables(conn):
@@ -124,7 +168,8 @@ async def owned(conn: Any) -> bool:
 
 async def claim(conn: Any, where: str) -> None:
     """Make sure the connection's database is ours: it holds our marker, or it holds no
-    table but our lock table (then the marker is created). Else :class:`NotOurs`."""
+    object but our lock table (then the marker is created). Else :class:`NotOurs` naming
+    what it holds."""
     tables = await _tables(conn)
     if MARKER_TABLE in tables:
         if await owned(conn):
@@ -134,15 +179,11 @@ async def claim(conn: Any, where: str) -> None:
             f"create this database's tables; refusing to drop or reset table {PROFILES} "
             "(give [engines.mysql] database a name of its own)"
         )
-    foreign = sorted(tables - {LOCK_TABLE})
+    foreign = await objects(conn)
+    if ("table", LOCK_TABLE) in foreign and await _our_lock_table(conn):
+        foreign.remove(("table", LOCK_TABLE))
     if foreign:
-        what = f"table {PROFILES}" if PROFILES in foreign else f"table {foreign[0]}"
-        others = f" (it holds {len(foreign)} tables: {', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''})"
-        raise NotOurs(
-            f"{where}: {what} was not created by asyncbench (no marker table {MARKER_TABLE}){others}; "
-            f"refusing to drop or reset anything in it: give [engines.mysql] database a name of its own "
-            "(a new or empty database is claimed), or drop the table yourself"
-        )
+        raise not_empty(where, foreign, "database", "[engines.mysql] database")
     await _execute(conn, MARKER_SCHEMA)
     await _execute(
         conn,

@@ -6,7 +6,12 @@ default ``asyncbench``) that every connection puts first on its ``search_path``:
 user's ``public.profiles`` in the same database is never seen, let alone dropped.
 :func:`claim` creates the schema with the marker table ``asyncbench_owner`` in it, or
 accepts an existing schema that holds our marker row, or claims an existing empty one;
-any other schema is refused, naming its tables.
+any other schema is refused, naming what it holds. Empty means no object of any kind
+that lives in a schema (:func:`objects`): every relation (tables, views, materialized
+views, foreign tables, sequences, composite types), function, procedure and aggregate,
+type (enums, domains, ranges, base types), operator, operator class and family,
+collation, conversion, text search object, extended statistics and extension. Indexes,
+triggers, rules, policies and constraints belong to a table or domain that is listed.
 
 **Lock.** ``pg_advisory_lock`` on a connection of its own, keyed by the database (an
 advisory lock is per database) and the schema. It is polled with
@@ -22,10 +27,10 @@ import time
 import zlib
 from typing import Any
 
-from asyncbench.engines.server_lock import MARKER_TABLE, MARKER_TOOL, NotOurs, ServerBusy
+from asyncbench.engines.server_lock import MARKER_TABLE, MARKER_TOOL, NotOurs, ServerBusy, not_empty
 from asyncbench.engines.sql_names import pg_ident
 
-__all__ = ["AdvisoryLock", "claim", "lock_keys", "owned"]
+__all__ = ["AdvisoryLock", "claim", "lock_keys", "objects", "owned"]
 
 PROFILES = "profiles"
 #: The advisory lock's first key: "asb1", asyncbench's class of locks.
@@ -39,31 +44,69 @@ def lock_keys(schema: str) -> tuple[int, int]:
     return LOCK_CLASS, crc - (1 << 32) if crc >= 1 << 31 else crc
 
 
-async def _tables(conn: Any, schema: str) -> list[str] | None:
-    """The schema's relations, or None when it does not exist."""
-    if not await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema):
+#: Every object in the schema whose oid is $1, as (kind, name). Types exclude what comes
+#: with another object: a relation's row type (typrelid), the array type made with each
+#: type, a range's multirange; a composite type is listed as its relation.
+OBJECTS_SQL = """
+SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view'
+       WHEN 'm' THEN 'materialized view' WHEN 'f' THEN 'foreign table' WHEN 'S' THEN 'sequence'
+       WHEN 'c' THEN 'type' ELSE 'relation' END, c.relname::text
+  FROM pg_class c WHERE c.relnamespace = $1 AND c.relkind NOT IN ('i', 'I', 't')
+UNION ALL
+SELECT CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' WHEN 'w' THEN 'window function'
+       ELSE 'function' END, p.proname::text
+  FROM pg_proc p WHERE p.pronamespace = $1
+UNION ALL
+SELECT CASE t.typtype WHEN 'e' THEN 'enum type' WHEN 'd' THEN 'domain' WHEN 'r' THEN 'range type'
+       ELSE 'type' END, t.typname::text
+  FROM pg_type t WHERE t.typnamespace = $1 AND t.typrelid = 0 AND t.typtype <> 'm'
+   AND NOT EXISTS (SELECT 1 FROM pg_type e WHERE e.typarray = t.oid)
+UNION ALL SELECT 'operator', oprname::text FROM pg_operator WHERE oprnamespace = $1
+UNION ALL SELECT 'operator class', opcname::text FROM pg_opclass WHERE opcnamespace = $1
+UNION ALL SELECT 'operator family', opfname::text FROM pg_opfamily WHERE opfnamespace = $1
+UNION ALL SELECT 'collation', collname::text FROM pg_collation WHERE collnamespace = $1
+UNION ALL SELECT 'conversion', conname::text FROM pg_conversion WHERE connamespace = $1
+UNION ALL SELECT 'text search configuration', cfgname::text FROM pg_ts_config WHERE cfgnamespace = $1
+UNION ALL SELECT 'text search dictionary', dictname::text FROM pg_ts_dict WHERE dictnamespace = $1
+UNION ALL SELECT 'text search parser', prsname::text FROM pg_ts_parser WHERE prsnamespace = $1
+UNION ALL SELECT 'text search template', tmplname::text FROM pg_ts_template WHERE tmplnamespace = $1
+UNION ALL SELECT 'extended statistics', stxname::text FROM pg_statistic_ext WHERE stxnamespace = $1
+UNION ALL SELECT 'extension', extname::text FROM pg_extension WHERE extnamespace = $1
+"""
+
+
+async def objects(conn: Any, schema: str) -> list[tuple[str, str]] | None:
+    """Every object in ``schema`` as (kind, name) (module docstring), or None when the
+    schema does not exist."""
+    oid = await conn.fetchval("SELECT oid FROM pg_namespace WHERE nspname = $1", schema)
+    if oid is None:
         return None
-    rows = await conn.fetch(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname",
-        schema,
+    return [(str(kind), str(name)) for kind, name in await conn.fetch(OBJECTS_SQL, oid)]
+
+
+async def _has_marker_table(conn: Any, schema: str) -> bool:
+    return bool(
+        await conn.fetchval(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+            schema,
+            MARKER_TABLE,
+        )
     )
-    return [str(r[0]) for r in rows]
 
 
 async def owned(conn: Any, schema: str) -> bool:
     """Whether ``schema`` holds our marker row."""
-    tables = await _tables(conn, schema)
-    if not tables or MARKER_TABLE not in tables:
+    if not await _has_marker_table(conn, schema):
         return False
     tools = await conn.fetch(f"SELECT tool FROM {pg_ident(schema)}.{MARKER_TABLE}")
     return any(str(r[0]) == MARKER_TOOL for r in tools)
 
 
 async def claim(conn: Any, schema: str, where: str) -> None:
-    """Make sure ``schema`` is ours (module docstring); else :class:`NotOurs`."""
-    tables = await _tables(conn, schema)
-    if tables is not None and MARKER_TABLE in tables:
+    """Make sure ``schema`` is ours (module docstring); else :class:`NotOurs` naming what
+    it holds."""
+    if await _has_marker_table(conn, schema):
         if await owned(conn, schema):
             return
         raise NotOurs(
@@ -71,16 +114,9 @@ async def claim(conn: Any, schema: str, where: str) -> None:
             f"create this schema's tables; refusing to drop or reset table {PROFILES} "
             "(give [engines.postgres] schema a name of its own)"
         )
-    if tables:
-        what = f"table {PROFILES}" if PROFILES in tables else f"table {tables[0]}"
-        others = (
-            f" (it holds {len(tables)} tables: {', '.join(tables[:5])}{', ...' if len(tables) > 5 else ''})"
-        )
-        raise NotOurs(
-            f"{where}: {what} was not created by asyncbench (no marker table {MARKER_TABLE}){others}; "
-            "refusing to drop or reset anything in it: give [engines.postgres] schema a name of its own "
-            "(a new or empty schema is claimed), or drop the table yourself"
-        )
+    found = await objects(conn, schema)
+    if found:
+        raise not_empty(where, found, "schema", "[engines.postgres] schema")
     q = pg_ident(schema)
     await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {q}")
     await conn.execute(

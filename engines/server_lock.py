@@ -5,9 +5,10 @@ Two promises (issue 23, item 8):
 
 - **Ownership.** The benchmark's table lives in a database (MySQL) or schema (PostgreSQL)
   that holds a marker table, ``asyncbench_owner``, written when asyncbench claimed it. An
-  engine claims only a database/schema that is new or empty (nothing but our own lock
-  table in it); it drops or resets ``profiles`` only where the marker is. Anything else is
-  refused with :class:`NotOurs`, naming the server, the database/schema and the table.
+  engine claims only a database/schema that is new or empty of every kind of object
+  (tables, views, sequences, routines, types, events...; our own lock table aside); it
+  drops or resets ``profiles`` only where the marker is. Anything else is refused with
+  :class:`NotOurs`, naming the server, the database/schema and the objects in it.
 - **Exclusion.** A run holds a server-side lock (a :class:`Lease`) for the whole engine
   run, from before the open that resets the table until after the last close and the
   clean-up, across the ``reopen`` phase's close and open. A second run against the same
@@ -34,6 +35,7 @@ __all__ = [
     "MARKER_TABLE",
     "Lease",
     "NotOurs",
+    "not_empty",
     "ServerBusy",
     "adopt",
     "adopted",
@@ -63,6 +65,27 @@ def lock_wait_seconds(settings: Mapping[str, Any]) -> float:
 
 class NotOurs(RuntimeError):
     """A table or database/schema asyncbench did not create: it is never dropped."""
+
+
+#: How many of a refused place's objects the refusal lists by name before "and N more".
+NAMED_OBJECTS = 12
+
+
+def not_empty(where: str, objects: list[tuple[str, str]], place: str, setting: str) -> NotOurs:
+    """The refusal of a database/schema (``place``) without our marker that holds
+    ``objects`` ((kind, name) pairs, e.g. ("sequence", "s1")): it names them, the table
+    ``profiles`` first when it is one of them, so the user sees what would have been at
+    stake."""
+    named = [f"{kind} {name}" for kind, name in sorted(objects)]
+    first = "table profiles" if "table profiles" in named else named[0]
+    shown = ", ".join(named[:NAMED_OBJECTS])
+    more = f" and {len(named) - NAMED_OBJECTS} more" if len(named) > NAMED_OBJECTS else ""
+    count = "1 object" if len(named) == 1 else f"{len(named)} objects"
+    return NotOurs(
+        f"{where}: {first} was not created by asyncbench (no marker table {MARKER_TABLE}; "
+        f"it holds {count}: {shown}{more}); refusing to drop or reset anything in it: give "
+        f"{setting} a name of its own (a new or empty {place} is claimed), or remove them yourself"
+    )
 
 
 class ServerBusy(RuntimeError):

@@ -4,7 +4,9 @@
 Against the real servers (``eval "$(scripts/mysql-server start)"``,
 ``eval "$(scripts/postgres-server start)"``; skipped without them, except PostgreSQL
 under CI): a user's ``profiles`` table with a row is refused by name and survives, in
-the engine and through the CLI; a database/schema holding other tables is not claimed;
+the engine and through the CLI; a database/schema holding other tables, or any other
+kind of object (a sequence, a routine, an event, a type...: issue 34), is not claimed and
+the refusal names what it holds;
 two engines, and two real CLI runs, against one schema: the second waits its bounded
 time and is refused, the first one's table is intact and its run correct; the lock is
 released at close; the clean-up drops only a table under our marker.
@@ -180,6 +182,152 @@ async def test_a_place_with_other_tables_is_not_claimed(kind: str, place: str, t
     with pytest.raises(NotOurs, match="table invoices was not created by asyncbench"):
         await engine.open(reset=True)
     assert await server.rows(place, "invoices") == [(1, "the user's row")]
+
+
+#: Objects a user may keep in a database (MySQL) or schema (PostgreSQL) that are not
+#: tables, each with how it is created in place ``{p}`` (quoted), how the refusal names it
+#: and how to see it is still there afterwards. Issue 34, finding 2: before the fix a
+#: place holding only one of these counted as empty, was claimed and used.
+OBJECTS = {
+    "mysql": {
+        "sequence": ("CREATE SEQUENCE {p}.s1", "sequence s1", "SELECT NEXTVAL({p}.s1)"),
+        "function": (
+            "CREATE FUNCTION {p}.f1() RETURNS INT DETERMINISTIC RETURN 1",
+            "function f1",
+            "SELECT {p}.f1()",
+        ),
+        "procedure": ("CREATE PROCEDURE {p}.p1() SELECT 1", "procedure p1", "CALL {p}.p1()"),
+        "event": (
+            "CREATE EVENT {p}.e1 ON SCHEDULE AT CURRENT_TIMESTAMP + INTERVAL 1 DAY DO SELECT 1",
+            "event e1",
+            "SHOW CREATE EVENT {p}.e1",
+        ),
+        "view": ("CREATE VIEW {p}.v1 AS SELECT 1 AS x", "view v1", "SELECT x FROM {p}.v1"),
+        "lock table": (
+            "CREATE TABLE {p}.asyncbench_lock (id INT PRIMARY KEY, note VARCHAR(40))",
+            "table asyncbench_lock",
+            "SELECT COUNT(*) FROM {p}.asyncbench_lock",
+        ),
+    },
+    "postgres": {
+        "sequence": ("CREATE SEQUENCE {p}.s1", "sequence s1", "SELECT nextval('{p}.s1')"),
+        "function": (
+            "CREATE FUNCTION {p}.f1() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+            "function f1",
+            "SELECT {p}.f1()",
+        ),
+        "procedure": ("CREATE PROCEDURE {p}.p1() LANGUAGE sql AS 'SELECT 1'", "procedure p1", "CALL {p}.p1()"),
+        "enum type": ("CREATE TYPE {p}.mood AS ENUM ('ok')", "enum type mood", "SELECT 'ok'::{p}.mood"),
+        "domain": ("CREATE DOMAIN {p}.pos AS int CHECK (VALUE > 0)", "domain pos", "SELECT 1::{p}.pos"),
+        "composite type": ("CREATE TYPE {p}.pair AS (a int, b int)", "type pair", "SELECT ROW(1, 2)::{p}.pair"),
+        "view": ("CREATE VIEW {p}.v1 AS SELECT 1 AS x", "view v1", "SELECT x FROM {p}.v1"),
+        "operator": (
+            "CREATE OPERATOR {p}.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq)",
+            "operator ===",
+            "SELECT 1 OPERATOR({p}.===) 1",
+        ),
+        "collation": ('CREATE COLLATION {p}.c1 FROM "C"', "collation c1", "SELECT 'a' COLLATE {p}.c1"),
+        "text search configuration": (
+            "CREATE TEXT SEARCH CONFIGURATION {p}.ts1 (COPY = english)",
+            "text search configuration ts1",
+            "SELECT to_tsvector('{p}.ts1', 'cats')",
+        ),
+        "lock table": (
+            "CREATE TABLE {p}.asyncbench_lock (id INT PRIMARY KEY, note TEXT)",
+            "table asyncbench_lock",
+            "SELECT COUNT(*) FROM {p}.asyncbench_lock",
+        ),
+    },
+}
+OBJECT_CASES = [
+    pytest.param(kind, what, marks=engine.marks, id=f"{kind}-{what.replace(' ', '_')}")
+    for engine in ENGINES
+    for kind in engine.values
+    for what in OBJECTS[str(kind)]
+]
+
+
+#: MySQL's "access denied" errors: a server started by an older scripts/mysql-server gave
+#: the test user no right to make views, routines, events or triggers.
+DENIED = {1044, 1142, 1227, 1370}
+
+
+async def may_make(server: Server, statement: str) -> None:
+    """Run ``statement``, or skip the test when the MySQL user may not (naming why)."""
+    try:
+        await server.sql(statement)
+    except Exception as exc:
+        if server.kind == "mysql" and exc.args and exc.args[0] in DENIED:
+            pytest.skip(f"the MySQL test user may not run {statement!r} (scripts/mysql-server grants it): {exc}")
+        raise
+
+
+@pytest.mark.parametrize(("kind", "what"), OBJECT_CASES)
+async def test_a_place_holding_any_object_is_not_claimed_and_the_refusal_names_it(
+    kind: str, what: str, place: str, tmp_path: Path
+) -> None:
+    server = Server(kind)
+    q = f"`{place}`" if kind == "mysql" else f'"{place}"'
+    make_it, named, use_it = (text.replace("{p}", q) for text in OBJECTS[kind][what])
+    await server.sql(f"CREATE {'DATABASE' if kind == 'mysql' else 'SCHEMA'} {q}")
+    await may_make(server, make_it)
+    engine = make(kind, tmp_path, **server.settings(place))
+    with pytest.raises(NotOurs) as refused:
+        await engine.open(reset=True)
+    message = str(refused.value)
+    assert f"{named} was not created by asyncbench" in message, message
+    assert place in message
+    await server.sql(use_it)  # still there, and still works
+    marker = await server.sql(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
+        f"'{place}' AND table_name IN ('asyncbench_owner', 'profiles')"
+    )
+    assert marker == [(0,)]  # nothing created next to it
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_every_object_is_named_in_the_refusal(kind: str, place: str, tmp_path: Path) -> None:
+    server = Server(kind)
+    q = f"`{place}`" if kind == "mysql" else f'"{place}"'
+    made = [(make_it.replace("{p}", q), named) for make_it, named, _ in OBJECTS[kind].values()]
+    await server.sql(f"CREATE {'DATABASE' if kind == 'mysql' else 'SCHEMA'} {q}")
+    for make_it, _ in made:
+        await may_make(server, make_it)
+    engine = make(kind, tmp_path, **server.settings(place))
+    with pytest.raises(NotOurs) as refused:
+        await engine.open(reset=True)
+    message = str(refused.value)
+    assert f"it holds {len(made)} objects: " in message, message
+    for _, named in made:
+        assert named in message, (named, message)
+
+
+@pytest.mark.parametrize("kind", ENGINES[:1])
+async def test_our_own_galera_lock_table_alone_still_counts_as_empty(kind: str, place: str, tmp_path: Path) -> None:
+    """The lock row a Galera run inserts before it claims (engines/mysql_lock.py) leaves
+    the database claimable; the same table holding another row name is a user's."""
+    from asyncbench.engines.mysql_lock import LOCK_SCHEMA
+
+    server = Server(kind)
+    await server.sql(
+        f"CREATE DATABASE `{place}`",
+        f"USE `{place}`",
+        LOCK_SCHEMA,
+        "INSERT INTO asyncbench_lock (name, token, holder, heartbeat) VALUES ('run', 't', 'h', 0)",
+    )
+    engine = make(kind, tmp_path, **server.settings(place))
+    await engine.open(reset=True)
+    await engine.close()
+    assert await engine.delete_store()
+    await server.fresh(place)
+    await server.sql(
+        f"CREATE DATABASE `{place}`",
+        f"USE `{place}`",
+        LOCK_SCHEMA,
+        "INSERT INTO asyncbench_lock (name, token, holder, heartbeat) VALUES ('payroll', 't', 'h', 0)",
+    )
+    with pytest.raises(NotOurs, match="table asyncbench_lock was not created by asyncbench"):
+        await engine.open(reset=True)
 
 
 @pytest.mark.parametrize("kind", ENGINES)
