@@ -521,6 +521,71 @@ def test_two_mysql_engines_on_two_galera_nodes_one_is_refused(cluster: Cluster, 
     asyncio.run(scenario())
 
 
+def test_a_database_name_payload_is_refused_and_quoted_on_galera(cluster: Cluster, tmp_path: Path) -> None:
+    """Issue 34: the cluster's database name goes through the mysql engine's one check and
+    one quoting (engines/sql_names.py). The payload that dropped a database on one server,
+    from a plan of the cluster's hosts or from ``MYSQL_HOSTS``/``MYSQL_DATABASE``: exit 2
+    before any connection; past the check (the engine made directly), the quoted name is
+    one database: the victim survives on every node."""
+    import secrets
+    import sys
+
+    from asyncbench.engines.mysql import MySqlEngine
+    from asyncbench.engines.sql_names import mysql_ident
+
+    from asyncbench.engine import EngineConfig
+
+    env = cluster.exports
+    victim = f"asyncbench_victim_{secrets.token_hex(4)}"
+    payload = f"asyncbench_nx`;DROP DATABASE {victim};#"
+    (h1, p1), (h2, p2), _ = cluster.hosts
+
+    async def present() -> list[bool]:
+        return [
+            (await query(h, p, env, f"SHOW DATABASES LIKE '{victim}'"))[0] == [(victim,)] for h, p in cluster.hosts
+        ]
+
+    asyncio.run(query(h1, p1, env, f"CREATE DATABASE {victim}"))
+    try:
+        asyncio.run(wait_synced(cluster))
+        assert asyncio.run(present()) == [True, True, True]
+        hosts = ", ".join(f'"{h}:{p}"' for h, p in cluster.hosts)
+        plan = tmp_path / "plan.toml"
+        plan.write_text(
+            f'[run]\nprofiles = 100\nengines = ["mysql"]\n[engines.mysql]\nhosts = [{hosts}]\n'
+            f'database = "{payload}"\n[[phase]]\nkind = "insert"\n'
+        )
+        bare = tmp_path / "bare.toml"
+        bare.write_text('[run]\nprofiles = 100\nengines = ["mysql"]\n[[phase]]\nkind = "insert"\n')
+        child_env = {k: v for k, v in os.environ.items() if k != "ASYNCBENCH_ENGINES"}
+        for plan_file, extra, expected in (
+            (plan, {}, f"{plan}: engines.mysql.database: database must be a plain name"),
+            (bare, {**env, "MYSQL_DATABASE": payload}, "environment: MYSQL_DATABASE: must be a plain name"),
+        ):
+            out = tmp_path / plan_file.stem
+            done = subprocess.run(
+                [sys.executable, "-m", "asyncbench", str(plan_file), "--no-progress", "--quiet",
+                 "--output", str(out / "out"), "--data", str(out / "data")],
+                env={**child_env, **extra}, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 2 and expected in done.stderr, done.stdout + done.stderr
+            assert not out.exists()
+        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 2), 50, 1))
+        odd = payload
+        engine.conn_settings["database"] = odd  # past the check
+
+        async def bypass() -> None:
+            conn = await engine.connect(engine.endpoints[0])  # node 2
+            conn.close()
+
+        asyncio.run(bypass())
+        asyncio.run(wait_synced(cluster))
+        assert asyncio.run(present()) == [True, True, True]
+        asyncio.run(query(h2, p2, env, f"DROP DATABASE IF EXISTS {mysql_ident(odd)}"))
+    finally:
+        asyncio.run(query(h1, p1, env, f"DROP DATABASE IF EXISTS {victim}"))
+
+
 def test_status_env_and_private_state(cluster: Cluster) -> None:
     assert cluster.run("status").returncode == 0
     assert cluster.run("env").stdout == cluster.stdout
