@@ -131,7 +131,9 @@ def retryable(exc: BaseException) -> bool:
 
 
 def validate_settings(settings: Mapping[str, Any]) -> None:
-    """ValueError naming the setting: synchronous_commit's value, the endpoints' shape."""
+    """ValueError naming the setting: synchronous_commit's value, the endpoints' shape,
+    schema and database plain names (engines/sql_names.py; an empty database: PGDATABASE,
+    checked by :func:`check_environment`)."""
     sc = settings.get("synchronous_commit", "off")
     if not isinstance(sc, str) or sc.lower() not in SYNCHRONOUS_COMMIT:
         raise ValueError(f"synchronous_commit must be one of {', '.join(SYNCHRONOUS_COMMIT)}, got {sc!r}")
