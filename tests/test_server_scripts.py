@@ -6,10 +6,12 @@ state dir and must never delete a directory or signal a process they did not cre
 test points the scripts at its own state dir (``ASYNCBENCH_STATE_DIR``), so a server that CI
 or a developer started is never touched.
 
-The fast tests need no server: the state dir checks, and ``stop``/``start`` faced with a
-state file that points at a sentinel dir or at an unrelated ``sleep``. The slow ones start
-a real server (small memory) per script, log in with its password, tamper with its state
-while it runs, and stop it.
+The fast tests need no server: the state dir checks, ``stop``/``start`` faced with a
+state file that points at a sentinel dir or at an unrelated ``sleep``, and ``stop`` finding
+fake servers (a copy of bash named like the server, with its data dir argument) by their
+work dir whatever the state file says, never another state dir's. The slow ones start
+real servers (small memory) per script, log in with the password, tamper with the state
+while a server runs, and stop it.
 """
 
 from __future__ import annotations

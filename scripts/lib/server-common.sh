@@ -300,7 +300,8 @@ server_uids() {
 marker_tie() {
     local marker="$1/.asyncbench-marker" first tie
     [[ -d "$1" && ! -L "$1" && -f "$marker" && ! -L "$marker" ]] || return 1
-    { IFS= read -r first && IFS= read -r tie; } 2>/dev/null <"$marker" || return 1
+    # timeout: a marker swapped for a FIFO after the -f test must not hang the search
+    { IFS= read -r first && IFS= read -r tie; } < <(timeout 2 head -n 2 -- "$marker" 2>/dev/null) || return 1
     [[ "$tie" == state_dir=/* ]] || return 1
     printf '%s\n%s\n' "$first" "${tie#state_dir=}"
 }
