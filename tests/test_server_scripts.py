@@ -738,3 +738,22 @@ def test_real_server_stop_never_touches_another_state_dirs_server(
     assert all(alive(pid) for pid in before), "stop touched a server it did not start"
     assert y.run("stop").returncode == 0
     assert _wait_gone(y.pid) and not y.work_dir.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SERVERS)
+def test_real_server_start_stops_the_server_whose_state_was_lost(
+    script: str, tmp_path: Path, own_servers: list[Server]
+) -> None:
+    """Before: with the state file lost, ``start`` started a second server beside the first,
+    which ran on unreachable. Now it stops the first (found by its work dir), as ``stop``
+    would, and starts one."""
+    state_dir = private_state_dir(tmp_path)
+    first = _start_server(script, state_dir, own_servers)
+    first.state_file.unlink()
+    second = _start_server(script, state_dir, own_servers)
+    assert _wait_gone(first.pid) and not first.work_dir.exists()
+    assert second.pid != first.pid and alive(second.pid)
+    assert second.run("status").returncode == 0
+    assert second.run("stop").returncode == 0
+    assert _wait_gone(second.pid)
