@@ -6,10 +6,12 @@ state dir and must never delete a directory or signal a process they did not cre
 test points the scripts at its own state dir (``ASYNCBENCH_STATE_DIR``), so a server that CI
 or a developer started is never touched.
 
-The fast tests need no server: the state dir checks, and ``stop``/``start`` faced with a
-state file that points at a sentinel dir or at an unrelated ``sleep``. The slow ones start
-a real server (small memory) per script, log in with its password, tamper with its state
-while it runs, and stop it.
+The fast tests need no server: the state dir checks, ``stop``/``start`` faced with a
+state file that points at a sentinel dir or at an unrelated ``sleep``, and ``stop`` finding
+fake servers (a copy of bash named like the server, with its data dir argument) by their
+work dir whatever the state file says, never another state dir's. The slow ones start
+real servers (small memory) per script, log in with the password, tamper with the state
+while a server runs, and stop it.
 """
 
 from __future__ import annotations
@@ -221,13 +223,16 @@ def test_stop_refuses_a_lookalike_work_dir(script: str, lookalike: Path, tmp_pat
 
 @pytest.mark.parametrize("script", SERVERS)
 @pytest.mark.parametrize("same_start_tick", [False, True], ids=["reused-pid", "forged-start"])
-def test_stop_refuses_a_pid_it_did_not_start(
+def test_stop_never_signals_a_pid_it_did_not_start(
     script: str, same_start_tick: bool, tmp_path: Path, sleeper: subprocess.Popen[bytes]
 ) -> None:
     """The recorded pid is an unrelated `sleep` of ours: it must stay alive.
 
-    With ``forged-start`` even the start tick matches the sleep, so only the executable and
-    the data dir argument tell it apart from the server.
+    ``reused-pid``: the start tick differs, the pid is simply another process now (a server
+    that died, its pid reused): nothing to refuse, the stale state is cleared. With
+    ``forged-start`` even the start tick matches the sleep, so only the executable and the
+    data dir argument tell it apart from the server: a decoy, refused (exit 1, the state kept
+    for inspection), and ``start`` will not start beside it.
     """
     state = private_state_dir(tmp_path)
     gone = temp_base() / f"{SERVERS[script]['prefix']}.{secrets.token_hex(5)}"  # no such dir
@@ -241,12 +246,14 @@ def test_stop_refuses_a_pid_it_did_not_start(
             "start": proc_start(sleeper.pid) if same_start_tick else "1",
         },
     )
-    for command in ("stop", "start"):
+    commands = ("stop", "start") if same_start_tick else ("stop",)  # a cleared state would start one
+    for command in commands:
         result = run(script, command, state)
-        assert result.returncode == 1, result.stderr
-        assert "refusing" in result.stderr
+        assert result.returncode == (1 if same_start_tick else 0), result.stderr
+        assert ("refusing" in result.stderr) == same_start_tick, result.stderr
         time.sleep(0.2)
         assert alive(sleeper.pid), f"{command} killed an unrelated process"
+    assert (state / f"{script}.state").exists() == same_start_tick
 
 
 # --- stop with a missing, stale or garbage pid (issue 23 item 13) ------------------------
@@ -269,21 +276,29 @@ def _default_int_and_quit() -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
-def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
+def _fake_servers(
+    tmp_path: Path, script: str, tie: Path | None = None, made: list[Path | int] | None = None
+) -> tuple[Path, str, list[int]]:
     """A genuine work dir (the shape, marker and token ``start`` makes) and processes that
     look like its servers to ``stop``: an executable of the server's name (a copy of bash
-    waiting in a builtin loop) with the data dir argument."""
+    waiting in a builtin loop) with the data dir argument. ``tie``: the state dir the marker
+    names, as ``start`` writes it (None: a marker from before the tie existed). ``made``
+    collects the dir and each pid as soon as they exist (see the ``fakes`` fixture)."""
     prefix, exe_name, args = FAKE_SERVERS[script]
     work = temp_base() / f"{prefix}.{secrets.token_hex(5)}"
     work.mkdir(mode=0o700)
+    made = [] if made is None else made
+    made.append(work)
     token = secrets.token_hex(16)
-    (work / ".asyncbench-marker").write_text(f"asyncbench {script} {token}\n")
+    tie_line = "" if tie is None else f"state_dir={tie.resolve()}\n"
+    (work / ".asyncbench-marker").write_text(f"asyncbench {script} {token}\n{tie_line}")
     (work / ".asyncbench-marker").chmod(0o600)
     (work / "data").mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / exe_name
-    subprocess.run(["cp", "/bin/bash", str(exe)], check=True)
+    if not exe.exists():  # a second set of fakes shares it (a running one cannot be copied over)
+        subprocess.run(["cp", "/bin/bash", str(exe)], check=True)
     # The builtin read waits on a FIFO opened read-write (never data, never EOF): on stdin
     # (/dev/null) it returned at once and the loop spun a core for as long as it lived.
     fifo = bin_dir / "wait.fifo"
@@ -302,6 +317,7 @@ def _fake_servers(tmp_path: Path, script: str) -> tuple[Path, str, list[int]]:
         )
         found = subprocess.run(["pgrep", "-n", "-f", "--", data], capture_output=True, text=True, check=True)
         pids.append(int(found.stdout))
+        made.append(pids[-1])
     return work, token, pids
 
 
@@ -345,6 +361,147 @@ def test_stop_with_a_bad_recorded_pid_stops_the_server_before_deleting(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         subprocess.run(["rm", "-rf", "--", str(work)], check=True)
+
+
+# --- stop finds its server by the work dir, whatever the state file says (issue 34) -------
+
+#: How a state file can fail to lead ``stop`` to the server: gone, not a state file, a
+#: symlink (to a state naming a dir that is not ours), a live pid that is another process
+#: (its start tick forged), a recorded dir that is not ours. Only "missing" is not refused.
+STATE_CASES = ["missing", "garbage", "symlink", "decoy-pid", "foreign-dir"]
+#: The signal each script stops its server with.
+STOP_SIGNALS = {"mysql-server": "TERM", "postgres-server": "INT", "galera-cluster": "TERM"}
+
+
+def _pid_keys(script: str) -> list[str]:
+    return ["pid1", "pid2", "pid3"] if script == "galera-cluster" else ["pid"]
+
+
+def _tamper(
+    case: str, script: str, state_file: Path, good: dict[str, str], decoy: int, sentinel: Path
+) -> None:
+    """Leaves ``state_file`` as ``case`` (STATE_CASES) says; ``good`` is the true state."""
+    if state_file.exists() or state_file.is_symlink():
+        state_file.unlink()
+    if case == "garbage":
+        state_file.write_text("this is not a state file\n")
+        state_file.chmod(0o600)
+    elif case == "symlink":
+        elsewhere = sentinel.parent / "elsewhere.state"
+        write_state(elsewhere, {**good, "dir": str(sentinel)})
+        state_file.symlink_to(elsewhere)
+    elif case == "decoy-pid":
+        forged = dict(good)
+        for key in _pid_keys(script):
+            forged[key], forged[key.replace("pid", "start")] = str(decoy), proc_start(decoy)
+        write_state(state_file, forged)
+    elif case == "foreign-dir":
+        write_state(state_file, {**good, "dir": str(sentinel)})
+    else:
+        assert case == "missing"
+
+
+def _check_stopped_by_work_dir(
+    case: str, result: subprocess.CompletedProcess[str], state_file: Path, work: Path, pids: list[int],
+    decoy: int, sentinel: Path,
+) -> None:  # fmt: skip
+    """What ``stop`` must have done in ``case``: the servers found by their data directory and
+    stopped, their work dir deleted; the decoy alive, the sentinel intact; a refused state
+    file kept (exit 1, saying so), a missing one not an error."""
+    assert result.returncode == (0 if case == "missing" else 1), result.stderr
+    assert "found by its data directory" in result.stderr, result.stderr
+    assert all(_wait_gone(pid) for pid in pids), f"the server still runs:\n{result.stderr}"
+    assert not work.exists()
+    assert alive(decoy), "stop killed an unrelated process"
+    assert (sentinel / "keep.txt").read_text() == "precious"
+    if case == "missing":
+        assert not state_file.exists()
+    else:
+        assert state_file.exists() or state_file.is_symlink(), "a state file it did not trust was deleted"
+        assert "inspect it and delete it by hand" in result.stderr
+
+
+def _stop(script: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASYNCBENCH_STATE_DIR": str(state_dir)}
+    return subprocess.run(
+        [str(SCRIPTS / script), "stop"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> Iterator[list[Path | int]]:
+    """What ``_fake_servers(..., made=fakes)`` made: killed and removed after the test,
+    also when it failed half-way."""
+    made: list[Path | int] = []
+    yield made
+    for item in made:
+        if isinstance(item, int):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(item, signal.SIGKILL)
+        else:
+            subprocess.run(["rm", "-rf", "--", str(item)], check=True)
+
+
+@pytest.mark.parametrize("script", list(FAKE_SERVERS))
+@pytest.mark.parametrize("case", STATE_CASES)
+def test_stop_finds_its_server_whatever_the_state_file_says(
+    script: str, case: str, tmp_path: Path, sleeper: subprocess.Popen[bytes], sentinel: Path,
+    fakes: list[Path | int],
+) -> None:  # fmt: skip
+    """Before: a missing state file made ``stop`` exit 0 saying "not running", and the other
+    cases refused with exit 1 — all leaving the server running with no way to stop it. Now
+    ``stop`` finds the work dir whose marker names its state dir, and its servers."""
+    state_dir = private_state_dir(tmp_path)
+    work, token, pids = _fake_servers(tmp_path, script, tie=state_dir, made=fakes)
+    state_file = state_dir / f"{script}.state"
+    good = {"dir": str(work), "token": token, "uid": str(os.geteuid())}
+    _tamper(case, script, state_file, good, sleeper.pid, sentinel)
+    result = _stop(script, state_dir)
+    _check_stopped_by_work_dir(case, result, state_file, work, pids, sleeper.pid, sentinel)
+
+
+@pytest.mark.parametrize("script", list(FAKE_SERVERS))
+@pytest.mark.parametrize("recorded", [False, True], ids=["no-state-file", "state-file"])
+def test_stop_never_touches_another_state_dirs_server(
+    script: str, recorded: bool, tmp_path: Path, fakes: list[Path | int]
+) -> None:
+    """Three servers of the same script: one of state dir X, one of state dir Y, one from a
+    marker without a state dir (an older script's). ``stop`` with X stops X's only."""
+    x = private_state_dir(tmp_path)
+    y = tmp_path / "other-state"
+    y.mkdir(mode=0o700)
+    work_x, token_x, pids_x = _fake_servers(tmp_path, script, tie=x, made=fakes)
+    work_y, _, pids_y = _fake_servers(tmp_path, script, tie=y, made=fakes)
+    work_old, _, pids_old = _fake_servers(tmp_path, script, made=fakes)
+    if recorded:
+        write_state(x / f"{script}.state", {"dir": str(work_x), "token": token_x, "uid": str(os.geteuid())})
+    result = _stop(script, x)
+    assert result.returncode == 0, result.stderr
+    assert all(_wait_gone(pid) for pid in pids_x)
+    assert not work_x.exists()
+    time.sleep(0.2)
+    assert all(alive(pid) for pid in pids_y + pids_old), "stop touched another state dir's server"
+    assert (work_y / ".asyncbench-marker").is_file() and (work_old / ".asyncbench-marker").is_file()
+    assert str(work_y) not in result.stderr
+
+
+@pytest.mark.parametrize("script", list(FAKE_SERVERS))
+def test_stop_names_a_server_it_cannot_tie_to_its_state_dir(
+    script: str, tmp_path: Path, fakes: list[Path | int]
+) -> None:
+    """A server started by an older script (its marker names no state dir) and no state
+    file: ``stop`` cannot prove it is this state dir's, so it leaves it running, but names
+    it and says how to stop it (before: "not running", nothing else)."""
+    state_dir = private_state_dir(tmp_path)
+    work, _, pids = _fake_servers(tmp_path, script, made=fakes)
+    result = _stop(script, state_dir)
+    assert result.returncode == 0, result.stderr
+    for pid in pids:
+        assert f"pid {pid} " in result.stderr and f"kill -{STOP_SIGNALS[script]} {pid}," in result.stderr
+    assert str(work) in result.stderr
+    time.sleep(0.2)
+    assert all(alive(pid) for pid in pids)
+    assert work.is_dir()
 
 
 # --- a real server -----------------------------------------------------------------------
@@ -482,43 +639,6 @@ def test_password_login_and_settings(server: Server) -> None:
 
 
 @pytest.mark.slow
-def test_running_server_stop_refuses_a_tampered_dir(server: Server, sentinel: Path) -> None:
-    original = server.state_file.read_text()
-    try:
-        write_state(server.state_file, {**server.state, "dir": str(sentinel)})
-        result = server.run("stop")
-        assert result.returncode == 1
-        assert "refusing" in result.stderr
-        assert (sentinel / "keep.txt").read_text() == "precious"
-        assert alive(server.pid), "stop killed the server although it refused"
-    finally:
-        server.state_file.write_text(original)
-    assert server.run("status").returncode == 0
-
-
-@pytest.mark.slow
-def test_running_server_stop_refuses_a_tampered_pid(server: Server, sleeper: subprocess.Popen[bytes]) -> None:
-    original = server.state_file.read_text()
-    try:
-        forged = {
-            **server.state,
-            "pid": str(sleeper.pid),
-            "start": proc_start(sleeper.pid),
-            "uid": str(os.geteuid()),
-        }
-        write_state(server.state_file, forged)
-        result = server.run("stop")
-        assert result.returncode == 1
-        assert "refusing" in result.stderr
-        time.sleep(0.2)
-        assert alive(sleeper.pid), "stop killed an unrelated process"
-        assert server.work_dir.is_dir(), "stop deleted the data although it refused"
-    finally:
-        server.state_file.write_text(original)
-    assert server.run("status").returncode == 0
-
-
-@pytest.mark.slow
 def test_stop_stops_its_own_server_and_deletes_its_dir(server: Server) -> None:
     result = server.run("stop")
     assert result.returncode == 0, result.stderr
@@ -530,3 +650,110 @@ def test_stop_stops_its_own_server_and_deletes_its_dir(server: Server) -> None:
     assert not server.state_file.exists() and not server.env_file.exists()
     assert server.run("status").returncode == 1
     assert server.run("stop").returncode == 0  # nothing left to stop
+
+
+# --- a real server's stop, whatever its state file says (issue 34) -------------------------
+
+
+def _start_server(script: str, state_dir: Path, started: list[Server]) -> Server:
+    result = run(script, "start", state_dir)
+    assert result.returncode == 0, f"{script} start failed:\n{result.stderr}"
+    server = Server(script, state_dir, parse_exports(result.stdout), result.stdout)
+    started.append(server)
+    return server
+
+
+@pytest.fixture
+def own_servers() -> Iterator[list[Server]]:
+    """The real servers a test started (``_start_server``): whatever the test did to their
+    state, each is stopped afterwards by its own pid (checked by its start tick), and its
+    work dir deleted; nothing else is touched."""
+    started: list[Server] = []
+    yield started
+    for server in started:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            if alive(server.pid) and proc_start(server.pid) == server.state["start"]:
+                os.kill(server.pid, getattr(signal, "SIG" + STOP_SIGNALS[server.script]))
+                if not _wait_gone(server.pid, 30):
+                    os.kill(server.pid, signal.SIGKILL)
+                    _wait_gone(server.pid)
+        subprocess.run(["rm", "-rf", "--", str(server.work_dir)], check=True)
+
+
+def _running_servers() -> set[int]:
+    """The MariaDB and PostgreSQL servers running now (whoever started them): the processes
+    of those executables with a data directory argument."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            exe = os.readlink(proc / "exe").removesuffix(" (deleted)")
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if Path(exe).name in ("mariadbd", "mysqld", "postgres") and (
+            b"-D" in args or any(a.startswith(b"--datadir=") for a in args)
+        ):
+            found.add(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SERVERS)
+@pytest.mark.parametrize("case", STATE_CASES)
+def test_real_server_stop_finds_it_whatever_the_state_file_says(
+    script: str, case: str, tmp_path: Path, sleeper: subprocess.Popen[bytes], sentinel: Path,
+    own_servers: list[Server],
+) -> None:  # fmt: skip
+    """The fake-server test above, with the server ``start`` makes: its marker ties its work
+    dir to the state dir, so ``stop`` finds and stops it without a usable state file."""
+    server = _start_server(script, private_state_dir(tmp_path), own_servers)
+    _tamper(case, script, server.state_file, server.state, sleeper.pid, sentinel)
+    result = server.run("stop")
+    _check_stopped_by_work_dir(
+        case, result, server.state_file, server.work_dir, [server.pid], sleeper.pid, sentinel
+    )
+    assert server.env_file.exists() == (case != "missing")  # kept with a refused state file
+    again = server.run("stop")  # nothing runs: "not running", or the kept state refused again
+    assert again.returncode == (0 if case == "missing" else 1), again.stderr
+    assert "found by its data directory" not in again.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SERVERS)
+def test_real_server_stop_never_touches_another_state_dirs_server(
+    script: str, tmp_path: Path, own_servers: list[Server]
+) -> None:
+    """Two servers of one script, of state dirs X and Y; X's state file lost. ``stop`` with
+    X stops X's server only: Y's runs on, and so does every server that was running before
+    the test (CI's, other users')."""
+    before = _running_servers()
+    x = _start_server(script, tmp_path / "x", own_servers)
+    y = _start_server(script, tmp_path / "y", own_servers)
+    x.state_file.unlink()
+    result = x.run("stop")
+    assert result.returncode == 0, result.stderr
+    assert "found by its data directory" in result.stderr
+    assert _wait_gone(x.pid) and not x.work_dir.exists()
+    assert alive(y.pid) and y.run("status").returncode == 0
+    assert all(alive(pid) for pid in before), "stop touched a server it did not start"
+    assert y.run("stop").returncode == 0
+    assert _wait_gone(y.pid) and not y.work_dir.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SERVERS)
+def test_real_server_start_stops_the_server_whose_state_was_lost(
+    script: str, tmp_path: Path, own_servers: list[Server]
+) -> None:
+    """Before: with the state file lost, ``start`` started a second server beside the first,
+    which ran on unreachable. Now it stops the first (found by its work dir), as ``stop``
+    would, and starts one."""
+    state_dir = private_state_dir(tmp_path)
+    first = _start_server(script, state_dir, own_servers)
+    first.state_file.unlink()
+    second = _start_server(script, state_dir, own_servers)
+    assert _wait_gone(first.pid) and not first.work_dir.exists()
+    assert second.pid != first.pid and alive(second.pid)
+    assert second.run("status").returncode == 0
+    assert second.run("stop").returncode == 0
+    assert _wait_gone(second.pid)

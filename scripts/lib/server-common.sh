@@ -13,14 +13,28 @@
 #   strict key=value parser, never sourced.
 # - A server's data lives in a fresh `mktemp -d` directory (0700) directly in the temp dir
 #   (${TMPDIR:-/tmp}, resolved), holding a marker file with a random token that is also in
-#   the state file. Nothing is deleted unless the recorded path is that shape, a real
-#   directory (not a symlink), owned by the expected user, mode 0700, and its marker (a
-#   regular file of ours) carries the token.
+#   the state file, and the resolved path of the state dir that started it (the tie: how
+#   `stop` finds its server when the state file is missing or not trustworthy). Nothing is
+#   deleted unless the path is that shape, a real directory (not a symlink), owned by the
+#   expected user, mode 0700, and its marker (a regular file of ours) carries the token
+#   recorded in the state file, or, when found by the search, names this state dir.
 # - A pid is signalled only when /proc/PID is owned by the expected user, started at the
 #   recorded clock tick (no pid reuse), runs the expected executable, and has the expected
 #   data directory as an exact argument on its command line.
 #
-# The caller sets SCRIPT_NAME (used in messages and file names) before sourcing this file.
+# - `stop` (stop_all) stops every server of this state dir, whatever its state file says:
+#   the recorded server when its pid is proven, and the servers of every work dir whose
+#   marker names this state dir (found in the temp dir, verified as above), by their data
+#   directory argument. A missing, malformed or symlinked state file, a pid that is now
+#   another process, a recorded dir that is not ours: none of them is signalled or deleted,
+#   and none of them keeps the real server running. A server that still runs afterwards is
+#   named with the commands that stop it.
+#
+# The caller sets SCRIPT_NAME (used in messages and file names) before sourcing this file,
+# and, for stop_all: WORK_PREFIX, SERVER_NAMES (its executables), SYSTEM_USER (who the
+# server runs as when we are root), STOP_SIGNAL, STOP_TIMEOUT_S, NODE_KEYS (the suffixes
+# of the state's pid/start keys, "" for one server) and a function node_arg DIR KEY (the
+# data directory argument of that server of work dir DIR).
 # Everything here prints to stderr only: stdout is reserved for the export lines.
 
 umask 077  # every file and dir these scripts create is private to the user
@@ -77,6 +91,8 @@ init_state_dir() {
     check_parent_dir "$(dirname -- "$dir")"
     check_private_dir "$dir"
     STATE_DIR="$dir"
+    # the tie written into each work dir's marker: one spelling per state dir
+    STATE_DIR_REAL="$(realpath -e -- "$dir")"
     STATE_FILE="$STATE_DIR/$SCRIPT_NAME.state"
     ENV_FILE="$STATE_DIR/$SCRIPT_NAME.env"
 }
@@ -107,21 +123,35 @@ check_own_file() {
 }
 
 # Reads STATE_FILE into the associative array STATE (keys [a-z_0-9]+, values without
-# newlines). Returns 1 when there is no state file; exits when it is not trustworthy.
+# newlines). Returns 1 when there is no state file, 2 (logging why, STATE left empty) when
+# it is not trustworthy: not a regular file of ours, or a malformed line.
 declare -gA STATE=()
-read_state() {
+load_state() {
     local key value line
     STATE=()
     [[ -e "$STATE_FILE" || -L "$STATE_FILE" ]] || return 1
-    check_own_file "$STATE_FILE" || die "refusing to use $STATE_FILE; inspect it and delete it by hand"
+    check_own_file "$STATE_FILE" || return 2
     while IFS= read -r line || [[ -n "$line" ]]; do
         [[ -z "$line" || "$line" == \#* ]] && continue
-        [[ "$line" =~ ^([a-z_0-9]+)=(.*)$ ]] || die "refusing: malformed line in $STATE_FILE: $line"
+        if [[ ! "$line" =~ ^([a-z_0-9]+)=(.*)$ ]]; then
+            log "refusing: malformed line in $STATE_FILE: $line"
+            STATE=()
+            return 2
+        fi
         key="${BASH_REMATCH[1]}"; value="${BASH_REMATCH[2]}"
         # shellcheck disable=SC2034  # read by the scripts that source this file
         STATE[$key]="$value"
     done <"$STATE_FILE"
     return 0
+}
+
+# load_state for start, status and env: returns 1 when there is no state file, exits when
+# it is not trustworthy.
+read_state() {
+    local rc=0
+    load_state || rc=$?
+    (( rc != 2 )) || die "refusing to use $STATE_FILE; inspect it and delete it by hand (\`$0 stop\` stops the server without it)"
+    return "$rc"
 }
 
 forget_state() { rm -f -- "$STATE_FILE" "$ENV_FILE"; }
@@ -132,13 +162,14 @@ forget_state() { rm -f -- "$STATE_FILE" "$ENV_FILE"; }
 temp_base() { realpath -e -- "${TMPDIR:-/tmp}"; }
 
 # Creates a fresh private work dir "$(temp_base)/$1.XXXXXXXXXX" with a marker carrying a
-# new random token. Sets WORK_DIR and WORK_TOKEN.
+# new random token and the state dir (init_state_dir first). Sets WORK_DIR and WORK_TOKEN.
 make_work_dir() {
     local prefix="$1"
     WORK_DIR="$(mktemp -d "$(temp_base)/$prefix.XXXXXXXXXX")"
     chmod 700 -- "$WORK_DIR"
     WORK_TOKEN="$(random_hex 16)"
-    (umask 077 && printf 'asyncbench %s %s\n' "$SCRIPT_NAME" "$WORK_TOKEN" >"$WORK_DIR/.asyncbench-marker")
+    (umask 077 && printf 'asyncbench %s %s\nstate_dir=%s\n' "$SCRIPT_NAME" "$WORK_TOKEN" "$STATE_DIR_REAL" \
+        >"$WORK_DIR/.asyncbench-marker")
 }
 
 random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
@@ -165,7 +196,8 @@ verify_work_dir() {
     if ! check_own_file "$marker" 2>/dev/null; then
         log "refusing: $dir has no marker file of ours; this script did not create it"; return 1
     fi
-    if [[ ! "$token" =~ ^[0-9a-f]{32}$ || "$(cat -- "$marker")" != "asyncbench $SCRIPT_NAME $token" ]]; then
+    # the first line; a marker written before the state_dir line existed has only that one
+    if [[ ! "$token" =~ ^[0-9a-f]{32}$ || "$(head -n 1 -- "$marker")" != "asyncbench $SCRIPT_NAME $token" ]]; then
         log "refusing: the marker in $dir does not carry the recorded token"; return 1
     fi
     return 0
@@ -253,18 +285,154 @@ find_server_pids() {
     done
 }
 
-# stop_servers_of OWNER EXE_NAMES ARG TIMEOUT_S [SIGNAL]: stops every process that
-# find_server_pids finds (each verified again before each signal); returns 1, logging
-# which, when one still runs afterwards, so the caller keeps its data directory.
-stop_servers_of() {
-    local owner="$1" names="$2" arg="$3" timeout_s="$4" sig="${5:-TERM}" pid start left
-    for pid in $(find_server_pids "$owner" "$names" "$arg"); do
-        start="$(proc_start "$pid")" || continue
-        log "stopping pid $pid, found by its data directory $arg"
-        stop_verified_pid "$pid" "$start" "$owner" "$names" "$arg" "$timeout_s" "$sig" || true
+# --- stop: every server of this state dir -------------------------------------------------
+
+# The uids a work dir and its servers may have: ours, and as root SYSTEM_USER's (the
+# scripts run servers as that user when they are root, never as root).
+server_uids() {
+    echo "$EUID"
+    if (( EUID == 0 )); then id -u "$SYSTEM_USER" 2>/dev/null || true; fi
+}
+
+# marker_tie DIR: prints the first line and the state_dir value of DIR's marker (two
+# lines), or fails when it has no state_dir line (written before the tie existed) or
+# cannot be read. A cheap filter only: verify_work_dir is the check.
+marker_tie() {
+    local marker="$1/.asyncbench-marker" first tie
+    [[ -d "$1" && ! -L "$1" && -f "$marker" && ! -L "$marker" ]] || return 1
+    # timeout: a marker swapped for a FIFO after the -f test must not hang the search
+    { IFS= read -r first && IFS= read -r tie; } < <(timeout 2 head -n 2 -- "$marker" 2>/dev/null) || return 1
+    [[ "$tie" == state_dir=/* ]] || return 1
+    printf '%s\n%s\n' "$first" "${tie#state_dir=}"
+}
+
+# find_work_dirs: the work dirs of this script and this state dir, one a line: the
+# $(temp_base)/$WORK_PREFIX.* dirs owned by one of server_uids whose marker (a file of
+# ours, see verify_work_dir) names this script and, on its state_dir line, this state dir.
+# Another state dir's servers are never found: their markers name theirs.
+find_work_dirs() {
+    local d uid uids first tie
+    local -a lines
+    uids=" $(server_uids | tr '\n' ' ') "
+    for d in "$(temp_base)/$WORK_PREFIX".*; do
+        mapfile -t lines < <(marker_tie "$d") || continue
+        (( ${#lines[@]} == 2 )) || continue
+        first="${lines[0]}" tie="${lines[1]}"
+        [[ "$tie" == "$STATE_DIR_REAL" && "$first" == "asyncbench $SCRIPT_NAME "* ]] || continue
+        uid="$(stat -c %u -- "$d")" || continue
+        [[ "$uids" == *" $uid "* ]] || continue
+        verify_work_dir "$d" "${first##* }" "$WORK_PREFIX" "$uid" 2>/dev/null || continue
+        echo "$d"
     done
-    left="$(find_server_pids "$owner" "$names" "$arg" | tr '\n' ' ')"
-    [[ -z "$left" ]] || { log "pid ${left% } still runs with $arg"; return 1; }
+}
+
+# stop_work_dir DIR: stops the servers of the (verified) work dir DIR, found by their data
+# directory arguments and owned by DIR's owner, then deletes DIR. When one still runs, it
+# is named with the commands that stop it, DIR is kept, and this returns 1.
+stop_work_dir() {
+    local dir="$1" uid key arg pid start left=0
+    uid="$(stat -c %u -- "$dir")"
+    for key in "${NODE_KEYS[@]}"; do
+        arg="$(node_arg "$dir" "$key")"
+        for pid in $(find_server_pids "$uid" "$SERVER_NAMES" "$arg"); do
+            start="$(proc_start "$pid")" || continue
+            log "stopping pid $pid, found by its data directory $arg"
+            stop_verified_pid "$pid" "$start" "$uid" "$SERVER_NAMES" "$arg" "$STOP_TIMEOUT_S" "$STOP_SIGNAL" || true
+        done
+        for pid in $(find_server_pids "$uid" "$SERVER_NAMES" "$arg"); do
+            left=1
+            log "still running: pid $pid (uid $uid, $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200))," \
+                "the server of $dir; stop it with: kill -KILL $pid; then run: ASYNCBENCH_STATE_DIR=$STATE_DIR $0 stop"
+        done
+    done
+    if (( left )); then
+        log "kept $dir: a server still runs from it"
+        return 1
+    fi
+    rm -rf -- "$dir"
+    log "deleted $dir"
+}
+
+# note_untied_servers: names the servers running from work dirs of this script whose
+# marker names no state dir (started before markers did), with how to stop one: stop
+# cannot prove that one of them is this state dir's, so it only says so.
+note_untied_servers() {
+    local d uid key arg pid
+    for d in "$(temp_base)/$WORK_PREFIX".*; do
+        [[ -d "$d" && ! -L "$d" ]] || continue
+        ! marker_tie "$d" >/dev/null || continue
+        uid="$(stat -c %u -- "$d")" || continue
+        for key in "${NODE_KEYS[@]}"; do
+            arg="$(node_arg "$d" "$key")"
+            for pid in $(find_server_pids "$uid" "$SERVER_NAMES" "$arg"); do
+                log "note: pid $pid (uid $uid) runs a server from $d, whose marker names no state dir" \
+                    "(an older $SCRIPT_NAME started it), so this stop cannot tell whether it is this state dir's;" \
+                    "if it is: kill -$STOP_SIGNAL $pid, then delete $d"
+            done
+        done
+    done
+}
+
+# stop_all [--note-untied]: `stop`, and what `start` does before starting. Stops every server of this
+# state dir: the recorded one when its pid is proven (see verify_pid; a pid that is
+# another process now, or a decoy, is never signalled), then the servers of the recorded
+# work dir and of every work dir find_work_dirs finds, deleting each dir once its servers
+# are gone. Returns 0, the state files deleted, when nothing of this state dir runs any
+# more and the state file was trustworthy (or missing); 1 otherwise, the state file kept
+# for inspection and what was refused or still runs logged.
+STOPPED_ANY=0  # set by stop_all: 1 when it signalled a server or deleted a work dir
+# shellcheck disable=SC2034  # STOPPED_ANY is read by the scripts' cmd_stop
+stop_all() {
+    local loaded=0 refused=0 rc=0 dir="" uid key pid start arg w
+    local -a dirs=()
+    STOPPED_ANY=0
+    load_state || loaded=$?
+    if (( loaded == 2 )); then
+        refused=1
+    elif (( loaded == 0 )); then
+        dir="${STATE[dir]:-}" uid="${STATE[uid]:-}"
+        if [[ ! "$uid" =~ ^[0-9]+$ ]]; then
+            log "refusing: the server uid in $STATE_FILE is not a number"
+            refused=1
+        elif [[ -n "$dir" && ( -e "$dir" || -L "$dir" ) ]] \
+            && ! verify_work_dir "$dir" "${STATE[token]:-}" "$WORK_PREFIX" "$uid"; then
+            refused=1  # not ours: neither the dir nor a pid said to run from it is touched
+        else
+            for key in "${NODE_KEYS[@]}"; do
+                pid="${STATE[pid$key]:-}" start="${STATE[start$key]:-}"
+                pid_alive "$pid" || continue
+                arg="$(node_arg "$dir" "$key")"
+                if [[ "$(proc_start "$pid" 2>/dev/null)" != "$start" ]]; then
+                    log "recorded pid $pid is another process now (not the one started): not signalling it"
+                elif verify_pid "$pid" "$start" "$uid" "$SERVER_NAMES" "$arg"; then
+                    log "stopping pid $pid"
+                    stop_verified_pid "$pid" "$start" "$uid" "$SERVER_NAMES" "$arg" "$STOP_TIMEOUT_S" "$STOP_SIGNAL" || true
+                    STOPPED_ANY=1
+                else
+                    refused=1
+                fi
+            done
+            [[ -n "$dir" && -d "$dir" ]] && dirs+=("$dir")
+        fi
+    fi
+    while IFS= read -r w; do
+        [[ "$w" == "${dirs[0]:-}" ]] || dirs+=("$w")
+    done < <(find_work_dirs)
+    for w in "${dirs[@]}"; do
+        stop_work_dir "$w" || rc=1
+        STOPPED_ANY=1
+    done
+    # `stop` (not `start`): with no trustworthy record and nothing found, name the servers
+    # this stop cannot tie to any state dir
+    if [[ "${1:-}" == --note-untied ]] && (( loaded != 0 || refused )) && (( ${#dirs[@]} == 0 )); then
+        note_untied_servers
+    fi
+    if (( refused )); then
+        log "kept $STATE_FILE: it was not trusted; inspect it and delete it by hand"
+        return 1
+    fi
+    (( rc == 0 )) || return 1
+    forget_state
 }
 
 # server_user SYSTEM_USER: the OS user a server runs as: SYSTEM_USER (a Debian package's
