@@ -184,3 +184,26 @@ def test_closed_loop_series_has_no_response() -> None:
         rec.add(1, 1, 0.1, [5, 1_500_000_000])
         service, response = rec.per_second()
     assert [b.ops for b in service] == [1, 1] and response == []
+
+
+def test_a_dip_at_a_sweeps_last_level_claims_no_skipped_rates() -> None:
+    """The sweep note says higher rates were skipped only when the sweep has some: a dip at
+    its highest level skipped nothing (issue 34)."""
+    from asyncbench.config import PhaseSpec
+    from asyncbench.run.phase_rows import phase_row, sweep_dipped
+
+    levels = [PhaseSpec("read_by_id", f"reads @ {r}/s", "reads", rate=r, sweep=1) for r in (1000.0, 2000.0)]
+
+    def dipped_row(index: int, spec: PhaseSpec) -> PhaseResult:
+        pr = phase_row(index, spec, 100, 1.0, "0" * 16)  # 100/s: far below either rate
+        pr.open_loop = OpenLoop(rate=spec.rate or 0.0, arrivals=Arrivals.UNIFORM)
+        return pr
+
+    notes: list[str] = []
+    dipped: set[int] = set()
+    sweep_dipped(dipped_row(2, levels[1]), levels[1], Rate(2000.0), dipped, notes)
+    assert dipped == {1} and len(notes) == 1
+    assert "skipped" not in notes[0] and "highest rate" in notes[0], notes
+    notes.clear()
+    sweep_dipped(dipped_row(1, levels[0]), levels[0], Rate(1000.0), dipped, notes, later=levels[1:])
+    assert "1 higher rate was skipped" in notes[0], notes

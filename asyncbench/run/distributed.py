@@ -65,6 +65,7 @@ __all__ = [
     "PlacementError",
     "check_placement",
     "merge_phase",
+    "ordinary_path_note",
 ]
 
 T = TypeVar("T")
@@ -144,6 +145,16 @@ def check_placement(engines: Sequence[str], parallelism: Sequence[int], placemen
                 f"parallelism {low[0]} is less than the {placement.count} client processes "
                 "(every process hosts at least one worker)"
             )
+
+
+def ordinary_path_note(engine: str, placement: Placement) -> str:
+    """The note of an engine a scaled run ran on the ordinary path: ``--processes 1`` lets an
+    embedded engine run, but in this process (or its isolated child), not in a client process."""
+    return (
+        f"--processes {placement.count}: {engine} is an embedded engine (its store belongs to the process "
+        "that opens it), so it ran on the ordinary single-process path, not in a client process; "
+        "its figures are those of a run without --processes"
+    )
 
 
 @dataclass
@@ -472,7 +483,7 @@ class DistributedEngineRun:
             elif rate is not None:  # the target (and the achieved-rate check) without the figures
                 pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._busy.append(merged.busiest)
-        sweep_dipped(pr, spec, rate, self._dipped, self.result.notes)
+        sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
