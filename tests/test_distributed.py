@@ -327,3 +327,51 @@ async def test_the_local_client_processes_run_without_dasks_malloc_trim_and_fast
         ):
             (got,) = (await client.run(probe)).values()
     assert got == (None, "1s")
+
+
+def test_distributed_is_a_version_the_topic_truncation_was_checked_on() -> None:
+    """The coordinator clears its batch-line topic through the scheduler's event broker
+    (no public API does it): pyproject.toml bounds distributed's version, and the installed
+    one lies in that range."""
+    import importlib.metadata
+
+    import distributed
+    from packaging.requirements import Requirement
+
+    (req,) = [Requirement(r) for r in importlib.metadata.requires("asyncbench") or [] if r.startswith("distributed")]
+    assert req.specifier and any(s.operator == "<" for s in req.specifier), f"no upper bound: {req}"
+    assert distributed.__version__ in req.specifier, (distributed.__version__, str(req))
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_coordinator_drops_its_batch_topic_from_the_scheduler() -> None:
+    """Events logged on a run's topic are gone from the scheduler once the run unsubscribes
+    (on the installed distributed); a broker it cannot truncate is a note, not silence."""
+    from distributed import Client, LocalCluster
+
+    from asyncbench.run.distributed import _truncate_topic
+
+    async with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                     asynchronous=True) as cluster,  # in-process: inproc:// addresses, no network
+        Client(cluster, asynchronous=True) as client,
+    ):
+        cfg = quick_cfg(Path("."), "postgres", 2)
+        run = DistributedEngineRun(cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=1))
+        client.subscribe_topic(run.topic, lambda event: None)
+        await client.run(lambda dask_worker: dask_worker.log_event(run.topic, {"x": 1}))
+        for _ in range(100):
+            if await client.get_events(run.topic):
+                break
+            await anyio.sleep(0.05)
+        assert len(await client.get_events(run.topic)) == 1
+        await run._unsubscribe(client)
+        assert await client.get_events(run.topic) == ()
+        assert not run.result.notes
+
+        class NoBroker:
+            pass
+
+        with pytest.raises(RuntimeError, match="no event broker"):
+            _truncate_topic(NoBroker(), run.topic)
