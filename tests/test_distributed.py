@@ -375,3 +375,123 @@ async def test_the_coordinator_drops_its_batch_topic_from_the_scheduler() -> Non
 
         with pytest.raises(RuntimeError, match="no event broker"):
             _truncate_topic(NoBroker(), run.topic)
+
+
+# --- issue 34: the server the client processes reach, and losing process 0 ---------------
+
+
+def _dask_cluster(tmp_path: Path, env: dict[str, str], workers: int = 2) -> tuple[str, list[subprocess.Popen]]:
+    """`dask scheduler` and `dask worker --nworkers N` on 127.0.0.1, the workers with ``env``
+    (as on other hosts, whose environment is their own)."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet: dict = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)]
+    procs.append(
+        subprocess.Popen(
+            [dask, "worker", address, "--nworkers", str(workers), "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            cwd=tmp_path, env=env, **quiet,
+        )
+    )
+    return address, procs
+
+
+def _stop_all(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        os.killpg(p.pid, signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _without_pg(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not k.startswith("PG")}
+
+
+async def _table_exists(database: str, table: str = "asyncbench.profiles") -> bool:
+    import asyncpg
+
+    conn = await asyncpg.connect(
+        host=os.environ["PGHOST"], port=int(os.environ.get("PGPORT", "5432")), user=os.environ.get("PGUSER"),
+        password=os.environ.get("PGPASSWORD"), database=database,
+    )
+    try:
+        return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
+    finally:
+        await conn.close()
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_cluster_whose_workers_have_no_database_environment_uses_the_coordinators_server(tmp_path: Path) -> None:
+    """`dask worker` processes started without any PG* variable: the coordinator ships the
+    connection it resolved (and locked) to every client process, so the run reaches its
+    server and gives the memory engine's checksums (before: each worker connected to
+    libpq's default, 127.0.0.1:5432)."""
+    expected = await single_process_checksums(tmp_path, "memory", 2)
+    address, procs = _dask_cluster(tmp_path, _without_pg(dict(os.environ)))
+    try:
+        cfg = quick_cfg(tmp_path, "postgres", 2)
+        with anyio.fail_after(120):
+            result = await DistributedEngineRun(
+                cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=2, cluster=address)
+            ).run()
+        assert result.ok, (result.status_text(), result.notes)
+        assert [p.checksum for p in result.phases] == expected
+    finally:
+        _stop_all(procs)
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_client_processes_that_would_reach_another_database_are_refused(tmp_path: Path) -> None:
+    """With ``client_environment = true`` each client process takes its own environment;
+    one that names another database than the coordinator locked is refused before any
+    process opens the engine: no table is created there."""
+    other = "asyncbench_elsewhere"
+    env = {**os.environ, "PGDATABASE": other}
+    address, procs = _dask_cluster(tmp_path, env)
+    try:
+        cfg = quick_cfg(tmp_path, "postgres", 2)
+        cfg = dataclasses.replace(cfg, engine_settings={"postgres": {"client_environment": True}})
+        with anyio.fail_after(120):
+            result = await DistributedEngineRun(
+                cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=2, cluster=address)
+            ).run()
+        assert result.status is Status.FAILED, result.status_text()
+        assert "would reach another server than the one this run locked" in (result.detail or ""), result.detail
+        assert other in (result.detail or "")
+        assert not result.phases
+    finally:
+        _stop_all(procs)
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_losing_client_process_0_still_drops_the_table_and_calls_it_no_more(tmp_path: Path) -> None:
+    """Client process 0 killed mid-phase: the coordinator, which holds the run's lock,
+    drops the table process 0 would have dropped, and the clean-up does not call the dead
+    process (no "not closed"/"not stopped" notes about it)."""
+    cfg = quick_cfg(tmp_path, "postgres", 2, timeout_seconds=120.0, counts={"reads": 50_000})
+    holder: dict[str, DistributedEngineRun] = {}
+
+    def kill_in_reads(phase: str) -> None:
+        if phase == "read by user id":
+            pid = holder["run"].result.client_processes[0].pid
+            threading.Timer(0.15, os.kill, (pid, signal.SIGKILL)).start()
+
+    run = DistributedEngineRun(cfg, cfg.levels()[0], "postgres", PhaseStarts(kill_in_reads), Placement(processes=2))
+    holder["run"] = run
+    result = await run.run()
+    assert result.status is Status.FAILED, result.status_text()
+    assert "client process 0" in (result.detail or "")
+    assert not await _table_exists("asyncbench_distributed")
+    assert not [n for n in result.notes if n.startswith("client process 0")], result.notes
+    assert "store deleted by the coordinator: client process 0 was lost" in result.notes

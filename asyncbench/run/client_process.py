@@ -107,7 +107,7 @@ class OtherOutcome:
 
 class ClientProcess:
     """The Dask actor: one per client process. Methods are called by the coordinator in
-    this order: ``start``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
+    this order: ``start``, ``reach``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
     ``other`` (process 0 only), ``close`` (and process 0: ``delete_store``), ``stop``."""
 
     def __init__(self) -> None:
@@ -188,21 +188,34 @@ class ClientProcess:
             await self._call(ready.wait)
         await self._call(self._open, reset)
 
-    async def _open(self, reset: bool) -> None:
-        cfg, plan, level = self._cfg, self._plan, self._level
-        assert cfg is not None and plan is not None and level is not None
-        n = level.profiles
-        econf = EngineConfig(
+    def _engine_config(self) -> EngineConfig:
+        cfg, level = self._cfg, self._level
+        assert cfg is not None and level is not None
+        return EngineConfig(
             name=self._name,
-            data_dir=cfg.data / f"profiles-{n}" / self._name,
+            data_dir=cfg.data / f"profiles-{level.profiles}" / self._name,
             settings=cfg.engine_settings.get(self._name, {}),
             limit=cfg.limit,
             seed=cfg.seed,
             workers=level.workers,
         )
+
+    async def reach(self) -> dict[str, str | None]:
+        """Which server this process's engine would reach, before anything opens there: its
+        lock key and the server's own identity (the coordinator refuses the run if either
+        differs from what it locked)."""
+        return await self._call(self._reach)
+
+    async def _reach(self) -> dict[str, str | None]:
+        engine = engine_class(self._name)(self._engine_config())
+        return {"lock_key": engine.lock_key(), "identity": await engine.server_identity()}
+
+    async def _open(self, reset: bool) -> None:
+        cfg, plan, level = self._cfg, self._plan, self._level
+        assert cfg is not None and plan is not None and level is not None
         # no directory is made: a multi-process engine keeps its data on its server, and on
         # another host a relative data path would land in the worker's working directory
-        self._engine = engine = engine_class(self._name)(econf)
+        self._engine = engine = engine_class(self._name)(self._engine_config())
         assert self._background is not None
         key = engine.lock_key()
         if key is not None:  # the coordinator holds the run's server lock (Engine.exclusive)

@@ -32,6 +32,7 @@ host; across hosts it is as good as their clock synchronisation (say so in the r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 import time
 import uuid
@@ -209,6 +210,32 @@ class ClientProcessLost(RuntimeError):
     """A client process left the cluster (killed, crashed, its host gone)."""
 
 
+class ServerMismatch(RuntimeError):
+    """A client process would reach another server than the one the coordinator locked."""
+
+
+def same_server(locked: dict[str, str | None], reached: dict[str, str | None]) -> bool:
+    """Whether a client process reaches the server the coordinator locked: the servers'
+    own identities when both say one (an address may name another server elsewhere), and
+    the lock keys (endpoint, database/schema) when not."""
+    if locked.get("identity") is not None and reached.get("identity") is not None:
+        return locked["identity"] == reached["identity"]
+    return locked.get("lock_key") == reached.get("lock_key")
+
+
+def shipped_config(cfg: BenchConfig, level: Level, name: str) -> BenchConfig:
+    """The config the client processes get: the engine's connection settings as resolved
+    here, where the run's lock is taken (the plan's, else this process's environment), so
+    a worker's own environment (another host's, or none at all) cannot choose the server;
+    the engine's ``client_environment`` setting lets each process resolve its own."""
+    probe = engine_class(name)(_probe_config(cfg, level, name))
+    pinned = probe.pinned_settings()
+    if not pinned:
+        return cfg
+    settings = {**cfg.engine_settings, name: {**cfg.engine_settings.get(name, {}), **pinned}}
+    return dataclasses.replace(cfg, engine_settings=settings)
+
+
 async def _all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Every call concurrently; the first failure cancels the waits for the others."""
     out: list[Any] = [None] * len(calls)
@@ -264,7 +291,7 @@ class DistributedEngineRun:
                             await self._run_phases(client)
                         finally:
                             with anyio.CancelScope(shield=True):
-                                await self._finish()
+                                await self._finish(client)
                         tg.cancel_scope.cancel()
                 if scope.cancelled_caught:
                     res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
@@ -400,7 +427,7 @@ class DistributedEngineRun:
             for addr in workers
         ]
         self.actors = [await f for f in futures]
-        config = to_json(self.cfg)
+        config = to_json(shipped_config(self.cfg, self.level, self.name))
         infos = await _all(
             [
                 partial(a.start, config, self.name, self.profiles, self.parallelism, k, k_total, self.topic)
@@ -408,6 +435,7 @@ class DistributedEngineRun:
             ]
         )
         self.result.client_processes = [ClientProcess(i["host"], i["pid"], i["workers"]) for i in infos]
+        await self._check_reach()
         trimmed = [k for k, i in enumerate(infos) if i.get("malloc_trim")]
         if trimmed:
             self.result.notes.append(
@@ -415,6 +443,29 @@ class DistributedEngineRun:
                 f"{infos[trimmed[0]]['malloc_trim']} (a Dask nanny's default), which costs allocation-heavy "
                 "phases up to 2x client CPU; start the workers with --no-nanny, or with "
                 "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null in their Dask config (docs/scaling.md)"
+            )
+
+    async def _check_reach(self) -> None:
+        """Refuse the run, before any process opens the engine, when a client process would
+        reach another server (or database/schema) than the one this coordinator locked: the
+        lock would not protect it, and process 0's reset would drop a table there."""
+        self.step = "checking the client processes' server"
+        probe = engine_class(self.name)(_probe_config(self.cfg, self.level, self.name))
+        mine = {"lock_key": probe.lock_key(), "identity": await probe.server_identity()}
+        reached = await _all([self._named(k, a.reach) for k, a in enumerate(self.actors)])
+        wrong = [(k, r) for k, r in enumerate(reached) if not same_server(mine, r)]
+        if wrong:
+            procs = self.result.client_processes
+            raise ServerMismatch(
+                "client process(es) would reach another server than the one this run locked ("
+                + (mine["identity"] or mine["lock_key"] or "?")
+                + "): "
+                + "; ".join(
+                    f"{k} (pid {procs[k].pid} on {procs[k].host}): {r.get('identity') or r.get('lock_key')}"
+                    for k, r in wrong
+                )
+                + ". A client process takes the coordinator's connection settings unless the engine's "
+                "client_environment setting is true (docs/scaling.md)"
             )
 
     # --- the phases --------------------------------------------------------------------
@@ -525,17 +576,21 @@ class DistributedEngineRun:
                 procs = self.result.client_processes
                 where = f" (pid {procs[k].pid} on {procs[k].host})" if k < len(procs) else ""
                 lost = isinstance(exc, OSError) or type(exc).__name__ == "CommClosedError"
+                if lost:  # never called again: the clean-up skips it (and does its part itself)
+                    self._lost.add(k)
                 kind = ClientProcessLost if lost else RuntimeError
                 raise kind(f"client process {k}{where}: {type(exc).__name__}: {exc}") from exc
 
         return named
 
     # --- the end -----------------------------------------------------------------------
-    async def _finish(self) -> None:
+    async def _finish(self, client: Any) -> None:
         """Abort what still runs, close every process's engine, delete the store (process
-        0, when the run cleans data), read each process's peak memory, stop their loops.
-        Each step bounded; a process that is gone is skipped."""
+        0, when the run cleans data; this coordinator, which holds the run's lock, when
+        process 0 is gone), read each process's peak memory, stop their loops.
+        Each step bounded; a process that is gone is skipped, never called again."""
         notes = self.result.notes
+        await self._refresh_lost(client)
         live = [(k, a) for k, a in enumerate(self.actors) if k not in self._lost]
         for _k, actor in live:
             with anyio.move_on_after(5), contextlib.suppress(Exception):
@@ -548,11 +603,21 @@ class DistributedEngineRun:
                     notes.append(f"client process {k}: {failed}")
             except Exception as exc:
                 notes.append(f"client process {k}: not closed ({type(exc).__name__}: {exc})")
-        if live and live[0][0] == 0 and self.opened and self.cfg.clean_data:
+        if self.opened and self.cfg.clean_data:
+            here = not (live and live[0][0] == 0)  # process 0 is gone: the coordinator cleans up
             try:
                 with anyio.fail_after(CLOSE_GRACE_SECONDS):
-                    if not await live[0][1].delete_store():
-                        notes.append("store kept: the engine cannot delete it")
+                    if here:
+                        engine = engine_class(self.name)(
+                            _probe_config(shipped_config(self.cfg, self.level, self.name), self.level, self.name)
+                        )
+                        deleted = await engine.delete_store()
+                    else:
+                        deleted = await live[0][1].delete_store()
+                if not deleted:
+                    notes.append("store kept: the engine cannot delete it")
+                elif here:
+                    notes.append("store deleted by the coordinator: client process 0 was lost")
             except Exception as exc:
                 notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
         for k, actor in live:
@@ -564,6 +629,18 @@ class DistributedEngineRun:
                     await actor.stop()
             except Exception as exc:
                 notes.append(f"client process {k}: not stopped ({type(exc).__name__}: {exc})")
+
+    async def _refresh_lost(self, client: Any) -> None:
+        """Mark lost the client processes no longer in the cluster (a loss the watch had
+        not seen yet), so that the clean-up calls none of them; bounded."""
+        if not self._addresses:
+            return
+        try:
+            with anyio.fail_after(5):
+                present = set(await client.run_on_scheduler(_worker_addresses))
+        except Exception:
+            return  # the scheduler does not answer: each call below is bounded anyway
+        self._lost.update(k for k, addr in enumerate(self._addresses) if addr not in present)
 
     def _state_facts(self) -> None:
         """Where the client ran and whether it was the bottleneck, as engine facts."""
@@ -620,9 +697,9 @@ def _truncate_topic(dask_scheduler: Any, topic: str) -> None:
     empties one topic. The versions pyproject.toml allows are checked by
     tests/test_distributed.py; another layout raises here, naming the version (the caller
     notes it), instead of failing unseen."""
-    broker = getattr(dask_scheduler, "_broker", None)
+    broker: Any = getattr(dask_scheduler, "_broker", None)
     truncate = getattr(broker, "truncate", None)
-    if truncate is None:
+    if broker is None or truncate is None:
         import distributed
 
         raise RuntimeError(
