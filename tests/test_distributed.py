@@ -495,3 +495,35 @@ async def test_losing_client_process_0_still_drops_the_table_and_calls_it_no_mor
     assert not await _table_exists("asyncbench_distributed")
     assert not [n for n in result.notes if n.startswith("client process 0")], result.notes
     assert "store deleted by the coordinator: client process 0 was lost" in result.notes
+
+
+def test_the_bottleneck_line_blames_a_saturated_machine_not_the_server() -> None:
+    """K client processes, the coordinator and the server on 2 cores at load 6-7: no client
+    process is 80 % busy, but the machine, not the server, is the limit (issue 34)."""
+    from asyncbench.run.saturation import PhaseLoad, bottleneck_line
+
+    saturated = bottleneck_line([PhaseLoad(busiest=0.45, wait_share=0.35, load_per_cpu=3.3)] * 3)
+    assert "the server (or the network) was the limit" not in saturated
+    assert "machine-bound in 3 of 3" in saturated and "3.3 per CPU" in saturated and "35%" in saturated
+    by_wait = bottleneck_line([PhaseLoad(busiest=0.5, wait_share=0.2, load_per_cpu=0.5)])
+    assert "machine-bound in 1 of 1" in by_wait
+    idle = bottleneck_line([PhaseLoad(busiest=0.3, wait_share=0.01, load_per_cpu=0.4)])
+    assert idle.endswith("the server (or the network) was the limit") and "machine-bound" not in idle
+
+
+@pytest.mark.anyio
+async def test_a_client_process_reports_its_run_queue_wait_and_host_load(tmp_path: Path) -> None:
+    """Each phase part carries the process's run-queue wait over the phase and its host's
+    load and CPUs: what the coordinator weighs for a saturated machine."""
+    cfg = quick_cfg(tmp_path, "memory", 2)
+    actor = ClientProcess()
+    await actor.start(to_json(cfg), "memory", PROFILES, 2, 0, 1)
+    try:
+        await actor.open(True)
+        await actor.prepare(0)
+        part = await actor.go(time.time() + 0.01)
+        await actor.close()
+    finally:
+        await actor.stop()
+    assert part.wait_seconds is not None and part.wait_seconds >= 0
+    assert part.load is not None and part.load >= 0 and part.cpus and part.cpus >= 1

@@ -41,6 +41,7 @@ from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
 from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
 from asyncbench.run.phase_rows import phase_rate
+from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
@@ -92,6 +93,11 @@ class PhasePart:
     cpu_seconds: float
     histogram: str | None
     batches: int = 0  # the batch lines it shipped (the coordinator waits for them all)
+    #: the seconds its threads waited for a CPU over the phase, and its host's load average
+    #: and CPUs at the end (asyncbench.run.saturation: is the machine the limit?)
+    wait_seconds: float | None = None
+    load: float | None = None
+    cpus: int | None = None
 
 
 @dataclass
@@ -329,14 +335,17 @@ class ClientProcess:
                 if wait > 0:
                     await anyio.sleep(wait)
                 cpu0 = process_time()
+                wait0 = runqueue_wait_seconds()
                 release = time.time()
                 async with anyio.create_task_group() as tg:
                     for w in parts:
                         tg.start_soon(worker, w)
                 cpu = process_time() - cpu0
+                wait1 = runqueue_wait_seconds()
             if self._running.cancelled_caught:
                 raise RuntimeError(f"client process {self._k}: phase aborted by the coordinator")
             summary = recorder.summary()
+            load, cpus = host_load()
             return PhasePart(
                 process=self._k,
                 release=release,
@@ -345,6 +354,9 @@ class ClientProcess:
                 cpu_seconds=cpu,
                 histogram=None if summary is None else summary["histogram"],
                 batches=self._outbox.count,
+                wait_seconds=None if wait0 is None or wait1 is None else wait1 - wait0,
+                load=load,
+                cpus=cpus,
             )
         finally:
             self._running = None

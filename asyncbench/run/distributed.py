@@ -55,6 +55,13 @@ from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.saturation import (
+    CLIENT_BOUND_BUSY,
+    PhaseLoad,
+    bottleneck_line,
+    host_load,
+    runqueue_wait_seconds,
+)
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
@@ -100,8 +107,6 @@ DASK_CONFIG = {
 #: How long a phase's end waits for the last batch lines (measured: they arrive 0.1-0.2 s after
 #: their batch; a line still missing then is noted and left out of the log).
 LINES_WAIT_SECONDS = 10.0
-#: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck.
-CLIENT_BOUND_BUSY = 0.8
 
 
 class PlacementError(ValueError):
@@ -263,7 +268,7 @@ class DistributedEngineRun:
         self.step = "setup"
         self.actors: list[Any] = []
         self.opened = False
-        self._busy: list[float] = []  # per operation phase: the busiest process's CPU share
+        self._loads: list[PhaseLoad] = []  # per operation phase: CPU share, run-queue wait, host load
         self._dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         self._addresses: list[str] = []
         self._lost: set[int] = set()  # processes that left the cluster: not called again
@@ -522,10 +527,14 @@ class DistributedEngineRun:
         with PhaseRecorder(self.parallelism) as recorder:
             self.lines.begin(index, recorder)
             release_at = time.time() + RELEASE_LEAD_SECONDS
+            waited = runqueue_wait_seconds()  # the coordinator's own, over the phase
             try:
                 parts: list[PhasePart] = await _all(
                     [self._named(k, partial(a.go, release_at)) for k, a in enumerate(self.actors)]
                 )
+                if waited is not None:
+                    now = runqueue_wait_seconds()
+                    waited = None if now is None else now - waited
                 whole = await self._await_lines(index, parts)
             finally:
                 self.lines.end()
@@ -539,7 +548,7 @@ class DistributedEngineRun:
                 add_figures(pr, recorder, rate, latency=False)
             elif rate is not None:  # the target (and the achieved-rate check) without the figures
                 pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
-        self._busy.append(merged.busiest)
+        self._loads.append(phase_load(merged, parts, waited))
         sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
@@ -674,13 +683,24 @@ class DistributedEngineRun:
             self.result.notes.append(
                 f"reporting the client processes' batches failed: {type(self.lines.error).__name__}: {self.lines.error}"
             )
-        if self._busy:
-            bound = sum(b >= CLIENT_BOUND_BUSY for b in self._busy)
-            cluster["bottleneck"] = (
-                f"client-bound in {bound} of {len(self._busy)} operation phases (the busiest client process's "
-                f"CPU at least {CLIENT_BOUND_BUSY:.0%} of the phase time; median {statistics.median(self._busy):.0%})"
-                + ("" if bound else ": the server (or the network) was the limit")
-            )
+        if self._loads:
+            cluster["bottleneck"] = bottleneck_line(self._loads)
+
+
+def phase_load(merged: MergedPhase, parts: Sequence[PhasePart], coordinator_wait: float | None) -> PhaseLoad:
+    """The phase's CPU share, the longest run-queue wait of its processes (the client
+    processes' and the coordinator's) and the highest load per CPU of the hosts involved."""
+    seconds = merged.seconds
+    waits = [w for w in (*(p.wait_seconds for p in parts), coordinator_wait) if w is not None]
+    load, cpus = host_load()
+    loads = [p.load / p.cpus for p in parts if p.load is not None and p.cpus]
+    if load is not None:
+        loads.append(load / cpus)
+    return PhaseLoad(
+        busiest=merged.busiest,
+        wait_share=max(waits) / seconds if waits and seconds > 0 else None,
+        load_per_cpu=max(loads) if loads else None,
+    )
 
 
 def _leaves(group: BaseException) -> list[BaseException]:
