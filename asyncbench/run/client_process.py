@@ -39,6 +39,7 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
@@ -315,10 +316,14 @@ class ClientProcess:
 
         outbox = self._outbox.add if self._send is not None else None
 
-        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None) -> None:
-            stamps = recorder.add(worker, ops, seconds, marks, intended)
+        def on_batch(
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0
+        ) -> None:
+            stamps = recorder.add(worker, ops, seconds, marks, intended, blocked)
             if outbox is not None:
-                outbox(worker, index, ops, seconds, stamps, intended)
+                outbox(worker, index, ops, seconds, stamps, intended, blocked)
+
+        ledger = LoopLedger()  # this process's workers share its loop
 
         async def worker(w: int) -> None:
             if rate is None:
@@ -326,7 +331,9 @@ class ClientProcess:
             else:
                 plan = WorkerSchedule(rate, start_ns, w, workers, cfg.seed, phase)
                 alone = len(parts) == 1  # nothing else of the benchmark's on this loop
-                await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone)
+                await run_batches_at(
+                    kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone, ledger
+                )
             ends[w] = time.time()
 
         try:

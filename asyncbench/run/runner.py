@@ -314,11 +314,11 @@ class EngineRun:
         done = 0
 
         def hook(
-            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0
         ) -> None:
             nonlocal done
             done += ops
-            stamps = add(worker, ops, seconds, marks, intended)
+            stamps = add(worker, ops, seconds, marks, intended, blocked)
             observer_batch(BatchDone(engine, phase, index, ops, seconds, done, worker, stamps, intended))
 
         return hook
