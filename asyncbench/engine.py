@@ -148,6 +148,23 @@ class Engine(abc.ABC):
         client process of a run whose coordinator holds the lock adopts it by this key."""
         return None
 
+    def pinned_settings(self) -> dict[str, Any]:
+        """The settings that fix which server, database and account this engine reaches, as
+        resolved in this process (the plan's, else this process's environment, else the
+        defaults). A scaled-out run's coordinator, which locks that server, ships them to its
+        client processes so that a worker's own environment (another host's, or none) cannot
+        send it elsewhere. Empty for an engine that reaches no server, or whose settings let
+        each client process take its own environment."""
+        return {}
+
+    async def server_identity(self) -> str | None:
+        """Which server, and which database/schema on it, this engine's tables and lock are
+        on, as the server itself says (an address is not enough: ``127.0.0.1`` is another
+        server on another host). A scaled-out run refuses client processes whose identity
+        differs from its coordinator's. None when the engine cannot say (the lock key is
+        compared instead). Creates nothing on the server."""
+        return None
+
     @classmethod
     def exclusive(cls, config: EngineConfig) -> contextlib.AbstractAsyncContextManager[object]:
         """Held around a whole engine run (open, phases, reopen, close, clean-up): a

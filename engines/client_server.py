@@ -175,6 +175,9 @@ class SessionPoolEngine(Engine, Generic[S]):
         "user": "",
         "password": "",
         "lock_wait_seconds": DEFAULT_LOCK_WAIT_S,
+        # a scaled-out run's client processes take the connection from their own environment
+        # (where the plan sets none) instead of the coordinator's resolved one: Engine.pinned_settings
+        "client_environment": False,
     }
 
     def __init__(self, config: EngineConfig) -> None:
@@ -184,6 +187,18 @@ class SessionPoolEngine(Engine, Generic[S]):
         #: endpoint -> what :meth:`_node_values` read there at open
         self._nodes: dict[str, dict[str, str]] = {}
         self._storage_bytes: int | None = None
+
+    def pinned_settings(self) -> dict[str, Any]:
+        """Every endpoint, the database and the account as this process resolved them
+        (``hosts`` wins over ``host``/``port`` and the environment in every engine), unless
+        ``client_environment = true`` lets each client process resolve its own."""
+        if self.settings.get("client_environment"):
+            return {}
+        s: Mapping[str, Any] = getattr(self, "conn_settings", {})
+        return {
+            "hosts": [str(e) for e in self.endpoints],
+            **{key: str(s[key]) for key in ("database", "user", "password") if key in s},
+        }
 
     # --- hooks --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -327,11 +327,34 @@ class PostgresEngine(SessionPoolEngine[Session]):
         return True
 
     # --- lifecycle --------------------------------------------------------------------
+    async def server_identity(self) -> str:
+        """The server's system identifier and start time (a replica shares the first, not the
+        second), the database and the schema; the database is not created if missing."""
+        conn = await self.connect(self.endpoints[0], None, "asyncbench-identity", create_database=False)
+        try:
+            try:
+                system = await conn.fetchval("SELECT system_identifier::text FROM pg_control_system()")
+            except asyncpg.PostgresError:  # not granted: the start time and port still tell servers apart
+                system = "?"
+            started, port = await conn.fetchrow("SELECT pg_postmaster_start_time()::text, current_setting('port')")
+        finally:
+            await conn.close()
+        s = self.conn_settings
+        return (
+            f"PostgreSQL system {system} (port {port}, started {started}), "
+            f"database {s['database']!r}, schema {s['schema']!r}"
+        )
+
     async def connect(
-        self, endpoint: Endpoint, worker: int | None = 0, application: str | None = None
+        self,
+        endpoint: Endpoint,
+        worker: int | None = 0,
+        application: str | None = None,
+        create_database: bool = True,
     ) -> asyncpg.Connection:
         """A new connection to ``endpoint`` with the session's settings; EngineUnavailable
-        when no server answers there. A missing database is created (the user may)."""
+        when no server answers there. A missing database is created (the user may), unless
+        ``create_database`` is false: then the connection is to the ``postgres`` database."""
         s = self.conn_settings
         kwargs: dict[str, Any] = dict(
             host=endpoint.host,
@@ -356,6 +379,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
             except asyncpg.InvalidCatalogNameError:
                 pass
             admin = await asyncpg.connect(database="postgres", **kwargs)
+            if not create_database:
+                return admin
             try:
                 await admin.execute(f"CREATE DATABASE {pg_ident(s['database'])} ENCODING 'UTF8'")
             except asyncpg.DuplicateDatabaseError:

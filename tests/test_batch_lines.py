@@ -20,7 +20,7 @@ def _outbox() -> Outbox:
     box = Outbox()
     box.begin()
     box.add(0, 0, 3, 0.25, np.array([100, 110, 130, 160], dtype=np.int64))
-    box.add(1, 0, 2, 0.5, np.array([200, 205, 215], dtype=np.int64), np.array([190, 200], dtype=np.int64))
+    box.add(1, 0, 2, 0.5, np.array([200, 205, 215], dtype=np.int64), np.array([190, 200], dtype=np.int64), 7)
     box.add(0, 1, 0, 0.0, np.array([300], dtype=np.int64))  # a batch without operations
     return box
 
@@ -33,7 +33,8 @@ def test_pack_then_unpack_gives_the_batches_moved_by_the_shift() -> None:
     msg = pack(batches, phase=4, process=1)
     assert msg["phase"] == 4 and msg["process"] == 1 and isinstance(msg["meta"], bytes)
     got = unpack(msg, shift_ns=1000)
-    assert [(w, i, n, s) for w, i, n, s, _, _ in got] == [(0, 0, 3, 0.25), (1, 0, 2, 0.5), (0, 1, 0, 0.0)]
+    assert [(w, i, n, s) for w, i, n, s, _, _, _ in got] == [(0, 0, 3, 0.25), (1, 0, 2, 0.5), (0, 1, 0, 0.0)]
+    assert [b[6] for b in got] == [0, 7, 0]  # the loop's blocked ns, carried to the coordinator's recorder
     assert got[0][4].tolist() == [1100, 1110, 1130, 1160] and got[0][5] is None
     assert got[1][4].tolist() == [1200, 1205, 1215] and got[1][5].tolist() == [1190, 1200]
     assert got[2][4].tolist() == [1300]

@@ -327,3 +327,203 @@ async def test_the_local_client_processes_run_without_dasks_malloc_trim_and_fast
         ):
             (got,) = (await client.run(probe)).values()
     assert got == (None, "1s")
+
+
+def test_distributed_is_a_version_the_topic_truncation_was_checked_on() -> None:
+    """The coordinator clears its batch-line topic through the scheduler's event broker
+    (no public API does it): pyproject.toml bounds distributed's version, and the installed
+    one lies in that range."""
+    import importlib.metadata
+
+    import distributed
+    from packaging.requirements import Requirement
+
+    (req,) = [Requirement(r) for r in importlib.metadata.requires("asyncbench") or [] if r.startswith("distributed")]
+    assert req.specifier and any(s.operator == "<" for s in req.specifier), f"no upper bound: {req}"
+    assert distributed.__version__ in req.specifier, (distributed.__version__, str(req))
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_coordinator_drops_its_batch_topic_from_the_scheduler() -> None:
+    """Events logged on a run's topic are gone from the scheduler once the run unsubscribes
+    (on the installed distributed); a broker it cannot truncate is a note, not silence."""
+    from distributed import Client, LocalCluster
+
+    from asyncbench.run.distributed import _truncate_topic
+
+    async with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                     asynchronous=True) as cluster,  # in-process: inproc:// addresses, no network
+        Client(cluster, asynchronous=True) as client,
+    ):
+        cfg = quick_cfg(Path("."), "postgres", 2)
+        run = DistributedEngineRun(cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=1))
+        client.subscribe_topic(run.topic, lambda event: None)
+        await client.run(lambda dask_worker: dask_worker.log_event(run.topic, {"x": 1}))
+        for _ in range(100):
+            if await client.get_events(run.topic):
+                break
+            await anyio.sleep(0.05)
+        assert len(await client.get_events(run.topic)) == 1
+        await run._unsubscribe(client)
+        assert await client.get_events(run.topic) == ()
+        assert not run.result.notes
+
+        class NoBroker:
+            pass
+
+        with pytest.raises(RuntimeError, match="no event broker"):
+            _truncate_topic(NoBroker(), run.topic)
+
+
+# --- issue 34: the server the client processes reach, and losing process 0 ---------------
+
+
+def _dask_cluster(tmp_path: Path, env: dict[str, str], workers: int = 2) -> tuple[str, list[subprocess.Popen]]:
+    """`dask scheduler` and `dask worker --nworkers N` on 127.0.0.1, the workers with ``env``
+    (as on other hosts, whose environment is their own)."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet: dict = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)]
+    procs.append(
+        subprocess.Popen(
+            [dask, "worker", address, "--nworkers", str(workers), "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            cwd=tmp_path, env=env, **quiet,
+        )
+    )
+    return address, procs
+
+
+def _stop_all(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        os.killpg(p.pid, signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _without_pg(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not k.startswith("PG")}
+
+
+async def _table_exists(database: str, table: str = "asyncbench.profiles") -> bool:
+    import asyncpg
+
+    conn = await asyncpg.connect(
+        host=os.environ["PGHOST"], port=int(os.environ.get("PGPORT", "5432")), user=os.environ.get("PGUSER"),
+        password=os.environ.get("PGPASSWORD"), database=database,
+    )
+    try:
+        return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
+    finally:
+        await conn.close()
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_cluster_whose_workers_have_no_database_environment_uses_the_coordinators_server(tmp_path: Path) -> None:
+    """`dask worker` processes started without any PG* variable: the coordinator ships the
+    connection it resolved (and locked) to every client process, so the run reaches its
+    server and gives the memory engine's checksums (before: each worker connected to
+    libpq's default, 127.0.0.1:5432)."""
+    expected = await single_process_checksums(tmp_path, "memory", 2)
+    address, procs = _dask_cluster(tmp_path, _without_pg(dict(os.environ)))
+    try:
+        cfg = quick_cfg(tmp_path, "postgres", 2)
+        with anyio.fail_after(120):
+            result = await DistributedEngineRun(
+                cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=2, cluster=address)
+            ).run()
+        assert result.ok, (result.status_text(), result.notes)
+        assert [p.checksum for p in result.phases] == expected
+    finally:
+        _stop_all(procs)
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_client_processes_that_would_reach_another_database_are_refused(tmp_path: Path) -> None:
+    """With ``client_environment = true`` each client process takes its own environment;
+    one that names another database than the coordinator locked is refused before any
+    process opens the engine: no table is created there."""
+    other = "asyncbench_elsewhere"
+    env = {**os.environ, "PGDATABASE": other}
+    address, procs = _dask_cluster(tmp_path, env)
+    try:
+        cfg = quick_cfg(tmp_path, "postgres", 2)
+        cfg = dataclasses.replace(cfg, engine_settings={"postgres": {"client_environment": True}})
+        with anyio.fail_after(120):
+            result = await DistributedEngineRun(
+                cfg, cfg.levels()[0], "postgres", ObserverGroup(), Placement(processes=2, cluster=address)
+            ).run()
+        assert result.status is Status.FAILED, result.status_text()
+        assert "would reach another server than the one this run locked" in (result.detail or ""), result.detail
+        assert other in (result.detail or "")
+        assert not result.phases
+    finally:
+        _stop_all(procs)
+
+
+@needs_postgres
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_losing_client_process_0_still_drops_the_table_and_calls_it_no_more(tmp_path: Path) -> None:
+    """Client process 0 killed mid-phase: the coordinator, which holds the run's lock,
+    drops the table process 0 would have dropped, and the clean-up does not call the dead
+    process (no "not closed"/"not stopped" notes about it)."""
+    cfg = quick_cfg(tmp_path, "postgres", 2, timeout_seconds=120.0, counts={"reads": 50_000})
+    holder: dict[str, DistributedEngineRun] = {}
+
+    def kill_in_reads(phase: str) -> None:
+        if phase == "read by user id":
+            pid = holder["run"].result.client_processes[0].pid
+            threading.Timer(0.15, os.kill, (pid, signal.SIGKILL)).start()
+
+    run = DistributedEngineRun(cfg, cfg.levels()[0], "postgres", PhaseStarts(kill_in_reads), Placement(processes=2))
+    holder["run"] = run
+    result = await run.run()
+    assert result.status is Status.FAILED, result.status_text()
+    assert "client process 0" in (result.detail or "")
+    assert not await _table_exists("asyncbench_distributed")
+    assert not [n for n in result.notes if n.startswith("client process 0")], result.notes
+    assert "store deleted by the coordinator: client process 0 was lost" in result.notes
+
+
+def test_the_bottleneck_line_blames_a_saturated_machine_not_the_server() -> None:
+    """K client processes, the coordinator and the server on 2 cores at load 6-7: no client
+    process is 80 % busy, but the machine, not the server, is the limit (issue 34)."""
+    from asyncbench.run.saturation import PhaseLoad, bottleneck_line
+
+    saturated = bottleneck_line([PhaseLoad(busiest=0.45, wait_share=0.35, load_per_cpu=3.3)] * 3)
+    assert "the server (or the network) was the limit" not in saturated
+    assert "machine-bound in 3 of 3" in saturated and "3.3 per CPU" in saturated and "35%" in saturated
+    by_wait = bottleneck_line([PhaseLoad(busiest=0.5, wait_share=0.2, load_per_cpu=0.5)])
+    assert "machine-bound in 1 of 1" in by_wait
+    idle = bottleneck_line([PhaseLoad(busiest=0.3, wait_share=0.01, load_per_cpu=0.4)])
+    assert idle.endswith("the server (or the network) was the limit") and "machine-bound" not in idle
+
+
+@pytest.mark.anyio
+async def test_a_client_process_reports_its_run_queue_wait_and_host_load(tmp_path: Path) -> None:
+    """Each phase part carries the process's run-queue wait over the phase and its host's
+    load and CPUs: what the coordinator weighs for a saturated machine."""
+    cfg = quick_cfg(tmp_path, "memory", 2)
+    actor = ClientProcess()
+    await actor.start(to_json(cfg), "memory", PROFILES, 2, 0, 1)
+    try:
+        await actor.open(True)
+        await actor.prepare(0)
+        part = await actor.go(time.time() + 0.01)
+        await actor.close()
+    finally:
+        await actor.stop()
+    assert part.wait_seconds is not None and part.wait_seconds >= 0
+    assert part.load is not None and part.load >= 0 and part.cpus and part.cpus >= 1

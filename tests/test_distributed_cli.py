@@ -222,3 +222,13 @@ def test_a_rate_across_two_client_processes(tmp_path: Path) -> None:
     missed = run_asyncbench(tmp_path / "x", str(reads), "--processes", "2", "--rate", "50M", "--check-rate", timeout=300)
     assert missed.returncode == 1, missed.stdout + missed.stderr
     assert "RATE MISSED: engine postgres, phase 'insert profiles'" in missed.stdout + missed.stderr  # (the reads keep their own)
+
+
+def test_processes_1_on_an_embedded_engine_says_it_ran_the_ordinary_path(tmp_path: Path) -> None:
+    """--processes 1 is allowed for an embedded engine, which then runs in this process:
+    the result says so instead of passing for a client-process run (issue 34)."""
+    r = run_asyncbench(tmp_path, QUICK, "--engine", "memory", "--profiles", "1000", "--processes", "1", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (result,) = (tmp_path / "out" / "profiles-1000-p1").glob("asyncbench-*.json")
+    notes = orjson.loads(result.read_bytes())["engines"][0]["notes"]
+    assert any("--processes 1: memory is an embedded engine" in n and "ordinary" in n for n in notes), notes

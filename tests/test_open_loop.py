@@ -99,8 +99,8 @@ async def _read_phase(
     kind = PHASES["read_by_id"]
     rec = PhaseRecorder(workers)
 
-    def hook(w: int, i: int, n: int, s: float, marks: list[int], intended: Any = None) -> None:
-        rec.add(w, n, s, marks, intended)
+    def hook(w: int, i: int, n: int, s: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
+        rec.add(w, n, s, marks, intended, blocked)
 
     out = await run_operations(kind, phase_items(kind, "reads", None, plan), [eng] * workers, ctx, batch, hook, rate, 1, 2)
     return out, rec
@@ -184,3 +184,140 @@ def test_closed_loop_series_has_no_response() -> None:
         rec.add(1, 1, 0.1, [5, 1_500_000_000])
         service, response = rec.per_second()
     assert [b.ops for b in service] == [1, 1] and response == []
+
+
+def test_a_dip_at_a_sweeps_last_level_claims_no_skipped_rates() -> None:
+    """The sweep note says higher rates were skipped only when the sweep has some: a dip at
+    its highest level skipped nothing (issue 34)."""
+    from asyncbench.config import PhaseSpec
+    from asyncbench.run.phase_rows import phase_row, sweep_dipped
+
+    levels = [PhaseSpec("read_by_id", f"reads @ {r}/s", "reads", rate=r, sweep=1) for r in (1000.0, 2000.0)]
+
+    def dipped_row(index: int, spec: PhaseSpec) -> PhaseResult:
+        pr = phase_row(index, spec, 100, 1.0, "0" * 16)  # 100/s: far below either rate
+        pr.open_loop = OpenLoop(rate=spec.rate or 0.0, arrivals=Arrivals.UNIFORM)
+        return pr
+
+    notes: list[str] = []
+    dipped: set[int] = set()
+    sweep_dipped(dipped_row(2, levels[1]), levels[1], Rate(2000.0), dipped, notes)
+    assert dipped == {1} and len(notes) == 1
+    assert "skipped" not in notes[0] and "highest rate" in notes[0], notes
+    notes.clear()
+    sweep_dipped(dipped_row(1, levels[0]), levels[0], Rate(1000.0), dipped, notes, later=levels[1:])
+    assert "1 higher rate was skipped" in notes[0], notes
+
+
+def test_every_operation_of_a_catch_up_batch_has_its_own_delay() -> None:
+    """A worker whose harness issued a batch 5 ms late: each operation due meanwhile waited
+    for the harness from its own intended time, not only the first (before: the batch's
+    first carried the delay and the others were recorded as 0, so the p99 was 0)."""
+    ops = 200
+    intended = np.arange(ops, dtype=np.int64) * 10_000  # one every 10 µs from 0
+    start = 5 * MS  # the batch's start: the harness issued it here
+    marks = [start + k * 1_000 for k in range(ops + 1)]  # 1 µs per operation
+    with PhaseRecorder(1) as rec:
+        rec.add(0, ops, 0.001, marks, intended)
+        summary = rec.open_loop_summary()
+    assert summary is not None
+    # the operation intended at 1 ms (the 99th percentile's rank, counting from the latest)
+    # waited 5 - 1.99 ms for the harness; the first, intended at 0, waited 5 ms
+    assert summary["delay_p99_ns"] >= 4 * MS, summary
+    assert summary["delay_max_ns"] == pytest.approx(5 * MS, rel=1e-3)
+
+
+def test_a_catch_up_batch_after_the_engine_kept_the_worker_is_not_harness_delay() -> None:
+    """Operations that came due while the worker's previous batch was still in the engine
+    wait for the harness only from that batch's end."""
+    with PhaseRecorder(1) as rec:
+        rec.add(0, 1, 0.01, [0, 10 * MS], np.array([0], dtype=np.int64))  # one slow operation: 10 ms
+        late = np.arange(1, 10, dtype=np.int64) * MS  # due at 1..9 ms, during it
+        rec.add(0, 9, 0.001, [10 * MS + 200_000 + k * 1_000 for k in range(10)], late)  # issued 0.2 ms after it
+        summary = rec.open_loop_summary()
+    assert summary is not None and summary["delay_max_ns"] == pytest.approx(200_000, rel=1e-2)
+
+
+class LoopBlockingEngine(MemoryEngine):
+    """Every 200th read holds the event loop 40 ms (a synchronous call inside the engine's
+    batch): the other workers' operations due meanwhile wait for the engine, not the harness."""
+
+    name = "loop-blocking"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.reads = 0
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        import time
+        from time import perf_counter_ns
+
+        marks.append(perf_counter_ns())
+        out = []
+        for uid in uids:
+            self.reads += 1
+            if self.reads % 200 == 0:
+                time.sleep(0.04)  # blocks the loop: no await
+            one: list[int] = []
+            out += await super().read_by_id([uid], one)
+            marks.append(one[-1])
+        return out
+
+
+def test_the_loop_ledger_counts_the_time_a_call_holds_the_loop_not_its_waits() -> None:
+    import time
+
+    from asyncbench.run.loop_ledger import LoopLedger
+
+    async def blocking() -> int:
+        time.sleep(0.03)  # holds the loop
+        await anyio.sleep(0)
+        return 1
+
+    async def waiting() -> int:
+        await anyio.sleep(0.03)  # the loop is free meanwhile
+        return 2
+
+    async def main() -> tuple[int, int, int, int]:
+        held, free = LoopLedger(), LoopLedger()
+        a = await held.timed(blocking())
+        b = await free.timed(waiting())
+        return a, b, held.total, free.total
+
+    a, b, held, free = anyio.run(main)
+    assert (a, b) == (1, 2)
+    assert held >= 30 * MS and free < 10 * MS
+
+
+def test_an_engine_that_blocks_the_loop_is_the_engines_time_not_the_harness_delay() -> None:
+    """P2 on one loop, an engine that blocks it 40 ms every 200th read: the other worker's
+    next batch is handed those 40 ms as the engine's, and the recorder takes them out of
+    that batch's delays (before: all of it was harness delay)."""
+    seen: list[tuple[int, int]] = []
+
+    async def phase() -> Any:
+        out, rec = await _read_phase(LoopBlockingEngine, Rate(2000.0), 2)
+        rec.close()
+        return out
+
+    import asyncbench.measure.latency_recorder as lr
+
+    add = lr.PhaseRecorder.add
+
+    def spy(self, worker, ops, seconds, marks, intended=None, blocked=0):  # type: ignore[no-untyped-def]
+        seen.append((worker, blocked))
+        return add(self, worker, ops, seconds, marks, intended, blocked)
+
+    lr.PhaseRecorder.add = spy  # type: ignore[method-assign]
+    try:
+        out = anyio.run(phase)
+    finally:
+        lr.PhaseRecorder.add = add  # type: ignore[method-assign]
+    stalls = out.ops // 200  # the last one may end the phase: no batch of the other worker follows it
+    assert sum(b >= 40 * MS for _, b in seen) >= stalls - 1  # each stall reached the other worker
+    # and the recorder subtracts it: a batch issued 41 ms after it could start, 40 of them blocked
+    with PhaseRecorder(1) as rec:
+        rec.add(0, 2, 0.001, [41 * MS, 41 * MS + 1_000, 41 * MS + 2_000], np.array([0, 500_000]), 40 * MS)
+        summary = rec.open_loop_summary()
+    assert summary is not None and summary["delay_max_ns"] == pytest.approx(1 * MS, rel=1e-2)
+    assert summary["lag_max_ns"] >= 41 * MS  # the lag still shows the whole wait

@@ -139,15 +139,27 @@ class PhaseRecorder:
     until then).
     """
 
-    __slots__ = ("_workers", "_intended", "_prev_end", "_batch_worker", "_batch_ops", "_batch_seconds", "_cache")
+    __slots__ = (
+        "_workers",
+        "_intended",
+        "_blocked",
+        "_prev_end",
+        "_batch_worker",
+        "_batch_ops",
+        "_batch_seconds",
+        "_cache",
+    )
 
     def __init__(self, workers: int, spill_dir: Path | str | None = None) -> None:
         where = Path(spill_dir) if spill_dir is not None else None
         self._workers = [_WorkerMarks(where, workers) for _ in range(workers)]
         # Under a rate, per worker and batch alongside its marks (same lengths, so the same
-        # chunks): the earliest the batch's first operation could start (its intended time
-        # or the worker's previous end, the later), then each operation's intended time.
+        # chunks): when the worker was free to start (its previous batch's end; for its first
+        # batch, the first intended time), then each operation's intended time.
         self._intended = [_WorkerMarks(where, workers) for _ in range(workers)]
+        # and per such batch, how long the engine's calls of other workers held the event
+        # loop meanwhile (ns, asyncbench.run.loop_ledger): not the harness's delay
+        self._blocked = [array("q") for _ in range(workers)]
         self._prev_end: list[int | None] = [None] * workers
         self._batch_worker = array("i")  # per batch, in completion order
         self._batch_ops = array("q")
@@ -155,12 +167,20 @@ class PhaseRecorder:
         self._cache: dict[str, Any] = {}
 
     def add(
-        self, worker: int, ops: int, seconds: float, marks: list[int], intended: np.ndarray | None = None
+        self,
+        worker: int,
+        ops: int,
+        seconds: float,
+        marks: list[int],
+        intended: np.ndarray | None = None,
+        blocked: int = 0,
     ) -> np.ndarray:
         """Keep one batch; returns its marks as the int64 array kept (for the live log line).
 
         ``intended``: under a rate, the batch's intended start times (one per operation, on
-        the marks' clock): every batch of a phase has them or none does."""
+        the marks' clock): every batch of a phase has them or none does. ``blocked``: the
+        ns the engine (other workers' calls) held the event loop between the worker's
+        previous batch and this one's start."""
         if len(marks) != ops + 1 and ops:
             raise RuntimeError(
                 f"engine returned {len(marks)} latency marks for a batch of {ops} operations; "
@@ -175,8 +195,9 @@ class PhaseRecorder:
                 row = np.empty(ops + 1, dtype=np.int64)
                 row[1:] = intended
                 prev = self._prev_end[worker]
-                row[0] = row[1] if prev is None else max(int(row[1]), prev)
+                row[0] = row[1] if prev is None else prev
                 self._intended[worker].add(row)
+                self._blocked[worker].append(max(int(blocked), 0))
                 self._prev_end[worker] = int(stamps[-1])
         self._batch_worker.append(worker)
         self._batch_ops.append(ops)
@@ -231,21 +252,30 @@ class PhaseRecorder:
     def _scan_intended(self) -> tuple[LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array, array]]]:
         """Under a rate, one pass over marks and intended times together: the histograms of
         response time (end minus intended start), of lag (issue minus intended start) and of
-        the harness's own delay (issue minus the later of intended start and the worker's
-        previous end: the batch's first operation; the others start as the previous ends),
-        and each batch's response p99 and max."""
+        the harness's own delay, and each batch's response p99 and max.
+
+        The delay is every operation's own: from when it could have started (its intended
+        time, or the worker's previous end if that was later: until then the engine had
+        the worker) to its batch's start (the harness issued it then; after that it waited
+        for the batch's earlier operations, the engine's time), less the time the engine's
+        other calls held the event loop meanwhile. A catch-up batch's later operations
+        waited as long as the first, less their later intended times: they are not 0."""
         if "intended" not in self._cache:
             response, lag, delay = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
             per_batch = []
-            for marks, times in zip(self._workers, self._intended, strict=True):
+            for marks, times, blocked in zip(self._workers, self._intended, self._blocked, strict=True):
                 p99, worst = array("q"), array("q")
+                k = 0  # the worker's batch index (its blocked time)
                 for chunk, ichunk in zip(marks.batches(), times.batches(), strict=True):
                     resp = [b[1:] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]
                     response.record(np.concatenate(resp))
                     lag.record(np.concatenate([b[:-1] - i[1:] for b, i in zip(chunk, ichunk, strict=True)]))
-                    first = np.array([int(b[0]) - int(i[0]) for b, i in zip(chunk, ichunk, strict=True)])
-                    delay.record(np.maximum(first, 0))
-                    delay.record(np.zeros(sum(b.size - 2 for b in chunk), dtype=np.int64))
+                    own = []
+                    for b, i in zip(chunk, ichunk, strict=True):
+                        free = np.maximum(i[1:], i[0])  # when each operation could have started
+                        own.append(np.maximum(int(b[0]) - free - blocked[k], 0))
+                        k += 1
+                    delay.record(np.concatenate(own))
                     for r in resp:
                         k = nearest_rank(r.size, 99.0) - 1
                         p99.append(int(np.partition(r, k)[k]))

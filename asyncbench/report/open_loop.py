@@ -19,8 +19,9 @@ OPEN_LOOP_NOTE = (
     "Phases run at a target rate (open loop): each operation has an intended start time and "
     "is issued then (late if the worker is behind, never skipped). Response time runs from the "
     "intended start, service time from the actual start; a stall shows in the response time of "
-    "every operation intended during it. Schedule delay is the harness's own lateness (issue "
-    "minus the later of the intended start and the worker's previous end). **missed**: the "
+    "every operation intended during it. Schedule delay is the harness's own lateness, each "
+    "operation's: from the later of its intended start and the worker's previous end to its "
+    "batch's start, less the time the engine's other calls held the event loop. **missed**: the "
     "achieved rate is more than 5 % below the target."
 )
 

@@ -38,9 +38,9 @@ __all__ = ["SHIP_SECONDS", "BatchLineReceiver", "Outbox", "clock_offset_ns", "pa
 #: How often a client process ships its queued batches during a phase (a batch line is at
 #: most about this late, plus the trip through the scheduler: docs/scaling.md).
 SHIP_SECONDS = 0.1
-_FIELDS = 6  # per batch: worker, index, ops, seconds (ns), marks, intended times
+_FIELDS = 7  # per batch: worker, index, ops, seconds (ns), marks, intended times, loop blocked (ns)
 
-Batch = tuple[int, int, int, float, np.ndarray, "np.ndarray | None"]
+Batch = tuple[int, int, int, float, np.ndarray, "np.ndarray | None", int]
 
 
 def clock_offset_ns() -> int:
@@ -60,8 +60,10 @@ class Outbox:
         self._queue.clear()
         self.count = 0
 
-    def add(self, worker: int, index: int, ops: int, seconds: float, marks: np.ndarray, intended: Any = None) -> None:
-        self._queue.append((worker, index, ops, seconds, marks, intended))
+    def add(
+        self, worker: int, index: int, ops: int, seconds: float, marks: np.ndarray, intended: Any = None, blocked: int = 0
+    ) -> None:
+        self._queue.append((worker, index, ops, seconds, marks, intended, blocked))
         self.count += 1
 
     def take(self) -> list[Batch]:
@@ -80,8 +82,8 @@ def pack(batches: Sequence[Batch], phase: int, process: int) -> dict[str, Any]:
     meta = np.empty((len(batches), _FIELDS), dtype=np.int64)
     marks: list[np.ndarray] = []
     intended: list[np.ndarray] = []
-    for row, (worker, index, ops, seconds, stamps, due) in zip(meta, batches, strict=True):
-        row[:] = (worker, index, ops, round(seconds * 1e9), len(stamps), -1 if due is None else len(due))
+    for row, (worker, index, ops, seconds, stamps, due, blocked) in zip(meta, batches, strict=True):
+        row[:] = (worker, index, ops, round(seconds * 1e9), len(stamps), -1 if due is None else len(due), blocked)
         marks.append(stamps)
         if due is not None:
             intended.append(due)
@@ -102,12 +104,12 @@ def unpack(msg: dict[str, Any], shift_ns: int = 0) -> list[Batch]:
     intended = np.frombuffer(msg["intended"], dtype=np.int64) + shift_ns
     out: list[Batch] = []
     m = i = 0
-    for worker, index, ops, seconds_ns, n_marks, n_intended in meta.tolist():
+    for worker, index, ops, seconds_ns, n_marks, n_intended, blocked in meta.tolist():
         due = None
         if n_intended >= 0:
             due = intended[i : i + n_intended]
             i += n_intended
-        out.append((worker, index, ops, seconds_ns / 1e9, marks[m : m + n_marks], due))
+        out.append((worker, index, ops, seconds_ns / 1e9, marks[m : m + n_marks], due, blocked))
         m += n_marks
     return out
 
@@ -156,11 +158,11 @@ class BatchLineReceiver:
             return
         name, host, now = self.phase_names[phase], self.hosts(process), CLOCK()
         handle, recorder = self.observer.batch, self.recorder
-        for worker, index, ops, seconds, marks, intended in batches:
+        for worker, index, ops, seconds, marks, intended, blocked in batches:
             self.done += ops
             if recorder is not None:
                 # (the recorder takes an int64 array as it takes the engine's list of stamps)
-                marks = recorder.add(worker, ops, seconds, cast("list[int]", marks), intended)
+                marks = recorder.add(worker, ops, seconds, cast("list[int]", marks), intended, blocked)
             if len(marks):
                 self.delays.append((now - int(marks[-1])) / 1e9)
             handle(BatchDone(self.engine, name, index, ops, seconds, self.done, worker, marks, intended, process, host))

@@ -39,8 +39,10 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
 from asyncbench.run.phase_rows import phase_rate
+from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
@@ -92,6 +94,11 @@ class PhasePart:
     cpu_seconds: float
     histogram: str | None
     batches: int = 0  # the batch lines it shipped (the coordinator waits for them all)
+    #: the seconds its threads waited for a CPU over the phase, and its host's load average
+    #: and CPUs at the end (asyncbench.run.saturation: is the machine the limit?)
+    wait_seconds: float | None = None
+    load: float | None = None
+    cpus: int | None = None
 
 
 @dataclass
@@ -107,7 +114,7 @@ class OtherOutcome:
 
 class ClientProcess:
     """The Dask actor: one per client process. Methods are called by the coordinator in
-    this order: ``start``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
+    this order: ``start``, ``reach``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
     ``other`` (process 0 only), ``close`` (and process 0: ``delete_store``), ``stop``."""
 
     def __init__(self) -> None:
@@ -188,21 +195,34 @@ class ClientProcess:
             await self._call(ready.wait)
         await self._call(self._open, reset)
 
-    async def _open(self, reset: bool) -> None:
-        cfg, plan, level = self._cfg, self._plan, self._level
-        assert cfg is not None and plan is not None and level is not None
-        n = level.profiles
-        econf = EngineConfig(
+    def _engine_config(self) -> EngineConfig:
+        cfg, level = self._cfg, self._level
+        assert cfg is not None and level is not None
+        return EngineConfig(
             name=self._name,
-            data_dir=cfg.data / f"profiles-{n}" / self._name,
+            data_dir=cfg.data / f"profiles-{level.profiles}" / self._name,
             settings=cfg.engine_settings.get(self._name, {}),
             limit=cfg.limit,
             seed=cfg.seed,
             workers=level.workers,
         )
+
+    async def reach(self) -> dict[str, str | None]:
+        """Which server this process's engine would reach, before anything opens there: its
+        lock key and the server's own identity (the coordinator refuses the run if either
+        differs from what it locked)."""
+        return await self._call(self._reach)
+
+    async def _reach(self) -> dict[str, str | None]:
+        engine = engine_class(self._name)(self._engine_config())
+        return {"lock_key": engine.lock_key(), "identity": await engine.server_identity()}
+
+    async def _open(self, reset: bool) -> None:
+        cfg, plan, level = self._cfg, self._plan, self._level
+        assert cfg is not None and plan is not None and level is not None
         # no directory is made: a multi-process engine keeps its data on its server, and on
         # another host a relative data path would land in the worker's working directory
-        self._engine = engine = engine_class(self._name)(econf)
+        self._engine = engine = engine_class(self._name)(self._engine_config())
         assert self._background is not None
         key = engine.lock_key()
         if key is not None:  # the coordinator holds the run's server lock (Engine.exclusive)
@@ -296,10 +316,14 @@ class ClientProcess:
 
         outbox = self._outbox.add if self._send is not None else None
 
-        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None) -> None:
-            stamps = recorder.add(worker, ops, seconds, marks, intended)
+        def on_batch(
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0
+        ) -> None:
+            stamps = recorder.add(worker, ops, seconds, marks, intended, blocked)
             if outbox is not None:
-                outbox(worker, index, ops, seconds, stamps, intended)
+                outbox(worker, index, ops, seconds, stamps, intended, blocked)
+
+        ledger = LoopLedger()  # this process's workers share its loop
 
         async def worker(w: int) -> None:
             if rate is None:
@@ -307,7 +331,9 @@ class ClientProcess:
             else:
                 plan = WorkerSchedule(rate, start_ns, w, workers, cfg.seed, phase)
                 alone = len(parts) == 1  # nothing else of the benchmark's on this loop
-                await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone)
+                await run_batches_at(
+                    kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone, ledger
+                )
             ends[w] = time.time()
 
         try:
@@ -316,14 +342,17 @@ class ClientProcess:
                 if wait > 0:
                     await anyio.sleep(wait)
                 cpu0 = process_time()
+                wait0 = runqueue_wait_seconds()
                 release = time.time()
                 async with anyio.create_task_group() as tg:
                     for w in parts:
                         tg.start_soon(worker, w)
                 cpu = process_time() - cpu0
+                wait1 = runqueue_wait_seconds()
             if self._running.cancelled_caught:
                 raise RuntimeError(f"client process {self._k}: phase aborted by the coordinator")
             summary = recorder.summary()
+            load, cpus = host_load()
             return PhasePart(
                 process=self._k,
                 release=release,
@@ -332,6 +361,9 @@ class ClientProcess:
                 cpu_seconds=cpu,
                 histogram=None if summary is None else summary["histogram"],
                 batches=self._outbox.count,
+                wait_seconds=None if wait0 is None or wait1 is None else wait1 - wait0,
+                load=load,
+                cpus=cpus,
             )
         finally:
             self._running = None

@@ -17,6 +17,7 @@ import anyio
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.rate import Rate
+from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
@@ -28,7 +29,9 @@ __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batch
 BatchHook = Callable[..., None]
 """Called after every batch with (worker, batch index, ops in batch, batch seconds, marks);
 under a rate with a sixth argument, the batch's intended start times (an int64 array, ns on
-the marks' clock, one per operation)."""
+the marks' clock, one per operation), and a seventh, the ns the engine's calls of the other
+workers held the event loop between this worker's previous batch and this one
+(:mod:`asyncbench.run.loop_ledger`: taken out of the harness's delay)."""
 
 
 @dataclass
@@ -104,28 +107,36 @@ async def run_batches_at(
     schedule: WorkerSchedule,
     worker: int = 0,
     alone: bool = True,
+    ledger: LoopLedger | None = None,
 ) -> int:
     """One worker's loop under a rate: each batch is the operations due now (at most
     ``batch_size``), issued back to back in plan order; then it waits for the next due time.
     Behind schedule, the batches grow and nothing is skipped. Same items, same order, same
-    folds as :func:`run_batches`: only when they start differs."""
+    folds as :func:`run_batches`: only when they start differs. ``ledger``: the engine's time
+    on the loop, shared by the phase's workers on this loop (one of its own if none)."""
     call = kind.call
     assert call is not None, f"{kind.kind} is not an operation phase"
     fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
     clock = CLOCK
     total = len(items)
     done = index = 0
+    ledger = ledger or LoopLedger()
+    timed = ledger.timed
+    seen = ledger.total  # the loop's engine time when this worker last stopped running its own
     while done < total:
         due = schedule.next_due()
         if due > clock():
             await wait_until(due, alone)
         t0 = clock()
+        blocked = ledger.total - seen  # the other workers' engine calls held the loop this long
         intended = schedule.take(t0, min(batch_size, total - done))
         n = len(intended)
         chunk = items[done : done + n]
         marks: Marks = []
-        fold(await call(store, chunk, ctx, marks))
-        on_batch(worker, index, n, (clock() - t0) / 1e9, marks, intended)
+        result = await timed(call(store, chunk, ctx, marks))
+        seen = ledger.total
+        fold(result)
+        on_batch(worker, index, n, (clock() - t0) / 1e9, marks, intended, blocked)
         done += n
         index += 1
     return total
@@ -165,6 +176,7 @@ async def run_operations(
         return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
     parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
     sums = [Checksum() for _ in range(workers)]
+    ledger = LoopLedger()  # the workers share the loop, and so its engine time
     gate = anyio.Event()
     ready = 0
     start_ns = 0  # the schedules' origin, set as the gate opens
@@ -177,7 +189,9 @@ async def run_operations(
             await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
         else:
             plan = WorkerSchedule(rate, start_ns, w, workers, seed, phase)
-            await run_batches_at(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, alone=False)
+            await run_batches_at(
+                kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, alone=False, ledger=ledger
+            )
 
     async with anyio.create_task_group() as tg:
         for w in range(workers):

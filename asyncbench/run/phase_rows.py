@@ -11,6 +11,8 @@ same code from the same values.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
@@ -85,12 +87,28 @@ def open_loop(rate: Rate, recorder: PhaseRecorder) -> OpenLoop:
     )
 
 
-def sweep_dipped(pr: PhaseResult, spec: PhaseSpec, rate: Rate | None, dipped: set[int], notes: list[str]) -> None:
-    """A sweep's level whose achieved rate fell short stops the sweep: its higher levels are
-    skipped (``dipped`` gains the sweep, ``notes`` says why)."""
+def sweep_dipped(
+    pr: PhaseResult,
+    spec: PhaseSpec,
+    rate: Rate | None,
+    dipped: set[int],
+    notes: list[str],
+    later: Sequence[PhaseSpec] = (),
+) -> None:
+    """A sweep's level whose achieved rate fell short stops the sweep: its higher levels
+    (those of ``later``, the plan's phases after this one, in the same sweep) are skipped
+    (``dipped`` gains the sweep, ``notes`` says why). A dip at the sweep's last level skips
+    nothing, and the note says so rather than claiming higher rates were skipped."""
     if spec.sweep is not None and pr.rate_missed:
         dipped.add(spec.sweep)
-        notes.append(
-            f"sweep of {spec.name!r} stopped: {round(pr.ops_per_s):_d}/s achieved of "
-            f"{round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below); its higher rates were skipped"
+        achieved = (
+            f"{round(pr.ops_per_s):_d}/s achieved of {round(rate.ops_per_s if rate else 0):_d}/s (more than 5 % below)"
         )
+        higher = sum(1 for s in later if s.sweep == spec.sweep)
+        if higher:
+            notes.append(
+                f"sweep of {spec.name!r} stopped: {achieved}; its {higher} higher "
+                f"rate{'s were' if higher > 1 else ' was'} skipped"
+            )
+        else:
+            notes.append(f"sweep of {spec.name!r}: its highest rate dipped: {achieved}; no higher rate was planned")

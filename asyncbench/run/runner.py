@@ -26,7 +26,7 @@ from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse
-from asyncbench.run.distributed import DistributedEngineRun, Placement
+from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_loop import run_operations
@@ -284,7 +284,7 @@ class EngineRun:
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 add_figures(pr, latency, rate)
-        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes)
+        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -314,11 +314,11 @@ class EngineRun:
         done = 0
 
         def hook(
-            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None
+            worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0
         ) -> None:
             nonlocal done
             done += ops
-            stamps = add(worker, ops, seconds, marks, intended)
+            stamps = add(worker, ops, seconds, marks, intended, blocked)
             observer_batch(BatchDone(engine, phase, index, ops, seconds, done, worker, stamps, intended))
 
         return hook
@@ -397,6 +397,8 @@ class Benchmark:
                         try:
                             await engine_run.run()
                         finally:  # an interrupted engine still reports what it completed
+                            if self.placement.scaled and not isinstance(engine_run, DistributedEngineRun):
+                                engine_run.result.notes.append(ordinary_path_note(name, self.placement))
                             engine_run.result.repeat = repeat
                             engine_run.result.warmup = repeat < cfg.warmup
                             run.engines.append(engine_run.result)
