@@ -32,6 +32,12 @@ PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"
 #: The highest target rate a phase may set (operations per second, all workers).
 MAX_RATE = 100_000_000
 TOP_KEYS = {"run", "counts", "engines", "phase"}
+#: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
+#: a person wrote, and parsing it would take the time and memory its size says.
+MAX_PLAN_BYTES = 1024 * 1024
+#: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
+#: has 17; thousands are a generated mistake whose run would never end.
+MAX_PHASES = 1000
 
 
 def default_engines() -> tuple[str, ...]:
@@ -197,7 +203,7 @@ def parse_rates(where: str, key: str, v: Any) -> list[float]:
     items = v.split(",") if isinstance(v, str) else v if isinstance(v, list) else [v]
     if not items:
         raise ConfigError(where, key, "needs at least one rate")
-    rates = [parse_rate(where, key, x.strip() if isinstance(x, str) else x) for x in items]
+    rates = [parse_rate(where, key, x) for x in items]  # no strip: parse.py refuses whitespace
     if any(b <= a for a, b in zip(rates, rates[1:], strict=False)):
         raise ConfigError(where, key, f"a sweep's rates must rise, got {', '.join(f'{r:g}' for r in rates)}")
     return rates
@@ -224,6 +230,8 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
         names = [n.strip() for n in names.split(",")]
     if not isinstance(names, list) or not names:
         raise ConfigError(where, key, f"must be a non-empty list of engine names, got {names!r}")
+    if "all" in names and len(names) > 1:  # "all,memory": both all and one, or a typo?
+        raise ConfigError(where, key, f"'all' stands alone (every engine); got {', '.join(map(repr, names))}")
     out: list[str] = []
     explicit: set[str] = set()
     for n in names:
@@ -388,8 +396,19 @@ class Name(ValueType):
 
 @dataclass(frozen=True)
 class PathValue(ValueType):
+    """A directory the run writes under: no control or format character (a newline or an
+    escape in a name is a mistake, and every message and report would have to carry it)."""
+
     def read(self, where: str, key: str, v: Any) -> Path:
-        return Path(_str(where, key, v))
+        text = _str(where, key, v)
+        try:
+            text.encode("utf-8")  # a name in other bytes says so, not "cannot be shown"
+        except UnicodeEncodeError:
+            raise ConfigError(
+                where, key, f"{text!r} contains bytes that are not UTF-8; results and logs record paths "
+                "as text, so use a UTF-8 name"
+            ) from None
+        return Path(_shown(where, key, text))
 
 
 @dataclass(frozen=True)
@@ -623,6 +642,8 @@ RUN_KEYS: dict[str, RunKey] = {
 def _phases(where: str, items: Any) -> list[PhaseSpec]:
     if not isinstance(items, list) or not items:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
+    if len(items) > MAX_PHASES:
+        raise ConfigError(where, "phase", f"{len(items):_d} phases; a plan runs at most {MAX_PHASES:_d}")
     phases: list[PhaseSpec] = []
     seen_insert = seen_update = False
     explicit: dict[str, str] = {}  # explicit display name -> key that set it
@@ -729,7 +750,16 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             phases.append(
                 dataclasses.replace(spec, name=f"{name} @ {fmt.count(round(level))}/s", rate=level, sweep=first)
             )
+    check_phase_total(phases, where, "phase")
     return phases
+
+
+def check_phase_total(phases: list[PhaseSpec], where: str, key: str) -> None:
+    """At most :data:`MAX_PHASES` phases once the sweeps (of ``key``) are expanded."""
+    if len(phases) > MAX_PHASES:
+        raise ConfigError(
+            where, key, f"the rate sweep makes {len(phases):_d} phases; a plan runs at most {MAX_PHASES:_d}"
+        )
 
 
 # --- loading ------------------------------------------------------------------------------
@@ -741,7 +771,7 @@ def load(path: str | Path) -> BenchConfig:
 
     where = str(path)
     try:
-        raw = read_input(Path(path))
+        raw = read_input(Path(path), MAX_PLAN_BYTES, "a plan")
     except InputError as exc:
         raise ConfigError(where, "file", exc.reason) from None
     try:
@@ -866,6 +896,16 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
         start = first.setdefault(key, i)
         out.append(dataclasses.replace(spec, sweep=start))
     return out
+
+
+def check_pacing(cfg: BenchConfig, where: str, key: str) -> None:
+    """``arrivals`` spaces the start times of the phases the run's ``rate`` paces: without
+    a rate it changes nothing, and the run would be closed loop while the user asked for
+    an arrival process (a phase's own rate takes its own ``arrivals``)."""
+    if cfg.arrivals != "uniform" and not cfg.rate:
+        raise ConfigError(
+            where, key, f"paces the phases of --rate or run.rate, and there is none; {cfg.arrivals!r} needs a rate"
+        )
 
 
 def check_repeats(cfg: BenchConfig, where: str) -> None:
