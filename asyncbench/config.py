@@ -7,6 +7,7 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import re
 import tomllib
@@ -411,6 +412,41 @@ class PathValue(ValueType):
         return Path(_shown(where, key, text))
 
 
+#: A host name (RFC 1123 labels) or an IPv4 address; an IPv6 address goes in brackets.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*", re.ASCII)
+#: The schemes a Dask scheduler listens on over a network.
+CLUSTER_SCHEMES = ("tcp", "tls")
+
+
+@dataclass(frozen=True)
+class ClusterAddress(ValueType):
+    """A Dask scheduler's address, ``tcp://HOST:PORT`` (or ``tls://``; no scheme is tcp):
+    checked before the run, since a malformed one failed only once the engine's run had
+    started, after the report files were written."""
+
+    def read(self, where: str, key: str, v: Any) -> str:
+        text = _shown(where, key, _str(where, key, v))
+        form = "the form tcp://HOST:PORT"
+        scheme, sep, rest = text.partition("://")
+        if not sep:
+            scheme, rest = "tcp", text
+        if scheme not in CLUSTER_SCHEMES:
+            raise ConfigError(where, key, f"{text!r}: the scheme must be {' or '.join(CLUSTER_SCHEMES)}, in {form}")
+        host, colon, port = rest.rpartition(":")
+        if not colon or not port:
+            raise ConfigError(where, key, f"{text!r} has no port; a scheduler address has {form}")
+        if host.startswith("[") and host.endswith("]"):
+            try:
+                ipaddress.IPv6Address(host[1:-1])
+            except ValueError:
+                raise ConfigError(where, key, f"{text!r}: {host} is not an IPv6 address") from None
+        elif not _HOST.fullmatch(host):
+            raise ConfigError(where, key, f"{text!r}: {host!r} is not a host name or address; use {form}")
+        if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+            raise ConfigError(where, key, f"{text!r}: the port must be a number from 1 to 65535, got {port!r}")
+        return text
+
+
 @dataclass(frozen=True)
 class Bool(ValueType):
     def read(self, where: str, key: str, v: Any) -> bool:
@@ -590,7 +626,7 @@ RUN_KEYS: dict[str, RunKey] = {
         ),
         RunKey(
             "cluster",
-            Text(),
+            ClusterAddress(),
             "run the P workers of a client/server engine on the worker processes of the Dask "
             "cluster whose scheduler is at this address (tcp://HOST:8786): --processes of its workers, "
             "else all of them; embedded engines refuse it",

@@ -90,3 +90,9 @@ def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.
             proc.wait()
     assert proc.returncode == 130, err
     assert not list(tmp_path.glob("asyncbench-floor-*")), err
+
+
+def test_a_dir_with_an_escape_character_is_shown_escaped(tmp_path: Path, capsys) -> None:
+    assert main(["floor", "--dir", str(tmp_path / "a\x1b[2Jb"), "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "a\\x1b[2Jb: not an existing directory" in err and "\x1b" not in err

@@ -261,3 +261,47 @@ def test_a_measured_rate_is_never_faster_than_the_target_rate(tmp_path: Path) ->
     assert fast.seconds("memory", cfg, 100) >= paced > 1
     # the calibration measures closed loop: it would otherwise run at 5 ops/s
     assert all(p.rate is None for p in calibration_config(cfg, tmp_path).phases)
+
+
+# --- checked before the run, not after its report -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("tcp://", "has no port"),
+        ("tcp://127.0.0.1", "has no port"),
+        ("tcp://127.0.0.1:", "has no port"),
+        ("tcp://:8786", "'' is not a host name or address"),
+        ("tcp://127.0.0.1:99999", "the port must be a number from 1 to 65535"),
+        ("tcp://127.0.0.1:0", "the port must be a number from 1 to 65535"),
+        ("tcp://127.0.0.1:87 86", "the port must be a number"),
+        ("http://127.0.0.1:8786", "the scheme must be tcp or tls"),
+        ("tcp://local host:8786", "'local host' is not a host name"),
+        ("tcp://[::1:8786", "is not a host name or address"),
+        ("tcp://[nope]:8786", "[nope] is not an IPv6 address"),
+        ("tcp://127.0.0.1:8786\x1b", "cannot be shown"),
+    ],
+)
+def test_a_malformed_cluster_address_is_refused_before_the_run(tmp_path: Path, capsys, address, reason) -> None:
+    err = refused(tmp_path, capsys, "--cluster", address, "--engine", "postgres")
+    assert "command line: --cluster: " in err and reason in err
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "127.0.0.1:8786", "tls://sched.example:8786", "tcp://[::1]:8786"])
+def test_a_well_formed_cluster_address_is_accepted(address: str) -> None:
+    from asyncbench.config import RUN_KEYS
+
+    assert RUN_KEYS["cluster"].type.read("command line", "--cluster", address) == address
+
+
+def test_a_path_in_a_console_line_is_escaped(tmp_path: Path, capfd) -> None:
+    plan = tmp_path / "p\x1b[2J\nx.toml"
+    plan.write_text(GOOD)
+    out, data = tmp_path / "out", tmp_path / "data"
+    code = main([str(plan), "--engine", "memory", "--output", str(out), "--data", str(data), "--yes", "--quiet"])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    console = captured.out + captured.err
+    assert "p\\x1b[2J\\nx.toml" in console
+    assert "\x1b" not in console

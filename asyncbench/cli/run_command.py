@@ -218,6 +218,10 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         from asyncbench.run import preflight
 
         preflight.check_placement(cfg)
+        if args.reuse_data:
+            preflight.check_reuse(cfg, "command line", "--reuse-data")
+        else:
+            preflight.check_reuse(cfg, cfg.source, "run.reuse_data")
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

@@ -20,6 +20,7 @@ from time import perf_counter
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
@@ -195,7 +196,7 @@ class Estimate:
     def lines(self, cfg: BenchConfig) -> list[str]:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
-            f"asyncbench: plan {cfg.source}",
+            f"asyncbench: plan {escape_unprintable(cfg.source)}",  # a newline or ESC in its name shown escaped
             f"  {counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
@@ -207,7 +208,7 @@ class Estimate:
             return out
         out.append(f"  time: {self.time()}")
         if self.storage_bytes is not None:
-            out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {cfg.data}")
+            out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {escape_unprintable(str(cfg.data))}")
         out += textwrap.wrap(f"({self.basis})", 78, initial_indent="  ", subsequent_indent="   ")
         if self.missing:
             out.append(f"  not included: {', '.join(self.missing)}")

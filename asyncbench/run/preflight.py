@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from asyncbench.config import BenchConfig, ConfigError
 
-__all__ = ["check_accelerator", "check_placement", "check_published"]
+__all__ = ["check_accelerator", "check_placement", "check_published", "check_reuse"]
 
 
 def check_published(cfg: BenchConfig) -> None:
@@ -49,3 +49,32 @@ def check_placement(cfg: BenchConfig) -> None:
         check(cfg.engines, cfg.parallelism, placement)
     except PlacementError as exc:
         raise ConfigError("command line", "--cluster" if cfg.cluster else "--processes", str(exc)) from None
+
+
+def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
+    """``--reuse-data`` needs, for every engine and profile count, an engine that keeps a
+    fingerprint of its store and a store directory to reuse. Each was found only once the
+    engine's run started (exit 1, report files written); the store's fingerprint and its
+    integrity are still checked when the engine opens it (asyncbench.run.reuse)."""
+    import os
+
+    from asyncbench.engine import Engine, EngineUnavailable
+    from asyncbench.engines import engine_class
+
+    if not cfg.reuse_data:
+        return
+    for name in cfg.engines:
+        try:
+            cls = engine_class(name)
+        except EngineUnavailable:
+            continue  # the run reports what to install
+        if cls.read_fingerprint is Engine.read_fingerprint:
+            raise ConfigError(
+                where, key, f"engine {name!r} keeps no store to reuse (no fingerprint of what built it); run it without reuse"
+            )
+        for profiles in cfg.profiles:
+            store = cfg.data / f"profiles-{profiles}" / name
+            if not os.path.lexists(store):
+                raise ConfigError(
+                    where, key, f"there is no {name} store to reuse at {store}; build it first with a --keep-data run"
+                )

@@ -92,6 +92,7 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.parse import escape_unprintable
 from asyncbench.result import EXIT_INTERRUPTED
 from asyncbench.run.estimate import ask_to_start, duration
 from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
@@ -453,7 +454,7 @@ def run(args: argparse.Namespace) -> int:
               f"{' or '.join(WRITE_KINDS)}", file=sys.stderr)
         return 2
     if args.dir is not None and not args.dir.is_dir():
-        print(f"asyncbench floor: --dir {args.dir}: not an existing directory", file=sys.stderr)
+        print(f"asyncbench floor: --dir {escape_unprintable(str(args.dir))}: not an existing directory", file=sys.stderr)
         return 2
     if args.pin is not None:  # before any thread starts: threads inherit the mask
         try:
