@@ -305,3 +305,13 @@ def test_a_path_in_a_console_line_is_escaped(tmp_path: Path, capfd) -> None:
     console = captured.out + captured.err
     assert "p\\x1b[2J\\nx.toml" in console
     assert "\x1b" not in console
+
+
+def test_the_plans_listed_without_a_plan_are_shown_escaped(tmp_path: Path) -> None:
+    from asyncbench.cli.main import build_parser
+    from asyncbench.cli.plans import usage
+
+    (tmp_path / "a\x1b[2J.toml").write_text(GOOD)
+    (tmp_path / "b.toml").write_text('[run]\nname = "x\\u001b[2J"\n')
+    text = usage(build_parser("run"), tmp_path)
+    assert "a\\x1b[2J.toml" in text and "\x1b" not in text
