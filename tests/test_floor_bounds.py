@@ -29,6 +29,13 @@ def _exit(argv: list[str]) -> int:
         return int(exc.code or 0)
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--repeats", "5 "), ("--profiles", "\u00a01k"), ("--pin", " 0"), ("--pin", "+0")])
+def test_counts_with_whitespace_or_a_sign_are_refused(flag: str, value: str, capsys) -> None:
+    assert _exit(["floor", flag, value, "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: " in err and "is not a count" in err
+
+
 @pytest.mark.parametrize(
     ("flag", "value"),
     [("--profiles", "2000000000"), ("--repeats", "100000"), ("--slices", "1M"), ("--point-ops", "1000000000")],

@@ -393,6 +393,14 @@ def _count(dest: str) -> Callable[[str], int]:
     return parse
 
 
+def _cpu(text: str) -> int:
+    """A CPU number, read as strictly as every count (int() took ' 1' and '+1')."""
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _engines(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in FLOORS]
@@ -444,7 +452,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time only A (read/scan/query kinds), e.g. under py-spy: benchmarks/floor_profile.py",
     )
     p.add_argument("--dir", type=Path, default=None, help="existing parent directory of the temporary stores")
-    p.add_argument("--pin", type=int, default=None, metavar="CPU", help="run every thread on this CPU")
+    p.add_argument("--pin", type=_cpu, default=None, metavar="CPU", help="run every thread on this CPU")
 
 
 def run(args: argparse.Namespace) -> int:
