@@ -59,9 +59,10 @@ per phase kind (``docs/results/floor-200k.md`` is one such run, annotated). Exit
 informational), 1 when A's
 and B's results or stores differ, 2 on bad arguments (every count flag has a
 maximum: ``--profiles`` 10M, ``--repeats`` 100, ``--slices`` 1_000, the others
-10M; ``asyncbench/tools/floor_estimate.py``), 130 when stopped by Ctrl-C, SIGTERM
-or SIGHUP (the engines are closed and the temporary stores removed). Timing tests
-do not assert on it: the figures belong to this command, run on a quiet machine.
+10M: ``asyncbench/tools/floor_estimate.py``), 130 when stopped by Ctrl-C,
+SIGTERM or SIGHUP (the engines are closed, the temporary stores removed).
+Timing tests do not assert on it: the figures belong to this command, run on a
+quiet machine.
 
 Before it starts, the command prints about how long it will take (scaled from
 ``docs/results/floor-200k.md``); on a terminal, a run estimated over 10 minutes
