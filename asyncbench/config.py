@@ -7,6 +7,7 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import re
 import tomllib
@@ -32,6 +33,12 @@ PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"
 #: The highest target rate a phase may set (operations per second, all workers).
 MAX_RATE = 100_000_000
 TOP_KEYS = {"run", "counts", "engines", "phase"}
+#: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
+#: a person wrote, and parsing it would take the time and memory its size says.
+MAX_PLAN_BYTES = 1024 * 1024
+#: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
+#: has 17; thousands are a generated mistake whose run would never end.
+MAX_PHASES = 1000
 
 
 def default_engines() -> tuple[str, ...]:
@@ -197,7 +204,7 @@ def parse_rates(where: str, key: str, v: Any) -> list[float]:
     items = v.split(",") if isinstance(v, str) else v if isinstance(v, list) else [v]
     if not items:
         raise ConfigError(where, key, "needs at least one rate")
-    rates = [parse_rate(where, key, x.strip() if isinstance(x, str) else x) for x in items]
+    rates = [parse_rate(where, key, x) for x in items]  # no strip: parse.py refuses whitespace
     if any(b <= a for a, b in zip(rates, rates[1:], strict=False)):
         raise ConfigError(where, key, f"a sweep's rates must rise, got {', '.join(f'{r:g}' for r in rates)}")
     return rates
@@ -224,6 +231,8 @@ def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], 
         names = [n.strip() for n in names.split(",")]
     if not isinstance(names, list) or not names:
         raise ConfigError(where, key, f"must be a non-empty list of engine names, got {names!r}")
+    if "all" in names and len(names) > 1:  # "all,memory": both all and one, or a typo?
+        raise ConfigError(where, key, f"'all' stands alone (every engine); got {', '.join(map(repr, names))}")
     out: list[str] = []
     explicit: set[str] = set()
     for n in names:
@@ -391,8 +400,54 @@ class Name(ValueType):
 
 @dataclass(frozen=True)
 class PathValue(ValueType):
+    """A directory the run writes under: no control or format character (a newline or an
+    escape in a name is a mistake, and every message and report would have to carry it)."""
+
     def read(self, where: str, key: str, v: Any) -> Path:
-        return Path(_str(where, key, v))
+        text = _str(where, key, v)
+        try:
+            text.encode("utf-8")  # a name in other bytes says so, not "cannot be shown"
+        except UnicodeEncodeError:
+            raise ConfigError(
+                where, key, f"{text!r} contains bytes that are not UTF-8; results and logs record paths "
+                "as text, so use a UTF-8 name"
+            ) from None
+        return Path(_shown(where, key, text))
+
+
+#: A host name (RFC 1123 labels) or an IPv4 address; an IPv6 address goes in brackets.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*", re.ASCII)
+#: The schemes a Dask scheduler listens on over a network.
+CLUSTER_SCHEMES = ("tcp", "tls")
+
+
+@dataclass(frozen=True)
+class ClusterAddress(ValueType):
+    """A Dask scheduler's address, ``tcp://HOST:PORT`` (or ``tls://``; no scheme is tcp):
+    checked before the run, since a malformed one failed only once the engine's run had
+    started, after the report files were written."""
+
+    def read(self, where: str, key: str, v: Any) -> str:
+        text = _shown(where, key, _str(where, key, v))
+        form = "the form tcp://HOST:PORT"
+        scheme, sep, rest = text.partition("://")
+        if not sep:
+            scheme, rest = "tcp", text
+        if scheme not in CLUSTER_SCHEMES:
+            raise ConfigError(where, key, f"{text!r}: the scheme must be {' or '.join(CLUSTER_SCHEMES)}, in {form}")
+        host, colon, port = rest.rpartition(":")
+        if not colon or not port:
+            raise ConfigError(where, key, f"{text!r} has no port; a scheduler address has {form}")
+        if host.startswith("[") and host.endswith("]"):
+            try:
+                ipaddress.IPv6Address(host[1:-1])
+            except ValueError:
+                raise ConfigError(where, key, f"{text!r}: {host} is not an IPv6 address") from None
+        elif not _HOST.fullmatch(host):
+            raise ConfigError(where, key, f"{text!r}: {host!r} is not a host name or address; use {form}")
+        if not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
+            raise ConfigError(where, key, f"{text!r}: the port must be a number from 1 to 65535, got {port!r}")
+        return text
 
 
 @dataclass(frozen=True)
@@ -574,7 +629,7 @@ RUN_KEYS: dict[str, RunKey] = {
         ),
         RunKey(
             "cluster",
-            Text(),
+            ClusterAddress(),
             "run the P workers of a client/server engine on the worker processes of the Dask "
             "cluster whose scheduler is at this address (tcp://HOST:8786): --processes of its workers, "
             "else all of them; embedded engines refuse it",
@@ -626,6 +681,8 @@ RUN_KEYS: dict[str, RunKey] = {
 def _phases(where: str, items: Any) -> list[PhaseSpec]:
     if not isinstance(items, list) or not items:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
+    if len(items) > MAX_PHASES:
+        raise ConfigError(where, "phase", f"{len(items):_d} phases; a plan runs at most {MAX_PHASES:_d}")
     phases: list[PhaseSpec] = []
     seen_insert = seen_update = False
     explicit: dict[str, str] = {}  # explicit display name -> key that set it
@@ -732,7 +789,16 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             phases.append(
                 dataclasses.replace(spec, name=f"{name} @ {fmt.count(round(level))}/s", rate=level, sweep=first)
             )
+    check_phase_total(phases, where, "phase")
     return phases
+
+
+def check_phase_total(phases: list[PhaseSpec], where: str, key: str) -> None:
+    """At most :data:`MAX_PHASES` phases once the sweeps (of ``key``) are expanded."""
+    if len(phases) > MAX_PHASES:
+        raise ConfigError(
+            where, key, f"the rate sweep makes {len(phases):_d} phases; a plan runs at most {MAX_PHASES:_d}"
+        )
 
 
 # --- loading ------------------------------------------------------------------------------
@@ -744,7 +810,7 @@ def load(path: str | Path) -> BenchConfig:
 
     where = str(path)
     try:
-        raw = read_input(Path(path))
+        raw = read_input(Path(path), MAX_PLAN_BYTES, "a plan")
     except InputError as exc:
         raise ConfigError(where, "file", exc.reason) from None
     try:
@@ -869,6 +935,16 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
         start = first.setdefault(key, i)
         out.append(dataclasses.replace(spec, sweep=start))
     return out
+
+
+def check_pacing(cfg: BenchConfig, where: str, key: str) -> None:
+    """``arrivals`` spaces the start times of the phases the run's ``rate`` paces: without
+    a rate it changes nothing, and the run would be closed loop while the user asked for
+    an arrival process (a phase's own rate takes its own ``arrivals``)."""
+    if cfg.arrivals != "uniform" and not cfg.rate:
+        raise ConfigError(
+            where, key, f"paces the phases of --rate or run.rate, and there is none; {cfg.arrivals!r} needs a rate"
+        )
 
 
 def check_repeats(cfg: BenchConfig, where: str) -> None:

@@ -3,10 +3,12 @@
 Python's ``int()`` and ``float()`` accept far more than a user means by a count: any
 Unicode decimal digit (``int("１２") == 12``, ``int("٣") == 3``), underscores anywhere
 once the caller has stripped them (``_1``, ``1__0``, ``1_``), surrounding Unicode
-whitespace. A count or seed that reads differently from what the run uses is refused
-here instead: ASCII digits only, ``_`` only between two digits (as in TOML and Python
-literals), then the documented suffix. ValueError says what was wrong; the caller names
-the flag or key.
+whitespace (``float("5\u00a0") == 5``), a ``+`` sign. A count or seed that reads
+differently from what the run uses is refused here instead: ASCII digits only, ``_``
+only between two digits (as in TOML and Python literals), then the documented suffix;
+no whitespace at all (``'1k '`` is a quoting mistake, not 1_000), and a sign only where
+a value may be negative (a seed). Every numeric flag and string value goes through these
+functions. ValueError says what was wrong; the caller names the flag or key.
 
 Names a plan gives (phase names) are shown on the console and in reports: a control or
 format character (an escape sequence, a carriage return, a bidirectional override)
@@ -24,7 +26,7 @@ _DIGITS = r"[0-9]+(?:_[0-9]+)*"
 #: ``20k``, ``2M``, ``2_000_000``, ``1.5M`` (a fraction only where the result is whole).
 _COUNT = re.compile(rf"({_DIGITS})(?:\.([0-9]+))?([kKmM]?)", re.ASCII)
 _INT = re.compile(rf"[+-]?{_DIGITS}", re.ASCII)
-_SECONDS = re.compile(rf"[+-]?(?:{_DIGITS})?(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_SECONDS = re.compile(rf"-?(?:{_DIGITS})?(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
 #: More digits than any count, seed or timeout needs; also keeps int() from its own
 #: 4_300-digit limit (a ValueError with a message about Python, not about the flag).
 MAX_DIGITS = 30
@@ -34,14 +36,9 @@ _SUFFIX = {"": 1, "k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}
 _UNPRINTABLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
-def _strip(text: str) -> str:
-    """Surrounding ASCII spaces only (a shell may pass them); other whitespace is an error."""
-    return text.strip(" \t")
-
-
 def parse_count(text: str) -> int:
     """``20k``, ``2M``, ``2_000_000``, ``1.5M`` -> int; ValueError with the reason."""
-    s = _strip(text)
+    s = text
     m = _COUNT.fullmatch(s)
     if m is None:
         raise ValueError(
@@ -60,7 +57,7 @@ def parse_count(text: str) -> int:
 
 def parse_int(text: str) -> int:
     """An integer with an optional sign (a seed): ``-7``, ``570_123_434``."""
-    s = _strip(text)
+    s = text
     if _INT.fullmatch(s) is None:
         raise ValueError(f"{text!r} is not an integer (ASCII digits, _ only between two digits)")
     if len(s) > MAX_DIGITS * 2:
@@ -69,12 +66,13 @@ def parse_int(text: str) -> int:
 
 
 def parse_seconds(text: str) -> float:
-    """A number of seconds: ``90``, ``1.5``, ``3_600``, ``1e3``. A sign, ``inf`` and
-    ``nan`` are read, so the caller's range check says what is wrong with them."""
-    s = _strip(text)
-    if s.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+    """A number of seconds: ``90``, ``1.5``, ``3_600``, ``1e3``. A minus sign, ``inf`` and
+    ``nan`` are read, so the caller's range check says what is wrong with them; a ``+``
+    is refused (no number here is written with one)."""
+    s = text
+    if s.lower().lstrip("-") in ("inf", "infinity", "nan"):
         return float(s)  # a number, refused by the caller's range check with its own words
-    if _SECONDS.fullmatch(s) is None or not s.lstrip("+-.")[:1].isdigit():
+    if _SECONDS.fullmatch(s) is None or not s.lstrip("-.")[:1].isdigit():
         raise ValueError(f"{text!r} is not a number of seconds (ASCII digits, an optional .fraction)")
     if len(s) > MAX_DIGITS * 2:
         raise ValueError(f"{text[:40]!r}... has more than {MAX_DIGITS * 2} digits: too large a number")

@@ -77,6 +77,10 @@ SCHEMA = (
 
 DIALECT = Dialect(placeholder=lambda i: "?")
 
+#: The largest page cache and memory map a plan may give, in MB: 64 GB, the bound RocksDB's
+#: write buffers have (engines/rocksdb.py). Beyond it is a typo: SQLite would take a page
+#: cache of 99_999_999_999 MB as "no limit" and grow it until the machine swaps.
+MAX_SIZE_MB = 65_536
 JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY", "OFF")
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 TEMP_STORES = ("DEFAULT", "FILE", "MEMORY")
@@ -87,8 +91,10 @@ def validate_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(settings)
     for key in ("cache_size_mb", "mmap_size_mb"):
         value = out[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"engines.sqlite.{key} must be an integer >= 0 (MB), got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE_MB:
+            raise ValueError(
+                f"engines.sqlite.{key} must be an integer from 0 to at most {MAX_SIZE_MB:_d} (MB, 64 GB), got {value!r}"
+            )
     for key, allowed in (
         ("journal_mode", JOURNAL_MODES),
         ("synchronous", SYNCHRONOUS),

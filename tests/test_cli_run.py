@@ -135,8 +135,8 @@ def test_engine_skipped_by_all_is_not_a_failure(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setitem(sys.modules, "asyncmy", None)
     monkeypatch.delitem(sys.modules, "asyncbench.engines.mysql", raising=False)
-    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
-    code, results, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql", "memory"))
+    code, results, output = run_cli(QUICK, "--engine", "all", "--profiles", "1k", "--no-isolate")
     assert code == 0, output
     mysql, memory = results[0]["engines"]
     assert status_line(mysql).startswith("Skipped: engine 'mysql' needs the Python package 'asyncmy'")
@@ -147,8 +147,8 @@ def test_skipped_engine_appears_once_in_a_one_line_note(monkeypatch: pytest.Monk
 
     monkeypatch.setitem(sys.modules, "asyncmy", None)
     monkeypatch.delitem(sys.modules, "asyncbench.engines.mysql", raising=False)
-    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql",))
-    code, _, output = run_cli(QUICK, "--engine", "all,memory", "--profiles", "1k", "--no-isolate")
+    monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql", "memory"))
+    code, _, output = run_cli(QUICK, "--engine", "all", "--profiles", "1k", "--no-isolate")
     assert code == 0, output
     assert output.count("needs the Python package 'asyncmy'") == 1, output
     folder = tmp_path / "out" / "profiles-1000-p1"

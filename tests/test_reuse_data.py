@@ -79,11 +79,19 @@ def test_reuse_of_another_engines_store_is_refused(run_cli, tmp_path: Path) -> N
 
 
 def test_reuse_without_a_built_store_is_refused_and_creates_nothing(run_cli, tmp_path: Path) -> None:
+    """Issue 34: refused before the run (exit 2), no report, no directory, no lock."""
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
-    assert code == 1, output
-    (e,) = runs[-1]["engines"]
-    assert e["phase"] == "open" and "does not exist" in e["detail"]
-    assert not store(tmp_path, "sqlite").exists()  # (the run's lock lives beside it, as always)
+    assert code == 2, output
+    assert f"command line: --reuse-data: there is no sqlite store to reuse at {store(tmp_path, 'sqlite')}" in output
+    assert runs == [] and not (tmp_path / "data").exists() and not (tmp_path / "out").exists()
+
+
+def test_reuse_of_an_engine_without_a_store_is_refused_before_the_run(run_cli, tmp_path: Path) -> None:
+    """Issue 34: memory keeps no store, so nothing can be reused: exit 2, nothing created."""
+    code, runs, output = run_cli(QUICK, "--engine", "memory", *FAST, "--reuse-data")
+    assert code == 2, output
+    assert "command line: --reuse-data: engine 'memory' keeps no store to reuse" in output
+    assert runs == [] and not (tmp_path / "data").exists() and not (tmp_path / "out").exists()
 
 
 def test_a_store_from_a_failed_or_cleaned_run_has_no_fingerprint(run_cli, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from asyncbench import fmt
 from asyncbench.config import ConfigError, load
+from asyncbench.parse import escape_unprintable
 
 #: Where plans live, relative to the directory a user runs in (the repository root).
 PLAN_GLOBS = ("benchmarks.toml", "benchmarks/*.toml", "*.toml")
@@ -31,7 +32,7 @@ def describe(path: Path) -> str:
     try:
         cfg = load(path)
     except ConfigError as exc:
-        return f"(not a valid plan: {exc.reason})"
+        return f"(not a valid plan: {escape_unprintable(exc.reason)})"
     counts = ", ".join(fmt.count(n) for n in cfg.profiles)
     return f"{counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}"
 
@@ -42,9 +43,10 @@ def usage(parser: argparse.ArgumentParser, root: Path | None = None) -> str:
     plans = find_plans(root)
     if not plans:
         lines.append("  none found in this directory (run from the repository's root)")
-    width = max((len(str(p.relative_to(root))) for p in plans), default=0)
+    names = {path: escape_unprintable(str(path.relative_to(root))) for path in plans}  # a file named with ESC
+    width = max((len(name) for name in names.values()), default=0)
     for path in plans:
-        lines.append(f"  {str(path.relative_to(root)):<{width}}  {describe(path)}")
+        lines.append(f"  {names[path]:<{width}}  {describe(path)}")
     lines += [
         "",
         "A first run: python -m asyncbench benchmarks/quick.toml",

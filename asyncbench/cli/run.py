@@ -46,22 +46,14 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
     """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
     import sys
 
-    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, duration, estimate
+    from asyncbench.run.estimate import ask_to_start, estimate
     from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
-    seconds = est.seconds
-    long = seconds is not None and seconds > ASK_ABOVE_SECONDS
-    if yes or seconds is None or not long or not (stdin.isatty() and stdout.isatty()):
-        return True
-    print(f"Start this run of about {duration(seconds)}? [y/N] ", end="", file=stdout, flush=True)
-    answer = stdin.readline().strip().lower()
-    if answer in ("y", "yes"):
-        return True
-    print("asyncbench: not started (pass --yes to skip this question)", file=stdout)
-    return False
+    what = f"this run of {est.time()}" if est.seconds is not None else "this run"
+    return ask_to_start(what, est.seconds, yes, stdin, stdout)
 
 
 def utc_stamp() -> str:

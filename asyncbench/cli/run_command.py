@@ -22,7 +22,9 @@ from asyncbench.config import (
     ConfigError,
     apply_run_key,
     chart_phases,
+    check_pacing,
     check_phase_counts,
+    check_phase_total,
     check_repeats,
     load,
     pace_phases,
@@ -169,7 +171,15 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
                 "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
             )
         cfg.clean_data = False
+    if args.arrivals is not None:
+        check_pacing(cfg, where, "--arrivals")
+    else:
+        check_pacing(cfg, cfg.source, "run.arrivals")
     pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
+    if args.rate is not None:
+        check_phase_total(cfg.phases, where, "--rate")
+    else:
+        check_phase_total(cfg.phases, cfg.source, "run.rate")
     if args.over_time is not None:
         chart_phases(cfg, where, "--over-time")
     else:
@@ -209,6 +219,10 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
 
         preflight.check_placement(cfg)
         preflight.check_environment(cfg)
+        if args.reuse_data:
+            preflight.check_reuse(cfg, "command line", "--reuse-data")
+        else:
+            preflight.check_reuse(cfg, cfg.source, "run.reuse_data")
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -38,6 +39,7 @@ from pathlib import Path
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.engines.store_dir import MARKER as STORE_MARKER
 from asyncbench.fs.ownership import is_own_log
+from asyncbench.parse import check_printable
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
 
@@ -109,12 +111,61 @@ def _existing_prefix(path: Path) -> Path:
     return probe
 
 
+#: File systems that hold no files of their own: the kernel's views (processes, devices,
+#: control groups, tracing). A store or a result written there is lost or fails oddly, and
+#: root may even be able to create a file in some of them, so the probe below cannot tell.
+PSEUDO_FS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+    "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs",
+    "binfmt_misc", "efivarfs", "autofs", "rpc_pipefs", "nsfs", "selinuxfs",
+})  # fmt: skip
+#: Trees that are the kernel's whatever is mounted inside them (/sys/fs/cgroup is a tmpfs).
+PSEUDO_TREES = (Path("/proc"), Path("/sys"))
+MOUNTS = Path("/proc/self/mounts")
+
+
+def _mount_of(path: Path) -> tuple[Path, str] | None:
+    """The mount point holding ``path`` (a real path) and its file system type, from the
+    kernel's mount table; None when the table cannot be read (not Linux)."""
+    try:
+        lines = MOUNTS.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    best: tuple[Path, str] | None = None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # the table writes a space, tab, newline and backslash in a mount point as \ooo
+        point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[1]))
+        if (path == point or path.is_relative_to(point)) and (best is None or len(point.parts) >= len(best[0].parts)):
+            best = (point, fields[2])
+    return best
+
+
+def _not_pseudo(where: str, key: str, path: Path, probe: Path) -> None:
+    """``probe`` (the existing part of ``path``) is not on a kernel pseudo file system."""
+    real = _real(probe)
+    mount = _mount_of(real)
+    if mount is not None and mount[1] in PSEUDO_FS:
+        fs = f"{mount[1]} at {mount[0]}"
+    elif any(real == tree or real.is_relative_to(tree) for tree in PSEUDO_TREES):
+        fs = f"the kernel's {next(t for t in PSEUDO_TREES if real == t or real.is_relative_to(t))} tree"
+    else:
+        return
+    raise ConfigError(
+        where, key, f"{path} is on a pseudo file system ({fs}), not storage; name a directory on a disk"
+    )
+
+
 def _writable_tree(where: str, key: str, path: Path) -> None:
-    """``path`` is a directory or can be created as one, and files can be created there."""
+    """``path`` is a directory or can be created as one, on storage (not a pseudo file
+    system), and files can be created there."""
     probe = _existing_prefix(path)
     if not probe.is_dir():  # follows a symlink the user named: their choice
         what = "is a file" if probe.is_file() else "is not a directory"
         raise ConfigError(where, key, f"{path} is not a directory ({probe} {what})")
+    _not_pseudo(where, key, path, probe)
     try:  # a real probe: os.access says yes to root even on a read-only file system
         with tempfile.TemporaryFile(dir=probe):
             pass
@@ -160,6 +211,9 @@ def _outside_stores(where: str, key: str, path: Path, stores: list[Path]) -> Non
 def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> None:
     key = "--log-file"
     _utf8(where, key, log)
+    problem = check_printable(str(log))  # as --output and --data (config.PathValue)
+    if problem is not None:
+        raise ConfigError(where, key, f"{str(log)!r}: {problem}")
     try:
         st: os.stat_result | None = os.lstat(log)
     except FileNotFoundError:
@@ -190,9 +244,14 @@ def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> N
     parent = _existing_prefix(log.parent)
     if not parent.is_dir():
         raise ConfigError(where, key, f"{log.parent} is not a directory ({parent} is a file)")
-    _writable_tree(where, key, log.parent)
     _outside_stores(where, key, log, stores)
     _outside_any_store(where, key, log)
+    if parent != log.parent and os.path.abspath(log.parent) != os.path.abspath(cfg.output):
+        # a typo in a directory name, most likely: only the output directory is created for it
+        raise ConfigError(
+            where, key, f"{log.parent} does not exist; a log goes in an existing directory or in --output"
+        )
+    _writable_tree(where, key, log.parent)
 
 
 def _outside_any_store(where: str, key: str, log: Path) -> None:

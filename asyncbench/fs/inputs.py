@@ -26,8 +26,9 @@ class InputError(ValueError):
         self.reason = reason
 
 
-def read_input(path: Path) -> bytes:
-    """The bytes of the regular file at ``path``; InputError with the reason otherwise."""
+def read_input(path: Path, max_bytes: int = MAX_INPUT_BYTES, what: str = "an input file") -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` (``what`` names the
+    kind of file in the message: a plan has a bound of its own); InputError otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -42,14 +43,14 @@ def read_input(path: Path) -> bytes:
             raise InputError("is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"is not a regular file (a {_kind(st.st_mode)})")
-        if st.st_size > MAX_INPUT_BYTES:
-            raise InputError(f"is {st.st_size:_d} bytes, too large for an input file")
+        if st.st_size > max_bytes:
+            raise InputError(f"is {st.st_size:_d} bytes, over the {max_bytes:_d} bytes {what} may have")
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):  # bounded: a file that grows while read (or a
             chunks.append(chunk)  # /proc file that reports size 0) is not read without end
             size += len(chunk)
-            if size > MAX_INPUT_BYTES:
-                raise InputError(f"is over {MAX_INPUT_BYTES:_d} bytes, too large for an input file")
+            if size > max_bytes:
+                raise InputError(f"is over the {max_bytes:_d} bytes {what} may have")
         return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror}") from None

@@ -20,11 +20,13 @@ from time import perf_counter
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
 __all__ = [
     "ASK_ABOVE_SECONDS",
+    "ask_to_start",
     "GROWTH",
     "GROWTH_KNEE",
     "Estimate",
@@ -74,6 +76,14 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
             ops = VERIFY_OPS
         out.append((spec, ops))
     return out
+
+
+def paced_seconds(cfg: BenchConfig, profiles: int) -> float:
+    """The least time one engine's run of ``cfg`` at ``profiles`` takes: the phases at a
+    target rate cannot finish sooner than their operations at that rate. Known without
+    any measurement, so even a plan too small to calibrate is asked about when a rate of
+    5 ops/s makes its reads last for hours."""
+    return sum(ops / spec.rate for spec, ops in phase_operations(cfg, profiles) if spec.rate)
 
 
 def plan_operations(cfg: BenchConfig, profiles: int) -> int:
@@ -156,7 +166,8 @@ class Rate:
         for spec, ops in phase_operations(cfg, profiles):
             kind = PHASES[spec.kind]
             if kind.action is Action.OPERATIONS:
-                total += ops * self.per_op.get(spec.kind, mean_op) * grow
+                measured = ops * self.per_op.get(spec.kind, mean_op) * grow
+                total += max(measured, ops / spec.rate) if spec.rate else measured
             else:
                 total += self.per_phase.get(spec.kind, mean_maint) * scale**MAINTENANCE_GROWTH
         return total
@@ -174,11 +185,18 @@ class Estimate:
     basis: str  # where the figures come from
     missing: list[str] = dataclasses.field(default_factory=list)  # engines without a figure
     warnings: list[str] = dataclasses.field(default_factory=list)  # earlier results skipped, and why
+    #: ``seconds`` is a lower bound (the phases at a target rate alone), not an estimate.
+    at_least: bool = False
+
+    def time(self) -> str:
+        """``about 12 min``, or ``at least 3 h 10 min`` for a lower bound."""
+        assert self.seconds is not None
+        return f"{'at least' if self.at_least else 'about'} {duration(self.seconds)}"
 
     def lines(self, cfg: BenchConfig) -> list[str]:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
-            f"asyncbench: plan {cfg.source}",
+            f"asyncbench: plan {escape_unprintable(cfg.source)}",  # a newline or ESC in its name shown escaped
             f"  {counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
@@ -188,13 +206,28 @@ class Estimate:
         if self.seconds is None:
             out.append(f"  time and disk: {self.basis}")
             return out
-        out.append(f"  time: about {duration(self.seconds)}")
+        out.append(f"  time: {self.time()}")
         if self.storage_bytes is not None:
-            out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {cfg.data}")
+            out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {escape_unprintable(str(cfg.data))}")
         out += textwrap.wrap(f"({self.basis})", 78, initial_indent="  ", subsequent_indent="   ")
         if self.missing:
             out.append(f"  not included: {', '.join(self.missing)}")
         return out
+
+
+def ask_to_start(what: str, seconds: float | None, yes: bool, stdin, stdout) -> bool:  # noqa: ANN001
+    """On a terminal, ask before ``what`` (``this run of about 3 h``) when ``seconds`` is
+    over :data:`ASK_ABOVE_SECONDS`; True to start. ``--yes``, no estimate, a short one,
+    or no terminal to answer on: True without asking. Shared by ``run`` and ``floor``."""
+    long = seconds is not None and seconds > ASK_ABOVE_SECONDS
+    if yes or not long or not (stdin.isatty() and stdout.isatty()):
+        return True
+    print(f"Start {what}? [y/N] ", end="", file=stdout, flush=True)
+    answer = stdin.readline().strip().lower()
+    if answer in ("y", "yes"):
+        return True
+    print("asyncbench: not started (pass --yes to skip this question)", file=stdout)
+    return False
 
 
 def duration(seconds: float) -> str:
@@ -281,12 +314,13 @@ def _earlier_result(path: Path, warnings: list[str]) -> RunResult | None:
 
 def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
     """The plan at the calibration size: CALIBRATION_PROFILES, each stream cut to
-    CALIBRATION_OPS, in process, once, under ``data``."""
+    CALIBRATION_OPS, closed loop, in process, once, under ``data``."""
     return dataclasses.replace(
         cfg,
         profiles=[CALIBRATION_PROFILES],
         counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
-        phases=[dataclasses.replace(p, count=None) for p in cfg.phases],
+        # closed loop: the cost per operation; a phase's rate is added back by Rate.seconds
+        phases=[dataclasses.replace(p, count=None, rate=None) for p in cfg.phases],
         data=data,
         isolate=False,
         repeat=1,
@@ -326,15 +360,22 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
     )
 
 
+#: Says where an ``at_least`` figure comes from.
+PACED_BASIS = "the phases at a target rate alone: their operations at that rate; the rest is not estimated"
+
+
 def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
     per_engine_ops = sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
+    paced = sum(paced_seconds(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat * len(cfg.engines)
     warnings: list[str] = []
     found = from_history(cfg, warnings)
     if found is None:
         small = calibration_config(cfg, Path("."))
         calibration_ops = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels())
         if calibration_ops > CALIBRATION_SHARE * per_engine_ops:
+            if paced > ASK_ABOVE_SECONDS:  # a small plan, made long by its rates
+                return Estimate(operations, paced, None, PACED_BASIS, warnings=warnings, at_least=True)
             why = "not estimated: a small plan, about as quick as calibrating"
             return Estimate(operations, None, None, why, warnings=warnings)
         found = calibrate_fn(cfg)
@@ -356,6 +397,8 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
             storage += size  # --keep-data keeps every store
             largest = max(largest, size)
     if len(missing) == len(cfg.engines):
+        if paced > ASK_ABOVE_SECONDS:
+            return Estimate(operations, paced, None, PACED_BASIS, missing, warnings, at_least=True)
         return Estimate(
             operations, None, None, "not estimated: no engine could be measured", missing, warnings
         )

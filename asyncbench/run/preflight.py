@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from asyncbench.config import BenchConfig, ConfigError
 
-__all__ = ["check_accelerator", "check_environment", "check_placement", "check_published"]
+__all__ = ["check_accelerator", "check_environment", "check_placement", "check_published", "check_reuse"]
 
 
 def check_published(cfg: BenchConfig) -> None:
@@ -73,3 +73,30 @@ def check_environment(cfg: BenchConfig, environ: Mapping[str, str] | None = None
         except ValueError as exc:
             variable, _, reason = str(exc).partition(" ")
             raise ConfigError("environment", variable, reason) from None
+
+
+def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
+    """``--reuse-data`` needs, for every engine and profile count, an engine that keeps a
+    fingerprint of its store and a store directory to reuse. Each was found only once the
+    engine's run started (exit 1, report files written); the store's fingerprint and its
+    integrity are still checked when the engine opens it (asyncbench.run.reuse)."""
+    from asyncbench.engine import Engine, EngineUnavailable
+    from asyncbench.engines import engine_class
+
+    if not cfg.reuse_data:
+        return
+    for name in cfg.engines:
+        try:
+            cls = engine_class(name)
+        except EngineUnavailable:
+            continue  # the run reports what to install
+        if cls.read_fingerprint is Engine.read_fingerprint:
+            raise ConfigError(
+                where, key, f"engine {name!r} keeps no store to reuse (no fingerprint of what built it); run it without reuse"
+            )
+        for profiles in cfg.profiles:
+            store = cfg.data / f"profiles-{profiles}" / name
+            if not os.path.lexists(store):
+                raise ConfigError(
+                    where, key, f"there is no {name} store to reuse at {store}; build it first with a --keep-data run"
+                )

@@ -57,8 +57,16 @@ Output: the effective command, then per engine one Markdown table with one row
 per phase kind (``docs/results/floor-200k.md`` is one such run, annotated). Exit
 0 when every A/B check held (the table's ``≤ 1.10`` column is the target,
 informational), 1 when A's
-and B's results or stores differ, 2 on bad arguments. Timing tests do not assert
-on it: the figures belong to this command, run on a quiet machine.
+and B's results or stores differ, 2 on bad arguments (every count flag has a
+maximum: ``--profiles`` 10M, ``--repeats`` 100, ``--slices`` 1_000, the others
+10M: ``asyncbench/tools/floor_estimate.py``), 130 when stopped by Ctrl-C,
+SIGTERM or SIGHUP (the engines are closed, the temporary stores removed).
+Timing tests do not assert on it: the figures belong to this command, run on a
+quiet machine.
+
+Before it starts, the command prints about how long it will take (scaled from
+``docs/results/floor-200k.md``); on a terminal, a run estimated over 10 minutes
+asks first, as ``run`` does, and ``--yes`` skips the question.
 
 Usage::
 
@@ -71,11 +79,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,15 +93,19 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.parse import escape_unprintable
+from asyncbench.result import EXIT_INTERRUPTED
+from asyncbench.run.estimate import ask_to_start, duration
 from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
-from asyncbench.tools.store import OPERATION_PHASES, SEED, draw
+from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
+from asyncbench.tools.store import LIMIT, OPERATION_PHASES, SEED, draw
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items
-from asyncbench.workloads.profile_store.plan import Plan
+from asyncbench.workloads.profile_store.plan import Counts, Plan
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -266,10 +279,26 @@ def fmt_row(row: Row, batch: int) -> str:
 
 def count_for(stream: str, args: argparse.Namespace, plan: Plan) -> int:
     """The first N items of the stream: a phase ``count``, as a plan may set one."""
+    return _items(stream, args, plan.counts)
+
+
+def _items(stream: str, args: argparse.Namespace, counts: Counts) -> int:
     cap = args.query_ops if stream in QUERY_STREAMS else args.point_ops
     if stream == "updates":
         cap = args.update_ops
-    return min(cap, getattr(plan.counts, STREAM_COUNT[stream]))
+    return min(cap, getattr(counts, STREAM_COUNT[stream]))
+
+
+def estimate(args: argparse.Namespace) -> float:
+    """About how many seconds this floor run takes (asyncbench/tools/floor_estimate.py),
+    from its flags alone: nothing is drawn or built."""
+    counts = Counts.for_profiles(args.profiles, limit=LIMIT)
+    items = [
+        (kind, args.insert_profiles if stream is None else _items(stream, args, counts))
+        for kind, stream in KINDS
+        if args.kinds is None or kind in args.kinds
+    ]
+    return floor_seconds(args.engine, args.profiles, items, args.repeats, args.a_only)
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -296,7 +325,6 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 async def measure(args: argparse.Namespace) -> None:
-    print(f"command: {command_line(args)}")
     print(
         f"profiles {args.profiles:_d}, batch {args.batch}, {args.repeats} timed rounds x {args.slices} "
         f"interleaved slices (+1 untimed check round), point ops {args.point_ops:_d}, updates "
@@ -334,7 +362,8 @@ async def measure(args: argparse.Namespace) -> None:
                     row = await measure_kind(floor, kind, items, args)
                     print(fmt_row(row, args.batch), flush=True)
             finally:
-                await floor.close()
+                with anyio.CancelScope(shield=True):  # a stop signal cancels the measurement, not the close
+                    await floor.close()
             print(f"\n{name}: loadavg after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
 
@@ -342,14 +371,35 @@ async def measure(args: argparse.Namespace) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
+def _positive(text: str, most: int) -> int:
     try:
         n = parse_count(text)
     except (ValueError, IndexError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive count")
+    if n > most:
+        raise argparse.ArgumentTypeError(f"{n:_d} is more than the {most:_d} this flag allows")
     return n
+
+
+def _count(dest: str) -> Callable[[str], int]:
+    """The parser of a count flag, bounded by :data:`FLAG_MAXIMA` (argparse names the flag)."""
+    most = FLAG_MAXIMA[dest]
+
+    def parse(text: str) -> int:
+        return _positive(text, most)
+
+    parse.__name__ = "count"  # argparse's message: "invalid count value"
+    return parse
+
+
+def _cpu(text: str) -> int:
+    """A CPU number, read as strictly as every count (int() took ' 1' and '+1')."""
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _engines(text: str) -> list[str]:
@@ -377,14 +427,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--engine", default=_engines("rocksdb,sqlite"), type=_engines, help=f"comma separated: {', '.join(FLOORS)}"
     )
-    p.add_argument("--profiles", type=_positive, default=200_000, help="profiles in the store (e.g. 200k)")
-    p.add_argument("--batch", type=_positive, default=1_000, help="operations per batch")
-    p.add_argument("--repeats", type=_positive, default=5, help="timed interleaved rounds per kind")
-    p.add_argument("--slices", type=_positive, default=8, help="A/B pairs per round")
-    p.add_argument("--point-ops", type=_positive, default=40_000, help="reads and lookups per round")
-    p.add_argument("--update-ops", type=_positive, default=10_000, help="updates per round")
-    p.add_argument("--query-ops", type=_positive, default=4_000, help="scans and queries per round")
-    p.add_argument("--insert-profiles", type=_positive, default=20_000, help="per round, into fresh stores")
+    for flag, default, what in (
+        ("--profiles", 200_000, "profiles in the store (e.g. 200k)"),
+        ("--batch", 1_000, "operations per batch"),
+        ("--repeats", 5, "timed interleaved rounds per kind"),
+        ("--slices", 8, "A/B pairs per round"),
+        ("--point-ops", 40_000, "reads and lookups per round"),
+        ("--update-ops", 10_000, "updates per round"),
+        ("--query-ops", 4_000, "scans and queries per round"),
+        ("--insert-profiles", 20_000, "per round, into fresh stores"),
+    ):
+        dest = flag[2:].replace("-", "_")
+        p.add_argument(flag, type=_count(dest), default=default, help=f"{what}; at most {FLAG_MAXIMA[dest]:_d}")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start without asking, even when the estimate is over 10 minutes (asked only on a terminal)",
+    )
     p.add_argument(
         "--kinds", type=_kinds, default=None, help=f"comma separated phase kinds (default: all): {', '.join(k for k, _ in KINDS)}"
     )
@@ -394,7 +453,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="time only A (read/scan/query kinds), e.g. under py-spy: benchmarks/floor_profile.py",
     )
     p.add_argument("--dir", type=Path, default=None, help="existing parent directory of the temporary stores")
-    p.add_argument("--pin", type=int, default=None, metavar="CPU", help="run every thread on this CPU")
+    p.add_argument("--pin", type=_cpu, default=None, metavar="CPU", help="run every thread on this CPU")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -404,7 +463,7 @@ def run(args: argparse.Namespace) -> int:
               f"{' or '.join(WRITE_KINDS)}", file=sys.stderr)
         return 2
     if args.dir is not None and not args.dir.is_dir():
-        print(f"asyncbench floor: --dir {args.dir}: not an existing directory", file=sys.stderr)
+        print(f"asyncbench floor: --dir {escape_unprintable(str(args.dir))}: not an existing directory", file=sys.stderr)
         return 2
     if args.pin is not None:  # before any thread starts: threads inherit the mask
         try:
@@ -412,13 +471,41 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"asyncbench floor: --pin {args.pin}: {exc}", file=sys.stderr)
             return 2
+    print(f"command: {command_line(args)}")
+    seconds = estimate(args)
+    print(f"estimate: about {duration(seconds)} ({ESTIMATE_BASIS})", flush=True)
+    if not ask_to_start(f"this floor run of about {duration(seconds)}", seconds, args.yes, sys.stdin, sys.stdout):
+        return 0
+    interrupted = False
     try:
-        with contextlib.suppress(KeyboardInterrupt):
+        with _stop_signals_interrupt():
             anyio.run(measure, args, backend="asyncio", backend_options=backend_options())
+    except KeyboardInterrupt:  # the stores' temporary directory is gone: measure's with exited
+        interrupted = True
     except FloorMismatch as exc:
         print(f"asyncbench floor: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+ESTIMATE_BASIS = "scaled from docs/results/floor-200k.md, measured on a 2-vCPU machine"
+
+
+@contextlib.contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the floor as Ctrl-C does: the event loop's own SIGINT
+    handling cancels the measurement, whose ``with`` blocks close the engines and remove
+    the temporary stores (a killed floor left gigabytes in the temporary directory)."""
+
+    def as_interrupt(signum: int, frame: object) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -62,6 +62,13 @@ MERGE_RATIO = 1.0
 MAX_SEGMENTS = 8
 
 
+#: The most entries a key, value or block cache may hold: 100 million, already more than
+#: the 2M-profile reference store's entries of every tree together (the defaults are
+#: 1_024). A larger figure (2**63 - 1) is a typo that would let a cache grow with the store
+#: until the machine swaps.
+MAX_CACHE_ENTRIES = 100_000_000
+
+
 @dataclass(frozen=True)
 class TreeOptions:
     """A tree's settings (the engine's settings of the same names), validated."""
@@ -91,8 +98,8 @@ class TreeOptions:
         if not 1 <= self.iterator_prefetch <= 4096:
             raise ValueError("iterator_prefetch must be in 1..4096")
         for name in ("key_cache_size", "value_cache_size", "block_cache_size"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
+            if not 0 <= getattr(self, name) <= MAX_CACHE_ENTRIES:
+                raise ValueError(f"{name} must be from 0 to at most {MAX_CACHE_ENTRIES:_d} entries, got {getattr(self, name)!r}")
         if self.block_cache_lifetime_ms < 1:
             raise ValueError("block_cache_lifetime_ms must be >= 1")
 
