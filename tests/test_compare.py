@@ -266,3 +266,32 @@ def test_a_directory_that_is_not_a_results_directory_is_bounded(
     assert main(["compare", str(side), str(side)]) == 2
     err = capsys.readouterr().err
     assert str(side) in err and "20" in err and "not a results directory" in err
+
+
+def test_a_result_file_that_vanishes_after_the_walk_is_skipped_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by walking a directory, gone (or unreadable) when read: skipped, said; a file
+    named on the command line that cannot be read is still an error (exit 2)."""
+    import errno
+
+    from asyncbench.cli import compare as compare_cli
+    from asyncbench.fs.inputs import InputError, read_input
+
+    side = tmp_path / "side"
+    side.mkdir()
+    good = write(side, "good", sample())
+    gone = write(side, "gone", sample())
+
+    def flaky(path: Path) -> bytes:
+        if path == gone:
+            raise InputError("does not exist", errno.ENOENT)
+        return read_input(path)
+
+    monkeypatch.setattr(compare_cli, "read_input", flaky)
+    code = main(["compare", str(side), str(good), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and orjson.loads(captured.out)["rows"]
+    assert f"skipped {gone}: does not exist" in captured.err
+    assert main(["compare", str(gone), str(good)]) == 2
+    assert f"{gone}: does not exist" in capsys.readouterr().err
