@@ -196,3 +196,37 @@ def test_charts_draw_a_bounded_number_of_engines_and_say_so(tmp_path: Path) -> N
     text = path.with_suffix(".md").read_text()
     assert f"Charts show the first {cap} of 1\\_000 engines" in text or f"Charts show the first {cap} of 1_000" in text
     assert "e0999" in text
+
+
+def test_latency_charts_draw_at_most_the_capped_engines_panels() -> None:
+    """The latency charts (one panel per engine over time, one line per engine in the
+    percentile distribution) are drawn from the same capped engines: 100 engines with
+    latency give at most MAX_CHART_ENGINES panels per chart."""
+    import copy
+
+    import matplotlib
+    from matplotlib.text import Text
+
+    from asyncbench.report import chart_limit, charts
+    from asyncbench.report.chart_style import RC
+
+    run = RunResult.from_json((Path(__file__).parent / "fixtures" / "result-repeats-latency.json").read_bytes())
+    engines = []
+    for i in range(100):
+        for e in run.engines:
+            if e.engine == run.engines[0].engine:  # every repeat of the first engine, renamed
+                e = copy.deepcopy(e)
+                e.engine = f"e{i:04d}"
+                engines.append(e)
+    run.engines, run.throughput = engines, {}
+    cap = chart_limit.MAX_CHART_ENGINES
+    latency = [d for d in charts.drawings(run) if d[0].startswith("latency-")]
+    assert any(slug.startswith("latency-over-time-") for slug, _, _ in latency)
+    for slug, _title, draw in latency:
+        with matplotlib.rc_context(RC):
+            fig = draw()
+        texts = " ".join(t.get_text() for t in fig.findobj(Text))
+        assert f"first {cap} of 100 engines" in texts, slug
+        if slug.startswith("latency-over-time-"):
+            assert 0 < len([ax for ax in fig.axes if ax.has_data()]) <= cap, slug
+        assert not {f"e{i:04d}" for i in range(cap, 100)} & set(texts.split()), slug
