@@ -227,22 +227,29 @@ def test_a_vanishing_or_unreadable_entry_in_a_directory_is_skipped_with_a_warnin
     assert "skipped" in err and "gone" in err and "locked" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("variant", ["directory", "file"])
 def test_a_path_longer_than_path_max_is_skipped_not_a_traceback(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, variant: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A tree deeper than PATH_MAX (4096): a directory whose path is too long to list, or a
+    listable directory holding a result whose path is too long to open (both raised
+    ``OSError: [Errno 36]`` out of ``rglob`` or the read)."""
     import os
 
     side = tmp_path / "side"
     side.mkdir()
     write(side, "good", sample())
+    name = "asyncbench-" + "x" * 200 + ".json"
+    length = len(str(side))
     fd = os.open(side, os.O_RDONLY)
-    try:  # build a chain deeper than PATH_MAX (4096) through relative mkdirat
-        for _ in range(30):
-            os.mkdir("d" * 200, dir_fd=fd)
-            nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+    try:  # build the chain through relative mkdirat/openat: the full path is never used
+        while length < (5000 if variant == "directory" else 4000):
+            part = "d" * min(200, 4000 - length - 1) if variant == "file" else "d" * 200
+            os.mkdir(part, dir_fd=fd)
+            nfd = os.open(part, os.O_RDONLY, dir_fd=fd)
             os.close(fd)
-            fd = nfd
-        with open(os.open("asyncbench-deep.json", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "wb") as f:
+            fd, length = nfd, length + 1 + len(part)
+        with open(os.open(name, os.O_WRONLY | os.O_CREAT, dir_fd=fd), "wb") as f:
             f.write(b"{}")
     finally:
         os.close(fd)

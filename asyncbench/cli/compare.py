@@ -93,7 +93,7 @@ def _files(arg: str, warn: list[str]) -> list[tuple[Path, bool]]:
                     f"{path}: more than {exc.seen:_d} entries below it: not a results directory "
                     f"(name the output directory of a run, or the result files)"
                 ) from None
-            warn += [f"skipped {p}: {reason}" for p, reason in walk.skipped]
+            warn += [f"skipped {_short(p)}: {reason}" for p, reason in walk.skipped]
             if not walk.found:
                 raise ResultError(f"{path}: no {RESULT_PATTERN} result under this directory")
             out += [(p, True) for p in walk.found]
@@ -106,6 +106,13 @@ def _files(arg: str, warn: list[str]) -> list[tuple[Path, bool]]:
     return out
 
 
+def _short(path: Path, keep: int = 300) -> str:
+    """``path`` for a warning: whole, or its start and end around an ellipsis when longer
+    than ``keep`` characters (a path past PATH_MAX would fill the screen)."""
+    text = str(path)
+    return text if len(text) <= keep else f"{text[: keep // 3]}…{text[-(keep - keep // 3):]}"
+
+
 def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None) -> Side:
     """One side's results, pooled; a file found by walking a directory that vanished or
     cannot be read since is skipped (said in ``warn``), one named outright is an error."""
@@ -116,7 +123,7 @@ def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None)
             run = RunResult.from_json(read_input(path))  # a FIFO is refused, not waited on
         except InputError as exc:
             if walked and exc.errno is not None:
-                warn.append(f"skipped {path}: {exc.reason}")
+                warn.append(f"skipped {_short(path)}: {exc.reason}")
                 continue
             raise ResultError(f"{path}: {exc.reason}") from None
         except ResultError as exc:
