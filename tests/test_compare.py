@@ -174,7 +174,7 @@ def test_help_explains_the_exit_rule_and_the_summary_interval(capsys: pytest.Cap
     assert "geometric mean" in text and "95% Student t interval of the mean log ratio" in text
 
 
-@pytest.mark.parametrize("threshold", ["٥%", "5%%", "%5", "1e1", "5 %%", "", "inf", "nan%", "+5%", "５%"])
+@pytest.mark.parametrize("threshold", ["٥%", "5%%", "%5", "1e1", "5 %%", "", "inf", "nan%", "+5%", "５%", ".%", "5..%", "100%"])
 def test_a_threshold_not_plain_ascii_digits_and_one_percent_is_refused(
     tmp_path: Path, threshold: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -184,7 +184,7 @@ def test_a_threshold_not_plain_ascii_digits_and_one_percent_is_refused(
     assert "command line: --threshold" in err and repr(threshold) in err
 
 
-@pytest.mark.parametrize("threshold", ["5%", "5", "2.5%", "0%", " 7 % "])
+@pytest.mark.parametrize("threshold", ["5%", "5", "2.5%", "0%", " 7 % ", ".5%", "5.%"])
 def test_a_plain_threshold_is_read(tmp_path: Path, threshold: str, capsys: pytest.CaptureFixture[str]) -> None:
     good = str(write(tmp_path, "good", sample()))
     code, doc = compare_json(capsys, good, good, "--threshold", threshold)

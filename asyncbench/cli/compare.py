@@ -415,7 +415,7 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
 
 #: ``5%``, ``5``, ``2.5 %``: ASCII digits and at most one ``%`` (``float`` alone would take
 #: ``٥``, ``1e1`` or ``inf``, and stripping every ``%`` would take ``5%%``).
-THRESHOLD = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", re.ASCII)
+THRESHOLD = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%?\s*", re.ASCII)
 
 
 def _threshold(text: str) -> float:
