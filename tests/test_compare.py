@@ -302,3 +302,12 @@ def test_a_result_file_that_vanishes_after_the_walk_is_skipped_with_a_warning(
     assert f"skipped {gone}: does not exist" in captured.err
     assert main(["compare", str(gone), str(good)]) == 2
     assert f"{gone}: does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a/" * 3000])
+def test_a_named_path_too_long_to_look_up_is_bad_input(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = str(write(tmp_path, "good", sample()))
+    assert main(["compare", str(tmp_path / name), good]) == 2
+    assert "File name too long" in capsys.readouterr().err

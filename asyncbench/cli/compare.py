@@ -85,7 +85,11 @@ def _files(arg: str, warn: list[str]) -> list[tuple[Path, bool]]:
     out: list[tuple[Path, bool]] = []
     for part in filter(None, arg.split(",")):
         path = Path(part)
-        if path.is_dir():
+        try:
+            is_dir, exists = path.is_dir(), path.exists()
+        except OSError as exc:  # a name over NAME_MAX or PATH_MAX: pathlib raises, not False
+            raise ResultError(f"{_short(path)}: cannot be read: {exc.strerror}") from None
+        if is_dir:
             try:
                 walk = find(path, RESULT_PATTERN, MAX_WALK_ENTRIES)
             except TooManyEntries as exc:
@@ -97,7 +101,7 @@ def _files(arg: str, warn: list[str]) -> list[tuple[Path, bool]]:
             if not walk.found:
                 raise ResultError(f"{path}: no {RESULT_PATTERN} result under this directory")
             out += [(p, True) for p in walk.found]
-        elif path.exists():
+        elif exists:
             out.append((path, False))
         else:
             raise ResultError(f"{path}: does not exist")
