@@ -43,15 +43,17 @@ def find(root: Path, pattern: str, max_entries: int) -> Walk:
     seen = 0
     while pending:
         directory = pending.pop()
+        entries = []
         try:
             with os.scandir(directory) as it:
-                entries = list(it)
+                for entry in it:  # counted as read: a directory of millions is not listed first
+                    seen += 1
+                    if seen > max_entries:
+                        raise TooManyEntries(root, max_entries)
+                    entries.append(entry)
         except OSError as exc:  # vanished, not listable, a path over PATH_MAX, not a directory any more
             out.skipped.append((directory, exc.strerror or type(exc).__name__))
             continue
-        seen += len(entries)
-        if seen > max_entries:
-            raise TooManyEntries(root, max_entries)
         for entry in entries:
             path = directory / entry.name
             try:
