@@ -17,15 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench import fmt
+from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Action
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-MAX_PARALLELISM = 1024
-MAX_PROFILES = 1_000_000_000
-#: A per-engine timeout beyond a year is a typo (and ``inf`` cannot be stored in JSON).
-MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 

@@ -17,6 +17,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -25,6 +26,7 @@ from hdrh.histogram import HdrHistogram
 
 from asyncbench.facts import EngineFacts
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
+from asyncbench.limits import MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind
 
@@ -103,6 +105,10 @@ class LatencyStats:
     def check(self, where: str) -> None:
         for name in ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        if self.count > 0:  # all from one histogram: each percentile within [min, max], in order
+            _ordered(where, [(name, getattr(self, name)) for name in ("min", "p50", "p90", "p99", "p99_9", "max")])
+            if not self.min <= self.mean <= self.max:
+                raise ResultError(f"{where}.mean: {self.mean!r} is outside min {self.min} .. max {self.max}")
         try:
             data = self.histogram.encode("ascii")
             base64.b64decode(data, validate=True)
@@ -139,6 +145,8 @@ class OpenLoop:
             raise ResultError(f"{where}.rate: expected a positive number, got {self.rate!r}")
         for name in ("lag_p99_ns", "lag_max_ns", "delay_p99_ns", "delay_max_ns"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _ordered(where, [("lag_p99_ns", self.lag_p99_ns), ("lag_max_ns", self.lag_max_ns)])
+        _ordered(where, [("delay_p99_ns", self.delay_p99_ns), ("delay_max_ns", self.delay_max_ns)])
         _check_slices(f"{where}.response_series", self.response_series)
 
     def met_by(self, ops_per_s: float) -> bool:
@@ -204,6 +212,8 @@ class PhaseResult:
         for name in ("index", "ops", "seconds", "close_seconds", "retries", "release_skew_seconds", "client_cpu_seconds"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _at_least(f"{where}.count", self.count, 1)
+        if self.ops > 0 and not self.seconds > 0:  # a rate of ops / 0 s is no measurement
+            raise ResultError(f"{where}.seconds: {self.seconds:g} seconds for {self.ops} operations; expected a positive time")
         _check_slices(f"{where}.latency_over_time", self.latency_over_time)
         _check_slices(f"{where}.time_series", self.time_series)
 
@@ -218,6 +228,14 @@ def _check_slices(where: str, rows: list[list[float]] | None) -> None:
             )
         for name, value in zip(OVER_TIME_FIELDS, row, strict=True):
             _at_least(f"{where}[{i}].{name}", value, 0)
+        _ordered(f"{where}[{i}]", list(zip(OVER_TIME_FIELDS[2:], row[2:], strict=True)))
+
+
+def _ordered(where: str, values: list[tuple[str, float]]) -> None:
+    """Each named value is at most the next (percentiles rise to the maximum)."""
+    for (name, value), (next_name, next_value) in zip(values, values[1:], strict=False):
+        if value > next_value:
+            raise ResultError(f"{where}.{name}: {value!r} is above {next_name} {next_value!r}")
 
 
 @dataclass
@@ -372,6 +390,13 @@ class RunResult:
             _at_least(f"{where}.{name}", getattr(self, name), 1)
         for name in ("limit", "warmup", "timeout_seconds"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        for name, high in (
+            ("profiles", MAX_PROFILES),
+            ("parallelism", MAX_PARALLELISM),
+            ("timeout_seconds", MAX_TIMEOUT_SECONDS),
+        ):  # the plan reader's bounds: no run could have recorded more
+            _at_most(f"{where}.{name}", getattr(self, name), high)
+        _check_started(f"{where}.started_utc", self.started_utc)
         for key, value in self.counts.items():
             _at_least(f"{where}.counts.{key}", value, 0)
         for i, e in enumerate(self.engines):
@@ -450,6 +475,32 @@ def exit_code(runs: list[RunResult], checksums_agree: bool, interrupted: bool) -
 def _at_least(where: str, value: float | None, low: float) -> None:
     if value is not None and not value >= low:
         raise ResultError(f"{where}: {value!r} is below {low:g}")
+
+
+def _at_most(where: str, value: float | None, high: float) -> None:
+    if value is not None and not value <= high:
+        raise ResultError(f"{where}: {value!r} is above {high:g}")
+
+
+#: No result of this tool was written before this day (the schema it reads is newer).
+EARLIEST_START = datetime(2020, 1, 1, tzinfo=UTC)
+#: Clocks disagree a little between machines; a run starting further ahead is not a run.
+CLOCK_SLACK = timedelta(days=1)
+
+
+def _check_started(where: str, text: str) -> None:
+    """``started_utc`` is an ISO 8601 time with its UTC offset, between the tool's first
+    results and now (a day of clock slack)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ResultError(f"{where}: {text!r} is not an ISO 8601 time (such as 2026-12-03T16:47:08+00:00)") from None
+    if when.tzinfo is None:
+        raise ResultError(f"{where}: {text!r} has no UTC offset (such as +00:00)")
+    if when < EARLIEST_START:
+        raise ResultError(f"{where}: {text!r} is before {EARLIEST_START:%Y-%m-%d}: not a time a run started")
+    if when > datetime.now(UTC) + CLOCK_SLACK:
+        raise ResultError(f"{where}: {text!r} is in the future: not a time a run started")
 
 
 @functools.cache

@@ -110,6 +110,23 @@ def engine_class(name: str) -> type[Engine]:
     return cls
 
 
+def plugin_load_errors() -> list[str]:
+    """Why each registered plug-in cannot be an engine (one line each, naming where it was
+    registered and the entry), or nothing: every plug-in imported and checked. A command
+    that runs engines calls this before it starts, so an entry naming a function, a module
+    attribute or a missing module is refused up front, not when (or whether) a run
+    reaches it."""
+    from asyncbench.engines.plugins import PluginError
+
+    errors = []
+    for name in PLUGINS:
+        try:
+            engine_class(name)
+        except PluginError as exc:
+            errors.append(str(exc))
+    return errors
+
+
 # --- membership: derived from the built-in classes -----------------------------------------
 
 

@@ -172,3 +172,142 @@ def test_help_explains_the_exit_rule_and_the_summary_interval(capsys: pytest.Cap
     assert "exit codes: 0 no phase slower and every checksum equal; 1 at least one phase slower" in text
     assert "Welch's t test" in text and "the threshold alone decides" in text
     assert "geometric mean" in text and "95% Student t interval of the mean log ratio" in text
+
+
+@pytest.mark.parametrize("threshold", ["٥%", "5%%", "%5", "1e1", "5 %%", "", "inf", "nan%", "+5%", "５%", ".%", "5..%", "100%"])
+def test_a_threshold_not_plain_ascii_digits_and_one_percent_is_refused(
+    tmp_path: Path, threshold: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = str(write(tmp_path, "good", sample()))
+    assert main(["compare", good, good, "--threshold", threshold]) == 2
+    err = capsys.readouterr().err
+    assert "command line: --threshold" in err and repr(threshold) in err
+
+
+@pytest.mark.parametrize("threshold", ["5%", "5", "2.5%", "0%", " 7 % ", ".5%", "5.%"])
+def test_a_plain_threshold_is_read(tmp_path: Path, threshold: str, capsys: pytest.CaptureFixture[str]) -> None:
+    good = str(write(tmp_path, "good", sample()))
+    code, doc = compare_json(capsys, good, good, "--threshold", threshold)
+    assert code == 0 and doc["threshold"] == float(threshold.strip().rstrip("%")) / 100
+
+
+def test_an_engine_in_no_result_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = str(write(tmp_path, "good", sample()))
+    assert main(["compare", good, good, "--engine", "memory,nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "command line: --engine" in err and "'nosuch'" in err and "memory, rocksdb, sqlite" in err
+
+
+def test_a_vanishing_or_unreadable_entry_in_a_directory_is_skipped_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries that vanish mid-walk (a temporary directory of another process) or cannot
+    be read are skipped with a warning, never a traceback; an over-long path likewise."""
+    import os
+
+    side = tmp_path / "side"
+    (side / "gone").mkdir(parents=True)
+    (side / "locked").mkdir()
+    good = write(side, "good", sample())
+    real_scandir = os.scandir
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        name = os.path.basename(os.fspath(path))
+        if name == "gone":
+            raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
+        if name == "locked":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code = main(["compare", str(side), str(good), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and orjson.loads(captured.out)["rows"]
+    err = captured.err
+    assert "skipped" in err and "gone" in err and "locked" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("variant", ["directory", "file"])
+def test_a_path_longer_than_path_max_is_skipped_not_a_traceback(
+    tmp_path: Path, variant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tree deeper than PATH_MAX (4096): a directory whose path is too long to list, or a
+    listable directory holding a result whose path is too long to open (both raised
+    ``OSError: [Errno 36]`` out of ``rglob`` or the read)."""
+    import os
+
+    side = tmp_path / "side"
+    side.mkdir()
+    write(side, "good", sample())
+    name = "asyncbench-" + "x" * 200 + ".json"
+    length = len(str(side))
+    fd = os.open(side, os.O_RDONLY)
+    try:  # build the chain through relative mkdirat/openat: the full path is never used
+        while length < (5000 if variant == "directory" else 4000):
+            part = "d" * min(200, 4000 - length - 1) if variant == "file" else "d" * 200
+            os.mkdir(part, dir_fd=fd)
+            nfd = os.open(part, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd, length = nfd, length + 1 + len(part)
+        with open(os.open(name, os.O_WRONLY | os.O_CREAT, dir_fd=fd), "wb") as f:
+            f.write(b"{}")
+    finally:
+        os.close(fd)
+    code = main(["compare", str(side), str(side), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "skipped" in captured.err and "File name too long" in captured.err
+
+
+def test_a_directory_that_is_not_a_results_directory_is_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compare /`` would walk the whole filesystem: the walk stops after a bounded number
+    of entries and refuses, naming the directory and the bound."""
+    from asyncbench.cli import compare as compare_cli
+
+    side = tmp_path / "big"
+    for i in range(30):
+        (side / f"sub{i}").mkdir(parents=True)
+    monkeypatch.setattr(compare_cli, "MAX_WALK_ENTRIES", 20)
+    assert main(["compare", str(side), str(side)]) == 2
+    err = capsys.readouterr().err
+    assert str(side) in err and "20" in err and "not a results directory" in err
+
+
+def test_a_result_file_that_vanishes_after_the_walk_is_skipped_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by walking a directory, gone (or unreadable) when read: skipped, said; a file
+    named on the command line that cannot be read is still an error (exit 2)."""
+    import errno
+
+    from asyncbench.cli import compare as compare_cli
+    from asyncbench.fs.inputs import InputError, read_input
+
+    side = tmp_path / "side"
+    side.mkdir()
+    good = write(side, "good", sample())
+    gone = write(side, "gone", sample())
+
+    def flaky(path: Path) -> bytes:
+        if path == gone:
+            raise InputError("does not exist", errno.ENOENT)
+        return read_input(path)
+
+    monkeypatch.setattr(compare_cli, "read_input", flaky)
+    code = main(["compare", str(side), str(good), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and orjson.loads(captured.out)["rows"]
+    assert f"skipped {gone}: does not exist" in captured.err
+    assert main(["compare", str(gone), str(good)]) == 2
+    assert f"{gone}: does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a/" * 3000])
+def test_a_named_path_too_long_to_look_up_is_bad_input(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = str(write(tmp_path, "good", sample()))
+    assert main(["compare", str(tmp_path / name), good]) == 2
+    assert "File name too long" in capsys.readouterr().err

@@ -113,3 +113,32 @@ def test_an_installed_package_is_found_through_the_entry_point_group(tmp_path: P
     (engine,) = orjson.loads(result.read_bytes())["engines"]
     assert engine["engine"] == "plugged"
     assert {p["name"]: p["checksum"] for p in engine["phases"] if p["checksum"]} == REFERENCE_CHECKSUMS
+
+
+def test_every_registered_plug_in_is_checked_before_a_run_not_only_the_named_ones(tmp_path: Path) -> None:
+    """An entry naming something that is not an engine (a function, a module attribute, a
+    missing module) is refused up front by a command that runs engines, even when the run
+    names other engines: exit 2, the variable and the entry named, nothing created."""
+    for spec, problem in (
+        ("x=json:loads", "loads is not a subclass of asyncbench.engine.Engine"),
+        ("x=os:path", "path is not a subclass of asyncbench.engine.Engine"),
+        ("x=my_missing_module:Engine", "cannot import module 'my_missing_module'"),
+        ("memory=json:loads", "loads is not a subclass of asyncbench.engine.Engine"),  # replacing a built-in
+    ):
+        proc = _plan_run(tmp_path, f"sorted=sorted_list_engine:SortedListEngine,{spec}", "sorted")
+        assert proc.returncode == 2, spec + proc.stdout + proc.stderr
+        name, _, target = spec.partition("=")
+        assert f"ASYNCBENCH_ENGINES: {name}={target}" in proc.stderr and problem in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+        listed = run(tmp_path, spec, "engines")
+        assert listed.returncode == 2 and f"ASYNCBENCH_ENGINES: {name}={target}" in listed.stdout + listed.stderr
+        assert problem in listed.stdout + listed.stderr
+
+
+def test_commands_that_load_no_engine_are_not_blocked_by_a_broken_plug_in(tmp_path: Path) -> None:
+    """``compare`` and ``report`` read result files and never import an engine: a plug-in
+    that does not load is no reason to refuse them."""
+    sample = Path(__file__).parent / "fixtures" / "result-sample.json"
+    proc = run(tmp_path, "x=json:loads", "compare", str(sample), str(sample))
+    assert proc.returncode == 0, proc.stderr

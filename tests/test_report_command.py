@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.cli.main import main
+from asyncbench.result import RunResult
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-sample.json"
 
@@ -151,3 +152,81 @@ def test_compare_refuses_a_fifo_without_waiting(tmp_path: Path, capsys) -> None:
     os.mkfifo(fifo)
     assert main(["compare", str(good), str(fifo)]) == 2
     assert "is not a regular file (a FIFO)" in capsys.readouterr().err
+
+
+def _many_engines(n: int) -> RunResult:
+    """The sample result with ``n`` engines (copies of its three, renamed e0000, e0001, ...)."""
+    import copy
+
+    run = RunResult.from_json((Path(__file__).parent / "fixtures" / "result-sample.json").read_bytes())
+    engines = []
+    for i in range(n):
+        e = copy.deepcopy(run.engines[i % len(run.engines)])
+        e.engine = f"e{i:04d}"
+        engines.append(e)
+    run.engines = engines
+    return run
+
+
+def test_charts_draw_a_bounded_number_of_engines_and_say_so(tmp_path: Path) -> None:
+    """1_000 engines: every chart draws at most MAX_CHART_ENGINES of them (the first in
+    report order) and says so on itself; the report says so above the charts, its tables
+    list every engine, and ``report`` completes. (How long it takes is measured by
+    benchmarks/bench_report_engines.py, not here.)"""
+    import matplotlib
+    from matplotlib.text import Text
+
+    from asyncbench.report import chart_limit, charts
+    from asyncbench.report.chart_style import RC
+
+    run = _many_engines(1000)
+    cap = chart_limit.MAX_CHART_ENGINES
+    drawn = charts.drawings(run)
+    assert drawn
+    for slug, _title, draw in drawn:
+        with matplotlib.rc_context(RC):
+            fig = draw()
+        texts = " ".join(t.get_text() for t in fig.findobj(Text))
+        named = {f"e{i:04d}" for i in range(1000) if f"e{i:04d}" in texts}
+        assert named and named <= {f"e{i:04d}" for i in range(cap)}, slug
+        assert f"first {cap} of 1_000 engines" in texts, slug
+    path = tmp_path / "asyncbench-many.json"
+    path.write_bytes(run.to_json())
+    assert main(["report", str(path)]) == 0
+    text = path.with_suffix(".md").read_text()
+    assert f"Charts show the first {cap} of 1\\_000 engines" in text or f"Charts show the first {cap} of 1_000" in text
+    assert "e0999" in text
+
+
+def test_latency_charts_draw_at_most_the_capped_engines_panels() -> None:
+    """The latency charts (one panel per engine over time, one line per engine in the
+    percentile distribution) are drawn from the same capped engines: 100 engines with
+    latency give at most MAX_CHART_ENGINES panels per chart."""
+    import copy
+
+    import matplotlib
+    from matplotlib.text import Text
+
+    from asyncbench.report import chart_limit, charts
+    from asyncbench.report.chart_style import RC
+
+    run = RunResult.from_json((Path(__file__).parent / "fixtures" / "result-repeats-latency.json").read_bytes())
+    engines = []
+    for i in range(100):
+        for e in run.engines:
+            if e.engine == run.engines[0].engine:  # every repeat of the first engine, renamed
+                e = copy.deepcopy(e)
+                e.engine = f"e{i:04d}"
+                engines.append(e)
+    run.engines, run.throughput = engines, {}
+    cap = chart_limit.MAX_CHART_ENGINES
+    latency = [d for d in charts.drawings(run) if d[0].startswith("latency-")]
+    assert any(slug.startswith("latency-over-time-") for slug, _, _ in latency)
+    for slug, _title, draw in latency:
+        with matplotlib.rc_context(RC):
+            fig = draw()
+        texts = " ".join(t.get_text() for t in fig.findobj(Text))
+        assert f"first {cap} of 100 engines" in texts, slug
+        if slug.startswith("latency-over-time-"):
+            assert 0 < len([ax for ax in fig.axes if ax.has_data()]) <= cap, slug
+        assert not {f"e{i:04d}" for i in range(cap, 100)} & set(texts.split()), slug

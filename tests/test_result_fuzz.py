@@ -183,6 +183,31 @@ def _damage(case: str) -> tuple[dict[str, Any], str]:
     if case == "colour-not-a-colour":
         doc["engines"][1]["facts"]["colour"] = "#zz"
         return doc, "result.engines[1].facts.colour: '#zz' is not a #rrggbb colour"
+    if case == "seconds-zero-with-ops":
+        insert["seconds"] = 0
+        return doc, "result.engines[0].phases[0].seconds: 0 seconds for"
+    if case == "p99-above-max":
+        insert["latency"]["p99"] = insert["latency"]["max"] + 1
+        return doc, "result.engines[0].phases[0].latency.p99"
+    if case == "percentiles-not-monotone":
+        insert["latency"]["p50"] = insert["latency"]["p90"] + 1
+        return doc, "result.engines[0].phases[0].latency.p50"
+    if case == "parallelism-huge":
+        doc["parallelism"] = 10**9
+        return doc, "result.parallelism: 1000000000 is above 1024"
+    if case == "start-time-bogus":
+        doc["started_utc"] = "yesterday-ish"
+        return doc, "result.started_utc: 'yesterday-ish' is not an ISO 8601 time"
+    if case == "start-time-implausible":
+        doc["started_utc"] = "1970-01-01T00:00:00+00:00"
+        return doc, "result.started_utc: '1970-01-01T00:00:00+00:00' is before"
+    if case == "start-time-in-the-future":
+        doc["started_utc"] = "2999-01-01T00:00:00+00:00"
+        return doc, "result.started_utc: '2999-01-01T00:00:00+00:00' is in the future"
+    if case == "over-time-p99-above-max":
+        row = insert["latency_over_time"][3]
+        row[3] = row[4] + 1
+        return doc, "result.engines[0].phases[0].latency_over_time[3].p99_ns"
     raise AssertionError(case)
 
 
@@ -197,6 +222,14 @@ def _damage(case: str) -> tuple[dict[str, Any], str]:
         "negative-ops",
         "phase-of-another-kind",
         "colour-not-a-colour",
+        "seconds-zero-with-ops",
+        "p99-above-max",
+        "percentiles-not-monotone",
+        "parallelism-huge",
+        "start-time-bogus",
+        "start-time-implausible",
+        "start-time-in-the-future",
+        "over-time-p99-above-max",
     ],
 )
 def test_damage_that_passes_the_type_checks_is_refused_by_file_and_key(

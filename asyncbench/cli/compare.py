@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import operator
+import re
 import shutil
 import statistics
 import sys
@@ -41,6 +42,7 @@ import orjson
 from asyncbench import fmt
 from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
+from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
 from asyncbench.workloads.profile_store.phases import Action
@@ -71,17 +73,36 @@ def _phase_keys(run: RunResult) -> list[PhaseKey]:
     return keys
 
 
-def _files(arg: str) -> list[Path]:
-    out: list[Path] = []
+#: A results directory holds a few files per run; a tree with more entries than this is
+#: not one (``compare /`` would walk the whole filesystem) and is refused, not walked.
+MAX_WALK_ENTRIES = 100_000
+RESULT_PATTERN = "asyncbench-*.json"
+
+
+def _files(arg: str, warn: list[str]) -> list[tuple[Path, bool]]:
+    """(path, found by a walk) of every result a side names; what a walk skipped (an
+    entry that vanished or cannot be read) goes to ``warn``."""
+    out: list[tuple[Path, bool]] = []
     for part in filter(None, arg.split(",")):
         path = Path(part)
-        if path.is_dir():
-            found = sorted(path.rglob("asyncbench-*.json"))
-            if not found:
-                raise ResultError(f"{path}: no asyncbench-*.json result under this directory")
-            out += found
-        elif path.exists():
-            out.append(path)
+        try:
+            is_dir, exists = path.is_dir(), path.exists()
+        except OSError as exc:  # a name over NAME_MAX or PATH_MAX: pathlib raises, not False
+            raise ResultError(f"{_short(path)}: cannot be read: {exc.strerror}") from None
+        if is_dir:
+            try:
+                walk = find(path, RESULT_PATTERN, MAX_WALK_ENTRIES)
+            except TooManyEntries as exc:
+                raise ResultError(
+                    f"{path}: more than {exc.seen:_d} entries below it: not a results directory "
+                    f"(name the output directory of a run, or the result files)"
+                ) from None
+            warn += [f"skipped {_short(p)}: {reason}" for p, reason in walk.skipped]
+            if not walk.found:
+                raise ResultError(f"{path}: no {RESULT_PATTERN} result under this directory")
+            out += [(p, True) for p in walk.found]
+        elif exists:
+            out.append((path, False))
         else:
             raise ResultError(f"{path}: does not exist")
     if not out:
@@ -89,15 +110,29 @@ def _files(arg: str) -> list[Path]:
     return out
 
 
-def load_side(arg: str, engines: set[str] | None) -> Side:
-    side = Side(files=_files(arg))
-    for path in side.files:
+def _short(path: Path, keep: int = 300) -> str:
+    """``path`` for a warning: whole, or its start and end around an ellipsis when longer
+    than ``keep`` characters (a path past PATH_MAX would fill the screen)."""
+    text = str(path)
+    return text if len(text) <= keep else f"{text[: keep // 3]}…{text[-(keep - keep // 3):]}"
+
+
+def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None) -> Side:
+    """One side's results, pooled; a file found by walking a directory that vanished or
+    cannot be read since is skipped (said in ``warn``), one named outright is an error."""
+    warn = [] if warn is None else warn
+    side = Side()
+    for path, walked in _files(arg, warn):
         try:
             run = RunResult.from_json(read_input(path))  # a FIFO is refused, not waited on
         except InputError as exc:
+            if walked and exc.errno is not None:
+                warn.append(f"skipped {_short(path)}: {exc.reason}")
+                continue
             raise ResultError(f"{path}: {exc.reason}") from None
         except ResultError as exc:
             raise ResultError(f"{path}: {exc}") from None
+        side.files.append(path)
         side.runs.append(run)
         keys = _phase_keys(run)
         for e in run.engines:
@@ -382,18 +417,51 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
     return "\n".join(lines)
 
 
+#: ``5%``, ``5``, ``2.5 %``: ASCII digits and at most one ``%`` (``float`` alone would take
+#: ``٥``, ``1e1`` or ``inf``, and stripping every ``%`` would take ``5%%``).
+THRESHOLD = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*%?\s*", re.ASCII)
+
+
 def _threshold(text: str) -> float:
-    value = float(text.strip().rstrip("%"))
+    match = THRESHOLD.fullmatch(text)
+    if not match:
+        raise ValueError("expected a percentage in ASCII digits, such as 5% or 2.5%")
+    value = float(match[1])
     if not 0 <= value < 100:
         raise ValueError("must be between 0% and 100%")
     return value / 100
 
 
-COMPARE_EPILOG = """\
+def _engines(text: str | None) -> set[str] | None:
+    """``--engine a,b`` as a set (None: every engine); an empty list is refused."""
+    if text is None:
+        return None
+    names = {n.strip() for n in text.split(",") if n.strip()}
+    if not names:
+        raise ValueError("names no engine")
+    return names
+
+
+def _unknown_engines(engines: set[str] | None, sides: tuple[Side, ...]) -> str | None:
+    """The message for ``--engine`` names that are in none of the results, if any."""
+    held = {e.engine for side in sides for r in side.runs for e in r.engines}
+    unknown = sorted((engines or set()) - held)
+    if not unknown:
+        return None
+    return (
+        f"{', '.join(map(repr, unknown))}: in none of the results "
+        f"(they hold {', '.join(sorted(held)) or 'no engine'})"
+    )
+
+
+COMPARE_EPILOG = f"""\
 BASE and NEW are result JSON files or directories (every asyncbench-*.json below
 them), or comma lists of them; the repeats of a phase are pooled per side.
 Phases match by what they run (kind, stream, count), not by name. Engines and
-phases on one side only are named, never compared.
+phases on one side only are named, never compared. A directory is walked
+without following symbolic links; an entry that vanishes or cannot be read is
+skipped with a warning, and a tree of more than {MAX_WALK_ENTRIES:_d} entries is refused as
+not a results directory (compare / would read the whole filesystem).
 
 verdict per engine and phase, on the median ops/s of each side:
   same     within the threshold
@@ -421,11 +489,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog is laid out by hand
     p.add_argument("base")
     p.add_argument("new")
-    p.add_argument("--threshold", default="5%", help="smallest change that counts (default 5%%)")
+    p.add_argument(
+        "--threshold", default="5%", help="smallest change that counts, ASCII digits and one %% (default 5%%)"
+    )
     p.add_argument("--engine", help="only these engines (comma list)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--markdown", action="store_true", help="a Markdown table")
     out.add_argument("--json", action="store_true", help="machine-readable JSON")
+
+
+#: Skipped entries named one by one before the rest are counted (``compare`` on a large
+#: tree can skip thousands of unreadable ones).
+WARNINGS_LISTED = 10
+
+
+def _warn(warn: list[str]) -> None:
+    for line in warn[:WARNINGS_LISTED]:
+        print(f"asyncbench: compare: warning: {line}", file=sys.stderr)
+    if len(warn) > WARNINGS_LISTED:
+        print(f"asyncbench: compare: warning: ... and {len(warn) - WARNINGS_LISTED} more skipped", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -434,11 +516,22 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"asyncbench: command line: --threshold: {args.threshold!r}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    engines = set(args.engine.split(",")) if args.engine else None
     try:
-        base, new = load_side(args.base, engines), load_side(args.new, engines)
+        engines = _engines(args.engine)
+    except ValueError as exc:
+        print(f"asyncbench: command line: --engine: {args.engine!r}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    warn: list[str] = []
+    try:
+        base, new = load_side(args.base, engines, warn), load_side(args.new, engines, warn)
     except ResultError as exc:
+        _warn(warn)
         print(f"asyncbench: compare: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    _warn(warn)
+    unknown = _unknown_engines(engines, (base, new))
+    if unknown:
+        print(f"asyncbench: command line: --engine: {unknown}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rows = compare_sides(base, new, threshold)
     gone = one_sided(base, new)

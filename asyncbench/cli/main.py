@@ -24,17 +24,24 @@ class Command:
     one-line help, and whether its ``--help`` shows the module's docstring as written
     (a tool whose docstring is its manual) instead of the one line."""
 
-    def __init__(self, module: str, help: str, manual: bool = False) -> None:
+    def __init__(self, module: str, help: str, manual: bool = False, runs_engines: bool = False) -> None:
         self.module, self.help, self.manual = module, help, manual
+        #: It runs engines: every plug-in is imported and checked before it starts.
+        self.runs_engines = runs_engines
 
 
 COMMANDS: dict[str, Command] = {
-    "run": Command("asyncbench.cli.run_command", "run a TOML plan against storage engines (the default command)"),
+    "run": Command(
+        "asyncbench.cli.run_command", "run a TOML plan against storage engines (the default command)", runs_engines=True
+    ),
     "report": Command("asyncbench.cli.report", "re-render a saved result's Markdown report and charts beside it"),
     "compare": Command("asyncbench.cli.compare", "compare two results (or sets of results) phase by phase"),
     "engines": Command("asyncbench.cli.engines", "every engine this installation knows, with its settings"),
     "floor": Command(
-        "asyncbench.tools.floor", "what the harness costs per phase kind, against the plainest loop", manual=True
+        "asyncbench.tools.floor",
+        "what the harness costs per phase kind, against the plainest loop",
+        manual=True,
+        runs_engines=True,
     ),
 }
 DEFAULT_COMMAND = "run"
@@ -96,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         for error in PLUGIN_ERRORS:
             print(f"asyncbench: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    command = COMMANDS.get(argv[0] if argv else DEFAULT_COMMAND, COMMANDS[DEFAULT_COMMAND])
+    if command.runs_engines and not {"-h", "--help", "--version"} & set(argv):
+        from asyncbench.engines import plugin_load_errors
+
+        broken = plugin_load_errors()  # every plug-in, not only those this run names
+        for error in broken:
+            print(f"asyncbench: {error}", file=sys.stderr)
+        if broken:
+            return EXIT_BAD_INPUT
     args = parse_args(argv)
     code: int = args.handler(args)
     return code

@@ -19,11 +19,13 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 
 class InputError(ValueError):
-    """The path cannot be read as an input file; ``reason`` says why in a few words."""
+    """The path cannot be read as an input file; ``reason`` says why in a few words.
+    ``errno`` is set when the operating system refused (the file vanished, cannot be
+    opened or read), so a caller walking a tree can skip it rather than stop."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, errno: int | None = None) -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.errno = reason, errno
 
 
 def read_input(path: Path, max_bytes: int = MAX_INPUT_BYTES, what: str = "an input file") -> bytes:
@@ -31,12 +33,12 @@ def read_input(path: Path, max_bytes: int = MAX_INPUT_BYTES, what: str = "an inp
     kind of file in the message: a plan has a bound of its own); InputError otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise InputError("does not exist") from None
+    except FileNotFoundError as exc:
+        raise InputError("does not exist", exc.errno) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file") from None
     except OSError as exc:
-        raise InputError(f"cannot be read: {exc.strerror}") from None
+        raise InputError(f"cannot be read: {exc.strerror}", exc.errno) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -53,7 +55,7 @@ def read_input(path: Path, max_bytes: int = MAX_INPUT_BYTES, what: str = "an inp
                 raise InputError(f"is over the {max_bytes:_d} bytes {what} may have")
         return b"".join(chunks)
     except OSError as exc:
-        raise InputError(f"cannot be read: {exc.strerror}") from None
+        raise InputError(f"cannot be read: {exc.strerror}", exc.errno) from None
     finally:
         os.close(fd)
 

@@ -23,6 +23,7 @@ from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
+from asyncbench.report import chart_limit
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
@@ -503,12 +504,25 @@ def drawings(run: RunResult) -> list[Drawing]:
     latency, the percentile distribution of the main phases and the latency over time of
     each write phase."""
     run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
+    capped = chart_limit.note(run)
+    run = chart_limit.charted(run)  # at most MAX_CHART_ENGINES engines per chart, said on it
     view = collapse(run)
     out: list[Drawing] = []
     for chart in CHARTS:
         if chart.wanted(view):  # no empty "Index Scan Throughput" for a plan without scans
             out.append((chart.slug, chart.title, partial(chart.draw, view)))
-    return out + latency_drawings(run)
+    out += latency_drawings(run)
+    if capped is None:
+        return out
+    return [(slug, title, partial(_noted, draw, capped)) for slug, title, draw in out]
+
+
+def _noted(draw: Callable[[], Figure], text: str) -> Figure:
+    """The figure ``draw`` makes, with ``text`` in its top right corner, above the title."""
+    fig = draw()
+    top = 1 - 0.06 / fig.get_figheight()
+    fig.text(1 - 0.12 / fig.get_figwidth(), top, text, fontsize=8, color=MUTED, ha="right", va="top")
+    return fig
 
 
 def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:

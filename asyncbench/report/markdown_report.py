@@ -18,6 +18,7 @@ from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs, unsta
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
+from asyncbench.report import chart_limit
 from asyncbench.report import markdown as md
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
@@ -424,6 +425,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         lines += [f"> **Partial report: {md.text(run.interrupted)}.**", ""]
     if skipped:
         lines += [skipped_line(skipped), ""]
+    capped = chart_limit.note(full)
+    if charts and capped:
+        lines += [f"> {md.text(capped[0].upper() + capped[1:])}.", ""]
     for chart_title, path in charts:
         lines += [f"![{md.text(chart_title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
