@@ -127,3 +127,103 @@ def test_reuse_contradicts_clean_data(run_cli) -> None:
 def test_reuse_is_refused_for_a_distributed_run(run_cli) -> None:
     code, _, output = run_cli(QUICK, "--reuse-data", "--processes", "2", "--engine", "sqlite")
     assert code == 2 and "--reuse-data: a distributed run's engines" in output
+
+
+# --- issue 34: a reuse run proves its data, not only its files -----------------------------
+
+
+def rerecord(directory: Path, engine: str) -> None:
+    """What a person repairing a store does after changing it: recompute the marker's
+    record of the files (and keep its fingerprint), so every file check passes."""
+    from asyncbench.engines import engine_class
+    from asyncbench.engines.store_dir import StoreDir
+
+    StoreDir(directory, engine_class(engine).store_layout).record_files()
+
+
+def edit_fingerprint(directory: Path, **fields: object) -> None:
+    marker = directory / MARKER
+    doc = json.loads(marker.read_text())
+    doc["fingerprint"].update(fields)
+    marker.write_text(json.dumps(doc))
+
+
+def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a seed-5 store whose marker says seed 570123434 was reused, exit 0, with
+    wrong checksums; the fingerprint's own verify checksum contradicts the plan."""
+    build(run_cli, "lsm", "sqlite", extra=("--seed", "5"))
+    for e in ("lsm", "sqlite"):
+        edit_fingerprint(store(tmp_path, e), seed=570123434)
+    code, runs, output = run_cli(QUICK, "--engine", "lsm,sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    for e in runs[-1]["engines"]:
+        assert e["status"] == "failed" and e["phase"] == "open", e
+        assert "StoreMismatch" in e["detail"] and "verify checksum" in e["detail"], e["detail"]
+        assert str(store(tmp_path, e["engine"])) in e["detail"]
+
+
+def test_a_forged_fingerprint_without_a_recorded_verify_fails_at_the_first_phase_it_reads(
+    run_cli, tmp_path: Path
+) -> None:
+    """The same forgery with the recorded verify result removed too: the phases that run
+    compare with the build's recorded checksums (of the seed-5 plan), and verify with the
+    plan's arithmetic; the engine fails naming the first phase that differs."""
+    build(run_cli, "sqlite", extra=("--seed", "5"))
+    doc = json.loads((store(tmp_path, "sqlite") / MARKER).read_text())
+    kept = [c for c in doc["fingerprint"]["checksums"] if c["kind"] != "verify"]
+    edit_fingerprint(store(tmp_path, "sqlite"), seed=570123434, checksums=kept)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and e["phase"] == "post-update read by user id", e
+    assert "StoreContentMismatch" in e["detail"] and "recorded by the store's build" in e["detail"]
+
+
+def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a row updated with sqlite3 and the marker's record recomputed passed every
+    file check and gave wrong checksums with exit 0."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1")
+    conn.close()
+    rerecord(store(tmp_path, "sqlite"), "sqlite")
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and "StoreContentMismatch" in e["detail"], e
+    assert f"phase {e['phase']!r}" in e["detail"] and str(store(tmp_path, "sqlite")) in e["detail"]
+
+
+def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a_recorded_result(
+    run_cli, tmp_path: Path
+) -> None:
+    """Rows deleted and the record recomputed, on a store whose build recorded no phase
+    result at all: verify's checksum comes from the plan alone."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM profiles WHERE user_id > 990")
+    conn.close()
+    rerecord(store(tmp_path, "sqlite"), "sqlite")
+    edit_fingerprint(store(tmp_path, "sqlite"), checksums=[])
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and e["phase"] == "final (verify)", e
+    assert "computed from the plan" in e["detail"]
+    assert any("not proven against its build" in n for n in e["notes"])
+
+
+def test_reuse_at_another_worker_count_says_which_phases_it_could_not_prove(run_cli, tmp_path: Path) -> None:
+    build(run_cli, "lsm")
+    code, runs, output = run_cli(QUICK, "--engine", "lsm", *FAST, "--reuse-data", "--parallelism", "2")
+    assert code == 0, output
+    (e,) = runs[-1]["engines"]
+    (note,) = [n for n in e["notes"] if "not proven against its build" in n]
+    assert "post-update read by user id (the build ran it with 1 worker(s), this run 2)" in note
+    assert "final (verify)" not in note  # verify is proven by the plan at any worker count
