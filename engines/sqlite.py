@@ -21,6 +21,8 @@ import functools
 import os
 import re
 import sqlite3
+import stat
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,7 +58,57 @@ LAYOUT = StoreLayout(
     # the last connection to close checkpoints the WAL into the database (whose CRC then
     # differs) and deletes both: gone is fine, changed is not
     transient_files=re.compile(re.escape(DB_FILE) + r"-(wal|shm)"),
+    # ... and a reader that is not the last to close (a read-only sqlite3 CLI) leaves them
+    # behind unchanged: told apart from damage by what the WAL would apply
+    idle_transients=lambda directory: wal_is_idle(directory / DB_FILE),
 )
+
+#: The WAL file's header and each frame's header (https://sqlite.org/fileformat2.html#walformat).
+_WAL_HEADER, _WAL_FRAME_HEADER = 32, 24
+_WAL_MAGIC = (0x377F0682, 0x377F0683)
+
+
+def wal_is_idle(db: Path) -> bool:
+    """Whether ``db``'s ``-wal`` would change nothing at the next open: absent, empty (what
+    a read-only connection leaves), or every frame of its current generation (the salts of
+    its header) holding a page equal to the database's page of that number (a WAL already
+    checkpointed into the database, not truncated). The ``-shm`` is only an index of the
+    WAL, rebuilt from it. Anything else (unreadable, not a regular file, a frame the
+    database does not hold) is not idle: the store is refused as changed."""
+    wal = db.with_name(db.name + "-wal")
+    try:
+        wfd = os.open(wal, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(wfd).st_mode):
+            return False
+        with os.fdopen(os.dup(wfd), "rb") as w, open(db, "rb") as d:
+            header = w.read(_WAL_HEADER)
+            if not header:
+                return True
+            if len(header) < _WAL_HEADER:
+                return False
+            magic, _version, page_size, _seq, salt1, salt2 = struct.unpack(">6I", header[:24])
+            if magic not in _WAL_MAGIC or page_size < 512 or page_size & (page_size - 1):
+                return False
+            while frame := w.read(_WAL_FRAME_HEADER):
+                if len(frame) < _WAL_FRAME_HEADER:
+                    return True  # a torn frame header: SQLite ignores it
+                page_no, _commit, f1, f2 = struct.unpack(">4I", frame[:16])
+                page = w.read(page_size)
+                if (f1, f2) != (salt1, salt2) or len(page) < page_size:
+                    return True  # an earlier generation's frame (or torn): never applied
+                d.seek((page_no - 1) * page_size)
+                if d.read(page_size) != page:
+                    return False
+            return True
+    except OSError:
+        return False
+    finally:
+        os.close(wfd)
 
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {TABLE} (

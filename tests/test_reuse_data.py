@@ -227,3 +227,58 @@ def test_reuse_at_another_worker_count_says_which_phases_it_could_not_prove(run_
     (note,) = [n for n in e["notes"] if "not proven against its build" in n]
     assert "post-update read by user id (the build ran it with 1 worker(s), this run 2)" in note
     assert "final (verify)" not in note  # verify is proven by the plan at any worker count
+
+
+def _wal_left_beside(db: Path, statement: str, checkpoint: bool) -> None:
+    """Leave beside ``db`` the -wal and -shm a connection had after ``statement`` (and a
+    passive checkpoint if asked), with the database file itself as it was before."""
+    import sqlite3
+
+    original = db.read_bytes()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    with conn:
+        conn.execute(statement)
+    if checkpoint:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    wal, shm = (db.with_name(db.name + s) for s in ("-wal", "-shm"))
+    kept = wal.read_bytes(), shm.read_bytes()
+    conn.close()  # the last connection: checkpoints and deletes both
+    db.write_bytes(original)
+    wal.write_bytes(kept[0])
+    shm.write_bytes(kept[1])
+
+
+def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a read-only sqlite3 leaves an empty -wal and a -shm beside a clean store,
+    which were refused as damage until deleted by hand; they hold nothing to apply."""
+    import sqlite3
+
+    built = build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert conn.execute("SELECT count(*) FROM profiles").fetchone() == (1000,)
+    conn.close()
+    assert {p.name for p in db.parent.iterdir()} >= {"profiles.db-wal", "profiles.db-shm"}
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 0, output
+    want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
+    ran = [p for p in runs[-1]["engines"][0]["phases"] if p["checksum"] and not p["skipped"]]
+    assert ran and all(p["checksum"] == want[p["index"]] for p in ran)
+
+
+def test_a_checkpointed_sqlite_wal_is_reused_and_one_that_changes_the_store_is_refused(
+    run_cli, tmp_path: Path
+) -> None:
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    # a write that changed nothing, checkpointed but not truncated: every frame is in the file
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation WHERE user_id = 1", checkpoint=True)
+    code, _, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 0, output
+    # a committed change still in the WAL: opening would apply it to the store
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1", checkpoint=False)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and "StoreDamaged" in e["detail"] and f"{db}-wal" in e["detail"], e["detail"]
