@@ -265,12 +265,19 @@ class SqliteConnection:
     """
 
     def __init__(
-        self, path: Path, pragmas: Sequence[str], busy_timeout_s: float = 30.0, create: bool = True
+        self,
+        path: Path,
+        pragmas: Sequence[str],
+        busy_timeout_s: float = 30.0,
+        create: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.pragmas = list(pragmas)
         #: False: the database must exist (opened read-write, never created) and gets no schema.
         self.create = create
+        #: An existing database this process may not write (``mode=ro``): see SqliteEngine.open.
+        self.read_only = read_only and not create
         self.busy_timeout_s = busy_timeout_s
         self._db: aiosqlite.Connection | None = None
         self._raw: sqlite3.Connection | None = None
@@ -287,11 +294,15 @@ class SqliteConnection:
         if self.create:
             db = await aiosqlite.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
         else:  # mode=rw: an existing database only, never an empty one created in its place
-            uri = Path(os.path.abspath(self.path)).as_uri() + "?mode=rw"
+            mode = "ro" if self.read_only else "rw"
+            uri = Path(os.path.abspath(self.path)).as_uri() + f"?mode={mode}"
             try:
                 db = await aiosqlite.connect(uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s)
             except sqlite3.OperationalError as exc:
-                raise StoreMissing(f"{self.path}: the SQLite store cannot be opened: {exc}") from exc
+                gone = not os.path.lexists(self.path)  # missing is one thing, unopenable another
+                raise (StoreMissing if gone else StoreDamaged)(
+                    f"{self.path}: the SQLite store cannot be opened: {exc}"
+                ) from exc
         self._db = db
         self._raw = db._conn
         try:
@@ -360,6 +371,8 @@ class SqliteEngine(MarkedStore, Engine):
         self.path = self.data_dir / DB_FILE
         self.sql = Statements.build(DIALECT, self.limit)
         self._conn: SqliteConnection | None = None
+        #: Opened read-only: an existing database this process may not write (see open).
+        self.read_only = False
         self._worker_conns: list[SqliteConnection] = []
         self._stores: list[SqlProfileStore] = []
 
@@ -370,7 +383,9 @@ class SqliteEngine(MarkedStore, Engine):
     def connection(self, create: bool = True) -> SqliteConnection:
         """A new, unopened connection configured like the engine's own (``create``: a new
         store, given the schema; else an existing one, which must be there)."""
-        return SqliteConnection(self.path, pragma_statements(self.settings), create=create)
+        return SqliteConnection(
+            self.path, pragma_statements(self.settings), create=create, read_only=self.read_only
+        )
 
     # --- lifecycle ----------------------------------------------------------------------
     async def delete_store(self) -> bool:
@@ -386,6 +401,11 @@ class SqliteEngine(MarkedStore, Engine):
             store.reset()
         else:  # the database must exist, as its last clean close recorded it
             await anyio.to_thread.run_sync(store.open_existing)
+        # A database this process may not write (a kept store made read-only, reused by
+        # a user without write permission) is opened read-only: a read-write open falls
+        # back to read-only by itself but then leaves -wal/-shm it cannot write, and the
+        # next run's settle failed on them ("attempt to write a readonly database").
+        self.read_only = not reset and not os.access(self.path, os.W_OK)
         conn = self.connection(create=reset)
         await conn.open()
         self._conn = conn
@@ -419,6 +439,8 @@ class SqliteEngine(MarkedStore, Engine):
             await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).record_files)
 
     async def settle(self) -> None:
+        if self.read_only:  # nothing written, and nothing it may write: the file is durable as it is
+            return
         await self._db.run(checkpoint)
 
     def storage_bytes(self) -> int:

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from asyncbench.engines.store_dir import MARKER
 from conftest import ROOT
 
@@ -314,3 +315,73 @@ def test_a_rocksdb_block_checksum_error_names_the_store(run_cli, tmp_path: Path)
     (e,) = runs[-1]["engines"]
     assert e["detail"].startswith(f"StoreDamaged: {store(tmp_path, 'rocksdb')}: RocksDB cannot read the store: "), e
     assert "Corruption" in e["detail"] and str(table) in e["detail"]
+
+
+def _as_user_nobody() -> list[str] | None:
+    """A command that runs this asyncbench as the unprivileged user ``nobody`` (this
+    interpreter, or the system's of the same version when this one is not reachable by
+    nobody, with this environment's packages), or None when that cannot be done here."""
+    import os
+    import pwd
+    import subprocess
+    import sys
+    import sysconfig
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    dirs = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    boot = f"import site, sys, runpy; [site.addsitedir(d) for d in {dirs!r}]; "
+    become = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+    v = sys.version_info
+    for python in (sys.executable, f"/usr/bin/python{v.major}.{v.minor}"):
+        probe = subprocess.run(
+            [*become, python, "-c", boot + "import asyncbench.cli.main"], capture_output=True, timeout=60
+        )
+        if probe.returncode == 0:
+            run = "sys.argv[0] = 'asyncbench'; runpy.run_module('asyncbench', run_name='__main__', alter_sys=True)"
+            return [*become, python, "-c", boot + run]
+    return None
+
+
+def test_a_read_only_sqlite_store_is_reused_by_an_unprivileged_user_again_and_again() -> None:
+    """Issue 34: a store made read-only and reused by a user who may not write it was exact
+    once, then failed at settle ("attempt to write a readonly database") on the -wal/-shm
+    the first run left. Such a database is opened read-only and settle has nothing to do."""
+    import os
+    import pwd
+    import subprocess
+    import tempfile
+
+    command = _as_user_nobody()
+    if command is None:
+        pytest.skip("needs root, setpriv and a Python that the user nobody can run with these packages")
+    root = Path(tempfile.mkdtemp(prefix="asyncbench-nobody-"))
+    try:
+        nobody = pwd.getpwnam("nobody")
+        os.chown(root, nobody.pw_uid, nobody.pw_gid)
+        args = [QUICK, "--engine", "sqlite", *FAST, "--output", str(root / "out"), "--data", str(root / "data")]
+
+        def run(*extra: str) -> dict:
+            done = subprocess.run([*command, *args, *extra], capture_output=True, text=True, timeout=300, env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root)})
+            assert done.returncode == 0, done.stdout + done.stderr
+            (latest,) = sorted((root / "out").glob("profiles-*/asyncbench-*.json"), key=os.path.getmtime)[-1:]
+            return json.loads(latest.read_text())
+
+        built = run("--keep-data")
+        db = root / "data" / "profiles-1000" / "sqlite" / "profiles.db"
+        db.chmod(0o444)
+        want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
+        for _ in range(2):
+            (e,) = run("--reuse-data")["engines"]
+            assert e["status"] == "ok", e
+            ran = [p for p in e["phases"] if p["checksum"] and not p["skipped"]]
+            assert ran and all(p["checksum"] == want[p["index"]] for p in ran)
+        assert db.stat().st_mode & 0o777 == 0o444  # left as the user made it
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
