@@ -16,8 +16,10 @@ profile count, the plan counts that shaped the store, the write phases it ran, a
    ``update``; and a phase that reads only when the store holds what it expects, i.e.
    post-update phases on a store whose build ran the updates, the others on one whose
    build did not. Those reproduce the reference checksums of a full run with the same
-   seed and counts; the others are reported as skipped, with the reason in the notes.
-   stabilize, settle and reopen run as usual.
+   seed and counts, and each must: the build records its phase checksums in the
+   fingerprint, and a phase that reads another checksum fails the engine
+   (``asyncbench.run.reuse_proof``); the others are reported as skipped, with the reason
+   in the notes. stabilize, settle and reopen run as usual.
 
 The store is never deleted by a reuse run (``--clean-data`` does not apply to it).
 """
@@ -65,11 +67,16 @@ def fingerprint(
         "engine": engine,
         "seed": cfg.seed,
         "profiles": counts.profiles,
-        "counts": {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")},
+        "counts": plan_counts(counts),
         "limit": counts.limit,
         "writes": writes(cfg.phases),
         "checksums": final_checksums(cfg.phases, workers, phases or []),
     }
+
+
+def plan_counts(counts: Counts) -> dict[str, int]:
+    """The counts of the plan's streams (the profile count and limit are recorded apart)."""
+    return {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")}
 
 
 def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResult]) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
-from asyncbench.run.reuse import StoreMismatch, fingerprint, skip_reason
+from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
 from asyncbench.workloads.profile_store.expected import verify_expected
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 from asyncbench.workloads.profile_store.plan import Plan
@@ -78,8 +78,7 @@ def expectations(
     fingerprint, already matched by ``reuse.check``); StoreMismatch if the fingerprint's
     own recorded verify checksum contradicts the plan."""
     proof = Proof(where)
-    wanted = fingerprint(cfg, str(found.get("engine")), plan.counts)
-    comparable = found.get("counts") == wanted["counts"] and found.get("limit") == wanted["limit"]
+    comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == plan.counts.limit
     # the store's update phases (reuse.check matched them with this plan's when it updated)
     rewrites = (
         [(w[1], w[2]) for w in found.get("writes", []) if w[0] in PHASES and PHASES[w[0]].rewrites]
