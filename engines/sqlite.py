@@ -60,8 +60,36 @@ LAYOUT = StoreLayout(
     transient_files=re.compile(re.escape(DB_FILE) + r"-(wal|shm)"),
     # ... and a reader that is not the last to close (a read-only sqlite3 CLI) leaves them
     # behind unchanged: told apart from damage by what the WAL would apply
-    idle_transients=lambda directory: wal_is_idle(directory / DB_FILE),
+    idle_transients=lambda directory: wal_is_idle(directory / DB_FILE) and shm_is_an_index(directory / DB_FILE),
 )
+
+#: The wal-index's version (the first field of the -shm's header, in native byte order).
+_SHM_VERSION = 3007000
+_SHM_HEADER = 48
+
+
+def shm_is_an_index(db: Path) -> bool:
+    """Whether ``db``'s ``-shm`` is absent or a wal-index SQLite wrote: its header's version
+    is 3007000 and its two header copies agree. A file of the user's that merely has the
+    name is not (so it is neither taken for SQLite's nor deleted)."""
+    shm = db.with_name(db.name + "-shm")
+    try:
+        fd = os.open(shm, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 2 * _SHM_HEADER)
+    finally:
+        os.close(fd)
+    return (
+        len(head) == 2 * _SHM_HEADER
+        and struct.unpack("=I", head[:4])[0] == _SHM_VERSION
+        and head[:_SHM_HEADER] == head[_SHM_HEADER:]
+    )
 
 #: The WAL file's header and each frame's header (https://sqlite.org/fileformat2.html#walformat).
 _WAL_HEADER, _WAL_FRAME_HEADER = 32, 24
@@ -73,7 +101,7 @@ def wal_is_idle(db: Path) -> bool:
     a read-only connection leaves), or every frame of its current generation (the salts of
     its header) holding a page equal to the database's page of that number (a WAL already
     checkpointed into the database, not truncated). The ``-shm`` is only an index of the
-    WAL, rebuilt from it. Anything else (unreadable, not a regular file, a frame the
+    WAL, rebuilt from it (:func:`shm_is_an_index` checks it is one). Anything else (unreadable, not a regular file, a frame the
     database does not hold) is not idle: the store is refused as changed."""
     wal = db.with_name(db.name + "-wal")
     try:

@@ -413,12 +413,28 @@ class StoreDir:
         recorded at the last clean close with the same identity (symlinks never are);
         ``ours`` collects the recorded files."""
         layout, recorded = self.layout, self._recorded or {}
+        idle: list[bool] = []  # whether the transient files are idle, asked once if needed
 
         def check(rel: str, st: os.stat_result) -> bool:
             if stat.S_ISREG(st.st_mode) and recorded.get(rel) == _identity(st):
                 ours.append(rel)
                 return True
-            return False
+            return idle_transient(rel, st)
+
+        def idle_transient(rel: str, st: os.stat_result) -> bool:
+            """A transient file (SQLite's -wal/-shm) that a reader left beside a cleanly
+            closed store, holding nothing the library would apply: the library's state of
+            the engine's own database, so the engine's to delete with it."""
+            pattern, is_idle = layout.transient_files, layout.idle_transients
+            if not (pattern and is_idle and pattern.fullmatch(rel) and stat.S_ISREG(st.st_mode)):
+                return False
+            if self._recorded is None or self._in_use:  # no clean close to compare with
+                return False
+            if not idle:
+                idle.append(is_idle(self.directory))
+            if idle[0]:
+                ours.append(rel)
+            return idle[0]
 
         for name in names:
             st = os.lstat(self.directory / name)

@@ -385,3 +385,21 @@ def test_a_read_only_sqlite_store_is_reused_by_an_unprivileged_user_again_and_ag
         assert db.stat().st_mode & 0o777 == 0o444  # left as the user made it
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli, tmp_path: Path) -> None:
+    """The same -wal/-shm left by a read-only reader made the next build's reset refuse the
+    directory ("holds entries asyncbench did not write"); they are the library's idle
+    state of the engine's own database, deleted with it. A WAL that holds a change is not."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn.execute("SELECT count(*) FROM profiles").fetchone()
+    conn.close()
+    build(run_cli, "sqlite")  # asserts exit 0
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1", checkpoint=False)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--keep-data")
+    assert code == 1 and "holds entries asyncbench did not write" in output, output
+    assert (db.parent / "profiles.db-wal").exists()
