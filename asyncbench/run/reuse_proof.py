@@ -67,8 +67,11 @@ class Proof:
 
 
 def _entries(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fingerprint's recorded phase checksums (entries of another shape are ignored)."""
     raw = found.get("checksums")
-    return [e for e in raw if isinstance(e, dict) and isinstance(e.get("checksum"), str)] if isinstance(raw, list) else []
+    if not isinstance(raw, list):
+        return []
+    return [e for e in raw if isinstance(e, dict) and isinstance(e.get("checksum"), str)]
 
 
 def expectations(
@@ -104,7 +107,8 @@ def expectations(
             assert verify is not None
             proof.expected[index] = (verify, FROM_PLAN)
         elif action is Action.OPERATIONS:
-            same = [e for e in recorded if (e.get("kind"), e.get("stream"), e.get("count")) == (spec.kind, spec.stream, spec.count)]
+            phase = (spec.kind, spec.stream, spec.count)
+            same = [e for e in recorded if (e.get("kind"), e.get("stream"), e.get("count")) == phase]
             match = [e for e in same if e.get("workers") == workers]
             if comparable and match:
                 proof.expected[index] = (match[0]["checksum"], FROM_BUILD)
