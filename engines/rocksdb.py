@@ -54,7 +54,7 @@ import rocksdict
 from anyio.abc import TaskGroup
 from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
-from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout, StoreMissing
+from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout
 
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -166,6 +166,35 @@ async def _in_thread(body: Callable[..., T], *args: Any) -> T:
 #: Writes in a worker thread (a full disk as an OSError), point reads on the loop, scans
 #: and queries in a worker thread: one hop per batch.
 PLACEMENT = Placement(writes=_writing, reads=_on_loop, scans=_in_thread)
+
+#: How RocksDB's status text begins when what it read is damaged or gone.
+_DAMAGE = ("Corruption:", "IO error:")
+
+
+def _one_line(exc: BaseException) -> str:
+    """RocksDB's message on one line (some span two: "... The file X may be corrupted.")."""
+    return " ".join(str(exc).split())
+
+
+def placement(data_dir: Path) -> Placement:
+    """:data:`PLACEMENT`, with a read that meets damage reported as :class:`StoreDamaged`
+    naming the store: rocksdict raises a bare ``Exception("Corruption: block checksum
+    mismatch: stored(context removed) = ...")`` whose row said only ``Exception:``
+    (RocksDB names the file when it knows it; the store is named here either way).
+    One ``try`` per batch, free when nothing fails."""
+
+    def naming(place: Callable[..., Any]) -> Callable[..., Any]:
+        async def placed(body: Callable[..., T], *args: Any) -> T:
+            try:
+                return await place(body, *args)
+            except Exception as exc:
+                if type(exc) is Exception and str(exc).startswith(_DAMAGE):
+                    raise StoreDamaged(f"{data_dir}: RocksDB cannot read the store: {_one_line(exc)}") from exc
+                raise
+
+        return placed
+
+    return Placement(writes=PLACEMENT.writes, reads=naming(PLACEMENT.reads), scans=naming(PLACEMENT.scans))
 
 
 def _mb(option: str | None) -> str | None:
@@ -339,7 +368,11 @@ class RocksDbEngine(MarkedStore, Engine):
                 except Exception as exc:
                     if reset:
                         raise
-                    raise StoreMissing(f"{self.data_dir}: RocksDB database {name!r} cannot be opened: {exc}") from exc
+                    # the marker's stores were all there (open_existing): what RocksDB
+                    # refuses now is a damaged database, never a missing one
+                    raise StoreDamaged(
+                        f"{self.data_dir / name}: RocksDB cannot open the database {name!r}: {_one_line(exc)}"
+                    ) from exc
                 db.set_write_options(write_opts)
                 dbs.append(db)
         except BaseException:
@@ -348,7 +381,7 @@ class RocksDbEngine(MarkedStore, Engine):
             raise
         self._dbs = dbs
         self._store = KvProfileStore(
-            [RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True, place=PLACEMENT
+            [RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True, place=placement(self.data_dir)
         )
         options = read_options_file(self.data_dir / DB_NAMES[0])
         self._effective = {k: options[k] for k in _EFFECTIVE_KEYS if k in options}

@@ -21,6 +21,8 @@ import functools
 import os
 import re
 import sqlite3
+import stat
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,7 +58,85 @@ LAYOUT = StoreLayout(
     # the last connection to close checkpoints the WAL into the database (whose CRC then
     # differs) and deletes both: gone is fine, changed is not
     transient_files=re.compile(re.escape(DB_FILE) + r"-(wal|shm)"),
+    # ... and a reader that is not the last to close (a read-only sqlite3 CLI) leaves them
+    # behind unchanged: told apart from damage by what the WAL would apply
+    idle_transients=lambda directory: wal_is_idle(directory / DB_FILE) and shm_is_an_index(directory / DB_FILE),
 )
+
+#: The wal-index's version (the first field of the -shm's header, in native byte order).
+_SHM_VERSION = 3007000
+_SHM_HEADER = 48
+
+
+def shm_is_an_index(db: Path) -> bool:
+    """Whether ``db``'s ``-shm`` is absent or a wal-index SQLite wrote: its header's version
+    is 3007000 and its two header copies agree. A file of the user's that merely has the
+    name is not (so it is neither taken for SQLite's nor deleted)."""
+    shm = db.with_name(db.name + "-shm")
+    try:
+        fd = os.open(shm, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, 2 * _SHM_HEADER)
+    finally:
+        os.close(fd)
+    return (
+        len(head) == 2 * _SHM_HEADER
+        and struct.unpack("=I", head[:4])[0] == _SHM_VERSION
+        and head[:_SHM_HEADER] == head[_SHM_HEADER:]
+    )
+
+#: The WAL file's header and each frame's header (https://sqlite.org/fileformat2.html#walformat).
+_WAL_HEADER, _WAL_FRAME_HEADER = 32, 24
+_WAL_MAGIC = (0x377F0682, 0x377F0683)
+
+
+def wal_is_idle(db: Path) -> bool:
+    """Whether ``db``'s ``-wal`` would change nothing at the next open: absent, empty (what
+    a read-only connection leaves), or every frame of its current generation (the salts of
+    its header) holding a page equal to the database's page of that number (a WAL already
+    checkpointed into the database, not truncated). The ``-shm`` is only an index of the
+    WAL, rebuilt from it (:func:`shm_is_an_index` checks it is one). Anything else (unreadable, not a regular file, a frame the
+    database does not hold) is not idle: the store is refused as changed."""
+    wal = db.with_name(db.name + "-wal")
+    try:
+        wfd = os.open(wal, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(wfd).st_mode):
+            return False
+        with os.fdopen(os.dup(wfd), "rb") as w, open(db, "rb") as d:
+            header = w.read(_WAL_HEADER)
+            if not header:
+                return True
+            if len(header) < _WAL_HEADER:
+                return False
+            magic, _version, page_size, _seq, salt1, salt2 = struct.unpack(">6I", header[:24])
+            if magic not in _WAL_MAGIC or page_size < 512 or page_size & (page_size - 1):
+                return False
+            while frame := w.read(_WAL_FRAME_HEADER):
+                if len(frame) < _WAL_FRAME_HEADER:
+                    return True  # a torn frame header: SQLite ignores it
+                page_no, _commit, f1, f2 = struct.unpack(">4I", frame[:16])
+                page = w.read(page_size)
+                if (f1, f2) != (salt1, salt2) or len(page) < page_size:
+                    return True  # an earlier generation's frame (or torn): never applied
+                d.seek((page_no - 1) * page_size)
+                if d.read(page_size) != page:
+                    return False
+            return True
+    except OSError:
+        return False
+    finally:
+        os.close(wfd)
 
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -219,12 +299,19 @@ class SqliteConnection:
     """
 
     def __init__(
-        self, path: Path, pragmas: Sequence[str], busy_timeout_s: float = 30.0, create: bool = True
+        self,
+        path: Path,
+        pragmas: Sequence[str],
+        busy_timeout_s: float = 30.0,
+        create: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.pragmas = list(pragmas)
         #: False: the database must exist (opened read-write, never created) and gets no schema.
         self.create = create
+        #: An existing database this process may not write (``mode=ro``): see SqliteEngine.open.
+        self.read_only = read_only and not create
         self.busy_timeout_s = busy_timeout_s
         self._db: aiosqlite.Connection | None = None
         self._raw: sqlite3.Connection | None = None
@@ -241,11 +328,15 @@ class SqliteConnection:
         if self.create:
             db = await aiosqlite.connect(self.path, isolation_level=None, timeout=self.busy_timeout_s)
         else:  # mode=rw: an existing database only, never an empty one created in its place
-            uri = Path(os.path.abspath(self.path)).as_uri() + "?mode=rw"
+            mode = "ro" if self.read_only else "rw"
+            uri = Path(os.path.abspath(self.path)).as_uri() + f"?mode={mode}"
             try:
                 db = await aiosqlite.connect(uri, uri=True, isolation_level=None, timeout=self.busy_timeout_s)
             except sqlite3.OperationalError as exc:
-                raise StoreMissing(f"{self.path}: the SQLite store cannot be opened: {exc}") from exc
+                gone = not os.path.lexists(self.path)  # missing is one thing, unopenable another
+                raise (StoreMissing if gone else StoreDamaged)(
+                    f"{self.path}: the SQLite store cannot be opened: {exc}"
+                ) from exc
         self._db = db
         self._raw = db._conn
         try:
@@ -314,6 +405,8 @@ class SqliteEngine(MarkedStore, Engine):
         self.path = self.data_dir / DB_FILE
         self.sql = Statements.build(DIALECT, self.limit)
         self._conn: SqliteConnection | None = None
+        #: Opened read-only: an existing database this process may not write (see open).
+        self.read_only = False
         self._worker_conns: list[SqliteConnection] = []
         self._stores: list[SqlProfileStore] = []
 
@@ -324,7 +417,9 @@ class SqliteEngine(MarkedStore, Engine):
     def connection(self, create: bool = True) -> SqliteConnection:
         """A new, unopened connection configured like the engine's own (``create``: a new
         store, given the schema; else an existing one, which must be there)."""
-        return SqliteConnection(self.path, pragma_statements(self.settings), create=create)
+        return SqliteConnection(
+            self.path, pragma_statements(self.settings), create=create, read_only=self.read_only
+        )
 
     # --- lifecycle ----------------------------------------------------------------------
     async def delete_store(self) -> bool:
@@ -340,6 +435,11 @@ class SqliteEngine(MarkedStore, Engine):
             store.reset()
         else:  # the database must exist, as its last clean close recorded it
             await anyio.to_thread.run_sync(store.open_existing)
+        # A database this process may not write (a kept store made read-only, reused by
+        # a user without write permission) is opened read-only: a read-write open falls
+        # back to read-only by itself but then leaves -wal/-shm it cannot write, and the
+        # next run's settle failed on them ("attempt to write a readonly database").
+        self.read_only = not reset and not os.access(self.path, os.W_OK)
         conn = self.connection(create=reset)
         await conn.open()
         self._conn = conn
@@ -373,6 +473,8 @@ class SqliteEngine(MarkedStore, Engine):
             await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).record_files)
 
     async def settle(self) -> None:
+        if self.read_only:  # nothing written, and nothing it may write: the file is durable as it is
+            return
         await self._db.run(checkpoint)
 
     def storage_bytes(self) -> int:

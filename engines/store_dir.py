@@ -48,7 +48,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -105,6 +105,11 @@ class StoreLayout:
     #: connection closes, which may be another process's after the engine's clean close):
     #: compared when present, never missed when gone.
     transient_files: re.Pattern[str] | None = None
+    #: Whether the transient files present in a directory hold nothing the library would
+    #: apply to the store at its next open (SQLite: a WAL with no frame, or only frames
+    #: whose pages equal the database's, as a read-only ``sqlite3`` leaves it beside a
+    #: clean store): such files are not damage, whatever the record says of them.
+    idle_transients: Callable[[Path], bool] | None = None
 
     @property
     def summed_bytes(self) -> int | None:
@@ -278,6 +283,10 @@ class StoreDir:
     def _compare(self, contents: dict[str, list]) -> list[str]:
         present = dict(self._present())
         transient = self.layout.transient_files
+        idle = self.layout.idle_transients
+        if transient and idle and any(transient.fullmatch(rel) for rel in present) and idle(self.directory):
+            # left by a reader that was not the last to close: nothing the library would apply
+            present = {rel: st for rel, st in present.items() if not transient.fullmatch(rel)}
         problems = [
             f"{self.directory / rel} is missing"
             for rel in contents
@@ -404,12 +413,28 @@ class StoreDir:
         recorded at the last clean close with the same identity (symlinks never are);
         ``ours`` collects the recorded files."""
         layout, recorded = self.layout, self._recorded or {}
+        idle: list[bool] = []  # whether the transient files are idle, asked once if needed
 
         def check(rel: str, st: os.stat_result) -> bool:
             if stat.S_ISREG(st.st_mode) and recorded.get(rel) == _identity(st):
                 ours.append(rel)
                 return True
-            return False
+            return idle_transient(rel, st)
+
+        def idle_transient(rel: str, st: os.stat_result) -> bool:
+            """A transient file (SQLite's -wal/-shm) that a reader left beside a cleanly
+            closed store, holding nothing the library would apply: the library's state of
+            the engine's own database, so the engine's to delete with it."""
+            pattern, is_idle = layout.transient_files, layout.idle_transients
+            if not (pattern and is_idle and pattern.fullmatch(rel) and stat.S_ISREG(st.st_mode)):
+                return False
+            if self._recorded is None or self._in_use:  # no clean close to compare with
+                return False
+            if not idle:
+                idle.append(is_idle(self.directory))
+            if idle[0]:
+                ours.append(rel)
+            return idle[0]
 
         for name in names:
             st = os.lstat(self.directory / name)

@@ -13,15 +13,17 @@ tests/test_reuse_data.py. Small counts keep the whole matrix to seconds per engi
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from asyncbench.engines import store_dir
+from asyncbench.engines import engine_class, store_dir
 from asyncbench.workloads.profile_store.plan import draw_plan
 from conftest import ROOT
 
@@ -155,13 +157,14 @@ def damages(store: Path, other: Path) -> dict[str, Callable[[Path], bool]]:
 
 
 def outcome(res: EngineResult, reference: EngineResult, store: Path) -> str:
+    """"reproduced", "refused", or "silent wrong result" (exit 0 with a checksum that is
+    not the build's: what issue 34 found, and what must never happen)."""
     if res.status is Status.OK:
         want = {p.index: p.checksum for p in reference.phases}
         ran = [p for p in res.phases if not p.skipped and p.checksum]
         assert ran, "a reuse run that ran no checksum phase proves nothing"
         wrong = [p.name for p in ran if p.checksum != want[p.index]]
-        assert not wrong, f"accepted with wrong checksums: {wrong}"
-        return "reproduced"
+        return "silent wrong result" if wrong else "reproduced"
     assert res.status is Status.FAILED, res.status_text()
     assert str(store) in (res.detail or ""), f"refused without naming the store: {res.status_text()}"
     return "refused"
@@ -185,6 +188,7 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
     counts: Counter[str] = Counter()
     refusals: Counter[str] = Counter()  # by the error's class
     reproduced: list[str] = []
+    silent: list[str] = []
 
     def case(label: str) -> None:
         res = run(reuse)
@@ -192,8 +196,10 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
         counts[result] += 1
         if result == "refused":
             refusals[(res.detail or "").partition(":")[0]] += 1
-        else:
+        elif result == "reproduced":
             reproduced.append(label)
+        else:
+            silent.append(label)
         restore()
 
     case("intact")
@@ -205,6 +211,17 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
             else:
                 counts["not applicable"] += 1
                 restore()
+            # the same damage with the marker's record then recomputed to match (issue 34:
+            # what a person repairing a store does), so only the data can tell
+            if path.name != store_dir.MARKER and damage(path) and rerecord(store, engine):
+                case(f"{file_kind} {name}, re-recorded")
+            else:
+                counts["not applicable"] += 1
+                restore()
+    for label, change in edits(engine).items():  # issue 34's re-recorded stores, by name
+        change(store)
+        assert rerecord(store, engine), label
+        case(f"{label}, re-recorded")
     # whole stores substituted: another seed, another profile count, another engine, and
     # the same plan's store from another run
     for label, source in (
@@ -216,8 +233,70 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
         shutil.rmtree(store)
         shutil.copytree(source, store)
         case(label)
-    print(f"\n{engine}: {dict(counts)}; refused by {dict(refusals)}; reproduced: {', '.join(reproduced)}")
+    # issue 34: the store of another seed with its marker's fingerprint edited to this
+    # run's seed; and the same with the recorded verify result removed as well
+    for label, keep_verify in (("forged seed", True), ("forged seed, no recorded verify", False)):
+        shutil.rmtree(store)
+        shutil.copytree(store_of(other, engine), store)
+        forge(store, seed=SEED, keep_verify=keep_verify)
+        case(label)
+    print(
+        f"\n{engine}: {dict(counts)}; refused by {dict(refusals)}; reproduced: {', '.join(reproduced)}; "
+        f"{counts['silent wrong result']} silent wrong results"
+        + (f" ({', '.join(silent)})" if silent else "")
+    )
+    assert counts["silent wrong result"] == 0, silent
     assert counts["refused"] > 0 and counts["reproduced"] >= 2  # intact, and the same plan's store
+
+
+def rerecord(store: Path, engine: str) -> bool:
+    """Recompute the marker's record of the store's files (keeping its fingerprint), as a
+    person copying or repairing a store would; False if the marker no longer allows it."""
+    try:
+        store_dir.StoreDir(store, engine_class(engine).store_layout).record_files()
+    except (store_dir.StoreDirError, OSError):
+        return False
+    return True
+
+
+def forge(store: Path, seed: int, keep_verify: bool) -> None:
+    marker = store / store_dir.MARKER
+    doc = json.loads(marker.read_text())
+    doc["fingerprint"]["seed"] = seed
+    if not keep_verify:
+        doc["fingerprint"]["checksums"] = [c for c in doc["fingerprint"].get("checksums", []) if c["kind"] != "verify"]
+    marker.write_text(json.dumps(doc))
+
+
+def edits(engine: str) -> dict[str, Callable[[Path], None]]:
+    """The changes issue 34 made to stores before recomputing their record."""
+
+    def swap_data(a: str, b: str) -> Callable[[Path], None]:
+        def apply(store: Path) -> None:
+            """The first data file (segment / table) of two trees, contents swapped."""
+            pattern = "seg-*.sst" if engine == "lsm" else "*.sst"
+            fa, fb = (sorted((store / t).glob(pattern))[0] for t in (a, b))
+            da, db = fa.read_bytes(), fb.read_bytes()
+            fa.write_bytes(db)
+            fb.write_bytes(da)
+
+        return apply
+
+    def sql(statement: str) -> Callable[[Path], None]:
+        def apply(store: Path) -> None:
+            conn = sqlite3.connect(store / "profiles.db")
+            with conn:
+                conn.execute(statement)
+            conn.close()
+
+        return apply
+
+    if engine == "sqlite":
+        return {
+            "a row updated with sqlite3": sql("UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1"),
+            "rows deleted with sqlite3": sql("DELETE FROM profiles WHERE user_id > 1990"),
+        }
+    return {"the data files of two trees swapped": swap_data("reputation-index", "created-at-index")}
 
 
 def build_count(tmp_path: Path, engine: str) -> Path:

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from asyncbench.engines.store_dir import MARKER
 from conftest import ROOT
 
@@ -135,3 +136,278 @@ def test_reuse_contradicts_clean_data(run_cli) -> None:
 def test_reuse_is_refused_for_a_distributed_run(run_cli) -> None:
     code, _, output = run_cli(QUICK, "--reuse-data", "--processes", "2", "--engine", "sqlite")
     assert code == 2 and "--reuse-data: a distributed run's engines" in output
+
+
+# --- issue 34: a reuse run proves its data, not only its files -----------------------------
+
+
+def rerecord(directory: Path, engine: str) -> None:
+    """What a person repairing a store does after changing it: recompute the marker's
+    record of the files (and keep its fingerprint), so every file check passes."""
+    from asyncbench.engines import engine_class
+    from asyncbench.engines.store_dir import StoreDir
+
+    StoreDir(directory, engine_class(engine).store_layout).record_files()
+
+
+def edit_fingerprint(directory: Path, **fields: object) -> None:
+    marker = directory / MARKER
+    doc = json.loads(marker.read_text())
+    doc["fingerprint"].update(fields)
+    marker.write_text(json.dumps(doc))
+
+
+def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a seed-5 store whose marker says seed 570123434 was reused, exit 0, with
+    wrong checksums; the fingerprint's own verify checksum contradicts the plan."""
+    build(run_cli, "lsm", "sqlite", extra=("--seed", "5"))
+    for e in ("lsm", "sqlite"):
+        edit_fingerprint(store(tmp_path, e), seed=570123434)
+    code, runs, output = run_cli(QUICK, "--engine", "lsm,sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    for e in runs[-1]["engines"]:
+        assert e["status"] == "failed" and e["phase"] == "open", e
+        assert "StoreMismatch" in e["detail"] and "verify checksum" in e["detail"], e["detail"]
+        assert str(store(tmp_path, e["engine"])) in e["detail"]
+
+
+def test_a_forged_fingerprint_without_a_recorded_verify_fails_at_the_first_phase_it_reads(
+    run_cli, tmp_path: Path
+) -> None:
+    """The same forgery with the recorded verify result removed too: the phases that run
+    compare with the build's recorded checksums (of the seed-5 plan), and verify with the
+    plan's arithmetic; the engine fails naming the first phase that differs."""
+    build(run_cli, "sqlite", extra=("--seed", "5"))
+    doc = json.loads((store(tmp_path, "sqlite") / MARKER).read_text())
+    kept = [c for c in doc["fingerprint"]["checksums"] if c["kind"] != "verify"]
+    edit_fingerprint(store(tmp_path, "sqlite"), seed=570123434, checksums=kept)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and e["phase"] == "post-update read by user id", e
+    assert "StoreContentMismatch" in e["detail"] and "recorded by the store's build" in e["detail"]
+
+
+def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a row updated with sqlite3 and the marker's record recomputed passed every
+    file check and gave wrong checksums with exit 0."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1")
+    conn.close()
+    rerecord(store(tmp_path, "sqlite"), "sqlite")
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and "StoreContentMismatch" in e["detail"], e
+    assert f"phase {e['phase']!r}" in e["detail"] and str(store(tmp_path, "sqlite")) in e["detail"]
+
+
+def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a_recorded_result(
+    run_cli, tmp_path: Path
+) -> None:
+    """Rows deleted and the record recomputed, on a store whose build recorded no phase
+    result at all: verify's checksum comes from the plan alone."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM profiles WHERE user_id > 990")
+    conn.close()
+    rerecord(store(tmp_path, "sqlite"), "sqlite")
+    edit_fingerprint(store(tmp_path, "sqlite"), checksums=[])
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and e["phase"] == "final (verify)", e
+    assert "computed from the plan" in e["detail"]
+    assert any("not proven against its build" in n for n in e["notes"])
+
+
+def test_reuse_at_another_worker_count_says_which_phases_it_could_not_prove(run_cli, tmp_path: Path) -> None:
+    build(run_cli, "lsm")
+    code, runs, output = run_cli(QUICK, "--engine", "lsm", *FAST, "--reuse-data", "--parallelism", "2")
+    assert code == 0, output
+    (e,) = runs[-1]["engines"]
+    (note,) = [n for n in e["notes"] if "not proven against its build" in n]
+    assert "post-update read by user id (the build ran it with 1 worker(s), this run 2)" in note
+    assert "final (verify)" not in note  # verify is proven by the plan at any worker count
+
+
+def _wal_left_beside(db: Path, statement: str, checkpoint: bool) -> None:
+    """Leave beside ``db`` the -wal and -shm a connection had after ``statement`` (and a
+    passive checkpoint if asked), with the database file itself as it was before."""
+    import sqlite3
+
+    original = db.read_bytes()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    with conn:
+        conn.execute(statement)
+    if checkpoint:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    wal, shm = (db.with_name(db.name + s) for s in ("-wal", "-shm"))
+    kept = wal.read_bytes(), shm.read_bytes()
+    conn.close()  # the last connection: checkpoints and deletes both
+    db.write_bytes(original)
+    wal.write_bytes(kept[0])
+    shm.write_bytes(kept[1])
+
+
+def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a read-only sqlite3 leaves an empty -wal and a -shm beside a clean store,
+    which were refused as damage until deleted by hand; they hold nothing to apply."""
+    import sqlite3
+
+    built = build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert conn.execute("SELECT count(*) FROM profiles").fetchone() == (1000,)
+    conn.close()
+    assert {p.name for p in db.parent.iterdir()} >= {"profiles.db-wal", "profiles.db-shm"}
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 0, output
+    want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
+    ran = [p for p in runs[-1]["engines"][0]["phases"] if p["checksum"] and not p["skipped"]]
+    assert ran and all(p["checksum"] == want[p["index"]] for p in ran)
+
+
+def test_a_checkpointed_sqlite_wal_is_reused_and_one_that_changes_the_store_is_refused(
+    run_cli, tmp_path: Path
+) -> None:
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    # a write that changed nothing, checkpointed but not truncated: every frame is in the file
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation WHERE user_id = 1", checkpoint=True)
+    code, _, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 0, output
+    # a committed change still in the WAL: opening would apply it to the store
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1", checkpoint=False)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and "StoreDamaged" in e["detail"] and f"{db}-wal" in e["detail"], e["detail"]
+
+
+def test_a_damaged_rocksdb_database_is_labelled_damaged_naming_it(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a RocksDB manifest that RocksDB itself refuses (here: flipped, and the
+    record recomputed so the library is what meets it) was reported as StoreMissing."""
+    build(run_cli, "rocksdb")
+    (manifest,) = (store(tmp_path, "rocksdb") / "email-index").glob("MANIFEST-*")
+    raw = bytearray(manifest.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    manifest.write_bytes(bytes(raw))
+    rerecord(store(tmp_path, "rocksdb"), "rocksdb")
+    code, runs, output = run_cli(QUICK, "--engine", "rocksdb", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["phase"] == "open" and e["detail"].startswith("StoreDamaged: "), e["detail"]
+    assert str(manifest.parent) in e["detail"] and "\n" not in e["detail"]
+
+
+def test_a_rocksdb_block_checksum_error_names_the_store(run_cli, tmp_path: Path) -> None:
+    """Issue 34: a corrupt data block read by a phase was reported as a bare ``Exception:
+    Corruption: block checksum mismatch: stored(context removed) = ...``."""
+    build(run_cli, "rocksdb")
+    (table,) = sorted((store(tmp_path, "rocksdb") / "profiles").glob("*.sst"))[:1]
+    raw = bytearray(table.read_bytes())
+    raw[0] ^= 0x40  # the first data block: every post-update read reaches it
+    table.write_bytes(bytes(raw))
+    rerecord(store(tmp_path, "rocksdb"), "rocksdb")
+    code, runs, output = run_cli(QUICK, "--engine", "rocksdb", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["detail"].startswith(f"StoreDamaged: {store(tmp_path, 'rocksdb')}: RocksDB cannot read the store: "), e
+    assert "Corruption" in e["detail"] and str(table) in e["detail"]
+
+
+def _as_user_nobody() -> list[str] | None:
+    """A command that runs this asyncbench as the unprivileged user ``nobody`` (this
+    interpreter, or the system's of the same version when this one is not reachable by
+    nobody, with this environment's packages), or None when that cannot be done here."""
+    import os
+    import pwd
+    import subprocess
+    import sys
+    import sysconfig
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    dirs = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    boot = f"import site, sys, runpy; [site.addsitedir(d) for d in {dirs!r}]; "
+    become = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+    v = sys.version_info
+    for python in (sys.executable, f"/usr/bin/python{v.major}.{v.minor}"):
+        probe = subprocess.run(
+            [*become, python, "-c", boot + "import asyncbench.cli.main"], capture_output=True, timeout=60
+        )
+        if probe.returncode == 0:
+            run = "sys.argv[0] = 'asyncbench'; runpy.run_module('asyncbench', run_name='__main__', alter_sys=True)"
+            return [*become, python, "-c", boot + run]
+    return None
+
+
+def test_a_read_only_sqlite_store_is_reused_by_an_unprivileged_user_again_and_again() -> None:
+    """Issue 34: a store made read-only and reused by a user who may not write it was exact
+    once, then failed at settle ("attempt to write a readonly database") on the -wal/-shm
+    the first run left. Such a database is opened read-only and settle has nothing to do."""
+    import os
+    import pwd
+    import subprocess
+    import tempfile
+
+    command = _as_user_nobody()
+    if command is None:
+        pytest.skip("needs root, setpriv and a Python that the user nobody can run with these packages")
+    root = Path(tempfile.mkdtemp(prefix="asyncbench-nobody-"))
+    try:
+        nobody = pwd.getpwnam("nobody")
+        os.chown(root, nobody.pw_uid, nobody.pw_gid)
+        args = [QUICK, "--engine", "sqlite", *FAST, "--output", str(root / "out"), "--data", str(root / "data")]
+
+        def run(*extra: str) -> dict:
+            done = subprocess.run([*command, *args, *extra], capture_output=True, text=True, timeout=300, env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root)})
+            assert done.returncode == 0, done.stdout + done.stderr
+            (latest,) = sorted((root / "out").glob("profiles-*/asyncbench-*.json"), key=os.path.getmtime)[-1:]
+            return json.loads(latest.read_text())
+
+        built = run("--keep-data")
+        db = root / "data" / "profiles-1000" / "sqlite" / "profiles.db"
+        db.chmod(0o444)
+        want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
+        for _ in range(2):
+            (e,) = run("--reuse-data")["engines"]
+            assert e["status"] == "ok", e
+            ran = [p for p in e["phases"] if p["checksum"] and not p["skipped"]]
+            assert ran and all(p["checksum"] == want[p["index"]] for p in ran)
+        assert db.stat().st_mode & 0o777 == 0o444  # left as the user made it
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli, tmp_path: Path) -> None:
+    """The same -wal/-shm left by a read-only reader made the next build's reset refuse the
+    directory ("holds entries asyncbench did not write"); they are the library's idle
+    state of the engine's own database, deleted with it. A WAL that holds a change is not."""
+    import sqlite3
+
+    build(run_cli, "sqlite")
+    db = store(tmp_path, "sqlite") / "profiles.db"
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn.execute("SELECT count(*) FROM profiles").fetchone()
+    conn.close()
+    build(run_cli, "sqlite")  # asserts exit 0
+    _wal_left_beside(db, "UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1", checkpoint=False)
+    code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--keep-data")
+    assert code == 1 and "holds entries asyncbench did not write" in output, output
+    assert (db.parent / "profiles.db-wal").exists()

@@ -16,8 +16,10 @@ profile count, the plan counts that shaped the store, the write phases it ran, a
    ``update``; and a phase that reads only when the store holds what it expects, i.e.
    post-update phases on a store whose build ran the updates, the others on one whose
    build did not. Those reproduce the reference checksums of a full run with the same
-   seed and counts; the others are reported as skipped, with the reason in the notes.
-   stabilize, settle and reopen run as usual.
+   seed and counts, and each must: the build records its phase checksums in the
+   fingerprint, and a phase that reads another checksum fails the engine
+   (``asyncbench.run.reuse_proof``); the others are reported as skipped, with the reason
+   in the notes. stabilize, settle and reopen run as usual.
 
 The store is never deleted by a reuse run (``--clean-data`` does not apply to it).
 """
@@ -29,13 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.result import PhaseResult
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from asyncbench.workloads.profile_store.plan import STREAM_SIZES, Counts
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
 
-#: Version of the fingerprint and of what a store holds for a given fingerprint.
-FORMAT = 1
+#: Version of the fingerprint and of what a store holds for a given fingerprint. 2: the
+#: build's phase checksums (``checksums``) and the limit, so a reuse run proves its data
+#: (``asyncbench.run.reuse_proof``); a format-1 store is refused (rebuild it).
+FORMAT = 2
 
 #: The counts whose streams are drawn before (and including) the updates: they decide
 #: which profiles an update phase changed, so they shaped an updated store.
@@ -51,16 +56,42 @@ def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
     return [[p.kind, p.stream, p.count] for p in phases if PHASES[p.kind].group is Group.WRITE]
 
 
-def fingerprint(cfg: BenchConfig, engine: str, counts: Counts) -> dict[str, Any]:
-    """What a run that completed every phase of ``cfg`` leaves in ``engine``'s store."""
+def fingerprint(
+    cfg: BenchConfig, engine: str, counts: Counts, workers: int = 1, phases: list[PhaseResult] | None = None
+) -> dict[str, Any]:
+    """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
+    ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
+    of a store (no checksums)."""
     return {
         "format": FORMAT,
         "engine": engine,
         "seed": cfg.seed,
         "profiles": counts.profiles,
-        "counts": {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")},
+        "counts": plan_counts(counts),
+        "limit": counts.limit,
         "writes": writes(cfg.phases),
+        "checksums": final_checksums(cfg.phases, workers, phases or []),
     }
+
+
+def plan_counts(counts: Counts) -> dict[str, int]:
+    """The counts of the plan's streams (the profile count and limit are recorded apart)."""
+    return {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")}
+
+
+def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResult]) -> list[dict[str, Any]]:
+    """The checksums of the phases that read the store as it was left: those after the
+    last write phase (earlier ones read a store the later writes changed), each with what
+    decides it besides the seed and the counts (kind, stream, count, workers)."""
+    last_write = max((i for i, s in enumerate(specs) if PHASES[s.kind].group is Group.WRITE), default=-1)
+    out: list[dict[str, Any]] = []
+    for p in phases:
+        if p.index > last_write and not p.skipped and p.checksum and p.index < len(specs):
+            spec = specs[p.index]
+            entry = {"kind": spec.kind, "stream": spec.stream, "count": spec.count, "workers": workers}
+            if all(e | {"checksum": None} != entry | {"checksum": None} for e in out):  # a sweep repeats a phase
+                out.append(entry | {"checksum": p.checksum})
+    return out
 
 
 def updated(found: dict[str, Any]) -> bool:

@@ -25,7 +25,7 @@ from asyncbench.measure import environment
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
-from asyncbench.run import reuse
+from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
@@ -69,6 +69,8 @@ class EngineRun:
         #: A reuse run (``cfg.reuse_data``): whether the reused store holds updated profiles.
         self.store_updated: bool | None = None
         self.skipped: list[str] = []  # phases a reuse run left out, with the reason
+        #: A reuse run: the checksum each phase it runs must read (``asyncbench.run.reuse_proof``).
+        self.proof: reuse_proof.Proof | None = None
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
@@ -155,6 +157,19 @@ class EngineRun:
                 found = await self.engine.read_fingerprint()
                 expected = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
                 self.store_updated = reuse.check(found, expected, self.engine.data_dir)
+                self.proof = await anyio.to_thread.run_sync(
+                    reuse_proof.expectations,
+                    self.cfg,
+                    found,
+                    self.plan,
+                    self.level.workers,
+                    self.store_updated,
+                    self.engine.data_dir,
+                )
+                if self.proof.unchecked:
+                    res.notes.append(
+                        "reused store: not proven against its build: " + "; ".join(self.proof.unchecked)
+                    )
                 await self.engine.open(False, self.background)  # checks the store is intact
             else:
                 await self.engine.open(True, self.background)
@@ -189,7 +204,7 @@ class EngineRun:
         later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse``)."""
         if self.engine is None or not self.opened or not self.completed or self.cfg.clean_data:
             return
-        fp = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
+        fp = reuse.fingerprint(self.cfg, self.name, self.plan.counts, self.level.workers, self.result.phases)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             try:
                 await self.engine.write_fingerprint(fp)
@@ -285,6 +300,8 @@ class EngineRun:
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 add_figures(pr, latency, rate)
         sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
+        if self.proof is not None and checksum is not None:  # a reused store proves its data
+            self.proof.check(index, spec, checksum)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
