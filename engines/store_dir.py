@@ -412,7 +412,8 @@ class StoreDir:
         layout, recorded = self.layout, self._recorded or {}
 
         def check(rel: str, st: os.stat_result) -> bool:
-            if stat.S_ISREG(st.st_mode) and recorded.get(rel) == _identity(st):
+            # one link only: a second name (a user's hard link to keep it) is never unlinked
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and recorded.get(rel) == _identity(st):
                 ours.append(rel)
                 return True
             return False
@@ -431,7 +432,7 @@ class StoreDir:
                     if not check(f"{name}/{inner}", os.lstat(self.directory / name / inner)):
                         yield f"{name}/{inner}"
             elif name in layout.stores:  # a store that is a file: named exactly by the marker
-                if not stat.S_ISREG(st.st_mode):
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                     yield name
             elif not check(name, st):
                 yield name

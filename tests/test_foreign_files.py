@@ -306,3 +306,15 @@ def test_report_refuses_to_write_where_the_ledger_name_is_a_users_file(tmp_path:
     assert f"{mine} is not a ledger asyncbench wrote" in capsys.readouterr().err
     assert _state(mine) == before
     assert sorted(os.listdir(copy.parent)) == [LEDGER, copy.name]
+
+
+def test_a_store_file_with_a_second_hard_link_is_not_deleted(tmp_path: Path) -> None:
+    """A store file the user hard-linked elsewhere (to keep it) is not unlinked by a reset."""
+    store = tmp_path / "sqlite"
+    StoreDir(store, LAYOUT).reset()
+    (store / "profiles.db").write_bytes(b"the engine's database")
+    os.link(store / "profiles.db", tmp_path / "kept.db")
+    before = _state(store / "profiles.db")
+    with pytest.raises(StoreDirError, match="profiles.db"):
+        StoreDir(store, LAYOUT).reset()
+    assert _state(store / "profiles.db") == before
