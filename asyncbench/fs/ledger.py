@@ -41,8 +41,9 @@ __all__ = ["LEDGER", "LedgerError", "check_directory", "entry_problem", "record"
 #: The ledger's name in each directory asyncbench writes files in.
 LEDGER = ".asyncbench-owned"
 FORMAT = "asyncbench-owned/1"
-#: A ledger larger than this is not one (an entry is under 200 bytes).
-MAX_LEDGER_BYTES = 16 * 1024 * 1024
+#: A ledger larger than this is not one (an entry is under 200 bytes: this is some
+#: 300_000 files, a run writes about a dozen per directory).
+MAX_LEDGER_BYTES = 64 * 1024 * 1024
 
 
 class LedgerError(OSError):
@@ -158,9 +159,11 @@ def _load(directory: Path, dfd: int) -> dict[str, Any]:
             raise LedgerError(
                 errno.EEXIST, f"{path} is not a ledger asyncbench wrote (not a regular file of this user with one link)"
             )
-        raw = os.read(fd, MAX_LEDGER_BYTES + 1)
+        raw = _read_all(fd, MAX_LEDGER_BYTES + 1)
     finally:
         os.close(fd)
+    if len(raw) > MAX_LEDGER_BYTES:
+        raise LedgerError(errno.EFBIG, f"{path} is larger than any ledger asyncbench writes; asyncbench leaves it alone")
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -178,7 +181,9 @@ def _store(directory: Path, dfd: int, files: dict[str, Any]) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
     try:
         try:
-            os.write(fd, data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         os.replace(tmp, LEDGER, src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -186,6 +191,16 @@ def _store(directory: Path, dfd: int, files: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dfd)
         raise
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes (one read may return fewer than asked)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := os.read(fd, min(1 << 20, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _exists(name: str, dfd: int) -> bool:
