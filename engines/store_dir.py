@@ -46,6 +46,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import stat
 import zlib
 from collections.abc import Callable, Iterator
@@ -58,8 +59,11 @@ import anyio.to_thread
 __all__ = ["MARKER", "MarkedStore", "StoreDamaged", "StoreDir", "StoreDirError", "StoreLayout", "StoreMissing"]
 
 MARKER = ".asyncbench-store"
-#: The marker while it is written (renamed into place; left behind only by a crash).
-MARKER_TMP = MARKER + ".tmp"
+#: The marker while it is written: ``.asyncbench-store.<random>.tmp``, created exclusively
+#: under a new random name each time and renamed into place (or removed) by the write that
+#: created it. Any other file (a ``.asyncbench-store.tmp`` of the user's, one left behind
+#: by a crash) is not provably this run's and is never deleted: the directory is refused.
+MARKER_TMP_PREFIX = MARKER + "."
 FORMAT = 1
 #: How many unrecognised entries an error names before "and N more".
 _NAMED = 5
@@ -116,7 +120,7 @@ class StoreLayout:
         return None if self.sum_all else SUMMED_BYTES
 
     def owns_top(self, name: str) -> bool:
-        if name in (MARKER, MARKER_TMP) or name in self.stores:
+        if name == MARKER or name in self.stores:
             return True
         return bool(self.own_files and self.own_files.fullmatch(name))
 
@@ -151,9 +155,6 @@ class StoreDir:
         else:
             self._check_is_real_dir()
             names = sorted(os.listdir(d))
-            if names == [MARKER_TMP]:  # a crash while the first marker was written
-                os.unlink(d / MARKER_TMP)
-                names = []
             if names:
                 self._check_marker(names)
                 self._delete(names, self._check_entries(names))
@@ -198,7 +199,7 @@ class StoreDir:
         """(relative path, lstat) of every regular file the engine's library or the engine
         wrote: library files inside store directories, store files, own files beside them."""
         for name in sorted(os.listdir(self.directory)):
-            if name in (MARKER, MARKER_TMP):
+            if name == MARKER:
                 continue
             path = self.directory / name
             st = os.lstat(path)
@@ -332,8 +333,13 @@ class StoreDir:
                 f"{self.marker} cannot be read ({exc.strerror}); not an asyncbench marker"
             ) from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            mst = os.fstat(fd)
+            if not stat.S_ISREG(mst.st_mode):
                 raise StoreDirError(f"{self.marker} is not a regular file; not an asyncbench marker")
+            if mst.st_nlink != 1:  # a name of a user's file: never replaced or deleted
+                raise StoreDirError(
+                    f"{self.marker} has {mst.st_nlink} hard links; not an asyncbench marker, the directory is left alone"
+                )
             raw = os.read(fd, 64 * 1024)
         finally:
             os.close(fd)
@@ -416,7 +422,8 @@ class StoreDir:
         idle: list[bool] = []  # whether the transient files are idle, asked once if needed
 
         def check(rel: str, st: os.stat_result) -> bool:
-            if stat.S_ISREG(st.st_mode) and recorded.get(rel) == _identity(st):
+            # one link only: a second name (a user's hard link to keep it) is never unlinked
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and recorded.get(rel) == _identity(st):
                 ours.append(rel)
                 return True
             return idle_transient(rel, st)
@@ -438,7 +445,7 @@ class StoreDir:
 
         for name in names:
             st = os.lstat(self.directory / name)
-            if name in (MARKER, MARKER_TMP) and stat.S_ISREG(st.st_mode):
+            if name == MARKER and stat.S_ISREG(st.st_mode):
                 continue
             if not layout.owns_top(name) or stat.S_ISLNK(st.st_mode):
                 yield name
@@ -450,7 +457,7 @@ class StoreDir:
                     if not check(f"{name}/{inner}", os.lstat(self.directory / name / inner)):
                         yield f"{name}/{inner}"
             elif name in layout.stores:  # a store that is a file: named exactly by the marker
-                if not stat.S_ISREG(st.st_mode):
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                     yield name
             elif not check(name, st):
                 yield name
@@ -479,7 +486,7 @@ class StoreDir:
                     finally:
                         os.close(sub)
                     os.rmdir(name, dir_fd=top)
-                elif name in self.layout.stores or name == MARKER_TMP:
+                elif name in self.layout.stores:
                     os.unlink(name, dir_fd=top)
             os.unlink(MARKER, dir_fd=top)  # last: until the stores are gone it proves they are ours
             os.fsync(top)
@@ -503,17 +510,11 @@ class StoreDir:
         if in_use:
             doc["in_use"] = True
         self._recorded, self._contents, self._fingerprint, self._in_use = files, contents, fingerprint, in_use
-        tmp = self.directory / MARKER_TMP
+        # a new name, created exclusively: this write created it, so only this write
+        # renames or removes it (an existing file of that name is never touched)
+        tmp = self.directory / f"{MARKER_TMP_PREFIX}{secrets.token_hex(8)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(tmp, flags, 0o644)
-        except FileExistsError:
-            # our own name in our own directory, left by a write that failed (a full disk)
-            # or was killed: a regular file is replaced; anything else is refused
-            if not stat.S_ISREG(os.lstat(tmp).st_mode):
-                raise
-            os.unlink(tmp)
-            fd = os.open(tmp, flags, 0o644)
+        fd = os.open(tmp, flags, 0o644)
         try:
             try:
                 os.write(fd, json.dumps(doc).encode() + b"\n")

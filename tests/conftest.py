@@ -99,8 +99,15 @@ def run_result(tmp: Path, *args: str, profiles: int) -> Path:
 
 
 def copy_result_set(result: Path, tmp: Path) -> Path:
-    """A result's files (JSON, report, charts) copied into ``tmp``, so a test has its own;
-    the copy's JSON path."""
-    for f in result.parent.glob(f"{result.stem}*"):
-        (tmp / f.name).write_bytes(f.read_bytes())
+    """A result's JSON copied into ``tmp``, with its report and charts rendered there by
+    ``report`` (a copy of them would not be asyncbench's own: it refuses to replace a
+    copy), so a test has its own set; the copy's JSON path."""
+    (tmp / result.name).write_bytes(result.read_bytes())
+    proc = subprocess.run(
+        [sys.executable, "-m", "asyncbench", "report", str(tmp / result.name)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / result.name

@@ -158,7 +158,7 @@ def test_lock_files_a_run_wrote_are_reused_by_the_next_run(tmp_path: Path) -> No
     assert _run_memory(tmp_path, "--update-latest") == 0
     locks = [tmp_path / rel for rel, _ in LOCK_PLACES.values()]
     for lock in locks:
-        assert lock.read_bytes() == lock_record(os.getpid())
+        assert lock.read_bytes() == lock_record(os.getpid(), os.stat(lock).st_ino)
         assert os.stat(lock).st_nlink == 1
     assert _run_memory(tmp_path, "--update-latest") == 0
     assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary lock names left behind
@@ -167,7 +167,7 @@ def test_lock_files_a_run_wrote_are_reused_by_the_next_run(tmp_path: Path) -> No
 def test_a_lock_is_created_whole(tmp_path: Path) -> None:
     lock = acquire(tmp_path, tmp_path / ".lock")
     try:
-        assert (tmp_path / ".lock").read_bytes() == lock_record(os.getpid())
+        assert (tmp_path / ".lock").read_bytes() == lock_record(os.getpid(), os.stat(tmp_path / ".lock").st_ino)
         assert sorted(os.listdir(tmp_path)) == [".lock"]
     finally:
         lock.release()

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, copy_result_set, run_result
 
 from asyncbench.cli.main import main
-from asyncbench.fs import ownership
+from asyncbench.fs import ledger, ownership
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 
@@ -42,7 +42,7 @@ def _report(result: Path, monkeypatch: pytest.MonkeyPatch) -> int:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return sorted(f.name for f in directory.iterdir() if f.name.startswith("."))
+    return sorted(f.name for f in directory.iterdir() if f.name.startswith(".") and f.name != ledger.LEDGER)
 
 
 def test_report_rerenders_its_own_output_twice(written: Path, tmp_path: Path, monkeypatch) -> None:

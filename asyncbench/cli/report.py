@@ -2,8 +2,9 @@
 
 It never modifies its input: the JSON is read (only if it is a regular file: a FIFO or a
 device is refused, not waited on), and the Markdown and SVGs beside it are written only
-where nothing is, or where an asyncbench report or chart of the same name is (its marker
-proves it); anything else there is left alone and the command exits 2.
+where nothing is, or where an asyncbench report or chart of the same name is, as asyncbench
+left it (its marker, and its entry in the directory's ledger: a user's annotated copy, edit
+or hard link of one is not); anything else there is left alone and the command exits 2.
 """
 
 from __future__ import annotations

@@ -13,11 +13,13 @@ benchmark; finding out that one of them is the plan, a result or a store corrupt
 - neither the output nor the log may lie inside an engine's data directory, which the
   engine resets;
 - the log must be a new file or a log asyncbench started (its first line is the identifying
-  record it starts logs with: never the plan, a result, an empty file or anything else), a
-  regular file, not a symlink, in a writable directory, and not inside any engine store
-  directory (one holding a store marker, of this run or another);
-- with ``--update-latest``, an existing ``latest.md`` / ``latest-*.svg`` must be
-  asyncbench's own;
+  record it starts logs with: never the plan, a result, an empty file or anything else) and
+  left as it was (recorded in its directory's ledger, :mod:`asyncbench.fs.ledger`: not a
+  user's copy, edit or hard link), a regular file, not a symlink, in a writable directory,
+  and not inside any engine store directory (one holding a store marker, of this run or
+  another);
+- with ``--update-latest``, an existing ``latest.md`` / ``latest-*.svg`` / ``latest.json``
+  must be asyncbench's own (its marker, and its ledger record);
 - an isolated run needs a writable temporary directory for its engine children;
 - every path must be valid UTF-8: results and logs record paths as JSON text.
 
@@ -38,7 +40,8 @@ from pathlib import Path
 
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.engines.store_dir import MARKER as STORE_MARKER
-from asyncbench.fs.ownership import is_own_log
+from asyncbench.fs.ledger import LedgerError, check_directory, entry_problem
+from asyncbench.fs.ownership import is_own_log, ownership_problem
 from asyncbench.parse import check_printable
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
@@ -74,6 +77,8 @@ def check_run_paths(
         _writable_tree(where, key, base)
     for run_dir in output_run_dirs(cfg):
         _own_subdir(where, "output", run_dir)
+        _ledger(where, "output", run_dir)
+    _ledger(where, "output", cfg.output)  # the default log's, and latest.*'s
     for n in cfg.profiles:
         _own_subdir(where, "data", cfg.data / f"profiles-{n}")
     stores = [_real(d) for d in engine_dirs(cfg)]
@@ -241,6 +246,11 @@ def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> N
                 f"{log} exists and is not an asyncbench log (it does not start with the record asyncbench "
                 "starts its logs with); asyncbench appends only to logs it started",
             )
+        problem = entry_problem(log, st)
+        if problem is not None:
+            raise ConfigError(
+                where, key, f"{log} {problem}; asyncbench appends only to logs it started, as it left them"
+            )
     parent = _existing_prefix(log.parent)
     if not parent.is_dir():
         raise ConfigError(where, key, f"{log.parent} is not a directory ({parent} is a file)")
@@ -252,6 +262,7 @@ def _check_log(where: str, log: Path, cfg: BenchConfig, stores: list[Path]) -> N
             where, key, f"{log.parent} does not exist; a log goes in an existing directory or in --output"
         )
     _writable_tree(where, key, log.parent)
+    _ledger(where, key, log.parent)
 
 
 def _outside_any_store(where: str, key: str, log: Path) -> None:
@@ -267,6 +278,17 @@ def _outside_any_store(where: str, key: str, log: Path) -> None:
             )
 
 
+def _ledger(where: str, key: str, directory: Path) -> None:
+    """The directory's ledger (``.asyncbench-owned``), if any, is one asyncbench wrote: the
+    files written there are recorded in it (:mod:`asyncbench.fs.ledger`)."""
+    try:
+        check_directory(directory)
+    except LedgerError as exc:
+        raise ConfigError(where, key, str(exc)) from None
+    except OSError:  # not a directory (yet): the other checks say what is wrong
+        return
+
+
 def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  # noqa: ANN001
     try:
         st = os.lstat(path)
@@ -275,6 +297,11 @@ def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  #
     if stat.S_ISLNK(st.st_mode) or not proof(path):
         raise ConfigError(
             where, key, f"{path} exists and is not an asyncbench {what}; it would be overwritten"
+        )
+    problem = ownership_problem(path, st, proof)
+    if problem is not None:
+        raise ConfigError(
+            where, key, f"{path} {problem}; asyncbench replaces only the {what} it wrote, as it left it"
         )
 
 

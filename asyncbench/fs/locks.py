@@ -13,7 +13,9 @@ A lock file is written only if it is provably asyncbench's: a new one is created
 hard-linked to the lock's name, which fails if anything has that name), and an existing
 one is used only if it is a regular file (not a symlink), has one link (a user's file
 hard-linked at the lock's name has two), belongs to this user and holds exactly a lock
-record (:data:`MAGIC` and a pid). Anything else at the lock's name is refused with
+record (:data:`MAGIC`, a pid, and the lock file's own inode, which asyncbench writes into
+the record before the file gets its name: a record a user typed or copied there, even
+byte for byte, names another inode). Anything else at the lock's name is refused with
 :class:`NotOurLock` (an OSError) and left exactly as it was: the lock names sit in
 directories a user can write to, and a lock that truncates whatever it finds there
 would destroy a user's file, even one outside ``--data`` reached through a hard link.
@@ -35,8 +37,8 @@ __all__ = ["MAGIC", "DirLock", "Locked", "NotOurLock", "acquire", "lock_record"]
 
 #: The first line of every lock file asyncbench writes.
 MAGIC = b"asyncbench lock"
-_RECORD = re.compile(rb"asyncbench lock\npid ([0-9]{10})\n")
-#: A lock file larger than this is not a lock record (the record is under 40 bytes).
+_RECORD = re.compile(rb"asyncbench lock\npid ([0-9]{10})\nfile ([0-9]{20})\n")
+#: A lock file larger than this is not a lock record (the record is under 60 bytes).
 _MAX_RECORD = 64
 
 
@@ -75,10 +77,10 @@ class DirLock:
             self.fd = -1
 
 
-def lock_record(pid: int) -> bytes:
-    """The whole content of a lock file held by ``pid`` (fixed length: rewriting it in
-    place never leaves a reader half of two records)."""
-    return MAGIC + f"\npid {pid:010d}\n".encode()
+def lock_record(pid: int, ino: int) -> bytes:
+    """The whole content of lock file ``ino`` (its inode) held by ``pid`` (fixed length:
+    rewriting it in place never leaves a reader half of two records)."""
+    return MAGIC + f"\npid {pid:010d}\nfile {ino:020d}\n".encode()
 
 
 def acquire(what: Path, lock_file: Path) -> DirLock:
@@ -102,7 +104,7 @@ def _create(what: Path, lock_file: Path) -> int:
         os.set_inheritable(fd, False)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else can see it yet
         os.fchmod(fd, 0o644)
-        os.write(fd, lock_record(os.getpid()))
+        os.write(fd, lock_record(os.getpid(), os.fstat(fd).st_ino))
         try:
             os.link(tmp, lock_file, follow_symlinks=False)
         except OSError as exc:
@@ -127,7 +129,7 @@ def _create_in_place(lock_file: Path) -> None:
     """Where hard links are unsupported: create the name exclusively and write the record."""
     fd = os.open(lock_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
-        os.write(fd, lock_record(os.getpid()))
+        os.write(fd, lock_record(os.getpid(), os.fstat(fd).st_ino))
     finally:
         os.close(fd)
 
@@ -151,15 +153,15 @@ def _take_existing(what: Path, lock_file: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _holder(fd)
+            pid = _holder(fd, fst.st_ino)
             if pid is None:
                 raise NotOurLock(
                     lock_file, "is locked by another process and holds no asyncbench lock record"
                 ) from None
             raise Locked(what, pid) from None
-        if _holder(fd) is None:
-            raise NotOurLock(lock_file, "does not hold an asyncbench lock record")
-        record = lock_record(os.getpid())
+        if _holder(fd, fst.st_ino) is None:
+            raise NotOurLock(lock_file, "does not hold an asyncbench lock record naming this file's inode")
+        record = lock_record(os.getpid(), fst.st_ino)
         os.pwrite(fd, record, 0)
         os.ftruncate(fd, len(record))
     except BaseException:
@@ -168,10 +170,11 @@ def _take_existing(what: Path, lock_file: Path) -> int:
     return fd
 
 
-def _holder(fd: int) -> int | None:
-    """The pid in the file's lock record, or None if it holds no lock record."""
+def _holder(fd: int, ino: int) -> int | None:
+    """The pid in the file's lock record, or None if it holds no lock record written for
+    this very file (inode ``ino``)."""
     with contextlib.suppress(OSError):
         match = _RECORD.fullmatch(os.pread(fd, _MAX_RECORD + 1, 0))
-        if match:
+        if match and int(match.group(2)) == ino:
             return int(match.group(1))
     return None

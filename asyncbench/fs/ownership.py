@@ -1,10 +1,14 @@
 """What a run may write, and the one way it writes: whole files, never over someone else's.
 
-The rule: asyncbench writes a file only if it created that file in this process, or if it
-can prove the file is one of its own outputs (its name pattern plus its marker: the
-report's first line, an SVG chart's title, a log's JSON events). It never writes through a
-symlink and never replaces a file it cannot prove is its own; such a write raises
-:class:`NotOwned` and the file stays as it was.
+The rule: asyncbench replaces a file only if it can prove the file is its own: a regular
+file with one link, owned by this user, recorded in its directory's ledger
+(:mod:`asyncbench.fs.ledger`) exactly as asyncbench last wrote it (same inode, size,
+modification time and contents), and either created by this process or one of its outputs
+by marker (the report's first line, an SVG chart's title, a result's keys). A user's
+annotated copy of an output carries the marker but not the identity; a hard link to a
+user's file has two links. It never writes through a symlink and never replaces a file it
+cannot prove is its own; such a write raises :class:`NotOwned` and the file stays as it
+was. Every file it places is recorded in the ledger.
 
 :func:`write_atomic` writes to a fresh, randomly named temporary file beside the target
 (created exclusively, never through a symlink), then puts it in place: with ``link`` when
@@ -33,10 +37,13 @@ from pathlib import Path
 
 import orjson
 
+from asyncbench.fs import ledger
+
 __all__ = [
     "LOG_EVENTS",
     "REPORT_MARKER",
     "NotOwned",
+    "ownership_problem",
     "is_own_log",
     "is_own_log_head",
     "log_first_record",
@@ -81,20 +88,21 @@ def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:
     regular file ``own`` proves is asyncbench's; anything else raises :class:`NotOwned`.
     """
     key = os.path.abspath(path)
-    replace = key in _created
-    if not replace:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-        if st is not None:
-            _check_replaceable(path, st, own)
-            replace = True
+    _check_ledger(path.parent)  # where it will be recorded: before anything is written
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    replace = st is not None
+    if st is not None:
+        _check_replaceable(path, st, own, created=key in _created)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            fh.flush()
+            written = os.fstat(fh.fileno())
         if replace:
             os.replace(tmp, path)
         else:
@@ -104,6 +112,7 @@ def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:
             os.unlink(tmp)
         raise
     _created.add(key)
+    ledger.record([(path, written, data)])
 
 
 def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
@@ -117,18 +126,18 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
     killed in the middle of the swap (a few renames) can leave a mixed set.
     """
     replace: list[bool] = []
+    for directory in {path.parent for path, _, _ in files}:
+        _check_ledger(directory)  # where they will be recorded: before anything is written
     for path, _, own in files:
-        if os.path.abspath(path) in _created:
-            replace.append(True)
-            continue
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             replace.append(False)
             continue
-        _check_replaceable(path, st, own)
+        _check_replaceable(path, st, own, created=os.path.abspath(path) in _created)
         replace.append(True)
     temps: list[str] = []
+    written: list[os.stat_result] = []
     backups: list[tuple[str, Path]] = []  # (backup, target) of the files replaced so far
     placed: list[Path] = []  # the files created so far
     try:
@@ -138,6 +147,8 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
             os.fchmod(fd, 0o644)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+                fh.flush()
+                written.append(os.fstat(fh.fileno()))
         for (path, _, own), tmp, existed in zip(files, temps, replace, strict=True):
             if existed:
                 backup = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.old")
@@ -175,6 +186,7 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
             os.unlink(backup)
     for path, _, _ in files:
         _created.add(os.path.abspath(path))
+    ledger.record([(path, st, data) for (path, data, _), st in zip(files, written, strict=True)])
 
 
 def _create_from(tmp: str, path: Path, own: Proof | None) -> None:
@@ -184,7 +196,7 @@ def _create_from(tmp: str, path: Path, own: Proof | None) -> None:
         os.link(tmp, path, follow_symlinks=False)
     except FileExistsError:
         st = os.lstat(path)  # created since we looked: the same rule applies
-        _check_replaceable(path, st, own)
+        _check_replaceable(path, st, own, created=False)
         os.replace(tmp, path)
         return
     except OSError as exc:
@@ -195,13 +207,32 @@ def _create_from(tmp: str, path: Path, own: Proof | None) -> None:
     os.unlink(tmp)
 
 
-def _check_replaceable(path: Path, st: os.stat_result, own: Proof | None) -> None:
+def _check_ledger(directory: Path) -> None:
+    """NotOwned if ``directory``'s ledger name holds a file asyncbench did not write."""
+    try:
+        ledger.check_directory(directory)
+    except ledger.LedgerError:
+        raise NotOwned(directory / ledger.LEDGER, "is not a ledger asyncbench wrote") from None
+
+
+def _check_replaceable(path: Path, st: os.stat_result, own: Proof | None, created: bool) -> None:
+    problem = ownership_problem(path, st, own, created)
+    if problem is not None:
+        raise NotOwned(path, problem)
+
+
+def ownership_problem(path: Path, st: os.stat_result, own: Proof | None, created: bool = False) -> str | None:
+    """Why asyncbench may not replace ``path`` (whose lstat is ``st``), or None: it must be
+    a regular file, created by this process or proven by ``own`` (its marker), and recorded
+    in its directory's ledger exactly as it is now (one link, this user's, same inode, size,
+    time and contents)."""
     if stat.S_ISLNK(st.st_mode):
-        raise NotOwned(path, "is a symlink")
+        return "is a symlink"
     if not stat.S_ISREG(st.st_mode):
-        raise NotOwned(path, "is not a regular file")
-    if own is None or not own(path):
-        raise NotOwned(path, "exists and is not an output of this run")
+        return "is not a regular file"
+    if not created and (own is None or not own(path)):
+        return "exists and is not an output of this run"
+    return ledger.entry_problem(path, st)
 
 
 # --- proofs: an existing file is asyncbench's own output -------------------------------

@@ -3,8 +3,8 @@
 Every file goes through :func:`asyncbench.fs.ownership.write_atomic` or, for a result with
 its report and charts, :func:`~asyncbench.fs.ownership.write_set` (all or none): a run
 creates its own files and replaces only those; ``report`` replaces a Markdown report or
-chart beside the JSON only if it is provably an asyncbench output (its marker), and never
-the JSON.
+chart beside the JSON only if it is provably an asyncbench output (its marker, and the
+directory's ledger: :mod:`asyncbench.fs.ledger`), and never the JSON.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def _child_run(
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
-    logger, log_fh = open_log(log_file)
+    logger, log_fh = open_log(log_file, joining=True)  # the parent has it open for this run
     plan = draw_plan(level.counts, cfg.seed)
     sampler = MemorySampler()
     engine_run = EngineRun(cfg, level, engine, plan, ObserverGroup(), sampler)

@@ -23,9 +23,13 @@ lines behind drops the newest lines and counts them; :meth:`LogFile.close` waits
 is opened without following a symlink and only if it is a regular file (the CLI checked
 before the run that it is new or an asyncbench log). A new log starts with an identifying
 record (:func:`~asyncbench.fs.ownership.log_first_record`), written before the writer
-thread starts; an existing file is appended to only if it starts with one, checked again
-on the open descriptor, so an empty file, a store's WAL or another tool's log is never
-written.
+thread starts; an existing file is appended to only if it starts with one and is recorded
+in its directory's ledger (:mod:`asyncbench.fs.ledger`) exactly as the run that last wrote
+it closed it (one link, this user's, same inode, size and modification time), checked
+again on the open descriptor: an empty file, a store's WAL, another tool's log, a user's
+annotated copy of a log or a hard link to one is never written. The log is recorded as
+open by this run while it writes it (its engine processes, ``joining``, may append), and
+its identity is recorded when it is closed.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import Any
 import orjson
 import structlog
 
+from asyncbench.fs import ledger
 from asyncbench.fs.ownership import is_own_log_head, log_first_record
 
 __all__ = ["CLOSE_SECONDS", "MAX_PENDING", "POLL_SECONDS", "LogFile", "iso_utc", "open_log"]
@@ -80,8 +85,11 @@ class LogFile:
     """An append-only JSON-lines file written by its own thread; it records its first
     failure instead of raising, and never makes a caller wait."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, joining: bool = False) -> None:
+        """Open ``path`` for appending: a new file, or a log asyncbench started and closed
+        (``joining``: one the parent process has open in this run)."""
         self.path = path
+        self._joining = joining
         self.error: Exception | None = None
         self.dropped = 0  # lines not queued because the writer was MAX_PENDING lines behind
         flags = os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -92,7 +100,8 @@ class LogFile:
             self._fd = os.open(path, flags | os.O_RDWR)
             first = None
         try:
-            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode):
                 raise OSError(f"{path} is not a regular file; the log must be one")
             if first is not None:
                 os.write(self._fd, first)
@@ -100,6 +109,13 @@ class LogFile:
                 raise OSError(
                     f"{path} is not a log asyncbench started (no asyncbench first record); not appended to"
                 )
+            else:
+                problem = ledger.entry_problem(path, st, joining=joining)
+                if problem is not None:
+                    raise OSError(f"{path} {problem}; asyncbench appends only to logs it started, as it left them")
+            self._ino = st.st_ino
+            if not joining:
+                ledger.record_open(path, st)
         except BaseException:
             os.close(self._fd)
             raise
@@ -217,12 +233,26 @@ class LogFile:
             self.error = OSError(f"{self.dropped} lines dropped: writing fell {MAX_PENDING} lines behind")
         os.close(self._fd)
         self._fd = -1
+        if not self._joining:
+            self._record_closed()
+
+    def _record_closed(self) -> None:
+        """Record the closed log's identity, so a later run may append to it; a log that
+        is no longer the file this run wrote (replaced meanwhile) is not recorded."""
+        try:
+            st = os.lstat(self.path)
+            if st.st_ino == self._ino:
+                ledger.record([(self.path, st, None)])
+        except OSError as exc:
+            if self.error is None:
+                self.error = OSError(f"recording it as asyncbench's own failed ({exc}); a later run will not append to it")
 
 
-def open_log(path: Path) -> tuple[Any, LogFile]:
-    """A bound structlog logger writing JSON lines to ``path`` (appending), and its file."""
+def open_log(path: Path, joining: bool = False) -> tuple[Any, LogFile]:
+    """A bound structlog logger writing JSON lines to ``path`` (appending), and its file
+    (``joining``: a log the parent process of this engine process has open)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = LogFile(path)
+    fh = LogFile(path, joining)
     logger = structlog.wrap_logger(
         fh,
         processors=[
