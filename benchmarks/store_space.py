@@ -52,7 +52,8 @@ def lsm_tree(directory: Path) -> dict[str, Any]:
         cursors = [s.cursor(keys_only=True, blocks=64, max_blocks=64, cached=False) for s in segs]
         live = sum(len(keys) for keys, _ in merge(cursors, True))
         seg_rows = [
-            {"id": s.id, "bytes": s.size, "entries": s.entries, "tombstones": s.entries - s.live} for s in segs
+            {"id": s.id, "bytes": s.size, "entries": s.entries, "tombstones": s.entries - s.live}
+            for s in segs
         ]
     finally:
         for s in segs:
@@ -77,7 +78,9 @@ def rocksdb_db(directory: Path) -> dict[str, Any]:
     """One RocksDB database's levels (opened read-only) and files."""
     import rocksdict
 
-    db = rocksdict.Rdict(str(directory), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only())
+    db = rocksdict.Rdict(
+        str(directory), rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
+    )
     try:
         levels = []
         for n in range(_LEVELS):
@@ -127,7 +130,9 @@ def render(rep: dict[str, Any]) -> str:
     out = [f"{rep['engine']} store {rep['data']}: {_mb(rep['bytes'])}"]
     for name, s in rep["stores"].items():
         if rep["engine"] == "lsm":
-            segs = ", ".join(f"seg-{r['id']} {_mb(r['bytes'])} ({r['entries']:_} entries)" for r in s["segments"])
+            segs = ", ".join(
+                f"seg-{r['id']} {_mb(r['bytes'])} ({r['entries']:_} entries)" for r in s["segments"]
+            )
             other = sum(s["other_files"].values())
             out.append(
                 f"  {name}: {_mb(s['bytes'])}; segments: {segs or 'none'}; live {s['live']:_}, "
