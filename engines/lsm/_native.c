@@ -1140,23 +1140,21 @@ static PyTypeObject FixedLookupType = {
 
 /*
  * encode_records(records) -> bytes: a log frame's payload, byte for byte what
- * wal.encode_records' Python twin writes: per record u32 key length, u32 value length
- * (0xFFFFFFFF: a tombstone), key, value. Why: the reference plan logs every insert and
- * update five times (one record per tree), and packing 16_384 records a frame in Python
- * was 18-20 % of the insert phase on the event loop (issue 40 item 4). Two passes under
- * the GIL (sizes, then copies): the records are the caller's, and the work is a memcpy.
+ * wal.encode_records_py writes: per record u32 key length, u32 value length (0xFFFFFFFF:
+ * a tombstone), key, value. `records` is one flat list, key, value, key, value, ...
+ * (value None: a tombstone), as the log keeps them: a (key, value) tuple per record was
+ * a tracked object per record for the garbage collector. Why compiled: the reference
+ * plan logs every insert and update five times (one record per tree), and packing
+ * 16_384 records a frame in Python was 18-20 % of the insert phase on the event loop
+ * (issue 40 item 4). Two passes under the GIL (sizes, then copies).
  */
 #define TOMB_LEN 0xFFFFFFFFu
 
 static int
-record_parts(PyObject *rec, PyObject **k, PyObject **v)
+record_parts(PyObject *records, Py_ssize_t i, PyObject **k, PyObject **v)
 {
-    if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 2) {
-        PyErr_SetString(PyExc_TypeError, "encode_records: each record must be a (key, value) tuple");
-        return -1;
-    }
-    *k = PyTuple_GET_ITEM(rec, 0);
-    *v = PyTuple_GET_ITEM(rec, 1);
+    *k = PyList_GET_ITEM(records, i);
+    *v = PyList_GET_ITEM(records, i + 1);
     if (!PyBytes_Check(*k) || (*v != Py_None && !PyBytes_Check(*v))) {
         PyErr_SetString(PyExc_TypeError, "encode_records: keys must be bytes and values bytes or None");
         return -1;
@@ -1177,9 +1175,13 @@ encode_records(PyObject *Py_UNUSED(module), PyObject *records)
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
+    if (n % 2) {
+        PyErr_SetString(PyExc_ValueError, "encode_records: a flat list of key, value pairs has an even length");
+        return NULL;
+    }
     PyObject *k, *v;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (record_parts(PyList_GET_ITEM(records, i), &k, &v) < 0)
+    for (Py_ssize_t i = 0; i < n; i += 2) {
+        if (record_parts(records, i, &k, &v) < 0)
             return NULL;
         total += 8 + PyBytes_GET_SIZE(k) + (v == Py_None ? 0 : PyBytes_GET_SIZE(v));
     }
@@ -1187,10 +1189,9 @@ encode_records(PyObject *Py_UNUSED(module), PyObject *records)
     if (out == NULL)
         return NULL;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *rec = PyList_GET_ITEM(records, i);
-        k = PyTuple_GET_ITEM(rec, 0);
-        v = PyTuple_GET_ITEM(rec, 1);
+    for (Py_ssize_t i = 0; i < n; i += 2) {
+        k = PyList_GET_ITEM(records, i);
+        v = PyList_GET_ITEM(records, i + 1);
         uint32_t klen = (uint32_t)PyBytes_GET_SIZE(k);
         uint32_t vlen = v == Py_None ? TOMB_LEN : (uint32_t)PyBytes_GET_SIZE(v);
         for (int b = 0; b < 4; b++) {
@@ -1209,8 +1210,8 @@ encode_records(PyObject *Py_UNUSED(module), PyObject *records)
 }
 
 PyDoc_STRVAR(encode_records_doc,
-             "encode_records(records) -> bytes: a log frame's payload for a list of (key, value)\n"
-             "tuples (value None: a tombstone), as wal.encode_records' Python twin writes it.");
+             "encode_records(records) -> bytes: a log frame's payload for a flat list key, value,\n"
+             "key, value, ... (value None: a tombstone), as wal.encode_records_py writes it.");
 
 PyDoc_STRVAR(write_blocks_doc,
              "write_blocks(fd, pos, sources, step, drop_tombstones) -> (first_keys, offsets, lengths,\n"

@@ -80,9 +80,10 @@ BlockCorrupt: type[Exception] = _NoBlockCorrupt
 #: fixed-width keys (``first_keys`` a ``KeyColumn``), handing everything else to
 #: ``fallback`` (see ``segment_reader._lookup``); None on the pure-Python path.
 fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
-#: ``encode_records(records)``: a log frame's payload in one C call, the same bytes as
-#: ``wal``'s Python encoder; None on the pure-Python path.
-encode_records: Callable[[list[tuple[bytes, bytes | None]]], bytes] | None = None
+#: ``encode_records(records)``: a log frame's payload in one C call for the log's flat
+#: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;
+#: None on the pure-Python path.
+encode_records: Callable[[list[bytes | None]], bytes] | None = None
 
 if os.environ.get("ASYNCBENCH_LSM_PURE"):
     write_blocks = None
