@@ -47,7 +47,7 @@ def lsm_tree(directory: Path) -> dict[str, Any]:
     if meta is None:
         raise SystemExit(f"{directory}: no meta.json: not an LSM tree")
     files = _files(directory)
-    segs = [SegmentReader(directory / f"seg-{i}.sst", i) for i in meta.segments]
+    segs = [SegmentReader(directory / f"seg-{i:08d}.sst", i) for i in meta.segments]  # as LsmTree names them
     try:
         cursors = [s.cursor(keys_only=True, blocks=64, max_blocks=64, cached=False) for s in segs]
         live = sum(len(keys) for keys, _ in merge(cursors, True))
@@ -58,7 +58,7 @@ def lsm_tree(directory: Path) -> dict[str, Any]:
     finally:
         for s in segs:
             s.close()
-    seg_names = {f"seg-{i}.sst" for i in meta.segments}
+    seg_names = {f"seg-{i:08d}.sst" for i in meta.segments}
     entries = sum(r["entries"] for r in seg_rows)
     seg_bytes = sum(r["bytes"] for r in seg_rows)
     return {
