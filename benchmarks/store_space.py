@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,12 @@ def _files(directory: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in sorted(directory.iterdir()) if p.is_file()}
 
 
-def lsm_tree(directory: Path) -> dict[str, Any]:
+def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
     """One LSM tree's segments, live and dead entries and other files (read-only: the
-    manifest is read and the listed segments mapped; nothing is written or deleted)."""
+    manifest is read and the listed segments mapped; nothing is written or deleted).
+    ``codec_estimate``: also the segments' bytes if each data block were compressed on
+    its own with zlib level 1 (the format has no compression; this says what per-block
+    compression, as RocksDB's below its base level, would save)."""
     from asyncbench.engines.lsm.merging_iterator import merge
     from asyncbench.engines.lsm.meta import read_meta
     from asyncbench.engines.lsm.segment_reader import SegmentReader
@@ -51,6 +55,13 @@ def lsm_tree(directory: Path) -> dict[str, Any]:
     try:
         cursors = [s.cursor(keys_only=True, blocks=64, max_blocks=64, cached=False) for s in segs]
         live = sum(len(keys) for keys, _ in merge(cursors, True))
+        zlib_bytes = None
+        if codec_estimate:
+            zlib_bytes = 0
+            for s in segs:
+                raw = sum(s.lengths)
+                packed = sum(len(zlib.compress(s.read_block(i), 1)) for i in range(len(s.lengths)))
+                zlib_bytes += s.size - raw + packed
         seg_rows = [
             {"id": s.id, "bytes": s.size, "entries": s.entries, "tombstones": s.entries - s.live}
             for s in segs
@@ -69,6 +80,7 @@ def lsm_tree(directory: Path) -> dict[str, Any]:
         "dead": entries - live,
         "dead_fraction": (entries - live) / entries if entries else 0.0,
         "bytes_per_live_entry": seg_bytes / live if live else 0.0,
+        "segment_bytes_blocks_zlib1": zlib_bytes,
         "other_files": {k: v for k, v in files.items() if k not in seg_names},
         "bytes": sum(files.values()),
     }
@@ -109,9 +121,11 @@ def rocksdb_db(directory: Path) -> dict[str, Any]:
     }
 
 
-def report(engine: str, data: Path) -> dict[str, Any]:
-    read = lsm_tree if engine == "lsm" else rocksdb_db
-    stores = {name: read(data / name) for name in STORE_NAMES}
+def report(engine: str, data: Path, codec_estimate: bool = False) -> dict[str, Any]:
+    stores = {
+        name: lsm_tree(data / name, codec_estimate) if engine == "lsm" else rocksdb_db(data / name)
+        for name in STORE_NAMES
+    }
     top = _files(data)
     return {
         "engine": engine,
@@ -139,6 +153,11 @@ def render(rep: dict[str, Any]) -> str:
                 f"dead {s['dead']:_} ({100 * s['dead_fraction']:.2f} %); "
                 f"{s['bytes_per_live_entry']:.1f} B per live entry; other files {_mb(other)} "
                 f"({', '.join(s['other_files']) or 'none'})"
+                + (
+                    f"; with zlib-1 blocks {_mb(s['segment_bytes_blocks_zlib1'])}"
+                    if s["segment_bytes_blocks_zlib1"] is not None
+                    else ""
+                )
             )
         else:
             lv = ", ".join(
@@ -158,11 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("data", type=Path, help="the engine's data directory (kept with --keep-data)")
     ap.add_argument("--engine", choices=("lsm", "rocksdb"), required=True)
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
+    ap.add_argument(
+        "--codec-estimate",
+        action="store_true",
+        help="lsm: also the segments' size if each block were compressed (zlib level 1)",
+    )
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"command line: data {args.data}: not a directory", file=sys.stderr)
         return 2
-    rep = report(args.engine, args.data)
+    rep = report(args.engine, args.data, args.codec_estimate)
     print(render(rep))
     if args.json:
         args.json.write_text(json.dumps(rep, indent=1) + "\n")
