@@ -2,15 +2,14 @@
 
 Per tree three loops run in the engine's task group: the flusher (frozen memtables ->
 segments), the merger (whatever ``LsmTree.pick_merge`` says is due) and the
-log writer (queued WAL records -> compressed frames, encoded, compressed and written in a
-worker thread). Jobs are cooperative generators
+log writer (queued WAL records -> compressed frames). Jobs are cooperative generators
 (see ``tree.py``): a checkpoint between slices lets foreground batches run, and a job's
 thread steps (a compiled flush or merge, fsync, file writes) go to the engine's own
 lower-priority threads (``lanes.py``): a flush lane, so that merges never queue a
-flush (writers wait on flushes), and a merge lane, each of up to two threads. Log frames are
-encoded (compiled, ``native.encode_records``), compressed and written on anyio's worker
-threads: until issue 40 the encoding ran on the event loop, 18-20 % of the insert phase. A clock task ages the block caches
-every half ``block_cache_lifetime_ms``.
+flush (writers wait on flushes), and a merge lane, each of up to two threads. Log frames
+are encoded (compiled, ``native.encode_records``), compressed and written on anyio's
+worker threads: until issue 40 the encoding ran on the event loop (18-20 % of the insert
+phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``.
 
 A failure in a loop is kept in ``failure`` and re-raised by ``check()`` on the next
 foreground batch rather than tearing down the caller's task.
