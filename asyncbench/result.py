@@ -265,6 +265,10 @@ class EngineResult:
     storage_bytes: int | None = None
     peak_rss_bytes: int | None = None
     initial_rss_bytes: int | None = None
+    #: Sampled peaks of the RSS's anonymous pages (the process's own memory) and of its
+    #: file-backed ones (mapped files), where the kernel tells them apart.
+    peak_rss_anon_bytes: int | None = None
+    peak_rss_file_bytes: int | None = None
     facts: EngineFacts = field(default_factory=EngineFacts)
     notes: list[str] = field(default_factory=list)
     repeat: int = 0  # which repeat of this engine (0-based, interleaved A B C A B C ...)
@@ -319,7 +323,15 @@ class EngineResult:
         return loaded
 
     def check(self, where: str) -> None:
-        for name in ("run_seconds", "storage_bytes", "peak_rss_bytes", "initial_rss_bytes", "repeat"):
+        for name in (
+            "run_seconds",
+            "storage_bytes",
+            "peak_rss_bytes",
+            "initial_rss_bytes",
+            "peak_rss_anon_bytes",
+            "peak_rss_file_bytes",
+            "repeat",
+        ):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         seen: set[int] = set()
         for i, p in enumerate(self.phases):

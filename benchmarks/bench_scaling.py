@@ -257,6 +257,15 @@ def render(table: Table, counts: Sequence[int], engines: Sequence[str]) -> tuple
         lambda n: runs_ratio(n, lambda e: e.peak_rss_bytes),
     )
     metric("RSS at engine start", lambda n, runs: mib([e.initial_rss_bytes for e in runs]))
+    metric(
+        "peak RSS, anonymous (the process's own)",
+        lambda n, runs: mib([e.peak_rss_anon_bytes for e in runs]),
+        lambda n: runs_ratio(n, lambda e: e.peak_rss_anon_bytes),
+    )
+    metric(
+        "peak RSS, file-backed (mapped files)",
+        lambda n, runs: mib([e.peak_rss_file_bytes for e in runs]),
+    )
 
     def harness(n: int, runs: Sequence[EngineResult]) -> str:
         noop = ok_runs(table[n].get(NOOP))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncbench.measure.memory_sampler import MemorySampler, kernel_peak, reset_kernel_peak
+from asyncbench.measure.memory_sampler import MemorySampler, kernel_peak, reset_kernel_peak, rss_split
 
 
 @pytest.mark.skipif(not reset_kernel_peak(), reason="no resettable VmHWM on this system")
@@ -30,3 +30,31 @@ def test_reset_restarts_the_kernel_peak() -> None:
     high = kernel_peak()
     assert reset_kernel_peak()
     assert kernel_peak() < high
+
+
+@pytest.mark.skipif(rss_split() is None, reason="no RssAnon/RssFile in /proc/self/status")
+def test_the_peak_is_split_into_anonymous_and_mapped_file_pages(tmp_path) -> None:
+    """Touched pages of a mapped file count as file-backed, a touched buffer as anonymous
+    (issue 40 item 3: how much of a peak is mapped segments, how much the engine's own)."""
+    import mmap
+
+    sampler = MemorySampler()
+    sampler.reset()
+    anon0, file0 = sampler.peak_anon, sampler.peak_file
+    assert anon0 is not None and file0 is not None
+    path = tmp_path / "mapped"
+    size = 96 * 1024 * 1024
+    with open(path, "wb") as fh:
+        fh.write(b"\x01" * size)
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        touched = sum(mm[i] for i in range(0, size, 4096))  # read every page of the mapping
+        sampler.sample()
+    assert touched == size // 4096
+    assert sampler.peak_file >= file0 + 80 * 1024 * 1024
+    assert sampler.peak_anon < anon0 + 40 * 1024 * 1024
+    buf = bytearray(96 * 1024 * 1024)
+    for i in range(0, len(buf), 4096):
+        buf[i] = 1
+    sampler.sample()
+    del buf
+    assert sampler.peak_anon >= anon0 + 80 * 1024 * 1024

@@ -216,6 +216,12 @@ def environment(run: RunResult) -> list[str]:
     for e in run.engines:
         if e.initial_rss_bytes:
             rows.append([f"Initial RSS before {md.text(e.engine)}", fmt.size(e.initial_rss_bytes)])
+    for e in run.engines:  # what of the peak is the process's own memory, what mapped files
+        if e.peak_rss_anon_bytes is not None and e.peak_rss_file_bytes is not None:
+            rows.append([
+                f"Peak RSS of {md.text(e.engine)} by kind (sampled)",
+                f"anonymous {fmt.size(e.peak_rss_anon_bytes)}, file-backed {fmt.size(e.peak_rss_file_bytes)}",
+            ])
     for e in run.engines:
         for lib, ver in e.facts.versions.items():
             rows.append([md.text(f"{e.engine}: {lib}"), md.text(ver)])

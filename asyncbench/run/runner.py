@@ -131,6 +131,8 @@ class EngineRun:
             res.run_seconds = perf_counter() - started
             self.sampler.sample()
             res.peak_rss_bytes = self.sampler.peak
+            res.peak_rss_anon_bytes = self.sampler.peak_anon
+            res.peak_rss_file_bytes = self.sampler.peak_file
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
                 with contextlib.suppress(Exception):
                     res.facts = self.engine.facts()

@@ -5,7 +5,8 @@
  * pure-Python path (merging_iterator.merge into SegmentWriter.add) when this is not built.
  *
  * write_blocks(fd, pos, sources, step, drop_tombstones) merges sorted sources (newest
- * first: a memtable's dict, or a segment's (buffer, offsets, lengths, crcs)) and writes
+ * first: a memtable's dict, or a segment's (buffer, offsets, lengths, crcs[, file_mapping]):
+ * with file_mapping true, pages behind the read position are released, seg_drop_behind) and writes
  * the result as data blocks of `step` entries at byte `pos` of `fd`, byte for byte what
  * block.encode_many / SegmentWriter.add write for the same entries (tests/test_lsm_native.py).
  * Why: profiled, a stabilization spent ~40 % reading memtables in key order and ~40 %
@@ -28,6 +29,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -100,6 +102,8 @@ typedef struct {
     Py_ssize_t nents, at;
     /* segment */
     Py_buffer buf, offs, lens, crcs;
+    int drop;                     /* a file mapping: release pages behind the merge */
+    size_t dropped;               /* bytes of buf released so far (page multiple) */
     Py_ssize_t nblocks, blk;      /* next block to load */
     const unsigned char *b;       /* current block */
     uint32_t n, width, i;         /* entries in it, key width, next entry */
@@ -113,6 +117,38 @@ typedef struct {
     const char *reason;
     Py_ssize_t source, block;
 } Fail;
+
+/* Released at once behind a merge's read position: a few syscalls per segment. */
+#define DROP_CHUNK ((size_t)8 << 20)
+
+/* A source marked as a file mapping (a 5th tuple item, true): the pages before `upto`
+ * (its next block's offset) leave this process's RSS (madvise MADV_DONTNEED). Why: a full
+ * merge reads every source whole, and the mapped pages it touched stayed resident until
+ * the sources were closed at the commit, so a stabilization's merge held the old and the
+ * new data at once: at 2M profiles the file-backed RSS peaked at 1.72x the store (issue
+ * 40 item 3). Safe only for a mapping of a file, which the caller vouches for: the pages
+ * stay in the page cache and any later touch (an Entry still pointing there, a read on
+ * the event loop) faults the same bytes back in. On an anonymous mapping it would zero
+ * them, hence the explicit flag. */
+static void
+seg_drop_behind(Source *s, uint64_t upto)
+{
+#ifdef MADV_DONTNEED
+    static size_t page = 0;
+    if (page == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    size_t end = (size_t)upto & ~(page - 1);
+    if (end >= s->dropped + DROP_CHUNK) {
+        (void)madvise((char *)s->buf.buf + s->dropped, end - s->dropped, MADV_DONTNEED);
+        s->dropped = end;
+    }
+#else
+    (void)s;
+    (void)upto;
+#endif
+}
 
 /* Load segment block s->blk; 0 on success, -1 on damage (fail filled). */
 static int
@@ -130,6 +166,8 @@ seg_load(Source *s, Py_ssize_t si, Fail *fail)
         fail->reason = "block outside the file";
         return -1;
     }
+    if (s->drop)
+        seg_drop_behind(s, off);
     const unsigned char *b = (const unsigned char *)s->buf.buf + off;
     if ((uint32_t)crc32(0L, b, len) != crc) {
         fail->reason = "checksum mismatch";
@@ -260,7 +298,9 @@ typedef struct {
     uint64_t pos;                 /* file position of out.p[0] */
     Buf out;                      /* encoded blocks not yet written */
     Buf idx_off, idx_len, idx_crc;
-    Entry *firsts;                /* first key of every block */
+    Entry *firsts;                /* first key of every block: klen, and vlen = its offset in fkeys */
+    Buf fkeys;                    /* the first keys' bytes, copied: a merge may have released
+                                     the source pages they came from (seg_drop_behind) */
     size_t nfirsts, capfirsts;
     Entry *pend;                  /* the block being filled */
     uint32_t npend, step;
@@ -312,7 +352,8 @@ w_block(Writer *w)
         return -1;
     }
     if (buf_reserve(&w->out, size) < 0 || buf_reserve(&w->idx_off, 8) < 0 ||
-        buf_reserve(&w->idx_len, 4) < 0 || buf_reserve(&w->idx_crc, 4) < 0) {
+        buf_reserve(&w->idx_len, 4) < 0 || buf_reserve(&w->idx_crc, 4) < 0 ||
+        buf_reserve(&w->fkeys, (size_t)e[0].klen) < 0) {
         w->err = -1;
         return -1;
     }
@@ -362,7 +403,14 @@ w_block(Writer *w)
     w->idx_len.len += 4;
     memcpy(w->idx_crc.p + w->idx_crc.len, &crc, 4);
     w->idx_crc.len += 4;
-    w->firsts[w->nfirsts++] = e[0];
+    Entry *fk = &w->firsts[w->nfirsts++];
+    fk->k = NULL;
+    fk->klen = e[0].klen;
+    fk->vlen = (Py_ssize_t)w->fkeys.len;
+    if (e[0].klen) {
+        memcpy(w->fkeys.p + w->fkeys.len, e[0].k, (size_t)e[0].klen);
+        w->fkeys.len += (size_t)e[0].klen;
+    }
     w->out.len += size;
     w->entries += n;
     w->live += n - dead;
@@ -492,13 +540,21 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             }
             s->nents = m;
         }
-        else if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 4) {
+        else if (PyTuple_Check(o) && (PyTuple_GET_SIZE(o) == 4 || PyTuple_GET_SIZE(o) == 5)) {
             s->is_seg = 1;
             if (get_buffer(PyTuple_GET_ITEM(o, 0), &s->buf, "segment", 0) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 1), &s->offs, "offsets", 8) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 2), &s->lens, "lengths", 4) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 3), &s->crcs, "crcs", 4) < 0)
                 goto done;
+            if (PyTuple_GET_SIZE(o) == 5) {
+                int drop = PyObject_IsTrue(PyTuple_GET_ITEM(o, 4));
+                if (drop < 0)
+                    goto done;
+                long page = sysconf(_SC_PAGESIZE);
+                /* only a mapping's own start is page-aligned; anything else is left alone */
+                s->drop = drop && page > 0 && ((uintptr_t)s->buf.buf % (uintptr_t)page) == 0;
+            }
             s->nblocks = s->offs.len / 8;
             if (s->lens.len / 4 != s->nblocks || s->crcs.len / 4 != s->nblocks) {
                 PyErr_SetString(PyExc_ValueError, "segment index columns differ in length");
@@ -507,7 +563,7 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         }
         else {
             PyErr_SetString(PyExc_TypeError,
-                            "a source is a dict or a (buffer, offsets, lengths, crcs) tuple");
+                            "a source is a dict or a (buffer, offsets, lengths, crcs[, file_mapping]) tuple");
             goto done;
         }
     }
@@ -580,7 +636,10 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         if (firsts == NULL)
             goto done;
         for (size_t j = 0; j < w.nfirsts; j++) {
-            PyObject *kb = PyBytes_FromStringAndSize((const char *)w.firsts[j].k, w.firsts[j].klen);
+            PyObject *kb = w.firsts[j].klen
+                               ? PyBytes_FromStringAndSize((const char *)w.fkeys.p + w.firsts[j].vlen,
+                                                           w.firsts[j].klen)
+                               : PyBytes_FromStringAndSize("", 0);
             if (kb == NULL) {
                 Py_DECREF(firsts);
                 goto done;
@@ -620,6 +679,7 @@ done:
     free(w.idx_len.p);
     free(w.idx_crc.p);
     free(w.firsts);
+    free(w.fkeys.p);
     return result;
 }
 
@@ -1137,6 +1197,82 @@ static PyTypeObject FixedLookupType = {
     .tp_new = FixedLookup_new,
 };
 
+
+/*
+ * encode_records(records) -> bytes: a log frame's payload, byte for byte what
+ * wal.encode_records_py writes: per record u32 key length, u32 value length (0xFFFFFFFF:
+ * a tombstone), key, value. `records` is one flat list, key, value, key, value, ...
+ * (value None: a tombstone), as the log keeps them: a (key, value) tuple per record was
+ * a tracked object per record for the garbage collector. Why compiled: the reference
+ * plan logs every insert and update five times (one record per tree), and packing
+ * 16_384 records a frame in Python was 18-20 % of the insert phase on the event loop
+ * (issue 40 item 4). Two passes under the GIL (sizes, then copies).
+ */
+#define TOMB_LEN 0xFFFFFFFFu
+
+static int
+record_parts(PyObject *records, Py_ssize_t i, PyObject **k, PyObject **v)
+{
+    *k = PyList_GET_ITEM(records, i);
+    *v = PyList_GET_ITEM(records, i + 1);
+    if (!PyBytes_Check(*k) || (*v != Py_None && !PyBytes_Check(*v))) {
+        PyErr_SetString(PyExc_TypeError, "encode_records: keys must be bytes and values bytes or None");
+        return -1;
+    }
+    if ((size_t)PyBytes_GET_SIZE(*k) >= TOMB_LEN ||
+        (*v != Py_None && (size_t)PyBytes_GET_SIZE(*v) >= TOMB_LEN)) {
+        PyErr_SetString(PyExc_OverflowError, "encode_records: a key or value of 4 GiB or more");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+encode_records(PyObject *Py_UNUSED(module), PyObject *records)
+{
+    if (!PyList_CheckExact(records)) {
+        PyErr_SetString(PyExc_TypeError, "encode_records: records must be a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
+    if (n % 2) {
+        PyErr_SetString(PyExc_ValueError, "encode_records: a flat list of key, value pairs has an even length");
+        return NULL;
+    }
+    PyObject *k, *v;
+    for (Py_ssize_t i = 0; i < n; i += 2) {
+        if (record_parts(records, i, &k, &v) < 0)
+            return NULL;
+        total += 8 + PyBytes_GET_SIZE(k) + (v == Py_None ? 0 : PyBytes_GET_SIZE(v));
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i += 2) {
+        k = PyList_GET_ITEM(records, i);
+        v = PyList_GET_ITEM(records, i + 1);
+        uint32_t klen = (uint32_t)PyBytes_GET_SIZE(k);
+        uint32_t vlen = v == Py_None ? TOMB_LEN : (uint32_t)PyBytes_GET_SIZE(v);
+        for (int b = 0; b < 4; b++) {
+            p[b] = (unsigned char)(klen >> (8 * b));
+            p[4 + b] = (unsigned char)(vlen >> (8 * b));
+        }
+        p += 8;
+        memcpy(p, PyBytes_AS_STRING(k), klen);
+        p += klen;
+        if (v != Py_None) {
+            memcpy(p, PyBytes_AS_STRING(v), vlen);
+            p += vlen;
+        }
+    }
+    return out;
+}
+
+PyDoc_STRVAR(encode_records_doc,
+             "encode_records(records) -> bytes: a log frame's payload for a flat list key, value,\n"
+             "key, value, ... (value None: a tombstone), as wal.encode_records_py writes it.");
+
 PyDoc_STRVAR(write_blocks_doc,
              "write_blocks(fd, pos, sources, step, drop_tombstones) -> (first_keys, offsets, lengths,\n"
              "crcs, last_key, entries, live, end_pos): merge sorted sources (newest first: dicts or\n"
@@ -1144,6 +1280,7 @@ PyDoc_STRVAR(write_blocks_doc,
 
 static PyMethodDef native_methods[] = {
     {"write_blocks", (PyCFunction)(void (*)(void))write_blocks, METH_FASTCALL, write_blocks_doc},
+    {"encode_records", (PyCFunction)encode_records, METH_O, encode_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

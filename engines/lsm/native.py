@@ -15,6 +15,7 @@ them in place: a 2M reopen no longer makes 625_000 key objects. Setting
 ``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (tests, comparisons).
 ``fixed_lookup`` is a segment's point lookup (value cache, bisect, in-place search of a
 fixed-width block) as one C call: a 50-row query makes 50 of them.
+``encode_records`` packs a log frame's records (``wal.encode_records``) in one C call.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
-__all__ = ["ACCELERATED", "FALLBACK_REASON", "BlockCorrupt", "KeyList", "fixed_lookup", "key_column", "write_blocks"]
+__all__ = [
+    "ACCELERATED",
+    "FALLBACK_REASON",
+    "BlockCorrupt",
+    "KeyList",
+    "encode_records",
+    "fixed_lookup",
+    "key_column",
+    "write_blocks",
+]
 
 write_blocks: Callable[..., tuple[Any, ...]] | None
 FALLBACK_REASON: str | None = None
@@ -70,6 +80,10 @@ BlockCorrupt: type[Exception] = _NoBlockCorrupt
 #: fixed-width keys (``first_keys`` a ``KeyColumn``), handing everything else to
 #: ``fallback`` (see ``segment_reader._lookup``); None on the pure-Python path.
 fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
+#: ``encode_records(records)``: a log frame's payload in one C call for the log's flat
+#: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;
+#: None on the pure-Python path.
+encode_records: Callable[[list[bytes | None]], bytes] | None = None
 
 if os.environ.get("ASYNCBENCH_LSM_PURE"):
     write_blocks = None
@@ -85,5 +99,6 @@ else:
         BlockCorrupt = _native.BlockCorrupt
         key_column = _native.KeyColumn
         fixed_lookup = _native.FixedLookup
+        encode_records = _native.encode_records
 
 ACCELERATED = write_blocks is not None

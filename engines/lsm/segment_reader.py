@@ -163,9 +163,12 @@ class SegmentReader:
         self.path = self._blocks.path = Path(path)
 
     # --- blocks ---------------------------------------------------------------------
-    def native_source(self) -> tuple[mmap.mmap, array, array, array]:
-        """This segment as a source of the compiled merge (``native.write_blocks``)."""
-        return self._mm, self.offsets, self.lengths, self.crcs
+    def native_source(self) -> tuple[mmap.mmap, array, array, array, bool]:
+        """This segment as a source of the compiled merge (``native.write_blocks``). The
+        last item says the buffer maps a file: the merge then releases the pages it has
+        read past (they stay in the page cache), so a full merge does not hold its
+        sources resident beside the reads of its output (issue 40 item 3)."""
+        return self._mm, self.offsets, self.lengths, self.crcs, True
 
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
