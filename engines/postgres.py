@@ -60,11 +60,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import asyncpg
+import psutil
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
     assign,
     hybridmethod,
+    local_process,
     parse_endpoint,
     parse_endpoints,
     worker_map,
@@ -73,7 +75,7 @@ from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
-from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
@@ -411,6 +413,49 @@ class PostgresEngine(SessionPoolEngine[Session]):
             values[name] = await conn.fetchval(f"SHOW {name}")
         values["role"] = "standby" if await conn.fetchval("SELECT pg_is_in_recovery()") else "primary"
         return values
+
+    # --- cost ---------------------------------------------------------------------------
+    async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
+        """The backends of these connections (``pg_backend_pid``, without a query) and the
+        server's own background processes (checkpointer, WAL writer, background writer,
+        autovacuum: ``pg_stat_activity``'s other backend types), then the postmaster, their
+        parent. Other clients' backends are left out (they are not this run's work); the
+        background processes serve every client of the server alike."""
+        own = [s.conn.get_server_pid() for s in sessions]
+        first = local_process(own[0], ("postgres", "postmaster"))
+        if isinstance(first, str):
+            return first
+        rows = await sessions[0].conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE backend_type <> 'client backend' AND pid IS NOT NULL"
+        )
+        pids = set(own) | {int(r["pid"]) for r in rows}
+        with contextlib.suppress(psutil.Error):
+            parent = first.parent()
+            if parent is not None:
+                pids.add(parent.pid)
+        return sorted(pids)
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """``pg_stat_wal.wal_bytes`` (the WAL the server generated: every client's) and,
+        from PostgreSQL 16, ``pg_stat_io``'s bytes written and read by relation I/O."""
+        if self._session is None:
+            return "the engine is not open"
+        conn = self._session.conn
+        try:
+            wal = int(await conn.fetchval("SELECT wal_bytes FROM pg_stat_wal"))
+        except asyncpg.PostgresError as exc:
+            return f"pg_stat_wal is not readable: {exc}"
+        written = {"wal": wal}
+        other: dict[str, float] = {}
+        try:
+            row = await conn.fetchrow(
+                "SELECT coalesce(sum(writes * op_bytes), 0) AS w, coalesce(sum(reads * op_bytes), 0) AS r FROM pg_stat_io"
+            )
+            written["relation_io"] = int(row["w"])
+            other["relation_io_read_bytes"] = float(row["r"])
+        except asyncpg.PostgresError:
+            pass  # before PostgreSQL 16: the WAL alone
+        return EngineCounters(written=written, other=other)
 
     async def settle(self) -> None:
         """CHECKPOINT: every dirty page written and fsynced, the WAL up to here made
