@@ -203,8 +203,8 @@ class PhaseCost:
         for i, row in enumerate(self.series or ()):
             if len(row) != len(COST_SERIES_FIELDS):
                 raise ResultError(f"{where}.series[{i}]: expected {len(COST_SERIES_FIELDS)} numbers, got {len(row)}")
-            for name, value in zip(COST_SERIES_FIELDS, row, strict=True):
-                _at_least(f"{where}.series[{i}].{name}", value, 0)
+            for name, number in zip(COST_SERIES_FIELDS, row, strict=True):
+                _at_least(f"{where}.series[{i}].{name}", number, 0)
 
     # --- derived (the report and compare format these) --------------------------------
     def _sum(self, a: int | None, b: int | None) -> int | None:

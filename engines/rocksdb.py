@@ -357,7 +357,7 @@ class RocksDbEngine(MarkedStore, Engine):
         write_opts = rocksdict.WriteOptions()
         write_opts.sync = bool(self.settings["sync"])  # WAL stays enabled (disable_wal=False)
         dbs = []
-        options: list[rocksdict.Options] = []
+        db_options: list[rocksdict.Options] = []
         try:
             for name in DB_NAMES:
                 try:
@@ -369,13 +369,13 @@ class RocksDbEngine(MarkedStore, Engine):
                     raise StoreMissing(f"{self.data_dir}: RocksDB database {name!r} cannot be opened: {exc}") from exc
                 db.set_write_options(write_opts)
                 dbs.append(db)
-                options.append(opts)
+                db_options.append(opts)
         except BaseException:
             for db in dbs:
                 db.close()
             raise
         self._dbs = dbs
-        self._db_options = options  # their statistics: cost_counters
+        self._db_options = db_options  # their statistics: cost_counters
         self._store = KvProfileStore(
             [RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True, place=PLACEMENT
         )
