@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import psutil
 from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -268,6 +268,9 @@ class SessionPoolEngine(Engine, Generic[S]):
         local endpoint), or why they cannot be known. Subclasses that can find them
         override this."""
         return f"{self.product} does not say which processes serve its connections"
+
+    def background_threads(self) -> BackgroundThreads | str:
+        return "none in the client: the server's processes do the engine's work (server CPU)"
 
     async def server_processes(self) -> list[int] | str | None:
         """The server's processes on this machine, endpoint by endpoint (each Galera node
