@@ -12,12 +12,13 @@ are listed once per engine (:func:`not_measured`), never a 0.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from asyncbench.result import EngineResult, PhaseCost, PhaseResult
 from asyncbench.workloads.profile_store.phases import Action, Group
 
-__all__ = ["CostRow", "console_lines", "cost_rows", "not_measured"]
+__all__ = ["COST_NOTE", "CostRow", "console_lines", "cost_rows", "markdown_lines", "not_measured"]
 
 #: Read phases are summed by group under these labels.
 _GROUP_LABELS = {Group.LOOKUP: "lookups (all)", Group.SCAN: "scans (all)", Group.QUERY: "queries (all)"}
@@ -169,4 +170,63 @@ def console_lines(e: EngineResult, width: int = 80) -> list[str]:
     for why, labels in by_reason.items():
         text = f"{', '.join(labels)} not measured: {why}"
         out += textwrap.wrap(text, width=width - 2, initial_indent="  ", subsequent_indent="    ")
+    return out
+
+
+# --- the report's table --------------------------------------------------------------------
+
+COST_NOTE = (
+    "CPU per operation of the client process (every thread), of the engine's own background "
+    "threads in it (a part of the client's) and of the server's processes on this machine; a "
+    "phase without operations shows CPU seconds. Device bytes are /proc/PID/io read_bytes and "
+    "write_bytes of those processes (counted when a page is dirtied, so a page rewritten before "
+    "write-back counts once). Logical bytes: what the workload wrote in docs/workload.md's "
+    "encoding (records and index entries); write amplification is device bytes written over "
+    "them, space amplification the storage over the live data's logical bytes, after each "
+    "write phase and at settle. Engine written: the bytes the engine says it wrote (log, "
+    "flush, merge...). \"-\": not measured (why, below the table), never 0."
+)
+
+
+def _cell_us(r: CostRow, seconds: float | None) -> str:
+    return _us(r, seconds)
+
+
+def _opt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def markdown_lines(e: EngineResult, escape: Callable[[str], str]) -> list[str]:
+    """The engine's cost table as Markdown (``escape``: the report's text escaping), then
+    what was not measured and why, and what a figure leaves out."""
+    rows = cost_rows(e)
+    if not rows:
+        return []
+    head = (
+        "| Phase | ops | CPU µs/op client | engine | server | read MB | write MB | engine written MB "
+        "| logical MB | write amp. | space amp. | read B/op | stalls s |"
+    )
+    out = [head, "|---|" + "---:|" * 12]
+    for r in rows:
+        cells = [
+            escape(r.label),
+            f"{r.ops:_d}",
+            _cell_us(r, r.client_cpu_s),
+            _cell_us(r, r.engine_cpu_s),
+            _cell_us(r, r.server_cpu_s),
+            _mb(r.read_bytes),
+            _mb(r.write_bytes),
+            _mb(r.engine_written_bytes),
+            _mb(r.logical_write_bytes),
+            _x(r.write_amplification),
+            _x(r.space_amplification),
+            _opt(r.read_bytes_per_op, ".1f"),
+            _opt(r.stall_s, ".2f"),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    for label, why in not_measured(e).items():
+        out.append(f"- {escape(label)} not measured: {escape(why)}")
+    notes = sorted({n for p in e.phases if p.cost is not None for n in p.cost.notes})
+    out += [f"- {escape(n)}" for n in notes]
     return out
