@@ -23,6 +23,7 @@ from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
+from asyncbench.report import cost_chart
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
@@ -54,9 +55,13 @@ class Chart:
     draw: Callable[[RunResult], Figure]
     #: the phase groups the chart shows; a plan running none of them gets no such chart
     groups: tuple[Group_, ...] = ()
+    #: another condition for drawing it (the cost chart: a result that measured cost)
+    when: Callable[[RunResult], bool] | None = None
 
     def wanted(self, run: RunResult) -> bool:
         """Whether the plan runs a phase this chart shows (always, for a chart of no group)."""
+        if self.when is not None and not self.when(run):
+            return False
         return not self.groups or bool(_plan_indexes(run, self.groups))
 
 
@@ -461,6 +466,7 @@ CHARTS: tuple[Chart, ...] = (
     Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
     Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
+    Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
 )
 
 
