@@ -212,8 +212,13 @@ class _Series(threading.Thread):
                 snap = take_snapshot(self.engine.background_threads(), self.pids)
             except Exception:  # a sampler fault costs the series, never the phase
                 return
-            c = difference(self.last, snap)
-            self.last = snap
+            self.add(snap)
+
+    def add(self, snap: Snapshot) -> None:
+        """The row from the last reading to ``snap`` (the last one: the phase's partial second)."""
+        c = difference(self.last, snap)
+        self.last = snap
+        if snap.wall - self.start_wall > 0:
             self.rows.append(
                 [
                     round(snap.wall - self.start_wall, 3),
@@ -253,6 +258,8 @@ class CostMeter:
         if self._sampler is not None:
             self._sampler.halt.set()
             self._sampler.join()
+            if self._sampler.is_alive() is False and engine is self.engine:
+                self._sampler.add(last)  # the phase's last, partial second
             rows = self._sampler.rows
         cost = difference(self._first, last)
         # a reopen's new engine counts from zero: its counters started with it

@@ -594,11 +594,13 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
         chosen = run.phases[i].over_time or name in over_time or "all" in over_time
         if not (write or at_rate or chosen):
             continue
-        points, over_response = {}, {}
+        points, over_response, costs = {}, {}, {}
         for g in groups:
             p = g.first.phase_at(i)
             if p is None:
                 continue
+            if p.cost is not None and p.cost.series:
+                costs[g.engine] = p.cost.series
             if write and p.latency_over_time:  # a write phase keeps its finer slices
                 points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
             elif p.time_series:  # any phase: per second (seconds without an operation left out)
@@ -614,7 +616,13 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
                     slug,
                     f"Latency Over Time: {name}",
                     partial(
-                        latency_charts.latency_over_time_figure, points, name, subtitle, colours, over_response or None
+                        latency_charts.latency_over_time_figure,
+                        points,
+                        name,
+                        subtitle,
+                        colours,
+                        over_response or None,
+                        costs or None,
                     ),
                 )
             )
