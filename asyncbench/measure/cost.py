@@ -37,9 +37,17 @@ import psutil
 from asyncbench.engine import BackgroundThreads, Engine, EngineCounters
 from asyncbench.result import PhaseCost
 
-__all__ = ["CostMeter", "Snapshot", "client_cpu_seconds", "take_snapshot"]
+__all__ = ["NO_COST_ENV", "CostMeter", "Snapshot", "client_cpu_seconds", "cost_enabled", "take_snapshot"]
 
 TASKS = "/proc/self/task"
+#: Set to 1, runs measure no cost (phases get no ``cost``): only for the benchmark of the
+#: measurement's own overhead (benchmarks/bench_cost_overhead.py), which compares both.
+NO_COST_ENV = "ASYNCBENCH_NO_COST"
+
+
+def cost_enabled() -> bool:
+    return os.environ.get(NO_COST_ENV) != "1"
+
 #: The per-second sampler's period.
 SERIES_INTERVAL_S = 1.0
 

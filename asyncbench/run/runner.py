@@ -22,7 +22,7 @@ from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure import environment
-from asyncbench.measure.cost import CostMeter
+from asyncbench.measure.cost import CostMeter, cost_enabled
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, OpenLoop, PhaseCost, PhaseResult, PlanPhase, RunResult, Status
@@ -151,9 +151,9 @@ class EngineRun:
         econf = self._engine_config()
         if not self.cfg.reuse_data:  # (a reuse run creates nothing: the store must be there)
             make_real_dir(econf.data_dir)  # never through a symlink or over a file
-        # the yardstick of write and space amplification, before anything runs (seconds at 2M)
-        phases = [(PHASES[p.kind], p.stream, p.count) for p in self.cfg.phases]
-        self.logical = await anyio.to_thread.run_sync(plan_writes, phases, self.plan, self.cfg.seed)
+        if cost_enabled():  # the yardstick of write and space amplification, before anything runs (seconds at 2M)
+            phases = [(PHASES[p.kind], p.stream, p.count) for p in self.cfg.phases]
+            self.logical = await anyio.to_thread.run_sync(plan_writes, phases, self.plan, self.cfg.seed)
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
@@ -249,19 +249,22 @@ class EngineRun:
         )
         checksum: str | None = None
         ops = retries = 0
-        meter = CostMeter(engine)
-        await meter.start()  # (snapshots outside the phase's time)
+        meter = CostMeter(engine) if cost_enabled() else None
+        if meter is not None:
+            await meter.start()  # (snapshots outside the phase's time)
         try:
             checksum, ops, retries, seconds, latency, close_seconds = await self._timed(index, spec, rate, engine)
         except BaseException:
-            meter.close()
+            if meter is not None:
+                meter.close()
             raise
-        cost = await meter.stop(self.engine or engine)
+        cost = None if meter is None else await meter.stop(self.engine or engine)
         pr = result(ops, seconds, checksum)
         pr.retries = retries
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
-        await self._cost_figures(index, kind, cost)
+        if cost is not None:
+            await self._cost_figures(index, kind, cost)
         pr.cost = cost
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
