@@ -92,11 +92,9 @@ def test_lsm_device_writes_cover_what_the_engine_says_it_wrote(lsm_run: RunResul
     engine_says = sum(cost.engine_written.values())
     assert cost.engine_written["logged"] > 0  # the insert's records reached the log
     assert cost.client_write_bytes + PAGE_SLACK >= engine_says
-    (engine,) = lsm_run.engines
-    for p in engine.phases:
-        if p.cost is not None and p.cost.engine_written:
-            assert p.cost.client_write_bytes is not None
-            assert p.cost.client_write_bytes + PAGE_SLACK >= sum(p.cost.engine_written.values()), p.name
+    # (not phase by phase: a flush or merge that runs across a phase's end has its device
+    # bytes in both phases but is counted by the engine when it finishes; the stabilization
+    # after a write phase waits for them, so the two sides meet over the run: next test)
 
 
 def test_lsm_write_amplification_lies_within_the_engine_counters_bounds(lsm_run: RunResult) -> None:
