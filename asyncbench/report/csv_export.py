@@ -40,6 +40,10 @@ def _cost_us(r: _Row, who: str) -> float | None:
     return None if c is None else _round(c.per_op_us(getattr(c, f"{who}_cpu_seconds"), r.phase.ops))
 
 
+def _cost_cpu(who: str) -> Column[_Row]:
+    return Column(f"{who}_cpu_us_per_op", "r", lambda r: _cost_us(r, who))
+
+
 def _tp(get: str) -> Column[_Row]:
     return Column(f"ops_per_s_{get}", "r", lambda r: _round(getattr(r.tp, get)) if r.tp else None)
 
@@ -67,10 +71,7 @@ TABLE: list[Column[_Row]] = [
     _lat("max"),
     Column("checksum", "l", lambda r: r.phase.checksum),
     # what the phase cost (PhaseResult.cost; empty: not measured, or an older result)
-    *(
-        Column(f"{who}_cpu_us_per_op", "r", lambda r, who=who: _cost_us(r, who))
-        for who in ("client", "engine", "server")
-    ),
+    *(_cost_cpu(who) for who in ("client", "engine", "server")),
     Column("device_read_bytes", "r", lambda r: r.phase.cost.read_bytes if r.phase.cost else None),
     Column("device_write_bytes", "r", lambda r: r.phase.cost.write_bytes if r.phase.cost else None),
     Column("logical_write_bytes", "r", lambda r: r.phase.cost.logical_write_bytes if r.phase.cost else None),

@@ -23,6 +23,7 @@ import io
 import math
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -301,7 +302,7 @@ def latency_over_time_figure(
 _CPU_COLOUR, _WRITE_COLOUR = "#7f7f7f", "#8c564b"
 
 
-def _cost_axes(ax, rows: Sequence[Sequence[float]]) -> None:  # type: ignore[no-untyped-def]
+def _cost_axes(ax: Any, rows: Sequence[Sequence[float]]) -> None:
     """CPU cores (client + server) and device MB/s written per second of the phase, on two
     right-hand axes of a latency panel (``rows``: ``PhaseCost.series``)."""
     t = np.array([r[0] for r in rows], dtype=np.float64)
