@@ -201,6 +201,35 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
     }
 
 
+#: The process titles of PostgreSQL's own processes (``postgres: [cluster: ]<title>``), as
+#: opposed to a client backend's (``postgres: user database host(port) state``).
+BACKGROUND_TITLES = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum launcher",
+    "autovacuum worker",
+    "logical replication launcher",
+    "logical replication worker",
+    "logical replication apply worker",
+    "archiver",
+    "stats collector",
+    "walsender",
+    "walreceiver",
+    "startup",
+    "io worker",
+)
+
+
+def is_background_title(title: str) -> bool:
+    """A PostgreSQL process title that names one of the server's own processes."""
+    if not title.startswith("postgres: "):
+        return False
+    rest = title.removeprefix("postgres: ")
+    parts = [rest, rest.split(": ", 1)[-1]]  # with cluster_name set: "postgres: main: checkpointer"
+    return any(p.startswith(BACKGROUND_TITLES) for p in parts)
+
+
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -416,23 +445,25 @@ class PostgresEngine(SessionPoolEngine[Session]):
 
     # --- cost ---------------------------------------------------------------------------
     async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
-        """The backends of these connections (``pg_backend_pid``, without a query) and the
-        server's own background processes (checkpointer, WAL writer, background writer,
-        autovacuum: ``pg_stat_activity``'s other backend types), then the postmaster, their
-        parent. Other clients' backends are left out (they are not this run's work); the
-        background processes serve every client of the server alike."""
+        """The backends of these connections (``pg_backend_pid``, without a query), the
+        postmaster (their parent) and the server's own background processes among its
+        children (checkpointer, WAL writer, background writer, autovacuum...: by their
+        process titles, since ``pg_stat_activity`` hides their type from a role without
+        ``pg_read_all_stats``). Other clients' backends are left out (not this run's work);
+        the background processes serve every client of the server alike."""
         own = [s.conn.get_server_pid() for s in sessions]
         first = local_process(own[0], ("postgres", "postmaster"))
         if isinstance(first, str):
             return first
-        rows = await sessions[0].conn.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE backend_type <> 'client backend' AND pid IS NOT NULL"
-        )
-        pids = set(own) | {int(r["pid"]) for r in rows}
+        pids = set(own)
         with contextlib.suppress(psutil.Error):
             parent = first.parent()
-            if parent is not None:
+            if parent is not None and parent.name().startswith(("postgres", "postmaster")):
                 pids.add(parent.pid)
+                for child in parent.children():
+                    with contextlib.suppress(psutil.Error):
+                        if is_background_title(" ".join(child.cmdline())):
+                            pids.add(child.pid)
         return sorted(pids)
 
     async def cost_counters(self) -> EngineCounters | str:
@@ -441,6 +472,11 @@ class PostgresEngine(SessionPoolEngine[Session]):
         if self._session is None:
             return "the engine is not open"
         conn = self._session.conn
+        # a backend reports its statistics at most once a second: make every one of this
+        # run's report now (PostgreSQL 15+), so the phase's WAL is in the phase's figure
+        for session in self._sessions():
+            with contextlib.suppress(asyncpg.PostgresError):
+                await session.conn.execute("SELECT pg_stat_force_next_flush()")
         try:
             wal = int(await conn.fetchval("SELECT wal_bytes FROM pg_stat_wal"))
         except asyncpg.PostgresError as exc:

@@ -243,3 +243,33 @@ def test_cost_survives_the_json_round_trip(lsm_run: RunResult) -> None:
     assert json.loads(again.to_json()) == json.loads(lsm_run.to_json())
     insert = _phase(again, "insert profiles")
     assert insert.cost is not None and insert.cost.series is None or isinstance(insert.cost.series, list)
+
+
+def test_server_processes_found_only_at_the_end_count_only_if_they_started_in_the_phase() -> None:
+    """A reopen's new backends count from 0; a process that was already running but found
+    only at the end (its counters hold its whole past) is left out, and said so."""
+    from asyncbench.measure.cost import Snapshot, difference
+
+    a = Snapshot(wall=0.0, client_cpu=0.0, server_cpu={1: 1.0}, server_io={1: (0, 100)}, epoch=1000.0)
+    b = Snapshot(
+        wall=5.0,
+        client_cpu=0.5,
+        server_cpu={1: 2.0, 2: 50.0, 3: 0.25},
+        server_io={1: (0, 300), 2: (0, 10**9), 3: (0, 40)},
+        created={1: 10.0, 2: 500.0, 3: 1002.0},
+        epoch=1005.0,
+    )
+    cost = difference(a, b)
+    assert cost.server_cpu_seconds == pytest.approx(1.25)
+    assert cost.server_write_bytes == 240
+    assert any("2" in n and "left out" in n for n in cost.notes)
+
+
+def test_postgres_background_processes_by_title() -> None:
+    from asyncbench.engines.postgres import is_background_title
+
+    assert is_background_title("postgres: checkpointer ")
+    assert is_background_title("postgres: main: walwriter")
+    assert is_background_title("postgres: autovacuum worker asyncbench")
+    assert not is_background_title("postgres: asyncbench asyncbench 127.0.0.1(5) idle")
+    assert not is_background_title("/usr/lib/postgresql/15/bin/postgres -D /data")

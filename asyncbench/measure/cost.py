@@ -98,6 +98,9 @@ class Snapshot:
     engine_threads: dict[int, int] | None = None  # tid -> CPU ns
     server_cpu: dict[int, float] | None = None  # pid -> CPU s
     server_io: dict[int, tuple[int, int]] | None = None
+    #: When each server process started (epoch seconds), and when this snapshot was taken.
+    created: dict[int, float] = field(default_factory=dict)
+    epoch: float = field(default_factory=time.time)
     why: dict[str, str] = field(default_factory=dict)
 
 
@@ -136,6 +139,7 @@ def _server(snap: Snapshot, pids: list[int]) -> None:
             with proc.oneshot():
                 t = proc.cpu_times()
                 cpu[pid] = t.user + t.system
+                snap.created[pid] = proc.create_time()
                 if io is not None:
                     try:
                         io[pid] = _io(proc)
@@ -152,6 +156,15 @@ def _server(snap: Snapshot, pids: list[int]) -> None:
             return
     snap.server_cpu = cpu
     snap.server_io = io
+
+
+def _born_before(a: Snapshot, b: Snapshot) -> set[int]:
+    """Server processes in ``b`` but not in ``a`` that were already running at ``a`` (found
+    only at the end, e.g. after a reopen): their counters hold their whole past, not the
+    phase's, so they are left out."""
+    if a.server_cpu is None or b.server_cpu is None:
+        return set()
+    return {pid for pid in set(b.server_cpu) - set(a.server_cpu) if b.created.get(pid, 0.0) < a.epoch - 1.0}
 
 
 def _diff_threads(a: Mapping[int, int], b: Mapping[int, int]) -> float:
@@ -178,8 +191,15 @@ def difference(a: Snapshot, b: Snapshot) -> PhaseCost:
         cost.client_write_bytes = max(0, b.client_io[1] - a.client_io[1])
     if a.engine_threads is not None and b.engine_threads is not None:
         cost.engine_cpu_seconds = _diff_threads(a.engine_threads, b.engine_threads)
+    old = _born_before(a, b)
+    if old:
+        cost.notes.append(
+            f"server process(es) {', '.join(map(str, sorted(old)))} were found only at the phase's end and"
+            " had started before it: left out"
+        )
     if a.server_cpu is not None and b.server_cpu is not None:
-        cost.server_cpu_seconds = _diff_pids(a.server_cpu, b.server_cpu)
+        b_cpu = {pid: v for pid, v in b.server_cpu.items() if pid not in old}
+        cost.server_cpu_seconds = _diff_pids(a.server_cpu, b_cpu)
         gone = sorted(set(a.server_cpu) - set(b.server_cpu))
         if gone:  # its last figures are lost: a lower bound, said so
             cost.notes.append(
@@ -187,7 +207,8 @@ def difference(a: Snapshot, b: Snapshot) -> PhaseCost:
                 " phase, and their figures since its start are lost"
             )
     if a.server_io is not None and b.server_io is not None:
-        cost.server_read_bytes, cost.server_write_bytes = _diff_io(a.server_io, b.server_io)
+        b_io = {pid: v for pid, v in b.server_io.items() if pid not in old}
+        cost.server_read_bytes, cost.server_write_bytes = _diff_io(a.server_io, b_io)
     for name in ("client_io", "engine_cpu", "server_cpu", "server_io"):
         if name in why:
             cost.not_measured[name] = why[name]
