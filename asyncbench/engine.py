@@ -76,6 +76,9 @@ class EngineCounters:
     written: Mapping[str, int] = field(default_factory=dict)
     other: Mapping[str, float] = field(default_factory=dict)
     stall_seconds: float | None = None
+    #: The server's own cumulative counters (a reopen's new adapter reads on from the old
+    #: one's figures), not counts since this adapter opened (which restart at a reopen).
+    server_wide: bool = False
 
 
 def directory_size(path: Path) -> int:

@@ -476,6 +476,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
         return EngineCounters(
             written={"data": values.get("Innodb_data_written", 0)},
             other={"redo_log_written_bytes": values.get("Innodb_os_log_written", 0), "data_read_bytes": values.get("Innodb_data_read", 0)},
+            server_wide=True,
         )
 
     async def measure_storage(self) -> int:

@@ -445,9 +445,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
 
     # --- cost ---------------------------------------------------------------------------
     async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
-        """The backends of these connections (``pg_backend_pid``, without a query), the
-        postmaster (their parent) and the server's own background processes among its
-        children (checkpointer, WAL writer, background writer, autovacuum...: by their
+        """The backends of these connections (``pg_backend_pid``, without a query) and
+        the server's own background processes among the postmaster's children (checkpointer, WAL writer, background writer, autovacuum...: by their
         process titles, since ``pg_stat_activity`` hides their type from a role without
         ``pg_read_all_stats``). Other clients' backends are left out (not this run's work);
         the background processes serve every client of the server alike."""
@@ -459,7 +458,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
         with contextlib.suppress(psutil.Error):
             parent = first.parent()
             if parent is not None and parent.name().startswith(("postgres", "postmaster")):
-                pids.add(parent.pid)
+                # (the postmaster itself is left out: the kernel adds every child it reaps
+                # to its I/O counters, so a backend closed at a reopen would count twice)
                 for child in parent.children():
                     with contextlib.suppress(psutil.Error):
                         if is_background_title(" ".join(child.cmdline())):
@@ -491,7 +491,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
             other["relation_io_read_bytes"] = float(row["r"])
         except asyncpg.PostgresError:
             pass  # before PostgreSQL 16: the WAL alone
-        return EngineCounters(written=written, other=other)
+        return EngineCounters(written=written, other=other, server_wide=True)
 
     async def settle(self) -> None:
         """CHECKPOINT: every dirty page written and fsynced, the WAL up to here made

@@ -273,3 +273,36 @@ def test_postgres_background_processes_by_title() -> None:
     assert is_background_title("postgres: autovacuum worker asyncbench")
     assert not is_background_title("postgres: asyncbench asyncbench 127.0.0.1(5) idle")
     assert not is_background_title("/usr/lib/postgresql/15/bin/postgres -D /data")
+
+
+class _Counting(Engine):
+    """An engine whose counters read ``value``: per adapter, or the server's (server_wide)."""
+
+    name = "counting"
+
+    def __init__(self, config: EngineConfig, value: int, server_wide: bool) -> None:
+        super().__init__(config)
+        self.value, self.server_wide = value, server_wide
+
+    async def open(self, reset: bool, background=None) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def cost_counters(self):  # type: ignore[no-untyped-def]
+        from asyncbench.engine import EngineCounters
+
+        return EngineCounters(written={"log": self.value}, server_wide=self.server_wide)
+
+
+@pytest.mark.parametrize("server_wide", [False, True])
+async def test_a_reopen_counts_a_new_adapter_from_zero_and_a_server_on(tmp_path: Path, server_wide: bool) -> None:
+    """Across a reopen (a new adapter at the phase's end), counters kept since the adapter
+    opened start from zero; a server's cumulative counters go on from the old reading."""
+    old = _Counting(EngineConfig("counting", tmp_path), 1000, server_wide)
+    new = _Counting(EngineConfig("counting", tmp_path), 30 if not server_wide else 1030, server_wide)
+    meter = CostMeter(old, series=False)
+    await meter.start()
+    cost = await meter.stop(new)
+    assert cost.engine_written["log"] == 30  # not 30 - 1000 (clamped to 0), nor 1030

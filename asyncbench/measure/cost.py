@@ -291,9 +291,11 @@ class CostMeter:
                 self._sampler.add(last)  # the phase's last, partial second
             rows = self._sampler.rows
         cost = difference(self._first, last)
-        # a reopen's new engine counts from zero: its counters started with it
-        before = self._counters if engine is self.engine else EngineCounters()
-        _counters_diff(cost, before, await self._read_counters(engine))
+        # a reopen's new engine counts from zero when its counters started with it; a
+        # server's cumulative counters go on from the old adapter's reading
+        after = await self._read_counters(engine)
+        fresh = engine is not self.engine and not (isinstance(after, EngineCounters) and after.server_wide)
+        _counters_diff(cost, EngineCounters() if fresh else self._counters, after)
         cost.series = rows or None
         return cost
 
