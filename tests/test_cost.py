@@ -306,3 +306,24 @@ async def test_a_reopen_counts_a_new_adapter_from_zero_and_a_server_on(tmp_path:
     await meter.start()
     cost = await meter.stop(new)
     assert cost.engine_written["log"] == 30  # not 30 - 1000 (clamped to 0), nor 1030
+
+
+def test_report_csv_and_compare_show_the_cost(lsm_run: RunResult) -> None:
+    """The report's Cost section, the CSV's cost columns and compare's cost table all come
+    from the same rows."""
+    import csv
+    import io
+
+    from asyncbench.report.cost_compare import cost_changes, text_lines
+    from asyncbench.report.csv_export import csv_text
+    from asyncbench.report.markdown_report import render
+
+    md = render(lsm_run)
+    assert "## Cost" in md and "| insert profiles | 5_000 |" in md
+    rows = list(csv.DictReader(io.StringIO(csv_text(lsm_run))))
+    read = next(r for r in rows if r["phase"] == "read by user id")
+    assert float(read["client_cpu_us_per_op"]) > 0 and read["server_cpu_us_per_op"] == ""
+    changes = cost_changes([lsm_run], [lsm_run])
+    assert {c.figure for c in changes} >= {"CPU µs/op client (all)", "write amp. insert profiles", "space amp. (end)"}
+    assert all(c.ratio == 1.0 for c in changes if c.base > 0)
+    assert all(len(line) <= 80 for line in text_lines(changes))
