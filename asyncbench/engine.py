@@ -29,7 +29,15 @@ from asyncbench.facts import EngineFacts, Setting
 if TYPE_CHECKING:  # the workload's protocol, for annotations only: engine.py stays workload-free at run time
     from asyncbench.workloads.profile_store.store import ProfileStore
 
-__all__ = ["Engine", "EngineConfig", "EngineUnavailable", "directory_size", "opened"]
+__all__ = [
+    "BackgroundThreads",
+    "Engine",
+    "EngineConfig",
+    "EngineCounters",
+    "EngineUnavailable",
+    "directory_size",
+    "opened",
+]
 
 
 class EngineUnavailable(RuntimeError):
@@ -44,6 +52,33 @@ class EngineConfig:
     limit: int = 50
     seed: int = 570123434
     workers: int = 1  # P: how many concurrent workers will call ``worker(i)`` handles
+
+
+@dataclass(frozen=True)
+class BackgroundThreads:
+    """An engine's own threads in this process (its flushes, merges, compactions), for the
+    cost of a phase: by native thread id, or by a prefix of the name the OS knows them by
+    (``/proc/self/task/TID/comm``, e.g. ``rocksdb:``: a library's threads Python never
+    sees). Read at every cost snapshot, so threads started later are counted from then."""
+
+    ids: frozenset[int] = frozenset()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineCounters:
+    """An engine's own cumulative counters, read at the start and end of every phase (the
+    phase's figure is the difference). ``written``: bytes the engine says it wrote, by what
+    (log, flush, merge...): their sum is a lower bound of the device bytes it made written.
+    ``other``: any other counter worth its difference (pages, reads). ``stall_seconds``:
+    the time writes were stalled or slowed by the engine, where it keeps one."""
+
+    written: Mapping[str, int] = field(default_factory=dict)
+    other: Mapping[str, float] = field(default_factory=dict)
+    stall_seconds: float | None = None
+    #: The server's own cumulative counters (a reopen's new adapter reads on from the old
+    #: one's figures), not counts since this adapter opened (which restart at a reopen).
+    server_wide: bool = False
 
 
 def directory_size(path: Path) -> int:
@@ -188,6 +223,24 @@ class Engine(abc.ABC):
         and write no workload method themselves; an engine that is its own store (the
         in-memory one) keeps this default, ``self``."""
         return cast("ProfileStore", self)
+
+    # --- cost (what a phase costs beyond its time: asyncbench.measure.cost) --------------
+    def background_threads(self) -> BackgroundThreads | str:
+        """The engine's own background threads in this process, or why there are none to
+        measure (the phase's engine CPU then says "not measured" with that reason). Cheap:
+        called from the per-second sampler's thread too."""
+        return "the engine names no background threads of its own (its CPU is in the client's)"
+
+    async def server_processes(self) -> list[int] | str | None:
+        """The pids of the server's processes on this machine (a server engine, after
+        open), a reason why they are not known (a remote server), or None: no server (the
+        engine runs in this process). Called outside every phase's time."""
+        return None
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """The engine's own cumulative counters (:class:`EngineCounters`), or why it has
+        none; called outside every phase's time (at its start and end)."""
+        return "the engine keeps no counters of its own"
 
     # --- facts ------------------------------------------------------------------------
     def facts(self) -> EngineFacts:

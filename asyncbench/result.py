@@ -35,6 +35,7 @@ __all__ = [
     "EngineResult",
     "LatencyStats",
     "OpenLoop",
+    "PhaseCost",
     "PhaseResult",
     "PlanPhase",
     "ClientProcess",
@@ -157,6 +158,93 @@ class OpenLoop:
 OVER_TIME_FIELDS = ("t_s", "ops", "p50_ns", "p99_ns", "max_ns")
 
 
+#: One ``cost.series`` row, per second of the phase: (t_s, client CPU s, engine-thread CPU s,
+#: server CPU s, device bytes read, device bytes written); a figure not measured is 0 there
+#: and named in ``not_measured``.
+COST_SERIES_FIELDS = ("t_s", "client_cpu_s", "engine_cpu_s", "server_cpu_s", "read_bytes", "write_bytes")
+
+#: The figures a ``PhaseCost`` may list in ``not_measured``.
+COST_FIGURES = ("client_cpu", "engine_cpu", "server_cpu", "client_io", "server_io", "counters", "storage")
+
+
+@dataclass
+class PhaseCost:
+    """What a phase cost beyond its time (docs/result-schema.md, "PhaseCost"): CPU seconds
+    of the client process, of the engine's own threads in it and of the server's processes;
+    device bytes read and written by those processes; the engine's own counters; the
+    logical bytes the workload wrote and kept. A figure that could not be measured is None
+    here and ``not_measured`` says why, never a 0."""
+
+    client_cpu_seconds: float | None = None  # this process, every thread (the engine's in-process threads too)
+    engine_cpu_seconds: float | None = None  # the engine's own background threads (part of the client's)
+    server_cpu_seconds: float | None = None  # the server's processes on this machine
+    client_read_bytes: int | None = None  # at the device (/proc/PID/io read_bytes)
+    client_write_bytes: int | None = None
+    server_read_bytes: int | None = None
+    server_write_bytes: int | None = None
+    #: What the workload wrote in the phase, in docs/workload.md's encoding (write phases).
+    logical_write_bytes: int | None = None
+    #: The live data's logical size after the phase, and the storage measured then (after
+    #: write phases and settle): space amplification is their ratio.
+    logical_live_bytes: int | None = None
+    storage_bytes: int | None = None
+    engine_written: dict[str, int] = field(default_factory=dict)  # the engine's own bytes written, by what
+    engine_counters: dict[str, float] = field(default_factory=dict)  # its other counters' differences
+    stall_seconds: float | None = None  # write stalls the engine reports
+    not_measured: dict[str, str] = field(default_factory=dict)  # figure (COST_FIGURES) -> why
+    #: What a measured figure leaves out (a server process that ended during the phase).
+    notes: list[str] = field(default_factory=list)
+    series: list[list[float]] | None = None  # per second: COST_SERIES_FIELDS
+
+    def check(self, where: str) -> None:
+        for name in (
+            "client_cpu_seconds", "engine_cpu_seconds", "server_cpu_seconds", "client_read_bytes",
+            "client_write_bytes", "server_read_bytes", "server_write_bytes", "logical_write_bytes",
+            "logical_live_bytes", "storage_bytes", "stall_seconds",
+        ):  # fmt: skip
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        for key, value in self.engine_written.items():
+            _at_least(f"{where}.engine_written.{key}", value, 0)
+        unknown = set(self.not_measured) - set(COST_FIGURES)
+        if unknown:
+            raise ResultError(f"{where}.not_measured: unknown figure {sorted(unknown)[0]!r}; known: {', '.join(COST_FIGURES)}")
+        for i, row in enumerate(self.series or ()):
+            if len(row) != len(COST_SERIES_FIELDS):
+                raise ResultError(f"{where}.series[{i}]: expected {len(COST_SERIES_FIELDS)} numbers, got {len(row)}")
+            for name, number in zip(COST_SERIES_FIELDS, row, strict=True):
+                _at_least(f"{where}.series[{i}].{name}", number, 0)
+
+    # --- derived (the report and compare format these) --------------------------------
+    def _sum(self, a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    @property
+    def write_bytes(self) -> int | None:
+        """Device bytes written by every measured process (client and server)."""
+        return self._sum(self.client_write_bytes, self.server_write_bytes)
+
+    @property
+    def read_bytes(self) -> int | None:
+        return self._sum(self.client_read_bytes, self.server_read_bytes)
+
+    @property
+    def write_amplification(self) -> float | None:
+        """Device bytes written over the logical bytes the workload wrote (write phases)."""
+        w = self.write_bytes
+        return w / self.logical_write_bytes if w is not None and self.logical_write_bytes else None
+
+    @property
+    def space_amplification(self) -> float | None:
+        """Storage over the live data's logical size (after write phases and settle)."""
+        if self.storage_bytes is None or not self.logical_live_bytes:
+            return None
+        return self.storage_bytes / self.logical_live_bytes
+
+    def per_op_us(self, seconds: float | None, ops: int) -> float | None:
+        """CPU ``seconds`` per operation, in microseconds (None without operations)."""
+        return seconds / ops * 1e6 if seconds is not None and ops > 0 else None
+
+
 @dataclass
 class PhaseResult:
     index: int  # position in the plan: the phase's identity within a run
@@ -191,6 +279,9 @@ class PhaseResult:
     #: of the operations that ended in that second (``t_s`` its end; zeros in a second
     #: without any), service time. Results from before it load with None.
     time_series: list[list[float]] | None = None
+    #: What the phase cost beyond its time: CPU, device bytes, engine counters (PhaseCost);
+    #: None in older results and in scaled-out runs.
+    cost: PhaseCost | None = None
 
     @property
     def ops_per_s(self) -> float:

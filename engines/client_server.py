@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
+import psutil
 from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -34,11 +35,38 @@ __all__ = [
     "SessionPoolEngine",
     "assign",
     "hybridmethod",
+    "is_local_host",
+    "local_process",
     "parse_endpoint",
     "parse_endpoints",
     "summarize",
     "worker_map",
 ]
+
+
+#: Host names that are this machine (a server there has its processes here).
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def is_local_host(host: str) -> bool:
+    """The host is this machine: a loopback name or address."""
+    return host in LOCAL_HOSTS or host.startswith("127.") or host.startswith("/")
+
+
+def local_process(pid: int, names: tuple[str, ...]) -> psutil.Process | str:
+    """Process ``pid`` of this machine if its name starts with one of ``names`` (the
+    server's), else why not: a pid from a server in another container or host names
+    another process here, or none."""
+    try:
+        proc = psutil.Process(pid)
+        name = proc.name()
+    except psutil.NoSuchProcess:
+        return f"server pid {pid} is not a process on this machine (the server runs in another container or host)"
+    except psutil.AccessDenied:
+        return f"permission: server process {pid} cannot be inspected by this user"
+    if not name.startswith(names):
+        return f"server pid {pid} is {name!r} here, not the server (the server runs in another container or host)"
+    return proc
 
 
 @dataclass(frozen=True)
@@ -248,6 +276,35 @@ class SessionPoolEngine(Engine, Generic[S]):
     def worker(self, index: int) -> SqlProfileStore:
         """The shared SQL store over worker ``index``'s own session."""
         return (self._db if index == 0 else self._worker_sessions[index - 1]).store
+
+    # --- cost: the server's processes on this machine ------------------------------------
+    async def _server_pids(self, sessions: list[S]) -> list[int] | str:
+        """The pids of the server processes that do the work of ``sessions`` (all on one
+        local endpoint), or why they cannot be known. Subclasses that can find them
+        override this."""
+        return f"{self.product} does not say which processes serve its connections"
+
+    def background_threads(self) -> BackgroundThreads | str:
+        return "none in the client: the server's processes do the engine's work (server CPU)"
+
+    async def server_processes(self) -> list[int] | str | None:
+        """The server's processes on this machine, endpoint by endpoint (each Galera node
+        its own); a server on another machine cannot be measured from here."""
+        by_endpoint: dict[str, list[S]] = {}
+        for session in self._sessions():
+            by_endpoint.setdefault(str(session.endpoint), []).append(session)
+        if not by_endpoint:
+            return f"{self.product} engine is not open"
+        pids: set[int] = set()
+        for key, sessions in by_endpoint.items():
+            endpoint = sessions[0].endpoint
+            if endpoint is None or not is_local_host(endpoint.host):
+                return f"the server at {key} is not on this machine"
+            found = await self._server_pids(sessions)
+            if isinstance(found, str):
+                return found
+            pids.update(found)
+        return sorted(pids)
 
     # --- the server run lock (engines/server_lock.py) --------------------------------------
     #: Taken by :meth:`open` when no runner holds the lock (an engine opened on its own);

@@ -53,11 +53,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import asyncmy
+import psutil
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
     assign,
     hybridmethod,
+    local_process,
     parse_endpoint,
     parse_endpoints,
     worker_map,
@@ -68,7 +70,7 @@ from asyncbench.engines.sql_names import check_name, mysql_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 from asyncmy.errors import MySQLError, OperationalError
 
-from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
@@ -452,6 +454,45 @@ class MySqlEngine(SessionPoolEngine[Session]):
         await db.conn.commit()
         await db.barrier()
         await db.query(f"FLUSH TABLES {TABLE}")
+
+    # --- cost ---------------------------------------------------------------------------
+    async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
+        """The one server process (MariaDB/MySQL serve every connection from threads of
+        one process): the pid in ``@@pid_file``, checked to be a mysqld/mariadbd here that
+        listens on the endpoint's port (a pid file of a server elsewhere names nothing here)."""
+        session = sessions[0]
+        path = str((await session.query("SELECT @@pid_file"))[0][0])
+        try:
+            with open(path) as fh:
+                pid = int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError) as exc:
+            return f"the server's pid file {path} is not readable here ({type(exc).__name__}): the server runs in another container or host"
+        proc = local_process(pid, ("mysqld", "mariadbd"))
+        if isinstance(proc, str):
+            return proc
+        port = session.endpoint.port if session.endpoint is not None else None
+        try:
+            listening = {c.laddr.port for c in proc.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+        except psutil.Error:
+            listening = set()  # not visible to this user: the pid file is the evidence
+        if listening and port not in listening:
+            return f"process {pid} of the pid file {path} does not listen on port {port}: another server's"
+        return [pid]
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """InnoDB's own byte counters on the first endpoint (server-wide: every client's):
+        ``Innodb_data_written`` and ``Innodb_os_log_written`` (redo log), ``Innodb_data_read``."""
+        if self._session is None:
+            return "the engine is not open"
+        rows = await self._session.query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_written', 'Innodb_os_log_written', 'Innodb_data_read')"
+        )
+        values = {str(k): int(v) for k, v in rows}
+        return EngineCounters(
+            written={"data": values.get("Innodb_data_written", 0)},
+            other={"redo_log_written_bytes": values.get("Innodb_os_log_written", 0), "data_read_bytes": values.get("Innodb_data_read", 0)},
+            server_wide=True,
+        )
 
     async def measure_storage(self) -> int:
         """Untimed, after settle (as the reference): ANALYZE TABLE refreshes InnoDB's

@@ -60,11 +60,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import asyncpg
+import psutil
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
     assign,
     hybridmethod,
+    local_process,
     parse_endpoint,
     parse_endpoints,
     worker_map,
@@ -74,7 +76,7 @@ from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_secon
 from asyncbench.engines.sql_names import check_name, pg_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
 
-from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
@@ -212,6 +214,35 @@ def resolve_settings(settings: Mapping[str, Any], environ: Mapping[str, str] | N
         "synchronous_commit": sc,
         "schema": check_name(settings.get("schema") or DEFAULT_SCHEMA, "schema"),
     }
+
+
+#: The process titles of PostgreSQL's own processes (``postgres: [cluster: ]<title>``), as
+#: opposed to a client backend's (``postgres: user database host(port) state``).
+BACKGROUND_TITLES = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum launcher",
+    "autovacuum worker",
+    "logical replication launcher",
+    "logical replication worker",
+    "logical replication apply worker",
+    "archiver",
+    "stats collector",
+    "walsender",
+    "walreceiver",
+    "startup",
+    "io worker",
+)
+
+
+def is_background_title(title: str) -> bool:
+    """A PostgreSQL process title that names one of the server's own processes."""
+    if not title.startswith("postgres: "):
+        return False
+    rest = title.removeprefix("postgres: ")
+    parts = [rest, rest.split(": ", 1)[-1]]  # with cluster_name set: "postgres: main: checkpointer"
+    return any(p.startswith(BACKGROUND_TITLES) for p in parts)
 
 
 class Session:
@@ -451,6 +482,56 @@ class PostgresEngine(SessionPoolEngine[Session]):
             values[name] = await conn.fetchval(f"SHOW {name}")
         values["role"] = "standby" if await conn.fetchval("SELECT pg_is_in_recovery()") else "primary"
         return values
+
+    # --- cost ---------------------------------------------------------------------------
+    async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
+        """The backends of these connections (``pg_backend_pid``, without a query) and
+        the server's own background processes among the postmaster's children (checkpointer, WAL writer, background writer, autovacuum...: by their
+        process titles, since ``pg_stat_activity`` hides their type from a role without
+        ``pg_read_all_stats``). Other clients' backends are left out (not this run's work);
+        the background processes serve every client of the server alike."""
+        own = [s.conn.get_server_pid() for s in sessions]
+        first = local_process(own[0], ("postgres", "postmaster"))
+        if isinstance(first, str):
+            return first
+        pids = set(own)
+        with contextlib.suppress(psutil.Error):
+            parent = first.parent()
+            if parent is not None and parent.name().startswith(("postgres", "postmaster")):
+                # (the postmaster itself is left out: the kernel adds every child it reaps
+                # to its I/O counters, so a backend closed at a reopen would count twice)
+                for child in parent.children():
+                    with contextlib.suppress(psutil.Error):
+                        if is_background_title(" ".join(child.cmdline())):
+                            pids.add(child.pid)
+        return sorted(pids)
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """``pg_stat_wal.wal_bytes`` (the WAL the server generated: every client's) and,
+        from PostgreSQL 16, ``pg_stat_io``'s bytes written and read by relation I/O."""
+        if self._session is None:
+            return "the engine is not open"
+        conn = self._session.conn
+        # a backend reports its statistics at most once a second: make every one of this
+        # run's report now (PostgreSQL 15+), so the phase's WAL is in the phase's figure
+        for session in self._sessions():
+            with contextlib.suppress(asyncpg.PostgresError):
+                await session.conn.execute("SELECT pg_stat_force_next_flush()")
+        try:
+            wal = int(await conn.fetchval("SELECT wal_bytes FROM pg_stat_wal"))
+        except asyncpg.PostgresError as exc:
+            return f"pg_stat_wal is not readable: {exc}"
+        written = {"wal": wal}
+        other: dict[str, float] = {}
+        try:
+            row = await conn.fetchrow(
+                "SELECT coalesce(sum(writes * op_bytes), 0) AS w, coalesce(sum(reads * op_bytes), 0) AS r FROM pg_stat_io"
+            )
+            written["relation_io"] = int(row["w"])
+            other["relation_io_read_bytes"] = float(row["r"])
+        except asyncpg.PostgresError:
+            pass  # before PostgreSQL 16: the WAL alone
+        return EngineCounters(written=written, other=other, server_wide=True)
 
     async def settle(self) -> None:
         """CHECKPOINT: every dirty page written and fsynced, the WAL up to here made

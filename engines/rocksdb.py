@@ -56,7 +56,7 @@ from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Pla
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts, Setting
 
 T = TypeVar("T")
@@ -106,6 +106,27 @@ _EFFECTIVE_KEYS = (
     "max_bytes_for_level_base",
     "max_background_jobs",
 )
+
+
+#: The statistics tickers the cost counters read (``Options.get_statistics`` text).
+_STATISTICS = (
+    "rocksdb.wal.bytes",
+    "rocksdb.flush.write.bytes",
+    "rocksdb.compact.write.bytes",
+    "rocksdb.compact.read.bytes",
+    "rocksdb.stall.micros",
+)
+
+
+def parse_statistics(text: str) -> dict[str, int]:
+    """RocksDB's statistics dump (``rocksdb.x COUNT : N`` lines) as ticker -> N; the
+    histogram lines (``P50 : ...``) are left out."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(" COUNT : ")
+        if sep and rest.strip().isdigit():
+            out[name.strip()] = int(rest)
+    return out
 
 
 def read_options_file(db_dir: Path) -> dict[str, str]:
@@ -324,6 +345,7 @@ class RocksDbEngine(MarkedStore, Engine):
         self.check_settings(self.settings)
         self.parallelism = os.cpu_count() or 1
         self._dbs: list[rocksdict.Rdict] = []
+        self._db_options: list[rocksdict.Options] = []
         self._effective: dict[str, str] = {}
         self._marker = CleanShutdownMarker(self.data_dir)
 
@@ -333,6 +355,9 @@ class RocksDbEngine(MarkedStore, Engine):
         buffer_bytes = int(self.settings["write_buffer_size_mb"]) * 1024 * 1024
         opts = rocksdict.Options(raw_mode=True)
         opts.create_if_missing(create)
+        # RocksDB's statistics (flush, compaction and WAL bytes, stall time) for the cost of
+        # each phase: counters at the default level, which leaves out the per-operation timers
+        opts.enable_statistics()
         # RocksDB's default, stated: errors found in the files (at open, in reads and
         # compactions) are errors, never skipped over. An existing store is opened with
         # create_if_missing off, after the marker's record of its files was checked
@@ -361,10 +386,12 @@ class RocksDbEngine(MarkedStore, Engine):
         write_opts = rocksdict.WriteOptions()
         write_opts.sync = bool(self.settings["sync"])  # WAL stays enabled (disable_wal=False)
         dbs = []
+        db_options: list[rocksdict.Options] = []
         try:
             for name in DB_NAMES:
                 try:
-                    db = rocksdict.Rdict(str(self.data_dir / name), self._options(create=reset))
+                    opts = self._options(create=reset)
+                    db = rocksdict.Rdict(str(self.data_dir / name), opts)
                 except Exception as exc:
                     if reset:
                         raise
@@ -375,11 +402,13 @@ class RocksDbEngine(MarkedStore, Engine):
                     ) from exc
                 db.set_write_options(write_opts)
                 dbs.append(db)
+                db_options.append(opts)
         except BaseException:
             for db in dbs:
                 db.close()
             raise
         self._dbs = dbs
+        self._db_options = db_options  # their statistics: cost_counters
         self._store = KvProfileStore(
             [RocksKv(db) for db in dbs], self.limit, index_values_are_pks=True, place=placement(self.data_dir)
         )
@@ -444,6 +473,29 @@ class RocksDbEngine(MarkedStore, Engine):
 
     async def settle(self) -> None:
         await _writing(self._compact_all_sync)
+
+    # --- cost -----------------------------------------------------------------------------
+    def background_threads(self) -> BackgroundThreads | str:
+        """RocksDB's flush and compaction pools: native threads it names ``rocksdb:high``
+        and ``rocksdb:low`` (shared by the five databases)."""
+        return BackgroundThreads(names=("rocksdb:",))
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """The statistics of the five databases, summed: WAL, flush and compaction bytes
+        written, compaction bytes read, and the write stall time."""
+        if not self._db_options:
+            return "the engine is not open"
+        totals: dict[str, int] = dict.fromkeys(_STATISTICS, 0)
+        for opts in self._db_options:
+            for key, value in parse_statistics(opts.get_statistics() or "").items():
+                if key in totals:
+                    totals[key] += value
+        return EngineCounters(
+            written={"wal": totals["rocksdb.wal.bytes"], "flush": totals["rocksdb.flush.write.bytes"],
+                     "compaction": totals["rocksdb.compact.write.bytes"]},  # fmt: skip
+            other={"compaction_read_bytes": totals["rocksdb.compact.read.bytes"]},
+            stall_seconds=totals["rocksdb.stall.micros"] / 1e6,
+        )
 
     # --- operations: the shared key/value profile store, placed by PLACEMENT -------------
     def worker(self, index: int) -> KvProfileStore:

@@ -39,7 +39,7 @@ from asyncbench.engines.sql_profile_store import (
 )
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts, Setting
 
 T = TypeVar("T")
@@ -491,6 +491,13 @@ class SqliteEngine(MarkedStore, Engine):
         return self._conn
 
     # --- facts ------------------------------------------------------------------------
+    # --- cost ---------------------------------------------------------------------------
+    def background_threads(self) -> BackgroundThreads | str:
+        return "none: SQLite runs on the threads that call it (its CPU is the client's)"
+
+    async def cost_counters(self) -> EngineCounters | str:
+        return "SQLite keeps no byte counters of its own (its pages are the storage figure)"
+
     def facts(self) -> EngineFacts:
         s = self.settings
         settings = [

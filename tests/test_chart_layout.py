@@ -183,6 +183,7 @@ def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_al
         "write-throughput",
         "lookup-throughput",
         "resource-footprint",
+        "cost",
         "latency-percentiles",
         "latency-over-time-insert-profiles",
     }

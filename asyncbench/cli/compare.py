@@ -44,6 +44,7 @@ from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
+from asyncbench.report import cost_compare
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 
@@ -541,6 +542,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     diffs = _differences(base, new)
+    costs = cost_compare.cost_changes(base.runs, new.runs, engines)
     if args.json:
         doc = {
             "threshold": threshold,
@@ -560,6 +562,9 @@ def run(args: argparse.Namespace) -> int:
                 for r in rows
             ],
             "differences": diffs,
+            "cost": [
+                {"engine": c.engine, "figure": c.figure, "base": c.base, "new": c.new, "ratio": c.ratio} for c in costs
+            ],
             "only_in_base": {
                 "engines": gone.engines["base"], "phases": gone.phases["base"], "engine_phases": gone.pairs["base"]
             },
@@ -582,9 +587,12 @@ def run(args: argparse.Namespace) -> int:
         }
         print(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
-        render = render_markdown(rows, diffs, threshold, gone) if args.markdown else render_text(
-            rows, diffs, threshold, gone
-        )
+        if args.markdown:
+            render = render_markdown(rows, diffs, threshold, gone)
+            render += "\n".join(cost_compare.markdown_lines(costs, lambda t: t.replace("|", "\\|")))
+        else:
+            render = render_text(rows, diffs, threshold, gone)
+            render += "\n".join(["", *cost_compare.text_lines(costs)]) if costs else ""
         print(render)
     checksum_code = 1 if any(r.checksums_equal is False for r in rows) else 0
     return max(exit_code([r.comparison for r in rows]), checksum_code)

@@ -23,7 +23,7 @@ from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
-from asyncbench.report import chart_limit
+from asyncbench.report import chart_limit, cost_chart
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
@@ -55,9 +55,13 @@ class Chart:
     draw: Callable[[RunResult], Figure]
     #: the phase groups the chart shows; a plan running none of them gets no such chart
     groups: tuple[Group_, ...] = ()
+    #: another condition for drawing it (the cost chart: a result that measured cost)
+    when: Callable[[RunResult], bool] | None = None
 
     def wanted(self, run: RunResult) -> bool:
         """Whether the plan runs a phase this chart shows (always, for a chart of no group)."""
+        if self.when is not None and not self.when(run):
+            return False
         return not self.groups or bool(_plan_indexes(run, self.groups))
 
 
@@ -462,6 +466,7 @@ CHARTS: tuple[Chart, ...] = (
     Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
     Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
+    Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
 )
 
 
@@ -602,11 +607,13 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
         chosen = run.phases[i].over_time or name in over_time or "all" in over_time
         if not (write or at_rate or chosen):
             continue
-        points, over_response = {}, {}
+        points, over_response, costs = {}, {}, {}
         for g in groups:
             p = g.first.phase_at(i)
             if p is None:
                 continue
+            if p.cost is not None and p.cost.series:
+                costs[g.engine] = p.cost.series
             if write and p.latency_over_time:  # a write phase keeps its finer slices
                 points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
             elif p.time_series:  # any phase: per second (seconds without an operation left out)
@@ -622,7 +629,13 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
                     slug,
                     f"Latency Over Time: {name}",
                     partial(
-                        latency_charts.latency_over_time_figure, points, name, subtitle, colours, over_response or None
+                        latency_charts.latency_over_time_figure,
+                        points,
+                        name,
+                        subtitle,
+                        colours,
+                        over_response or None,
+                        costs or None,
                     ),
                 )
             )

@@ -35,6 +35,15 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _cost_us(r: _Row, who: str) -> float | None:
+    c = r.phase.cost
+    return None if c is None else _round(c.per_op_us(getattr(c, f"{who}_cpu_seconds"), r.phase.ops))
+
+
+def _cost_cpu(who: str) -> Column[_Row]:
+    return Column(f"{who}_cpu_us_per_op", "r", lambda r: _cost_us(r, who))
+
+
 def _tp(get: str) -> Column[_Row]:
     return Column(f"ops_per_s_{get}", "r", lambda r: _round(getattr(r.tp, get)) if r.tp else None)
 
@@ -61,6 +70,14 @@ TABLE: list[Column[_Row]] = [
     _lat("p99_9"),
     _lat("max"),
     Column("checksum", "l", lambda r: r.phase.checksum),
+    # what the phase cost (PhaseResult.cost; empty: not measured, or an older result)
+    *(_cost_cpu(who) for who in ("client", "engine", "server")),
+    Column("device_read_bytes", "r", lambda r: r.phase.cost.read_bytes if r.phase.cost else None),
+    Column("device_write_bytes", "r", lambda r: r.phase.cost.write_bytes if r.phase.cost else None),
+    Column("logical_write_bytes", "r", lambda r: r.phase.cost.logical_write_bytes if r.phase.cost else None),
+    Column("write_amplification", "r", lambda r: _round(r.phase.cost.write_amplification) if r.phase.cost else None),
+    Column("space_amplification", "r", lambda r: _round(r.phase.cost.space_amplification) if r.phase.cost else None),
+    Column("stall_seconds", "r", lambda r: r.phase.cost.stall_seconds if r.phase.cost else None),
 ]
 COLUMNS = tuple(c.name for c in TABLE)
 
@@ -100,6 +117,12 @@ SERIES_COLUMNS = (
     "response_p50_ns",
     "response_p99_ns",
     "response_max_ns",
+    # the phase's cost in that second (PhaseResult.cost.series): CPU seconds and device bytes
+    "client_cpu_s",
+    "engine_cpu_s",
+    "server_cpu_s",
+    "device_read_bytes",
+    "device_write_bytes",
 )
 
 
@@ -121,7 +144,9 @@ def series_csv_text(run: RunResult) -> str:
             ol = p.open_loop
             response = {row[0]: row for row in (ol.response_series or [])} if ol else {}
             last = len(p.time_series)
+            cost = p.cost.series if p.cost is not None and p.cost.series else []
             for t_s, ops, p50, p99, mx in p.time_series:
+                c = cost[int(t_s) - 1] if 0 < t_s <= len(cost) else None
                 length = p.seconds - (last - 1) if t_s == last and p.seconds > last - 1 else 1.0
                 r = response.get(t_s)
                 out.writerow(
@@ -138,6 +163,7 @@ def series_csv_text(run: RunResult) -> str:
                         int(r[2]) if r else None,
                         int(r[3]) if r else None,
                         int(r[4]) if r else None,
+                        *((round(c[1], 6), round(c[2], 6), round(c[3], 6), int(c[4]), int(c[5])) if c else (None,) * 5),
                     ]
                 )
     return buf.getvalue()

@@ -23,6 +23,7 @@ import io
 import math
 import zlib
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -230,6 +231,7 @@ def latency_over_time_figure(
     subtitle: str,
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
+    costs: Mapping[str, Sequence[Sequence[float]]] | None = None,
 ) -> Figure:
     """One phase's latency over time as small multiples: ``series`` is engine -> points
     (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, each with its
@@ -237,7 +239,9 @@ def latency_over_time_figure(
     2 s one beside it) and one shared latency axis, so heights compare across panels; per
     engine p99 (solid), max (thin) and p50 (dotted); ``colours`` is engine -> colour.
     ``responses`` (same shape): under a rate, the response time's points, whose p99 is
-    drawn dashed. Call inside ``matplotlib.rc_context(RC)``."""
+    drawn dashed. ``costs`` (engine -> ``PhaseCost.series`` rows): the CPU cores the client
+    and server used and the device MB/s written, second by second, on two right-hand axes.
+    Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
     engines = [e for e, points in series.items() if points]
@@ -248,6 +252,11 @@ def latency_over_time_figure(
         "operation (a memtable flush, compaction or merge holding up writes).",
         "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
     ]
+    if costs:
+        notes.append(
+            "Right-hand axes, per second: CPU cores used by the client process and the server's processes "
+            "together (grey steps), and device MB/s written by them (brown dashes); 0 where not measured."
+        )
     fig = _figure(title, subtitle, max(len(engines), 1) * _OVER_TIME_PANEL_IN + 0.45, notes)
     if not engines:
         fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
@@ -265,6 +274,9 @@ def latency_over_time_figure(
             _t, _p50, rp99, _mx = _with_gaps(response)
             ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--")
         ax.set_xlim(0, max(float(np.nanmax(t)) if t.size else 0.0, 1e-3))
+        rows = (costs or {}).get(engine)
+        if rows:
+            _cost_axes(ax, rows)
         ax.set_title(engine, fontsize=9.5, color=TEXT, loc="left", pad=3)
         ax.set_ylabel("latency (µs)")
     axes[-1].set_xlabel("seconds since the phase start")
@@ -285,6 +297,35 @@ def latency_over_time_figure(
         borderaxespad=0.1,
     )
     return fig
+
+
+_CPU_COLOUR, _WRITE_COLOUR = "#7f7f7f", "#8c564b"
+
+
+def _cost_axes(ax: Any, rows: Sequence[Sequence[float]]) -> None:
+    """CPU cores (client + server) and device MB/s written per second of the phase, on two
+    right-hand axes of a latency panel (``rows``: ``PhaseCost.series``)."""
+    t = np.array([r[0] for r in rows], dtype=np.float64)
+    cores = np.array([r[1] + r[3] for r in rows], dtype=np.float64)  # client + server CPU s in ~1 s
+    span = np.diff(np.concatenate(([0.0], t)))
+    span[span <= 0] = 1.0
+    # each row covers the time since the previous one: a step from 0 to the first row's end
+    t = np.concatenate(([0.0], t))
+    cores = np.concatenate((cores[:1], cores))
+    span = np.concatenate((span[:1], span))
+    cpu = ax.twinx()
+    cpu.step(t, cores / span, where="pre", color=_CPU_COLOUR, linewidth=1.0, alpha=0.8)
+    cpu.set_ylim(0, max(float(np.max(cores / span)) * 1.15, 1.0))
+    cpu.set_ylabel("CPU cores", fontsize=8, color=_CPU_COLOUR)
+    cpu.tick_params(labelsize=7.5, colors=_CPU_COLOUR)
+    io = ax.twinx()
+    io.spines["right"].set_position(("axes", 1.07))
+    written = np.array([r[5] for r in rows], dtype=np.float64)
+    mbs = np.concatenate((written[:1], written)) / (1024 * 1024) / span
+    io.step(t, mbs, where="pre", color=_WRITE_COLOUR, linewidth=1.0, linestyle="--", alpha=0.8)
+    io.set_ylim(0, max(float(np.max(mbs)) * 1.15, 1.0))
+    io.set_ylabel("write MB/s", fontsize=8, color=_WRITE_COLOUR)
+    io.tick_params(labelsize=7.5, colors=_WRITE_COLOUR)
 
 
 SWEEP_TITLE = "Latency vs Throughput"

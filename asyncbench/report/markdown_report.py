@@ -21,6 +21,8 @@ from asyncbench.measure.latency import format_us
 from asyncbench.report import chart_limit
 from asyncbench.report import markdown as md
 from asyncbench.report.columns import Column, markdown
+from asyncbench.report.cost_table import COST_NOTE
+from asyncbench.report.cost_table import markdown_lines as cost_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind, StreamUse
@@ -408,6 +410,16 @@ def title(run: RunResult) -> str:
     return f"Benchmark {fmt.short_count(run.profiles)} Profiles / P{run.parallelism} - {system}"
 
 
+def cost_section(run: RunResult) -> list[str]:
+    """Per engine (its first measured repeat), what its phases cost beyond their time."""
+    out: list[str] = []
+    for g in group_runs(run):
+        table = cost_markdown(g.first, md.text)
+        if table:
+            out += [f"### {md.text(g.engine)}", ""] + table + [""]
+    return out
+
+
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
 
@@ -453,6 +465,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     latency = latency_tables(run, groups)
     if latency:
         lines += ["## Latency", "", "Per operation, measured inside the engine's own loop (µs).", ""] + latency
+    cost = cost_section(full)  # the first measured repeat of each engine, as the CSV
+    if cost:
+        lines += ["## Cost", "", COST_NOTE, ""] + cost
     timed = open_loop_tables(run, groups)
     if timed:
         lines += ["## Open Loop", "", OPEN_LOOP_NOTE, ""] + timed

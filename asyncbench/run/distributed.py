@@ -49,7 +49,7 @@ from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, Status
+from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
@@ -544,6 +544,11 @@ class DistributedEngineRun:
             pr.latency = merged.latency  # the processes' histograms, merged
             pr.release_skew_seconds = merged.release_skew_seconds
             pr.client_cpu_seconds = merged.cpu_seconds
+            why = "not measured in a scaled-out run: the client processes measure only their own CPU"
+            pr.cost = PhaseCost(
+                client_cpu_seconds=merged.cpu_seconds,  # every client process, summed
+                not_measured={k: why for k in ("engine_cpu", "server_cpu", "client_io", "server_io", "counters")},
+            )
             if whole and recorder.ops == merged.ops:
                 add_figures(pr, recorder, rate, latency=False)
             elif rate is not None:  # the target (and the achieved-rate check) without the figures

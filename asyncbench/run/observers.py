@@ -16,6 +16,7 @@ import orjson
 from asyncbench import fmt
 from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, format_us, response_p99_max
 from asyncbench.rate import Arrivals
+from asyncbench.report.cost_table import console_lines
 from asyncbench.result import EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
@@ -362,6 +363,8 @@ class ConsoleObserver(Observer):
             f"  run {result.run_seconds:.2f} s · storage {fmt.size(result.storage_bytes)}"
             f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
         )
+        for line in console_lines(result, self.width):
+            self._print(line)
 
     def message(self, text: str) -> None:
         self._print(text)

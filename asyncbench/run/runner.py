@@ -8,7 +8,7 @@ every engine, so an interrupted run still leaves its partial report.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from time import perf_counter
@@ -22,9 +22,10 @@ from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure import environment
+from asyncbench.measure.cost import CostMeter, cost_enabled
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import EngineResult, OpenLoop, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.result import EngineResult, OpenLoop, PhaseCost, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
@@ -32,11 +33,14 @@ from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store import kernels
+from asyncbench.workloads.profile_store.logical_bytes import plan_writes
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
     Action,
+    Group,
     PhaseContext,
+    PhaseKind,
     phase_items,
     verify_checksum,
 )
@@ -75,6 +79,8 @@ class EngineRun:
         self.background: TaskGroup | None = None
         self.ctx = PhaseContext.for_seed(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
+        #: Per plan phase: the logical bytes it writes and the live data's after it (cost).
+        self.logical: list[tuple[int | None, int]] = []
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -149,6 +155,9 @@ class EngineRun:
         econf = self._engine_config()
         if not self.cfg.reuse_data:  # (a reuse run creates nothing: the store must be there)
             make_real_dir(econf.data_dir)  # never through a symlink or over a file
+        if cost_enabled():  # the yardstick of write and space amplification, before anything runs (seconds at 2M)
+            phases = [(PHASES[p.kind], p.stream, p.count) for p in self.cfg.phases]
+            self.logical = await anyio.to_thread.run_sync(plan_writes, phases, self.plan, self.cfg.seed)
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
@@ -256,6 +265,59 @@ class EngineRun:
         self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
         checksum: str | None = None
         ops = retries = 0
+        meter = CostMeter(engine) if cost_enabled() else None
+        if meter is not None:
+            await meter.start()  # (snapshots outside the phase's time)
+        try:
+            checksum, ops, retries, seconds, latency, close_seconds = await self._timed(index, spec, items, rate, engine)
+        except BaseException:
+            if meter is not None:
+                meter.close()
+            raise
+        cost = None if meter is None else await meter.stop(self.engine or engine)
+        pr = result(ops, seconds, checksum)
+        pr.retries = retries
+        if kind.action is Action.SETTLE:
+            self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
+        if cost is not None:
+            await self._cost_figures(index, kind, cost)
+        pr.cost = cost
+        if latency is not None:  # after the phase's clock stopped
+            with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
+                add_figures(pr, latency, rate)
+        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
+        if self.proof is not None and checksum is not None:  # a reused store proves its data
+            self.proof.check(index, spec, checksum)
+        self.result.phases.append(pr)
+        self.observer.phase_end(self.name, pr)
+
+    async def _cost_figures(self, index: int, kind: PhaseKind, cost: PhaseCost) -> None:
+        """The phase's logical bytes, and after a write phase or settle the storage and the
+        live data's logical size (space amplification), measured now, untimed."""
+        if index >= len(self.logical):
+            return
+        written, live = self.logical[index]
+        cost.logical_write_bytes = written
+        if kind.group is not Group.WRITE and kind.action is not Action.SETTLE:
+            return
+        cost.logical_live_bytes = live
+        if kind.action is Action.SETTLE:
+            cost.storage_bytes = self.result.storage_bytes
+            return
+        engine = self.engine
+        try:
+            cost.storage_bytes = None if engine is None else await engine.measure_storage()
+        except Exception as exc:  # a figure lost, never the run
+            cost.not_measured["storage"] = f"{type(exc).__name__}: {exc}"
+
+    async def _timed(
+        self, index: int, spec: PhaseSpec, items: Sequence[Any], rate: Any, engine: Engine
+    ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None]:
+        """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds)."""
+        kind = PHASES[spec.kind]
+        checksum: str | None = None
+        ops = retries = 0
+        close_seconds: float | None = None
         t0 = perf_counter()
         latency = None
         if kind.action is Action.OPERATIONS:
@@ -294,18 +356,7 @@ class EngineRun:
                 checksum = await verify_checksum(engine.worker(0), self.plan.counts.profiles)
                 ops = VERIFY_OPS
             seconds = perf_counter() - t0
-        if kind.action is Action.SETTLE:
-            self.result.storage_bytes = await engine.measure_storage()  # untimed
-        pr = result(ops, seconds, checksum)
-        pr.retries = retries
-        if latency is not None:  # after the phase's clock stopped
-            with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
-                add_figures(pr, latency, rate)
-        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
-        if self.proof is not None and checksum is not None:  # a reused store proves its data
-            self.proof.check(index, spec, checksum)
-        self.result.phases.append(pr)
-        self.observer.phase_end(self.name, pr)
+        return checksum, ops, retries, seconds, latency, close_seconds
 
     async def _close_for_reopen(self) -> float:
         """Close the store before a reopen; returns the seconds it took (reported apart)."""

@@ -30,7 +30,7 @@ from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Pla
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
 
-from asyncbench.engine import Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts
 
 from .maintainer import Maintainer
@@ -161,6 +161,28 @@ class LsmEngine(MarkedStore, Engine):
 
         if not all(t.persisted() for t in self._trees):  # else no thread hop: nothing to write
             await anyio.to_thread.run_sync(persist)
+
+    # --- cost ---------------------------------------------------------------------------
+    def background_threads(self) -> BackgroundThreads | str:
+        """The flush and merge lanes' threads (the log's frames are written from anyio's
+        shared worker threads, counted in the client's CPU only)."""
+        maint = self._maint
+        if maint is None:
+            return "the engine is not open"
+        return BackgroundThreads(ids=frozenset(maint.flush_lane.thread_ids | maint.merge_lane.thread_ids))
+
+    async def cost_counters(self) -> EngineCounters | str:
+        """Bytes logged, flushed and merged, over the five trees, since this adapter opened."""
+        trees = self._trees
+        if not trees:
+            return "the engine is not open"
+        return EngineCounters(
+            written={
+                "logged": sum(t.wal.logged for t in trees),
+                "flushed": sum(t.flushed_bytes for t in trees),
+                "merged": sum(t.merged_bytes for t in trees),
+            }
+        )
 
     def facts(self) -> EngineFacts:
         facts = super().facts()

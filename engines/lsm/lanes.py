@@ -65,7 +65,13 @@ class Lane:
     run in submission order as threads free up."""
 
     def __init__(self, name: str, threads: int, nice: int = BACKGROUND_NICE) -> None:
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix=name, initializer=lower_thread_priority, initargs=(nice,))
+        #: The native ids of the lane's threads (the cost of a phase counts their CPU).
+        self.thread_ids: set[int] = set()
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix=name, initializer=self._start_thread, initargs=(nice,))
+
+    def _start_thread(self, nice: int) -> None:
+        self.thread_ids.add(threading.get_native_id())
+        lower_thread_priority(nice)
 
     async def run(self, step: Callable[[], T]) -> T:
         """Run ``step`` on one of the lane's threads and return its result (or raise its

@@ -33,6 +33,7 @@ committed merge the manifest names as obsolete, logs already in segments. A
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, fields, replace
 from functools import partial
@@ -146,6 +147,9 @@ class LsmTree:
         self._saved_meta: Meta | None = None
         #: The only segment's lookup while exactly one exists (``_segments_changed``).
         self._one: Callable[[bytes], Any] | None = None
+        #: Bytes of segment files this object's flushes and merges wrote (the cost counters).
+        self.flushed_bytes = 0
+        self.merged_bytes = 0
         if not self.dir.is_dir():
             if not create_if_missing:
                 raise MissingStore(self.dir, None, "no LSM tree here: the directory does not exist")
@@ -451,6 +455,7 @@ class LsmTree:
                 if writer.entries or writer.pending:  # else only tombstones, dropped: no segment
                     yield partial(writer.finish, publish=False)
                     seg = self._open_segment(seg_id, writer.tmp)
+                    self.flushed_bytes += os.stat(writer.tmp).st_size
                 else:
                     writer.abort()
                     writer = None
@@ -529,6 +534,7 @@ class LsmTree:
                 yield from compact(cursors, writer, drop_tombstones, slice_entries=JOB_SLICE)
             yield partial(writer.finish, publish=False)
             merged = self._open_segment(seg_id, writer.tmp)
+            self.merged_bytes += os.stat(writer.tmp).st_size
         except BaseException:
             writer.abort()
             raise

@@ -282,6 +282,8 @@ class WriteAheadLog:
         self.current: _LogFile | None = None
         #: The newest log that frames were written to (older ones are fsynced first).
         self._frames_seq = seq
+        #: Bytes of frames appended since open: the engine's own count of what it logged.
+        self.logged = 0
         if mode != "none":
             self.current = self.files[seq] = _LogFile(self.dir, seq)
         self.append = self._bind_append()
@@ -295,7 +297,9 @@ class WriteAheadLog:
 
     def _append_sync(self, key: bytes, value: bytes | None) -> None:
         log = self.current
-        log.write(frame(encode_records([key, value]), False))  # type: ignore[union-attr]
+        data = frame(encode_records([key, value]), False)
+        log.write(data)  # type: ignore[union-attr]
+        self.logged += len(data)
         os.fsync(log.fd)  # type: ignore[union-attr]
         log.dirty = False  # type: ignore[union-attr]
 
@@ -349,6 +353,7 @@ class WriteAheadLog:
             if log.retired or log.fd < 0:
                 return
             log.write(data)
+            self.logged += len(data)  # (one writer at a time: the tree's log loop, or close)
             now = time.monotonic()
             if now - log.synced >= ASYNC_FSYNC_INTERVAL_S:
                 os.fsync(log.fd)
