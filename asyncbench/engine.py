@@ -115,6 +115,11 @@ class Engine(abc.ABC):
     #: (``--processes``/``--cluster``): true of a server's independent connections, false
     #: of an embedded store, which belongs to the one process that opened it.
     multi_process: ClassVar[bool] = False
+    #: Why :meth:`measure_storage` may not run between phases (it changes what later
+    #: phases measure, e.g. MySQL's ANALYZE TABLE refreshes the optimizer's statistics),
+    #: or None: then the cost measurement takes the storage after each write phase too,
+    #: not only at settle, as the reference does.
+    storage_changes_state: ClassVar[str | None] = None
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

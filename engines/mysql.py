@@ -494,6 +494,11 @@ class MySqlEngine(SessionPoolEngine[Session]):
             server_wide=True,
         )
 
+    storage_changes_state = (
+        "MySQL's storage figure needs ANALYZE TABLE, which refreshes the optimizer's statistics "
+        "the phases after it would use: measured at settle only, as the reference does"
+    )
+
     async def measure_storage(self) -> int:
         """Untimed, after settle (as the reference): ANALYZE TABLE refreshes InnoDB's
         statistics (information_schema's lengths come from them), then data + index length

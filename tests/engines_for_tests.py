@@ -241,3 +241,11 @@ class StallingEngine(MemoryEngine):
             out += await super().read_by_id([uid], one)
             marks.append(one[-1])
         return out
+
+
+class StatefulStorageEngine(MemoryEngine):
+    """Its storage figure changes what later phases measure (as MySQL's ANALYZE TABLE
+    does), so the cost measurement may take it at settle only."""
+
+    name = "statefulstorage"
+    storage_changes_state = "measuring this engine's storage refreshes its statistics"

@@ -327,3 +327,34 @@ def test_report_csv_and_compare_show_the_cost(lsm_run: RunResult) -> None:
     assert {c.figure for c in changes} >= {"CPU µs/op client (all)", "write amp. insert profiles", "space amp. (end)"}
     assert all(c.ratio == 1.0 for c in changes if c.base > 0)
     assert all(len(line) <= 80 for line in text_lines(changes))
+
+
+def test_storage_that_changes_state_is_measured_at_settle_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine whose storage figure changes later phases (MySQL: ANALYZE TABLE) is not
+    measured after each write phase: those phases say why, settle still has the figure."""
+    from engines_for_tests import StatefulStorageEngine  # tests/ is on sys.path (rootdir)
+
+    calls: list[str] = []
+    original = StatefulStorageEngine.measure_storage
+
+    async def counted(self: StatefulStorageEngine) -> int:
+        calls.append("measure")
+        return await original(self)
+
+    monkeypatch.setattr(StatefulStorageEngine, "measure_storage", counted)
+    import asyncbench.engines as registry
+
+    target = "engines_for_tests:StatefulStorageEngine"
+    monkeypatch.setattr(registry, "REGISTRY", {**registry.REGISTRY, "statefulstorage": target})
+    cwd = os.getcwd()
+    try:
+        run = _run(tmp_path, "statefulstorage")
+    finally:
+        os.chdir(cwd)
+    insert, settle = _phase(run, "insert profiles"), _phase(run, "settle")
+    assert insert.cost is not None and insert.cost.storage_bytes is None
+    assert "refreshes its statistics" in insert.cost.not_measured["storage"]
+    assert settle.cost is not None and settle.cost.storage_bytes is not None
+    assert calls == ["measure"]  # once, at settle

@@ -305,6 +305,9 @@ class EngineRun:
             cost.storage_bytes = self.result.storage_bytes
             return
         engine = self.engine
+        if engine is not None and engine.storage_changes_state is not None:
+            cost.not_measured["storage"] = engine.storage_changes_state
+            return
         try:
             cost.storage_bytes = None if engine is None else await engine.measure_storage()
         except Exception as exc:  # a figure lost, never the run
