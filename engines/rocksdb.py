@@ -525,6 +525,8 @@ class RocksDbEngine(MarkedStore, Engine):
                 "MaxWriteBufferNumber", str(s["max_write_buffer_number"]), eff.get("max_write_buffer_number")
             ),
             Setting("WriteSync", str(sync).lower()),
+            # not in the reference's options: the cost table's flush/compaction/WAL bytes
+            Setting("Statistics", "enabled (counters at the default level, no per-operation timers)"),
             Setting("Parallelism", str(self.parallelism), eff.get("max_background_jobs")),
             Setting(
                 "LevelStyleCompaction",
