@@ -59,15 +59,14 @@ def check_environment(cfg: BenchConfig, environ: Mapping[str, str] | None = None
     """Every selected engine's environment variables (``MYSQL_DATABASE``, ``PGDATABASE``...),
     where the plan leaves the setting unset: checked here, not at the engine's open, so a
     bad one is refused before anything runs, named as ``environment: VARIABLE``."""
-    from asyncbench.engine import EngineUnavailable
     from asyncbench.engines import engine_class
 
     env = os.environ if environ is None else environ
     for name in cfg.engines:
         try:
             cls = engine_class(name)
-        except EngineUnavailable:
-            continue  # cannot check what cannot be imported; the run reports it
+        except Exception:  # noqa: BLE001 - not installed, or not an engine: the run's row reports it (Failed: open)
+            continue
         try:
             cls.check_environment({**cls.default_settings, **cfg.engine_settings.get(name, {})}, env)
         except ValueError as exc:
@@ -80,7 +79,7 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
     fingerprint of its store and a store directory to reuse. Each was found only once the
     engine's run started (exit 1, report files written); the store's fingerprint and its
     integrity are still checked when the engine opens it (asyncbench.run.reuse)."""
-    from asyncbench.engine import Engine, EngineUnavailable
+    from asyncbench.engine import Engine
     from asyncbench.engines import engine_class
 
     if not cfg.reuse_data:
@@ -88,8 +87,8 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
     for name in cfg.engines:
         try:
             cls = engine_class(name)
-        except EngineUnavailable:
-            continue  # the run reports what to install
+        except Exception:  # noqa: BLE001 - not installed, or not an engine: the run's row reports it (Failed: open)
+            continue
         if cls.read_fingerprint is Engine.read_fingerprint:
             raise ConfigError(
                 where, key, f"engine {name!r} keeps no store to reuse (no fingerprint of what built it); run it without reuse"
