@@ -437,6 +437,9 @@ def test_galera_lock_row_one_winner_across_nodes_also_when_taking_over_a_stale_r
             if round_ % 2:  # a row whose holder died 10 minutes ago
                 conn = await connect(cluster, 3)
                 async with conn.cursor() as cur:
+                    # causal: node 3 first applies the last round's release (seen empty on
+                    # node 1), else under load the insert can meet the released row
+                    await cur.execute("SET SESSION wsrep_sync_wait = 7")
                     await cur.execute(
                         "INSERT INTO asyncbench_lock (name, token, holder, heartbeat) "
                         "VALUES ('run', REPEAT('d', 32), 'dead pid 1', "
