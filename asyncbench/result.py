@@ -140,6 +140,8 @@ class OpenLoop:
     delay_max_ns: int = 0
     #: Per second of the phase, as ``PhaseResult.time_series`` but of the response time.
     response_series: list[list[float]] | None = None
+    #: As ``PhaseResult.latency_over_time`` (the same slices) but of the response time.
+    response_over_time: list[list[float]] | None = None
 
     def check(self, where: str) -> None:
         if not (self.rate > 0):
@@ -149,6 +151,7 @@ class OpenLoop:
         _ordered(where, [("lag_p99_ns", self.lag_p99_ns), ("lag_max_ns", self.lag_max_ns)])
         _ordered(where, [("delay_p99_ns", self.delay_p99_ns), ("delay_max_ns", self.delay_max_ns)])
         _check_slices(f"{where}.response_series", self.response_series)
+        _check_slices(f"{where}.response_over_time", self.response_over_time)
 
     def met_by(self, ops_per_s: float) -> bool:
         return Rate(self.rate, self.arrivals).met_by(ops_per_s)
@@ -265,7 +268,10 @@ class PhaseResult:
     #: Per-operation latency (ns): count, min, p50, p90, p99, p99_9, max, mean, and
     #: ``histogram``, the HdrHistogram in its standard compressed base64 encoding.
     latency: LatencyStats | None = None
-    #: Write phases: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice, to show stalls.
+    #: Every operation phase: (t_s, ops, p50_ns, p99_ns, max_ns) per time slice of a width
+    #: chosen from the phase's length (1 s, 100 ms or 10 ms; ``t_s`` the slice's end, slices
+    #: without an operation left out), to show stalls. Results from before it: write phases
+    #: only, in 100 slices of the phase.
     latency_over_time: list[list[float]] | None = None
     retries: int = 0  # writes the engine retried after a transient conflict (Engine.take_retries)
     #: Scaled-out runs (``--processes``/``--cluster``) only: how far apart the client

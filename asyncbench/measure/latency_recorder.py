@@ -40,7 +40,7 @@ from asyncbench.measure.latency import (
     time_bucket,
 )
 
-__all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder"]
+__all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder", "slice_ns"]
 
 #: Stamps the workers of a phase buffer in memory, together, before appending to their files (4 MiB).
 SPILL_STAMPS = 1 << 19
@@ -55,6 +55,17 @@ MAX_SERIES_SECONDS = 86_400
 #: stays bounded at any rate: its p50/p99 then come at the histogram's 3 significant
 #: digits, as the phase's own percentiles do; its count and max stay exact.
 EXACT_SLICE_OPS = 1 << 20
+
+
+def slice_ns(span_ns: int) -> int:
+    """The over-time slice width (ns) of a phase lasting ``span_ns``: 1 s from 10 s on,
+    100 ms from 1 s on, 10 ms below, so a phase of a tenth of a second or more gets ten
+    points at least and a long one no more than a point a second."""
+    if span_ns >= 10_000_000_000:
+        return 1_000_000_000
+    if span_ns >= 1_000_000_000:
+        return 100_000_000
+    return 10_000_000
 
 
 class _WorkerMarks:
@@ -339,6 +350,30 @@ class PhaseRecorder:
                 out.append(piece.bucket(span * (i + 1) / buckets / 1e9))
         return out
 
+    def sliced(self) -> tuple[list[TimeBucket], list[TimeBucket]]:
+        """The phase in slices of :func:`slice_ns` of its length (1 s, 100 ms or 10 ms), so a
+        phase of any length draws a line over time (a 0.3 s phase at one point a second drew
+        nothing): per slice the operations that ended in it and their exact p50/p99/max
+        service time, and under a rate the same of their response time (else an empty list).
+        ``t_s`` is the slice's end; slices without an operation are left out (the chart breaks
+        its lines there). Empty when an engine's stamps went backwards."""
+        kept = [i for i, w in enumerate(self._workers) if len(w.lengths)]
+        if not kept:
+            return [], []
+        start = min(min(self._workers[i].firsts) for i in kept)
+        self._scan()
+        span = max(self._cache["last_end"] - start, 1)
+        width = slice_ns(span)
+        slices = -(-span // width)
+        if slices > MAX_SERIES_SECONDS:  # ends * slices would overflow int64
+            return [], []
+        try:
+            service = self._seconds(kept, start, span, slices, False, width)
+            response = self._seconds(kept, start, span, slices, True, width) if self.open_loop else []
+        except _Unordered:
+            return [], []
+        return [b for b in service if b.ops], [b for b in response if b.ops]
+
     def per_second(self) -> tuple[list[TimeBucket], list[TimeBucket]]:
         """The phase second by second from its first start stamp: per second the operations
         that ended in it and their exact p50/p99/max service time, and under a rate the same
@@ -362,8 +397,10 @@ class PhaseRecorder:
             return [], []
         return service, response
 
-    def _seconds(self, kept: list[int], start: int, span: int, seconds: int, response: bool) -> list[TimeBucket]:
-        whole = seconds * 1_000_000_000
+    def _seconds(
+        self, kept: list[int], start: int, span: int, seconds: int, response: bool, width: int = 1_000_000_000
+    ) -> list[TimeBucket]:
+        whole = seconds * width
         sweeps = [
             _SlotSweep(self._workers[i], start, whole, seconds, self._intended[i] if response else None)
             for i in kept
@@ -373,7 +410,7 @@ class PhaseRecorder:
             piece = _Slice()
             for sw in sweeps:
                 sw.take(s, piece.add)
-            t_s = float(s + 1)
+            t_s = (s + 1) * width / 1e9
             if not piece.ops:
                 out.append(TimeBucket(t_s=t_s, ops=0, p50_ns=0, p99_ns=0, max_ns=0))
                 continue

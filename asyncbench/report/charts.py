@@ -614,14 +614,15 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
                 continue
             if p.cost is not None and p.cost.series:
                 costs[g.engine] = p.cost.series
-            if write and p.latency_over_time:  # a write phase keeps its finer slices
-                points[g.engine] = [(t, p50, p99, mx) for t, _ops, p50, p99, mx in p.latency_over_time]
-            elif p.time_series:  # any phase: per second (seconds without an operation left out)
-                points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in p.time_series if ops]
-            if p.open_loop is not None and p.open_loop.response_series:
-                over_response[g.engine] = [
-                    (t, p50, p99, mx) for t, ops, p50, p99, mx in p.open_loop.response_series if ops
-                ]
+            # slices of a width chosen from the phase's length; a result from before them:
+            # per second (seconds without an operation left out)
+            rows = p.latency_over_time or p.time_series
+            if rows:
+                points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in rows if ops]
+            if p.open_loop is not None:
+                rows = p.open_loop.response_over_time or p.open_loop.response_series
+                if rows:
+                    over_response[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in rows if ops]
         if points:
             slug = "latency-over-time-" + "-".join(name.replace("/", " ").replace("@", " ").split())
             out.append(

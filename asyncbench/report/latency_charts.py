@@ -223,6 +223,14 @@ def latency_over_time(
 
 
 _OVER_TIME_PANEL_IN = 1.55
+#: Panels share one time axis unless the longest engine's phase is more than this many
+#: times the shortest's (then each has its own, and the chart says so).
+_SHARED_RATIO = 3.0
+_DOTS_BELOW = 3  # a line of fewer points gets dots: a single slice draws nothing as a line
+
+
+def _secs(v: float) -> str:
+    return f"{v:.2g} s" if v < 10 else f"{v:_.0f} s"
 
 
 def latency_over_time_figure(
@@ -234,9 +242,10 @@ def latency_over_time_figure(
     costs: Mapping[str, Sequence[Sequence[float]]] | None = None,
 ) -> Figure:
     """One phase's latency over time as small multiples: ``series`` is engine -> points
-    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, each with its
-    own x axis (seconds since that engine's phase start: a 0.3 s phase is as readable as a
-    2 s one beside it) and one shared latency axis, so heights compare across panels; per
+    (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, on one time
+    axis (seconds since the phase start) unless the engines' phase lengths are more than
+    :data:`_SHARED_RATIO` apart (then each its own, so a 0.3 s phase is not a sliver beside
+    a 4 s one, and the notes say why), and one shared latency axis; per
     engine p99 (solid), max (thin) and p50 (dotted); ``colours`` is engine -> colour.
     ``responses`` (same shape): under a rate, the response time's points, whose p99 is
     drawn dashed. ``costs`` (engine -> ``PhaseCost.series`` rows): the CPU cores the client
@@ -245,11 +254,20 @@ def latency_over_time_figure(
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
     engines = [e for e, points in series.items() if points]
+    lengths = {e: max(p[0] for p in series[e]) for e in engines}
+    shared = not lengths or max(lengths.values()) <= _SHARED_RATIO * max(min(lengths.values()), 1e-9)
+    if shared:
+        axis = "One panel per engine on one time axis and one latency axis, so lengths and heights compare."
+    else:
+        axis = (
+            f"One panel per engine; the x axes differ: the engines' phases took {_secs(min(lengths.values()))} "
+            f"to {_secs(max(lengths.values()))}, more than {_SHARED_RATIO:g}x apart, and on one axis the "
+            "shorter would be squashed to a sliver (the latency axis is shared)."
+        )
     notes = [
-        "One panel per engine, each over its own phase duration (x axes differ, the latency axis is shared). "
-        "Each point summarises the operations that ended in one time slice of the phase; a break in a "
-        "line is a slice in which no operation ended, and the tall max right after it is the stalled "
-        "operation (a memtable flush, compaction or merge holding up writes).",
+        f"{axis} Each point summarises the operations that ended in one time slice (1 s, 100 ms or 10 ms, "
+        "from the phase's length); a break in a line is a slice in which no operation ended, and the tall "
+        "max right after it is the stalled operation (a memtable flush, compaction or merge).",
         "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
     ]
     if costs:
@@ -266,14 +284,15 @@ def latency_over_time_figure(
         _style(ax)
         colour = engine_colour(engine)
         t, p50, p99, mx = _with_gaps(series[engine])
-        ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55)
-        ax.plot(t, p99, color=colour, linewidth=1.7)
-        ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":")
+        dots = {"marker": "o", "markersize": 3.5} if t.size < _DOTS_BELOW else {}  # one slice is no line
+        ax.plot(t, mx, color=colour, linewidth=0.8, alpha=0.55, **dots)
+        ax.plot(t, p99, color=colour, linewidth=1.7, **dots)
+        ax.plot(t, p50, color=colour, linewidth=1.0, linestyle=":", **dots)
         response = (responses or {}).get(engine)
         if response:  # open loop: from each operation's intended start
             _t, _p50, rp99, _mx = _with_gaps(response)
-            ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--")
-        ax.set_xlim(0, max(float(np.nanmax(t)) if t.size else 0.0, 1e-3))
+            ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--", **dots)
+        ax.set_xlim(0, max(max(lengths.values()) if shared else lengths[engine], 1e-3))
         rows = (costs or {}).get(engine)
         if rows:
             _cost_axes(ax, rows)

@@ -17,7 +17,7 @@ from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import LatencyStats, OpenLoop, PhaseResult
-from asyncbench.workloads.profile_store.phases import PHASES, Group
+from asyncbench.workloads.profile_store.phases import PHASES
 
 __all__ = ["add_figures", "phase_rate", "phase_row", "sweep_dipped"]
 
@@ -57,18 +57,19 @@ def phase_row(
 
 def add_figures(pr: PhaseResult, recorder: PhaseRecorder, rate: Rate | None, latency: bool = True) -> None:
     """The phase's figures from its recorder, after its clock stopped: the latency summary
-    (unless ``latency`` is False: the caller has it), the latency over time of a write
-    phase, the per-second series and, under a rate, the open-loop figures."""
+    (unless ``latency`` is False: the caller has it), the latency over time (slices of a
+    width chosen from the phase's length), the per-second series and, under a rate, the open-loop figures."""
     if latency:
         summary = recorder.summary()
         pr.latency = LatencyStats(**summary) if summary is not None else None
-    if pr.kind.group is Group.WRITE:
-        pr.latency_over_time = recorder.over_time()
+    sliced, sliced_response = recorder.sliced()
+    pr.latency_over_time = [list(b) for b in sliced] or None
     service, response = recorder.per_second()
     pr.time_series = [list(b) for b in service] or None
     if rate is not None:
         pr.open_loop = open_loop(rate, recorder)
         pr.open_loop.response_series = [list(b) for b in response] or None
+        pr.open_loop.response_over_time = [list(b) for b in sliced_response] or None
 
 
 def open_loop(rate: Rate, recorder: PhaseRecorder) -> OpenLoop:
