@@ -112,14 +112,17 @@ def test_significant_but_within_the_threshold_is_same() -> None:
     assert compare(base, new, threshold=0.01).verdict is Verdict.FASTER
 
 
-def test_one_run_uses_the_threshold_alone() -> None:
+def test_one_run_calls_no_winner() -> None:
+    """Issue 39: a single run on either side has no spread; beyond the threshold the change
+    is reported, not called faster or slower."""
     c = compare([100.0], [93.0])
-    assert c.verdict is Verdict.SLOWER
+    assert c.verdict is Verdict.ONE_RUN
     assert not c.with_spread and c.p_value is None
-    assert c.describe() == "slower by 7.0% (one run: without spread)"
+    assert c.describe() == "not called (-7.0%) (one run: without spread)"
     assert compare([100.0], [96.0]).verdict is Verdict.SAME
-    assert compare([100.0, 90.0, 110.0], [120.0]).verdict is Verdict.FASTER  # N = 1 on one side
+    assert compare([100.0, 90.0, 110.0], [120.0]).verdict is Verdict.ONE_RUN  # N = 1 on one side
     assert not compare([100.0, 90.0, 110.0], [120.0]).with_spread
+    assert exit_code([c]) == 0
 
 
 def test_times_compare_with_lower_is_better() -> None:

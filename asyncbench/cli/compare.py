@@ -5,8 +5,10 @@ below them); repeats of a phase from every file of a side are pooled. Phases are
 by identity (kind, stream, count, post-update, and which occurrence of that in the plan),
 never by display name, so renamed phases still compare. Per engine and phase the table
 shows base, new, ratio and a verdict from :func:`asyncbench.measure.stats.compare` (Welch's test
-when both sides have repeats, the threshold alone otherwise), whether the checksums are
-equal, and what differs between the two sides' configurations and machines.
+when both sides have repeats; with one run on a side no winner is called), whether the
+checksums are equal, and, first, what differs between the two sides' configurations and
+machines (a target rate, P, K, a reused store or an engine setting: figures that may not
+compare).
 
 The text output fits the terminal (80 columns at least; ``COLUMNS`` honoured): it first
 names every engine and phase present on one side only (never compared, never silently
@@ -171,21 +173,58 @@ def _differences(base: Side, new: Side) -> list[str]:
         ("asyncbench", lambda r: (r.environment.get("asyncbench_version"), r.environment.get("git_commit"))),
         ("Python", lambda r: r.environment.get("python_version")),
     ]
+    checks += [
+        ("client processes (K)", lambda r: sorted({len(e.client_processes) or 1 for e in r.engines})),
+        ("reused store (--reuse-data)", lambda r: "yes" if "--reuse-data" in r.environment.get("argv", ()) else "no"),
+    ]
     out = []
     for label, get in checks:
         a, b = values(base, get), values(new, get)
         if a != b:
             out.append(f"{label}: base {a}; new {b}")
-    settings: dict[str, dict[str, set[tuple[tuple[str, str], ...]]]] = {}
+    out += _rates_differ(base, new)
+    out += _settings_differ(base, new)
+    return out
+
+
+def _rates(side: Side) -> dict[PhaseKey, str]:
+    """Per phase: its target rates over the side's runs and engines ("closed loop" without)."""
+    found: dict[PhaseKey, set[str]] = defaultdict(set)
+    for r in side.runs:
+        keys = _phase_keys(r)
+        for e in r.engines:
+            for p in e.phases:
+                if p.index < len(keys) and p.action is Action.OPERATIONS:
+                    rate = p.open_loop.rate if p.open_loop is not None else None
+                    found[keys[p.index]].add(f"{fmt.count(round(rate))}/s" if rate else "closed loop")
+    return {k: ", ".join(sorted(v)) for k, v in found.items()}
+
+
+def _rates_differ(base: Side, new: Side) -> list[str]:
+    """A phase both sides ran at different target rates (or one of them closed loop)."""
+    a, b = _rates(base), _rates(new)
+    return [
+        f"target rate: {new.names.get(k, base.names.get(k, '?'))}: base {a[k]}; new {b[k]}"
+        for k in a
+        if k in b and a[k] != b[k]
+    ]
+
+
+def _settings_differ(base: Side, new: Side) -> list[str]:
+    """Each engine setting whose value (effective, else configured) differs, by name."""
+    values: dict[tuple[str, str], dict[str, set[str]]] = {}
     for label, side in (("base", base), ("new", new)):
         for r in side.runs:
             for e in r.engines:
-                settings.setdefault(e.engine, {}).setdefault(label, set()).add(
-                    tuple((s.name, s.effective or s.configured) for s in e.facts.settings)
-                )
-    for engine, sides in settings.items():
-        if len(sides) == 2 and sides["base"] != sides["new"]:
-            out.append(f"{engine} settings differ")
+                for s in e.facts.settings:
+                    values.setdefault((e.engine, s.name), {}).setdefault(label, set()).add(
+                        str(s.effective or s.configured)
+                    )
+    out = []
+    for (engine, name), sides in values.items():
+        a, b = sides.get("base", {"-"}), sides.get("new", {"-"})
+        if a != b and ("base" in sides or "new" in sides):
+            out.append(f"{engine} {name}: base {', '.join(sorted(a))}; new {', '.join(sorted(b))}")
     return out
 
 
@@ -262,7 +301,8 @@ class EngineSummary:
         logs = [math.log(r.comparison.ratio) for r in rows]
         mean = statistics.fmean(logs)
         low = high = None
-        if len(logs) > 1:
+        called = any(r.comparison.verdict in (Verdict.FASTER, Verdict.SLOWER) for r in rows)
+        if len(logs) > 1 and called:
             half = t_critical(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
             low, high = math.exp(mean - half), math.exp(mean + half)
         return cls(
@@ -275,12 +315,24 @@ class EngineSummary:
             sum(r.comparison.verdict is Verdict.SLOWER for r in rows),
         )
 
+    @property
+    def verdict(self) -> str:
+        """What the phases' own verdicts say, which the summary follows."""
+        if not self.faster and not self.slower:
+            return "no significant change"
+        return "mixed" if self.faster and self.slower else ("faster" if self.faster else "slower")
+
     def line(self, name_width: int) -> str:
-        """``sqlite   0.982x [0.951, 1.014]  17 phases: 1 faster, 2 slower``."""
+        """``sqlite   0.982x [0.951, 1.014]  17 phases: 1 faster, 2 slower``; with no phase
+        faster or slower, no interval (it would read like a finding the phases do not back):
+        ``sqlite   1.021x  17 phases: no significant change``."""
+        plural = "s" if self.phases != 1 else ""
+        if self.verdict == "no significant change":
+            return f"  {self.engine:<{name_width}} {self.geomean:.3f}x  {self.phases} phase{plural}: {self.verdict}"
         interval = f"[{self.low:.3f}, {self.high:.3f}]" if self.low is not None else "(one phase: no interval)"
         return (
             f"  {self.engine:<{name_width}} {self.geomean:.3f}x {interval}  {self.phases} "
-            f"phase{'s' if self.phases != 1 else ''}: {self.faster} faster, {self.slower} slower"
+            f"phase{plural}: {self.faster} faster, {self.slower} slower"
         )
 
 
@@ -295,12 +347,23 @@ SUMMARY_HEAD = "geometric mean of new/base ops/s, [95% t interval of the mean lo
 #: Regressed phases listed by name at the end (the tables show them all).
 SLOWER_LISTED = 8
 NOT_SIGNIFICANT_LEGEND = "n.s.: not significant: the repeats' spread can explain the change (Welch's t, p >= 0.05)"
+ONE_RUN_LEGEND = (
+    "one run: beyond the threshold, but a side has a single run, so there is no spread to test the change "
+    "against: not called faster or slower (run both sides with --repeat 3 or more)"
+)
+DIFFERS_HEAD = "measured differently (the figures below may not compare):"
 
 
 def _verdict(c: Comparison, checksums_equal: bool | None) -> str:
     """``faster +21.3% p=0.004``, ``slower -7.2%``, ``same``, ``n.s. +6.0% p=0.35`` (and
     ``CHECKSUM DIFFERS``): the verdict column in at most 21 characters."""
-    word = {Verdict.FASTER: "faster", Verdict.SLOWER: "slower", Verdict.SAME: "same", Verdict.NOT_SIGNIFICANT: "n.s."}
+    word = {
+        Verdict.FASTER: "faster",
+        Verdict.SLOWER: "slower",
+        Verdict.SAME: "same",
+        Verdict.NOT_SIGNIFICANT: "n.s.",
+        Verdict.ONE_RUN: "one run",
+    }
     text = f"{word[c.verdict]} {c.change_pct:+.1f}%"
     if c.p_value is not None and c.verdict is not Verdict.SAME:
         text += f" p={c.p_value:.3f}" if c.p_value >= 0.001 else " p<0.001"
@@ -342,6 +405,10 @@ def render_text(
     figures = 1 + 10 + 1 + 10 + 1 + 8 + 1 + 21  # base, new, ratio, verdict
     room = max(width - 2 - figures, 12)
     lines = _one_sided_lines(gone, width)
+    if diffs:  # first: a reader must know before any figure that the runs measured different things
+        lines += textwrap.wrap(DIFFERS_HEAD, width)
+        for d in diffs:
+            lines += textwrap.wrap(f"  {d}", width, subsequent_indent="      ")
     by_engine: dict[str, list[Row]] = {}
     for r in rows:
         by_engine.setdefault(r.engine, []).append(r)
@@ -361,12 +428,14 @@ def render_text(
     lines.append("")
     if any(r.comparison.verdict is Verdict.NOT_SIGNIFICANT for r in rows):
         lines += textwrap.wrap(NOT_SIGNIFICANT_LEGEND, width)
-    for d in diffs:
-        lines += textwrap.wrap(f"differs: {d}", width, subsequent_indent="    ")
+    one_run = sum(r.comparison.verdict is Verdict.ONE_RUN for r in rows)
+    if one_run:
+        lines += textwrap.wrap(ONE_RUN_LEGEND, width)
     same = sum(r.comparison.verdict is Verdict.SAME for r in rows)
     lines += textwrap.wrap(
         f"{len(rows)} phases compared (threshold {threshold * 100:g}%): {len(faster)} faster, "
-        f"{len(slower)} slower, {same} same, {len(rows) - len(faster) - len(slower) - same} n.s."
+        f"{len(slower)} slower, {same} same, {len(rows) - len(faster) - len(slower) - same - one_run} n.s."
+        + (f", {one_run} one run (not called)" if one_run else "")
         + ("; CHECKSUMS DIFFER" if any(r.checksums_equal is False for r in rows) else ""),
         width,
     )
@@ -401,6 +470,8 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
         for r in rows
     ]
     lines = [f"- {line}" for line in _one_sided_lines(gone, 10_000)]
+    if diffs:
+        lines += ["", DIFFERS_HEAD, ""] + [f"- {d}" for d in diffs]
     lines += ["", "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
     slower = [f"{r.engine} {r.phase}" for r in rows if r.comparison.verdict is Verdict.SLOWER]
@@ -412,7 +483,8 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
         + (f"; slower: {', '.join(slower)}" if slower else "")
         + ("; CHECKSUMS DIFFER" if any(r.checksums_equal is False for r in rows) else ""),
     ]
-    lines += [f"- differs: {d}" for d in diffs]
+    if any(r.comparison.verdict is Verdict.ONE_RUN for r in rows):
+        lines += ["", ONE_RUN_LEGEND]
     lines += ["", SUMMARY_HEAD, ""]
     lines += [f"- {s.line(0).strip()}" for s in summaries(rows)]
     return "\n".join(lines)
@@ -466,14 +538,20 @@ not a results directory (compare / would read the whole filesystem).
 
 verdict per engine and phase, on the median ops/s of each side:
   same     within the threshold
-  faster   NEW is faster by more than the threshold and, when both sides have
-  slower   repeats, Welch's t test says so (p < 0.05); with one run on either
-           side, the threshold alone decides
+  faster   NEW is faster by more than the threshold and Welch's t test on
+  slower   both sides' repeats says so (p < 0.05)
   n.s.     beyond the threshold, but the repeats' spread can explain it
+  one run  beyond the threshold, but a side has a single run: no spread to
+           test it against, so not called (the threshold alone decides
+           nothing)
+
+Settings the two sides measured differently (target rate, P, K, a reused
+store, limit, counts, engine settings) are named first, before any table.
 
 summary: per engine, the geometric mean of NEW/BASE ops/s over its compared
 phases, with the 95% Student t interval of the mean log ratio (the phases are
-the sample: a narrow interval says the change is consistent across phases).
+the sample: a narrow interval says the change is consistent across phases);
+when no phase is faster or slower, "no significant change" and no interval.
 
 exit codes: 0 no phase slower and every checksum equal; 1 at least one phase
 slower (as above) or a checksum differs; 2 bad input (a missing or invalid file,
@@ -581,6 +659,7 @@ def run(args: argparse.Namespace) -> int:
                     "interval": "95% Student t interval of the mean log ratio over the engine's phases",
                     "faster": s.faster,
                     "slower": s.slower,
+                    "verdict": s.verdict,
                 }
                 for s in summaries(rows)
             ],

@@ -195,6 +195,9 @@ class Verdict(enum.Enum):
     SLOWER = "slower"
     NOT_SIGNIFICANT = "not significant"
     SAME = "same"
+    #: Beyond the threshold, but a side has a single run: no spread to test the change
+    #: against, so no winner is called (nor a regression).
+    ONE_RUN = "one run"
 
 
 @dataclass(frozen=True)
@@ -209,11 +212,13 @@ class Comparison:
     threshold: float
 
     def describe(self) -> str:
-        """``slower by 7.2% (p = 0.003)`` / ``faster by 9.0% (one run: without spread)``."""
+        """``slower by 7.2% (p = 0.003)`` / ``not called (+9.0%) (one run: without spread)``."""
         if self.verdict is Verdict.SAME:
             text = f"same (within ±{self.threshold * 100:g}%: {self.change_pct:+.1f}%)"
         elif self.verdict is Verdict.NOT_SIGNIFICANT:
             text = f"not significant ({self.change_pct:+.1f}%)"
+        elif self.verdict is Verdict.ONE_RUN:
+            text = f"not called ({self.change_pct:+.1f}%)"
         else:
             text = f"{self.verdict.value} by {abs(self.change_pct):.1f}%"
         if not self.with_spread:
@@ -248,8 +253,9 @@ def compare(
     """Base vs new repeats of one phase (ops/s by default; ``higher_is_better=False`` for times).
 
     SAME when the medians differ by at most ``threshold``; otherwise FASTER/SLOWER when
-    Welch's test says so (N > 1 on both sides) or, with a single run on either side, on
-    the threshold alone; NOT_SIGNIFICANT when the spread can explain the difference.
+    Welch's test says so (N > 1 on both sides); NOT_SIGNIFICANT when the spread can explain
+    the difference; ONE_RUN with a single run on either side: one run has no spread to
+    test the change against, and the threshold alone is no evidence of a winner.
     """
     base, new = Summary.of(base_samples), Summary.of(new_samples)
     if base.median <= 0 or new.median <= 0:
@@ -265,7 +271,7 @@ def compare(
     if abs(speed - 1) <= threshold:
         verdict = Verdict.SAME
     elif not with_spread:
-        verdict = direction
+        verdict = Verdict.ONE_RUN
     else:
         assert p is not None
         verdict = direction if p < alpha else Verdict.NOT_SIGNIFICANT
