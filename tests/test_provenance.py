@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import asyncbench
 from asyncbench.measure import provenance
 from asyncbench.measure.provenance import (
     collect,
@@ -152,3 +153,14 @@ def test_format_rows_formats_numbers_for_the_report(plan: Path, tmp_path: Path) 
     assert rows["Python"].endswith("sys.flags optimize=1")  # defaults are not listed
     assert rows["Engine libraries"] == "rocksdict 0.3.29"
     assert rows["Plan"].endswith(f"(sha256 {env['plan_sha256']})")
+
+
+def test_the_command_is_what_was_typed_not_the_module_path(tmp_path: Path) -> None:
+    """Issue 39: ``python -m asyncbench`` put ``sys.argv[0]``, the path of ``__main__.py``,
+    in the report's Command line; a person typed ``python -m asyncbench``."""
+    main_py = str(Path(asyncbench.__file__).parent / "__main__.py")
+    env = collect([main_py, "plan.toml", "--engine", "a b"], None, tmp_path, {}, repo=tmp_path)
+    assert env["command"] == "python -m asyncbench plan.toml --engine 'a b'"
+    assert env["argv"][0] == main_py  # the record keeps the raw argv
+    env = collect(["/usr/local/bin/asyncbench", "plan.toml"], None, tmp_path, {}, repo=tmp_path)
+    assert env["command"] == "asyncbench plan.toml"

@@ -239,6 +239,22 @@ def library_versions(names: Iterable[str]) -> dict[str, str]:
 # --- the record ----------------------------------------------------------------------------------
 
 
+def typed_command(argv: Sequence[str]) -> str:
+    """The command line as a person typed it: ``python -m asyncbench`` leaves the path of the
+    package's ``__main__.py`` in ``argv[0]`` and a console script its full path; both read
+    as what was typed (``python -m asyncbench ...``, ``asyncbench ...``)."""
+    if not argv:
+        return ""
+    first = Path(argv[0])
+    if first.name == "__main__.py" and first.parent.name == "asyncbench":
+        head = ["python", "-m", "asyncbench"]
+    elif first.name == "asyncbench":
+        head = ["asyncbench"]
+    else:
+        head = [argv[0]]
+    return shlex.join([*head, *argv[1:]])
+
+
 def collect(
     argv: Sequence[str],
     plan_path: Path | str | None,
@@ -269,7 +285,7 @@ def collect(
         free = total = None
     config = sysconfig.get_config_vars()
     return Provenance(
-        command=shlex.join(argv),
+        command=typed_command(argv),
         argv=list(argv),
         plan_path=str(plan) if plan is not None else None,
         plan_sha256=file_sha256(plan) if plan is not None else None,
