@@ -72,3 +72,27 @@ def test_the_summary_follows_the_phases_verdicts(tmp_path: Path, capsys: pytest.
     code, doc = compare_json(capsys, str(base), str(new), "--engine", "sqlite")
     s = doc["engines"][0]
     assert s["verdict"] == "no significant change" and s["ci95_low"] is None
+
+
+def test_the_stability_section_is_a_line_per_engine() -> None:
+    """Issue 39 (report): 48 bullets, one per unstable phase, became one line per engine
+    naming how many phases and the worst few."""
+    from asyncbench.report.markdown_report import stability
+
+    run = sample()
+    engines = []
+    for e in run.engines:
+        for i, f in enumerate([1.0, 1.6, 0.7]):
+            r = copy.deepcopy(e)
+            r.repeat = i
+            for p in r.phases:
+                p.seconds *= f
+            engines.append(r)
+    run.engines, run.repeat = engines, 3
+    run.environment["noise_advice"] = ["load average 3.2 on 2 CPUs: close other programs"]
+    lines = stability(run)
+    names = sorted({e.engine for e in run.engines})
+    assert len(lines) == len(names) + 1, lines
+    for name, line in zip(names, sorted(lines[: len(names)]), strict=True):
+        assert line.startswith(f"- **{name}**: ") and " of " in line and "worst:" in line, line
+        assert line.count("±") <= 3, line

@@ -25,8 +25,8 @@ Choices (and why):
   p is 0.1), so it would never call anything significant at the usual repeat counts;
   "CIs do not overlap" is a much stricter test (alpha about 0.006 for equal variances)
   than it looks. A difference counts only if it is significant *and* the ratio of the
-  medians moves more than the threshold (default 5 %); with one run on either side the
-  threshold alone decides and the verdict says it is without spread.
+  medians moves more than the threshold (default 5 %); with one run on either side no
+  winner is called (ONE_RUN: no spread to test the change against).
 * **Noise advice**: pyperf-style hints (load, frequency governor, turbo, busy
   processes) from a :class:`NoiseSnapshot`, so the rules are a pure, testable function
   of a snapshot and :func:`snapshot` is the only part that reads the live system.

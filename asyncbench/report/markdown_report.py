@@ -18,6 +18,7 @@ from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs, unsta
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
+from asyncbench.measure.stats import Summary
 from asyncbench.report import chart_limit
 from asyncbench.report import markdown as md
 from asyncbench.report.columns import Column, markdown
@@ -385,6 +386,10 @@ def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
     return out
 
 
+#: Unstable phases named per engine in the Stability section (the JSON has every one).
+STABILITY_WORST = 3
+
+
 def stability(run: RunResult) -> list[str]:
     """Phases whose throughput spread over the repeats exceeds 10%, with advice."""
     if run.repeat - run.warmup < 2:
@@ -392,7 +397,18 @@ def stability(run: RunResult) -> list[str]:
     found = unstable_phases(run)
     if not found:
         return [f"- Every phase's throughput spread over {run.repeat - run.warmup} measured repeats is within 10%."]
-    lines = [f"- **unstable**: {md.text(e)}, {md.text(name)}: {s.format()}" for e, name, s in found]
+    by_engine: dict[str, list[tuple[str, Summary]]] = {}
+    for e, name, summary in found:
+        by_engine.setdefault(e, []).append((name, summary))
+    measured = {g.engine: sum(g.throughput(i) is not None for i in range(len(run.phases))) for g in group_runs(run)}
+    lines = []
+    for e, rows in by_engine.items():  # one line per engine, not one per phase: the worst few named
+        rows.sort(key=lambda r: -(r[1].spread_pct or 0.0))
+        worst = ", ".join(f"{md.text(name)} {s.format()}" for name, s in rows[:STABILITY_WORST])
+        lines.append(
+            f"- **{md.text(e)}**: {len(rows)} of {measured.get(e, len(rows))} phases spread over 10 % "
+            f"across the repeats; worst: {worst}"
+        )
     advice = run.environment.get("noise_advice")
     lines += [f"- {a}" for a in advice if isinstance(a, str)] if isinstance(advice, list) else []
     return lines
