@@ -225,6 +225,30 @@ def _mb(option: str | None) -> str | None:
     return f"{int(option) / 2**20:g} MB"
 
 
+
+def _codec_name(codec: str) -> str:
+    """``kLZ4Compression`` -> ``LZ4``, ``kNoCompression`` -> ``none``, ``kZSTD`` -> ``ZSTD``."""
+    name = codec.removeprefix("k").removesuffix("Compression")
+    return "none" if name == "No" else name
+
+
+def _compression_applied(eff: Mapping[str, str]) -> str | None:
+    """What ``compression`` does in the OPTIONS file: a non-empty ``compression_per_level``
+    overrides it on every level (RocksDB's rule), so the row names the per-level codecs
+    (``overridden per level: L0-L1 none, L2-L6 LZ4``) rather than an unused ``kZSTD``."""
+    codec = eff.get("compression")
+    levels = [c for c in (eff.get("compression_per_level") or "").split(":") if c]
+    if not levels or all(c == codec for c in levels):
+        return codec
+    runs: list[tuple[int, int, str]] = []
+    for i, c in enumerate(levels):
+        if runs and runs[-1][2] == c:
+            runs[-1] = (runs[-1][0], i, c)
+        else:
+            runs.append((i, i, c))
+    parts = [f"L{a}-L{b} {_codec_name(c)}" if a != b else f"L{a} {_codec_name(c)}" for a, b, c in runs]
+    return "overridden per level: " + ", ".join(parts)
+
 class RocksKv:
     """A rocksdict database as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: get, put and
     delete are the database's own bound methods (no wrapper call per operation); a scan
@@ -514,7 +538,7 @@ class RocksDbEngine(MarkedStore, Engine):
         sync = bool(s["sync"])
         settings = [
             Setting("Databases", ",".join(DB_NAMES)),
-            Setting("Compression", str(s["compression"]).capitalize(), eff.get("compression")),
+            Setting("Compression", str(s["compression"]).capitalize(), _compression_applied(eff)),
             Setting(
                 "CompressionAllLevels",
                 str(bool(s["compression_all_levels"])).lower(),

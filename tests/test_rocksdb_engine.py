@@ -266,7 +266,7 @@ def test_settings_reach_rocksdb(tmp_path: Path) -> None:
         assert rows["WriteBufferMb"].effective == "16 MB"
         assert rows["MaxWriteBufferNumber"].configured == "3"
         assert rows["MaxWriteBufferNumber"].effective == "6"
-        assert rows["Compression"].effective == "kZSTD"
+        assert rows["Compression"].effective == "overridden per level: L0-L1 none, L2-L6 LZ4"
         assert "kNoCompression" in rows["CompressionAllLevels"].effective
         assert facts.durability.sync.startswith("by the OS")
         assert facts.durability.parameters["write_buffer_size"] == "16 MB"
@@ -378,3 +378,14 @@ def test_effective_settings_are_known_before_open(tmp_path: Path) -> None:
     assert rows["WriteBufferMb"].effective == "8 MB"
     assert rows["MaxWriteBufferNumber"].effective == "6"
     assert not (tmp_path / "never-opened").exists()
+
+
+def test_compression_row_agrees_with_the_per_level_codecs(tmp_path: Path) -> None:
+    """Issue 39: the report said "Compression Zstd -> effective kZSTD" while the per-level
+    list (none, none, LZ4 ...) decides every level; the row now says what applies."""
+    rows = {st.name: st for st in make(tmp_path / "never-opened").facts().settings}
+    effective = rows["Compression"].effective or ""
+    assert "kZSTD" not in effective and "overridden per level" in effective, effective
+    assert "L0-L1 none" in effective and "LZ4" in effective, effective
+    every = {st.name: st for st in make(tmp_path / "n2", compression_all_levels=True).facts().settings}
+    assert every["Compression"].effective == "kZSTD"
