@@ -92,7 +92,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed; without a command first, ``run`` is the command."""
     if not argv or (argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL_FLAGS):
         argv = [DEFAULT_COMMAND, *argv]
-    return build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
+    args, extra = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_known_args(argv)
+    if extra:  # the command's own usage, not the top-level one (which is the run's)
+        parser = getattr(args, "parser", None)
+        if isinstance(parser, argparse.ArgumentParser):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        raise SystemExit(EXIT_BAD_INPUT)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """``python -m asyncbench report RESULT.json``: re-render a saved result's report and charts.
 
-It never modifies its input: the JSON is read (only if it is a regular file: a FIFO or a
+``--output DIR`` writes them into DIR instead of beside the JSON. It never modifies its
+input: the JSON is read (only if it is a regular file: a FIFO or a
 device is refused, not waited on), and the Markdown and SVGs beside it are written only
 where nothing is, or where an asyncbench report or chart of the same name is, as asyncbench
 left it (its marker, and its entry in the directory's ledger: a user's annotated copy, edit
@@ -27,6 +28,11 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("result", help="an asyncbench-<stamp>.json written by a run")
     p.add_argument("--over-time", help=RUN_KEYS["over_time"].help)
+    p.add_argument(
+        "--output",
+        metavar="DIR",
+        help="write the report and charts into DIR (created if missing) instead of beside the JSON",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,8 +55,14 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         run.phases = [dataclasses.replace(p, over_time=True) if i in chosen else p for i, p in enumerate(run.phases)]
     stamp = path.stem.removeprefix("asyncbench-")
+    where = path.parent
+    if args.output is not None:
+        where = Path(args.output)
+        if where.exists() and not where.is_dir():
+            print(f"asyncbench: command line: --output: {where} is not a directory", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
-        _, md = write_run(run, path.parent, stamp, write_json=False)
+        _, md = write_run(run, where, stamp, write_json=False)
     except NotOwned as exc:
         print(f"asyncbench: {exc}; re-render from a copy of the JSON in another directory", file=sys.stderr)
         return EXIT_BAD_INPUT
