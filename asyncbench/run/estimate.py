@@ -22,6 +22,7 @@ from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
+from asyncbench.run import reuse
 from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
 
 __all__ = [
@@ -60,12 +61,23 @@ HISTORY_FILES = 40
 MAX_WARNINGS = 10
 
 
+def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
+    """The phases the run will run: a reuse run (``reuse_data``) leaves out the writes and
+    the reads of the other side of the updates (:func:`asyncbench.run.reuse.skip_reason`;
+    the store was built by this plan's writes, so it holds updated profiles when they
+    rewrite any), and an estimate of them would count time never spent."""
+    if not cfg.reuse_data:
+        return list(cfg.phases)
+    updated = reuse.updated({"writes": reuse.writes(cfg.phases)})
+    return [s for s in cfg.phases if reuse.skip_reason(s, updated) is None]
+
+
 def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
-    """Each phase of the plan with the operations one engine performs in it for ``profiles``
-    (0 for maintenance phases; verify's four)."""
+    """Each phase the run will run (:func:`running_phases`) with the operations one engine
+    performs in it for ``profiles`` (0 for maintenance phases; verify's four)."""
     counts = cfg.counts_for(profiles)
     out = []
-    for spec in cfg.phases:
+    for spec in running_phases(cfg):
         kind = PHASES[spec.kind]
         ops = 0
         if kind.items is Items.PROFILE_IDS:
@@ -322,6 +334,8 @@ def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
         # closed loop: the cost per operation; a phase's rate is added back by Rate.seconds
         phases=[dataclasses.replace(p, count=None, rate=None) for p in cfg.phases],
         data=data,
+        reuse_data=False,  # the calibration builds its own small store
+        clean_data=True,
         isolate=False,
         repeat=1,
         warmup=0,
@@ -374,7 +388,7 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
         small = calibration_config(cfg, Path("."))
         calibration_ops = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels())
         if calibration_ops > CALIBRATION_SHARE * per_engine_ops:
-            if paced > ASK_ABOVE_SECONDS:  # a small plan, made long by its rates
+            if paced >= 1:  # a small plan with phases at a rate: they take at least this
                 return Estimate(operations, paced, None, PACED_BASIS, warnings=warnings, at_least=True)
             why = "not estimated: a small plan, about as quick as calibrating"
             return Estimate(operations, None, None, why, warnings=warnings)

@@ -1,0 +1,58 @@
+"""The estimate is of what will run, at its rates (issue 39, item 4).
+
+* ``--reuse-data`` skips the write phases (and the reads of the other side of the updates):
+  the estimate left them in (29 s printed, 8.6 s taken).
+* A rate sweep of a small plan printed "not estimated: a small plan" and then ran for
+  2.5 minutes: its levels cannot finish sooner than their operations at their rates, which
+  is known without any measurement."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from asyncbench.workloads.profile_store.phases import PHASES, Action
+from conftest import ROOT
+
+from asyncbench.config import apply_run_key, load, pace_phases
+from asyncbench.run import reuse
+from asyncbench.run.estimate import Rate, estimate, growth, paced_seconds, phase_operations
+
+QUICK = ROOT / "benchmarks" / "quick.toml"
+PER_OP = 1e-5
+
+
+def _rates(cfg):  # type: ignore[no-untyped-def]
+    kinds = {s.kind for s in cfg.phases if PHASES[s.kind].action is Action.OPERATIONS}
+    rate = Rate(20_000, dict.fromkeys(kinds, PER_OP), {}, 0.0, 100.0)
+    return {"memory": {1: [rate]}}, "a fixed rate"
+
+
+def test_a_reuse_run_is_estimated_without_the_phases_it_skips(tmp_path: Path) -> None:
+    full = dataclasses.replace(load(QUICK), profiles=[2_000_000], engines=["memory"], output=tmp_path)
+    reused = dataclasses.replace(full, reuse_data=True, clean_data=False)
+    est_full = estimate(full, calibrate_fn=_rates)
+    est_reused = estimate(reused, calibrate_fn=_rates)
+    runs = [
+        (spec, ops)
+        for spec, ops in phase_operations(full, 2_000_000)
+        if reuse.skip_reason(spec, store_updated=True) is None
+    ]
+    assert any(PHASES[s.kind].rewrites for s in full.phases)  # the store holds updated profiles
+    expected = sum(ops for spec, ops in runs if PHASES[spec.kind].action is Action.OPERATIONS)
+    grow = growth("memory", 20_000, 2_000_000)
+    assert est_reused.seconds == pytest.approx(expected * PER_OP * grow)
+    assert est_full.seconds is not None and est_reused.seconds < est_full.seconds / 2
+    assert est_reused.operations == sum(ops for _spec, ops in runs)
+
+
+def test_a_small_sweep_is_estimated_at_its_rates(tmp_path: Path) -> None:
+    cfg = dataclasses.replace(load(QUICK), engines=["memory", "sqlite"], output=tmp_path)
+    apply_run_key(cfg, "command line", "--rate", "rate", [2_000.0, 8_000.0, 32_000.0])
+    pace_phases(cfg)
+    est = estimate(cfg, calibrate_fn=lambda c: pytest.fail("a small plan is not calibrated"))
+    assert est.seconds is not None and est.at_least
+    assert est.seconds == pytest.approx(paced_seconds(cfg, 20_000) * 2)
+    assert est.seconds > 60  # the sweep's levels at 2k/s alone take minutes
+    assert "a small plan" not in " ".join(est.lines(cfg))
