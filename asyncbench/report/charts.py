@@ -34,7 +34,7 @@ from asyncbench.report.chart_style import (
     TEXT,
     figure_frame,
 )
-from asyncbench.result import EngineResult, RunResult
+from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 from asyncbench.workloads.profile_store.phases import Group as Group_
 
@@ -180,6 +180,20 @@ class Group:
     values: dict[str, tuple[int, float] | None]  # engine -> (ops, seconds), None when not run
     #: engine -> (min, max) ops/s over the measured repeats: drawn as a min-max error bar
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: engines that skipped the phase (a sweep's level above its first miss): said, no bar
+    skipped: set[str] = field(default_factory=set)
+    #: engine -> the phase's target rate (ops/s): its bar is the achieved rate as % of the
+    #: target, since at a rate every engine that keeps up achieves the same
+    targets: dict[str, float] = field(default_factory=dict)
+
+    def take(self, engine: str, p: PhaseResult | None, value: tuple[int, float] | None) -> None:
+        """``engine``'s cell from its phase ``p``: a skipped phase is "skipped", not 0/s."""
+        if p is not None and p.skipped:
+            self.skipped.add(engine)
+            value = None
+        elif p is not None and p.open_loop is not None:
+            self.targets[engine] = p.open_loop.rate
+        self.values[engine] = value
 
 
 def _throughput(
@@ -193,7 +207,16 @@ def _throughput(
             f"{f} is the harness floor (it stores nothing): its rate is written beside each phase, "
             "and 100% is the fastest real engine."
         )
-    missing = sorted({e for g in groups for e, v in g.values.items() if v is None and e not in floors})
+    missing = sorted(
+        {e for g in groups for e, v in g.values.items() if v is None and e not in floors and e not in g.skipped}
+    )
+    if any(g.skipped for g in groups):
+        notes.append("'skipped': the engine did not run that phase (a sweep stops above its first missed level).")
+    if any(g.targets for g in groups):
+        notes.append(
+            "A phase at a target rate (open loop) is drawn as the rate achieved, % of its target: every engine "
+            "that keeps up achieves the target, so % of the fastest would read 100% for all of them."
+        )
     if missing:
         notes.append(f"No bar: the engine did not complete that phase ({', '.join(missing)}).")
     notes += extra_notes
@@ -231,7 +254,7 @@ def _throughput(
                 ax.text(
                     1,
                     y,
-                    f"{engine}: not run",
+                    f"{engine}: {'skipped' if engine in g.skipped else 'not run'}",
                     va="center",
                     ha="left",
                     fontsize=8,
@@ -239,7 +262,9 @@ def _throughput(
                     style="italic",
                 )
                 continue
-            pct = 100 * speeds[engine] / best if best > 0 else 0.0
+            target = g.targets.get(engine)
+            scale = target or best  # 100 % is the target at a rate, else the fastest engine
+            pct = 100 * speeds[engine] / scale if scale > 0 else 0.0
             incomplete = any(e.engine == engine and _incomplete(e) for e in run.engines)
             ax.barh(
                 y,
@@ -250,8 +275,8 @@ def _throughput(
                 linewidth=0,
             )
             label_x = pct
-            if engine in g.ranges and best > 0:
-                lo, hi = (100 * v / best for v in g.ranges[engine])
+            if engine in g.ranges and scale > 0:
+                lo, hi = (100 * v / scale for v in g.ranges[engine])
                 ax.errorbar(
                     pct,
                     y,
@@ -266,7 +291,8 @@ def _throughput(
             ax.text(
                 label_x,
                 y,
-                f"  {engine}  {round(speeds[engine]):_d}/s · {_pct(pct)}",
+                f"  {engine}  {round(speeds[engine]):_d}/s · {_pct(pct)}"
+                + (f" of the {round(target):_d}/s target" if target else ""),
                 va="center",
                 ha="left",
                 fontsize=8,
@@ -278,7 +304,10 @@ def _throughput(
     ax.set_xlim(0, right + 65)  # room for the label after the longest bar or whisker
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
-    ax.set_xlabel("throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)")
+    ax.set_xlabel(
+        "throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)"
+        + ("; at a rate: % of its target" if any(g.targets for g in groups) else "")
+    )
     handles = [Patch(color=colours[e], label=e) for e in engines]
     ax.legend(
         handles=handles,
@@ -301,11 +330,11 @@ def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
 def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
     out = []
     for i in _plan_indexes(run, groups):
-        values: dict[str, tuple[int, float] | None] = {}
+        g = Group(run.phases[i].name, {}, _ranges(run, i))
         for e in run.engines:
             p = e.phase_at(i)
-            values[e.engine] = (p.ops, p.seconds) if p and p.action is Action.OPERATIONS else None
-        out.append(Group(run.phases[i].name, values, _ranges(run, i)))
+            g.take(e.engine, p, (p.ops, p.seconds) if p and p.action is Action.OPERATIONS else None)
+        out.append(g)
     return out
 
 
@@ -336,19 +365,19 @@ def write_throughput(run: RunResult) -> Figure:
     for index in _plan_indexes(run, (Group_.WRITE,)):
         name = run.phases[index].name
         stab = _stabilize_after(run, index)
-        raw: dict[str, tuple[int, float] | None] = {}
-        ready: dict[str, tuple[int, float] | None] = {}
+        raw = Group(name, {}, _ranges(run, index))
+        ready = Group(f"{name} ready\n(+ {run.phases[stab].name})" if stab is not None else name, {})
         for e in run.engines:
             p = e.phase_at(index)
-            raw[e.engine] = (p.ops, p.seconds) if p else None
+            raw.take(e.engine, p, (p.ops, p.seconds) if p else None)
             st = e.phase_at(stab) if stab is not None else None
-            if p is None or st is None:
-                ready[e.engine] = None
+            if p is None or st is None or p.skipped:
+                ready.take(e.engine, p, None)
             else:
-                ready[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
-        groups.append(Group(name, raw, _ranges(run, index)))
+                ready.values[e.engine] = (p.ops, p.seconds + (0.0 if st.skipped else st.seconds))
+        groups.append(raw)
         if stab is not None:
-            groups.append(Group(f"{name} ready\n(+ {run.phases[stab].name})", ready))
+            groups.append(ready)
     return _throughput(
         run,
         "Write Throughput",
@@ -550,6 +579,11 @@ def _subtitle(run: RunResult) -> str:
     )
 
 
+#: Panels of the latency percentile chart at most (a 3-level sweep of the quick plan drew
+#: 37 panels, 5_098 px tall); the rest are said on it and listed in the report's tables.
+MAX_LATENCY_PANELS = 12
+
+
 def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[str, str, str]]:
     """(slug, title, SVG) of the latency charts (:func:`latency_drawings`)."""
     return [
@@ -584,6 +618,9 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
                 responses.setdefault(g.engine, {})[run.phases[i].name] = r.encoded()
                 main += [] if i in main else [i]
     main.sort()
+    left_out = max(0, len(main) - MAX_LATENCY_PANELS)
+    if left_out:  # a sweep's levels go first: the latency-vs-throughput chart shows every level
+        main = sorted(sorted(main, key=lambda i: (run.phases[i].sweep is not None, i))[:MAX_LATENCY_PANELS])
     series: dict[str, dict[str, str]] = {}
     for g in groups:
         for i in main:
@@ -597,7 +634,16 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
         (
             "latency-percentiles",
             latency_charts.DISTRIBUTION_TITLE,
-            partial(latency_charts.percentile_distribution_figure, series, subtitle, colours, responses or None),
+            partial(
+                latency_charts.percentile_distribution_figure,
+                series,
+                subtitle,
+                colours,
+                {e: {n: h for n, h in r.items() if any(n in s for s in series.values())} for e, r in responses.items()}
+                or None,
+                order=[run.phases[i].name for i in main],
+                left_out=left_out,
+            ),
         )
     ]
     for i in range(len(run.phases)):
@@ -607,6 +653,8 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
         chosen = run.phases[i].over_time or name in over_time or "all" in over_time
         if not (write or at_rate or chosen):
             continue
+        if run.phases[i].sweep is not None and not chosen:
+            continue  # a sweep's level: its latency-vs-throughput point, not a chart per level
         points, over_response, costs = {}, {}, {}
         for g in groups:
             p = g.first.phase_at(i)

@@ -129,14 +129,18 @@ def percentile_distribution_figure(
     subtitle: str,
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Mapping[str, str]] | None = None,
+    order: Sequence[str] = (),
+    left_out: int = 0,
 ) -> Figure:
     """Latency by percentile: ``series`` is engine -> phase -> encoded HdrHistogram
     (``PhaseLatency.encoded()``); one panel per phase, in first-seen order; ``colours`` is
     engine -> colour. ``responses`` (same shape): the response time of phases run at a
-    rate, drawn dashed in the engine's colour beside its service time. Call inside
-    ``matplotlib.rc_context(RC)``."""
+    rate, drawn dashed in the engine's colour beside its service time. ``order``: the
+    panels' order (the plan's; phases not in it follow, first seen first); ``left_out``:
+    phases not drawn, said in the notes. Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
-    phases: list[str] = []
+    present = {phase for by_phase in series.values() for phase in by_phase}
+    phases: list[str] = [p for p in order if p in present]
     for by_phase in series.values():
         for phase in by_phase:
             if phase not in phases:
@@ -157,6 +161,11 @@ def percentile_distribution_figure(
         "Per-operation latency measured inside each engine's own loop (no thread hop); HdrHistogram, "
         "3 significant digits. Lower is better.",
     ]
+    if left_out:
+        notes.append(
+            f"{left_out} more phase{'s' if left_out != 1 else ''} not drawn (at most {len(phases)} panels; a "
+            "sweep's levels first left out): the report's Latency tables list every phase."
+        )
     fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
     if not phases:
         fig.text(0.5, 0.5, "no latency data", ha="center", color=MUTED, fontsize=11)
