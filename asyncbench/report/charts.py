@@ -619,8 +619,12 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
                 main += [] if i in main else [i]
     main.sort()
     left_out = max(0, len(main) - MAX_LATENCY_PANELS)
-    if left_out:  # a sweep's levels go first: the latency-vs-throughput chart shows every level
-        main = sorted(sorted(main, key=lambda i: (run.phases[i].sweep is not None, i))[:MAX_LATENCY_PANELS])
+    if left_out:  # a sweep's higher levels go first: the latency-vs-throughput chart shows every level
+        def level(i: int) -> int:  # 0 outside a sweep and for its first level, 1 for its second ...
+            sweep = run.phases[i].sweep
+            return 0 if sweep is None else sum(p.sweep == sweep for p in run.phases[:i])
+
+        main = sorted(sorted(main, key=lambda i: (level(i), i))[:MAX_LATENCY_PANELS])
     series: dict[str, dict[str, str]] = {}
     for g in groups:
         for i in main:

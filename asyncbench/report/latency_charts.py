@@ -164,7 +164,7 @@ def percentile_distribution_figure(
     if left_out:
         notes.append(
             f"{left_out} more phase{'s' if left_out != 1 else ''} not drawn (at most {len(phases)} panels; a "
-            "sweep's levels first left out): the report's Latency tables list every phase."
+            "sweep's higher levels left out first): the report's Latency tables list every phase."
         )
     fig = _figure(DISTRIBUTION_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
     if not phases:
