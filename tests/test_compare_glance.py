@@ -34,6 +34,7 @@ def test_a_single_run_is_not_called_a_winner(tmp_path: Path, capsys: pytest.Capt
     assert verdict(doc, "sqlite", "read by user id") == "one run" and code == 0
     code, text = _text(capsys, str(base), str(new), "--engine", "sqlite")
     assert "one run -23.1%" in text
+    assert "1 phase: not called: a side has one run" in text or "phases: not called: a side has one run" in text
     flat = " ".join(text.split())
     assert "a side has a single run" in flat and "not called faster or slower" in flat
 

@@ -203,11 +203,24 @@ def _rates(side: Side) -> dict[PhaseKey, str]:
 def _rates_differ(base: Side, new: Side) -> list[str]:
     """A phase both sides ran at different target rates (or one of them closed loop)."""
     a, b = _rates(base), _rates(new)
-    return [
-        f"target rate: {new.names.get(k, base.names.get(k, '?'))}: base {a[k]}; new {b[k]}"
-        for k in a
-        if k in b and a[k] != b[k]
-    ]
+    by_pair: dict[tuple[str, str], list[str]] = {}
+    for k in a:
+        if k in b and a[k] != b[k]:
+            by_pair.setdefault((a[k], b[k]), []).append(new.names.get(k, base.names.get(k, "?")))
+    out = []
+    for (x, y), names in by_pair.items():  # one line per change, not one per phase
+        if len(names) == 1:
+            out.append(f"target rate: {names[0]}: base {x}; new {y}")
+        else:
+            shown = ", ".join(names[:RATE_PHASES_NAMED]) + (
+                f" and {len(names) - RATE_PHASES_NAMED} more" if len(names) > RATE_PHASES_NAMED else ""
+            )
+            out.append(f"target rate: base {x}; new {y} in {len(names)} phases ({shown})")
+    return out
+
+
+#: Phases named in a "target rate" difference shared by many (the rest are counted).
+RATE_PHASES_NAMED = 3
 
 
 def _settings_differ(base: Side, new: Side) -> list[str]:
@@ -295,6 +308,7 @@ class EngineSummary:
     high: float | None
     faster: int
     slower: int
+    one_run: int = 0  # phases beyond the threshold with a single run on a side: not called
 
     @classmethod
     def of(cls, engine: str, rows: list[Row]) -> EngineSummary:
@@ -313,13 +327,14 @@ class EngineSummary:
             high,
             sum(r.comparison.verdict is Verdict.FASTER for r in rows),
             sum(r.comparison.verdict is Verdict.SLOWER for r in rows),
+            sum(r.comparison.verdict is Verdict.ONE_RUN for r in rows),
         )
 
     @property
     def verdict(self) -> str:
         """What the phases' own verdicts say, which the summary follows."""
         if not self.faster and not self.slower:
-            return "no significant change"
+            return "not called: a side has one run" if self.one_run else "no significant change"
         return "mixed" if self.faster and self.slower else ("faster" if self.faster else "slower")
 
     def line(self, name_width: int) -> str:
@@ -327,7 +342,7 @@ class EngineSummary:
         faster or slower, no interval (it would read like a finding the phases do not back):
         ``sqlite   1.021x  17 phases: no significant change``."""
         plural = "s" if self.phases != 1 else ""
-        if self.verdict == "no significant change":
+        if not self.faster and not self.slower:
             return f"  {self.engine:<{name_width}} {self.geomean:.3f}x  {self.phases} phase{plural}: {self.verdict}"
         interval = f"[{self.low:.3f}, {self.high:.3f}]" if self.low is not None else "(one phase: no interval)"
         return (
