@@ -98,6 +98,8 @@ def test_escaped_text_is_still_the_plan_text(report_text: str) -> None:
         ("_emph_ and a_b", "\\_emph\\_ and a_b"),
         ("2) item", "2\\) item"),
         ("---", "--\\-"),
+        ("asyncio + uvloop, 21:36:41+00:00", "asyncio + uvloop, 21:36:41+00:00"),
+        ("+ item", "\\+ item"),
     ],
 )
 def test_text_escaping(value: str, expected: str) -> None:

@@ -164,3 +164,13 @@ def test_the_command_is_what_was_typed_not_the_module_path(tmp_path: Path) -> No
     assert env["argv"][0] == main_py  # the record keeps the raw argv
     env = collect(["/usr/local/bin/asyncbench", "plan.toml"], None, tmp_path, {}, repo=tmp_path)
     assert env["command"] == "asyncbench plan.toml"
+
+
+def test_an_earlier_results_command_row_reads_as_typed(tmp_path: Path) -> None:
+    """A result recorded before the fix kept ``__main__.py``'s path in ``command``; its
+    report, re-rendered, shows the typed command from the recorded argv."""
+    main_py = str(Path(asyncbench.__file__).parent / "__main__.py")
+    env = collect([main_py, "plan.toml"], None, tmp_path, {}, repo=tmp_path)
+    env["command"] = f"{main_py} plan.toml"  # as an earlier version recorded it
+    rows = dict(provenance.format_rows(env))
+    assert rows["Command"] == "python -m asyncbench plan.toml"

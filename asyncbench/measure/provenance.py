@@ -388,7 +388,7 @@ def format_rows(env: Provenance) -> list[tuple[str, str]]:
     if flags:
         python += f"; sys.flags {' '.join(flags)}"
     return [
-        ("Command", env["command"]),
+        ("Command", typed_command(env["argv"]) if env.get("argv") else env["command"]),  # results before it too
         ("Plan", plan),
         ("asyncbench", source),
         ("Host", env["hostname"]),

@@ -16,16 +16,17 @@ __all__ = ["code", "text"]
 #: Characters that start or end inline Markdown constructs: emphasis, links, images, code,
 #: HTML, autolinks, strikethrough, table cells, entities and GitHub's ``$`` math.
 #: CommonMark lets any ASCII punctuation be backslash-escaped and renders it literally.
-#: ``(`` and ``)`` are left alone (a link needs the ``]`` before them, which is escaped), and
+#: ``(``, ``)`` and ``+`` are left alone (``+`` starts a list only at the start of a line:
+#: :data:`_LEADING_BLOCK`) (a link needs the ``]`` before them, which is escaped), and
 #: so is an underscore between two letters or digits (``5_000``, ``x86_64``: CommonMark
 #: never opens or closes emphasis there), so numbers and words read the same in the raw file.
-_SPECIAL = re.compile(r"([\\`*{}\[\]<>#+!|~&$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+_SPECIAL = re.compile(r"([\\`*{}\[\]<>#!|~&$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
 #: Line breaks and other control characters: a newline in a plan name would end the
 #: heading or table row it is in and start a block of its own.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 #: What starts a block when it opens a list item's text: ``- x``, ``= x``, ``1. x``, ``1) x``
 #: (a marker is followed by a space or ends the line: ``0.2.0`` and ``-5`` start none).
-_LEADING_BLOCK = re.compile(r"^([-=]+|\d{1,9}[.)])(?=\s|$)")
+_LEADING_BLOCK = re.compile(r"^([-=+]+|\d{1,9}[.)])(?=\s|$)")
 
 
 def text(value: object) -> str:
