@@ -97,3 +97,10 @@ def test_the_stability_section_is_a_line_per_engine() -> None:
     for name, line in zip(names, sorted(lines[: len(names)]), strict=True):
         assert line.startswith(f"- **{name}**: ") and " of " in line and "worst:" in line, line
         assert line.count("±") <= 3, line
+
+
+def test_the_markdown_counts_single_run_phases_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path, "a", sample())
+    new = write(tmp_path, "b", with_repeats(sample(), "sqlite", [1.30]))
+    _code, text = _text(capsys, str(base), str(new), "--engine", "sqlite", "--markdown")
+    assert "1 one run (not called)" in text, text

@@ -491,10 +491,12 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
     slower = [f"{r.engine} {r.phase}" for r in rows if r.comparison.verdict is Verdict.SLOWER]
     faster = sum(r.comparison.verdict is Verdict.FASTER for r in rows)
+    one_run = sum(r.comparison.verdict is Verdict.ONE_RUN for r in rows)
     lines += [
         "",
         f"{len(rows)} phases compared (threshold {threshold * 100:g}%): {faster} faster, {len(slower)} slower, "
-        f"{len(rows) - faster - len(slower)} same or not significant"
+        f"{len(rows) - faster - len(slower) - one_run} same or not significant"
+        + (f", {one_run} one run (not called)" if one_run else "")
         + (f"; slower: {', '.join(slower)}" if slower else "")
         + ("; CHECKSUMS DIFFER" if any(r.checksums_equal is False for r in rows) else ""),
     ]
