@@ -109,3 +109,18 @@ def test_a_sweep_draws_no_chart_per_level_and_a_capped_percentile_chart_in_plan_
     assert panels == sorted(panels, key=plan_order.index)
     notes = " ".join(" ".join(t.get_text() for t in fig.texts).split())
     assert "more phases not drawn" in notes, notes
+
+
+def test_the_sweep_chart_says_skipped_levels_and_caps_its_panels() -> None:
+    from asyncbench.report.latency_charts import MAX_SWEEP_PANELS, latency_vs_throughput_figure
+
+    point = [(2_000.0, 1_990.0, 10_000, 50_000)]
+    sweeps = {f"phase {i}": {"sqlite": point} for i in range(14)}
+    skipped = {"phase 0": {"sqlite": ["8_000/s", "32_000/s"]}}
+    with matplotlib.rc_context(RC):
+        fig = latency_vs_throughput_figure(sweeps, "P1", None, skipped)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title(loc="left")]
+    assert [ax.get_title(loc="left") for ax in panels] == [f"phase {i}" for i in range(MAX_SWEEP_PANELS)]
+    assert "skipped: sqlite 8_000/s, 32_000/s" in [t.get_text() for t in panels[0].texts]
+    notes = " ".join(" ".join(t.get_text() for t in fig.texts).split())
+    assert "2 more swept phases not drawn" in notes

@@ -698,9 +698,26 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
             (
                 "latency-vs-throughput",
                 latency_charts.SWEEP_TITLE,
-                partial(latency_charts.latency_vs_throughput_figure, sweeps, subtitle, colours),
+                partial(
+                    latency_charts.latency_vs_throughput_figure, sweeps, subtitle, colours, _sweep_skips(run, groups)
+                ),
             )
         )
+    return out
+
+
+def _sweep_skips(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, list[str]]]:
+    """Sweep -> engine -> the levels (``8_000/s``) it skipped above a missed one."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for i, spec in enumerate(run.phases):
+        if spec.sweep is None:
+            continue
+        title = run.phases[spec.sweep].name.rsplit(" @ ", 1)[0]
+        level = spec.name.rsplit(" @ ", 1)[-1]
+        for g in groups:
+            p = g.first.phase_at(i)
+            if p is not None and p.skipped:
+                out.setdefault(title, {}).setdefault(g.engine, []).append(level)
     return out
 
 

@@ -372,17 +372,25 @@ def latency_vs_throughput(
         return _render(latency_vs_throughput_figure(sweeps, subtitle, colours), SWEEP_TITLE)
 
 
+#: Panels of the latency-vs-throughput chart at most (one per swept phase); the rest are said.
+MAX_SWEEP_PANELS = 12
+
+
 def latency_vs_throughput_figure(
     sweeps: Mapping[str, Mapping[str, Sequence[SweepPoint]]],
     subtitle: str,
     colours: Mapping[str, str] | None = None,
+    skipped: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> Figure:
     """Saturation sweeps: ``sweeps`` is sweep (phase) name -> engine -> its levels;
-    one panel per sweep, per engine response p99 (solid, dots) and p50 (dotted) against the
-    achieved throughput: the classic curve that turns up where the engine saturates. Call
-    inside ``matplotlib.rc_context(RC)``."""
+    one panel per sweep (at most :data:`MAX_SWEEP_PANELS`, in plan order), per engine
+    response p99 (solid, dots) and p50 (dotted) against the achieved throughput: the
+    classic curve that turns up where the engine saturates. ``skipped``: sweep -> engine ->
+    the levels it skipped (above a missed one), written in the panel, not left to look like
+    a line that ends. Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
-    names = list(sweeps)
+    names = list(sweeps)[:MAX_SWEEP_PANELS]
+    left_out = len(sweeps) - len(names)
     cols = 2 if len(names) > 1 else 1
     rows = max(1, math.ceil(len(names) / cols))
     notes = [
@@ -391,6 +399,8 @@ def latency_vs_throughput_figure(
         "Response time from each operation's intended start (queueing behind a slow engine included). "
         "Lower and further right is better.",
     ]
+    if left_out:
+        notes.append(f"{left_out} more swept phase{'s' if left_out != 1 else ''} not drawn (at most {len(names)} panels).")
     engines: list[str] = []
     fig = _figure(SWEEP_TITLE, subtitle, rows * _PANEL_IN + 0.35, notes)
     axes = fig.subplots(rows, cols, squeeze=False)
@@ -410,6 +420,12 @@ def latency_vs_throughput_figure(
             ax.plot(x, p99, color=engine_colour(engine), linewidth=1.7, marker="o", markersize=3.5)
             ax.plot(x, p50, color=engine_colour(engine), linewidth=1.0, linestyle=":")
         ax.set_title(names[i], fontsize=10, color=TEXT, loc="left")
+        gone = [f"{e} {', '.join(levels)}" for e, levels in (skipped or {}).get(names[i], {}).items() if levels]
+        if gone:
+            ax.text(
+                0.99, 0.02, "skipped: " + "; ".join(gone), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7.5, color=MUTED, style="italic",
+            )  # fmt: skip
         ax.set_xlim(left=0)
         ax.set_xlabel("achieved throughput (ops/s)")
         ax.set_ylabel("response time (µs)")
