@@ -305,8 +305,9 @@ def _throughput(
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0f}%")
     ax.set_xlabel(
-        "throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)"
-        + ("; at a rate: % of its target" if any(g.targets for g in groups) else "")
+        "throughput: % of the phase's target rate, else of the fastest engine (harness floor excluded)"
+        if any(g.targets for g in groups)
+        else "throughput, % of the fastest engine in the phase (100% = fastest; harness floor excluded)"
     )
     handles = [Patch(color=colours[e], label=e) for e in engines]
     ax.legend(
