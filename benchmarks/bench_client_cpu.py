@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from asyncbench.workloads.profile_store.phases import PHASES as KINDS
-from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 
 from asyncbench.engine import opened
 from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, new_engine
+from asyncbench.workloads.profile_store.phases import PHASES as KINDS
+from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 
 
 async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:

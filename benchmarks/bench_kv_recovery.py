@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import anyio
+
+from asyncbench.engine import Engine, EngineConfig, opened
 from asyncbench.engines import engine_class
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
-
-from asyncbench.engine import Engine, EngineConfig, opened
 
 SEED = 570123434
 

@@ -72,10 +72,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import rocksdict
-from asyncbench.workloads.profile_store.generate import create_many
-from asyncbench.workloads.profile_store.profiles import encode, primary_key
 
 from asyncbench.measure.latency import CLOCK, PhaseLatency
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.profiles import encode, primary_key
 
 SEED = 570123434
 

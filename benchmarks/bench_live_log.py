@@ -24,7 +24,6 @@ import tempfile
 from pathlib import Path
 
 import anyio
-from asyncbench.workloads.profile_store.phases import PHASES, phase_items
 
 from asyncbench.fmt import parse_count
 from asyncbench.run.logs import open_log
@@ -33,6 +32,7 @@ from asyncbench.run.signals import backend_options
 from asyncbench.tools import floor
 from asyncbench.tools.floor_engines import FLOORS
 from asyncbench.tools.store import draw
+from asyncbench.workloads.profile_store.phases import PHASES, phase_items
 
 
 async def main(args: argparse.Namespace) -> None:

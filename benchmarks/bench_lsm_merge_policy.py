@@ -25,7 +25,6 @@ from pathlib import Path
 
 from asyncbench.engines.lsm import tree as tree_mod
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
-
 from asyncbench.fmt import parse_count
 
 

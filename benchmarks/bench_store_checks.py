@@ -29,13 +29,13 @@ from itertools import islice
 from pathlib import Path
 
 import anyio
+
+from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.rocksdb import RocksDbEngine, RocksKv
 from asyncbench.engines.sqlite import LAYOUT, SCHEMA, SqliteEngine, pragma_statements
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
-
-from asyncbench.engine import EngineConfig, opened
 
 SEED = 570123434
 

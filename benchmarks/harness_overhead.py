@@ -19,14 +19,14 @@ from pathlib import Path
 from time import perf_counter
 
 import anyio
+
 from asyncbench.engines.memory import MemoryEngine
+from asyncbench.run.phase_loop import run_operations
+from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, load, new_engine
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS
 from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 from asyncbench.workloads.profile_store.profiles import update
-
-from asyncbench.run.phase_loop import run_operations
-from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, load, new_engine
 
 
 async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:

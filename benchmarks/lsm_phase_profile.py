@@ -26,12 +26,12 @@ import tomllib
 from pathlib import Path
 
 import anyio
-from asyncbench.engines import engine_class
-from asyncbench.workloads.profile_store.phases import PHASES, Action, PhaseContext, phase_items
-from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 
 from asyncbench.engine import EngineConfig, opened
+from asyncbench.engines import engine_class
 from asyncbench.fmt import parse_count
+from asyncbench.workloads.profile_store.phases import PHASES, Action, PhaseContext, phase_items
+from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 

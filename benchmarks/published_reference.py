@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 
 import orjson
-from asyncbench.engines import HARNESS_FLOOR
-from asyncbench.workloads.profile_store.published import PUBLISHED_PATH, load_published
 
+from asyncbench.engines import HARNESS_FLOOR
 from asyncbench.measure.correctness import reference_identity
 from asyncbench.result import RunResult
+from asyncbench.workloads.profile_store.published import PUBLISHED_PATH, load_published
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -41,16 +41,16 @@ from pathlib import Path
 from time import process_time
 
 import anyio
-from asyncbench.engines import engine_class
-from asyncbench.workloads.profile_store.plan import draw_plan
 
 from asyncbench.config import load, to_json
+from asyncbench.engines import engine_class
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.client_process import ClientProcess
 from asyncbench.run.distributed import DistributedEngineRun, Placement, _probe_config
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
 from asyncbench.run.signals import backend_options  # uvloop, as the CLI and the client processes run
+from asyncbench.workloads.profile_store.plan import draw_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("insert", "read_by_id", "query_top_reputation", "update")

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
-from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig
+from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
+
     from asyncbench.engines.sql_profile_store import SqlProfileStore
 
 __all__ = [

@@ -12,6 +12,9 @@ from time import perf_counter_ns
 from typing import Any
 
 from anyio.abc import TaskGroup
+
+from asyncbench.engine import Engine, EngineConfig
+from asyncbench.facts import Durability, EngineFacts, StorageMethod
 from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
@@ -22,9 +25,6 @@ from asyncbench.workloads.profile_store.profiles import (
     uid_of_index_key,
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
-
-from asyncbench.engine import Engine, EngineConfig
-from asyncbench.facts import Durability, EngineFacts, StorageMethod
 
 
 class _SortedIndex:

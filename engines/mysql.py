@@ -54,6 +54,9 @@ from typing import Any
 
 import asyncmy
 import psutil
+from asyncmy.errors import MySQLError, OperationalError
+
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
@@ -68,9 +71,6 @@ from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_na
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, mysql_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
-from asyncmy.errors import MySQLError, OperationalError
-
-from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.

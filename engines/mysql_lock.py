@@ -48,6 +48,8 @@ import socket
 import time
 from typing import Any
 
+from asyncmy.errors import MySQLError
+
 from asyncbench.engines.server_lock import (
     LOCK_TABLE,
     MARKER_TABLE,
@@ -56,7 +58,6 @@ from asyncbench.engines.server_lock import (
     ServerBusy,
     not_empty,
 )
-from asyncmy.errors import MySQLError
 
 __all__ = ["GaleraLockRow", "GetLock", "claim", "lock_name", "objects", "owned"]
 

@@ -16,9 +16,8 @@ import importlib
 import inspect
 import traceback
 
-from asyncbench.workloads.profile_store.store import ProfileStore
-
 from asyncbench.engine import Engine, EngineUnavailable
+from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = ["PluginError", "load_plugin"]
 

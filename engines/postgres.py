@@ -61,6 +61,8 @@ from typing import Any, ClassVar
 
 import asyncpg
 import psutil
+
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
@@ -75,8 +77,6 @@ from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, pg_ident
 from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
-
-from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at

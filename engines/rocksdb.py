@@ -52,11 +52,11 @@ from typing import Any, TypeVar, cast
 import anyio.to_thread
 import rocksdict
 from anyio.abc import TaskGroup
+
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout
-
-from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts, Setting
 
 T = TypeVar("T")

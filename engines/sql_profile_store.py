@@ -26,6 +26,7 @@ from time import perf_counter_ns
 from typing import Any, Protocol, TypeVar
 
 import anyio
+
 from asyncbench.workloads.profile_store.profiles import Profile
 from asyncbench.workloads.profile_store.store import Marks, Transform
 

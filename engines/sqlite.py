@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio.to_thread
 from anyio.abc import TaskGroup
+
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.engines.sql_profile_store import (
     TABLE,
     Dialect,
@@ -38,8 +40,6 @@ from asyncbench.engines.sql_profile_store import (
     run_to_completion,
 )
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
-
-from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts, Setting
 
 T = TypeVar("T")

@@ -33,9 +33,9 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 
 from asyncbench.engine import Engine
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.facts import Durability, EngineFacts, StorageMethod
 
 __all__ = ["SortedListEngine", "SortedListKv"]

@@ -25,11 +25,10 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from asyncbench.engines import engine_class  # noqa: E402
 from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import update  # noqa: E402
-
-from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 
 #: Store name -> the attribute of the engine's shared KvProfileStore (``engine._store``).
 STORE_ATTRS = {

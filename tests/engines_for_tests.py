@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+
 from asyncbench.engines.memory import MemoryEngine
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
+from asyncbench.engine import EngineConfig
 from asyncbench.engines.client_server import SessionPoolEngine
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
-
-from asyncbench.engine import EngineConfig
 
 
 async def results_equal_the_memory_engine(

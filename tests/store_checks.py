@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from asyncbench.engine import Engine
 from asyncbench.engines.kv_recovery import profile_indexes
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
@@ -23,8 +24,6 @@ from asyncbench.workloads.profile_store.profiles import (
     primary_key,
     update,
 )
-
-from asyncbench.engine import Engine
 
 HUGE_LIMIT = 10**9
 

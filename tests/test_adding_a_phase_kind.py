@@ -10,6 +10,7 @@ from pathlib import Path
 from time import perf_counter_ns
 
 import pytest
+
 from asyncbench.engines.kv_profile_store import KvProfileStore
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.sql_profile_store import SqlProfileStore

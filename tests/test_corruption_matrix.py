@@ -23,15 +23,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from asyncbench.engines import engine_class, store_dir
-from asyncbench.workloads.profile_store.plan import draw_plan
 from conftest import ROOT
 
 from asyncbench.config import BenchConfig, load
+from asyncbench.engines import engine_class, store_dir
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, Status
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
+from asyncbench.workloads.profile_store.plan import draw_plan
 
 ENGINES = ("lsm", "rocksdb", "sqlite")
 SEED, OTHER_SEED = 570123434, 11

@@ -16,6 +16,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from asyncbench.cli.main import main
+from asyncbench.engine import Engine, EngineConfig, opened
+from asyncbench.measure.cost import CostMeter
+from asyncbench.report.cost_table import console_lines, cost_rows
+from asyncbench.result import EngineResult, PhaseCost, RunResult
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.logical_bytes import LogicalWrites
 from asyncbench.workloads.profile_store.profiles import (
@@ -26,12 +32,6 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
-
-from asyncbench.cli.main import main
-from asyncbench.engine import Engine, EngineConfig, opened
-from asyncbench.measure.cost import CostMeter
-from asyncbench.report.cost_table import console_lines, cost_rows
-from asyncbench.result import EngineResult, PhaseCost, RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 570123434

@@ -19,11 +19,11 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from asyncbench.engines import engine_class
 from conftest import ROOT, status_line
 from store_checks import HUGE_LIMIT, check_store
 
 from asyncbench.engine import EngineConfig, opened
+from asyncbench.engines import engine_class
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 PROFILES = 20_000  # quick.toml's count

@@ -24,9 +24,6 @@ import anyio
 import numpy as np
 import psutil
 import pytest
-from asyncbench.workloads.profile_store.checksum import Checksum, combine
-from asyncbench.workloads.profile_store.phases import PHASES, Action
-from asyncbench.workloads.profile_store.plan import draw_plan
 from conftest import postgres_expected
 
 from asyncbench.config import load, to_json
@@ -43,6 +40,9 @@ from asyncbench.run.distributed import (
 )
 from asyncbench.run.observers import Observer, ObserverGroup
 from asyncbench.run.runner import EngineRun
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.phases import PHASES, Action
+from asyncbench.workloads.profile_store.plan import draw_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = 1_000

@@ -15,9 +15,10 @@ from pathlib import Path
 import orjson
 import psutil
 import pytest
-from asyncbench.workloads.profile_store.phases import PHASES, Action
 from conftest import postgres_expected, run_asyncbench
 from tests_support_open_loop import plan_text
+
+from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "benchmarks" / "quick.toml")

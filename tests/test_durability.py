@@ -25,15 +25,6 @@ from typing import Any
 
 import anyio
 import pytest
-from asyncbench.engines import engine_class
-from asyncbench.engines.kv_recovery import repair
-from asyncbench.engines.store_dir import MARKER
-from asyncbench.workloads.profile_store.generate import create_many
-from asyncbench.workloads.profile_store.profiles import (
-    country_status_key,
-    reputation_key,
-    update,
-)
 from conftest import ROOT, mysql_configured, postgres_expected
 from store_checks import (
     HUGE_LIMIT,
@@ -43,6 +34,15 @@ from store_checks import (
 )
 
 from asyncbench.engine import Engine, EngineConfig, opened
+from asyncbench.engines import engine_class
+from asyncbench.engines.kv_recovery import repair
+from asyncbench.engines.store_dir import MARKER
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.profiles import (
+    country_status_key,
+    reputation_key,
+    update,
+)
 
 SEED = 570123434
 N = 20_000

@@ -12,12 +12,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from asyncbench.workloads.profile_store.phases import PHASES, Action
 from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
 from asyncbench.run import reuse
 from asyncbench.run.estimate import Rate, estimate, growth, paced_seconds, phase_operations
+from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
 PER_OP = 1e-5

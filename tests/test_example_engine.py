@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 from conftest import REFERENCE_PLAN, run_asyncbench, status_line
+
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def test_example_engine_reproduces_the_reference_checksums(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from asyncbench.engines import engine_class
-from asyncbench.engines.store_dir import MARKER, StoreDir, StoreDirError
 from conftest import ROOT
 
 from asyncbench.cli.main import main
+from asyncbench.engines import engine_class
+from asyncbench.engines.store_dir import MARKER, StoreDir, StoreDirError
 from asyncbench.fs import ownership
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")

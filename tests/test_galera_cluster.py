@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from asyncbench.engines import server_lock
 from conftest import unescaped
+
+from asyncbench.engines import server_lock
 
 pytestmark = pytest.mark.slow
 
@@ -220,10 +221,9 @@ def test_mysql_engine_quick_plan_at_p3_one_worker_per_node(
 def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_path: Path) -> None:
     """Node 3's applier is paused (FLUSH TABLES WITH READ LOCK): a plain read there misses a
     row just committed on node 1; the engine's batch on node 3 waits and returns it."""
+    from asyncbench.engine import EngineConfig
     from asyncbench.engines.mysql import MySqlEngine
     from asyncbench.workloads.profile_store.generate import create
-
-    from asyncbench.engine import EngineConfig
 
     seed = 570123434
 
@@ -269,11 +269,10 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     """Another client keeps updating the same row through node 2 while the engine updates
     it through node 1: some of the engine's commits fail certification (1213) and are
     retried as SELECT + UPDATE units, counted by take_retries."""
+    from asyncbench.engine import EngineConfig
     from asyncbench.engines.mysql import MySqlEngine
     from asyncbench.workloads.profile_store.generate import create
     from asyncbench.workloads.profile_store.profiles import update
-
-    from asyncbench.engine import EngineConfig
 
     seed = 570123434
 
@@ -331,13 +330,12 @@ def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_p
     and 4 client processes (Dask LocalCluster) gives the memory engine's checksums at P4."""
     import dataclasses
 
-    from asyncbench.workloads.profile_store.plan import draw_plan
-
     from asyncbench.config import load
     from asyncbench.measure.memory_sampler import MemorySampler
     from asyncbench.run.distributed import DistributedEngineRun, Placement
     from asyncbench.run.observers import ObserverGroup
     from asyncbench.run.runner import EngineRun
+    from asyncbench.workloads.profile_store.plan import draw_plan
 
     profiles = 1_000
     base = load(QUICK_PLAN)
@@ -510,11 +508,10 @@ def test_galera_lock_row_a_live_holder_keeps_it_a_dead_one_loses_it(cluster: Clu
 def test_two_mysql_engines_on_two_galera_nodes_one_is_refused(cluster: Cluster, tmp_path: Path) -> None:
     """The engine on Galera takes the lock row: a second engine on another node waits and
     is refused, the first one's table keeps its rows; after close the row is gone."""
+    from asyncbench.engine import EngineConfig
     from asyncbench.engines.mysql import MySqlEngine
     from asyncbench.engines.server_lock import ServerBusy
     from asyncbench.workloads.profile_store.generate import create_many
-
-    from asyncbench.engine import EngineConfig
 
     seed = 570123434
 
@@ -549,10 +546,9 @@ def test_a_database_name_payload_is_refused_and_quoted_on_galera(cluster: Cluste
     import secrets
     import sys
 
+    from asyncbench.engine import EngineConfig
     from asyncbench.engines.mysql import MySqlEngine
     from asyncbench.engines.sql_names import mysql_ident
-
-    from asyncbench.engine import EngineConfig
 
     env = cluster.exports
     victim = f"asyncbench_victim_{secrets.token_hex(4)}"

@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from asyncbench.workloads.profile_store import fold, generate, kernels, profiles
 from asyncbench.workloads.profile_store import plan as plan_module
 from asyncbench.workloads.profile_store import streams as streams_module
@@ -42,8 +45,6 @@ from asyncbench.workloads.profile_store.reference import (
     REFERENCE_PROFILES,
     REFERENCE_QUERIES,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = "asyncbench.workloads.profile_store._kernels"

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from asyncbench.engines.kv_recovery import (
     CleanShutdownMarker,
     Digests,
@@ -26,8 +29,6 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 SEED = 570123434
 N = 40

@@ -8,14 +8,14 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from asyncbench.engines import engine_class
-from asyncbench.workloads.profile_store.generate import create_many
-from asyncbench.workloads.profile_store.profiles import update
 from conftest import run_asyncbench
 from engines_latency import FAST_S, SLOW_EVERY, SLOW_S
 
 from asyncbench.engine import EngineConfig, opened
+from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.profiles import update
 
 SEED = 570123434
 

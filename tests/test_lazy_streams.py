@@ -10,17 +10,17 @@ from typing import Any
 
 import anyio
 import pytest
+from eager_plan import eager_streams
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asyncbench.run.phase_loop import bucket_by_uid, partition, run_operations
 from asyncbench.workloads.profile_store import plan as plan_module
 from asyncbench.workloads.profile_store import streams
 from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 from asyncbench.workloads.profile_store.plan import STREAM_SIZES, Counts, draw_plan
 from asyncbench.workloads.profile_store.streams import LazyStream
-from eager_plan import eager_streams
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from asyncbench.run.phase_loop import bucket_by_uid, partition, run_operations
 
 SEEDS = st.integers(-(2**31), 2**31 - 1)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.lsm import CorruptMeta, adapter
 from asyncbench.engines.lsm.adapter import TREE_NAMES, LsmEngine
 from asyncbench.engines.lsm.tree import LsmTree
@@ -18,8 +20,6 @@ from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import decode, update
-
-from asyncbench.engine import EngineConfig, opened
 
 SEED = 570123434
 N = 1500

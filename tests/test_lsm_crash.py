@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
 ROOT = Path(__file__).resolve().parent.parent

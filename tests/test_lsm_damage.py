@@ -11,6 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.kv_recovery import CleanShutdownMarker
 from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
 from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
@@ -19,8 +21,6 @@ from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
-
-from asyncbench.engine import EngineConfig, opened
 
 FRAME = struct.Struct("<IIB")
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_lsm_segment import damage_block_3
+
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader, _lookup
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_lsm_segment import damage_block_3
 
 pytestmark = pytest.mark.skipif(native.fixed_lookup is None, reason=native.FALLBACK_REASON or "")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from asyncbench.engines.lsm.lanes import BACKGROUND_NICE, Lane, thread_priority
 from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.segment_writer import SegmentWriter

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 

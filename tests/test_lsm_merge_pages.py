@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
-
 from asyncbench.measure.memory_sampler import rss_split
 
 pytestmark = [

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from asyncbench.engines.lsm import tree as tree_mod
 from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.tree import MAX_SEGMENTS, LsmTree, TreeOptions

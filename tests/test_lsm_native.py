@@ -8,13 +8,14 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.skipif(not native.ACCELERATED, reason=f"not built: {native.FALLBACK_REASON}")
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from asyncbench.engines.lsm import block
 from asyncbench.engines.lsm.cache import GenerationalCache
 from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.merging_iterator import compact, merge
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def write_segment(path: Path, items: list[tuple[bytes, bytes | None]], step: int = 4) -> SegmentReader:

@@ -6,13 +6,14 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
 from asyncbench.engines.lsm.errors import CorruptMeta
 from asyncbench.engines.lsm.memtable import Memtable
 from asyncbench.engines.lsm.merging_iterator import Cursor, merge
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions, prefix_end
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 
 def opts(**kw: object) -> TreeOptions:

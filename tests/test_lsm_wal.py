@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import asyncbench.engines.lsm.wal as wal_module
 import pytest
+
+import asyncbench.engines.lsm.wal as wal_module
 from asyncbench.engines.lsm.errors import CorruptLog
 from asyncbench.engines.lsm.wal import (
     WriteAheadLog,

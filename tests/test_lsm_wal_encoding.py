@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import asyncbench.engines.lsm.wal as wal_module
 import pytest
+
+import asyncbench.engines.lsm.wal as wal_module
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions

@@ -15,10 +15,6 @@ from pathlib import Path
 
 import asyncmy
 import pytest
-from asyncbench.engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
-from asyncbench.engines.sql_profile_store import Statements
-from asyncbench.workloads.profile_store.generate import create, create_many
-from asyncbench.workloads.profile_store.profiles import update
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
     reopen_keeps_data_and_reset_wipes_it,
@@ -27,7 +23,11 @@ from sql_engine_checks import (
 )
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
+from asyncbench.engines.sql_profile_store import Statements
 from asyncbench.facts import MemoryScope, StorageMethod
+from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.profiles import update
 
 SEED = 570123434
 LIMIT = 7

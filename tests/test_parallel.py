@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from asyncbench.workloads.profile_store.checksum import combine
-from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
 
 from asyncbench.run.phase_loop import bucket_by_uid, partition
+from asyncbench.workloads.profile_store.checksum import combine
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def test_contiguous_partitions_give_the_remainder_to_the_first_workers() -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from conftest import status_line
 
 from asyncbench import engines
 from asyncbench.measure.correctness import judge
 from asyncbench.result import EngineResult, PhaseResult, PlanPhase, RunResult
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 
 HEAD = '[run]\nprofiles = 2000\n[[phase]]\nkind = "insert"\n'
 

@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
-from asyncbench.workloads.profile_store.plan import COUNT_NAMES
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from asyncbench.cli.main import main
 from asyncbench.config import RUN_KEYS
 from asyncbench.parse import check_printable
+from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
+from asyncbench.workloads.profile_store.plan import COUNT_NAMES
 
 EXAMPLES = int(os.environ.get("ASYNCBENCH_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(

@@ -85,6 +85,7 @@ def test_an_installed_package_is_found_through_the_entry_point_group(tmp_path: P
     ASYNCBENCH_ENGINES, the engine is listed and reproduces the 17 reference checksums
     through the real CLI (isolated child included)."""
     import orjson
+
     from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
     src, site = tmp_path / "src", tmp_path / "site"

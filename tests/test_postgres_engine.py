@@ -18,11 +18,6 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from asyncbench.engines.client_server import Endpoint
-from asyncbench.engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
-from asyncbench.engines.sql_profile_store import Statements
-from asyncbench.workloads.profile_store.generate import create, create_many
-from asyncbench.workloads.profile_store.profiles import update
 from conftest import REFERENCE_PLAN, postgres_expected, status_line
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
@@ -34,7 +29,12 @@ from sql_engine_checks import (
 from asyncbench import engines
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engines.client_server import Endpoint
+from asyncbench.engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
+from asyncbench.engines.sql_profile_store import Statements
 from asyncbench.facts import MemoryScope, StorageMethod
+from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.profiles import update
 
 SEED = 570123434
 LIMIT = 7

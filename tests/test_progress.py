@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 import pytest
-from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from conftest import ROOT
 from rich.console import Console
 
@@ -15,6 +14,7 @@ from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run import progress as progress_mod
 from asyncbench.run.observers import BatchDone, ConsoleObserver, ObserverGroup
 from asyncbench.run.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
+from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 

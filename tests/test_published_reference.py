@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from asyncbench.workloads.profile_store import published
-from asyncbench.workloads.profile_store.published import load_published, published_configurations
 from conftest import ROOT, unescaped
 
 from asyncbench.cli.main import main
 from asyncbench.measure.correctness import judge, reference_identity
 from asyncbench.result import RunResult
+from asyncbench.workloads.profile_store import published
+from asyncbench.workloads.profile_store.published import load_published, published_configurations
 
 PLAN = str(ROOT / "benchmarks.toml")
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
+
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def _engine_params() -> list:

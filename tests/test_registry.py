@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import pytest
+
+from asyncbench import engines
 from asyncbench.engines.lsm.adapter import LsmEngine
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.mysql import MySqlEngine
-
-from asyncbench import engines
 
 
 def test_sets_are_what_they_were() -> None:

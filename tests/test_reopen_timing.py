@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from asyncbench.engines.memory import MemoryEngine
 from conftest import REFERENCE_PLAN
 
 from asyncbench import engines
+from asyncbench.engines.memory import MemoryEngine
 
 
 class SlowCloseEngine(MemoryEngine):

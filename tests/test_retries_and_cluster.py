@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REFERENCE_PLAN, status_line, unescaped
+
+from asyncbench import engines
 from asyncbench.engines.client_server import (
     Endpoint,
     assign,
@@ -24,15 +27,12 @@ from asyncbench.engines.mysql import DIALECT as MYSQL_DIALECT
 from asyncbench.engines.mysql import resolve_endpoints
 from asyncbench.engines.mysql import retryable as mysql_retryable
 from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, SqlProfileStore, Statements
+from asyncbench.result import EngineResult, PhaseResult
+from asyncbench.run.phase_loop import bucket_by_uid
 from asyncbench.workloads.profile_store.generate import create
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import update
-from conftest import REFERENCE_PLAN, status_line, unescaped
-
-from asyncbench import engines
-from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.phase_loop import bucket_by_uid
 
 SEED = 570123434
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from asyncbench.engines.store_dir import MARKER
 from conftest import ROOT
+
+from asyncbench.engines.store_dir import MARKER
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 ENGINES = ("lsm", "rocksdb", "sqlite")

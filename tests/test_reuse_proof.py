@@ -5,6 +5,7 @@ not an engine's."""
 from __future__ import annotations
 
 import pytest
+
 from asyncbench.workloads.profile_store.expected import verify_expected
 from asyncbench.workloads.profile_store.plan import Counts, default_counts, draw_plan
 from asyncbench.workloads.profile_store.published import load_published

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("rocksdict")
 
+from asyncbench.engine import EngineConfig  # noqa: E402
 from asyncbench.engines.memory import MemoryEngine  # noqa: E402
 from asyncbench.engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
 from asyncbench.engines.store_dir import MARKER, StoreDirError  # noqa: E402
@@ -27,8 +28,6 @@ from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     encode,
     update,
 )
-
-from asyncbench.engine import EngineConfig  # noqa: E402
 
 SEED = 570123434
 LIMIT = 7

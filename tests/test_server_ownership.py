@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asyncbench.engines.server_lock import NotOurs, ServerBusy
-from asyncbench.workloads.profile_store.generate import create_many
 from conftest import ROOT, mysql_configured, postgres_expected, status_line
 
 from asyncbench.engine import EngineConfig
+from asyncbench.engines.server_lock import NotOurs, ServerBusy
+from asyncbench.workloads.profile_store.generate import create_many
 
 SEED = 570123434
 pytestmark = pytest.mark.anyio
@@ -69,6 +69,7 @@ class Server:
         rows: list[tuple] = []
         if self.kind == "mysql":
             import asyncmy
+
             from asyncbench.engines.mysql import resolve_settings
 
             s = resolve_settings({})
@@ -84,6 +85,7 @@ class Server:
                 await conn.ensure_closed()
             return rows
         import asyncpg
+
         from asyncbench.engines.postgres import resolve_settings as pg_settings
 
         s = pg_settings({})

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asyncbench.engines.sql_names import check_name, mysql_ident, pg_ident
 from conftest import ROOT, mysql_configured, postgres_expected
 
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig
+from asyncbench.engines.sql_names import check_name, mysql_ident, pg_ident
 
 needs_mysql = pytest.mark.skipif(not mysql_configured(), reason="no MySQL server (scripts/mysql-server)")
 needs_postgres = pytest.mark.skipif(
@@ -219,6 +219,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 async def _mysql(*statements: str) -> list[tuple]:
     import asyncmy
+
     from asyncbench.engines.mysql import resolve_settings
 
     s = resolve_settings({})
@@ -238,6 +239,7 @@ async def _mysql(*statements: str) -> list[tuple]:
 
 async def _pg(*statements: str, database: str | None = None) -> list[tuple]:
     import asyncpg
+
     from asyncbench.engines.postgres import resolve_settings
 
     s = resolve_settings({})

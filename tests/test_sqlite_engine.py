@@ -9,6 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from asyncbench.engine import EngineConfig
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.sql_profile_store import SqlProfileStore, Statements
 from asyncbench.engines.sqlite import (
@@ -21,8 +23,6 @@ from asyncbench.engines.sqlite import (
 from asyncbench.engines.store_dir import StoreDirError
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
-
-from asyncbench.engine import EngineConfig
 
 SEED = 570123434
 LIMIT = 20
@@ -411,9 +411,8 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
 
 
 async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
-    from asyncbench.engines.sqlite import SqliteEngine
-
     from asyncbench.engine import EngineConfig, opened
+    from asyncbench.engines.sqlite import SqliteEngine
 
     engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3))
     async with opened(engine):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class, store_dir
 from asyncbench.engines.rocksdb import RocksKv
 from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDirError
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import decode
-
-from asyncbench.engine import EngineConfig, opened
 
 SEED = 7
 N = 1_500

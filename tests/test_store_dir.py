@@ -12,12 +12,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from asyncbench.engines import engine_class
-from asyncbench.engines.store_dir import MARKER, StoreDirError, StoreMissing
-from asyncbench.workloads.profile_store.generate import create_many
 from conftest import ROOT, status_line
 
 from asyncbench.engine import EngineConfig, opened
+from asyncbench.engines import engine_class
+from asyncbench.engines.store_dir import MARKER, StoreDirError, StoreMissing
+from asyncbench.workloads.profile_store.generate import create_many
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 SEED = 570123434

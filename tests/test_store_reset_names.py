@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from asyncbench.engines.store_dir import MARKER, StoreDirError
 from conftest import ROOT, status_line
 from test_store_dir import _count, _create, _delete, _tree, run
+
+from asyncbench.engines.store_dir import MARKER, StoreDirError
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 #: Names a user's file may have that the engine's library could also write, per engine.

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from conftest import ROOT
+
 from asyncbench.engines.kv_profile_store import STORE_NAMES
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
-from conftest import ROOT
 
 
 def _tool() -> ModuleType:

@@ -7,12 +7,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 from conftest import REFERENCE_PLAN, ROOT
 
 import asyncbench
 from asyncbench.cli.main import main
 from asyncbench.report.csv_export import COLUMNS
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,11 +26,11 @@ from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
+
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
-
-from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.facts import Durability, EngineFacts
 
 from .maintainer import Maintainer

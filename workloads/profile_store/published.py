@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from asyncbench.workloads.profile_store.plan import default_counts
 
 PUBLISHED_PATH = Path(__file__).with_name("published_reference.json")
