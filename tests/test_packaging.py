@@ -86,3 +86,9 @@ def test_nothing_imports_the_checkout_s_top_level_folders() -> None:
         )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout[-2000:]
+
+
+def test_the_wheel_marks_the_package_typed(wheel: zipfile.ZipFile) -> None:
+    """PEP 561: a plug-in's mypy reads our annotations (Engine, ProfileStore, ...) only when
+    the installed package carries ``py.typed``; it covers asyncbench.engines/.workloads too."""
+    assert "asyncbench/py.typed" in wheel.namelist()
