@@ -138,7 +138,7 @@ def check_placement(engines: Sequence[str], parallelism: Sequence[int], placemen
     embedded engines) and K > P (a process with no worker)."""
     if not placement.scaled or (placement.cluster is None and placement.count == 1):
         return  # one client process: every engine can run (an embedded one in this process)
-    single = [name for name in engines if not getattr(engine_class(name), "multi_process", False)]
+    single = [name for name in engines if not engine_class(name).multi_process]
     if single:
         raise PlacementError(
             f"engine(s) {', '.join(single)} run in one process only (an embedded store belongs "

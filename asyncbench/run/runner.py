@@ -449,7 +449,7 @@ class Benchmark:
             for level in cfg.levels():
                 if level.profiles not in plans:  # children draw their own; one plan serves every P
                     own = cfg.isolate or (
-                        self.placement.scaled and all(getattr(engine_class(n), "multi_process", False) for n in cfg.engines)
+                        self.placement.scaled and all(engine_class(n).multi_process for n in cfg.engines)
                     )
                     plans = {level.profiles: None if own else await self._draw(level.counts)}
                 plan = plans[level.profiles]
@@ -461,7 +461,7 @@ class Benchmark:
                         self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
                     for name in cfg.engines:
                         engine_run: EngineRun | ChildEngineRun | DistributedEngineRun
-                        if self.placement.scaled and getattr(engine_class(name), "multi_process", False):
+                        if self.placement.scaled and engine_class(name).multi_process:
                             engine_run = DistributedEngineRun(cfg, level, name, self.observer, self.placement)
                         elif plan is None:
                             engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer)

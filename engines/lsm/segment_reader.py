@@ -68,6 +68,17 @@ class SegmentReader:
     ) -> None:
         self.path = Path(path)
         self.id = seg_id
+        # The footer's counts and the index, read by ``_read_index`` below.
+        self.entries = 0  # records, tombstones included
+        self.live = 0  # records that are not tombstones
+        self.step = 0  # keys per block
+        #: Each block's first key: ``native.key_column`` (fixed width) or a ``KeyList``.
+        self.first_keys: Any = KeyList()
+        self.offsets = array("Q")  # block i's file offset
+        self.lengths = array("I")  # block i's length
+        self.crcs = array("I")  # block i's crc32
+        self.last_key = b""
+        self.min_key = b"\x01"
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < HEADER.size + FOOTER_SIZE:

@@ -150,6 +150,14 @@ class LsmTree:
         #: Bytes of segment files this object's flushes and merges wrote (the cost counters).
         self.flushed_bytes = 0
         self.merged_bytes = 0
+        # Recovered by ``_open`` (meta.json, the logs): placeholders until it returns.
+        self.last_close_was_clean = False
+        self._min_wal = 0  # the oldest log still needed; older ones are deleted
+        self._next_id = 0  # the next segment id
+        self.mutable = Memtable()
+        self._replayed = False  # whether the open replayed any log
+        self.wal: WriteAheadLog  # opened by ``_open`` at the sequence recovery leaves
+        self._log: Callable[[bytes, bytes | None], None]  # ``self.wal.append``, bound once
         if not self.dir.is_dir():
             if not create_if_missing:
                 raise MissingStore(self.dir, None, "no LSM tree here: the directory does not exist")
