@@ -170,11 +170,9 @@ def rocksdb_version() -> str:
 
 async def _on_loop(body: Callable[..., T], *args: Any) -> T:
     """A point-read batch on the event loop, then a turn for other tasks (as the lsm
-    adapter does). rocksdict's ``get`` is a few microseconds that hold the GIL nearly
-    throughout: two threads doing gets on two cores reach 0.92-1.00x one thread's rate, so
-    a worker thread buys no concurrency, and its hop and GIL handoff cost 15-20% of a
-    1000-read batch (asyncbench floor: A/B 1.21 through the thread, 1.06 on the loop at
-    200_000 profiles). A batch blocks the loop for about 5 ms."""
+    adapter does). rocksdict's ``get`` holds the GIL nearly throughout, so a worker thread
+    buys no concurrency and its hop costs a share of the batch (measured:
+    docs/results/floor-200k.md, "RocksDB point reads on the loop")."""
     out = body(*args)
     await anyio.sleep(0)
     return out

@@ -59,7 +59,7 @@ in the real loops it measured inconsistently (from better than the list to worse
 is a lead, not a result.
 
 Inside real engine loops it costs more than in a tight loop (cold caches; each kept int is
-fresh memory): ``benchmarks/bench_latency_overhead.py`` (three runs of 21 rounds, per-slice
+fresh memory): ``docs/results/latency-recording.md`` (three runs of 21 rounds, per-slice
 CPU-time medians, load average 0.9 to 3.3 on 2 vCPUs) measured +1.9 %, +2.7 % and +6.0 %
 on RocksDB point reads from a fully cached store (~2.8 µs per read with the thread hop;
 the issue's budget is 3 %), +1.5 %, +2.1 % and +2.6 % on SQLite point selects, +2.9 %,
@@ -425,7 +425,7 @@ class PhaseLatency:
         """Keep one batch's marks as int64 and return its exact p99 and max now.
 
         Costs ~30 ns per operation with warm caches and ~100 ns right after a RocksDB
-        batch (``benchmarks/bench_latency_overhead.py``), inside the phase: prefer
+        batch (docs/results/latency-recording.md), inside the phase: prefer
         :meth:`add` and :meth:`batch_stats` after the phase when the overhead budget matters.
         """
         if len(marks) < 2:

@@ -5,7 +5,7 @@ runs (O(1) on the timed path: a deque append) and ships what has queued every
 :data:`SHIP_SECONDS`, a few batches at a time, as one Dask event (``Worker.log_event``,
 the coordinator subscribes with ``Client.subscribe_topic``): Dask's own facility, chosen
 by measurement over ``distributed.Queue`` and polling the actor (docs/scaling.md, "Batch
-lines from the client processes"; ``benchmarks/batch_shipping.py``). An event holds a
+lines from the client processes"; docs/results/distributed-engine.md). An event holds a
 few numpy buffers, not one Python object per batch, so packing it costs little.
 
 The coordinator (:class:`BatchLineReceiver`) keeps each batch in the phase's recorder and

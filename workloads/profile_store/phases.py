@@ -305,9 +305,9 @@ STREAM_COUNT = {
 
 def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
     """The operations a phase will run: a range, or a lazy plan stream whose items are
-    drawn batch by batch as the phase consumes them, inside its time (compiled: ~50-70 ns
-    per id, ~60 ns more per email; the ``uid % P`` update buckets draw the stream once per
-    worker, so P draws per update; measured on a shared 2-vCPU guest)."""
+    drawn batch by batch as the phase consumes them, inside its time (the ``uid % P``
+    update buckets draw the stream once per worker, so P draws per update; what a draw
+    costs: docs/results/plan-draws.md)."""
     if kind.items is Items.PROFILE_IDS:
         return range(1, plan.counts.profiles + 1)
     if kind.items is Items.REPEATS:
