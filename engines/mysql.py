@@ -70,7 +70,15 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, mysql_ident
-from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
+from asyncbench.engines.sql_profile_store import (
+    TABLE,
+    UNIQUE_EMAIL,
+    Dialect,
+    SqlProfileStore,
+    Statements,
+    create_table,
+    index_keys,
+)
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
@@ -79,22 +87,23 @@ COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
 #: Column sizes hold the generator's strings with room to spare; strict SQL mode (set per
 #: session) turns any overflow into an error instead of a silent truncation. ``{collation}``
 #: is filled in at open.
-SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-    user_id BIGINT NOT NULL,
-    email VARCHAR(255) NOT NULL,
-    country VARCHAR(16) NOT NULL,
-    status VARCHAR(16) NOT NULL,
-    created_at BIGINT NOT NULL,
-    last_login BIGINT NOT NULL,
-    reputation INT NOT NULL,
-    display_name VARCHAR(255) NOT NULL,
-    bio VARCHAR(4096) NOT NULL,
-    PRIMARY KEY (user_id),
-    UNIQUE KEY idx_profiles_email (email),
-    KEY idx_profiles_country_status (country, status, user_id),
-    KEY idx_profiles_created_at (created_at, user_id),
-    KEY idx_profiles_reputation (reputation DESC, user_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={{collation}}"""
+SCHEMA = create_table(
+    {
+        "user_id": "BIGINT NOT NULL",
+        "email": "VARCHAR(255) NOT NULL",
+        "country": "VARCHAR(16) NOT NULL",
+        "status": "VARCHAR(16) NOT NULL",
+        "created_at": "BIGINT NOT NULL",
+        "last_login": "BIGINT NOT NULL",
+        "reputation": "INT NOT NULL",
+        "display_name": "VARCHAR(255) NOT NULL",
+        "bio": "VARCHAR(4096) NOT NULL",
+    },
+    ["PRIMARY KEY (user_id)", f"UNIQUE KEY {UNIQUE_EMAIL} (email)", *index_keys()],
+    indent="    ",
+    close=")",
+    suffix=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}",
+)
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
 #: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of a missing table gives a Note.

@@ -76,27 +76,35 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, pg_ident
-from asyncbench.engines.sql_profile_store import TABLE, Dialect, SqlProfileStore, Statements
+from asyncbench.engines.sql_profile_store import (
+    TABLE,
+    UNIQUE_EMAIL,
+    Dialect,
+    SqlProfileStore,
+    Statements,
+    create_indexes,
+    create_table,
+)
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
 #: and last_login are milliseconds since 1970, reputation at most 1_000_000).
 SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-        user_id BIGINT NOT NULL PRIMARY KEY,
-        email TEXT COLLATE "C" NOT NULL,
-        country TEXT COLLATE "C" NOT NULL,
-        status TEXT COLLATE "C" NOT NULL,
-        created_at BIGINT NOT NULL,
-        last_login BIGINT NOT NULL,
-        reputation INTEGER NOT NULL,
-        display_name TEXT COLLATE "C" NOT NULL,
-        bio TEXT COLLATE "C" NOT NULL,
-        CONSTRAINT idx_profiles_email UNIQUE (email)
-    )""",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON {TABLE} (country, status, user_id)",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON {TABLE} (created_at, user_id)",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON {TABLE} (reputation DESC, user_id)",
+    create_table(
+        {
+            "user_id": "BIGINT NOT NULL PRIMARY KEY",
+            "email": 'TEXT COLLATE "C" NOT NULL',
+            "country": 'TEXT COLLATE "C" NOT NULL',
+            "status": 'TEXT COLLATE "C" NOT NULL',
+            "created_at": "BIGINT NOT NULL",
+            "last_login": "BIGINT NOT NULL",
+            "reputation": "INTEGER NOT NULL",
+            "display_name": 'TEXT COLLATE "C" NOT NULL',
+            "bio": 'TEXT COLLATE "C" NOT NULL',
+        },
+        [f"CONSTRAINT {UNIQUE_EMAIL} UNIQUE (email)"],
+    ),
+    *create_indexes(),
 )
 
 DIALECT = Dialect(placeholder=lambda i: f"${i}")

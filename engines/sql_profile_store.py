@@ -1,7 +1,8 @@
 """The profile store in SQL, written once for every SQL engine.
 
 One ``profiles`` table (user_id primary key, email UNIQUE, indexes on (country, status,
-user_id), (created_at, user_id) and (reputation DESC, user_id)); every operation one
+user_id), (created_at, user_id) and (reputation DESC, user_id)), its DDL built here from
+each engine's column types (:func:`create_table`); every operation one
 statement (an update: its SELECT plus its UPDATE), every write its own autocommit
 transaction; the same WHERE / ORDER BY / LIMIT as the key/value engines' index walks.
 
@@ -32,11 +33,16 @@ from asyncbench.workloads.profile_store.store import Marks, Transform
 
 __all__ = [
     "COLUMNS",
+    "INDEXES",
     "TABLE",
+    "UNIQUE_EMAIL",
     "Dialect",
     "SqlProfileStore",
     "SqlSession",
     "Statements",
+    "create_indexes",
+    "create_table",
+    "index_keys",
     "run_to_completion",
     "update_params",
 ]
@@ -49,6 +55,46 @@ N_COLUMNS = 9
 INDEX_COUNTRY_STATUS = "idx_profiles_country_status"
 INDEX_CREATED_AT = "idx_profiles_created_at"
 INDEX_REPUTATION = "idx_profiles_reputation"
+#: The secondary indexes, name -> columns: each scan's and query's ORDER BY, user_id last.
+INDEXES = {
+    INDEX_COUNTRY_STATUS: "country, status, user_id",
+    INDEX_CREATED_AT: "created_at, user_id",
+    INDEX_REPUTATION: "reputation DESC, user_id",
+}
+#: The name of email's UNIQUE constraint (an index in every SQL engine).
+UNIQUE_EMAIL = "idx_profiles_email"
+
+
+# --- the schema: table, columns and indexes named once; each engine gives its types -----
+
+
+def create_table(
+    types: dict[str, str],
+    constraints: Sequence[str] = (),
+    *,
+    indent: str = "        ",
+    close: str = "    )",
+    suffix: str = "",
+) -> str:
+    """``CREATE TABLE IF NOT EXISTS profiles (...)`` with the engine's type (and column
+    constraint) for each of :data:`COLUMNS`, in that order, then its table constraints.
+    The layout arguments keep each engine's text as it always was: SQLite compares an
+    existing store's stored schema text with this one (``engines/sqlite.py``)."""
+    names = COLUMNS.split(", ")
+    if list(types) != names:
+        raise ValueError(f"column types must name {names} in order, not {list(types)}")
+    lines = [f"{name} {types[name]}" for name in names] + list(constraints)
+    return f"CREATE TABLE IF NOT EXISTS {TABLE} (\n" + ",\n".join(indent + line for line in lines) + f"\n{close}{suffix}"
+
+
+def create_indexes() -> tuple[str, ...]:
+    """The secondary indexes as separate statements (SQLite, PostgreSQL)."""
+    return tuple(f"CREATE INDEX IF NOT EXISTS {name} ON {TABLE} ({cols})" for name, cols in INDEXES.items())
+
+
+def index_keys() -> list[str]:
+    """The secondary indexes as table constraints (MySQL's ``KEY name (columns)``)."""
+    return [f"KEY {name} ({cols})" for name, cols in INDEXES.items()]
 
 
 @dataclass(frozen=True)

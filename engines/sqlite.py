@@ -33,10 +33,11 @@ from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
 from asyncbench.engines.sql_profile_store import (
-    TABLE,
     Dialect,
     SqlProfileStore,
     Statements,
+    create_indexes,
+    create_table,
     run_to_completion,
 )
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
@@ -139,20 +140,20 @@ def wal_is_idle(db: Path) -> bool:
         os.close(wfd)
 
 SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-        user_id INTEGER PRIMARY KEY,
-        email TEXT NOT NULL UNIQUE,
-        country TEXT,
-        status TEXT,
-        created_at INTEGER,
-        last_login INTEGER,
-        reputation INTEGER,
-        display_name TEXT,
-        bio TEXT
-    )""",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON {TABLE} (country, status, user_id)",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON {TABLE} (created_at, user_id)",
-    f"CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON {TABLE} (reputation DESC, user_id)",
+    create_table(
+        {
+            "user_id": "INTEGER PRIMARY KEY",  # the rowid itself
+            "email": "TEXT NOT NULL UNIQUE",
+            "country": "TEXT",
+            "status": "TEXT",
+            "created_at": "INTEGER",
+            "last_login": "INTEGER",
+            "reputation": "INTEGER",
+            "display_name": "TEXT",
+            "bio": "TEXT",
+        }
+    ),
+    *create_indexes(),
 )
 
 DIALECT = Dialect(placeholder=lambda i: "?")
