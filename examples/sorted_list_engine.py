@@ -20,7 +20,7 @@ What an engine implements:
 - optionally ``facts()``, what the report should know (durability, memory scope...).
 
 A SQL engine does the same with ``asyncbench.engines.sql_profile_store.SqlProfileStore``
-(driver calls and dialect); an engine that wants to write the ten workload operations
+(driver calls and dialect: ``sqlite_memory_engine.py`` beside this file); an engine that wants to write the ten workload operations
 itself keeps ``worker``'s default and implements the ``ProfileStore`` protocol on the
 engine (``engines/memory.py``).
 """

@@ -1,0 +1,125 @@
+"""A complete SQL engine in one file: Python's sqlite3, in memory, and nothing of the workload.
+
+The SQL counterpart of ``sorted_list_engine.py`` (the README's "Writing an engine"): copy
+it, replace the sqlite3 calls with your driver's, register it (an ``asyncbench.engines``
+entry point, or ``ASYNCBENCH_ENGINES="mine=mypackage.module:MyEngine"``) and run any plan
+with ``--engine mine``. ``tests/test_example_engine.py`` runs the spec's reference plan
+through the real CLI with it and checks all 17 checksums.
+
+What a SQL engine implements:
+- a session (:class:`MemorySqlSession`): the three driver calls the shared
+  :class:`~asyncbench.engines.sql_profile_store.SqlProfileStore` needs (fetch one row,
+  fetch all rows, execute), ``async`` for any driver; a synchronous one like sqlite3
+  never suspends in them;
+- its schema: the ``profiles`` table and indexes are written once in
+  ``asyncbench.engines.sql_profile_store`` (:func:`create_table`, :func:`create_indexes`);
+  the engine gives only its column types;
+- its dialect (placeholders, optional index hints), from which :class:`Statements` builds
+  every SQL string once;
+- where a batch runs: here on the event loop, driven to its end in one go
+  (:func:`run_to_completion`), then a turn for other tasks;
+- the lifecycle of :class:`asyncbench.engine.Engine` and ``worker(i)``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from asyncbench.engine import Engine
+from asyncbench.engines.sql_profile_store import (
+    Dialect,
+    SqlProfileStore,
+    Statements,
+    create_indexes,
+    create_table,
+    run_to_completion,
+)
+from asyncbench.facts import Durability, EngineFacts, StorageMethod
+
+__all__ = ["MemorySqlSession", "SqliteMemoryEngine"]
+
+SCHEMA = (
+    create_table(
+        {
+            "user_id": "INTEGER PRIMARY KEY",
+            "email": "TEXT NOT NULL UNIQUE",
+            "country": "TEXT NOT NULL",
+            "status": "TEXT NOT NULL",
+            "created_at": "INTEGER NOT NULL",
+            "last_login": "INTEGER NOT NULL",
+            "reputation": "INTEGER NOT NULL",
+            "display_name": "TEXT NOT NULL",
+            "bio": "TEXT NOT NULL",
+        }
+    ),
+    *create_indexes(),
+)
+
+
+class MemorySqlSession:
+    """The driver calls, over one sqlite3 connection in autocommit mode."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
+        return self.conn.execute(statement, args).fetchone()
+
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        return self.conn.execute(statement, args).fetchall()
+
+    async def execute(self, statement: str, args: Sequence[Any]) -> None:
+        self.conn.execute(statement, args)
+
+
+async def _on_loop(body: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
+    """Run a batch right here (the session never suspends), then give other tasks a turn."""
+    out = run_to_completion(body, *args)
+    await anyio.sleep(0)
+    return out
+
+
+class SqliteMemoryEngine(Engine):
+    """One in-memory SQLite database shared by every worker (the README's SQL example)."""
+
+    name = "sqlite-memory"
+    persistent = False  # nothing survives the process: reopen keeps this object
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self._conn: sqlite3.Connection | None = None
+        self._store: SqlProfileStore | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+    async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
+        if reset or self._conn is None:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = sqlite3.connect(":memory:", isolation_level=None)  # autocommit
+            for statement in SCHEMA:
+                self._conn.execute(statement)
+        sql = Statements.build(Dialect(placeholder=lambda i: "?"), self.limit)
+        self._store = SqlProfileStore(MemorySqlSession(self._conn), sql, hop=_on_loop)
+
+    async def close(self) -> None:
+        self._store = None  # the database stays for a reopen (it lives as long as the object)
+
+    def worker(self, index: int) -> SqlProfileStore:
+        """Every worker shares the one connection (batches never interleave on the loop)."""
+        if self._store is None:
+            raise RuntimeError("sqlite-memory engine is not open")
+        return self._store
+
+    def storage_bytes(self) -> int:
+        return 0
+
+    def facts(self) -> EngineFacts:
+        facts = super().facts()
+        facts.durability = Durability(persistent=False)
+        facts.storage_method = StorageMethod.NONE
+        return facts
