@@ -39,8 +39,7 @@ phase with :meth:`PhaseLatency.merge`). After the phase, outside the phase time:
 gives the JSON figures, :meth:`PhaseLatency.encoded` the standard compressed base64
 histogram, :meth:`PhaseLatency.over_time` the per-time-bucket p50/p99/max for the
 write-phase stall chart and :meth:`PhaseLatency.batch_stats` every batch's exact p99 and
-max for the JSON log's batch lines. :meth:`PhaseLatency.add_with_stats` gives a batch's
-p99/max immediately, for a live log line, at a measured cost (below).
+max for the JSON log's batch lines.
 
 Why this primitive (``docs/results/latency-recording.md``, 2-vCPU AMD
 EPYC KVM guest, TSC clocksource, CPython 3.11; ns added per operation to a tight loop,
@@ -67,7 +66,7 @@ the issue's budget is 3 %), +1.5 %, +2.1 % and +2.6 % on SQLite point selects, +
 engine's ~240 ns operations: no per-operation clock read fits in 2 % of that).
 Per-batch work is the next cost, so ``add`` does none: converting a batch and taking its
 p99/max right after the engine's batch adds 2-6 points more (cold numpy code and data;
-~30 ns per operation warm); that is ``add_with_stats``, off the default path. The kept lists cost ~40 bytes per operation
+~30 ns per operation warm), so no batch is converted inside the phase. The kept lists cost ~40 bytes per operation
 until the phase ends (a list slot + an int), which the peak-RSS figure of a
 2_000_000-operation phase will include (~80 MB).
 
@@ -420,20 +419,6 @@ class PhaseLatency:
         if len(marks) >= 2:
             self._batches.append(marks)
             self._hist = None
-
-    def add_with_stats(self, marks: Marks) -> BatchLatency:
-        """Keep one batch's marks as int64 and return its exact p99 and max now.
-
-        Costs ~30 ns per operation with warm caches and ~100 ns right after a RocksDB
-        batch (docs/results/latency-recording.md), inside the phase: prefer
-        :meth:`add` and :meth:`batch_stats` after the phase when the overhead budget matters.
-        """
-        if len(marks) < 2:
-            return BatchLatency(0, 0, 0)
-        stamps = _marks_array(marks)
-        self._batches.append(stamps)
-        self._hist = None
-        return _p99_max(stamps)
 
     def _arrays(self) -> list[np.ndarray]:
         batches = self._batches

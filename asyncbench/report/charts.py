@@ -585,13 +585,6 @@ def _subtitle(run: RunResult) -> str:
 MAX_LATENCY_PANELS = 12
 
 
-def latency_svgs(run: RunResult, over_time: Sequence[str] = ()) -> list[tuple[str, str, str]]:
-    """(slug, title, SVG) of the latency charts (:func:`latency_drawings`)."""
-    return [
-        (slug, title, _svg(draw, title).decode("utf-8")) for slug, title, draw in latency_drawings(run, over_time)
-    ]
-
-
 def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Drawing]:
     """The latency charts, from every measured repeat's histograms.
 

@@ -362,16 +362,6 @@ SWEEP_TITLE = "Latency vs Throughput"
 SweepPoint = tuple[float, float, int, int]
 
 
-def latency_vs_throughput(
-    sweeps: Mapping[str, Mapping[str, Sequence[SweepPoint]]],
-    subtitle: str,
-    colours: Mapping[str, str] | None = None,
-) -> str:
-    """SVG of saturation sweeps (see :func:`latency_vs_throughput_figure`)."""
-    with matplotlib.rc_context(RC):
-        return _render(latency_vs_throughput_figure(sweeps, subtitle, colours), SWEEP_TITLE)
-
-
 #: Panels of the latency-vs-throughput chart at most (one per swept phase); the rest are said.
 MAX_SWEEP_PANELS = 12
 

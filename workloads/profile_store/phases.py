@@ -139,7 +139,7 @@ class PhaseKind:
     def __copy__(self) -> PhaseKind:
         return self  # a row of the table is a constant: copies of a result keep pointing at it
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> PhaseKind:
+    def __deepcopy__(self, _memo: dict[int, Any]) -> PhaseKind:
         return self
 
     @property
