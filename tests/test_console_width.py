@@ -64,7 +64,8 @@ def test_console_and_progress_fit_80_columns(tmp_path) -> None:
     assert not too_wide, "\n".join(f"{len(s.rstrip())}: {s!r}" for s in too_wide)
     assert "-:--:--" not in screen
     assert "ops" in screen and "/s" in screen  # the progress figures carry their units
-    phase_lines = [s for s in segments if s.startswith("  post-update scan top ")]
+    # the long name is shortened in its middle (its end tells it from the other scans)
+    phase_lines = [s for s in segments if s.startswith("  post-update s") and "utation index" in s[:30]]
     assert phase_lines and all(re.search(r" [0-9A-F]{16}$", s.rstrip()) for s in phase_lines), phase_lines
 
 
@@ -97,3 +98,38 @@ def test_phase_table_shows_p50_and_p99_in_80_columns() -> None:
     assert len(header) <= 80 and len(line) <= 80
     assert header.index("p50") < header.index("p99") < header.index("checksum")
     assert line.endswith(" 4.2µs  137ms 0123456789ABCDEF")
+
+
+def test_a_cut_name_keeps_its_rate_suffix_and_its_end() -> None:
+    """Issue 39: three sweep rows read "post-update read by user i…": the distinguishing
+    "@ rate" suffix and the end of the name survive; the middle is shortened."""
+    names = [f"post-update read by user id @ {r}/s" for r in ("2_000", "4_000", "8_000")]
+    lines = [phase_line(n, "1.234", "1_234/s", "0123456789ABCDEF") for n in names]
+    assert all(len(line) <= 80 for line in lines)
+    assert all("…" in line and f"user id @ {r}/s " in line for line, r in zip(lines, ("2_000", "4_000", "8_000")))
+    assert len({line[:40] for line in lines}) == 3  # the rows are told apart where the name ends
+    scan = phase_line("post-update scan country/status index", "1.234", "1_234/s", "0123456789ABCDEF")
+    assert "…" in scan and scan.split()[0] == "post-update" and "index" in scan
+
+
+def test_the_name_column_fits_the_names_on_a_wide_terminal() -> None:
+    """Issue 39: with COLUMNS=200 the name column stretched to ~150 characters."""
+    from asyncbench.run.observers import ConsoleObserver
+
+    lines: list[str] = []
+
+    class Out:
+        def write(self, text: str) -> int:
+            lines.extend(text.splitlines())
+            return len(text)
+
+        def flush(self) -> None: ...
+
+    console = ConsoleObserver(Out(), width=200)  # type: ignore[arg-type]
+    console.fit_names(["insert profiles", "post-update scan country/status index"])
+    console.engine_start("memory", 1000)
+    header = next(line for line in lines if "checksum" in line)
+    assert header.index("time s") <= 2 + len("post-update scan country/status index") + 8, header
+    from asyncbench.run.observers import phase_header
+
+    assert phase_header(200, names=["a" * 200]).index("time s") <= 70  # a cap, whatever the names

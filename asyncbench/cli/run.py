@@ -226,6 +226,7 @@ def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: Any, observ
         profiles=cfg.profiles,
         parallelism=cfg.parallelism,
         seed=cfg.seed,
+        phases=[p.name for p in cfg.phases],  # the console fits its name column to them
         log=str(log_path),
         results=[f"{base}.json" for base in planned],
         reports=[f"{base}.md" for base in planned],

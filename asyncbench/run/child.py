@@ -120,6 +120,7 @@ def _child_run(
     writer = PartialResultWriter(result_file, engine_run.result)
     console, progress = terminal_observers()  # off unless a terminal; --no-progress via the environment
     extra = [progress] if progress else []
+    console.fit_names([p.name for p in cfg.phases])  # the name column as the parent's
     engine_run.observer = ObserverGroup(JsonLogObserver(logger, log_fh), writer, *extra, console)
 
     async def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import orjson
@@ -282,8 +283,33 @@ def console_width() -> int:
     return max(CONSOLE_WIDTH, shutil.get_terminal_size((CONSOLE_WIDTH, 24)).columns)
 
 
-def _name_room(width: int) -> int:
-    return max(width - 3 - len(_FIGURES.format(seconds="", middle="", checksum="")), 8)
+#: The widest the name column gets on a wide terminal: past this, a table of phase lines is
+#: hard to follow across (issue 39: at 200 columns it took ~150).
+NAME_CAP = 48
+
+
+def _name_room(width: int, names: Sequence[str] | None = None) -> int:
+    """The name column: as wide as the longest of ``names`` (when known) within what the
+    figures leave of ``width`` and :data:`NAME_CAP`, never under the word ``phase``."""
+    room = min(max(width - 3 - len(_FIGURES.format(seconds="", middle="", checksum="")), 8), NAME_CAP)
+    if names:
+        room = min(room, max(len("phase"), *(len(n) for n in names)))
+    return room
+
+
+def shorten(name: str, room: int) -> str:
+    """``name`` in ``room`` characters: its middle cut with an ellipsis, so the end that tells
+    phases apart stays (``read by user id`` from ``lookup by email``) and so does a sweep's
+    whole ``@ 8_000/s`` suffix."""
+    if len(name) <= room:
+        return name
+    base, at, rate = name.rpartition(" @ ")
+    suffix = at + rate if at and len(at + rate) <= room // 2 else ""
+    if not suffix:
+        base = name
+    keep = room - len(suffix) - 1  # characters of the base beside the ellipsis
+    head = (keep + 1) // 2
+    return base[:head] + "…" + base[len(base) - (keep - head) :] + suffix if keep - head else base[:head] + "…" + suffix
 
 
 def phase_line(
@@ -294,22 +320,24 @@ def phase_line(
     width: int = CONSOLE_WIDTH,
     p50: str = "",
     p99: str = "",
+    names: Sequence[str] | None = None,
 ) -> str:
-    """``  <name> <seconds> <rate> <p50> <p99> <checksum>`` in ``width`` columns; a long name
-    is cut with an ellipsis so the figures and the whole checksum stay on the line. Without
+    """``  <name> <seconds> <rate> <p50> <p99> <checksum>`` in ``width`` columns, the name
+    column fitted to ``names`` (the plan's phase names); a long name is shortened in the
+    middle (:func:`shorten`) so the figures and the whole checksum stay on the line. Without
     latency, ``throughput`` is a note that may take the latency columns too (``close 0.05 s``)."""
     middle = f"{throughput:>11} {p50:>6} {p99:>6}" if p50 or p99 else throughput
     tail = _FIGURES.format(seconds=seconds, middle=middle, checksum=checksum).rstrip()
-    room = _name_room(width)
-    if len(name) > room:
-        name = name[: room - 1] + "…"
-    return f"  {name:<{room}} {tail}"
+    room = _name_room(width, names)
+    return f"  {shorten(name, room):<{room}} {tail}"
 
 
-def phase_header(width: int = CONSOLE_WIDTH) -> str:
+def phase_header(width: int = CONSOLE_WIDTH, names: Sequence[str] | None = None) -> str:
     """The column heads over an engine's phase lines."""
     middle = f"{'ops/s':>11} {'p50':>6} {'p99':>6}"
-    return (f"  {'phase':<{_name_room(width)}} " + _FIGURES.format(seconds="time s", middle=middle, checksum="checksum")).rstrip()
+    return (
+        f"  {'phase':<{_name_room(width, names)}} " + _FIGURES.format(seconds="time s", middle=middle, checksum="checksum")
+    ).rstrip()
 
 
 def _seconds(seconds: float) -> str:
@@ -323,13 +351,22 @@ class ConsoleObserver(Observer):
     def __init__(self, stream: TextIO | None = None, width: int | None = None) -> None:
         self.out = stream or sys.stdout
         self.width = width or console_width()
+        self.names: list[str] | None = None  # the plan's phase names, once known: the name column fits them
+
+    def fit_names(self, names: Sequence[str]) -> None:
+        """Fit the name column to these phase names (within the terminal and a cap)."""
+        self.names = list(names)
+
+    def run_start(self, **info: Any) -> None:
+        if info.get("phases"):
+            self.fit_names(info["phases"])
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
     def engine_start(self, engine: str, profiles: int) -> None:
         self._print(f"\n== {engine} · {fmt.count(profiles)} profiles")
-        self._print(phase_header(self.width))
+        self._print(phase_header(self.width, self.names))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         if result.skipped:
@@ -337,7 +374,7 @@ class ConsoleObserver(Observer):
                 why = "(rate dipped)"
             else:
                 why = "(not needed)" if result.action is Action.STABILIZE else "(reused store)"  # run.reuse
-            self._print(phase_line(result.name, "skipped", why, "", self.width))
+            self._print(phase_line(result.name, "skipped", why, "", self.width, names=self.names))
             return
         p50 = p99 = ""
         throughput = ""
@@ -348,7 +385,9 @@ class ConsoleObserver(Observer):
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
         self._print(
-            phase_line(result.name, _seconds(result.seconds), throughput, result.checksum or "", self.width, p50, p99)
+            phase_line(
+                result.name, _seconds(result.seconds), throughput, result.checksum or "", self.width, p50, p99, self.names
+            )
         )
         if result.open_loop is not None:
             self._print(open_loop_line(result))
