@@ -59,3 +59,28 @@ def test_help_and_readme_result_paths_are_those_of_a_real_run(run_cli, tmp_path)
     readme = re.findall(r"asyncbench report results/(\S+)", _readme())
     assert readme and all(re.fullmatch(shape, p.replace("<stamp>", stamp)) for p in readme)
     assert f"report: {real.with_suffix('.md')}" in out and f"result: {real}" in out
+
+
+def test_result_schema_documents_every_result_field() -> None:
+    """Issue 39: docs/result-schema.md lacked ``client_cpu_seconds``, ``release_skew_seconds``,
+    ``client_processes`` (and the reused-store skip): every field a result holds is named."""
+    import dataclasses
+
+    from asyncbench.result import ClientProcess, EngineResult, PhaseResult, RunResult
+
+    schema = (ROOT / "docs" / "result-schema.md").read_text()
+    missing = [
+        f"{cls.__name__}.{f.name}"
+        for cls in (RunResult, EngineResult, PhaseResult, ClientProcess)
+        for f in dataclasses.fields(cls)
+        if f"`{f.name}`" not in schema
+    ]
+    assert not missing, missing
+    skipped = next(line for line in schema.splitlines() if line.startswith("| `skipped` | bool"))
+    assert "reuse" in skipped
+
+
+def test_readme_counts_the_charts_without_guessing() -> None:
+    """Issue 39: the README said "8 or 9 charts" for the full plan."""
+    readme = (ROOT / "README.md").read_text()
+    assert "8 or 9" not in readme and "9 or 10" not in readme
