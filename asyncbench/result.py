@@ -351,6 +351,11 @@ class ClientProcess:
             _at_least(f"{where}.workers[{i}]", w, 0)
 
 
+#: The detail of an engine a stopped run never started (status ``interrupted``, no phases):
+#: listed so the console, report and charts name every engine the plan had (issue 39).
+NOT_STARTED = "not started"
+
+
 @dataclass
 class EngineResult:
     engine: str
@@ -394,6 +399,8 @@ class EngineResult:
             return f"Failed: {where}: {self.detail}"
         if self.status is Status.TIMED_OUT:
             return f"Timed out after {self.detail}; interrupted: {where}"
+        if self.status is Status.INTERRUPTED and self.detail == NOT_STARTED and not self.phases:
+            return "Not started: the run was interrupted before it"
         if self.status is Status.INTERRUPTED:
             return f"Interrupted during {where}" + (f" ({self.detail})" if self.detail else "")
         if self.status is Status.SKIPPED:

@@ -69,8 +69,12 @@ def test_signal_writes_partial_report_and_exits_130(tmp_path: Path, signum: int,
     run = orjson.loads(result_file.read_bytes())
     name = signal.Signals(signum).name
     assert run["interrupted"] == f"interrupted by {name}"
-    (slow,) = run["engines"]  # memory never started
+    slow, memory = run["engines"]  # memory never started: listed as such (issue 39)
     assert status_line(slow).startswith("Interrupted during read by user id")
     assert [p["name"] for p in slow["phases"]] == ["insert profiles", "pre-read stabilization"]
+    assert memory["engine"] == "memory" and memory["phases"] == []
+    assert status_line(memory) == "Not started: the run was interrupted before it"
     md = result_file.with_suffix(".md").read_text()
     assert f"Partial report: interrupted by {name}" in md
+    assert "Not started: the run was interrupted before it" in md
+    assert "== memory · not started: the run was interrupted before it" in stdout.decode()

@@ -18,7 +18,7 @@ from asyncbench import fmt
 from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, format_us, response_p99_max
 from asyncbench.rate import Arrivals
 from asyncbench.report.cost_table import console_lines
-from asyncbench.result import EngineResult, PhaseResult, Status
+from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workloads.profile_store.phases import Action
 
@@ -393,6 +393,9 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
 
     def engine_end(self, result: EngineResult) -> None:
+        if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it
+            self._print(f"\n== {result.engine} · {result.status_text()[0].lower()}{result.status_text()[1:]}")
+            return
         if result.status is Status.SKIPPED:  # one line, nothing measured to show
             self._print(f"  {result.status_text()}")
             return

@@ -25,7 +25,7 @@ from asyncbench.measure import environment
 from asyncbench.measure.cost import CostMeter, cost_enabled
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import EngineResult, OpenLoop, PhaseCost, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.result import NOT_STARTED, EngineResult, OpenLoop, PhaseCost, PhaseResult, PlanPhase, RunResult, Status
 from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
@@ -459,7 +459,8 @@ class Benchmark:
                     if cfg.repeat > 1:
                         warm = " (warm-up: left out of the statistics)" if repeat < cfg.warmup else ""
                         self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
-                    for name in cfg.engines:
+                    for position, name in enumerate(cfg.engines):
+                        stopped = True  # until the engine's run returns
                         engine_run: EngineRun | ChildEngineRun | DistributedEngineRun
                         if self.placement.scaled and engine_class(name).multi_process:
                             engine_run = DistributedEngineRun(cfg, level, name, self.observer, self.placement)
@@ -469,15 +470,29 @@ class Benchmark:
                             engine_run = EngineRun(cfg, level, name, plan, self.observer, self.sampler)
                         try:
                             await engine_run.run()
+                            stopped = False
                         finally:  # an interrupted engine still reports what it completed
                             if self.placement.scaled and not isinstance(engine_run, DistributedEngineRun):
                                 engine_run.result.notes.append(ordinary_path_note(name, self.placement))
                             engine_run.result.repeat = repeat
                             engine_run.result.warmup = repeat < cfg.warmup
                             run.engines.append(engine_run.result)
+                            if stopped:  # the engines of this round the stop left out, named as such
+                                run.engines += self._not_started(cfg.engines[position + 1 :], repeat)
                             self.on_progress(run)
             tg.cancel_scope.cancel()
         return self.results
+
+    def _not_started(self, names: Sequence[str], repeat: int) -> list[EngineResult]:
+        """The engines a stopped run never started, each told to the observers (console, log)."""
+        out = []
+        for name in names:
+            result = EngineResult(engine=name, repeat=repeat, warmup=repeat < self.cfg.warmup)
+            result.set_status(Status.INTERRUPTED, None, NOT_STARTED)
+            with contextlib.suppress(Exception):  # reporting must not hide the stop
+                self.observer.engine_end(result)
+            out.append(result)
+        return out
 
     async def _draw(self, counts: Counts) -> Plan:
         t0 = perf_counter()
