@@ -178,6 +178,8 @@ def test_batch_lines_of_every_client_process_reach_the_log_before_phase_end(tmp_
         assert sum(b["ops"] for b in lines) == end["ops"], end["phase"]
         assert max(b["done"] for b in lines) == end["ops"]
         assert all(b["phase"] == end["phase"] and b["p99_us"] is not None for b in lines)
+        # what jq groups by (issue 39): on every batch line and the phase's end line
+        assert {(b["repeat"], b["profiles"], b["parallelism"]) for b in [*lines, end]} == {(0, 2000, 2)}
 
 
 @needs_postgres

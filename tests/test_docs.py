@@ -84,3 +84,11 @@ def test_readme_counts_the_charts_without_guessing() -> None:
     """Issue 39: the README said "8 or 9 charts" for the full plan."""
     readme = (ROOT / "README.md").read_text()
     assert "8 or 9" not in readme and "9 or 10" not in readme
+
+
+def test_readme_documents_the_log_lines_grouping_fields() -> None:
+    """Issue 39: the log's batch and phase lines carry ``repeat``, ``profiles`` and
+    ``parallelism``; the README says so where it describes the log."""
+    readme = (ROOT / "README.md").read_text()
+    log = readme[readme.index("`OUTPUT/asyncbench-<stamp>.log`") :][:1200]
+    assert all(f"`{name}`" in log for name in ("repeat", "profiles", "parallelism", "worker", "done", "p99_us"))

@@ -228,7 +228,7 @@ def test_a_log_far_behind_holds_a_bounded_number_of_latency_stamps(tmp_path: Pat
     lines = [orjson.loads(line) for line in (tmp_path / "behind.log").read_bytes().splitlines()[2:]]
     assert len(lines) == 2_000
     for b, line in zip(batches, lines, strict=True):  # as the writer renders an unbounded queue
-        assert line == orjson.loads(observers._render_batch((b, None, None, 0, None)))
+        assert line == orjson.loads(observers._render_batch((b, None, None, 0, None, {})))
 
 
 def test_lines_stay_in_order_and_render_on_the_writer(tmp_path: Path) -> None:
@@ -302,3 +302,27 @@ def test_a_broken_line_stops_the_log_not_the_writer(tmp_path: Path) -> None:
     log.msg(b'{"event":"after"}')
     log.close()
     assert isinstance(log.error, TypeError)
+
+
+@pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
+def test_every_batch_and_phase_line_says_its_repeat_profiles_and_parallelism(tmp_path: Path, isolate: str) -> None:
+    """Issue 39: batch lines carried no repeat index, profile count or P, so ``jq`` could not
+    group by them; in the isolated child too."""
+    from conftest import ROOT
+
+    from asyncbench.cli.main import main
+
+    log = tmp_path / "run.log"
+    code = main(
+        [
+            str(ROOT / "benchmarks" / "quick.toml"), "--engine", "memory", "--profiles", "2k",
+            "--parallelism", "1,2", "--repeat", "2", isolate, "--no-progress", "--quiet",
+            "--output", str(tmp_path / "out"), "--data", str(tmp_path / "data"), "--log-file", str(log),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    tagged = [e for e in lines if e["event"] in ("batch", "phase_start", "phase_end")]
+    assert tagged and all({"repeat", "profiles", "parallelism"} <= e.keys() for e in tagged), tagged[0]
+    seen = {(e["repeat"], e["profiles"], e["parallelism"]) for e in tagged if e["event"] == "batch"}
+    assert seen == {(r, 2000, p) for r in (0, 1) for p in (1, 2)}

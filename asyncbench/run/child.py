@@ -65,6 +65,7 @@ def child_main(
     log_file: Path,
     stop: StopSignals | None = None,
     parent_pipe_fd: int | None = None,
+    repeat: int = 0,
 ) -> int:
     """One engine at one profile count, in a child process started by :class:`ChildEngineRun`.
 
@@ -80,7 +81,7 @@ def child_main(
         stop.install()
     stop.quiet = True  # one Ctrl-C, one line: the parent's
     try:
-        return _child_run(config_file, engine, profiles, parallelism, result_file, log_file, stop)
+        return _child_run(config_file, engine, profiles, parallelism, result_file, log_file, stop, repeat)
     finally:
         # The kernel's SIGTERM comes when the parent's *thread* that started this child
         # dies: with SIGKILL that is before the parent's other threads (its log writer)
@@ -101,6 +102,7 @@ def _child_run(
     result_file: Path,
     log_file: Path,
     stop: StopSignals,
+    repeat: int = 0,
 ) -> int:
     from asyncbench.config import from_json
     from asyncbench.measure.memory_sampler import MemorySampler
@@ -122,6 +124,7 @@ def _child_run(
     extra = [progress] if progress else []
     console.fit_names([p.name for p in cfg.phases])  # the name column as the parent's
     engine_run.observer = ObserverGroup(JsonLogObserver(logger, log_fh), writer, *extra, console)
+    engine_run.observer.engine_context(repeat, profiles, parallelism)  # the log's lines say which run this is
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -156,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("--engine", "--profiles", "--parallelism", "--result-file", "--log-file"):
         p.add_argument(flag, required=True)
     p.add_argument("--parent-pipe")
+    p.add_argument("--repeat")
     try:  # every value checked (run/child_args.py): exit 2 naming it, never a traceback
         a = child_args(p.parse_args(argv))
     except ConfigError as exc:
@@ -163,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return 2
     return child_main(
-        a.config, a.engine, a.profiles, a.parallelism, a.result_file, a.log_file, stop, a.parent_pipe
+        a.config, a.engine, a.profiles, a.parallelism, a.result_file, a.log_file, stop, a.parent_pipe, a.repeat
     )
 
 

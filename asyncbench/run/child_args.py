@@ -1,7 +1,7 @@
 """The isolated engine process's arguments, checked before it runs anything.
 
 The parent starts each isolated engine run as ``python -m asyncbench.run.child CONFIG
---engine NAME --profiles N --parallelism P --result-file F --log-file L [--parent-pipe FD]``
+--engine NAME --profiles N --parallelism P [--repeat R] --result-file F --log-file L [--parent-pipe FD]``
 (run/isolation.py). Nobody should type these, but a wrong value must still end in a
 clear message and exit 2, never a traceback (a missing config file, an int that is not
 one, a level the plan does not have) and never a directory created for a log: each
@@ -33,6 +33,7 @@ class ChildArgs:
     result_file: Path
     log_file: Path
     parent_pipe: int | None
+    repeat: int = 0  # which repeat of the engine this is (0-based): the log's lines say so
 
 
 def _int(flag: str, text: str, lo: int) -> int:
@@ -84,4 +85,5 @@ def child_args(args: argparse.Namespace) -> ChildArgs:
             raise ConfigError(
                 WHERE, "--parent-pipe", f"{pipe} is not an open file descriptor ({exc})"
             ) from None
-    return ChildArgs(config, args.engine, profiles, parallelism, result_file, log_file, pipe)
+    repeat = _int("--repeat", args.repeat, 0) if getattr(args, "repeat", None) is not None else 0
+    return ChildArgs(config, args.engine, profiles, parallelism, result_file, log_file, pipe, repeat)

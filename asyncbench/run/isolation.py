@@ -62,7 +62,7 @@ class ChildEngineRun:
     """Parent side: run one engine at one profile count in ``python -m asyncbench.run.child``."""
 
     def __init__(
-        self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer
+        self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer, repeat: int = 0
     ) -> None:
         self.cfg, self.level, self.name, self.log_path, self.observer = (
             cfg,
@@ -71,6 +71,7 @@ class ChildEngineRun:
             log_path,
             observer,
         )
+        self.repeat = repeat  # which repeat this is: the child's log lines say so
         self.result = EngineResult(engine=name, status=Status.RUNNING)
 
     async def run(self) -> EngineResult:
@@ -101,7 +102,7 @@ class ChildEngineRun:
                 cmd = [
                     *(sys.executable, "-m", "asyncbench.run.child", str(cfg_file)),
                     *("--engine", self.name, "--profiles", str(self.level.profiles)),
-                    *("--parallelism", str(self.level.parallelism)),
+                    *("--parallelism", str(self.level.parallelism), "--repeat", str(self.repeat)),
                     *("--result-file", str(result_file), "--log-file", str(self.log_path)),
                     *("--parent-pipe", str(watch_fd)),
                 ]

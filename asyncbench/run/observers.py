@@ -52,6 +52,9 @@ class Observer:
     """No-op base; subclasses override what they need."""
 
     def run_start(self, **info: Any) -> None: ...
+    def engine_context(self, repeat: int, profiles: int, parallelism: int) -> None:
+        """Before an engine's run: which repeat (0-based) and level it is, for the log's lines."""
+
     def engine_start(self, engine: str, profiles: int) -> None: ...
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
@@ -77,6 +80,10 @@ class ObserverGroup(Observer):
     def run_start(self, **info: Any) -> None:
         for o in self.observers:
             o.run_start(**info)
+
+    def engine_context(self, repeat: int, profiles: int, parallelism: int) -> None:
+        for o in self.observers:
+            o.engine_context(repeat, profiles, parallelism)
 
     def engine_start(self, engine: str, profiles: int) -> None:
         for o in self.observers:
@@ -137,7 +144,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time (unless the writer was far behind and the caller took
     them, :data:`MAX_HELD_MARKS`); its timestamp is when its last operation ended."""
-    b, kind, stream, offset_ns, figures = item
+    b, kind, stream, offset_ns, figures, context = item
     f = _figures(b) if figures is None else figures
     stats, seconds = f.service, b.seconds
     ended_ns = f.last_mark + offset_ns if f.last_mark is not None else time.time_ns()
@@ -151,6 +158,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
             "phase": b.phase,
             "kind": kind,
             "stream": stream,
+            **context,  # repeat, profiles, parallelism: what jq groups by
             "worker": b.worker,
             # a scaled-out run's client process: its index and host
             **({} if b.process is None else {"process": b.process, "host": b.host}),
@@ -181,6 +189,11 @@ class JsonLogObserver(Observer):
         self._later = log_file.later
         self._backlog = log_file.backlog
         self._phase: tuple[str | None, str | None, int] = (None, None, 0)  # kind, stream, wall - CLOCK
+        #: ``repeat``, ``profiles``, ``parallelism`` of the engine run now, on every batch and phase line
+        self._context: dict[str, int] = {}
+
+    def engine_context(self, repeat: int, profiles: int, parallelism: int) -> None:
+        self._context = {"repeat": repeat, "profiles": profiles, "parallelism": parallelism}
 
     def run_start(self, **info: Any) -> None:
         self.log.info("run_start", **info)
@@ -192,7 +205,9 @@ class JsonLogObserver(Observer):
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None:
         self._phase = (kind, stream, time.time_ns() - CLOCK())
-        self.log.info("phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops)
+        self.log.info(
+            "phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops, **self._context
+        )
 
     def batch(self, b: BatchDone) -> None:
         kind, stream, offset_ns = self._phase
@@ -200,7 +215,7 @@ class JsonLogObserver(Observer):
         if self._backlog() * max(b.ops, 1) > MAX_HELD_MARKS:  # the writer is far behind
             figures = _figures(b)
             b = replace(b, marks=None, intended=None)
-        self._later(_render_batch, (b, kind, stream, offset_ns, figures))
+        self._later(_render_batch, (b, kind, stream, offset_ns, figures, self._context))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         self.log.info(
@@ -209,6 +224,7 @@ class JsonLogObserver(Observer):
             phase=result.name,
             kind=result.kind.kind,
             stream=result.stream,
+            **self._context,
             p99_us=round(result.latency.p99 / 1000, 3) if result.latency else None,
             max_us=round(result.latency.max / 1000, 3) if result.latency else None,
             ops=result.ops,

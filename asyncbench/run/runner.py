@@ -461,11 +461,12 @@ class Benchmark:
                         self.observer.message(f"\n-- repeat {repeat + 1}/{cfg.repeat}{warm}")
                     for position, name in enumerate(cfg.engines):
                         stopped = True  # until the engine's run returns
+                        self.observer.engine_context(repeat, level.profiles, level.parallelism)
                         engine_run: EngineRun | ChildEngineRun | DistributedEngineRun
                         if self.placement.scaled and engine_class(name).multi_process:
                             engine_run = DistributedEngineRun(cfg, level, name, self.observer, self.placement)
                         elif plan is None:
-                            engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer)
+                            engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer, repeat)
                         else:
                             engine_run = EngineRun(cfg, level, name, plan, self.observer, self.sampler)
                         try:
