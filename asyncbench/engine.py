@@ -122,6 +122,13 @@ class Engine(abc.ABC):
     storage_changes_state: ClassVar[str | None] = None
 
     @classmethod
+    def setting_sources(cls) -> Mapping[str, str]:
+        """Where a setting left at its placeholder default (``''``, ``0``) takes its effective
+        value, by key: ``"MYSQL_HOST, else '127.0.0.1'"``. ``engines`` shows it beside the
+        default, so ``host = ''`` does not read as "no host"."""
+        return {}
+
+    @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         """Raise ValueError naming the setting when a value (of the right type) is not
         acceptable; called by the config validator before anything runs."""

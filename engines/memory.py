@@ -71,6 +71,11 @@ def _prefix_end(prefix: bytes) -> bytes:
 
 
 class MemoryEngine(Engine):
+    """The reference engine in this process's memory: the profiles in a dict, each index a
+    lazily sorted list of keys. Nothing persists (reopen keeps the object), and it is the
+    harness floor: what the harness itself costs, with no store in between. It checks the
+    workload (its checksums are the spec's) and is not run by ``--engine all``."""
+
     name = "memory"
     persistent = False
     harness_floor = True  # not in ``all``: the reference engine of the tests and the overhead floor

@@ -278,12 +278,24 @@ REFERENCE_SERVER = {
 
 
 class MySqlEngine(SessionPoolEngine[Session]):
-    """InnoDB over TCP, on one server or spread over a cluster's nodes; see the module
-    docstring for the schema, the driver choice and what Galera needs."""
+    """MySQL or MariaDB over TCP through ``asyncmy``: one InnoDB ``profiles`` table with
+    three secondary indexes and a binary collation, every write its own autocommit
+    statement, one connection per worker, on one server or spread over a multi-primary
+    (Galera) cluster's nodes. The table lives in a database of asyncbench's own, locked
+    for the engine's run; the server's memory is not measured.
+
+    The module docstring says why asyncmy, the schema, and what Galera needs."""
 
     name = "mysql"
     product = "MySQL"
     default_settings = SessionPoolEngine.SERVER_SETTINGS
+
+    @classmethod
+    def setting_sources(cls) -> Mapping[str, str]:
+        """An empty connection setting's variable and default (:func:`resolve_settings`)."""
+        out = {key: f"{ENV_VARS[key]}, else {DEFAULTS[key]!r}" for key in DEFAULTS}
+        out["hosts"] = "empty: MYSQL_HOSTS, else host and port"
+        return out
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

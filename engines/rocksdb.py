@@ -328,6 +328,11 @@ class RocksKv:
 
 
 class RocksDbEngine(MarkedStore, Engine):
+    """RocksDB, embedded through ``rocksdict``, set up as the reference sets it up: five
+    databases (the profiles and four indexes) under the data directory, the write-ahead log
+    on and synchronous writes off, one put or delete per index entry. The report shows the
+    options RocksDB actually applied beside the configured ones."""
+
     store_layout = LAYOUT
     name = "rocksdb"
     in_all = True

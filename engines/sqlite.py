@@ -384,6 +384,11 @@ class SqliteConnection:
 
 
 class SqliteEngine(MarkedStore, Engine):
+    """SQLite, embedded through ``aiosqlite``, set up as the reference sets it up: one
+    ``profiles`` table with three secondary indexes, WAL with ``synchronous=NORMAL``, every
+    write its own autocommit transaction, one connection per worker, each operation one
+    prepared statement run on the connection's thread."""
+
     store_layout = LAYOUT
     name = "sqlite"
     in_all = True

@@ -8,9 +8,17 @@ starting a run.
 from __future__ import annotations
 
 import argparse
+import inspect
+import textwrap
 
 from asyncbench.engine import EngineUnavailable
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+
+
+def description(doc: str | None) -> str:
+    """An engine class's docstring's first paragraph, on one line: what the engine is."""
+    paragraph = inspect.cleandoc(doc or "").split("\n\n", 1)[0]
+    return " ".join(paragraph.replace("``", "").split())  # reST literals read plainly on a terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  not available: {exc}")
             broken = broken or name in PLUGINS
             continue
-        doc = (cls.__doc__ or "").strip().splitlines()
-        if doc:
-            print(f"  {doc[0]}")
+        about = description(cls.__doc__)
+        if about:
+            print(textwrap.fill(about, 80, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False))
         if not cls.default_settings:
             print("  settings: none")
+        sources = cls.setting_sources()
         for key, value in cls.default_settings.items():
-            print(f"  [engines.{name}] {key} = {value!r}  ({type(value).__name__})")
+            source = f" ({sources[key]})" if key in sources else ""
+            print(f"  [engines.{name}] {key} = {value!r}{source}  ({type(value).__name__})")
     return EXIT_BAD_INPUT if broken else EXIT_OK

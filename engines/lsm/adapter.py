@@ -50,6 +50,11 @@ LAYOUT = StoreLayout(
 
 
 class LsmEngine(MarkedStore, Engine):
+    """asyncbench's own log-structured merge tree, in pure Python on the event loop: five
+    trees (the profiles and four indexes) under the data directory, each a write-ahead log,
+    an in-memory segment and sorted immutable segments merged in the background, with
+    block, key and value caches. All workers share one handle."""
+
     store_layout = LAYOUT
     name = "lsm"
     in_all = True
