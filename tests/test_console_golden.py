@@ -61,7 +61,11 @@ def test_golden_run_console(tmp_path: Path, capfd: pytest.CaptureFixture[str], m
     from asyncbench.run.progress import NO_PROGRESS_ENV
     from asyncbench.run.status import QUIET_ENV
 
+    from asyncbench.cli import run as run_command
+
     monkeypatch.setenv("COLUMNS", "80")
+    # the golden must not depend on the machine's load (tests/test_load_warning.py has the warning)
+    monkeypatch.setattr(run_command, "loaded_machine_warning", lambda snap, load_at_start: None)
     for name in (NO_PROGRESS_ENV, QUIET_ENV):  # the run sets them; restored after the test
         monkeypatch.setenv(name, "1")
     monkeypatch.chdir(tmp_path)

@@ -28,6 +28,7 @@ from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
+from asyncbench.run.saturation import loaded_machine_warning
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
@@ -127,6 +128,11 @@ class ResultSaver:
         result.throughput = throughput_stats(result)
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
+        elif final:  # a single run: only a loaded machine is worth a word (run/saturation.py)
+            start = result.environment.get("load_avg_start")
+            warning = loaded_machine_warning(snapshot(0.1), start[0] if start else None)
+            if warning:
+                result.environment["noise_advice"] = [warning]
         directory = result_dir(cfg.output, result.profiles, result.parallelism)
         level = result.profiles, result.parallelism
         try:
@@ -286,6 +292,9 @@ def _finish_results(
         if unstable_phases(result):
             for advice in result.environment.get("noise_advice", []):
                 console.message(textwrap.fill(advice, 80, initial_indent="  ", subsequent_indent="  "))
+        elif result.repeat - result.warmup <= 1:  # a single run's loaded-machine warning
+            for advice in result.environment.get("noise_advice", []):
+                console.message(textwrap.fill(advice, 80, subsequent_indent="  "))
         level = result.profiles, result.parallelism
         if level in saver.written and level not in saver.save_errors:
             json_path, md_path = saver.written[level]

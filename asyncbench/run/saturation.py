@@ -22,6 +22,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from asyncbench.measure.stats import BUSY_CPU_PERCENT, NoiseSnapshot
+
 __all__ = [
     "CLIENT_BOUND_BUSY",
     "SATURATED_LOAD_PER_CPU",
@@ -29,6 +31,7 @@ __all__ = [
     "PhaseLoad",
     "bottleneck_line",
     "host_load",
+    "loaded_machine_warning",
     "runqueue_wait_seconds",
 ]
 
@@ -114,3 +117,29 @@ def bottleneck_line(phases: Sequence[PhaseLoad]) -> str:
             "measure the machine, not the server (give the client processes cores, or hosts, of their own)"
         )
     return line + ("" if bound else ": the server (or the network) was the limit")
+
+
+#: Other processes together using this much of one CPU (percent) compete with a run.
+BUSY_OTHERS_PERCENT = 100.0
+
+
+def loaded_machine_warning(snap: NoiseSnapshot, load_at_start: float | None) -> str | None:
+    """A single run's warning that the machine was busy (None: it was not), naming the load
+    average it started at and the other busy processes, as ``--repeat``'s advice does.
+
+    Judged on the load at the run's *start* (the load at its end counts the run's own work)
+    against :data:`SATURATED_LOAD_PER_CPU`, and on what the other processes use now
+    (``snap.busy`` leaves this one out; the run's children have ended)."""
+    busy = sorted((p for p in snap.busy if p.cpu_percent >= BUSY_CPU_PERCENT), key=lambda p: -p.cpu_percent)
+    load = snap.load_avg[0] if load_at_start is None else load_at_start
+    loaded = load >= snap.cpu_count * SATURATED_LOAD_PER_CPU
+    if not loaded and sum(p.cpu_percent for p in busy) < BUSY_OTHERS_PERCENT:
+        return None
+    shown = ", ".join(f"{p.name} (pid {p.pid}) {p.cpu_percent:.0f}%" for p in busy[:5])
+    more = f" and {len(busy) - 5} more" if len(busy) > 5 else ""
+    others = f"; other busy processes: {shown}{more}" if busy else ""
+    return (
+        f"WARNING: a loaded machine: load average {load:.2f} (1 min) at the start on "
+        f"{snap.cpu_count} CPUs{others}. This run's figures vary with them: run it on an idle "
+        "machine, or with --repeat 5 to see by how much."
+    )
