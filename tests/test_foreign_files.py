@@ -23,6 +23,7 @@ from asyncbench.cli.main import main
 from asyncbench.engines import engine_class
 from asyncbench.engines.store_dir import MARKER, StoreDir, StoreDirError
 from asyncbench.fs import ownership
+from asyncbench.fs.locks import acquire
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 RUN_DIR = "out/profiles-1000-p1"
@@ -217,8 +218,9 @@ def test_a_forged_lock_record_is_refused_and_unchanged(tmp_path: Path, monkeypat
     if forged == "typed":
         lock.parent.mkdir(parents=True)
         lock.write_bytes(b"asyncbench lock\npid 0000000042\n")
-    else:
-        assert _run(tmp_path, monkeypatch, *flags) == 0
+    else:  # a real lock file, as a stopped run leaves it (a clean run removes its own)
+        lock.parent.mkdir(parents=True)
+        acquire(lock.parent, lock).release()
         _verbatim_copy(lock)
     before = _state(lock)
     capfd.readouterr()

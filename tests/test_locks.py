@@ -154,9 +154,14 @@ def test_a_fifo_or_directory_at_a_lock_name_is_refused_without_waiting(tmp_path:
             acquire(tmp_path, tmp_path / name)
 
 
-def test_lock_files_a_run_wrote_are_reused_by_the_next_run(tmp_path: Path) -> None:
-    assert _run_memory(tmp_path, "--update-latest") == 0
+def test_lock_files_an_earlier_run_left_are_reused_by_the_next_run(tmp_path: Path) -> None:
+    """An interrupted run leaves its lock files (a clean one removes those it created:
+    tests/test_lock_cleanup.py); the next run takes them over and keeps them."""
     locks = [tmp_path / rel for rel, _ in LOCK_PLACES.values()]
+    for lock in locks:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        acquire(lock.parent, lock).release()  # as a stopped run leaves it
+    assert _run_memory(tmp_path, "--update-latest") == 0
     for lock in locks:
         assert lock.read_bytes() == lock_record(os.getpid(), os.stat(lock).st_ino)
         assert os.stat(lock).st_nlink == 1

@@ -85,7 +85,10 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        return _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate)
+        code = _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate)
+        # every engine process has ended: a run not stopped removes the lock files it created
+        locks.release(remove_created=not stop.interrupted)
+        return code
     finally:
         isolation.CONTEXT.reset()
         locks.release()

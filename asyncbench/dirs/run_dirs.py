@@ -56,9 +56,14 @@ class RunLocks:
     def data_fd(self, engine_dir: Path) -> int | None:
         return self._data.get(Path(engine_dir))
 
-    def release(self) -> None:
+    def release(self, remove_created: bool = False) -> None:
+        """Let go of every lock; ``remove_created`` (a run that ended cleanly): delete the
+        lock files this run created first (:meth:`~asyncbench.fs.locks.DirLock.remove`)."""
         for lock in reversed(self.held):
-            lock.release()
+            if remove_created:
+                lock.remove()
+            else:
+                lock.release()
         self.held.clear()
         self._data.clear()
 

@@ -3,10 +3,17 @@
 Without them two runs on one ``--data`` reset each other's stores mid-phase and both
 report "ok" with contaminated timings. A lock is ``fcntl.flock`` on a small file that
 records the holder's pid (for the error message); the kernel drops it when the last
-descriptor closes, so a killed run never leaves a stale lock. Lock files are never
-deleted: a second process may hold the old file open and would then lock a file nobody
-else sees. An isolated engine child inherits its lock's descriptor (``fd``), so the lock
-holds for as long as the child runs, even if the parent is killed first.
+descriptor closes, so a killed run never leaves a stale lock. An isolated engine child
+inherits its lock's descriptor (``fd``), so the lock holds for as long as the child runs,
+even if the parent is killed first.
+
+A run that ends cleanly removes the lock files it created (:meth:`DirLock.remove`), and
+only those: while holding the lock, and only if the name still leads to the very file it
+holds, whose record names that file's inode and this process. Another process may have the
+file open at that moment and lock it right after; so every acquirer, once it holds a lock,
+checks that the name still leads to the file it locked and otherwise starts over on a new
+file: a removed lock file is never what two runs both believe they hold. An interrupted
+run's lock files stay (harmless: the next run takes them over).
 
 A lock file is written only if it is provably asyncbench's: a new one is created whole
 (a random, exclusively created temporary name holding the lock record, locked, then
@@ -70,11 +77,24 @@ class DirLock:
     what: Path
     path: Path
     fd: int
+    created: bool = False  # this process created the lock file (so it may remove it)
 
     def release(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def remove(self) -> None:
+        """Release the lock, first deleting its file if this process created it and the
+        name still leads to the file it holds, holding this process's record (module
+        docstring); anything else at the name is left alone."""
+        if self.fd >= 0 and self.created:
+            with contextlib.suppress(OSError):
+                held, named = os.fstat(self.fd), os.lstat(self.path)
+                same = (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino) and stat.S_ISREG(named.st_mode)
+                if same and _holder(self.fd, held.st_ino) == os.getpid():
+                    os.unlink(self.path)
+        self.release()
 
 
 def lock_record(pid: int, ino: int) -> bytes:
@@ -90,11 +110,25 @@ def acquire(what: Path, lock_file: Path) -> DirLock:
     Raises :class:`Locked` if another process holds it, :class:`NotOurLock` if something
     else has its name (nothing is written to it), OSError if it cannot be created.
     """
-    try:
-        fd = _create(what, lock_file)
-    except FileExistsError:
-        fd = _take_existing(what, lock_file)
-    return DirLock(what, lock_file, fd)
+    for _ in range(_ATTEMPTS):
+        try:
+            return DirLock(what, lock_file, _create(what, lock_file), created=True)
+        except FileExistsError:
+            pass
+        try:
+            return DirLock(what, lock_file, _take_existing(what, lock_file))
+        except (_Removed, FileNotFoundError):  # its holder removed it meanwhile: start over
+            continue
+    raise Locked(what, None)
+
+
+#: Tries of :func:`acquire` when the lock file keeps being removed under it (each removal
+#: is a run that ended; many in a row would be a pathological loop, reported as in use).
+_ATTEMPTS = 20
+
+
+class _Removed(Exception):
+    """The lock file was removed (or replaced) between opening it and locking it."""
 
 
 def _create(what: Path, lock_file: Path) -> int:
@@ -159,6 +193,12 @@ def _take_existing(what: Path, lock_file: Path) -> int:
                     lock_file, "is locked by another process and holds no asyncbench lock record"
                 ) from None
             raise Locked(what, pid) from None
+        try:  # its holder may have removed it between our open and our lock
+            named = os.lstat(lock_file)
+        except FileNotFoundError:
+            raise _Removed() from None
+        if (named.st_dev, named.st_ino) != (fst.st_dev, fst.st_ino):
+            raise _Removed()
         if _holder(fd, fst.st_ino) is None:
             raise NotOurLock(lock_file, "does not hold an asyncbench lock record naming this file's inode")
         record = lock_record(os.getpid(), fst.st_ino)
