@@ -106,7 +106,7 @@ def test_a_cut_name_keeps_its_rate_suffix_and_its_end() -> None:
     names = [f"post-update read by user id @ {r}/s" for r in ("2_000", "4_000", "8_000")]
     lines = [phase_line(n, "1.234", "1_234/s", "0123456789ABCDEF") for n in names]
     assert all(len(line) <= 80 for line in lines)
-    assert all("…" in line and f"user id @ {r}/s " in line for line, r in zip(lines, ("2_000", "4_000", "8_000")))
+    assert all("…" in line and f"user id @ {r}/s " in line for line, r in zip(lines, ("2_000", "4_000", "8_000"), strict=True))
     assert len({line[:40] for line in lines}) == 3  # the rows are told apart where the name ends
     scan = phase_line("post-update scan country/status index", "1.234", "1_234/s", "0123456789ABCDEF")
     assert "…" in scan and scan.split()[0] == "post-update" and "index" in scan

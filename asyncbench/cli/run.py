@@ -28,7 +28,6 @@ from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
-from asyncbench.run.saturation import loaded_machine_warning
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
@@ -37,6 +36,7 @@ from asyncbench.run.logs import open_log
 from asyncbench.run.observers import JsonLogObserver, ObserverGroup
 from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.runner import Benchmark
+from asyncbench.run.saturation import loaded_machine_warning
 from asyncbench.run.signals import StopSignals, backend_options
 from asyncbench.workloads.profile_store import kernels
 

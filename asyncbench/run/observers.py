@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 import orjson
