@@ -96,8 +96,8 @@ def test_json_log_line_of_a_client_batch_names_its_process_and_host(process: int
 
     marks = np.array([10, 20, 40], dtype=np.int64)
     line = orjson.loads(
-        _render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks, None, process, "b"), "read_by_id", "reads", 0, None))
+        _render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks, None, process, "b"), "read_by_id", "reads", 0, None, {}))
     )
     assert line["process"] == process and line["host"] == "b" and line["worker"] == 2 and line["ops"] == 2
-    plain = orjson.loads(_render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks), "read_by_id", "reads", 0, None)))
+    plain = orjson.loads(_render_batch((BatchDone("pg", "reads", 7, 2, 0.001, 9, 2, marks), "read_by_id", "reads", 0, None, {})))
     assert "process" not in plain and "host" not in plain
