@@ -25,7 +25,16 @@ from asyncbench.measure import environment
 from asyncbench.measure.cost import CostMeter, cost_enabled
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.result import NOT_STARTED, EngineResult, OpenLoop, PhaseCost, PhaseResult, PlanPhase, RunResult, Status
+from asyncbench.result import (
+    NOT_STARTED,
+    EngineResult,
+    OpenLoop,
+    PhaseCost,
+    PhaseResult,
+    PlanPhase,
+    RunResult,
+    Status,
+)
 from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
