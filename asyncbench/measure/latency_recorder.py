@@ -357,21 +357,7 @@ class PhaseRecorder:
         service time, and under a rate the same of their response time (else an empty list).
         ``t_s`` is the slice's end; slices without an operation are left out (the chart breaks
         its lines there). Empty when an engine's stamps went backwards."""
-        kept = [i for i, w in enumerate(self._workers) if len(w.lengths)]
-        if not kept:
-            return [], []
-        start = min(min(self._workers[i].firsts) for i in kept)
-        self._scan()
-        span = max(self._cache["last_end"] - start, 1)
-        width = slice_ns(span)
-        slices = -(-span // width)
-        if slices > MAX_SERIES_SECONDS:  # ends * slices would overflow int64
-            return [], []
-        try:
-            service = self._seconds(kept, start, span, slices, False, width)
-            response = self._seconds(kept, start, span, slices, True, width) if self.open_loop else []
-        except _Unordered:
-            return [], []
+        service, response = self._series(None)
         return [b for b in service if b.ops], [b for b in response if b.ops]
 
     def per_second(self) -> tuple[list[TimeBucket], list[TimeBucket]]:
@@ -381,18 +367,24 @@ class PhaseRecorder:
         (the last second may be partial: the phase's seconds say where it ended). Empty when
         an engine's stamps went backwards.
         Seconds without an operation (a stall) are kept, with zeros, so a gap shows."""
+        return self._series(1_000_000_000)
+
+    def _series(self, width: int | None) -> tuple[list[TimeBucket], list[TimeBucket]]:
+        """Service and response buckets of ``width`` ns from the phase's first start stamp
+        (None: :func:`slice_ns` of the phase's length), empty buckets included."""
         kept = [i for i, w in enumerate(self._workers) if len(w.lengths)]
         if not kept:
             return [], []
         start = min(min(self._workers[i].firsts) for i in kept)
         self._scan()
         span = max(self._cache["last_end"] - start, 1)
-        seconds = -(-span // 1_000_000_000)
-        if seconds > MAX_SERIES_SECONDS:  # ends * seconds would overflow int64
+        width = slice_ns(span) if width is None else width
+        buckets = -(-span // width)
+        if buckets > MAX_SERIES_SECONDS:  # ends * buckets would overflow int64
             return [], []
         try:
-            service = self._seconds(kept, start, span, seconds, False)
-            response = self._seconds(kept, start, span, seconds, True) if self.open_loop else []
+            service = self._seconds(kept, start, span, buckets, False, width)
+            response = self._seconds(kept, start, span, buckets, True, width) if self.open_loop else []
         except _Unordered:
             return [], []
         return service, response
