@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -14,6 +16,32 @@ from asyncbench.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PLAN = ROOT / "benchmarks" / "reference.toml"
+
+
+@contextlib.contextmanager
+def run_environment_restored() -> Iterator[None]:
+    """A run in this process with ``--no-progress``/``--quiet`` sets their environment
+    variables (so an isolated engine's child inherits them); put them back afterwards, so
+    a later test's terminal observers are not silenced by an earlier run."""
+    from asyncbench.run.progress import NO_PROGRESS_ENV
+    from asyncbench.run.status import QUIET_ENV
+
+    saved = {name: os.environ.get(name) for name in (NO_PROGRESS_ENV, QUIET_ENV)}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def _run_environment_restored() -> Iterator[None]:
+    """Every test: :func:`run_environment_restored`."""
+    with run_environment_restored():
+        yield
 
 
 @pytest.fixture

@@ -45,8 +45,18 @@ def anyio_backend() -> str:
 
 
 def _run(tmp_path: Path, engine: str, profiles: str = "5k") -> RunResult:
+    from conftest import run_environment_restored
+
     os.chdir(tmp_path)
-    code = main(
+    with run_environment_restored():  # a module fixture outlives conftest's per-test restore
+        code = _main_quiet(engine, profiles)
+    assert code == 0
+    (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    return RunResult.from_json(result.read_bytes())
+
+
+def _main_quiet(engine: str, profiles: str) -> int:
+    return main(
         [
             str(ROOT / "benchmarks" / "quick.toml"),
             "--engine", engine,
@@ -58,9 +68,6 @@ def _run(tmp_path: Path, engine: str, profiles: str = "5k") -> RunResult:
             "--data", "data",
         ]
     )  # fmt: skip
-    assert code == 0
-    (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
-    return RunResult.from_json(result.read_bytes())
 
 
 @pytest.fixture(scope="module")
