@@ -137,7 +137,7 @@ def test_run_with_update_latest_and_no_progress(
     (result,) = out.glob("profiles-1000-p1/asyncbench-*.json")
     assert f"(profiles-1000-p1/{result.name})" in latest
     svgs = sorted(p.name for p in out.glob("latest-*.svg"))
-    assert len(svgs) == 6
+    assert len(svgs) == 7  # the six charts of a memory run, and the cost chart (issue 37)
     for name in svgs:
         assert f"]({name})" in latest
         stamped = result.parent / name.replace("latest-", f"{result.stem}-")

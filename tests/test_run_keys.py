@@ -101,6 +101,8 @@ def test_the_engine_and_the_phase_loop_agree_on_the_worker_count(tmp_path: Path,
 
 class _NoSampler:
     peak = 0
+    peak_anon: int | None = None  # the memory sampler's split (issue 40): not sampled
+    peak_file: int | None = None
 
     def reset(self) -> int:
         return 0
