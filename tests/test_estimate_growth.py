@@ -50,7 +50,8 @@ def test_cost_per_operation_grows_above_the_knee_only() -> None:
 def test_every_parallelism_level_is_calibrated(tmp_path) -> None:
     cfg = load(ROOT / "benchmarks" / "quick.toml")
     cfg.engines, cfg.parallelism, cfg.data = ["memory"], [1, 16], tmp_path
-    rates, basis = calibrate(cfg)
+    rates, basis, failed = calibrate(cfg)
+    assert failed == {}
     assert sorted(rates["memory"]) == [1, 16]
     assert all(
         math.isfinite(r.seconds("memory", cfg, 100_000)) for level in rates["memory"].values() for r in level
@@ -75,3 +76,26 @@ def test_a_plan_is_calibrated_only_when_calibrating_costs_a_small_share_of_it(tm
     ref = dataclasses.replace(load(PLAN), profiles=[200_000], engines=["lsm"], output=tmp_path)
     estimate(ref, calibrate_fn=lambda c: called.append(c) or ({}, "calibrated"))
     assert called
+
+
+def test_an_engine_whose_calibration_fails_is_left_out_with_the_reason(tmp_path, monkeypatch) -> None:
+    """A 2M PostgreSQL run on a loaded machine printed "time and disk: not estimated: no
+    engine could be measured" and nothing else: its calibration had failed (timed out) and
+    the reason was swallowed. The estimate names each engine left out and why."""
+    import dataclasses
+
+    from asyncbench import engines
+    from asyncbench.run.estimate import estimate
+
+    monkeypatch.setitem(engines.REGISTRY, "brokenctor", "engines_for_tests:BrokenConstructorEngine")
+    cfg = dataclasses.replace(load(PLAN), output=tmp_path / "out", data=tmp_path / "data")
+    cfg.engines = ["brokenctor"]
+    est = estimate(cfg)
+    assert est.seconds is None
+    text = "\n".join(est.lines(cfg))
+    assert "not estimated: no engine could be measured" in text
+    assert "brokenctor (calibration Failed: open: ValueError: this plug-in cannot be constructed)" in text
+    cfg.engines = ["memory", "brokenctor"]
+    text = "\n".join(estimate(cfg).lines(cfg))
+    assert "time: about" in text
+    assert "not included: brokenctor (calibration Failed: open: ValueError" in text

@@ -8,7 +8,6 @@ engine at a small profile count; plans too small to matter are not calibrated.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import tempfile
@@ -217,6 +216,7 @@ class Estimate:
             out.append(f"  warning: {len(self.warnings) - MAX_WARNINGS} more earlier results skipped")
         if self.seconds is None:
             out.append(f"  time and disk: {self.basis}")
+            out += [f"  {name}" for name in self.missing]  # why each engine gave no figure
             return out
         out.append(f"  time: {self.time()}")
         if self.storage_bytes is not None:
@@ -343,9 +343,13 @@ def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
     )
 
 
-def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
+def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
     """Run each engine of the plan at a small size and at each of its parallelism levels,
-    in this process, in a scratch directory."""
+    in this process, in a scratch directory.
+
+    Returns the rates, where they come from, and why each engine that gave no rate gave
+    none (its status line: a calibration that timed out on a loaded machine, a server that
+    refused): an estimate that leaves an engine out says why, never just "no measurement"."""
     import anyio
 
     from asyncbench.measure.memory_sampler import MemorySampler
@@ -357,21 +361,37 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str]:
         small = calibration_config(cfg, Path(tmp))
         plan = draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
         rates: Rates = {}
+        failed: dict[str, str] = {}
         t0 = perf_counter()
         for name in cfg.engines:
             for level in small.levels():  # the calibration size at each of the plan's P
                 engine_run = EngineRun(small, level, name, plan, Observer(), MemorySampler())
-                with contextlib.suppress(Exception):
+                error: Exception | None = None
+                try:
                     anyio.run(engine_run.run)
+                except Exception as exc:  # noqa: BLE001 - an estimate never stops a run; it says why
+                    error = exc
                 e = engine_run.result
                 rate = Rate.of(e, CALIBRATION_PROFILES) if e.ok else None
                 if rate is not None:
                     rates.setdefault(name, {}).setdefault(level.parallelism, []).append(rate)
+                elif name not in failed:
+                    failed[name] = _calibration_failure(e, error)
     took = perf_counter() - t0
-    return rates, (
+    basis = (
         f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles, phase by phase, "
         f"with {GROWTH_NOTE}"
     )
+    return rates, basis, failed
+
+
+def _calibration_failure(e: EngineResult, error: Exception | None) -> str:
+    """One line on why an engine's calibration gave no rate."""
+    if error is not None:
+        return f"calibration failed: {type(error).__name__}: {error}"
+    if not e.ok:
+        return f"calibration {e.status_text()}"
+    return "calibration measured no phase"
 
 
 #: Says where an ``at_least`` figure comes from.
@@ -393,14 +413,15 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
             why = "not estimated: a small plan, about as quick as calibrating"
             return Estimate(operations, None, None, why, warnings=warnings)
         found = calibrate_fn(cfg)
-    rates, basis = found
+    rates, basis = found[0], found[1]
+    failed: dict[str, str] = found[2] if len(found) > 2 else {}  # type: ignore[misc]
     seconds = 0.0
     storage = 0.0
     largest = 0.0  # with clean-up on, one store at a time is on disk
     missing = []
     for name in cfg.engines:
         if nearest(rates, name, cfg.profiles[0], cfg.parallelism[0]) is None:
-            missing.append(f"{name} (no measurement)")
+            missing.append(f"{name} ({failed.get(name, 'no measurement')})")
             continue
         for level in cfg.levels():
             n = level.profiles
