@@ -101,11 +101,14 @@ class Zipfian:
         # u < 1 keeps the closed form below n; the clip only guards rounding at the top
         return np.minimum(out, np.asarray(n) - 1).astype(np.int64)
 
-    def pmf(self, itemcount: int | None = None) -> npt.NDArray[np.float64]:
-        """The exact probability of each item 0..itemcount-1 under :meth:`map` with u uniform."""
+    def pmf(self, itemcount: int | None = None, first: int | None = None) -> npt.NDArray[np.float64]:
+        """The exact probability of each item 0..itemcount-1 under :meth:`map` with u uniform.
+
+        ``first``: only the first that many items (a 10**10-item zipfian's head).
+        """
         n = self.items if itemcount is None else itemcount
         z = self.zetan_for(n)
-        k = np.arange(n + 1, dtype=np.float64)
+        k = np.arange(min(n, first or n) + 1, dtype=np.float64)
         # u at which the closed form reaches item k: (k/n)**(1-theta) = eta*u - eta + 1
         g = ((k / n) ** (1 - self.theta) - 1 + self.eta) / self.eta
         u2 = (1.0 + 0.5**self.theta) / z
@@ -113,7 +116,7 @@ class Zipfian:
         hi = np.minimum(g[1:], 1.0)
         p = np.maximum(hi - lo, 0.0)
         p[0] += min(1.0, 1.0 / z)
-        if n > 1:
+        if len(p) > 1:
             p[1] += max(0.0, min(1.0, u2) - min(1.0, 1.0 / z))
         return p
 
