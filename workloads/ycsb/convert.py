@@ -22,7 +22,7 @@ from typing import Any
 from asyncbench.workloads.ycsb.distributions import NAMES
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
-from asyncbench.workloads.ycsb.properties import Property, PropertiesError, read_properties
+from asyncbench.workloads.ycsb.properties import PropertiesError, Property, read_properties
 from asyncbench.workloads.ycsb.zipfian import ZIPFIAN_CONSTANT
 
 #: the plan's seed when the file gives none (YCSB files have no seed): the project's reference seed
@@ -100,10 +100,10 @@ def _value(source: str, prop: Property) -> Any:
     if key in _INTS:
         if not _INT.fullmatch(text):
             raise bad(f"{text!r} is not a whole number")
-        number = int(text)
-        if number < 1:
-            raise bad(f"must be >= 1, got {number}")
-        return number
+        whole = int(text)
+        if whole < 1:
+            raise bad(f"must be >= 1, got {whole}")
+        return whole
     if key in _BOOLS:
         if text.lower() not in ("true", "false"):
             raise bad(f"{text!r} is not true or false")

@@ -31,7 +31,7 @@ class Stream:
         self._bits = np.random.PCG64(np.random.SeedSequence([seed, purpose]))
 
     def raw(self, n: int) -> npt.NDArray[np.uint64]:
-        return self._bits.random_raw(n)  # type: ignore[no-any-return]
+        return self._bits.random_raw(n)
 
     def doubles(self, n: int) -> npt.NDArray[np.float64]:
         """n uniform doubles in [0, 1), 53 random bits each (as Java's ``nextDouble``)."""
