@@ -1,1 +1,1 @@
-"""Workloads the runner can drive; today the profile-store workload."""
+"""Workloads the runner can drive; today the profile-store workload (ycsb/: YCSB's pure parts, not yet runnable)."""
