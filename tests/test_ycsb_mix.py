@@ -48,8 +48,9 @@ Op = tuple[int, int, int, int, int, int, int]  # index, kind, key, read field, w
 class ReferenceStore:
     """The usertable in a dict (names kept sorted for scans), executing one operation at a time."""
 
-    def __init__(self, lay: Layout, values: Values, written: set[str]) -> None:
+    def __init__(self, lay: Layout, values: Values, written: set[str], stable_scans: bool = True) -> None:
         self.lay, self.values, self.written = lay, values, written
+        self.stable_scans = stable_scans
         self.records = {self.name(k): values.record(k) for k in range(lay.recordcount)}
         self.initial = sorted(self.records)
         self.names = list(self.initial)
@@ -88,7 +89,7 @@ class ReferenceStore:
         if bounds is None:
             return scan_digest(index, kind, name, [])
         lo, hi = bisect.bisect_left(self.names, bounds[0]), bisect.bisect_right(self.names, bounds[1])
-        stable = [n for n in self.names[lo:hi] if n not in self.written]
+        stable = [n for n in self.names[lo:hi] if n not in self.written or not self.stable_scans]
         return scan_digest(index, kind, name, [(n, self.read(n, rf)) for n in stable])
 
 
@@ -116,6 +117,7 @@ def run(
     schedule: int,
     processes: int = 1,
     split: Callable[[Batch, int], list[np.ndarray]] = owner_split,
+    stable_scans: bool = True,
 ) -> tuple[str, int]:
     """The phase checksum and operation count with ``workers`` workers in ``processes`` processes."""
     lay = layout(plan)
@@ -124,7 +126,7 @@ def run(
     written = set()
     store_names = ReferenceStore.name
     values = Values(SEED, lay.fieldcount, lay.fieldlength)
-    store = ReferenceStore(lay, values, written)
+    store = ReferenceStore(lay, values, written, stable_scans)
     for b in batches:
         writes = np.isin(b.kind, (UPDATE, INSERT, READMODIFYWRITE))
         written.update(store_names(store, int(k)) for k in b.key[writes])
@@ -189,6 +191,13 @@ def test_a_naive_split_gives_a_timing_dependent_checksum() -> None:
     plan = CASES["a"]
     one = run(plan, 1, schedule=0)
     assert run(plan, 4, schedule=1, split=round_robin) != one
+
+
+def test_scans_folding_written_records_would_depend_on_timing() -> None:
+    """The scan rule has teeth: folding the inserted records of a range races the inserts."""
+    plan = CASES["e"]
+    one = run(plan, 1, schedule=0, stable_scans=False)
+    assert run(plan, 16, schedule=2, stable_scans=False) != one
 
 
 def test_each_worker_gets_only_its_keys_in_order() -> None:

@@ -48,6 +48,12 @@ def test_values_are_fixed_by_the_seed() -> None:
     assert all(32 <= c <= 126 for v in record for c in v)  # printable, as YCSB's RandomByteIterator
 
 
+def test_records_in_bulk_are_the_single_ones() -> None:
+    values = Values(7, 5, 12)
+    tags = [0, 1, 2**40 + 3, 2**64 - 1]
+    assert values.records(np.array(tags, dtype=np.uint64)) == [values.record(t) for t in tags]
+
+
 def test_field_names() -> None:
     assert field_names(3) == ["field0", "field1", "field2"]
 

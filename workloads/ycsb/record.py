@@ -17,9 +17,10 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from asyncbench.workloads.ycsb import draws
-from asyncbench.workloads.ycsb.fnv import fnvhash64
+from asyncbench.workloads.ycsb.fnv import fnvhash64, fnvhash64_array
 
 _POOL_WINDOWS = 1 << 16
 _M64 = (1 << 64) - 1
@@ -53,6 +54,17 @@ class Values:
     def record(self, tag: int) -> list[bytes]:
         """All fields of the record written with ``tag`` (loaded/inserted: tag = key number)."""
         return [self.value(tag, f) for f in range(self.fieldcount)]
+
+    def records(self, tags: npt.NDArray[np.uint64] | npt.NDArray[np.int64]) -> list[list[bytes]]:
+        """:meth:`record` for many tags at once: the offsets hashed with numpy (a load phase
+        builds millions of records; per-field Python hashing would cost microseconds each)."""
+        t = np.asarray(tags).astype(np.uint64)
+        fields = np.arange(self.fieldcount, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            mixed = t[:, None] * np.uint64(_GOLDEN) + fields[None, :]
+        offsets = (fnvhash64_array(mixed) % np.uint64(_POOL_WINDOWS)).tolist()
+        pool, n = self.pool, self.fieldlength
+        return [[pool[o : o + n] for o in row] for row in offsets]
 
 
 _COUNT = struct.Struct("<H")
