@@ -247,6 +247,13 @@ def test_the_stream_is_the_same_every_time_and_inserts_append() -> None:
     assert len(first) == math.ceil(200_000 / 65536)
 
 
+def test_a_stream_is_drawn_once() -> None:
+    stream = OperationStream(mix_spec(CASES["a"], CASES["a"]["phase"][1]), SEED)
+    list(stream)
+    with pytest.raises(RuntimeError, match="drawn once"):
+        list(stream)
+
+
 def test_spec_refuses_bad_proportions_and_scan_lengths() -> None:
     params = Params("uniform", 10)
     with pytest.raises(ValueError, match="proportions must be >= 0"):

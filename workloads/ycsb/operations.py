@@ -95,8 +95,14 @@ class OperationStream:
         span = spec.maxscanlength - spec.minscanlength + 1
         self._scan_zipf = Zipfian(span) if spec.scanlengthdistribution == "zipfian" else None
         self.maxkey = spec.distribution.recordcount - 1  # the last key inserted so far
+        self._started = False
 
     def __iter__(self) -> Iterator[Batch]:
+        # the draws are stateful (insert counter, sequential counter, streams): a second
+        # pass would silently continue the sequence instead of repeating it
+        if self._started:
+            raise RuntimeError("an OperationStream is drawn once; make a new one to draw the phase again")
+        self._started = True
         done = 0
         while done < self.spec.operationcount:
             yield self._block(done, min(BLOCK, self.spec.operationcount - done))
