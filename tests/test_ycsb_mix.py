@@ -260,3 +260,27 @@ def test_spec_refuses_bad_proportions_and_scan_lengths() -> None:
         MixSpec(10, (1.5, -0.5, 0, 0, 0), params)
     with pytest.raises(ValueError, match="scan lengths"):
         MixSpec(10, (0, 0, 0, 1, 0), params, minscanlength=5, maxscanlength=2)
+
+
+def test_the_first_operations_are_pinned() -> None:
+    """Seed 1's first operations of workloads A and E, written down: any change to the
+    streams, the kind draw or the key draw shows here (the sequence is the plan's meaning)."""
+    got = {}
+    for letter in "ae":
+        plan = shipped(letter, 1000, 10)
+        b = next(iter(OperationStream(mix_spec(plan, plan["phase"][1]), 1)))
+        got[letter] = (b.kind.tolist(), b.key.tolist(), b.scan_length.tolist(), [int(t) % 1000 for t in b.tag])
+    assert got == {
+        "a": (
+            [0, 1, 1, 0, 1, 0, 0, 0, 1, 1],
+            [918, 881, 854, 849, 139, 610, 545, 137, 487, 240],
+            [0] * 10,
+            [875, 348, 935, 776, 992, 446, 98, 403, 755, 842],
+        ),
+        "e": (
+            [3, 3, 3, 3, 3, 2, 3, 3, 3, 3],
+            [739, 66, 542, 813, 829, 1000, 640, 512, 197, 45],  # the insert takes key 1000
+            [75, 83, 12, 10, 55, 0, 37, 38, 60, 56],
+            [875, 348, 935, 776, 992, 0, 98, 403, 755, 842],  # the insert's tag is its key
+        ),
+    }
