@@ -3,7 +3,7 @@
 YCSB's ``doTransaction`` draws, per operation, its kind (``DiscreteGenerator`` over
 read, update, insert, scan, read-modify-write, in that order, zero weights dropped), then
 its key (``nextKeynum``), fields and scan length. Here the whole phase is one seeded
-sequence, drawn in fixed blocks of :data:`BLOCK` operations with numpy (about 0.1-0.3 us
+sequence, drawn in fixed blocks of :data:`BLOCK` operations with numpy (40-90 ns CPU
 an operation; ``benchmarks/bench_ycsb_draw.py`` measures it), so operation *i* is the
 same on every run, machine and worker count whoever executes it.
 
