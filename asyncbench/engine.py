@@ -79,6 +79,18 @@ class EngineCounters:
     #: The server's own cumulative counters (a reopen's new adapter reads on from the old
     #: one's figures), not counts since this adapter opened (which restart at a reopen).
     server_wide: bool = False
+    #: A cluster's nodes, each its own counters (endpoint -> them; the figures above are
+    #: their sum); empty for one server or none.
+    nodes: Mapping[str, EngineCounters] = field(default_factory=dict)
+
+
+def nodes_pids(nodes: Mapping[str, list[int] | str]) -> tuple[list[int], str | None]:
+    """A cluster's measured pids (:meth:`Engine.server_nodes`: every node whose processes
+    are known), and why their sum is not the server's when a node's are not known (None
+    when every node's are)."""
+    pids = sorted({pid for found in nodes.values() if not isinstance(found, str) for pid in found})
+    unknown = [f"node {key}: {why}" for key, why in nodes.items() if isinstance(why, str)]
+    return pids, ("; ".join(unknown) if unknown else None)
 
 
 def directory_size(path: Path) -> int:
@@ -248,6 +260,14 @@ class Engine(abc.ABC):
         open), a reason why they are not known (a remote server), or None: no server (the
         engine runs in this process). Called outside every phase's time."""
         return None
+
+    async def server_nodes(self) -> dict[str, list[int] | str]:
+        """Where the server is several nodes on this machine (a cluster): each node's
+        server processes (endpoint -> pids), or why a node's cannot be known (remote, not
+        proven to be its process); every node, also one no worker talks to, since each
+        does the cluster's work. Empty: one server or none (:meth:`server_processes`
+        says). Called outside every phase's time."""
+        return {}
 
     async def cost_counters(self) -> EngineCounters | str:
         """The engine's own cumulative counters (:class:`EngineCounters`), or why it has

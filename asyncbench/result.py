@@ -16,6 +16,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
@@ -35,6 +36,7 @@ __all__ = [
     "EngineResult",
     "LatencyStats",
     "OpenLoop",
+    "NodeCost",
     "PhaseCost",
     "PhaseResult",
     "PlanPhase",
@@ -171,6 +173,35 @@ COST_FIGURES = ("client_cpu", "engine_cpu", "server_cpu", "client_io", "server_i
 
 
 @dataclass
+class NodeCost:
+    """One node's part of a phase's server cost, where the server is several nodes on this
+    machine (a Galera cluster: every node applies every write, so replication's cost shows
+    node by node, also on a node no worker talks to). ``pids``: the node's server processes
+    measured. A figure not measured is None and ``not_measured`` says why, never 0."""
+
+    pids: list[int] = field(default_factory=list)
+    cpu_seconds: float | None = None
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    engine_written: dict[str, int] = field(default_factory=dict)  # the node's own counters
+    engine_counters: dict[str, float] = field(default_factory=dict)
+    not_measured: dict[str, str] = field(default_factory=dict)  # figure (COST_FIGURES) -> why
+
+    def check(self, where: str) -> None:
+        for name in ("cpu_seconds", "read_bytes", "write_bytes"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        for key, value in self.engine_written.items():
+            _at_least(f"{where}.engine_written.{key}", value, 0)
+        _known_figures(where, self.not_measured)
+
+
+def _known_figures(where: str, not_measured: Mapping[str, str]) -> None:
+    unknown = set(not_measured) - set(COST_FIGURES)
+    if unknown:
+        raise ResultError(f"{where}.not_measured: unknown figure {sorted(unknown)[0]!r}; known: {', '.join(COST_FIGURES)}")
+
+
+@dataclass
 class PhaseCost:
     """What a phase cost beyond its time (docs/result-schema.md, "PhaseCost"): CPU seconds
     of the client process, of the engine's own threads in it and of the server's processes;
@@ -198,6 +229,9 @@ class PhaseCost:
     #: What a measured figure leaves out (a server process that ended during the phase).
     notes: list[str] = field(default_factory=list)
     series: list[list[float]] | None = None  # per second: COST_SERIES_FIELDS
+    #: A cluster's nodes, each its own part of the server figures (endpoint -> NodeCost);
+    #: empty for one server or none. The server figures above are their sum.
+    server_nodes: dict[str, NodeCost] = field(default_factory=dict)
 
     def check(self, where: str) -> None:
         for name in (
@@ -208,9 +242,7 @@ class PhaseCost:
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         for key, value in self.engine_written.items():
             _at_least(f"{where}.engine_written.{key}", value, 0)
-        unknown = set(self.not_measured) - set(COST_FIGURES)
-        if unknown:
-            raise ResultError(f"{where}.not_measured: unknown figure {sorted(unknown)[0]!r}; known: {', '.join(COST_FIGURES)}")
+        _known_figures(where, self.not_measured)
         for i, row in enumerate(self.series or ()):
             if len(row) != len(COST_SERIES_FIELDS):
                 raise ResultError(f"{where}.series[{i}]: expected {len(COST_SERIES_FIELDS)} numbers, got {len(row)}")

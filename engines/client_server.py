@@ -16,13 +16,13 @@ way; each engine says only how its driver opens a session and what it reads from
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import psutil
 
-from asyncbench.engine import BackgroundThreads, Engine, EngineConfig
+from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, nodes_pids
 from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 
 if TYPE_CHECKING:
@@ -174,6 +174,7 @@ class PooledSession(Protocol):
 
 
 S = TypeVar("S", bound=PooledSession)
+T = TypeVar("T")
 
 
 class SessionPoolEngine(Engine, Generic[S]):
@@ -216,6 +217,8 @@ class SessionPoolEngine(Engine, Generic[S]):
         #: endpoint -> what :meth:`_node_values` read there at open
         self._nodes: dict[str, dict[str, str]] = {}
         self._storage_bytes: int | None = None
+        #: endpoint -> a probe session kept for the cost's readings (a node no worker uses)
+        self._probes: dict[str, S] = {}
 
     def pinned_settings(self) -> dict[str, Any]:
         """Every endpoint, the database and the account as this process resolved them
@@ -255,24 +258,30 @@ class SessionPoolEngine(Engine, Generic[S]):
         return self._session
 
     async def _read_nodes(self) -> None:
-        """Every endpoint's facts, for the report: through a worker's session on it, else
-        through a probe session opened for it and closed afterwards."""
+        """Every endpoint's facts, for the report."""
+        self._nodes = await self._on_each_endpoint(self._node_values)
+
+    async def _on_each_endpoint(self, read: Callable[[S], Awaitable[T]], keep: bool = False) -> dict[str, T]:
+        """``read`` on every distinct endpoint, in order: through a worker's session on it,
+        else through a probe session opened for it, closed afterwards or, with ``keep``,
+        kept until :meth:`close` (the cost's readings at every phase's start and end)."""
         sessions = {str(s.endpoint): s for s in self._sessions()}
-        nodes: dict[str, dict[str, str]] = {}
+        out: dict[str, T] = {}
         for endpoint in self.endpoints:
             key = str(endpoint)
-            if key in nodes:
+            if key in out:
                 continue
-            session = sessions.get(key)
+            session = sessions.get(key) or self._probes.get(key)
             if session is None:
                 session = await self._probe(endpoint)
+                if keep:
+                    self._probes[key] = session
             try:
-                values = await self._node_values(session)
+                out[key] = await read(session)
             finally:
-                if key not in sessions:
+                if key not in sessions and key not in self._probes:
                     await session.close()
-            nodes[key] = values
-        self._nodes = nodes
+        return out
 
     def worker(self, index: int) -> SqlProfileStore:
         """The shared SQL store over worker ``index``'s own session."""
@@ -291,6 +300,10 @@ class SessionPoolEngine(Engine, Generic[S]):
     async def server_processes(self) -> list[int] | str | None:
         """The server's processes on this machine, endpoint by endpoint (each Galera node
         its own); a server on another machine cannot be measured from here."""
+        nodes = await self.server_nodes()
+        if nodes:  # a cluster: every node, also one no worker uses
+            measured, unknown = nodes_pids(nodes)
+            return unknown or measured
         by_endpoint: dict[str, list[S]] = {}
         for session in self._sessions():
             by_endpoint.setdefault(str(session.endpoint), []).append(session)
@@ -337,8 +350,8 @@ class SessionPoolEngine(Engine, Generic[S]):
 
     async def close(self) -> None:
         try:
-            sessions = self._sessions()
-            self._session, self._worker_sessions = None, []
+            sessions = self._sessions() + list(self._probes.values())
+            self._session, self._worker_sessions, self._probes = None, [], {}
             for session in sessions:
                 await session.close()
         finally:

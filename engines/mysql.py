@@ -62,6 +62,7 @@ from asyncbench.engines.client_server import (
     SessionPoolEngine,
     assign,
     hybridmethod,
+    is_local_host,
     local_process,
     parse_endpoint,
     parse_endpoints,
@@ -500,12 +501,46 @@ class MySqlEngine(SessionPoolEngine[Session]):
             return f"process {pid} of the pid file {path} does not listen on port {port}: another server's"
         return [pid]
 
+    def _cluster(self) -> bool:
+        """Several endpoints (a Galera cluster's nodes): cost is read on every one."""
+        return len({str(e) for e in self.endpoints}) > 1
+
+    async def server_nodes(self) -> dict[str, list[int] | str]:
+        """Every node's server process, also a node no worker uses (``@@pid_file`` is the
+        server's, not the connection's: a probe session there finds it), or why not: a node
+        on another machine, or a pid not proven to be a mysqld/mariadbd on its port."""
+        if not self._cluster() or self._session is None:
+            return {}
+
+        async def find(session: Session) -> list[int] | str:
+            endpoint = session.endpoint
+            if endpoint is None or not is_local_host(endpoint.host):
+                return f"the server at {endpoint} is not on this machine"
+            return await self._server_pids([session])
+
+        return await self._on_each_endpoint(find, keep=True)
+
     async def cost_counters(self) -> EngineCounters | str:
-        """InnoDB's own byte counters on the first endpoint (server-wide: every client's):
-        ``Innodb_data_written`` and ``Innodb_os_log_written`` (redo log), ``Innodb_data_read``."""
+        """InnoDB's own byte counters (server-wide: every client's): ``Innodb_data_written``
+        and ``Innodb_os_log_written`` (redo log), ``Innodb_data_read``; on a cluster each
+        node's (every node applies every write) and their sum."""
         if self._session is None:
             return "the engine is not open"
-        rows = await self._session.query(
+        if not self._cluster():
+            return await self._innodb_counters(self._session)
+        nodes = await self._on_each_endpoint(self._innodb_counters, keep=True)
+        written: dict[str, int] = {}
+        other: dict[str, float] = {}
+        for n in nodes.values():
+            for k, v in n.written.items():
+                written[k] = written.get(k, 0) + v
+            for k, f in n.other.items():
+                other[k] = other.get(k, 0.0) + f
+        return EngineCounters(written=written, other=other, server_wide=True, nodes=nodes)
+
+    @staticmethod
+    async def _innodb_counters(session: Session) -> EngineCounters:
+        rows = await session.query(
             "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_written', 'Innodb_os_log_written', 'Innodb_data_read')"
         )
         values = {str(k): int(v) for k, v in rows}

@@ -218,6 +218,42 @@ def test_mysql_engine_quick_plan_at_p3_one_worker_per_node(
     assert "writes retried after a conflict: " in md
 
 
+def test_cost_is_measured_on_every_node_also_those_without_a_worker(
+    cluster: Cluster, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 37 on Galera: at P1 only node 1 has a worker, yet every node applies every
+    write (replication), so each node's server process is found (``@@pid_file``, a
+    mariadbd listening on its port), measured and shown on its own: CPU above 0 on every
+    node during the inserts, and each node wrote at least the logical bytes at the device;
+    the sum over the nodes is the phase's server figure, and InnoDB's counters are per node."""
+    for name in ("MYSQL_HOSTS", "MYSQL_HOST", "MYSQL_PORT", "MYSQL_DATABASE", "MYSQL_USER", "MYSQL_PASSWORD"):
+        monkeypatch.setenv(name, cluster.exports[name])
+    code, results, output = run_cli(str(QUICK_PLAN), "--engine", "mysql", "--profiles", "5k", "--csv")
+    assert code == 0, output
+    (run,) = results[0]["engines"]
+    insert = next(p for p in run["phases"] if p["name"] == "insert profiles")
+    cost = insert["cost"]
+    endpoints = [f"{h}:{p}" for h, p in cluster.hosts]
+    nodes = cost["server_nodes"]
+    assert list(nodes) == endpoints, nodes
+    assert [n["pids"] for n in nodes.values()] == [[pid] for pid in cluster.pids]
+    for endpoint, node in nodes.items():
+        assert node["not_measured"] == {}, (endpoint, node)
+        assert node["cpu_seconds"] > 0, (endpoint, node)
+        assert node["write_bytes"] >= cost["logical_write_bytes"], (endpoint, node, cost["logical_write_bytes"])
+        assert node["engine_counters"]["redo_log_written_bytes"] > 0, (endpoint, node)
+    assert cost["server_cpu_seconds"] == pytest.approx(sum(n["cpu_seconds"] for n in nodes.values()))
+    assert cost["server_write_bytes"] == sum(n["write_bytes"] for n in nodes.values())
+    assert cost["engine_counters"]["redo_log_written_bytes"] == sum(
+        n["engine_counters"]["redo_log_written_bytes"] for n in nodes.values()
+    )
+    assert "server_cpu" not in cost["not_measured"] and "server_io" not in cost["not_measured"]
+    md = unescaped(next((tmp_path / "out").glob("profiles-5000-p*/asyncbench-*.md")).read_text())
+    assert "| Phase | node | CPU µs/op server | read MB | write MB | engine written MB | write amp. |" in md
+    for endpoint in endpoints:
+        assert f"| insert profiles | {endpoint} |" in md
+
+
 def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_path: Path) -> None:
     """Node 3's applier is paused (FLUSH TABLES WITH READ LOCK): a plain read there misses a
     row just committed on node 1; the engine's batch on node 3 waits and returns it."""

@@ -18,7 +18,10 @@ Whose figures:
   the client's CPU;
 - the server: the processes the engine found on this machine
   (:meth:`Engine.server_processes`); a process that started during the phase counts from
-  0, one that ended during it is lost (said in ``not_measured``).
+  0, one that ended during it is lost (said in ``not_measured``). A cluster's nodes
+  (:meth:`Engine.server_nodes`) are measured each on its own (``PhaseCost.server_nodes``)
+  and summed; when one node cannot be measured the sum is not measured either (a sum
+  without it would pass for the cluster's), while the others still show theirs.
 
 A figure that cannot be read (no ``/proc``, a remote server, a process of another user
 without the privilege) is None with the reason in ``PhaseCost.not_measured``, never 0.
@@ -34,8 +37,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from asyncbench.engine import BackgroundThreads, Engine, EngineCounters
-from asyncbench.result import PhaseCost
+from asyncbench.engine import BackgroundThreads, Engine, EngineCounters, nodes_pids
+from asyncbench.result import NodeCost, PhaseCost
 
 __all__ = ["NO_COST_ENV", "CostMeter", "Snapshot", "client_cpu_seconds", "cost_enabled", "take_snapshot"]
 
@@ -104,9 +107,13 @@ class Snapshot:
     why: dict[str, str] = field(default_factory=dict)
 
 
-def take_snapshot(threads: BackgroundThreads | str, pids: list[int] | str | None) -> Snapshot:
+def take_snapshot(
+    threads: BackgroundThreads | str, pids: list[int] | str | None, partial: str | None = None
+) -> Snapshot:
     """Read every counter now (a few ``/proc`` reads per process: well under a millisecond
-    for a handful of processes)."""
+    for a handful of processes). ``partial``: why ``pids`` are not all the server's (a
+    cluster node not measured): they are read, for their nodes' figures, but their sum is
+    not the server's."""
     snap = Snapshot(wall=time.perf_counter(), client_cpu=client_cpu_seconds())
     me = psutil.Process()
     try:
@@ -127,6 +134,9 @@ def take_snapshot(threads: BackgroundThreads | str, pids: list[int] | str | None
         snap.why["server_cpu"] = snap.why["server_io"] = pids
     else:
         _server(snap, pids)
+        if partial is not None:
+            snap.why.setdefault("server_cpu", partial)
+            snap.why.setdefault("server_io", partial)
     return snap
 
 
@@ -182,8 +192,9 @@ def _diff_io(a: Mapping[int, tuple[int, int]], b: Mapping[int, tuple[int, int]])
     return r, w
 
 
-def difference(a: Snapshot, b: Snapshot) -> PhaseCost:
-    """The cost between two snapshots: every figure both measured, the others None with why."""
+def difference(a: Snapshot, b: Snapshot, nodes: Mapping[str, list[int] | str] | None = None) -> PhaseCost:
+    """The cost between two snapshots: every figure both measured, the others None with
+    why; ``nodes``: a cluster's nodes (endpoint -> pids or why not), each its own part."""
     cost = PhaseCost(client_cpu_seconds=max(0.0, b.client_cpu - a.client_cpu))
     why = {**a.why, **b.why}
     if a.client_io is not None and b.client_io is not None:
@@ -197,7 +208,7 @@ def difference(a: Snapshot, b: Snapshot) -> PhaseCost:
             f"server process(es) {', '.join(map(str, sorted(old)))} were found only at the phase's end and"
             " had started before it: left out"
         )
-    if a.server_cpu is not None and b.server_cpu is not None:
+    if a.server_cpu is not None and b.server_cpu is not None and "server_cpu" not in why:
         b_cpu = {pid: v for pid, v in b.server_cpu.items() if pid not in old}
         cost.server_cpu_seconds = _diff_pids(a.server_cpu, b_cpu)
         gone = sorted(set(a.server_cpu) - set(b.server_cpu))
@@ -206,13 +217,32 @@ def difference(a: Snapshot, b: Snapshot) -> PhaseCost:
                 f"server CPU and I/O are lower bounds: process(es) {', '.join(map(str, gone))} ended during the"
                 " phase, and their figures since its start are lost"
             )
-    if a.server_io is not None and b.server_io is not None:
+    if a.server_io is not None and b.server_io is not None and "server_io" not in why:
         b_io = {pid: v for pid, v in b.server_io.items() if pid not in old}
         cost.server_read_bytes, cost.server_write_bytes = _diff_io(a.server_io, b_io)
     for name in ("client_io", "engine_cpu", "server_cpu", "server_io"):
         if name in why:
             cost.not_measured[name] = why[name]
+    for key, found in (nodes or {}).items():
+        cost.server_nodes[key] = _node(a, b, found, old)
     return cost
+
+
+def _node(a: Snapshot, b: Snapshot, found: list[int] | str, old: set[int]) -> NodeCost:
+    """One cluster node's part: its processes' differences, or why not measured."""
+    if isinstance(found, str):
+        return NodeCost(not_measured={"server_cpu": found, "server_io": found})
+    node = NodeCost(pids=list(found))
+    mine = set(found) - old
+    if a.server_cpu is not None and b.server_cpu is not None:
+        node.cpu_seconds = _diff_pids(a.server_cpu, {p: v for p, v in b.server_cpu.items() if p in mine})
+    else:
+        node.not_measured["server_cpu"] = b.why.get("server_cpu") or a.why.get("server_cpu") or "not read"
+    if a.server_io is not None and b.server_io is not None:
+        node.read_bytes, node.write_bytes = _diff_io(a.server_io, {p: v for p, v in b.server_io.items() if p in mine})
+    else:
+        node.not_measured["server_io"] = b.why.get("server_io") or a.why.get("server_io") or "not read"
+    return node
 
 
 def _counters_diff(cost: PhaseCost, a: EngineCounters | str, b: EngineCounters | str) -> None:
@@ -221,6 +251,11 @@ def _counters_diff(cost: PhaseCost, a: EngineCounters | str, b: EngineCounters |
         return
     cost.engine_written = {k: max(0, v - a.written.get(k, 0)) for k, v in b.written.items()}
     cost.engine_counters = {k: v - a.other.get(k, 0.0) for k, v in b.other.items()}
+    for key, n in b.nodes.items():
+        was = a.nodes.get(key, EngineCounters())
+        node = cost.server_nodes.setdefault(key, NodeCost())
+        node.engine_written = {k: max(0, v - was.written.get(k, 0)) for k, v in n.written.items()}
+        node.engine_counters = {k: v - was.other.get(k, 0.0) for k, v in n.other.items()}
     if b.stall_seconds is not None:
         cost.stall_seconds = max(0.0, b.stall_seconds - (a.stall_seconds or 0.0))
 
@@ -229,16 +264,16 @@ class _Series(threading.Thread):
     """Once a second, the costs of the second just past (a daemon thread: a few ``/proc``
     reads a second, off the event loop and off every operation's path)."""
 
-    def __init__(self, engine: Engine, pids: list[int] | str | None, first: Snapshot) -> None:
+    def __init__(self, engine: Engine, pids: list[int] | str | None, partial: str | None, first: Snapshot) -> None:
         super().__init__(name="asyncbench-cost", daemon=True)
-        self.engine, self.pids, self.last, self.start_wall = engine, pids, first, first.wall
+        self.engine, self.pids, self.partial, self.last, self.start_wall = engine, pids, partial, first, first.wall
         self.rows: list[list[float]] = []
         self.halt = threading.Event()
 
     def run(self) -> None:
         while not self.halt.wait(SERIES_INTERVAL_S):
             try:
-                snap = take_snapshot(self.engine.background_threads(), self.pids)
+                snap = take_snapshot(self.engine.background_threads(), self.pids, self.partial)
             except Exception:  # a sampler fault costs the series, never the phase
                 return
             self.add(snap)
@@ -272,17 +307,20 @@ class CostMeter:
         self._sampler: _Series | None = None
 
     async def start(self) -> None:
-        self._pids = await self._server_pids(self.engine)
+        self._nodes, self._pids, self._partial = await self._server(self.engine)
         self._counters = await self._read_counters(self.engine)
-        self._first = take_snapshot(self.engine.background_threads(), self._pids)
+        self._first = take_snapshot(self.engine.background_threads(), self._pids, self._partial)
         if self.series:
-            self._sampler = _Series(self.engine, self._pids, self._first)
+            self._sampler = _Series(self.engine, self._pids, self._partial, self._first)
             self._sampler.start()
 
     async def stop(self, engine: Engine) -> PhaseCost:
         """The phase's cost, ``engine`` being the one open now."""
         assert self._first is not None, "stop() before start()"
-        last = take_snapshot(engine.background_threads(), self._pids if engine is self.engine else await self._server_pids(engine))
+        nodes, pids, partial = (
+            (self._nodes, self._pids, self._partial) if engine is self.engine else await self._server(engine)
+        )
+        last = take_snapshot(engine.background_threads(), pids, partial)
         rows = None
         if self._sampler is not None:
             self._sampler.halt.set()
@@ -290,7 +328,7 @@ class CostMeter:
             if self._sampler.is_alive() is False and engine is self.engine:
                 self._sampler.add(last)  # the phase's last, partial second
             rows = self._sampler.rows
-        cost = difference(self._first, last)
+        cost = difference(self._first, last, nodes)
         # a reopen's new engine counts from zero when its counters started with it; a
         # server's cumulative counters go on from the old adapter's reading
         after = await self._read_counters(engine)
@@ -300,11 +338,17 @@ class CostMeter:
         return cost
 
     @staticmethod
-    async def _server_pids(engine: Engine) -> list[int] | str | None:
+    async def _server(engine: Engine) -> tuple[dict[str, list[int] | str], list[int] | str | None, str | None]:
+        """The server's nodes (a cluster's; empty otherwise), the pids to read, and why
+        their sum is not the server's (a node not measured)."""
         try:
-            return await engine.server_processes()
+            nodes = await engine.server_nodes()
+            if nodes:
+                pids, partial = nodes_pids(nodes)
+                return nodes, pids, partial
+            return {}, await engine.server_processes(), None
         except Exception as exc:  # finding them must never fail the phase
-            return f"the server's processes could not be found: {type(exc).__name__}: {exc}"
+            return {}, f"the server's processes could not be found: {type(exc).__name__}: {exc}", None
 
     @staticmethod
     async def _read_counters(engine: Engine) -> EngineCounters | str:

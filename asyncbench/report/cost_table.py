@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseCost, PhaseResult
 from asyncbench.workloads.profile_store.phases import Action, Group
@@ -38,6 +38,16 @@ def _add(a: float | None, b: float | None) -> float | None:
 
 
 @dataclass
+class NodeRow:
+    """One cluster node's part of a cost row's server figures (None: not measured)."""
+
+    cpu_s: float | None = None
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    engine_written_bytes: int | None = None
+
+
+@dataclass
 class CostRow:
     """One line of the cost table: a phase, a group of read phases, or the whole run."""
 
@@ -53,6 +63,8 @@ class CostRow:
     space_amplification: float | None = None
     stall_s: float | None = None
     engine_written_bytes: int | None = None
+    #: A cluster's nodes (endpoint -> its part of the server figures); empty otherwise.
+    nodes: dict[str, NodeRow] = field(default_factory=dict)
 
     def per_op_us(self, seconds: float | None) -> float | None:
         return seconds / self.ops * 1e6 if seconds is not None and self.ops > 0 else None
@@ -81,6 +93,20 @@ class CostRow:
             self.engine_written_bytes = (self.engine_written_bytes or 0) + sum(c.engine_written.values())
         if c.space_amplification is not None:  # the latest measured
             self.space_amplification = c.space_amplification
+        for key, n in c.server_nodes.items():
+            node = self.nodes.setdefault(key, NodeRow())
+            node.cpu_s = _add(node.cpu_s, n.cpu_seconds)
+            node.read_bytes = _add(node.read_bytes, n.read_bytes)  # type: ignore[assignment]
+            node.write_bytes = _add(node.write_bytes, n.write_bytes)  # type: ignore[assignment]
+            if n.engine_written:
+                node.engine_written_bytes = (node.engine_written_bytes or 0) + sum(n.engine_written.values())
+
+    def node_write_amplification(self, node: NodeRow) -> float | None:
+        """A node's device bytes written over the phase's logical bytes (on Galera each
+        node stores every write: replication's cost, node by node)."""
+        if node.write_bytes is None or not self.logical_write_bytes:
+            return None
+        return node.write_bytes / self.logical_write_bytes
 
 
 def cost_rows(e: EngineResult) -> list[CostRow]:
@@ -164,12 +190,58 @@ def console_lines(e: EngineResult, width: int = 80) -> list[str]:
             f" {_us(r, r.server_cpu_s):>7} {_mb(r.read_bytes):>6} {_mb(r.write_bytes):>6}"
             f" {_x(r.write_amplification):>7} {_x(r.space_amplification):>6}"
         )
+    out += _console_nodes(rows)
     by_reason: dict[str, list[str]] = {}
     for label, why in not_measured(e).items():
         by_reason.setdefault(why, []).append(label)
     for why, labels in by_reason.items():
         text = f"{', '.join(labels)} not measured: {why}"
         out += textwrap.wrap(text, width=width - 2, initial_indent="  ", subsequent_indent="    ")
+    return out
+
+
+_ENDPOINT = 21
+
+
+def _console_nodes(rows: list[CostRow]) -> list[str]:
+    """A cluster's server figures node by node, for the write phases and the whole run
+    (the read groups' would add a line per node each: in the report)."""
+    shown = [r for r in rows if r.nodes and (r.logical_write_bytes or r is rows[-1])]
+    if not shown:
+        return []
+    out = [f"  {'server per node':<{_NAME}} {'endpoint':<{_ENDPOINT}} {'CPU µs/op':>9} {'write MB':>8} {'write amp.':>10}"]
+    for r in shown:
+        name = r.label if len(r.label) <= _NAME else r.label[: _NAME - 1] + "…"
+        for i, (key, node) in enumerate(r.nodes.items()):
+            endpoint = key if len(key) <= _ENDPOINT else key[: _ENDPOINT - 1] + "…"
+            out.append(
+                f"  {name if i == 0 else '':<{_NAME}} {endpoint:<{_ENDPOINT}} {_us(r, node.cpu_s):>9}"
+                f" {_mb(node.write_bytes):>8} {_x(r.node_write_amplification(node)):>10}"
+            )
+    return out
+
+
+def _markdown_nodes(rows: list[CostRow], escape: Callable[[str], str]) -> list[str]:
+    """A cluster's server figures node by node, every row of the cost table."""
+    if not any(r.nodes for r in rows):
+        return []
+    out = [
+        "",
+        "| Phase | node | CPU µs/op server | read MB | write MB | engine written MB | write amp. |",
+        "|---|---|" + "---:|" * 5,
+    ]
+    for r in rows:
+        for key, node in r.nodes.items():
+            cells = [
+                escape(r.label),
+                escape(key),
+                _cell_us(r, node.cpu_s),
+                _mb(node.read_bytes),
+                _mb(node.write_bytes),
+                _mb(node.engine_written_bytes),
+                _x(r.node_write_amplification(node)),
+            ]
+            out.append("| " + " | ".join(cells) + " |")
     return out
 
 
@@ -224,6 +296,7 @@ def markdown_lines(e: EngineResult, escape: Callable[[str], str]) -> list[str]:
             _opt(r.stall_s, ".2f"),
         ]
         out.append("| " + " | ".join(cells) + " |")
+    out += _markdown_nodes(rows, escape)
     out.append("")
     for label, why in not_measured(e).items():
         out.append(f"- {escape(label)} not measured: {escape(why)}")
