@@ -36,6 +36,7 @@ __all__ = [
     "EngineResult",
     "LatencyStats",
     "OpenLoop",
+    "NO_SERVER",
     "NodeCost",
     "PhaseCost",
     "PhaseResult",
@@ -168,6 +169,10 @@ OVER_TIME_FIELDS = ("t_s", "ops", "p50_ns", "p99_ns", "max_ns")
 #: and named in ``not_measured``.
 COST_SERIES_FIELDS = ("t_s", "client_cpu_s", "engine_cpu_s", "server_cpu_s", "read_bytes", "write_bytes")
 
+#: Why a phase has no server figures when the engine runs in the client process: its
+#: device bytes are then the client's alone (PhaseCost.write_bytes).
+NO_SERVER = "no server: the engine runs in the client process"
+
 #: The figures a ``PhaseCost`` may list in ``not_measured``.
 COST_FIGURES = ("client_cpu", "engine_cpu", "server_cpu", "client_io", "server_io", "counters", "storage")
 
@@ -250,12 +255,19 @@ class PhaseCost:
                 _at_least(f"{where}.series[{i}].{name}", number, 0)
 
     # --- derived (the report and compare format these) --------------------------------
-    def _sum(self, a: int | None, b: int | None) -> int | None:
-        return None if a is None and b is None else (a or 0) + (b or 0)
+    def _sum(self, client: int | None, server: int | None) -> int | None:
+        """Client + server; without a server (``NO_SERVER``) the client's alone. A part
+        not measured makes the total not measured: the client's bytes alone would pass for
+        the run's (a remote server's write amplification as a few hundredths)."""
+        if client is None:
+            return None
+        if server is None:
+            return client if self.not_measured.get("server_io") == NO_SERVER else None
+        return client + server
 
     @property
     def write_bytes(self) -> int | None:
-        """Device bytes written by every measured process (client and server)."""
+        """Device bytes written by every process doing the work (client and server)."""
         return self._sum(self.client_write_bytes, self.server_write_bytes)
 
     @property

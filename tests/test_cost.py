@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from asyncbench.cli.main import main
 from asyncbench.engine import Engine, EngineConfig, opened
 from asyncbench.measure.cost import CostMeter
 from asyncbench.report.cost_table import console_lines, cost_rows
-from asyncbench.result import EngineResult, PhaseCost, RunResult
+from asyncbench.result import EngineResult, RunResult
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.logical_bytes import LogicalWrites
 from asyncbench.workloads.profile_store.profiles import (
@@ -188,8 +189,106 @@ async def test_unknown_server_pids_are_not_measured_never_zero(tmp_path: Path) -
     result = EngineResult(engine="nopids")
     lines = console_lines(result)
     assert lines == []  # no phases: no table
-    back = PhaseCost(**{**cost.__dict__})
-    assert back.write_bytes == cost.client_write_bytes  # the client's alone, server unknown
+    # the client's bytes alone are not the run's: a total without the server's would pass
+    # for one (a write amplification of a few hundredths), so it is not measured either
+    assert cost.client_write_bytes is not None
+    assert cost.write_bytes is None and cost.read_bytes is None
+    cost.logical_write_bytes = 1_000_000
+    assert cost.write_amplification is None
+
+
+def test_without_a_server_the_device_bytes_are_the_clients() -> None:
+    """An in-process engine has no server: its device bytes are the client's, measured."""
+    from asyncbench.measure.cost import difference, take_snapshot
+
+    a = take_snapshot("none", None)
+    b = take_snapshot("none", None)
+    cost = difference(a, b)
+    assert "server_io" in cost.not_measured
+    assert cost.write_bytes == cost.client_write_bytes is not None
+
+
+class _Cluster(_NoPids):
+    """Three nodes: one this process (measurable), one remote, one of an unknown pid."""
+
+    name = "cluster"
+
+    async def server_nodes(self) -> dict[str, list[int] | str]:
+        return {
+            "127.0.0.1:3307": [os.getpid()],
+            "db.example:3306": "the server at db.example:3306 is not on this machine",
+            "127.0.0.1:3309": "server pid 4000000 is not a process on this machine",
+        }
+
+
+async def test_a_cluster_node_not_measured_leaves_the_others_and_no_sum(tmp_path: Path) -> None:
+    """Each node measured on its own; a node that is remote or whose pid is not proven is
+    "not measured" with why (never 0), and the sum over the nodes is not measured either."""
+    engine = _Cluster(EngineConfig("cluster", tmp_path))
+    meter = CostMeter(engine, series=False)
+    await meter.start()
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    cost = await meter.stop(engine)
+    node = cost.server_nodes["127.0.0.1:3307"]
+    assert node.pids == [os.getpid()] and node.cpu_seconds is not None and node.cpu_seconds > 0
+    assert node.write_bytes is not None and node.not_measured == {}
+    for key in ("db.example:3306", "127.0.0.1:3309"):
+        other = cost.server_nodes[key]
+        assert other.cpu_seconds is None and other.write_bytes is None and other.pids == []
+        assert other.not_measured["server_cpu"] == other.not_measured["server_io"] != ""
+    assert cost.server_cpu_seconds is None and cost.server_write_bytes is None and cost.write_bytes is None
+    why = cost.not_measured["server_cpu"]
+    assert "node db.example:3306: the server at db.example:3306 is not on this machine" in why
+    assert "node 127.0.0.1:3309: server pid 4000000 is not a process on this machine" in why
+
+
+class _OtherUsers(_NoPids):
+    """A local server run by another user (a child process stands in for it)."""
+
+    name = "otheruser"
+    pid = 0
+
+    async def server_processes(self) -> list[int] | str | None:
+        return [self.pid]
+
+
+@pytest.mark.parametrize("denied", ["io_counters", "cpu_times"])
+async def test_a_server_process_this_user_may_not_read_is_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, denied: str
+) -> None:
+    """Another user's server on 127.0.0.1: its /proc/PID/io (and, under a hardened /proc,
+    its CPU times) are not readable without the privilege: each figure not read is None
+    with a reason, and so is every total built on it, never a 0 or the client's alone."""
+    server = subprocess.Popen(["sleep", "60"])
+    platform = psutil._psplatform.Process  # type: ignore[attr-defined]  # under oneshot's cache
+    real = getattr(platform, denied)
+
+    def refuse(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.pid == server.pid:
+            raise psutil.AccessDenied(self.pid)
+        return real(self, *args, **kwargs)
+
+    engine = _OtherUsers(EngineConfig("otheruser", tmp_path))
+    engine.pid = server.pid
+    meter = CostMeter(engine, series=False)
+    monkeypatch.setattr(platform, denied, refuse)
+    try:
+        await meter.start()
+        cost = await meter.stop(engine)
+    finally:
+        server.kill()
+        server.wait()
+    assert cost.server_write_bytes is None and cost.write_bytes is None
+    assert "permission" in cost.not_measured["server_io"]
+    if denied == "cpu_times":
+        assert cost.server_cpu_seconds is None and "permission" in cost.not_measured["server_cpu"]
+    else:
+        assert cost.server_cpu_seconds is not None
+    assert cost.client_write_bytes is not None  # the client's own are still read
+
+
 
 
 def _postgres_expected() -> bool:

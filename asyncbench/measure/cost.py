@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineCounters, nodes_pids
-from asyncbench.result import NodeCost, PhaseCost
+from asyncbench.result import NO_SERVER, NodeCost, PhaseCost
 
 __all__ = ["NO_COST_ENV", "CostMeter", "Snapshot", "client_cpu_seconds", "cost_enabled", "take_snapshot"]
 
@@ -129,7 +129,7 @@ def take_snapshot(
         else:
             snap.engine_threads = cpu
     if pids is None:
-        snap.why["server_cpu"] = snap.why["server_io"] = "no server: the engine runs in the client process"
+        snap.why["server_cpu"] = snap.why["server_io"] = NO_SERVER
     elif isinstance(pids, str):
         snap.why["server_cpu"] = snap.why["server_io"] = pids
     else:
@@ -162,7 +162,8 @@ def _server(snap: Snapshot, pids: list[int]) -> None:
         except psutil.NoSuchProcess:
             continue  # ended: the difference says what was lost
         except psutil.AccessDenied:
-            snap.why["server_cpu"] = f"permission: the CPU times of server process {pid} are not readable"
+            snap.why["server_cpu"] = f"permission: the CPU times of server process {pid} are not readable by this user"
+            snap.why.setdefault("server_io", f"permission: server process {pid} is not readable by this user")
             return
     snap.server_cpu = cpu
     snap.server_io = io
