@@ -93,6 +93,23 @@ def nodes_pids(nodes: Mapping[str, list[int] | str]) -> tuple[list[int], str | N
     return pids, ("; ".join(unknown) if unknown else None)
 
 
+def distinct_nodes(nodes: Mapping[str, list[int] | str]) -> dict[str, list[int] | str]:
+    """``nodes`` with every node that shares a process with another made "not measured":
+    one process cannot be two nodes' (their pid files name the same one), so neither is
+    proven to be its node's, and counting it for both would double it."""
+    owners: dict[int, list[str]] = {}
+    for key, found in nodes.items():
+        for pid in found if not isinstance(found, str) else ():
+            owners.setdefault(pid, []).append(key)
+    out = dict(nodes)
+    for pid, keys in owners.items():
+        if len(keys) > 1:
+            for key in keys:
+                others = ", ".join(k for k in keys if k != key)
+                out[key] = f"process {pid} is also node {others}'s (their pid files name the same process): not proven to be this node's"
+    return out
+
+
 def directory_size(path: Path) -> int:
     """Bytes of every regular file under ``path`` (the reference's storage figure)."""
     total = 0

@@ -56,7 +56,7 @@ import asyncmy
 import psutil
 from asyncmy.errors import MySQLError, OperationalError
 
-from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineCounters, EngineUnavailable, distinct_nodes
 from asyncbench.engines.client_server import (
     Endpoint,
     SessionPoolEngine,
@@ -518,7 +518,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
                 return f"the server at {endpoint} is not on this machine"
             return await self._server_pids([session])
 
-        return await self._on_each_endpoint(find, keep=True)
+        return distinct_nodes(await self._on_each_endpoint(find, keep=True))
 
     async def cost_counters(self) -> EngineCounters | str:
         """InnoDB's own byte counters (server-wide: every client's): ``Innodb_data_written``

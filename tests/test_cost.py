@@ -466,3 +466,40 @@ def test_storage_that_changes_state_is_measured_at_settle_only(
     assert "refreshes its statistics" in insert.cost.not_measured["storage"]
     assert settle.cost is not None and settle.cost.storage_bytes is not None
     assert calls == ["measure"]  # once, at settle
+
+
+async def test_two_cluster_nodes_naming_the_same_process_are_not_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nodes whose pid files name one process (a shared pid file, and the port check
+    not possible: another user's process) are not proven to be either node's: both "not
+    measured", never one process counted for two nodes."""
+    from asyncbench.engines import client_server
+    from asyncbench.engines.mysql import MySqlEngine
+
+    hosts = ["127.0.0.1:3307", "127.0.0.1:3308", "127.0.0.1:3309"]
+    engine = MySqlEngine(EngineConfig("mysql", tmp_path / "m", {"hosts": hosts}, 7, SEED, 3))
+
+    class Session:
+        def __init__(self, host: str) -> None:
+            self.endpoint = client_server.parse_endpoint(host, 3306)
+
+    sessions = [Session(h) for h in hosts]
+    found = {3307: [os.getpid()], 3308: [os.getpid()], 3309: [1]}
+
+    async def pids(chosen: list[Session]) -> list[int] | str:
+        endpoint = chosen[0].endpoint
+        assert endpoint is not None
+        return found[endpoint.port]
+
+    monkeypatch.setattr(engine, "_sessions", lambda: sessions)
+    monkeypatch.setattr(engine, "_session", sessions[0])
+    monkeypatch.setattr(engine, "_server_pids", pids)
+    nodes = await engine.server_nodes()
+    assert nodes["127.0.0.1:3309"] == [1]
+    for key in ("127.0.0.1:3307", "127.0.0.1:3308"):
+        why = nodes[key]
+        assert isinstance(why, str) and f"process {os.getpid()}" in why and "not proven" in why, why
+    assert "127.0.0.1:3308" in str(nodes["127.0.0.1:3307"])
+    total = await engine.server_processes()
+    assert isinstance(total, str) and total.startswith("node 127.0.0.1:3307: ")
