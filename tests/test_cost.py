@@ -503,3 +503,35 @@ async def test_two_cluster_nodes_naming_the_same_process_are_not_measured(
     assert "127.0.0.1:3308" in str(nodes["127.0.0.1:3307"])
     total = await engine.server_processes()
     assert isinstance(total, str) and total.startswith("node 127.0.0.1:3307: ")
+
+
+def test_a_row_over_phases_one_of_which_was_not_measured_is_not_measured() -> None:
+    """The read groups and "all phases" sum their phases: when one phase's server figures
+    were not measured (its server's processes not found then), the sum leaves it out and
+    would pass for the whole, so the row's figure is "-" (per node as well)."""
+    from asyncbench.result import NodeCost, PhaseCost, PhaseResult
+    from asyncbench.workloads.profile_store.phases import PHASES
+
+    def phase(i: int, kind: str, cost: PhaseCost) -> PhaseResult:
+        k = PHASES[kind]
+        p = PhaseResult(i, f"{kind} {i}", k, k.action, k.group, 1000, 1.0)
+        p.cost = cost
+        return p
+
+    measured = PhaseCost(
+        client_cpu_seconds=0.5, server_cpu_seconds=0.25, client_write_bytes=10, server_write_bytes=1 << 20,
+        server_nodes={"127.0.0.1:1": NodeCost(pids=[1], cpu_seconds=0.25, read_bytes=0, write_bytes=1 << 20)},
+    )  # fmt: skip
+    why = "the server's processes could not be found: TimeoutError"
+    unknown = PhaseCost(
+        client_cpu_seconds=0.5, client_write_bytes=10, not_measured={"server_cpu": why, "server_io": why},
+        server_nodes={"127.0.0.1:1": NodeCost(not_measured={"server_cpu": why, "server_io": why})},
+    )  # fmt: skip
+    e = EngineResult(engine="x", phases=[phase(0, "read_by_id", measured), phase(1, "read_by_id", unknown)])
+    *_, lookups, total = cost_rows(e)
+    for row in (lookups, total):
+        assert row.client_cpu_s == 1.0
+        assert row.server_cpu_s is None and row.write_bytes is None, row
+        assert row.nodes["127.0.0.1:1"].cpu_s is None and row.nodes["127.0.0.1:1"].write_bytes is None
+    lines = console_lines(e)
+    assert any(line.split()[:4] == ["all", "phases", "500.0", "-"] for line in lines), lines

@@ -37,6 +37,14 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None and b is None else (a or 0) + (b or 0)
 
 
+def _all(first: bool, total: float | None, v: float | None) -> float | None:
+    """A measured figure summed over a row's phases: None once one phase's was not
+    measured (the others' sum would pass for the whole)."""
+    if first:
+        return v
+    return None if total is None or v is None else total + v
+
+
 @dataclass
 class NodeRow:
     """One cluster node's part of a cost row's server figures (None: not measured)."""
@@ -45,6 +53,7 @@ class NodeRow:
     read_bytes: int | None = None
     write_bytes: int | None = None
     engine_written_bytes: int | None = None
+    phases: int = 0  # added so far (a figure of a node missing from one: None)
 
 
 @dataclass
@@ -65,6 +74,7 @@ class CostRow:
     engine_written_bytes: int | None = None
     #: A cluster's nodes (endpoint -> its part of the server figures); empty otherwise.
     nodes: dict[str, NodeRow] = field(default_factory=dict)
+    phases: int = 0  # added so far
 
     def per_op_us(self, seconds: float | None) -> float | None:
         return seconds / self.ops * 1e6 if seconds is not None and self.ops > 0 else None
@@ -80,24 +90,30 @@ class CostRow:
         return self.read_bytes / self.ops if self.read_bytes is not None and self.ops > 0 else None
 
     def add(self, p: PhaseResult, c: PhaseCost) -> None:
+        first = self.phases == 0
+        self.phases += 1
         self.ops += p.ops
         self.seconds += p.seconds
-        self.client_cpu_s = _add(self.client_cpu_s, c.client_cpu_seconds)
-        self.engine_cpu_s = _add(self.engine_cpu_s, c.engine_cpu_seconds)
-        self.server_cpu_s = _add(self.server_cpu_s, c.server_cpu_seconds)
-        self.read_bytes = _add(self.read_bytes, c.read_bytes)  # type: ignore[assignment]
-        self.write_bytes = _add(self.write_bytes, c.write_bytes)  # type: ignore[assignment]
+        self.client_cpu_s = _all(first, self.client_cpu_s, c.client_cpu_seconds)
+        self.engine_cpu_s = _all(first, self.engine_cpu_s, c.engine_cpu_seconds)
+        self.server_cpu_s = _all(first, self.server_cpu_s, c.server_cpu_seconds)
+        self.read_bytes = _all(first, self.read_bytes, c.read_bytes)  # type: ignore[assignment]
+        self.write_bytes = _all(first, self.write_bytes, c.write_bytes)  # type: ignore[assignment]
         self.logical_write_bytes = _add(self.logical_write_bytes, c.logical_write_bytes)  # type: ignore[assignment]
         self.stall_s = _add(self.stall_s, c.stall_seconds)
         if c.engine_written:
             self.engine_written_bytes = (self.engine_written_bytes or 0) + sum(c.engine_written.values())
         if c.space_amplification is not None:  # the latest measured
             self.space_amplification = c.space_amplification
+        for key in self.nodes.keys() - c.server_nodes.keys():  # a phase without the node
+            self.nodes[key] = NodeRow(phases=self.phases)
         for key, n in c.server_nodes.items():
-            node = self.nodes.setdefault(key, NodeRow())
-            node.cpu_s = _add(node.cpu_s, n.cpu_seconds)
-            node.read_bytes = _add(node.read_bytes, n.read_bytes)  # type: ignore[assignment]
-            node.write_bytes = _add(node.write_bytes, n.write_bytes)  # type: ignore[assignment]
+            node = self.nodes.setdefault(key, NodeRow(phases=self.phases - 1))  # new: missed those before
+            was = node.phases == 0
+            node.phases += 1
+            node.cpu_s = _all(was, node.cpu_s, n.cpu_seconds)
+            node.read_bytes = _all(was, node.read_bytes, n.read_bytes)  # type: ignore[assignment]
+            node.write_bytes = _all(was, node.write_bytes, n.write_bytes)  # type: ignore[assignment]
             if n.engine_written:
                 node.engine_written_bytes = (node.engine_written_bytes or 0) + sum(n.engine_written.values())
 
