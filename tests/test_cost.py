@@ -535,3 +535,22 @@ def test_a_row_over_phases_one_of_which_was_not_measured_is_not_measured() -> No
         assert row.nodes["127.0.0.1:1"].cpu_s is None and row.nodes["127.0.0.1:1"].write_bytes is None
     lines = console_lines(e)
     assert any(line.split()[:4] == ["all", "phases", "500.0", "-"] for line in lines), lines
+
+
+def test_the_csvs_show_a_figure_not_measured_empty_with_why_never_0(lsm_run: RunResult) -> None:
+    """The LSM has no server: in the per-second CSV its server CPU is an empty cell, not
+    0 (the JSON series keeps 0 there, named in ``not_measured``), and the phase CSV says
+    why beside the empty cells."""
+    import csv
+    import io
+
+    from asyncbench.report.csv_export import csv_text, series_csv_text
+
+    rows = list(csv.DictReader(io.StringIO(series_csv_text(lsm_run))))
+    inserts = [r for r in rows if r["phase"] == "insert profiles"]
+    assert inserts and all(r["server_cpu_s"] == "" for r in inserts), inserts[0]
+    assert all(r["client_cpu_s"] != "" and r["engine_cpu_s"] != "" for r in inserts)
+    phases = list(csv.DictReader(io.StringIO(csv_text(lsm_run))))
+    insert = next(r for r in phases if r["phase"] == "insert profiles")
+    assert insert["server_cpu_us_per_op"] == ""
+    assert "server_cpu: no server: the engine runs in the client process" in insert["cost_not_measured"]

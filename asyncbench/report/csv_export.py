@@ -15,7 +15,7 @@ from asyncbench.measure.latency import LatencySummary
 from asyncbench.measure.stats import Summary
 from asyncbench.report.columns import Column
 from asyncbench.report.columns import csv_text as render_csv
-from asyncbench.result import PhaseResult, PlanPhase, RunResult, write_atomic
+from asyncbench.result import PhaseCost, PhaseResult, PlanPhase, RunResult, write_atomic
 from asyncbench.workloads.profile_store.phases import Action
 
 __all__ = ["COLUMNS", "SERIES_COLUMNS", "TABLE", "csv_text", "series_csv_text", "write_csv", "write_series_csv"]
@@ -33,6 +33,24 @@ class _Row:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
+
+
+def _not_measured(cost: PhaseCost | None) -> str | None:
+    if cost is None or not cost.not_measured:
+        return None
+    return "; ".join(f"{figure}: {why}" for figure, why in cost.not_measured.items())
+
+
+def _series_cost(cost: PhaseCost, row: list[float]) -> tuple[float | int | None, ...]:
+    """A second's cost cells: empty for a figure the phase did not measure (the JSON
+    series holds 0 there), never a 0 that reads as measured."""
+    return (
+        round(row[1], 6) if cost.client_cpu_seconds is not None else None,
+        round(row[2], 6) if cost.engine_cpu_seconds is not None else None,
+        round(row[3], 6) if cost.server_cpu_seconds is not None else None,
+        int(row[4]) if cost.read_bytes is not None else None,
+        int(row[5]) if cost.write_bytes is not None else None,
+    )
 
 
 def _cost_us(r: _Row, who: str) -> float | None:
@@ -78,6 +96,8 @@ TABLE: list[Column[_Row]] = [
     Column("write_amplification", "r", lambda r: _round(r.phase.cost.write_amplification) if r.phase.cost else None),
     Column("space_amplification", "r", lambda r: _round(r.phase.cost.space_amplification) if r.phase.cost else None),
     Column("stall_seconds", "r", lambda r: r.phase.cost.stall_seconds if r.phase.cost else None),
+    # why a cost cell is empty ("figure: why; ..."), as the report says below its table
+    Column("cost_not_measured", "l", lambda r: _not_measured(r.phase.cost)),
 ]
 COLUMNS = tuple(c.name for c in TABLE)
 
@@ -163,7 +183,7 @@ def series_csv_text(run: RunResult) -> str:
                         int(r[2]) if r else None,
                         int(r[3]) if r else None,
                         int(r[4]) if r else None,
-                        *((round(c[1], 6), round(c[2], 6), round(c[3], 6), int(c[4]), int(c[5])) if c else (None,) * 5),
+                        *(_series_cost(p.cost, c) if c and p.cost is not None else (None,) * 5),
                     ]
                 )
     return buf.getvalue()
