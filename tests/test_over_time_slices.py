@@ -111,3 +111,35 @@ def test_panels_say_why_their_time_axes_differ() -> None:
     assert memory.get_xlim() != sqlite.get_xlim()
     notes = "\n".join(t.get_text() for t in fig.texts)
     assert "x axes differ" in notes and "0.3 s" in notes and "4 s" in notes
+
+
+def test_cost_axes_draw_no_line_for_a_figure_not_measured() -> None:
+    """A remote server: its CPU and device bytes are not measured, so the panel draws no
+    write MB/s line (the series holds 0 there, which would read as "wrote nothing") and
+    says the CPU steps are the client's alone; a measured phase draws both."""
+    from asyncbench.result import NO_SERVER, PhaseCost
+
+    why = "the server at db.example:3306 is not on this machine"
+    rows = [[1.0, 0.4, 0.0, 0.0, 0.0, 0.0], [2.0, 0.5, 0.0, 0.0, 0.0, 0.0]]
+    remote = PhaseCost(
+        client_cpu_seconds=0.9, client_write_bytes=0, series=rows, not_measured={"server_cpu": why, "server_io": why}
+    )
+    local = PhaseCost(
+        client_cpu_seconds=0.9, client_write_bytes=4096, series=[[1.0, 0.4, 0.0, 0.0, 0.0, 4096.0]],
+        not_measured={"server_cpu": NO_SERVER, "server_io": NO_SERVER},
+    )  # fmt: skip
+    series = {e: [(0.5, 1_000, 2_000, 3_000), (1.5, 1_000, 2_000, 3_000)] for e in ("mysql", "lsm")}
+    with matplotlib.rc_context(RC):
+        fig = _laid_out(latency_over_time_figure(series, "insert profiles", "P1", None, None, {"mysql": remote, "lsm": local}))
+    labels = {ax.get_ylabel() for ax in fig.axes}
+    assert "write MB/s" in labels  # the lsm's
+    panels = {ax.get_title(loc="left"): ax for ax in _panels(fig)}
+    twins = {
+        name: [a for a in fig.axes if a is not ax and a.get_position().bounds == ax.get_position().bounds]
+        for name, ax in panels.items()
+    }
+    assert [a.get_ylabel() for a in twins["mysql"]] == ["client CPU cores"]
+    assert sorted(a.get_ylabel() for a in twins["lsm"]) == ["CPU cores", "write MB/s"]
+    texts = [t.get_text() for t in panels["mysql"].texts]
+    assert "server CPU, write MB/s not measured" in texts, texts
+    assert not panels["lsm"].texts

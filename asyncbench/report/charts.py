@@ -659,7 +659,7 @@ def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Draw
             if p is None:
                 continue
             if p.cost is not None and p.cost.series:
-                costs[g.engine] = p.cost.series
+                costs[g.engine] = p.cost
             # slices of a width chosen from the phase's length; a result from before them:
             # per second (seconds without an operation left out)
             rows = p.latency_over_time or p.time_series

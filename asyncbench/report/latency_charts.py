@@ -34,6 +34,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.report.chart_style import MUTED, RC, TEXT
 from asyncbench.report.chart_style import figure_frame as _figure
+from asyncbench.result import NO_SERVER, PhaseCost
 
 __all__ = [
     "DISTRIBUTION_TITLE",
@@ -248,7 +249,7 @@ def latency_over_time_figure(
     subtitle: str,
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
-    costs: Mapping[str, Sequence[Sequence[float]]] | None = None,
+    costs: Mapping[str, PhaseCost] | None = None,
 ) -> Figure:
     """One phase's latency over time as small multiples: ``series`` is engine -> points
     (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, on one time
@@ -257,7 +258,7 @@ def latency_over_time_figure(
     a 4 s one, and the notes say why), and one shared latency axis; per
     engine p99 (solid), max (thin) and p50 (dotted); ``colours`` is engine -> colour.
     ``responses`` (same shape): under a rate, the response time's points, whose p99 is
-    drawn dashed. ``costs`` (engine -> ``PhaseCost.series`` rows): the CPU cores the client
+    drawn dashed. ``costs`` (engine -> the phase's ``PhaseCost``, with its series): the CPU cores the client
     and server used and the device MB/s written, second by second, on two right-hand axes.
     Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
@@ -282,7 +283,8 @@ def latency_over_time_figure(
     if costs:
         notes.append(
             "Right-hand axes, per second: CPU cores used by the client process and the server's processes "
-            "together (grey steps), and device MB/s written by them (brown dashes); 0 where not measured."
+            "together (grey steps), and device MB/s written by them (brown dashes); a figure not measured is "
+            "not drawn, and the panel says so."
         )
     fig = _figure(title, subtitle, max(len(engines), 1) * _OVER_TIME_PANEL_IN + 0.45, notes)
     if not engines:
@@ -302,9 +304,9 @@ def latency_over_time_figure(
             _t, _p50, rp99, _mx = _with_gaps(response)
             ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--", **dots)
         ax.set_xlim(0, max(max(lengths.values()) if shared else lengths[engine], 1e-3))
-        rows = (costs or {}).get(engine)
-        if rows:
-            _cost_axes(ax, rows)
+        cost = (costs or {}).get(engine)
+        if cost is not None and cost.series:
+            _cost_axes(ax, cost)
         ax.set_title(engine, fontsize=9.5, color=TEXT, loc="left", pad=3)
         ax.set_ylabel("latency (µs)")
     axes[-1].set_xlabel("seconds since the phase start")
@@ -330,9 +332,13 @@ def latency_over_time_figure(
 _CPU_COLOUR, _WRITE_COLOUR = "#7f7f7f", "#8c564b"
 
 
-def _cost_axes(ax: Any, rows: Sequence[Sequence[float]]) -> None:
+def _cost_axes(ax: Any, cost: PhaseCost) -> None:
     """CPU cores (client + server) and device MB/s written per second of the phase, on two
-    right-hand axes of a latency panel (``rows``: ``PhaseCost.series``)."""
+    right-hand axes of a latency panel (``cost.series``). The series holds 0 for a figure
+    not measured: the server's CPU left out is said in the axis label, and device bytes
+    not measured are not drawn (a line at 0 would read as "wrote nothing")."""
+    rows = cost.series or []
+    server_missing = cost.server_cpu_seconds is None and cost.not_measured.get("server_cpu") != NO_SERVER
     t = np.array([r[0] for r in rows], dtype=np.float64)
     cores = np.array([r[1] + r[3] for r in rows], dtype=np.float64)  # client + server CPU s in ~1 s
     span = np.diff(np.concatenate(([0.0], t)))
@@ -344,8 +350,13 @@ def _cost_axes(ax: Any, rows: Sequence[Sequence[float]]) -> None:
     cpu = ax.twinx()
     cpu.step(t, cores / span, where="pre", color=_CPU_COLOUR, linewidth=1.0, alpha=0.8)
     cpu.set_ylim(0, max(float(np.max(cores / span)) * 1.15, 1.0))
-    cpu.set_ylabel("CPU cores", fontsize=8, color=_CPU_COLOUR)
+    cpu.set_ylabel("client CPU cores" if server_missing else "CPU cores", fontsize=8, color=_CPU_COLOUR)
     cpu.tick_params(labelsize=7.5, colors=_CPU_COLOUR)
+    missing = [what for what, gone in (("server CPU", server_missing), ("write MB/s", cost.write_bytes is None)) if gone]
+    if missing:
+        ax.text(0.99, 0.95, f"{', '.join(missing)} not measured", transform=ax.transAxes, ha="right", va="top", fontsize=7.5, color=MUTED)
+    if cost.write_bytes is None:
+        return
     io = ax.twinx()
     io.spines["right"].set_position(("axes", 1.07))
     written = np.array([r[5] for r in rows], dtype=np.float64)
