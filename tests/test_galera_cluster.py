@@ -4,7 +4,8 @@
 Synced nodes on loopback in under a minute; a write on node 2 is then read on node 3; the
 mysql engine runs the quick plan (5_000 profiles, to keep CI short) at P3 with one worker
 per node and reproduces the memory engine's checksums, its batches wait for causality on a
-lagging node, and it retries writes that lose certification; ``stop`` removes everything. When the machine cannot run Galera (the script exits 3: the
+lagging node, and it retries writes that lose certification; the cost of a phase is
+measured on every node (issue 37); ``stop`` removes everything. When the machine cannot run Galera (the script exits 3: the
 packages cannot be installed or the provider library is missing) the tests are skipped,
 except under CI (``CI`` set), where that is a failure.
 """
