@@ -71,12 +71,19 @@ def _main_quiet(engine: str, profiles: str) -> int:
     )  # fmt: skip
 
 
+#: The bytes this test process wrote at the device over the whole in-process lsm run
+#: (``--no-isolate``: the engine runs in this process), read around ``main()``.
+_LSM_RUN_DEVICE_WRITES: list[int] = []
+
+
 @pytest.fixture(scope="module")
 def lsm_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     cwd = os.getcwd()
+    before = psutil.Process().io_counters().write_bytes
     try:
         return _run(tmp_path_factory.mktemp("lsm"), "lsm")
     finally:
+        _LSM_RUN_DEVICE_WRITES.append(psutil.Process().io_counters().write_bytes - before)
         os.chdir(cwd)
 
 
@@ -107,18 +114,25 @@ def test_lsm_device_writes_cover_what_the_engine_says_it_wrote(lsm_run: RunResul
 
 def test_lsm_write_amplification_lies_within_the_engine_counters_bounds(lsm_run: RunResult) -> None:
     """Over the whole run (the insert's data reaches segments in the stabilization after
-    it), write amplification is at least the engine's own bytes over the logical bytes,
-    and at most those plus what the engine does not count (manifests, the clean-close
-    marker) and the harness writes (the run's log, latency stamps): a few percent."""
+    it), the device bytes written are at least the engine's own bytes, and the write
+    amplification at most those plus what the engine does not count (manifests, the
+    clean-close marker) and the harness writes (the run's log, latency stamps): a few
+    percent over the logical bytes.
+
+    The lower bound is taken over the whole run, around ``main()``, not as the sum of the
+    phases' figures: each phase's window opens after the previous one closed, and a
+    background merge that writes in the gap between them (the storage measurement, the
+    next phase's set-up) and finishes in the next phase is counted by the engine there but
+    written at the device in no window. Loaded CI runs measured the phases' sum at 0.967
+    and 0.982 of the engine's bytes that way; the whole run never falls short."""
     (engine,) = lsm_run.engines
     (total,) = [r for r in cost_rows(engine) if r.label == "all phases"]
     assert total.write_amplification is not None and total.logical_write_bytes
     engine_written = sum(sum(p.cost.engine_written.values()) for p in engine.phases if p.cost)
-    low = engine_written / total.logical_write_bytes
+    (device_written,) = _LSM_RUN_DEVICE_WRITES
+    assert device_written >= engine_written
     high = (engine_written * 1.25 + 4 * 1024 * 1024) / total.logical_write_bytes
-    # 0.97: the second merged CI run, loaded, measured 0.982 of the engine's own bytes at the
-    # device (cause not traced yet: a page dirtied once for several appends counts once)
-    assert low * 0.97 <= total.write_amplification <= high
+    assert total.write_amplification <= high
     assert engine.phases[0].cost is not None and engine.phases[0].cost.engine_cpu_seconds is not None
 
 
