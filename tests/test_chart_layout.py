@@ -47,7 +47,7 @@ def _wide(run: RunResult) -> RunResult:
 def _drawn(run: RunResult, only_bars: bool = False) -> list[tuple[str, Figure]]:
     """(slug, figure) of every chart of ``run`` (the bar charts only with ``only_bars``),
     drawn and rasterised (PNG) with Agg."""
-    bars = {c.slug for c in charts.CHARTS}
+    bars = {c.slug for c in charts.CHARTS if not c.repeats}
     out = []
     for slug, _title, draw in charts.drawings(run):
         if only_bars and slug not in bars:

@@ -16,7 +16,7 @@ from conftest import copy_result_set, run_asyncbench, run_result
 from asyncbench.cli.main import main
 from asyncbench.config import ConfigError, chart_phases, from_document
 from asyncbench.fs import ownership
-from asyncbench.report.charts import latency_drawings
+from asyncbench.report.charts import CHARTS
 from asyncbench.result import RunResult
 
 PLAN = """
@@ -98,7 +98,7 @@ def test_flag_selects_by_kind(written: Path) -> None:
 def test_without_a_selection_only_the_write_phase_is_drawn(written: Path) -> None:
     run = RunResult.from_json(written.read_bytes())
     run.phases = [dataclasses.replace(p, over_time=False) for p in run.phases]
-    slugs = [slug for slug, _, _ in latency_drawings(run) if slug.startswith("latency-over-time-")]
+    slugs = [slug for slug, _, _ in (d for c in CHARTS for d in c.drawings(run)) if slug.startswith("latency-over-time-")]
     assert slugs == ["latency-over-time-insert-profiles"]
 
 

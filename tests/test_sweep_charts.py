@@ -17,11 +17,16 @@ from asyncbench.measure.aggregate import collapse
 from asyncbench.rate import Arrivals
 from asyncbench.report import charts
 from asyncbench.report.chart_style import RC
+from asyncbench.report.latency_data import MAX_LATENCY_PANELS
 from asyncbench.result import OpenLoop, RunResult
 
 
 def _texts(fig) -> list[str]:  # type: ignore[no-untyped-def]
     return [t.get_text() for ax in fig.axes for t in ax.texts] + [t.get_text() for t in fig.texts]
+
+
+def _latency_drawings(run: RunResult) -> list[charts.Drawing]:
+    return [d for c in charts.CHARTS if c.repeats for d in c.drawings(run)]
 
 
 def _lookup(run: RunResult) -> list[str]:
@@ -94,19 +99,19 @@ def test_a_sweep_draws_no_chart_per_level_and_a_capped_percentile_chart_in_plan_
     code, results, output = run_cli(str(plan))
     assert code == 0, output
     run = RunResult.from_json(orjson.dumps(results[0]))
-    slugs = [slug for slug, _t, _d in charts.latency_drawings(run)]
+    slugs = [slug for slug, _t, _d in _latency_drawings(run)]
     sweep_levels = [p.name for p in run.phases if p.sweep is not None]
     assert len(sweep_levels) == 15
     ran = [p for p in run.engines[0].phases if p.open_loop is not None and not p.skipped]
-    assert len(ran) > charts.MAX_LATENCY_PANELS  # no level dipped at these low rates
+    assert len(ran) > MAX_LATENCY_PANELS  # no level dipped at these low rates
     over_time = [s for s in slugs if s.startswith("latency-over-time-")]
     assert over_time == ["latency-over-time-insert-profiles"], over_time
     assert "latency-vs-throughput" in slugs
-    draw = next(d for slug, _t, d in charts.latency_drawings(run) if slug == "latency-percentiles")
+    draw = next(d for slug, _t, d in _latency_drawings(run) if slug == "latency-percentiles")
     with matplotlib.rc_context(RC):
         fig = draw()
     panels = [ax.get_title(loc="left") for ax in fig.axes if ax.get_visible() and ax.get_title(loc="left")]
-    assert len(panels) <= charts.MAX_LATENCY_PANELS
+    assert len(panels) <= MAX_LATENCY_PANELS
     plan_order = [p.name for p in run.phases]
     assert panels == sorted(panels, key=plan_order.index)
     notes = " ".join(" ".join(t.get_text() for t in fig.texts).split())

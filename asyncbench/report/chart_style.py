@@ -1,22 +1,28 @@
-"""The look every chart shares: page geometry, colours, matplotlib settings and the frame
-(title, subtitle with the run's context, footnotes) around a chart's body.
+"""The look every chart shares: page geometry, colours (an engine's, and the one fallback
+for an engine that states none), matplotlib settings, the frame (title, subtitle with the
+run's context, footnotes) around a chart's body, and the one renderer that turns a drawn
+figure into the SVG bytes the tool writes (:func:`svg`).
 
-Its own module so the bar charts (:mod:`.charts`) and the latency charts
-(:mod:`.latency_charts`) both build on it without importing each other.
+Its own module so the bar charts (:mod:`.charts`), the latency charts
+(:mod:`.latency_charts`) and the cost chart (:mod:`.cost_chart`) all build on it without
+importing each other.
 """
 
 from __future__ import annotations
 
+import io
 import textwrap
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import matplotlib
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from asyncbench import fmt
-from asyncbench.result import RunResult
+from asyncbench.result import EngineResult, RunResult
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -42,7 +48,29 @@ RC: dict[RcKeyType, Any] = {
     "hatch.color": "#ffffff",
     "text.parse_math": False,  # plan names are text: "$" must not start math (or a parse error)
 }
+#: Colours for engines that state none in their facts, picked by a stable hash of the name.
+FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
 
+
+def fallback_colour(engine: str) -> str:
+    """The colour of an engine that states none: stable across runs and charts (by name)."""
+    return FALLBACK_COLOURS[zlib.crc32(engine.encode()) % len(FALLBACK_COLOURS)]
+
+
+def engine_colour(e: EngineResult) -> str:
+    """The colour the engine states in its facts; others get :func:`fallback_colour`."""
+    return e.facts.colour or fallback_colour(e.engine)
+
+
+def svg(draw: Callable[[], Figure], title: str) -> bytes:
+    """The SVG bytes of the figure ``draw`` makes, drawn in the project's style (:data:`RC`);
+    ``title`` is the SVG ``<title>``, and no date is written, so the same input gives the
+    same bytes. The one renderer of every chart the tool writes."""
+    with matplotlib.rc_context(RC):
+        fig = draw()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Title": title, "Date": None})
+    return buf.getvalue()
 
 
 def _context(run: RunResult) -> str:

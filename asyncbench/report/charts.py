@@ -1,68 +1,92 @@
-"""The report's throughput and footprint SVG charts (up to six), drawn with matplotlib's object-oriented API and SVG canvas.
+"""The report's charts: the one registry of them (:data:`CHARTS`: every chart a row with
+its file name, title, when it applies and how it is drawn), and the throughput and
+footprint charts themselves, drawn with matplotlib's object-oriented API and SVG canvas.
 
 No pyplot: figures are plain ``Figure`` objects rendered by ``FigureCanvasSVG``, so rendering
-while a run is in progress touches no global figure state. Output is deterministic for the
-same input (fixed hash salt, no date), text is drawn as paths so every viewer sees the same
-layout, and each file carries its title as the SVG ``<title>``.
+while a run is in progress touches no global figure state. Every chart goes through the one
+renderer, :func:`asyncbench.report.chart_style.svg`: output is deterministic for the same
+input (fixed hash salt, no date), text is drawn as paths so every viewer sees the same
+layout, and each file carries its title as the SVG ``<title>``. The latency charts are
+drawn by :mod:`.latency_charts` from the data :mod:`.latency_data` gathers, the cost chart
+by :mod:`.cost_chart`.
 """
 
 from __future__ import annotations
 
-import io
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
-from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs
-from asyncbench.report import chart_limit, cost_chart
+from asyncbench.measure.aggregate import collapse
+from asyncbench.report import chart_limit, cost_chart, latency_charts, latency_data
 from asyncbench.report import markdown_report as report
 from asyncbench.report.chart_style import (
     AXIS_IN,
     BAR_IN,
     GROUP_GAP_IN,
     MUTED,
-    RC,
     TEXT,
+    engine_colour,
     figure_frame,
+    svg,
 )
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 from asyncbench.workloads.profile_store.phases import Group as Group_
 
-#: Colours for engines that state none in their facts, picked by a stable hash of the name.
-FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
-
-def engine_colour(e: EngineResult) -> str:
-    """The colour the engine states in its facts; others get a stable fallback by name."""
-    if e.facts.colour:
-        return e.facts.colour
-    return FALLBACK_COLOURS[zlib.crc32(e.engine.encode()) % len(FALLBACK_COLOURS)]
+#: A chart of a run, not drawn yet: (slug, title, draw); :func:`~.chart_style.svg` draws it.
+Drawing = tuple[str, str, Callable[[], Figure]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Chart:
+    """One row of the registry: a chart, its file (``asyncbench-<stamp>-<slug>.svg``), its
+    title (the SVG ``<title>``, and how ``report`` knows the file is its own), when it
+    applies and how it is drawn."""
+
     slug: str
     title: str
-    draw: Callable[[RunResult], Figure]
+    #: ``draw(run)``, or ``draw(run, index)`` for a chart drawn per phase (``per_phase``)
+    draw: Callable[..., Figure]
     #: the phase groups the chart shows; a plan running none of them gets no such chart
     groups: tuple[Group_, ...] = ()
     #: another condition for drawing it (the cost chart: a result that measured cost)
     when: Callable[[RunResult], bool] | None = None
+    #: drawn from every measured repeat (latency histograms merged), not from the view of
+    #: the repeats' medians (:func:`~asyncbench.measure.aggregate.collapse`) the bars draw
+    repeats: bool = False
+    #: the plan positions of the phases it is drawn for, one file each
+    #: (``<slug>-<phase name's words>``, title ``<title>: <phase>``); None: one per run
+    per_phase: Callable[[RunResult], list[int]] | None = None
+    #: ``--update-latest`` copies it to ``latest-<slug>.svg`` (the charts of a fixed name)
+    latest: bool = True
 
     def wanted(self, run: RunResult) -> bool:
         """Whether the plan runs a phase this chart shows (always, for a chart of no group)."""
         if self.when is not None and not self.when(run):
             return False
         return not self.groups or bool(_plan_indexes(run, self.groups))
+
+    def drawings(self, run: RunResult) -> list[Drawing]:
+        """This chart of ``run``, one per phase for a per-phase chart, none when it does
+        not apply."""
+        if not self.wanted(run):
+            return []
+        if self.per_phase is None:
+            return [(self.slug, self.title, partial(self.draw, run))]
+        out: list[Drawing] = []
+        for i in self.per_phase(run):
+            name = run.phases[i].name
+            words = "-".join(name.replace("/", " ").replace("@", " ").split())
+            out.append((f"{self.slug}-{words}", f"{self.title}: {name}", partial(self.draw, run, i)))
+        return out
 
 
 def _incomplete(e: EngineResult) -> bool:
@@ -497,24 +521,41 @@ CHARTS: tuple[Chart, ...] = (
     Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
     Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
+    Chart(
+        "latency-percentiles",
+        latency_charts.DISTRIBUTION_TITLE,
+        latency_data.percentiles,
+        when=latency_data.has_latency,
+        repeats=True,
+        latest=False,
+    ),
+    Chart(
+        "latency-over-time",
+        "Latency Over Time",
+        latency_data.over_time,
+        when=latency_data.has_latency,
+        repeats=True,
+        per_phase=latency_data.over_time_phases,
+        latest=False,
+    ),
+    Chart(
+        "latency-vs-throughput",
+        latency_charts.SWEEP_TITLE,
+        latency_data.sweep,
+        when=latency_data.has_sweep,
+        repeats=True,
+        latest=False,
+    ),
 )
+"""Every chart, in report order. The bar charts: one bar per engine, the median of its
+measured repeats, with a min-max error bar when it ran several times; a throughput chart
+only when the plan runs a phase of its kind. Then, when the run recorded latency, the
+percentile distribution of the main phases, the latency over time of each write phase,
+phase at a rate and chosen phase, and the latency against throughput of a rate sweep."""
 
 
 def chart_file(stamp: str, slug: str) -> str:
     return f"asyncbench-{stamp}-{slug}.svg"
-
-
-def render_svg(chart: Chart, run: RunResult) -> bytes:
-    """One chart as SVG bytes; the same run gives the same bytes."""
-    return _svg(lambda: chart.draw(run), chart.title)
-
-
-def _svg(draw: Callable[[], Figure], title: str) -> bytes:
-    with matplotlib.rc_context(RC):
-        fig = draw()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Title": title, "Date": None})
-    return buf.getvalue()
 
 
 def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, str]]:
@@ -526,27 +567,15 @@ def write_charts(run: RunResult, directory: Path, stamp: str) -> list[tuple[str,
     return [(title, path.name) for title, path, _, _ in files]
 
 
-#: A chart of a run, not drawn yet: (slug, title, draw); call draw inside ``rc_context(RC)``.
-Drawing = tuple[str, str, Callable[[], Figure]]
-
-
 def drawings(run: RunResult) -> list[Drawing]:
-    """Every chart of ``run``, in report order, as figures still to draw.
-
-    Up to six throughput and footprint charts (one bar per engine: the median of its
-    measured repeats, with a min-max error bar when it ran several times; a throughput
-    chart only when the plan runs a phase of its kind), then, when the run recorded
-    latency, the percentile distribution of the main phases and the latency over time of
-    each write phase."""
-    run = run.without_skipped()  # the report's one-line note names them; charts show engines that ran
+    """Every chart of ``run`` that applies (:data:`CHARTS`), in report order, as figures
+    still to draw: engines that were skipped left out (the report's one-line note names
+    them), at most :data:`~.chart_limit.MAX_CHART_ENGINES` engines per chart (said on it)."""
+    run = run.without_skipped()
     capped = chart_limit.note(run)
-    run = chart_limit.charted(run)  # at most MAX_CHART_ENGINES engines per chart, said on it
+    run = chart_limit.charted(run)
     view = collapse(run)
-    out: list[Drawing] = []
-    for chart in CHARTS:
-        if chart.wanted(view):  # no empty "Index Scan Throughput" for a plan without scans
-            out.append((chart.slug, chart.title, partial(chart.draw, view)))
-    out += latency_drawings(run)
+    out = [d for chart in CHARTS for d in chart.drawings(run if chart.repeats else view)]
     if capped is None:
         return out
     return [(slug, title, partial(_noted, draw, capped)) for slug, title, draw in out]
@@ -566,169 +595,9 @@ def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, 
     out: list[tuple[str, Path, bytes, Proof]] = []
     for slug, title, draw in drawings(run):
         own = is_own_svg(title, *FORMER_TITLES.get(slug, ()))
-        out.append((title, directory / chart_file(stamp, slug), _svg(draw, title), own))
+        out.append((title, directory / chart_file(stamp, slug), svg(draw, title), own))
     return out
 
 
 #: Titles a chart's SVG carried in earlier versions, so ``report`` still knows those files.
 FORMER_TITLES = {"latency-percentiles": ("Latency Distribution",)}
-
-
-def _subtitle(run: RunResult) -> str:
-    return f"{fmt.count(run.profiles)} profiles · P{run.parallelism} · {run.environment.get('cpu_model', '')}".rstrip(
-        " ·"
-    )
-
-
-#: Panels of the latency percentile chart at most (a 3-level sweep of the quick plan drew
-#: 37 panels, 5_098 px tall); the rest are said on it and listed in the report's tables.
-MAX_LATENCY_PANELS = 12
-
-
-def latency_drawings(run: RunResult, over_time: Sequence[str] = ()) -> list[Drawing]:
-    """The latency charts, from every measured repeat's histograms.
-
-    The latency-over-time chart is drawn for the write phases, the phases run at a rate and
-    the phases named in ``over_time`` (``"all"``: every operation phase with a series)."""
-    from asyncbench.report import latency_charts  # it builds on this module's style constants
-
-    groups = group_runs(run)
-    colours = {e.engine: engine_colour(e) for e in run.engines}
-    main: list[int] = []
-    seen: set[Group_] = set()
-    for i, spec in enumerate(run.phases):
-        kind = spec.kind
-        if kind.action is not Action.OPERATIONS:
-            continue
-        if kind.group not in seen or kind.group is Group_.WRITE:
-            seen.add(kind.group)
-            main.append(i)
-    # phases run at a rate are shown too, with their response time beside the service time
-    responses: dict[str, dict[str, str]] = {}
-    for i in range(len(run.phases)):
-        for g in groups:
-            r = g.response(i)
-            if r is not None:
-                responses.setdefault(g.engine, {})[run.phases[i].name] = r.encoded()
-                main += [] if i in main else [i]
-    main.sort()
-    left_out = max(0, len(main) - MAX_LATENCY_PANELS)
-    if left_out:  # a sweep's higher levels go first: the latency-vs-throughput chart shows every level
-        def level(i: int) -> int:  # 0 outside a sweep and for its first level, 1 for its second ...
-            sweep = run.phases[i].sweep
-            return 0 if sweep is None else sum(p.sweep == sweep for p in run.phases[:i])
-
-        main = sorted(sorted(main, key=lambda i: (level(i), i))[:MAX_LATENCY_PANELS])
-    series: dict[str, dict[str, str]] = {}
-    for g in groups:
-        for i in main:
-            h = g.latency(i)
-            if h is not None:
-                series.setdefault(g.engine, {})[run.phases[i].name] = h.encoded()
-    if not series:
-        return []
-    subtitle = _subtitle(run)
-    out: list[Drawing] = [
-        (
-            "latency-percentiles",
-            latency_charts.DISTRIBUTION_TITLE,
-            partial(
-                latency_charts.percentile_distribution_figure,
-                series,
-                subtitle,
-                colours,
-                {e: {n: h for n, h in r.items() if any(n in s for s in series.values())} for e, r in responses.items()}
-                or None,
-                order=[run.phases[i].name for i in main],
-                left_out=left_out,
-            ),
-        )
-    ]
-    for i in range(len(run.phases)):
-        name = run.phases[i].name
-        at_rate = any(g.response(i) is not None for g in groups)
-        write = i in main and run.phases[i].kind.group is Group_.WRITE
-        chosen = run.phases[i].over_time or name in over_time or "all" in over_time
-        if not (write or at_rate or chosen):
-            continue
-        if run.phases[i].sweep is not None and not chosen:
-            continue  # a sweep's level: its latency-vs-throughput point, not a chart per level
-        points, over_response, costs = {}, {}, {}
-        for g in groups:
-            p = g.first.phase_at(i)
-            if p is None:
-                continue
-            if p.cost is not None and p.cost.series:
-                costs[g.engine] = p.cost
-            # slices of a width chosen from the phase's length; a result from before them:
-            # per second (seconds without an operation left out)
-            rows = p.latency_over_time or p.time_series
-            if rows:
-                points[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in rows if ops]
-            if p.open_loop is not None:
-                rows = p.open_loop.response_over_time or p.open_loop.response_series
-                if rows:
-                    over_response[g.engine] = [(t, p50, p99, mx) for t, ops, p50, p99, mx in rows if ops]
-        if points:
-            slug = "latency-over-time-" + "-".join(name.replace("/", " ").replace("@", " ").split())
-            out.append(
-                (
-                    slug,
-                    f"Latency Over Time: {name}",
-                    partial(
-                        latency_charts.latency_over_time_figure,
-                        points,
-                        name,
-                        subtitle,
-                        colours,
-                        over_response or None,
-                        costs or None,
-                    ),
-                )
-            )
-    sweeps = _sweeps(run, groups)
-    if sweeps:
-        out.append(
-            (
-                "latency-vs-throughput",
-                latency_charts.SWEEP_TITLE,
-                partial(
-                    latency_charts.latency_vs_throughput_figure, sweeps, subtitle, colours, _sweep_skips(run, groups)
-                ),
-            )
-        )
-    return out
-
-
-def _sweep_skips(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, list[str]]]:
-    """Sweep -> engine -> the levels (``8_000/s``) it skipped above a missed one."""
-    out: dict[str, dict[str, list[str]]] = {}
-    for i, spec in enumerate(run.phases):
-        if spec.sweep is None:
-            continue
-        title = run.phases[spec.sweep].name.rsplit(" @ ", 1)[0]
-        level = spec.name.rsplit(" @ ", 1)[-1]
-        for g in groups:
-            p = g.first.phase_at(i)
-            if p is not None and p.skipped:
-                out.setdefault(title, {}).setdefault(g.engine, []).append(level)
-    return out
-
-
-def _sweeps(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, list[tuple[float, float, int, int]]]]:
-    """Sweep (its first level's name, the rate cut off) -> engine -> its measured levels."""
-    out: dict[str, dict[str, list[tuple[float, float, int, int]]]] = {}
-    for i, spec in enumerate(run.phases):
-        if spec.sweep is None:
-            continue
-        title = run.phases[spec.sweep].name.rsplit(" @ ", 1)[0]
-        for g in groups:
-            p = g.first.phase_at(i)
-            r = g.response(i)
-            if p is None or p.skipped or p.open_loop is None or r is None:
-                continue
-            s = r.summary()
-            out.setdefault(title, {}).setdefault(g.engine, []).append(
-                (p.open_loop.rate, p.ops_per_s, s["p50"], s["p99"])
-            )
-    return out

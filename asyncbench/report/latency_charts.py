@@ -1,50 +1,47 @@
 """The report's latency charts, over plain data so they render without a run or the runner.
 
-* :func:`percentile_distribution`: one panel per phase, one line per engine, latency (µs,
-  log scale) against the percentile on the "nines" scale HdrHistogram plots use: x is
+* :func:`percentile_distribution_figure`: one panel per phase, one line per engine, latency
+  (µs, log scale) against the percentile on the "nines" scale HdrHistogram plots use: x is
   ``-log10(1 - p/100)``, so 0, 90, 99, 99.9 and 99.99 are evenly spaced and the tail,
   where engines differ most, gets as much room as the median. Drawn from each phase's
   encoded HdrHistogram, so a saved JSON result is enough to redraw it.
-* :func:`latency_over_time`: one write phase, p50/p99/max per time bucket against seconds
+* :func:`latency_over_time_figure`: one phase, p50/p99/max per time bucket against seconds
   since the phase start, one panel per engine (small multiples: a short phase is not
   squashed beside a long one), so compaction or merge stalls show where they happened.
+* :func:`latency_vs_throughput_figure`: a rate sweep's response time against the
+  throughput each level achieved.
 
-Same style and guarantees as ``asyncbench.charts`` (its rcParams): matplotlib's object API
-without pyplot, text drawn as paths, a fixed SVG hash salt and no date, so the same data
-gives the same bytes; the chart's title is the SVG ``<title>``. Engine colours are an
-argument (engine -> colour), so the caller passes the colours the other charts use (an
-engine keeps one colour across the report); engines without one get a stable colour
-picked by a hash of the name.
+Each returns a figure; :func:`asyncbench.report.chart_style.svg` renders it, as every chart,
+and :data:`asyncbench.report.charts.CHARTS` says when each is drawn from a run. Engine
+colours are an argument (engine -> colour), so the caller passes the colours the other
+charts use (an engine keeps one colour across the report); engines without one get
+:func:`~asyncbench.report.chart_style.fallback_colour`.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from asyncbench.measure.latency import LatencyHistogram
-from asyncbench.report.chart_style import MUTED, RC, TEXT
+from asyncbench.report.chart_style import MUTED, TEXT, fallback_colour
 from asyncbench.report.chart_style import figure_frame as _figure
 from asyncbench.result import NO_SERVER, PhaseCost
 
 __all__ = [
     "DISTRIBUTION_TITLE",
-    "FALLBACK_COLOURS",
+    "SWEEP_TITLE",
     "OverTimePoint",
-    "latency_over_time",
     "latency_over_time_figure",
+    "latency_vs_throughput_figure",
     "nines",
     "nines_label",
-    "percentile_distribution",
     "percentile_distribution_figure",
 ]
 
@@ -56,15 +53,15 @@ _PANEL_IN = 2.7
 _POINTS = 240  # percentile samples per line
 _MIN_NINES = 4  # the x axis always reaches 99.99
 _MAX_NINES = 7  # 10 million operations
-#: Colours for engines the caller gives none, picked by a stable hash of the name.
-FALLBACK_COLOURS = ("#7b4fb0", "#8c564b", "#d45fb4", "#17a2b8", "#a0a000")
 
 
 def _colour_of(colours: Mapping[str, str] | None) -> Callable[[str], str]:
+    """engine -> its colour in ``colours``, else the one fallback."""
+
     def colour(engine: str) -> str:
         if colours and engine in colours:
             return colours[engine]
-        return FALLBACK_COLOURS[zlib.crc32(engine.encode()) % len(FALLBACK_COLOURS)]
+        return fallback_colour(engine)
 
     return colour
 
@@ -98,12 +95,6 @@ def _style(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _render(fig: Figure, title: str) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", metadata={"Title": title, "Date": None})
-    return buf.getvalue().decode("utf-8")
-
-
 def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
     """(nines, latency µs) sampled from the 0th percentile to the last operation."""
     top = math.log10(h.count) if h.count > 1 else 0.0
@@ -112,17 +103,6 @@ def _curve(h: LatencyHistogram) -> tuple[np.ndarray, np.ndarray]:
     ps[-1] = 100.0  # the last point is the maximum
     values = np.array(h.values_at_percentiles(ps), dtype=np.float64) / 1e3
     return xs, np.maximum(values, 1e-3)  # log axis: a 0 ns bucket shows at 1 ns
-
-
-def percentile_distribution(
-    series: Mapping[str, Mapping[str, str]],
-    subtitle: str,
-    colours: Mapping[str, str] | None = None,
-    responses: Mapping[str, Mapping[str, str]] | None = None,
-) -> str:
-    """SVG of latency by percentile (see :func:`percentile_distribution_figure`)."""
-    with matplotlib.rc_context(RC):
-        return _render(percentile_distribution_figure(series, subtitle, colours, responses), DISTRIBUTION_TITLE)
 
 
 def percentile_distribution_figure(
@@ -217,19 +197,6 @@ def _with_gaps(points: Sequence[OverTimePoint]) -> tuple[np.ndarray, ...]:
         t = np.insert(t, gaps, t[gaps - 1] + step)
         cols = [np.insert(c, gaps, np.nan) for c in cols]
     return (t, *cols)
-
-
-def latency_over_time(
-    series: Mapping[str, Sequence[OverTimePoint]],
-    phase: str,
-    subtitle: str,
-    colours: Mapping[str, str] | None = None,
-    responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
-) -> str:
-    """SVG of one phase's latency over time (see :func:`latency_over_time_figure`)."""
-    title = f"Latency Over Time: {phase}"
-    with matplotlib.rc_context(RC):
-        return _render(latency_over_time_figure(series, phase, subtitle, colours, responses), title)
 
 
 _OVER_TIME_PANEL_IN = 1.55

@@ -60,7 +60,7 @@ def latest_files(output: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, Cal
     from asyncbench.report.charts import CHARTS  # matplotlib loads only when latest charts are asked for
 
     files: list[tuple[Path, Callable[[Path], bool], str]] = [(output / "latest.md", is_own_report, "report")]
-    files += [(output / f"latest-{c.slug}.svg", is_own_svg(c.title), "chart") for c in CHARTS]
+    files += [(output / f"latest-{c.slug}.svg", is_own_svg(c.title), "chart") for c in CHARTS if c.latest]
     files += [(d / "latest.json", is_own_result, "result") for d in run_dirs]
     return files
 
@@ -74,7 +74,7 @@ def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> 
     output.mkdir(parents=True, exist_ok=True)
     write_atomic(directory / "latest.json", run.to_json(), own=is_own_result)
     linked = []
-    for chart in charts.CHARTS:
+    for chart in (c for c in charts.CHARTS if c.latest):
         src = directory / charts.chart_file(stamp, chart.slug)
         if not src.exists():
             continue
