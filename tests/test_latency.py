@@ -7,6 +7,8 @@ own per-value implementation.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
@@ -20,6 +22,7 @@ from asyncbench.measure.latency import (
     format_us,
     nearest_rank,
 )
+from asyncbench.result import LatencyStats
 
 US, MS = 1_000, 1_000_000
 
@@ -61,28 +64,28 @@ def known() -> PhaseLatency:
 
 def test_known_latencies_give_the_expected_percentiles(known: PhaseLatency) -> None:
     s = known.summary()
-    assert s["count"] == 1010
-    assert s["min"] == 10 * US  # lowest equivalent value: exact at the bucket's start
-    assert s["p50"] == pytest.approx(10 * US, rel=1e-3)
-    assert s["p90"] == pytest.approx(10 * US, rel=1e-3)
-    assert s["p99"] == pytest.approx(10 * US, rel=1e-3)  # rank 1000 of 1010 is still a 10 µs op
-    assert s["p99_9"] == pytest.approx(1 * MS, rel=1e-3)  # rank 1009
-    assert s["max"] == pytest.approx(1 * MS, rel=1e-3)
-    assert s["max"] >= 1 * MS  # highest equivalent value: never below the true max
+    assert s.count == 1010
+    assert s.min == 10 * US  # lowest equivalent value: exact at the bucket's start
+    assert s.p50 == pytest.approx(10 * US, rel=1e-3)
+    assert s.p90 == pytest.approx(10 * US, rel=1e-3)
+    assert s.p99 == pytest.approx(10 * US, rel=1e-3)  # rank 1000 of 1010 is still a 10 µs op
+    assert s.p99_9 == pytest.approx(1 * MS, rel=1e-3)  # rank 1009
+    assert s.max == pytest.approx(1 * MS, rel=1e-3)
+    assert s.max >= 1 * MS  # highest equivalent value: never below the true max
     exact_mean = (1000 * 10 * US + 10 * MS) / 1010
-    assert s["mean"] == pytest.approx(exact_mean, rel=1e-3)
-    assert all(isinstance(s[k], int) for k in ("count", "min", "p50", "p90", "p99", "p99_9", "max"))
-    assert isinstance(s["mean"], float)
+    assert s.mean == pytest.approx(exact_mean, rel=1e-3)
+    assert all(isinstance(getattr(s, k), int) for k in ("count", "min", "p50", "p90", "p99", "p99_9", "max"))
+    assert isinstance(s.mean, float)
 
 
 def test_summary_matches_the_hdrhistogram_package(known: PhaseLatency) -> None:
     ref = reference(known.latencies())
     s = known.summary()
-    assert s["min"] == ref.get_min_value()
-    assert s["max"] == ref.get_max_value()
-    assert s["mean"] == pytest.approx(ref.get_mean_value(), rel=1e-12)
+    assert s.min == ref.get_min_value()
+    assert s.max == ref.get_max_value()
+    assert s.mean == pytest.approx(ref.get_mean_value(), rel=1e-12)
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
-        assert s[key] == ref.get_value_at_percentile(p)
+        assert getattr(s, key) == ref.get_value_at_percentile(p)
 
 
 def test_vectorised_recording_equals_record_value_across_the_range() -> None:
@@ -166,7 +169,7 @@ def test_empty_batches_are_ignored_and_an_empty_phase_summarises_to_zeros() -> N
     c.add([])
     c.add([CLOCK()])
     assert c.ops == 0 and c.batches == 0
-    assert c.summary()["count"] == 0
+    assert c.summary().count == 0
     assert c.over_time() == []
     assert HdrHistogram.decode(c.encoded()).get_total_count() == 0
 
@@ -191,7 +194,7 @@ def test_the_engine_protocol_records_one_latency_per_operation() -> None:
         c.add(marks)
     lat = c.latencies()
     assert lat.size == 300 and (lat >= 0).all()
-    assert c.summary()["count"] == 300
+    assert c.summary().count == 300
 
 
 def test_over_time_shows_a_stall_in_its_bucket() -> None:
@@ -226,10 +229,20 @@ def test_over_time_counts_from_the_given_phase_start() -> None:
         c.over_time(buckets=0)
 
 
+def test_the_summary_is_the_result_models_latency_type(known: PhaseLatency) -> None:
+    """One latency type (issue 35, item 4): the summary is the result's ``LatencyStats``,
+    its histogram included, valid as the result checks it, not a dict of the same keys."""
+    s = known.summary()
+    assert isinstance(s, LatencyStats)
+    assert s.histogram == known.encoded()
+    s.check("latency")
+    assert isinstance(known.histogram().summary(), LatencyStats)
+
+
 def test_json_entry_and_report_rows(known: PhaseLatency) -> None:
-    entry = known.to_dict()
+    entry = dataclasses.asdict(known.summary())
     assert entry["count"] == 1010 and entry["histogram"] == known.encoded()
-    assert set(entry) == {"count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "histogram"}
+    assert list(entry) == ["count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "histogram"]
     assert [format_us(v) for v in (850, 12_345, 123_456, 1_234_567)] == ["0.85", "12.3", "123", "1_235"]
 
 

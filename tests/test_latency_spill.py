@@ -23,7 +23,7 @@ def in_memory(batches: list[tuple[int, list[int]]], workers: int) -> tuple[objec
     for w, marks in batches:
         per_worker[w].add(np.array(marks, dtype=np.int64))
     merged = PhaseLatency.merge(per_worker)
-    summary = merged.to_dict() if merged.ops else None
+    summary = merged.summary() if merged.ops else None
     stats = [iter(p.batch_stats()) for p in per_worker]
     worst = []
     for w, _ in batches:
@@ -92,7 +92,7 @@ def test_a_long_phase_keeps_its_marks_on_disk(tmp_path: Path) -> None:
         rec.close()
     finally:
         tracemalloc.stop()
-    assert summary is not None and summary["count"] == 3_000_000
+    assert summary is not None and summary.count == 3_000_000
     assert sum(b[1] for b in over_time) == 3_000_000 and len(rows) == 3_000
     assert peak < 24 * 1024 * 1024, peak
 

@@ -117,7 +117,7 @@ def test_a_rate_changes_when_operations_start_not_what_they_are(workers: int, ar
         assert rec.open_loop
         assert (timed.ops, timed.checksum) == (closed.ops, closed.checksum)
         summary = rec.open_loop_summary()
-        assert summary is not None and summary["response"]["count"] == timed.ops
+        assert summary is not None and summary["response"].count == timed.ops
     floor = (timed.ops - workers) / 20_000  # uniform: no operation started before its time
     assert timed.seconds >= (floor if arrivals is Arrivals.UNIFORM else 0.8 * floor)  # Poisson: random gaps
 
@@ -127,8 +127,8 @@ def test_closed_loop_hides_the_stall_in_one_sample(monkeypatch: pytest.MonkeyPat
     _, rec = anyio.run(_read_phase, StallingEngine, None, 1)
     with rec:
         s = rec.summary()
-        assert s is not None and s["max"] >= 190 * MS  # the stall is there: one operation (timers: ms resolution)
-        assert s["p99"] < 20 * MS  # but the percentiles do not see it
+        assert s is not None and s.max >= 190 * MS  # the stall is there: one operation (timers: ms resolution)
+        assert s.p99 < 20 * MS  # but the percentiles do not see it
         assert rec.open_loop_summary() is None
 
 
@@ -142,9 +142,9 @@ def test_under_a_rate_the_response_time_shows_the_stall_and_the_service_time_doe
         figures = rec.open_loop_summary()
         assert service is not None and figures is not None
         # 2 stalls of 200 ms at 2000/s: ~400 of 2000 operations are intended during a stall
-        assert figures["response"]["p99"] >= 100 * MS
-        assert service["p99"] < 20 * MS
-        assert service["max"] >= 190 * MS  # a 200 ms sleep can end a little early (ms timers)
+        assert figures["response"].p99 >= 100 * MS
+        assert service.p99 < 20 * MS
+        assert service.max >= 190 * MS  # a 200 ms sleep can end a little early (ms timers)
 
 
 def test_a_rate_the_engine_cannot_meet_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:

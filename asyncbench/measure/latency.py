@@ -91,10 +91,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, NamedTuple, TypedDict
+from typing import Final, NamedTuple
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
+
+from asyncbench.result import LatencyStats
 
 __all__ = [
     "CLOCK",
@@ -103,7 +105,6 @@ __all__ = [
     "SIGNIFICANT_DIGITS",
     "BatchLatency",
     "LatencyHistogram",
-    "LatencySummary",
     "Marks",
     "PhaseLatency",
     "TimeBucket",
@@ -128,19 +129,6 @@ class BatchLatency(NamedTuple):
     ops: int
     p99_ns: int
     max_ns: int
-
-
-class LatencySummary(TypedDict):
-    """A phase's latency figures for the JSON result: integers in ns, the mean a float."""
-
-    count: int
-    min: int
-    p50: int
-    p90: int
-    p99: int
-    p99_9: int
-    max: int
-    mean: float
 
 
 class TimeBucket(NamedTuple):
@@ -361,17 +349,18 @@ class LatencyHistogram:
         highest = lowest + self._range_of_index(index) - 1
         return [int(hi if p else lo) for p, lo, hi in zip(percentiles, lowest, highest, strict=True)]
 
-    def summary(self) -> LatencySummary:
-        """count, min, p50, p90, p99, p99.9, max (ns) and mean, all from the histogram."""
+    def summary(self) -> LatencyStats:
+        """count, min, p50, p90, p99, p99.9, max (ns) and mean, all from the histogram, and
+        the histogram itself (encoded): the result's one latency type, as its JSON holds it."""
         if self.count == 0:
-            return LatencySummary(count=0, min=0, p50=0, p90=0, p99=0, p99_9=0, max=0, mean=0.0)
+            return LatencyStats(count=0, min=0, p50=0, p90=0, p99=0, p99_9=0, max=0, mean=0.0, histogram=self.encoded())
         nz = np.flatnonzero(self._counts)
         lowest = self._values_from_index(nz)
         widths = self._range_of_index(nz)
         counts = self._counts[nz].astype(np.float64)
         mean = float(np.dot(counts, (lowest + (widths >> 1)).astype(np.float64)) / self.count)
         p50, p90, p99, p999 = self.values_at_percentiles([50.0, 90.0, 99.0, 99.9])
-        return LatencySummary(
+        return LatencyStats(
             count=self.count,
             min=int(lowest[0]),
             p50=p50,
@@ -380,6 +369,7 @@ class LatencyHistogram:
             p99_9=p999,
             max=int(lowest[-1] + widths[-1] - 1),
             mean=mean,
+            histogram=self.encoded(),
         )
 
     def encoded(self) -> str:
@@ -471,16 +461,12 @@ class PhaseLatency:
             self._hist = LatencyHistogram.from_values(self.latencies())
         return self._hist
 
-    def summary(self) -> LatencySummary:
+    def summary(self) -> LatencyStats:
+        """The phase's latency as the result holds it (:meth:`LatencyHistogram.summary`)."""
         return self.histogram().summary()
 
     def encoded(self) -> str:
         return self.histogram().encoded()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The phase's JSON entry: the summary (ns) plus ``histogram``, the encoded HdrHistogram."""
-        h = self.histogram()
-        return {**h.summary(), "histogram": h.encoded()}
 
     def over_time(self, buckets: int = 100) -> list[TimeBucket]:
         """Exact p50/p99/max of the operations ending in each of ``buckets`` equal slices of

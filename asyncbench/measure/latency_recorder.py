@@ -39,6 +39,7 @@ from asyncbench.measure.latency import (
     nearest_rank,
     time_bucket,
 )
+from asyncbench.result import LatencyStats
 
 __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder", "slice_ns"]
 
@@ -303,18 +304,18 @@ class PhaseRecorder:
         response, lag, delay, _ = self._scan_intended()
         lag_p99, delay_p99 = lag.values_at_percentiles([99.0])[0], delay.values_at_percentiles([99.0])[0]
         return {
-            "response": {**response.summary(), "histogram": response.encoded()},
+            "response": response.summary(),
             "lag_p99_ns": lag_p99,
-            "lag_max_ns": int(lag.summary()["max"]),
+            "lag_max_ns": lag.summary().max,
             "delay_p99_ns": delay_p99,
-            "delay_max_ns": int(delay.summary()["max"]),
+            "delay_max_ns": delay.summary().max,
         }
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> LatencyStats | None:
+        """The phase's service-time latency as the result holds it; None without operations."""
         if not self.ops:
             return None
-        hist = self._scan()[0]
-        return {**hist.summary(), "histogram": hist.encoded()}
+        return self._scan()[0].summary()
 
     def over_time(self, buckets: int = 100) -> list[list[float]]:
         return [list(b) for b in self.time_buckets(buckets)]

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asyncbench.measure.aggregate import EngineRuns, group_runs
-from asyncbench.measure.latency import LatencySummary
 from asyncbench.measure.stats import Summary
 from asyncbench.report.columns import Column
 from asyncbench.report.columns import csv_text as render_csv
-from asyncbench.result import PhaseCost, PhaseResult, PlanPhase, RunResult, write_atomic
+from asyncbench.result import LatencyStats, PhaseCost, PhaseResult, PlanPhase, RunResult, write_atomic
 from asyncbench.workloads.profile_store.phases import Action
 
 __all__ = ["COLUMNS", "SERIES_COLUMNS", "TABLE", "csv_text", "series_csv_text", "write_csv", "write_series_csv"]
@@ -28,7 +27,7 @@ class _Row:
     spec: PlanPhase
     phase: PhaseResult  # the first measured repeat's
     tp: Summary | None
-    lat: LatencySummary | None
+    lat: LatencyStats | None
 
 
 def _round(value: float | None) -> float | None:
@@ -67,7 +66,7 @@ def _tp(get: str) -> Column[_Row]:
 
 
 def _lat(key: str) -> Column[_Row]:
-    return Column(f"latency_{key}_ns", "r", lambda r: r.lat[key] if r.lat else None)
+    return Column(f"latency_{key}_ns", "r", lambda r: getattr(r.lat, key) if r.lat else None)
 
 
 TABLE: list[Column[_Row]] = [

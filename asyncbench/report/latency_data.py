@@ -194,7 +194,7 @@ def _sweeps(run: RunResult, groups: list[EngineRuns]) -> dict[str, dict[str, lis
                 continue
             s = r.summary()
             out.setdefault(title, {}).setdefault(g.engine, []).append(
-                (p.open_loop.rate, p.ops_per_s, s["p50"], s["p99"])
+                (p.open_loop.rate, p.ops_per_s, s.p50, s.p99)
             )
     return out
 

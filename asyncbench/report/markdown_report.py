@@ -377,8 +377,7 @@ def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
                 continue
             s = h.summary()
             rows.append(
-                [md.text(spec.name), fmt.count(s["count"])]
-                + [format_us(s[k]) for k in ("p50", "p99", "p99_9", "max")]
+                [md.text(spec.name), fmt.count(s.count)] + [format_us(v) for v in (s.p50, s.p99, s.p99_9, s.max)]
             )
         if rows:
             out += [f"### {md.text(g.engine)}", ""]

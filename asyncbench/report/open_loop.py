@@ -61,10 +61,10 @@ def open_loop_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]
                     md.text(spec.name),
                     fmt.count(round(ol.rate)) + (" (Poisson)" if ol.arrivals.value == "poisson" else ""),
                     achieved,
-                    format_us(r["p50"]) if r else "-",
-                    format_us(r["p99"]) if r else "-",
-                    format_us(r["max"]) if r else "-",
-                    format_us(service.summary()["p99"]) if service is not None else "-",
+                    format_us(r.p50) if r else "-",
+                    format_us(r.p99) if r else "-",
+                    format_us(r.max) if r else "-",
+                    format_us(service.summary().p99) if service is not None else "-",
                     format_us(ol.delay_p99_ns) if not first.skipped else "-",
                 ]
             )

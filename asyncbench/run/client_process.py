@@ -359,7 +359,7 @@ class ClientProcess:
                 workers=[WorkerPart(w, sums[w].hex(), len(parts[w]), ends[w]) for w in sorted(parts)],
                 retries=engine.take_retries(),
                 cpu_seconds=cpu,
-                histogram=None if summary is None else summary["histogram"],
+                histogram=None if summary is None else summary.histogram,
                 batches=self._outbox.count,
                 wait_seconds=None if wait0 is None or wait1 is None else wait1 - wait0,
                 load=load,

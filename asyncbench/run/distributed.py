@@ -198,7 +198,7 @@ def merge_phase(parts: Sequence[PhasePart], parallelism: int) -> MergedPhase:
     if hists:
         merged = LatencyHistogram.merge(hists)
         if merged.count:
-            latency = LatencyStats(**merged.summary(), histogram=merged.encoded())
+            latency = merged.summary()
     return MergedPhase(
         ops=sum(w.items for w in workers),
         checksum=checksum,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
-from asyncbench.result import LatencyStats, OpenLoop, PhaseResult
+from asyncbench.result import OpenLoop, PhaseResult
 from asyncbench.workloads.profile_store.phases import PHASES
 
 __all__ = ["add_figures", "phase_rate", "phase_row", "sweep_dipped"]
@@ -60,8 +60,7 @@ def add_figures(pr: PhaseResult, recorder: PhaseRecorder, rate: Rate | None, lat
     (unless ``latency`` is False: the caller has it), the latency over time (slices of a
     width chosen from the phase's length), the per-second series and, under a rate, the open-loop figures."""
     if latency:
-        summary = recorder.summary()
-        pr.latency = LatencyStats(**summary) if summary is not None else None
+        pr.latency = recorder.summary()
     sliced, sliced_response = recorder.sliced()
     pr.latency_over_time = [list(b) for b in sliced] or None
     service, response = recorder.per_second()
@@ -80,7 +79,7 @@ def open_loop(rate: Rate, recorder: PhaseRecorder) -> OpenLoop:
     return OpenLoop(
         rate=rate.ops_per_s,
         arrivals=rate.arrivals,
-        response=LatencyStats(**figures["response"]),
+        response=figures["response"],
         lag_p99_ns=figures["lag_p99_ns"],
         lag_max_ns=figures["lag_max_ns"],
         delay_p99_ns=figures["delay_p99_ns"],
