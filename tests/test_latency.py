@@ -266,3 +266,12 @@ def test_a_small_batch_line_is_figured_exactly_as_a_large_one() -> None:
             assert lat.batch_p99_max([int(x) for x in marks]) == lat.batch_p99_max(marks)
             r = marks[1:] - intended
             assert lat.response_p99_max(marks, intended) == (n, int(np.partition(r, k)[k]), int(r.max()))
+
+
+def test_the_100th_percentile_is_the_summarys_max() -> None:
+    """The open-loop lag and delay maxima are read as the 100th percentile (no summary, so no
+    histogram encoded for them): the same figure the summary's ``max`` gives."""
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 1_000, 100_000):
+        h = LatencyHistogram.from_values(rng.lognormal(9, 3, n).astype(np.int64))
+        assert h.values_at_percentiles([100.0]) == [h.summary().max]

@@ -302,13 +302,16 @@ class PhaseRecorder:
         if not self.open_loop:
             return None
         response, lag, delay, _ = self._scan_intended()
-        lag_p99, delay_p99 = lag.values_at_percentiles([99.0])[0], delay.values_at_percentiles([99.0])[0]
+        # p99 and max (100: the highest equivalent value, as the summary's max) without the
+        # summary, which would encode a histogram that is never written
+        lag_p99, lag_max = lag.values_at_percentiles([99.0, 100.0])
+        delay_p99, delay_max = delay.values_at_percentiles([99.0, 100.0])
         return {
             "response": response.summary(),
             "lag_p99_ns": lag_p99,
-            "lag_max_ns": lag.summary().max,
+            "lag_max_ns": lag_max,
             "delay_p99_ns": delay_p99,
-            "delay_max_ns": delay.summary().max,
+            "delay_max_ns": delay_max,
         }
 
     def summary(self) -> LatencyStats | None:
