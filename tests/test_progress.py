@@ -142,3 +142,23 @@ def test_run_with_update_latest_and_no_progress(
         assert f"]({name})" in latest
         stamped = result.parent / name.replace("latest-", f"{result.stem}-")
         assert (out / name).read_bytes() == stamped.read_bytes()
+
+
+def test_a_long_phase_name_keeps_its_end_and_rate_at_80_columns() -> None:
+    """Issue 39: the bar cut a phase name at its end, so three sweep rows all read
+    "post-update read by user i…"; the bar shortens it in its middle, as the phase lines
+    do, keeping what tells the rows apart (the end and the whole "@ rate" suffix)."""
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=80, color_system=None)
+    obs = ProgressObserver(console)
+    name = "post-update read by user id and then again by email @ 32_000/s"
+    obs.phase_start("rocksdb", name, 200_000)
+    obs.batch(BatchDone("rocksdb", name, 0, 500, 0.01, 1_500, 0, []))
+    obs.progress.refresh()
+    shown = [line.removeprefix("\x1b[2K") for line in buf.getvalue().splitlines() if "rocksdb" in line]
+    assert shown, buf.getvalue()
+    line = shown[-1]
+    assert "@ 32_000/s" in line and "…" in line and line.startswith("rocksdb · pos"), line
+    assert "500/200_000 ops" in line, line
+    assert len(line.rstrip()) <= 80, line
+    obs.run_end(exit_code=0)

@@ -24,16 +24,48 @@ from rich.progress import (
     ProgressColumn,
     Task,
     TaskID,
-    TextColumn,
 )
 from rich.table import Column
 from rich.text import Text
 
 from asyncbench import fmt
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.observers import BatchDone, ConsoleObserver, Observer
+from asyncbench.run.observers import BatchDone, ConsoleObserver, Observer, shorten
 
 NO_PROGRESS_ENV = "ASYNCBENCH_NO_PROGRESS"
+
+
+#: What the figures beside the description take at most: the bar, ``ETA 0:00:00``, a rate
+#: of ``1_000_000/s`` and the columns' separators (the ops figure is measured per task).
+_BAR, _ETA, _RATE, _GAPS = 10, len("ETA 0:00:00"), len("123_456/s"), 4
+
+
+def fit_phase(name: str, room: int) -> str:
+    """``name`` in ``room`` characters for a bar: :func:`shorten`, except that a sweep's
+    ``@ rate`` suffix is kept whenever a few characters of the name fit beside it (the bars
+    of one sweep differ only there, and a bar has less room than a phase line)."""
+    base, at, rate = name.rpartition(" @ ")
+    suffix = at + rate
+    if at and len(name) > room and len(suffix) + 4 <= room:
+        return shorten(base, room - len(suffix)) + suffix
+    return shorten(name, room)
+
+
+class DescriptionColumn(ProgressColumn):
+    """``engine · phase``, the phase name shortened in its middle (:func:`shorten`, as the
+    phase lines do) to what the figures leave of the console's width, so a long name keeps
+    its end and a sweep's ``@ rate`` suffix instead of being cut at its end (issue 39)."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(table_column=Column(no_wrap=True))
+        self.console = console
+
+    def render(self, task: Task) -> Text:
+        engine, phase = task.fields.get("engine", ""), task.fields.get("phase", task.description)
+        total = fmt.count(int(task.total)) if task.total is not None else ""
+        ops = len(f"{total}/{total} ops") if total else 0
+        room = self.console.width - _BAR - ops - _RATE - _ETA - _GAPS - len(f"{engine} · ")
+        return Text(f"{engine} · {fit_phase(phase, max(room, 8))}")
 
 
 class OpsColumn(ProgressColumn):
@@ -98,15 +130,16 @@ class ProgressObserver(Observer):
     """One progress bar per phase while it runs; the display is live only during an engine's run."""
 
     def __init__(self, console: Console | None = None) -> None:
-        # Fits 80 columns: the description takes what the labelled figures leave and is cut
-        # with an ellipsis rather than wrapped; every figure carries its unit (ops, /s, ETA).
+        # Fits 80 columns: the description takes what the labelled figures leave, its phase
+        # name shortened in the middle; every figure carries its unit (ops, /s, ETA).
+        console = console or Console()
         self.progress = Progress(
-            TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+            DescriptionColumn(console),
             BarColumn(bar_width=10),
             OpsColumn(table_column=Column(no_wrap=True)),
             RateColumn(table_column=Column(no_wrap=True)),
             EtaColumn(table_column=Column(no_wrap=True)),
-            console=console or Console(),
+            console=console,
             transient=True,  # a finished phase leaves its console line, not a stale bar
             speed_estimate_period=10.0,
             expand=True,
@@ -145,7 +178,9 @@ class ProgressObserver(Observer):
         self.start()
         # phases without operations (stabilize, settle, reopen, verify) get a pulsing bar
         total = total_ops if total_ops > 0 else None
-        self.tasks[(engine, phase)] = self.progress.add_task(f"{engine} · {phase}", total=total)
+        self.tasks[(engine, phase)] = self.progress.add_task(
+            f"{engine} · {phase}", total=total, engine=engine, phase=phase
+        )
 
     def batch(self, b: BatchDone) -> None:
         task = self.tasks.get((b.engine, b.phase))
