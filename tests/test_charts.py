@@ -232,3 +232,19 @@ def test_subtitle_names_the_machine(sample: RunResult, tmp_path: Path) -> None:
     for name in written.values():
         _, _, drawn = svg_texts(tmp_path / name)
         assert "Test CPU 9000, 2 CPUs, Linux" in drawn, name
+
+
+def test_an_engine_that_never_started_reads_not_started(sample: RunResult, tmp_path: Path) -> None:
+    """Issue 39: Ctrl-C before an engine started left its Execution Time row reading
+    "0.00x   0 ms phases · 0 ms run"; it says "not started", with no ratio."""
+    from asyncbench.result import NOT_STARTED
+
+    run = copy.deepcopy(sample)
+    e = run.engines[2]
+    e.phases, e.run_seconds, e.storage_bytes, e.peak_rss_bytes = [], 0.0, None, None
+    e.set_status(Status.INTERRUPTED, None, NOT_STARTED)
+    written = dict(charts.write_charts(run, tmp_path, "s"))
+    _, _, exec_time = svg_texts(tmp_path / written["Execution Time"])
+    row = [line for line in exec_time.splitlines() if "phases" in line and "run" in line or "not started" in line]
+    assert any("not started" in line for line in row), exec_time
+    assert "0.00x" not in exec_time, exec_time

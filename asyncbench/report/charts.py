@@ -37,7 +37,7 @@ from asyncbench.report.chart_style import (
     figure_frame,
     svg,
 )
-from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult
 from asyncbench.workloads.profile_store.phases import Action
 from asyncbench.workloads.profile_store.phases import Group as Group_
 
@@ -171,7 +171,9 @@ def execution_time(run: RunResult) -> Figure:
             linewidth=0,
         )
         label = f"{_ratio(r)}   {fmt.ms(times[e.engine])} phases · {fmt.ms(e.run_seconds)} run"
-        if _incomplete(e):
+        if e.detail == NOT_STARTED and not e.phases:  # Ctrl-C before it: no ratio of nothing
+            label = "not started"
+        elif _incomplete(e):
             label += " · incomplete"
         ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
     for e in floors:  # a dashed line where the harness alone would finish
