@@ -1,6 +1,6 @@
 """The console of a run without a terminal: a status line every interval on stderr while a
 phase runs (off with ``--quiet``), and an end that gives the correctness verdict and every
-file written, the CSV and the log included (issue 22, item 6)."""
+file written, the CSV and the log included (issue 22, item 6), then the headline (issue 39)."""
 
 from __future__ import annotations
 
@@ -57,8 +57,10 @@ def test_status_lines_and_the_closing_summary(tmp_path: Path, isolate: str) -> N
     assert "status:" not in proc.stdout  # status goes to stderr, the results to stdout
     out = proc.stdout.splitlines()
     assert "All 2 engines agree on every phase checksum they completed (2 phases compared)." in out
-    files = {line.split(":", 1)[0]: Path(line.split(":", 1)[1].strip()) for line in out[-4:]}
-    assert list(files) == ["report", "result", "csv", "log"], out[-6:]
+    end = out.index("== headline")  # the headline is last (test_headline), the files just before it
+    assert out[end + 1].startswith("  write: "), out[end:]
+    files = {line.split(":", 1)[0]: Path(line.split(":", 1)[1].strip()) for line in out[end - 5:end - 1]}
+    assert list(files) == ["report", "result", "csv", "log"], out[end - 6:end]
     assert all(path.is_file() for path in files.values()), files
     assert files["csv"].suffix == ".csv" and files["log"] == tmp_path / "run.log"
     assert all(len(line) <= 80 for line in out if str(tmp_path) not in line), out  # paths may not fit

@@ -28,6 +28,7 @@ from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
+from asyncbench.report import headline
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
@@ -210,6 +211,10 @@ def _run_locked(
         console.message(f"asyncbench: {interrupted}; partial report written")
     elif stop.interrupted:
         console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
+    for result in bench.results:  # last, the verdict a reader came for (the report's first paragraph)
+        level = f" · {result.profiles:_d} profiles, P{result.parallelism}" if len(bench.results) > 1 else ""
+        lines = headline.console_lines(result)
+        console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
     return outcome.exit_code()
 
 

@@ -48,6 +48,7 @@ import psutil
 
 __all__ = [
     "ALPHA",
+    "CLIENT_BOUND_BUSY",
     "COMPARE_THRESHOLD",
     "UNSTABLE_THRESHOLD",
     "BusyProcess",
@@ -312,6 +313,9 @@ class NoiseSnapshot:
 
 
 BUSY_CPU_PERCENT = 10.0
+#: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck
+#: (run/saturation.py's bottleneck line and the report's headline).
+CLIENT_BOUND_BUSY = 0.8
 
 
 def _cpu_list(names: Sequence[str]) -> str:

@@ -19,7 +19,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
-from asyncbench.report import chart_limit
+from asyncbench.report import chart_limit, headline
 from asyncbench.report import markdown as md
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.cost_table import COST_NOTE
@@ -435,6 +435,14 @@ def cost_section(run: RunResult) -> list[str]:
     return out
 
 
+def headline_section(run: RunResult) -> list[str]:
+    """The report's first paragraph: the headline's lines (:mod:`asyncbench.report.headline`)
+    as bullets, and a single run's loaded-machine warning (also printed on the console)."""
+    h = headline.build(run)
+    out = ["**Headline**", ""] + [f"- {md.text(x)}" for x in h.lines()] + [""]
+    return out + [f"> **{md.text(w)}**" for w in h.warnings] + ([""] if h.warnings else [])
+
+
 def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
 
@@ -456,6 +464,7 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     ]
     if run.interrupted:
         lines += [f"> **Partial report: {md.text(run.interrupted)}.**", ""]
+    lines += headline_section(full)
     if skipped:
         lines += [skipped_line(skipped), ""]
     capped = chart_limit.note(full)

@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from asyncbench.measure.stats import BUSY_CPU_PERCENT, NoiseSnapshot
+from asyncbench.measure.stats import BUSY_CPU_PERCENT, CLIENT_BOUND_BUSY, NoiseSnapshot
 
 __all__ = [
     "CLIENT_BOUND_BUSY",
@@ -35,8 +35,6 @@ __all__ = [
     "runqueue_wait_seconds",
 ]
 
-#: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck.
-CLIENT_BOUND_BUSY = 0.8
 #: A process of ours that waited this fraction of a phase's time for a CPU: the machine is short of cores.
 SATURATED_WAIT_SHARE = 0.1
 #: A host whose 1-minute load average is at least its CPU count is saturated.

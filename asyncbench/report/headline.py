@@ -1,0 +1,195 @@
+"""The run's headline: the verdict a reader came for, in a few plain lines (issue 39).
+
+Per phase group (write, lookup, scan, query, maintenance: the phase table's groups) the
+fastest engine, by how much against the next one, and whether the repeats make that
+significant (:func:`asyncbench.measure.stats.compare`, the test ``compare`` uses, on the
+group's time per measured repeat); whether the checksums agree
+(:func:`asyncbench.measure.correctness.judge`); and what limited the run: the client's CPU,
+the server, or a loaded machine (the load the run started at, and the warning the run
+recorded in ``environment["noise_advice"]``).
+
+One module builds it from the result model; the console prints its lines last and the
+Markdown (and HTML) report puts them first, so both say the same thing. Lines are plain
+text: each renderer escapes them for its own format.
+"""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from dataclasses import dataclass, field
+
+from asyncbench import fmt
+from asyncbench.measure.aggregate import EngineRuns, group_runs
+from asyncbench.measure.correctness import judge
+from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
+from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.workloads.profile_store.phases import Action, Group
+
+__all__ = ["Headline", "build", "console_lines"]
+
+#: The groups a headline names, in the phase table's order (verify is a check, not a race).
+GROUPS = (Group.WRITE, Group.LOOKUP, Group.SCAN, Group.QUERY, Group.MAINTENANCE)
+
+
+@dataclass
+class Headline:
+    """The headline's plain-text lines: one per phase group, the checksums, the limit;
+    ``warnings`` are the run's recorded noise warnings (a loaded machine), shown in full."""
+
+    groups: list[str] = field(default_factory=list)
+    checksums: str = ""
+    limits: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [*self.groups, self.checksums, *self.limits]
+
+
+def _group_seconds(e: EngineResult, indexes: list[int]) -> float | None:
+    """The engine's time over the group's phases in one repeat (a stabilization it needs
+    none of counts 0 s); None when it did not complete every one of them."""
+    total = 0.0
+    for i in indexes:
+        p = e.phase_at(i)
+        if p is None:
+            return None
+        total += 0.0 if p.skipped else p.seconds
+    return total
+
+
+def _samples(g: EngineRuns, indexes: list[int]) -> list[float]:
+    """The group's time in each measured repeat that completed it."""
+    return [s for e in g.measured if (s := _group_seconds(e, indexes)) is not None]
+
+
+def _at_rate(run: RunResult, index: int) -> bool:
+    return any((p := e.phase_at(index)) is not None and p.open_loop is not None for e in run.engines)
+
+
+def _significance(base: list[float], new: list[float]) -> str:
+    """Whether the fastest (``new``) beats the next (``base``) beyond the repeats' spread."""
+    c = compare(base, new, higher_is_better=False)
+    n = f"{len(new)} and {len(base)} repeats" if len(new) != len(base) else f"{len(new)} repeats each"
+    if c.verdict is Verdict.SAME:
+        return f"a tie within ±{c.threshold:.0%}"
+    if c.verdict is Verdict.ONE_RUN:
+        return "untested"
+    if c.verdict is Verdict.FASTER:
+        return f"significant over {n} (p = {c.p_value:.2g})"
+    return f"not significant over {n} (p = {c.p_value:.2g})"
+
+
+def _ratio(r: float) -> str:
+    return f"{r:.2f}x" if r < 9.995 else f"{r:.0f}x"
+
+
+def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str | None:
+    """One group's verdict; harness-floor engines (they store nothing) are left out of the
+    race when a real engine ran, as the charts scale to the fastest real engine."""
+    indexes = [i for i, spec in enumerate(run.phases) if spec.kind.group is group]
+    if not indexes:
+        return None
+    timed = [i for i in indexes if not _at_rate(run, i)]
+    label = group.value
+    if not timed:
+        return f"{label}: every phase ran at a target rate, so no engine is faster; see Open Loop for latency"
+    done = [(g.engine, s) for g in groups if (s := _samples(g, timed))]
+    if not done:
+        return f"{label}: no engine completed it"
+    median = {name: statistics.median(s) for name, s in done}
+    done.sort(key=lambda d: median[d[0]])
+    first, first_s = done[0]
+    rate_note = " (phases at a target rate left out)" if len(timed) < len(indexes) else ""
+    if len(done) == 1:
+        return f"{label}: {first} {fmt.ms(median[first])}{rate_note}; no other engine to compare with"
+    second, second_s = done[1]
+    if median[first] <= 0:
+        return f"{label}: no measurable time ({first}, {second})"
+    line = (
+        f"{label}: {first} fastest, {_ratio(median[second] / median[first])} faster than {second} "
+        f"({fmt.ms(median[first])} vs {fmt.ms(median[second])}){rate_note}"
+    )
+    significance = _significance(second_s, first_s)
+    return line if significance == "untested" else f"{line}; {significance}"
+
+
+def _checksums(run: RunResult) -> str:
+    verdict = judge(run)
+    if not verdict.ok:
+        return f"checksums: DISAGREE ({len(verdict.failures)} mismatch(es); see Correctness)"
+    return "checksums: " + (verdict.lines[0] if verdict.lines else "nothing to compare")
+
+
+def _client_share(p: PhaseResult) -> float | None:
+    """The client process's CPU seconds over the phase's time (the busiest side we own)."""
+    cpu = p.cost.client_cpu_seconds if p.cost is not None else None
+    cpu = p.client_cpu_seconds if cpu is None else cpu
+    return cpu / p.seconds if cpu is not None and p.seconds > 0 else None
+
+
+def _limit_line(g: EngineRuns) -> str | None:
+    """Per engine: in how many operation phases its client CPU was saturated."""
+    shares = [s for p in g.first.phases if p.action is Action.OPERATIONS and (s := _client_share(p)) is not None]
+    if not shares:
+        return None
+    bound = sum(s >= CLIENT_BOUND_BUSY for s in shares)
+    if bound == len(shares):
+        why = "the client (Python) limited it"
+    elif bound:
+        why = "the client limited those; the engine or server the others"
+    else:
+        why = "the engine or server (or I/O) limited it, not the client"
+    return (
+        f"limit, {g.engine}: client CPU at least {CLIENT_BOUND_BUSY:.0%} busy in {bound} of {len(shares)} "
+        f"operation phases: {why}"
+    )
+
+
+def _machine_line(run: RunResult) -> str | None:
+    """The machine's load when the run started, when it was at least its CPUs."""
+    start = run.environment.get("load_avg_start")
+    cpus = run.environment.get("logical_cpus")
+    if not isinstance(start, list) or not start or not isinstance(cpus, int) or cpus < 1:
+        return None
+    if start[0] < cpus:
+        return None
+    return (
+        f"limit, machine: load average {start[0]:.2f} at the start on {cpus} CPUs: "
+        "other work competed for the cores, so figures vary"
+    )
+
+
+def build(run: RunResult) -> Headline:
+    """The headline of a run (skipped engines and engines that never started left out)."""
+    ran = run.without_skipped()
+    ran.engines = [e for e in ran.engines if e.phases]
+    floors = {e.engine for e in ran.engines if e.facts.harness_floor}
+    real = [g for g in group_runs(ran) if g.engine not in floors]
+    groups = real or group_runs(ran)
+    h = Headline()
+    for group in GROUPS:
+        line = _group_line(ran, groups, group)
+        if line:
+            h.groups.append(line)
+    h.checksums = _checksums(ran)
+    if any(len(g.measured) < 2 for g in groups) and len(groups) > 1:
+        h.groups.append("significance: untested, an engine ran once (--repeat 3 or more tests it)")
+    if real and floors:
+        h.groups.append(f"left out: {', '.join(sorted(floors))} (the harness floor: it stores nothing)")
+    h.limits = [x for g in groups if (x := _limit_line(g))]
+    machine = _machine_line(ran)
+    if machine:
+        h.limits.append(machine)
+    if run.repeat - run.warmup <= 1:  # a single run: its loaded-machine warning (cli/run.py records it)
+        advice = run.environment.get("noise_advice")
+        h.warnings = [a for a in advice if isinstance(a, str)] if isinstance(advice, list) else []
+    return h
+
+
+def console_lines(run: RunResult, width: int = 80) -> list[str]:
+    """The console's closing lines: ``== headline`` then each line wrapped to ``width``."""
+    out = ["", "== headline"]
+    for line in build(run).lines():
+        out += textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="    ")
+    return out

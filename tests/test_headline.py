@@ -1,0 +1,126 @@
+"""The headline (issue 39): per phase group the fastest engine, by how much and whether the
+repeats make it significant; the checksums; what limited the run. Built once from the
+result (asyncbench/report/headline.py), shown last on the console and first in the report."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from asyncbench.report import headline, markdown_report
+from asyncbench.result import PhaseCost, RunResult
+from asyncbench.workloads.profile_store.phases import Action
+
+FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"
+
+
+@pytest.fixture
+def sample() -> RunResult:
+    return RunResult.from_json(FIXTURE.read_bytes())
+
+
+def line_of(h: headline.Headline, group: str) -> str:
+    return next(x for x in h.lines() if x.startswith(f"{group}:"))
+
+
+def group_seconds(run: RunResult, engine: str, group: str) -> float:
+    e = next(e for e in run.engines if e.engine == engine)
+    return sum(0.0 if p.skipped else p.seconds for p in e.phases if p.group.value == group)
+
+
+def with_repeats(run: RunResult, factors: dict[str, list[float]]) -> RunResult:
+    """``run`` with each engine repeated, its phase times scaled by one factor per repeat."""
+    out = copy.deepcopy(run)
+    out.engines = []
+    n = len(next(iter(factors.values())))
+    for k in range(n):
+        for e in run.engines:
+            r = copy.deepcopy(e)
+            r.repeat = k
+            for p in r.phases:
+                p.seconds *= factors.get(e.engine, [1.0] * n)[k]
+            out.engines.append(r)
+    out.repeat = n
+    return out
+
+
+def test_the_fastest_real_engine_per_group_and_by_how_much(sample: RunResult) -> None:
+    h = headline.build(sample)
+    write = line_of(h, "write")
+    rocks, lite = group_seconds(sample, "rocksdb", "write"), group_seconds(sample, "sqlite", "write")
+    assert rocks < lite
+    assert write.startswith("write: rocksdb fastest") and f"{lite / rocks:.2f}x faster than sqlite" in write
+    assert {x.split(":")[0] for x in h.groups} >= {"write", "lookup", "scan", "query", "maintenance"}
+    assert not any("memory fastest" in x for x in h.lines())  # the harness floor is no contender
+    assert any("memory" in x and "harness floor" in x for x in h.lines())
+    assert any(x.startswith("significance: untested") for x in h.lines())  # one run each
+    assert h.checksums.startswith("checksums: All 3 engines agree")
+
+
+def test_repeats_decide_whether_the_lead_is_significant(sample: RunResult) -> None:
+    steady = with_repeats(sample, {"rocksdb": [1.0, 1.01, 0.99], "sqlite": [1.0, 1.01, 0.99]})
+    assert "; significant over 3 repeats each (p = " in line_of(headline.build(steady), "write")
+    noisy = with_repeats(sample, {"rocksdb": [1.0, 4.0, 0.3], "sqlite": [1.0, 0.4, 2.5]})
+    assert "; not significant over 3 repeats each (p = " in line_of(headline.build(noisy), "write")
+    tie = with_repeats(sample, {"rocksdb": [1.0, 1.0, 1.0], "sqlite": [1.0, 1.0, 1.0]})
+    for e in tie.engines:  # sqlite's scan time becomes rocksdb's, within 1 %
+        if e.engine == "sqlite":
+            for p in e.phases:
+                if p.group.value == "write":
+                    p.seconds = next(
+                        q.seconds for r in tie.engines if r.engine == "rocksdb" and r.repeat == e.repeat
+                        for q in r.phases if q.index == p.index
+                    ) * 1.01
+    assert "a tie within ±5%" in line_of(headline.build(tie), "write")
+    assert not any(x.startswith("significance: untested") for x in headline.build(steady).lines())
+
+
+def test_disagreeing_checksums_are_in_the_headline(sample: RunResult) -> None:
+    sample.engines[1].phases[2].checksum = "0000000000000000"
+    assert headline.build(sample).checksums.startswith("checksums: DISAGREE")
+
+
+def test_a_saturated_client_and_a_loaded_machine_are_named(sample: RunResult) -> None:
+    e = next(e for e in sample.engines if e.engine == "sqlite")
+    ops = [p for p in e.phases if p.action is Action.OPERATIONS]
+    for p in ops:
+        p.cost = PhaseCost(client_cpu_seconds=p.seconds * 0.95)
+    sample.environment.update(load_avg_start=[5.5, 4.0, 3.0], logical_cpus=2)
+    lines = headline.build(sample).lines()
+    assert f"limit, sqlite: client CPU at least 80% busy in {len(ops)} of {len(ops)} operation phases: " \
+        "the client (Python) limited it" in lines
+    assert any(x.startswith("limit, machine: load average 5.50 at the start on 2 CPUs") for x in lines)
+
+
+def test_the_report_opens_with_the_headline_and_a_single_runs_load_warning(sample: RunResult) -> None:
+    warning = "WARNING: a loaded machine: load average 6.00 (1 min) at the start on 2 CPUs; other busy ..."
+    sample.environment["noise_advice"] = [warning]
+    text = markdown_report.render(sample)
+    body = text.split("## Total By Engine")[0]
+    assert "**Headline**" in body
+    assert "rocksdb fastest" in body and "checksums: All 3 engines agree" in body
+    assert "load average 6.00" in re.sub(r"\\(.)", r"\1", body)  # today console-only
+
+
+def test_the_console_ends_with_the_headline(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from asyncbench.cli.main import main
+
+    code = main(
+        [
+            str(ROOT / "benchmarks" / "quick.toml"), "--engine", "memory,sqlite", "--profiles", "2k",
+            "--no-isolate", "--no-progress", "--output", str(tmp_path / "out"), "--data", str(tmp_path / "data"),
+        ]
+    )  # fmt: skip
+    out = capfd.readouterr().out
+    assert code == 0, out
+    lines = out.rstrip("\n").splitlines()
+    start = max(i for i, x in enumerate(lines) if x.startswith("== headline"))
+    tail = lines[start:]
+    assert any(x.startswith("  write: sqlite") for x in tail), out
+    assert any(x.startswith("  checksums: All 2 engines agree") for x in tail), out
+    assert all(len(x) <= 80 for x in tail), tail
+    assert not any(x.startswith(("report:", "log:")) for x in tail), tail  # the verdict is last
