@@ -1,4 +1,5 @@
-"""``python -m asyncbench report RESULT.json``: re-render a saved result's report and charts.
+"""``python -m asyncbench report RESULT.json``: re-render a saved result's report (Markdown and
+HTML) and charts.
 
 ``--output DIR`` writes them into DIR instead of beside the JSON. It never modifies its
 input: the JSON is read (only if it is a regular file: a FIFO or a
@@ -19,7 +20,7 @@ from asyncbench.config import RUN_KEYS, ConfigError, selected_phases
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.ownership import NotOwned
 from asyncbench.measure.correctness import judge
-from asyncbench.report.outputs import write_run
+from asyncbench.report.outputs import html_path, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
 
 __all__ = ["add_arguments", "run"]
@@ -69,6 +70,6 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"asyncbench: cannot write the report beside {path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"report: {md}")
+    print(f"report: {md}\nhtml:   {html_path(md)}")
     return exit_code([run], judge(run).ok, interrupted=False)
 

@@ -30,7 +30,7 @@ from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.report import headline
 from asyncbench.report.csv_export import write_csv, write_series_csv
-from asyncbench.report.outputs import result_dir, write_run
+from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
 from asyncbench.run import isolation
 from asyncbench.run.logs import open_log
@@ -307,5 +307,5 @@ def _finish_results(
         if level in saver.written and level not in saver.save_errors:
             json_path, md_path = saver.written[level]
             csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if saver.csv else ""
-            console.message(f"\nreport: {md_path}\nresult: {json_path}{csv_line}")
+            console.message(f"\nreport: {md_path}\nhtml:   {html_path(md_path)}\nresult: {json_path}{csv_line}")
     return agree

@@ -41,12 +41,14 @@ from asyncbench.fs import ledger
 
 __all__ = [
     "LOG_EVENTS",
+    "HTML_REPORT_MARKER",
     "REPORT_MARKER",
     "NotOwned",
     "ownership_problem",
     "is_own_log",
     "is_own_log_head",
     "log_first_record",
+    "is_own_html_report",
     "is_own_report",
     "is_own_result",
     "is_own_svg",
@@ -56,6 +58,8 @@ __all__ = [
 
 #: The first line of every Markdown report (an HTML comment: invisible when rendered).
 REPORT_MARKER = "<!-- asyncbench report: `python -m asyncbench report RESULT.json` rewrites this file -->"
+#: The second line of every HTML report (after ``<!DOCTYPE html>``, which a browser wants first).
+HTML_REPORT_MARKER = "<!-- asyncbench HTML report: `python -m asyncbench report RESULT.json` rewrites this file -->"
 #: The events the JSON-lines log starts a run with; a log's first line is one of them.
 LOG_EVENTS = frozenset(
     {"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"}
@@ -262,6 +266,13 @@ def is_own_report(path: Path) -> bool:
         and head is not None
         and head.decode("utf-8", "replace").startswith(REPORT_MARKER)
     )
+
+
+def is_own_html_report(path: Path) -> bool:
+    """An HTML report asyncbench wrote: named ``*.html``, ``<!DOCTYPE html>`` then the marker."""
+    head = f"<!DOCTYPE html>\n{HTML_REPORT_MARKER}"
+    found = _head(path, len(head.encode()) + 1)
+    return path.suffix == ".html" and found is not None and found.decode("utf-8", "replace").startswith(head)
 
 
 def is_own_svg(title: str, *former: str) -> Proof:

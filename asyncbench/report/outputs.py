@@ -13,7 +13,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asyncbench.dirs.paths import result_dir  # noqa: F401  (re-exported: where a level's outputs go)
-from asyncbench.fs.ownership import Proof, is_own_report, is_own_result, is_own_svg, write_atomic, write_set
+from asyncbench.fs.ownership import (
+    Proof,
+    is_own_html_report,
+    is_own_report,
+    is_own_result,
+    is_own_svg,
+    write_atomic,
+    write_set,
+)
+from asyncbench.report import html_report
 from asyncbench.report import markdown_report as report
 from asyncbench.result import RunResult
 
@@ -21,7 +30,8 @@ from asyncbench.result import RunResult
 def write_run(
     run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
 ) -> tuple[Path, Path]:
-    """Write ``asyncbench-<stamp>.json`` and ``.md``, with the charts unless ``charts`` is off:
+    """Write ``asyncbench-<stamp>.json``, ``.md`` and ``.html`` (the same report as one
+    self-contained page, :mod:`asyncbench.report.html_report`), with the charts unless ``charts`` is off:
     all drawn first, then put in place together (:func:`~asyncbench.fs.ownership.write_set`),
     so the report never links a chart of another rendering and a failure keeps the old set.
 
@@ -38,9 +48,18 @@ def write_run(
     charts_drawn = chart_files(run, directory, stamp) if charts else []
     files += [(path, data, own) for _, path, data, own in charts_drawn]
     linked = [(title, path.name) for title, path, _, _ in charts_drawn]
-    files.append((md_path, report.render(run, linked).encode(), is_own_report))
+    markdown = report.render(run, linked)
+    files.append((md_path, markdown.encode(), is_own_report))
+    svgs = {path.name: data for _, path, data, _ in charts_drawn}  # the page carries its charts
+    page = html_report.render(markdown, report.title(run), svgs)
+    files.append((html_path(md_path), page.encode(), is_own_html_report))
     write_set(files)
     return json_path, md_path
+
+
+def html_path(md_path: Path) -> Path:
+    """The HTML report beside a Markdown one (same stamp, ``.html``)."""
+    return md_path.with_suffix(".html")
 
 
 def chart_files(run: RunResult, directory: Path, stamp: str) -> list[tuple[str, Path, bytes, Proof]]:
