@@ -89,8 +89,16 @@ def test_a_saturated_client_and_a_loaded_machine_are_named(sample: RunResult) ->
     ops = [p for p in e.phases if p.action is Action.OPERATIONS]
     for p in ops:
         p.cost = PhaseCost(client_cpu_seconds=p.seconds * 0.95)
+    rocks = next(e for e in sample.engines if e.engine == "rocksdb")
+    for p in rocks.phases:
+        if p.action is Action.OPERATIONS:
+            p.cost = PhaseCost(client_cpu_seconds=p.seconds * 0.3)
+    assert "the engine or server (or I/O) limited it" in " ".join(headline.build(sample).lines())
     sample.environment.update(load_avg_start=[5.5, 4.0, 3.0], logical_cpus=2)
     lines = headline.build(sample).lines()
+    # on a loaded machine a client short of 80 % is not proof the engine was the limit
+    assert any(x.startswith("limit, rocksdb: client CPU at least 80% busy in 0 of") and
+               x.endswith("the loaded machine or the engine limited it (see the machine's line)") for x in lines)
     assert f"limit, sqlite: client CPU at least 80% busy in {len(ops)} of {len(ops)} operation phases: " \
         "the client (Python) limited it" in lines
     assert any(x.startswith("limit, machine: load average 5.50 at the start on 2 CPUs") for x in lines)

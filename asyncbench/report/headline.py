@@ -128,14 +128,18 @@ def _client_share(p: PhaseResult) -> float | None:
     return cpu / p.seconds if cpu is not None and p.seconds > 0 else None
 
 
-def _limit_line(g: EngineRuns) -> str | None:
-    """Per engine: in how many operation phases its client CPU was saturated."""
+def _limit_line(g: EngineRuns, loaded: bool) -> str | None:
+    """Per engine: in how many operation phases its client CPU was saturated; on a
+    ``loaded`` machine a client below the mark may have waited for a core, so the engine is
+    not named as the limit on that alone."""
     shares = [s for p in g.first.phases if p.action is Action.OPERATIONS and (s := _client_share(p)) is not None]
     if not shares:
         return None
     bound = sum(s >= CLIENT_BOUND_BUSY for s in shares)
     if bound == len(shares):
         why = "the client (Python) limited it"
+    elif loaded:
+        why = "the loaded machine or the engine limited it (see the machine's line)"
     elif bound:
         why = "the client limited those; the engine or server the others"
     else:
@@ -177,8 +181,8 @@ def build(run: RunResult) -> Headline:
         h.groups.append("significance: untested, an engine ran once (--repeat 3 or more tests it)")
     if real and floors:
         h.groups.append(f"left out: {', '.join(sorted(floors))} (the harness floor: it stores nothing)")
-    h.limits = [x for g in groups if (x := _limit_line(g))]
     machine = _machine_line(ran)
+    h.limits = [x for g in groups if (x := _limit_line(g, machine is not None))]
     if machine:
         h.limits.append(machine)
     if run.repeat - run.warmup <= 1:  # a single run: its loaded-machine warning (cli/run.py records it)
