@@ -248,3 +248,9 @@ def test_an_engine_that_never_started_reads_not_started(sample: RunResult, tmp_p
     row = [line for line in exec_time.splitlines() if "phases" in line and "run" in line or "not started" in line]
     assert any("not started" in line for line in row), exec_time
     assert "0.00x" not in exec_time, exec_time
+    stopped = run.engines[1]  # stopped in its first phase: a run time, no phase time, no ratio
+    stopped.phases, stopped.run_seconds = [], 2.5
+    stopped.set_status(Status.INTERRUPTED, "insert profiles", "interrupted by SIGINT")
+    written = dict(charts.write_charts(run, tmp_path / "first", "s"))
+    _, _, exec_time = svg_texts(tmp_path / "first" / written["Execution Time"])
+    assert "no operation phase completed · 2_500 ms run" in exec_time and "0.00x" not in exec_time, exec_time

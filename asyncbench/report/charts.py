@@ -173,6 +173,8 @@ def execution_time(run: RunResult) -> Figure:
         label = f"{_ratio(r)}   {fmt.ms(times[e.engine])} phases · {fmt.ms(e.run_seconds)} run"
         if e.detail == NOT_STARTED and not e.phases:  # Ctrl-C before it: no ratio of nothing
             label = "not started"
+        elif _incomplete(e) and times[e.engine] == 0:
+            label = f"no operation phase completed · {fmt.ms(e.run_seconds)} run"
         elif _incomplete(e):
             label += " · incomplete"
         ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
