@@ -132,3 +132,19 @@ def test_the_console_ends_with_the_headline(tmp_path: Path, capfd: pytest.Captur
     assert any(x.startswith("  checksums: All 2 engines agree") for x in tail), out
     assert all(len(x) <= 80 for x in tail), tail
     assert not any(x.startswith(("report:", "log:")) for x in tail), tail  # the verdict is last
+
+
+def test_a_stopped_run_says_so_and_names_the_engines_it_did_not_finish(sample: RunResult) -> None:
+    """A Ctrl-C'd quick run's headline read as if memory alone had been asked for."""
+    from asyncbench.result import NOT_STARTED, Status
+
+    sample.interrupted = "interrupted by SIGINT"
+    lsm, lite = sample.engines[1], sample.engines[2]
+    lsm.phases = lsm.phases[:1]
+    lsm.set_status(Status.INTERRUPTED, "read by user id", "interrupted by SIGINT")
+    lite.phases = []
+    lite.set_status(Status.INTERRUPTED, None, NOT_STARTED)
+    first = headline.build(sample).lines()[0]
+    assert first == (
+        f"partial: interrupted by SIGINT; {lsm.engine} stopped during read by user id, {lite.engine} not started"
+    ), first

@@ -23,7 +23,7 @@ from asyncbench import fmt
 from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
-from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
 from asyncbench.workloads.profile_store.phases import Action, Group
 
 __all__ = ["Headline", "build", "console_lines"]
@@ -164,6 +164,20 @@ def _machine_line(run: RunResult) -> str | None:
     )
 
 
+def _partial(run: RunResult) -> str:
+    """A stopped run: the signal, and each engine it did not finish (the groups compare only
+    what finished)."""
+    unfinished = []
+    for e in run.engines:
+        if e.ok or e.status is Status.SKIPPED:
+            continue
+        if e.detail == NOT_STARTED and not e.phases:
+            unfinished.append(f"{e.engine} not started")
+        else:
+            unfinished.append(f"{e.engine} stopped during {e.phase or 'start-up'}")
+    return f"partial: {run.interrupted}" + (f"; {', '.join(dict.fromkeys(unfinished))}" if unfinished else "")
+
+
 def build(run: RunResult) -> Headline:
     """The headline of a run (skipped engines and engines that never started left out)."""
     ran = run.without_skipped()
@@ -172,6 +186,8 @@ def build(run: RunResult) -> Headline:
     real = [g for g in group_runs(ran) if g.engine not in floors]
     groups = real or group_runs(ran)
     h = Headline()
+    if run.interrupted:
+        h.groups.append(_partial(run))
     for group in GROUPS:
         line = _group_line(ran, groups, group)
         if line:
