@@ -24,7 +24,7 @@ def sample() -> RunResult:
 
 
 def line_of(h: headline.Headline, group: str) -> str:
-    return next(x for x in h.lines() if x.startswith(f"{group}:"))
+    return next(x for x in h.lines() if x.startswith((f"{group}:", f"{group}, ")))
 
 
 def group_seconds(run: RunResult, engine: str, group: str) -> float:
@@ -148,3 +148,21 @@ def test_a_stopped_run_says_so_and_names_the_engines_it_did_not_finish(sample: R
     assert first == (
         f"partial: interrupted by SIGINT; {lsm.engine} stopped during read by user id, {lite.engine} not started"
     ), first
+
+
+def test_phases_at_a_rate_say_which_engine_kept_up() -> None:
+    """A rate sweep's lookups read "no engine is faster" and nothing else; the verdict there
+    is whether each engine kept the target rates (within 5 %, as --check-rate)."""
+    from asyncbench.rate import Arrivals
+    from asyncbench.result import OpenLoop
+
+    run = RunResult.from_json(FIXTURE.read_bytes())
+    for e in run.engines:
+        for p in e.phases:
+            if p.group.value == "lookup" and p.ops:
+                keeps = e.engine != "sqlite" or p.name != "lookup by email"
+                p.open_loop = OpenLoop(rate=p.ops_per_s * (1.0 if keeps else 2.0), arrivals=Arrivals.UNIFORM)
+    line = line_of(headline.build(run), "lookup")
+    assert line.startswith("lookup, at target rates: ") and "rocksdb kept every rate (up to " in line, line
+    email = next(p for e in run.engines if e.engine == "sqlite" for p in e.phases if p.name == "lookup by email")
+    assert f"sqlite fell short in 1 of 4 phases (from {round(email.ops_per_s * 2):_d}/s)" in line, line

@@ -80,6 +80,29 @@ def _significance(base: list[float], new: list[float]) -> str:
     return f"not significant over {n} (p = {c.p_value:.2g})"
 
 
+def _rates_line(label: str, groups: list[EngineRuns], indexes: list[int]) -> str:
+    """A group run at target rates: no engine is faster there, so per engine whether it kept
+    every rate (within 5 %, :attr:`PhaseResult.rate_missed`, as ``--check-rate``) in every
+    measured repeat, or in how many phases it fell short and from which rate."""
+    parts = []
+    for g in groups:
+        ran = [p for i in indexes for p in g.phases(i) if p.open_loop is not None and p.ops > 0]
+        if not ran:
+            continue
+        missed = [p for p in ran if p.rate_missed]
+        phases = len({p.index for p in ran})
+        if not missed:
+            top = max(p.open_loop.rate for p in ran if p.open_loop is not None)
+            parts.append(f"{g.engine} kept every rate (up to {round(top):_d}/s)")
+        else:
+            low = min(p.open_loop.rate for p in missed if p.open_loop is not None)
+            short = len({p.index for p in missed})
+            parts.append(f"{g.engine} fell short in {short} of {phases} phases (from {round(low):_d}/s)")
+    if not parts:
+        return f"{label}: at target rates; no engine completed it"
+    return f"{label}, at target rates: " + "; ".join(parts) + " (latency: see Open Loop)"
+
+
 def _ratio(r: float) -> str:
     return f"{r:.2f}x" if r < 9.995 else f"{r:.0f}x"
 
@@ -93,7 +116,7 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     timed = [i for i in indexes if not _at_rate(run, i)]
     label = group.value
     if not timed:
-        return f"{label}: every phase ran at a target rate, so no engine is faster; see Open Loop for latency"
+        return _rates_line(label, groups, indexes)
     done = [(g.engine, s) for g in groups if (s := _samples(g, timed))]
     if not done:
         return f"{label}: no engine completed it"
