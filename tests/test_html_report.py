@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_environment_restored
 
 from asyncbench.cli.main import main
 from asyncbench.fs.ownership import is_own_html_report
@@ -32,16 +32,21 @@ WIDTH = 1280
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real small run (two engines, two repeats): its HTML report."""
     tmp = tmp_path_factory.mktemp("html")
-    code = main(
+    with run_environment_restored():  # module scope: outside each test's own restore (conftest)
+        code = run_quick(tmp)
+    assert code == 0
+    (page,) = (tmp / "out").glob("profiles-2000-p1/asyncbench-*.html")
+    return page
+
+
+def run_quick(tmp: Path) -> int:
+    return main(
         [
             str(ROOT / "benchmarks" / "quick.toml"), "--engine", "memory,sqlite", "--profiles", "2k",
             "--repeat", "2", "--no-isolate", "--no-progress", "--quiet",
             "--output", str(tmp / "out"), "--data", str(tmp / "data"),
         ]
     )  # fmt: skip
-    assert code == 0
-    (page,) = (tmp / "out").glob("profiles-2000-p1/asyncbench-*.html")
-    return page
 
 
 def test_the_page_is_written_beside_the_markdown_and_carries_everything(real_run: Path) -> None:
