@@ -167,3 +167,17 @@ def test_the_page_in_chromium_at_1280_px(real_run: Path, tmp_path: Path) -> None
         assert img["w"] <= WIDTH, img
     assert facts["wide"] == [], facts["wide"]
     assert facts["scrollWidth"] <= WIDTH, facts["scrollWidth"]
+
+
+def test_update_latest_writes_the_page_beside_latest_md(tmp_path: Path) -> None:
+    """--update-latest keeps latest.md; latest.html is the same report as one page."""
+    run = RunResult.from_json(FIXTURE.read_bytes())
+    directory = tmp_path / "profiles-2000-p1"
+    outputs.write_run(run, directory, "s")
+    md = outputs.update_latest(run, directory, "s", tmp_path)
+    page = tmp_path / "latest.html"
+    assert is_own_html_report(page)
+    text = page.read_text()
+    assert text.count('<img src="data:image/svg+xml;base64,') == md.read_text().count("![")
+    assert "rocksdb fastest" in text
+    assert (page, is_own_html_report, "report") in outputs.latest_files(tmp_path, [directory])

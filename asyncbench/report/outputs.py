@@ -78,7 +78,10 @@ def latest_files(output: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, Cal
     (:func:`asyncbench.dirs.paths.check_run_paths`) to prove before anything runs."""
     from asyncbench.report.charts import CHARTS  # matplotlib loads only when latest charts are asked for
 
-    files: list[tuple[Path, Callable[[Path], bool], str]] = [(output / "latest.md", is_own_report, "report")]
+    files: list[tuple[Path, Callable[[Path], bool], str]] = [
+        (output / "latest.md", is_own_report, "report"),
+        (output / "latest.html", is_own_html_report, "report"),
+    ]
     files += [(output / f"latest-{c.slug}.svg", is_own_svg(c.title), "chart") for c in CHARTS if c.latest]
     files += [(d / "latest.json", is_own_result, "result") for d in run_dirs]
     return files
@@ -86,23 +89,28 @@ def latest_files(output: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, Cal
 
 def update_latest(run: RunResult, directory: Path, stamp: str, output: Path) -> Path:
     """Copy this run's charts to ``output/latest-<slug>.svg``, write ``output/latest.md``
-    linking them, and ``latest.json`` (the result) in the run's own ``profiles-N-pP``
-    folder, as the reference keeps one per level."""
+    linking them and ``output/latest.html`` (the same report, charts embedded), and
+    ``latest.json`` (the result) in the run's own ``profiles-N-pP`` folder, as the
+    reference keeps one per level."""
     from asyncbench.report import charts
 
     output.mkdir(parents=True, exist_ok=True)
     write_atomic(directory / "latest.json", run.to_json(), own=is_own_result)
     linked = []
+    svgs: dict[str, bytes] = {}
     for chart in (c for c in charts.CHARTS if c.latest):
         src = directory / charts.chart_file(stamp, chart.slug)
         if not src.exists():
             continue
         dest = f"latest-{chart.slug}.svg"
-        write_atomic(output / dest, src.read_bytes(), own=is_own_svg(chart.title))
+        svgs[dest] = src.read_bytes()
+        write_atomic(output / dest, svgs[dest], own=is_own_svg(chart.title))
         linked.append((chart.title, dest))
     rel = directory.relative_to(output) if directory.is_relative_to(output) else directory
     md = report.render(run, linked)
     md += f"\nFull result: [`{rel}/asyncbench-{stamp}.json`]({rel}/asyncbench-{stamp}.json)\n"
     path = output / "latest.md"
     write_atomic(path, md.encode(), own=is_own_report)
+    page = html_report.render(md, report.title(run), svgs)
+    write_atomic(output / "latest.html", page.encode(), own=is_own_html_report)
     return path
