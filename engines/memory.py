@@ -77,6 +77,7 @@ class MemoryEngine(Engine):
     workload (its checksums are the spec's) and is not run by ``--engine all``."""
 
     name = "memory"
+    cost_growth = 0.0  # per operation, above the estimate's knee (docs/results/estimate.md)
     persistent = False
     harness_floor = True  # not in ``all``: the reference engine of the tests and the overhead floor
 

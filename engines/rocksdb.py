@@ -335,6 +335,7 @@ class RocksDbEngine(MarkedStore, Engine):
 
     store_layout = LAYOUT
     name = "rocksdb"
+    cost_growth = 0.06  # per operation, above the estimate's knee (docs/results/estimate.md)
     in_all = True
     needs_stabilization = True
     #: What the crash repair at the last open did; None when the store was closed cleanly.

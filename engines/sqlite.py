@@ -391,6 +391,7 @@ class SqliteEngine(MarkedStore, Engine):
 
     store_layout = LAYOUT
     name = "sqlite"
+    cost_growth = 0.06  # per operation, above the estimate's knee (docs/results/estimate.md)
     in_all = True
     needs_stabilization = False
     default_settings = {

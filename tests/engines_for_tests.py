@@ -253,3 +253,10 @@ class StatefulStorageEngine(MemoryEngine):
 
     name = "statefulstorage"
     storage_changes_state = "measuring this engine's storage refreshes its statistics"
+
+
+class SteepGrowthEngine(MemoryEngine):
+    """States its own cost growth with the store (test_estimate_growth)."""
+
+    name = "steep"
+    cost_growth = 0.5

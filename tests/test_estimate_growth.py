@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import load
-from asyncbench.run.estimate import GROWTH, GROWTH_KNEE, Rate, calibrate, growth
+from asyncbench.engines import engine_class
+from asyncbench.run.estimate import GROWTH_KNEE, Rate, calibrate, growth
 
 PLAN = ROOT / "benchmarks.toml"
 QUERY = 100e-6  # a query phase's operation: many reads
@@ -41,10 +42,23 @@ def test_cost_per_operation_grows_above_the_knee_only() -> None:
     flat = rate_at_1k().seconds("rocksdb", cfg, GROWTH_KNEE)
     ops_ratio = 10  # 2M against 200k: every count scales by 10 (queries stay a quarter)
     at_2m = rate_at_1k().seconds("rocksdb", cfg, 10 * GROWTH_KNEE)
-    assert at_2m == pytest.approx(flat * ops_ratio * 10 ** GROWTH["rocksdb"])
+    assert at_2m == pytest.approx(flat * ops_ratio * 10 ** engine_class("rocksdb").cost_growth)
     assert growth("lsm", 1_000, 150_000) == 1.0
-    assert growth("lsm", 2_000_000, 200_000) == pytest.approx(10 ** -GROWTH["lsm"])
-    assert growth("some-plugin", 200_000, 2_000_000) > 1.0
+    assert growth("lsm", 2_000_000, 200_000) == pytest.approx(10 ** -engine_class("lsm").cost_growth)
+
+
+def test_each_engine_states_its_own_growth_and_a_plugin_gets_the_default(monkeypatch) -> None:
+    """The growth exponent is a fact of the engine class (``Engine.cost_growth``), not a
+    table of names in the estimate: a plug-in engine that states one is scaled by it, one
+    that does not gets the base class's default, an unknown name too."""
+    from asyncbench import engines
+    from asyncbench.engine import Engine
+
+    monkeypatch.setitem(engines.REGISTRY, "steep", "engines_for_tests:SteepGrowthEngine")
+    assert engine_class("steep").cost_growth == 0.5
+    assert growth("steep", 200_000, 2_000_000) == pytest.approx(10**0.5)
+    assert growth("some-plugin", 200_000, 2_000_000) == pytest.approx(10**Engine.cost_growth)
+    assert engine_class("memory").cost_growth == 0.0
 
 
 def test_every_parallelism_level_is_calibrated(tmp_path) -> None:

@@ -18,6 +18,8 @@ from time import perf_counter
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.engine import Engine, EngineUnavailable
+from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
@@ -27,7 +29,6 @@ from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERI
 __all__ = [
     "ASK_ABOVE_SECONDS",
     "ask_to_start",
-    "GROWTH",
     "GROWTH_KNEE",
     "Estimate",
     "Rate",
@@ -107,17 +108,18 @@ def plan_operations(cfg: BenchConfig, profiles: int) -> int:
 #: is taken as flat once the phase mix is taken apart (the calibration store is below it,
 #: and its queries already return the limit's rows); above it, where the store outgrows
 #: the caches, seconds per operation at n profiles are those at the knee times
-#: (n / GROWTH_KNEE) ** GROWTH[engine]. Fitted from the reference plan measured on this
-#: project's 2-vCPU machine at 200_000 and 2_000_000 profiles (docs/results/estimate.md);
-#: an engine not listed (a plug-in) gets DEFAULT_GROWTH.
+#: (n / GROWTH_KNEE) ** b, where b is a fact the engine states (``Engine.cost_growth``,
+#: fitted from the reference plan: docs/results/estimate.md); a name the registry does not
+#: know gets the base class's default.
 GROWTH_KNEE = 200_000
-GROWTH = {"lsm": 0.07, "rocksdb": 0.06, "sqlite": 0.06, "memory": 0.0}
-DEFAULT_GROWTH = 0.06
 
 
 def growth(engine: str, measured_at: int, profiles: int) -> float:
     """Cost per operation at ``profiles`` over that measured at ``measured_at``."""
-    b = GROWTH.get(engine, DEFAULT_GROWTH)
+    try:
+        b = engine_class(engine).cost_growth
+    except (KeyError, EngineUnavailable):
+        b = Engine.cost_growth
     return (max(profiles, GROWTH_KNEE) / max(measured_at, GROWTH_KNEE)) ** b
 
 

@@ -57,6 +57,7 @@ class LsmEngine(MarkedStore, Engine):
 
     store_layout = LAYOUT
     name = "lsm"
+    cost_growth = 0.07  # per operation, above the estimate's knee (docs/results/estimate.md)
     in_all = True
     #: What the last open's crash repair did (None: the previous close was clean).
     recovery: RepairReport | None = None
