@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from asyncbench.engine import opened
-from asyncbench.run.phase_loop import run_operations
+from asyncbench.run.dispatch import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, new_engine
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS

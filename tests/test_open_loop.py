@@ -20,7 +20,7 @@ from asyncbench.engines.memory import MemoryEngine
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import OpenLoop, PhaseResult
-from asyncbench.run.phase_loop import run_operations
+from asyncbench.run.dispatch import run_operations
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan

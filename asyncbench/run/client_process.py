@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from time import perf_counter, process_time
+from time import process_time
 from typing import Any, TypeVar
 
 import anyio
@@ -39,20 +39,15 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
-from asyncbench.run.loop_ledger import LoopLedger
-from asyncbench.run.phase_loop import bucket_by_uid, partition, run_batches, run_batches_at
+from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, split
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
-from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
-    VERIFY_OPS,
     Action,
     PhaseContext,
-    Split,
     phase_items,
-    verify_checksum,
 )
 from asyncbench.workloads.profile_store.plan import Plan, draw_plan
 
@@ -258,11 +253,7 @@ class ClientProcess:
         kind = PHASES[spec.kind]
         items = phase_items(kind, spec.stream, spec.count, plan)
         assert self._level is not None
-        workers = self._level.workers
-        if workers == 1:
-            parts: list[Any] = [items]
-        else:
-            parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
+        parts = split(kind, items, self._level.workers)
         engine.take_retries()  # what the previous phases counted is theirs
         self._phase = index
         self._prepared = {
@@ -309,11 +300,7 @@ class ClientProcess:
         assert self._level is not None
         workers = self._level.workers
         recorder = PhaseRecorder(workers)
-        # the schedules' origin: the release instant on this process's clock
-        start_ns = round(release_at * 1e9) - clock_offset_ns()
         sums = {w: Checksum() for w in parts}
-        ends: dict[int, float] = {}
-
         outbox = self._outbox.add if self._send is not None else None
 
         def on_batch(
@@ -323,30 +310,25 @@ class ClientProcess:
             if outbox is not None:
                 outbox(worker, index, ops, seconds, stamps, intended, blocked)
 
-        ledger = LoopLedger()  # this process's workers share its loop
+        cpu0 = release = 0.0
+        wait0: float | None = None
 
-        async def worker(w: int) -> None:
-            if rate is None:
-                await run_batches(kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, w)
-            else:
-                plan = WorkerSchedule(rate, start_ns, w, workers, cfg.seed, phase)
-                alone = len(parts) == 1  # nothing else of the benchmark's on this loop
-                await run_batches_at(
-                    kind, handles[w], parts[w], ctx, sums[w], cfg.batch_size, on_batch, plan, w, alone, ledger
-                )
-            ends[w] = time.time()
+        async def released() -> int:
+            """At ``release_at`` (the same instant for every process): the schedules' origin,
+            that instant on this process's clock."""
+            nonlocal cpu0, wait0, release
+            wait = release_at - time.time()
+            if wait > 0:
+                await anyio.sleep(wait)
+            cpu0 = process_time()
+            wait0 = runqueue_wait_seconds()
+            release = time.time()
+            return round(release_at * 1e9) - clock_offset_ns()
 
+        op = OperationPhase(kind, ctx, cfg.batch_size, on_batch, rate, cfg.seed, phase, workers)
         try:
             with anyio.CancelScope() as self._running:
-                wait = release_at - time.time()
-                if wait > 0:
-                    await anyio.sleep(wait)
-                cpu0 = process_time()
-                wait0 = runqueue_wait_seconds()
-                release = time.time()
-                async with anyio.create_task_group() as tg:
-                    for w in parts:
-                        tg.start_soon(worker, w)
+                ends = await run_workers(op, parts, handles, sums, released)
                 cpu = process_time() - cpu0
                 wait1 = runqueue_wait_seconds()
             if self._running.cancelled_caught:
@@ -386,30 +368,17 @@ class ClientProcess:
 
     async def _other(self, index: int) -> OtherOutcome:
         cfg, plan, engine = self._cfg, self._plan, self._engine
-        assert cfg is not None and plan is not None and engine is not None
+        assert cfg is not None and plan is not None and engine is not None and self._background is not None
         action = PHASES[cfg.phases[index].kind].action
-        out = OtherOutcome(seconds=0.0)
-        t0 = perf_counter()
-        if action is Action.STABILIZE:
-            await engine.stabilize()
-        elif action is Action.SETTLE:
-            await engine.settle()
-        elif action is Action.REOPEN:
-            await engine.close()
-            out.close_seconds = perf_counter() - t0
-            t0 = perf_counter()
-            if engine.persistent:
-                self._engine = None
-                self._engine = engine = type(engine)(engine.config)
-            assert self._background is not None
-            await engine.open(False, self._background)
-        elif action is Action.VERIFY:
-            out.checksum = await verify_checksum(engine.worker(0), plan.counts.profiles)
-            out.ops = VERIFY_OPS
-        out.seconds = perf_counter() - t0
+        done = await run_action(action, Host(engine, self._background, self._adopt, plan.counts.profiles))
+        out = OtherOutcome(seconds=done.seconds, checksum=done.checksum, ops=done.ops, close_seconds=done.close_seconds)
         if action is Action.SETTLE:
-            out.storage_bytes = await engine.measure_storage()
+            assert self._engine is not None
+            out.storage_bytes = await self._engine.measure_storage()
         return out
+
+    def _adopt(self, engine: Engine | None) -> None:
+        self._engine = engine
 
     async def needs_stabilization(self) -> bool:
         return self._engine is not None and self._engine.needs_stabilization

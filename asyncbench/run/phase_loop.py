@@ -3,7 +3,8 @@
 A phase runs its items in batches through the phase kind's one batch call each, folding
 every batch's result into the worker's checksum; the phase is timed from the workers'
 release to the last worker's end, checksum included, exactly as the reference times it.
-Everything the loop needs to know about the phase comes from its phase-table row.
+Everything the loop needs to know about the phase comes from its phase-table row. How a
+phase's workers are split and released is :mod:`asyncbench.run.dispatch`'s.
 """
 
 from __future__ import annotations
@@ -13,18 +14,15 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-import anyio
-
 from asyncbench.measure.latency import CLOCK
-from asyncbench.rate import Rate
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
-from asyncbench.workloads.profile_store.checksum import Checksum, combine
-from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind, Split
+from asyncbench.workloads.profile_store.checksum import Checksum
+from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind
 from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 from asyncbench.workloads.profile_store.streams import LazyStream
 
-__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_batches_at", "run_operations"]
+__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]
 
 BatchHook = Callable[..., None]
 """Called after every batch with (worker, batch index, ops in batch, batch seconds, marks);
@@ -140,69 +138,3 @@ async def run_batches_at(
         done += n
         index += 1
     return total
-
-
-async def run_operations(
-    kind: PhaseKind,
-    items: Sequence[Any],
-    stores: Sequence[ProfileStore],
-    ctx: PhaseContext,
-    batch_size: int,
-    on_batch: BatchHook,
-    rate: Rate | None = None,
-    seed: int = 0,
-    phase: int = 0,
-) -> PhaseOutcome:
-    """One worker per store handle; P > 1 workers start together behind a gate.
-
-    Each worker folds its own partition; the phase checksum is the fold of the active
-    workers' hex checksums in worker order (one active worker: its own checksum).
-    With a ``rate`` (ops/s over all workers), each worker issues its operations at
-    intended times from the phase's start (:mod:`asyncbench.run.schedule`; ``seed`` and
-    ``phase`` seed Poisson arrivals); without one, closed loop.
-    """
-    workers = len(stores)
-    if workers == 1 and rate is None:
-        cs = Checksum()
-        t0 = perf_counter()
-        ops = await run_batches(kind, stores[0], items, ctx, cs, batch_size, on_batch)
-        return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
-    if workers == 1:
-        assert rate is not None
-        cs = Checksum()
-        t0 = perf_counter()
-        plan = WorkerSchedule(rate, CLOCK(), 0, 1, seed, phase)
-        ops = await run_batches_at(kind, stores[0], items, ctx, cs, batch_size, on_batch, plan)
-        return PhaseOutcome(ops=ops, checksum=cs.hex(), seconds=perf_counter() - t0)
-    parts = bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
-    sums = [Checksum() for _ in range(workers)]
-    ledger = LoopLedger()  # the workers share the loop, and so its engine time
-    gate = anyio.Event()
-    ready = 0
-    start_ns = 0  # the schedules' origin, set as the gate opens
-
-    async def worker(w: int) -> None:
-        nonlocal ready
-        ready += 1
-        await gate.wait()
-        if rate is None:
-            await run_batches(kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
-        else:
-            plan = WorkerSchedule(rate, start_ns, w, workers, seed, phase)
-            await run_batches_at(
-                kind, stores[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, alone=False, ledger=ledger
-            )
-
-    async with anyio.create_task_group() as tg:
-        for w in range(workers):
-            tg.start_soon(worker, w)
-        while ready < workers:  # every worker is parked at the gate before the clock starts
-            await anyio.sleep(0)
-        t0 = perf_counter()
-        start_ns = CLOCK()
-        gate.set()
-    seconds = perf_counter() - t0
-    active = [sums[w].hex() for w in range(workers) if len(parts[w])]
-    return PhaseOutcome(
-        ops=len(items), checksum=combine(active) if active else Checksum().hex(), seconds=seconds
-    )

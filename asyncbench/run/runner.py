@@ -36,22 +36,20 @@ from asyncbench.result import (
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
+from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
-from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.logical_bytes import plan_writes
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
-    VERIFY_OPS,
     Action,
     Group,
     PhaseContext,
     PhaseKind,
     phase_items,
-    verify_checksum,
 )
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 
@@ -330,7 +328,6 @@ class EngineRun:
         checksum: str | None = None
         ops = retries = 0
         close_seconds: float | None = None
-        t0 = perf_counter()
         latency = None
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
@@ -356,36 +353,17 @@ class EngineRun:
             ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
             retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
-            if kind.action is Action.STABILIZE:
-                await engine.stabilize()
-            elif kind.action is Action.SETTLE:
-                await engine.settle()
-            elif kind.action is Action.REOPEN:
-                close_seconds = await self._close_for_reopen()
-                t0 = perf_counter()  # the reopen phase times the open alone
-                await self._open_again()
-            elif kind.action is Action.VERIFY:
-                checksum = await verify_checksum(engine.worker(0), self.plan.counts.profiles)
-                ops = VERIFY_OPS
-            seconds = perf_counter() - t0
+            assert self.background is not None
+            done = await run_action(
+                kind.action, Host(engine, self.background, self._adopt, self.plan.counts.profiles)
+            )
+            checksum, ops, seconds, close_seconds = done.checksum, done.ops, done.seconds, done.close_seconds
         return checksum, ops, retries, seconds, latency, close_seconds
 
-    async def _close_for_reopen(self) -> float:
-        """Close the store before a reopen; returns the seconds it took (reported apart)."""
-        engine = self.engine
-        assert engine is not None
-        t0 = perf_counter()
-        await engine.close()
-        return perf_counter() - t0
-
-    async def _open_again(self) -> None:
-        """Open the same store with reset off (a fresh adapter when persistent)."""
-        engine = self.engine
-        assert engine is not None and self.background is not None
-        if engine.persistent:
-            self.engine = None  # a failing constructor must not leave a closed engine to close again
-            engine = self.engine = type(engine)(engine.config)
-        await engine.open(False, self.background)
+    def _adopt(self, engine: Engine | None) -> None:
+        """A reopen's fresh adapter (None while it is made: a failing constructor must not
+        leave a closed engine to close again)."""
+        self.engine = engine
 
     def _batch_hook(
         self, phase: str, latency: PhaseRecorder

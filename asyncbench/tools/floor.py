@@ -95,9 +95,9 @@ from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EXIT_INTERRUPTED
+from asyncbench.run.dispatch import run_operations
 from asyncbench.run.estimate import ask_to_start, duration
 from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
-from asyncbench.run.phase_loop import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds

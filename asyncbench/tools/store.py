@@ -17,7 +17,8 @@ from typing import Any
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
-from asyncbench.run.phase_loop import PhaseOutcome, run_operations
+from asyncbench.run.dispatch import run_operations
+from asyncbench.run.phase_loop import PhaseOutcome
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 

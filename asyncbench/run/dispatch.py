@@ -1,0 +1,247 @@
+"""The one way a phase runs: split an operation phase among its workers and run them, or
+run a maintenance/verify action, the same in every place that runs phases.
+
+Three places run phases: the in-process runner (:mod:`asyncbench.run.runner`, also what an
+isolated engine's child process runs) and each client process of a scaled-out run
+(:mod:`asyncbench.run.client_process`). They differ only in which workers they host and
+when the workers are released (as soon as every worker is parked at the gate, or at a
+wall-clock instant shared by every process); what a worker does, how a phase's items are
+split, and what each non-operation action does is here, once. A new action is one entry
+of :data:`ACTIONS`; a worker's loop is :mod:`asyncbench.run.phase_loop`'s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from asyncbench.engine import Engine
+from asyncbench.measure.latency import CLOCK
+from asyncbench.rate import Rate
+from asyncbench.run.loop_ledger import LoopLedger
+from asyncbench.run.phase_loop import (
+    BatchHook,
+    PhaseOutcome,
+    bucket_by_uid,
+    partition,
+    run_batches,
+    run_batches_at,
+)
+from asyncbench.run.schedule import WorkerSchedule
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.phases import (
+    VERIFY_OPS,
+    Action,
+    PhaseContext,
+    PhaseKind,
+    Split,
+    verify_checksum,
+)
+
+__all__ = [
+    "ACTIONS",
+    "Host",
+    "OperationPhase",
+    "OtherDone",
+    "run_action",
+    "run_operations",
+    "run_workers",
+    "split",
+]
+
+
+def split(kind: PhaseKind, items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
+    """Every worker's share of a phase's items (worker w gets ``[w]``), as the kind splits."""
+    if workers == 1:
+        return [items]
+    return bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
+
+
+@dataclass(frozen=True)
+class OperationPhase:
+    """What every worker of one operation phase shares, wherever it runs."""
+
+    kind: PhaseKind
+    ctx: PhaseContext
+    batch_size: int
+    on_batch: BatchHook
+    rate: Rate | None  # ops/s over all workers, or None: closed loop
+    seed: int  # with ``index``, seeds the Poisson arrivals of an open loop
+    index: int  # the phase's index in the plan
+    workers: int  # P: all the phase's workers, over every process
+
+
+async def run_workers(
+    phase: OperationPhase,
+    parts: Mapping[int, Sequence[Any]],
+    stores: Mapping[int, Any],
+    sums: Mapping[int, Checksum],
+    release: Callable[[], Awaitable[int]],
+) -> dict[int, float]:
+    """Run the hosted workers (the keys of ``parts``) on this loop, each folding its own
+    partition into its own checksum; returns when each ended (wall clock).
+
+    Every worker is parked at a gate first; ``release()`` is awaited once they all are (it
+    starts the caller's clock and returns the schedules' origin, ns on the marks' clock),
+    then the gate opens. One hosted worker runs in the caller's task, with no gate.
+    """
+    ledger = LoopLedger()  # the workers share the loop, and so its engine time
+    alone = len(parts) == 1  # nothing else of the benchmark's on this loop
+    ends: dict[int, float] = {}
+    origin = 0
+
+    async def worker(w: int) -> None:
+        if phase.rate is None:
+            await run_batches(
+                phase.kind, stores[w], parts[w], phase.ctx, sums[w], phase.batch_size, phase.on_batch, w
+            )
+        else:
+            schedule = WorkerSchedule(phase.rate, origin, w, phase.workers, phase.seed, phase.index)
+            await run_batches_at(
+                phase.kind,
+                stores[w],
+                parts[w],
+                phase.ctx,
+                sums[w],
+                phase.batch_size,
+                phase.on_batch,
+                schedule,
+                w,
+                alone,
+                ledger,
+            )
+        ends[w] = time.time()
+
+    if alone:
+        origin = await release()
+        await worker(next(iter(parts)))
+        return ends
+    gate = anyio.Event()
+    ready = 0
+
+    async def parked(w: int) -> None:
+        nonlocal ready
+        ready += 1
+        await gate.wait()
+        await worker(w)
+
+    async with anyio.create_task_group() as tg:
+        for w in parts:
+            tg.start_soon(parked, w)
+        while ready < len(parts):  # every worker is parked at the gate before the clock starts
+            await anyio.sleep(0)
+        origin = await release()
+        gate.set()
+    return ends
+
+
+async def run_operations(
+    kind: PhaseKind,
+    items: Sequence[Any],
+    stores: Sequence[Any],
+    ctx: PhaseContext,
+    batch_size: int,
+    on_batch: BatchHook,
+    rate: Rate | None = None,
+    seed: int = 0,
+    phase: int = 0,
+) -> PhaseOutcome:
+    """An operation phase in this process: one worker per store handle, released together.
+
+    The phase checksum is the fold of the active workers' hex checksums in worker order
+    (one active worker: its own checksum). With a ``rate`` (ops/s over all workers), each
+    worker issues its operations at intended times from the release
+    (:mod:`asyncbench.run.schedule`); without one, closed loop.
+    """
+    workers = len(stores)
+    parts = split(kind, items, workers)
+    sums = {w: Checksum() for w in range(workers)}
+    t0 = 0.0
+
+    async def release() -> int:
+        nonlocal t0
+        t0 = perf_counter()
+        return CLOCK()
+
+    op = OperationPhase(kind, ctx, batch_size, on_batch, rate, seed, phase, workers)
+    await run_workers(op, dict(enumerate(parts)), dict(enumerate(stores)), sums, release)
+    seconds = perf_counter() - t0
+    if workers == 1:
+        return PhaseOutcome(ops=len(items), checksum=sums[0].hex(), seconds=seconds)
+    active = [sums[w].hex() for w in range(workers) if len(parts[w])]
+    return PhaseOutcome(ops=len(items), checksum=combine(active) if active else Checksum().hex(), seconds=seconds)
+
+
+# --- the actions that are not operation batches ---------------------------------------------
+
+
+@dataclass
+class OtherDone:
+    """What a non-operation phase did: its time (a reopen: the open alone), the verify
+    checksum and operations, and a reopen's close time apart."""
+
+    seconds: float = 0.0
+    checksum: str | None = None
+    ops: int = 0
+    close_seconds: float | None = None
+
+
+@dataclass
+class Host:
+    """The engine a non-operation action acts on, as its runner holds it: a reopen
+    replaces a persistent engine's adapter (``adopt`` hands the new one back, None first,
+    so a failing constructor never leaves a closed engine to close twice)."""
+
+    engine: Engine
+    background: TaskGroup
+    adopt: Callable[[Engine | None], None]
+    profiles: int  # the plan's profile count (what verify reads)
+
+
+async def _stabilize(host: Host, out: OtherDone) -> None:
+    await host.engine.stabilize()
+
+
+async def _settle(host: Host, out: OtherDone) -> None:
+    await host.engine.settle()
+
+
+async def _reopen(host: Host, out: OtherDone) -> None:
+    engine = host.engine
+    t0 = perf_counter()
+    await engine.close()
+    out.close_seconds = perf_counter() - t0  # reported apart: the phase times the open alone
+    if engine.persistent:  # a fresh adapter on the same store
+        host.adopt(None)
+        engine = type(engine)(engine.config)
+        host.adopt(engine)
+    await engine.open(False, host.background)
+
+
+async def _verify(host: Host, out: OtherDone) -> None:
+    out.checksum = await verify_checksum(host.engine.worker(0), host.profiles)
+    out.ops = VERIFY_OPS
+
+
+#: Action -> what it does. A new action is one function and one entry here.
+ACTIONS: dict[Action, Callable[[Host, OtherDone], Awaitable[None]]] = {
+    Action.STABILIZE: _stabilize,
+    Action.SETTLE: _settle,
+    Action.REOPEN: _reopen,
+    Action.VERIFY: _verify,
+}
+
+
+async def run_action(action: Action, host: Host) -> OtherDone:
+    """Run one non-operation phase, timed (a reopen: the open alone, its close apart)."""
+    out = OtherDone()
+    t0 = perf_counter()
+    await ACTIONS[action](host, out)
+    out.seconds = perf_counter() - t0 - (out.close_seconds or 0.0)
+    return out
