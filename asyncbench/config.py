@@ -19,8 +19,8 @@ from typing import Any
 from asyncbench import fmt
 from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Action
-from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts
+from asyncbench.workload import Action
+from asyncbench.workloads import workload
 
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -119,9 +119,9 @@ class BenchConfig:
                 return level
         raise ValueError(f"{profiles:_d} profiles at P{parallelism} is not a level of {self.source}")
 
-    def counts_for(self, profiles: int) -> Counts:
+    def counts_for(self, profiles: int) -> Any:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
-        return Counts.for_profiles(profiles, limit=self.limit, **self.counts)
+        return workload().counts(profiles, self.limit, self.counts)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class Level:
 
     profiles: int
     parallelism: int  # P: concurrent workers per phase
-    counts: Counts  # the plan's counts at this profile count
+    counts: Any  # the workload's plan counts at this profile count
 
     @property
     def workers(self) -> int:
@@ -695,11 +695,11 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
         if "kind" not in table:
             raise ConfigError(where, f"{key}.kind", "is required")
         kind_name = table["kind"]
-        if not isinstance(kind_name, str) or kind_name not in PHASES:
+        if not isinstance(kind_name, str) or kind_name not in workload().phases:
             raise ConfigError(
-                where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(PHASES)}"
+                where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(workload().phases)}"
             )
-        kind = PHASES[kind_name]
+        kind = workload().phases[kind_name]
         stream = kind.streams[0] if kind.takes_stream else None
         if "stream" in table:
             if not kind.takes_stream:
@@ -838,8 +838,8 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
     if not isinstance(counts, dict):
         raise ConfigError(where, "counts", "must be a table")
     for k, v in counts.items():
-        if k not in COUNT_NAMES:
-            raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(COUNT_NAMES)}")
+        if k not in workload().count_names:
+            raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(workload().count_names)}")
         cfg.counts[k] = _int(where, f"counts.{k}", v, 1, MAX_PROFILES * 10)
     cfg.engine_settings = _engine_settings(where, doc.get("engines", {}))
     cfg.phases = _phases(where, doc.get("phase"))
@@ -863,7 +863,7 @@ def pace_phases(cfg: BenchConfig) -> None:
         return
     out: list[PhaseSpec] = []
     for spec in cfg.phases:
-        kind = PHASES[spec.kind]
+        kind = workload().phases[spec.kind]
         if kind.action is not Action.OPERATIONS or spec.rate is not None:
             out.append(spec)
             continue
@@ -897,7 +897,7 @@ def selected_phases(words: list[str], phases: list[tuple[str, str, int | None]],
     sweep) each): ``all`` is every operation phase, a phase kind every phase of that kind,
     a name that phase (and, for a sweep, each of its levels). A word that selects nothing
     is an error naming what the plan runs: a typo would otherwise draw nothing, silently."""
-    ops = [i for i, (kind, _, _) in enumerate(phases) if PHASES[kind].action is Action.OPERATIONS]
+    ops = [i for i, (kind, _, _) in enumerate(phases) if workload().phases[kind].action is Action.OPERATIONS]
     chosen: set[int] = set()
     for word in words:
         hit = {
@@ -957,7 +957,7 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
         if ph.count is None or ph.stream is None:
             continue
         for profiles in cfg.profiles:
-            available = getattr(cfg.counts_for(profiles), STREAM_COUNT[ph.stream])
+            available = getattr(cfg.counts_for(profiles), workload().stream_count(ph.stream))
             if ph.count > available:
                 raise ConfigError(
                     where,

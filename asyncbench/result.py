@@ -29,7 +29,8 @@ from asyncbench.facts import EngineFacts
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
 from asyncbench.limits import MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.rate import Arrivals, Rate
-from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind
+from asyncbench.workload import Action, Group, PhaseKind
+from asyncbench.workloads import workload
 
 __all__ = [
     "SCHEMA",
@@ -710,9 +711,9 @@ def _load(tp: Any, value: Any, where: str) -> Any:
             raise ResultError(f"{where}: missing field {missing[0]!r}")
         return {k: _load(hints[k], v, f"{where}.{k}") if k in hints else v for k, v in value.items()}
     if tp is PhaseKind:
-        if not isinstance(value, str) or value not in PHASES:
-            raise ResultError(f"{where}: unknown phase kind {value!r}; known: {', '.join(PHASES)}")
-        return PHASES[value]
+        if not isinstance(value, str) or value not in workload().phases:
+            raise ResultError(f"{where}: unknown phase kind {value!r}; known: {', '.join(workload().phases)}")
+        return workload().phases[value]
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ResultError(f"{where}: expected an object, got {type(value).__name__}")

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from asyncbench.cli.main import main
 from asyncbench.config import RUN_KEYS
 from asyncbench.parse import check_printable
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT
+from asyncbench.workloads.profile_store.phases import PHASES
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES
 
 EXAMPLES = int(os.environ.get("ASYNCBENCH_FUZZ_EXAMPLES", "200"))
@@ -122,7 +122,7 @@ BASE_PLAN = _table("run", BASE_RUN) + "".join(
 _run_keys = st.sampled_from(sorted(RUN_KEYS)) | _text
 _count_keys = st.sampled_from(COUNT_NAMES) | _text
 _kinds = st.sampled_from(sorted(PHASES)) | _text
-_streams = st.sampled_from(sorted(STREAM_COUNT)) | _text
+_streams = st.sampled_from(sorted({s for k in PHASES.values() for s in k.streams})) | _text
 _phase = st.fixed_dictionaries(
     {"kind": _kinds},
     optional={"stream": _streams | _value, "count": _value, "name": _text | _value, "extra": _value},

@@ -1,1 +1,50 @@
-"""Workloads the runner can drive; today the profile-store workload (ycsb/: YCSB's pure parts, not yet runnable)."""
+"""The workload registry: workloads looked up by name, imported lazily.
+
+The framework (run, config, report, measure, cli) reaches a workload only through
+:func:`workload`, as it reaches engines through :mod:`asyncbench.engines`; it names none
+of a workload's modules (an import-linter contract in pyproject.toml says so). Where
+workloads come from, in this order (a name is taken once):
+
+- :data:`BUILTIN`: the workloads shipped in this package (``ycsb/`` holds YCSB's pure
+  parts, not yet a runnable workload, so it is not registered);
+- the ``asyncbench.workloads`` entry-point group: a workload installed as its own package
+  declares ``[project.entry-points."asyncbench.workloads"] mine = "mypackage.module:WORKLOAD"``,
+  an object satisfying :class:`asyncbench.workload.Workload`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+
+from asyncbench.workload import Workload
+
+__all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "REGISTRY", "workload"]
+
+#: The shipped workloads, name -> "module:attribute".
+BUILTIN: dict[str, str] = {
+    "profile_store": "asyncbench.workloads.profile_store.workload:WORKLOAD",
+}
+#: The workload a plan runs (a plan names none yet: the profile store's).
+DEFAULT = "profile_store"
+#: The entry-point group an installed package declares its workloads in.
+ENTRY_POINT_GROUP = "asyncbench.workloads"
+#: Every workload this process knows: name -> "module:attribute".
+REGISTRY: dict[str, str] = dict(BUILTIN)
+for _ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    REGISTRY.setdefault(_ep.name, _ep.value.replace(" ", ""))
+
+
+@functools.cache
+def workload(name: str = DEFAULT) -> Workload:
+    """The workload registered as ``name`` (imported on first use)."""
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    module_name, _, attribute = target.partition(":")
+    found = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(found, Workload):
+        raise TypeError(f"workload {name!r}: {target} does not implement asyncbench.workload.Workload")
+    return found

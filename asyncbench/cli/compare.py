@@ -48,7 +48,7 @@ from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.report import cost_compare
 from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
-from asyncbench.workloads.profile_store.phases import Action
+from asyncbench.workload import Action
 
 __all__ = ["add_arguments", "load_side", "run"]
 

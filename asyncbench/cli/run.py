@@ -39,7 +39,7 @@ from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.runner import Benchmark
 from asyncbench.run.saturation import loaded_machine_warning
 from asyncbench.run.signals import StopSignals, backend_options
-from asyncbench.workloads.profile_store import kernels
+from asyncbench.workloads import workload
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
@@ -231,8 +231,8 @@ def _observers(logger: Any, log_fh: Any, no_progress: bool) -> tuple[Any, Observ
 def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: Any, observer: ObserverGroup) -> None:
     """The run's first console lines and its run_start event (the files it will write)."""
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
-    if not kernels.ACCELERATED:
-        console.message(f"asyncbench: WARNING: {kernels.status_line()}")
+    if not workload().accelerated:
+        console.message(f"asyncbench: WARNING: {workload().kernels_status()}")
     planned = [result_dir(cfg.output, lv.profiles, lv.parallelism) / f"asyncbench-{stamp}" for lv in cfg.levels()]
     observer.run_start(
         plan=cfg.source,

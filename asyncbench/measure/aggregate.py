@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.stats import Summary
 from asyncbench.result import EngineResult, PhaseResult, RunResult, Status, ThroughputRow
-from asyncbench.workloads.profile_store.phases import Action
+from asyncbench.workload import Action
 
 __all__ = ["EngineRuns", "collapse", "group_runs"]
 

@@ -11,13 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from asyncbench.workloads.profile_store.published import published_checksums
-from asyncbench.workloads.profile_store.reference import (
-    REFERENCE_CHECKSUMS,
-    REFERENCE_PROFILES,
-    REFERENCE_QUERIES,
-    REFERENCE_SEED,
-)
+from asyncbench.workloads import workload
 
 __all__ = ["Verdict", "is_reference_run", "judge", "reference_identity"]
 
@@ -33,16 +27,7 @@ class Verdict:
 
 
 def is_reference_run(run: RunResult) -> bool:
-    c = run.counts
-    return (
-        run.profiles == REFERENCE_PROFILES
-        and run.seed == REFERENCE_SEED
-        and run.limit == 50
-        and run.parallelism == 1
-        and c.get("queries") == c.get("post_queries") == REFERENCE_QUERIES
-        and all(c.get(k) == REFERENCE_PROFILES for k in ("reads", "email_reads", "updates", "post_reads"))
-        and c.get("post_email_reads") == REFERENCE_PROFILES
-    )
+    return workload().is_reference_run(run.profiles, run.seed, run.limit, run.parallelism, run.counts)
 
 
 def reference_identity(p: PhaseResult) -> str | None:
@@ -86,7 +71,7 @@ def judge(run: RunResult) -> Verdict:
         for e in run.engines:
             matched.setdefault(e.engine, 0)
             for p in e.phases:
-                want = REFERENCE_CHECKSUMS.get(reference_identity(p) or "")
+                want = workload().reference_checksums.get(reference_identity(p) or "")
                 if not want or not p.checksum:
                     continue
                 if p.checksum == want:
@@ -99,7 +84,7 @@ def judge(run: RunResult) -> Verdict:
                     )
         v.lines.append(
             "This run uses the spec's reference configuration; phases matching the spec's checksums: "
-            + ", ".join(f"{k} {n}/{len(REFERENCE_CHECKSUMS)}" for k, n in matched.items())
+            + ", ".join(f"{k} {n}/{len(workload().reference_checksums)}" for k, n in matched.items())
             + "."
         )
     _published(run, v)
@@ -118,7 +103,7 @@ def judge(run: RunResult) -> Verdict:
 
 def _published(run: RunResult, v: Verdict) -> None:
     """Compare every engine with the published reference of this configuration, if any."""
-    want = published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
+    want = workload().published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
     if want is None:
         return
     v.published_mismatch = []

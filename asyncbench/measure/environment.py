@@ -14,7 +14,7 @@ from typing import Any
 
 from asyncbench.measure import provenance
 from asyncbench.result import ResultError, load_as
-from asyncbench.workloads.profile_store import kernels
+from asyncbench.workloads import workload
 
 __all__ = ["collect", "event_loop_backend", "rows"]
 
@@ -48,7 +48,7 @@ def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str
             versions[name] = f"unavailable ({type(exc).__name__})"
     env: dict[str, Any] = dict(provenance.collect(argv if argv is not None else sys.argv, plan, data_dir, versions))
     env["event_loop"] = event_loop_backend()
-    env["compiled_kernels"] = kernels.status_line()
+    env["compiled_kernels"] = workload().kernels_status()
     return env
 
 

@@ -38,8 +38,8 @@ from asyncbench.report.chart_style import (
     svg,
 )
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult
-from asyncbench.workloads.profile_store.phases import Action
-from asyncbench.workloads.profile_store.phases import Group as Group_
+from asyncbench.workload import Action
+from asyncbench.workload import Group as Group_
 
 #: A chart of a run, not drawn yet: (slug, title, draw); :func:`~.chart_style.svg` draws it.
 Drawing = tuple[str, str, Callable[[], Figure]]

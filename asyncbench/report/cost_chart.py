@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from asyncbench.report.chart_style import AXIS_IN, MUTED, TEXT, figure_frame
 from asyncbench.report.cost_table import CostRow, cost_rows
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.workloads.profile_store.phases import Group
+from asyncbench.workload import Group
 
 __all__ = ["draw", "wanted"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from asyncbench.report.cost_table import CostRow, cost_rows
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.workloads.profile_store.phases import Group
+from asyncbench.workload import Group
 
 __all__ = ["CostChange", "cost_changes", "markdown_lines", "text_lines"]
 

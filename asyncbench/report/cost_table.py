@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseCost, PhaseResult
-from asyncbench.workloads.profile_store.phases import Action, Group
+from asyncbench.workload import Action, Group
 
 __all__ = ["COST_NOTE", "CostRow", "console_lines", "cost_rows", "markdown_lines", "not_measured"]
 

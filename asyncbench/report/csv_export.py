@@ -15,7 +15,7 @@ from asyncbench.measure.stats import Summary
 from asyncbench.report.columns import Column
 from asyncbench.report.columns import csv_text as render_csv
 from asyncbench.result import LatencyStats, PhaseCost, PhaseResult, PlanPhase, RunResult, write_atomic
-from asyncbench.workloads.profile_store.phases import Action
+from asyncbench.workload import Action
 
 __all__ = ["COLUMNS", "SERIES_COLUMNS", "TABLE", "csv_text", "series_csv_text", "write_csv", "write_series_csv"]
 

@@ -24,7 +24,7 @@ from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
-from asyncbench.workloads.profile_store.phases import Action, Group
+from asyncbench.workload import Action, Group
 
 __all__ = ["Headline", "build", "console_lines"]
 

@@ -17,7 +17,7 @@ from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.report import latency_charts
 from asyncbench.report.chart_style import engine_colour
 from asyncbench.result import PhaseCost, RunResult
-from asyncbench.workloads.profile_store.phases import Action, Group
+from asyncbench.workload import Action, Group
 
 __all__ = [
     "MAX_LATENCY_PANELS",

@@ -26,7 +26,8 @@ from asyncbench.report.cost_table import COST_NOTE
 from asyncbench.report.cost_table import markdown_lines as cost_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from asyncbench.workloads.profile_store.phases import PHASES, Action, Group, PhaseKind, StreamUse
+from asyncbench.workload import Action, Group, PhaseKind, StreamUse
+from asyncbench.workloads import workload
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
@@ -80,7 +81,7 @@ def _maintenance_columns() -> list[Column[EngineResult]]:
     """One column per use of every maintenance and verify kind of the phase table (a
     reopen's close, timed apart, just before it)."""
     out: list[Column[EngineResult]] = []
-    for kind in PHASES.values():
+    for kind in workload().phases.values():
         for use, label in zip(kind.uses, kind.columns, strict=False):
             if kind.action is Action.REOPEN:
                 out.append(Column("Close", "r", _cell(_close_time, kind, use)))
@@ -112,7 +113,7 @@ def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
     """Four columns per write kind: its time, the stabilization after it, both together,
     and the throughput counting both."""
     label = write.kind.capitalize()
-    stabilize = next(k for k in PHASES.values() if k.action is Action.STABILIZE)
+    stabilize = next(k for k in workload().phases.values() if k.action is Action.STABILIZE)
     after = next(c for u, c in zip(stabilize.uses, stabilize.columns, strict=True) if u.post_update != write.inserts)
 
     def op(e: EngineResult) -> PhaseResult | None:
@@ -135,7 +136,7 @@ def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
 
 WRITE_READINESS: list[Column[EngineResult]] = [
     Column("Engine", "l", lambda e: md.text(e.engine)),
-    *(c for k in PHASES.values() if k.group is Group.WRITE for c in _readiness_columns(k)),
+    *(c for k in workload().phases.values() if k.group is Group.WRITE for c in _readiness_columns(k)),
 ]
 
 

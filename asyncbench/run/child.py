@@ -111,12 +111,12 @@ def _child_run(
     from asyncbench.run.progress import terminal_observers
     from asyncbench.run.runner import EngineRun
     from asyncbench.run.signals import backend_options
-    from asyncbench.workloads.profile_store.plan import draw_plan
+    from asyncbench.workloads import workload
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
     logger, log_fh = open_log(log_file, joining=True)  # the parent has it open for this run
-    plan = draw_plan(level.counts, cfg.seed)
+    plan = workload().draw_plan(level.counts, cfg.seed)
     sampler = MemorySampler()
     engine_run = EngineRun(cfg, level, engine, plan, ObserverGroup(), sampler)
     writer = PartialResultWriter(result_file, engine_run.result)

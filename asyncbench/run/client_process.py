@@ -42,14 +42,8 @@ from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pa
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, split
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
-from asyncbench.workloads.profile_store.checksum import Checksum
-from asyncbench.workloads.profile_store.phases import (
-    PHASES,
-    Action,
-    PhaseContext,
-    phase_items,
-)
-from asyncbench.workloads.profile_store.plan import Plan, draw_plan
+from asyncbench.workload import Action
+from asyncbench.workloads import workload
 
 __all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
 
@@ -118,14 +112,14 @@ class ClientProcess:
         self._cfg: BenchConfig | None = None
         self._level: Level | None = None
         self._name = ""
-        self._plan: Plan | None = None
+        self._plan: Any = None  # the workload's plan
         self._k = 0
         self._hosted: list[int] = []
         self._engine: Engine | None = None
         self._background: TaskGroup | None = None
         self._closed: anyio.Event | None = None
         self._sampler = MemorySampler()
-        self._ctx: PhaseContext | None = None
+        self._ctx: Any = None
         self._prepared: dict[str, Any] | None = None
         self._running: anyio.CancelScope | None = None
         self._outbox = Outbox()
@@ -163,9 +157,9 @@ class ClientProcess:
         self._level = level = cfg.level(profiles, parallelism)
         self._name, self._k = name, k
         self._hosted = hosted_workers(k, processes, level.parallelism)
-        self._ctx = PhaseContext.for_seed(cfg.seed)
+        self._ctx = workload().context(cfg.seed)
         loop = asyncio.get_running_loop()
-        self._plan = await loop.run_in_executor(None, draw_plan, level.counts, cfg.seed)
+        self._plan = await loop.run_in_executor(None, workload().draw_plan, level.counts, cfg.seed)
         options = backend_options()
         self._portal_cm = start_blocking_portal("asyncio", options)
         self._portal = self._portal_cm.__enter__()
@@ -250,8 +244,8 @@ class ClientProcess:
         cfg, plan, engine = self._cfg, self._plan, self._engine
         assert cfg is not None and plan is not None and engine is not None
         spec = cfg.phases[index]
-        kind = PHASES[spec.kind]
-        items = phase_items(kind, spec.stream, spec.count, plan)
+        kind = workload().phases[spec.kind]
+        items = workload().phase_items(kind, spec.stream, spec.count, plan)
         assert self._level is not None
         parts = split(kind, items, self._level.workers)
         engine.take_retries()  # what the previous phases counted is theirs
@@ -300,7 +294,7 @@ class ClientProcess:
         assert self._level is not None
         workers = self._level.workers
         recorder = PhaseRecorder(workers)
-        sums = {w: Checksum() for w in parts}
+        sums = {w: workload().checksum() for w in parts}
         outbox = self._outbox.add if self._send is not None else None
 
         def on_batch(
@@ -369,7 +363,7 @@ class ClientProcess:
     async def _other(self, index: int) -> OtherOutcome:
         cfg, plan, engine = self._cfg, self._plan, self._engine
         assert cfg is not None and plan is not None and engine is not None and self._background is not None
-        action = PHASES[cfg.phases[index].kind].action
+        action = workload().phases[cfg.phases[index].kind].action
         done = await run_action(action, Host(engine, self._background, self._adopt, plan.counts.profiles))
         out = OtherOutcome(seconds=done.seconds, checksum=done.checksum, ops=done.ops, close_seconds=done.close_seconds)
         if action is Action.SETTLE:

@@ -34,15 +34,8 @@ from asyncbench.run.phase_loop import (
     run_batches_at,
 )
 from asyncbench.run.schedule import WorkerSchedule
-from asyncbench.workloads.profile_store.checksum import Checksum, combine
-from asyncbench.workloads.profile_store.phases import (
-    VERIFY_OPS,
-    Action,
-    PhaseContext,
-    PhaseKind,
-    Split,
-    verify_checksum,
-)
+from asyncbench.workload import Action, FoldTarget, PhaseKind, Split
+from asyncbench.workloads import workload
 
 __all__ = [
     "ACTIONS",
@@ -68,7 +61,7 @@ class OperationPhase:
     """What every worker of one operation phase shares, wherever it runs."""
 
     kind: PhaseKind
-    ctx: PhaseContext
+    ctx: Any  # the workload's batch context
     batch_size: int
     on_batch: BatchHook
     rate: Rate | None  # ops/s over all workers, or None: closed loop
@@ -81,7 +74,7 @@ async def run_workers(
     phase: OperationPhase,
     parts: Mapping[int, Sequence[Any]],
     stores: Mapping[int, Any],
-    sums: Mapping[int, Checksum],
+    sums: Mapping[int, FoldTarget],
     release: Callable[[], Awaitable[int]],
 ) -> dict[int, float]:
     """Run the hosted workers (the keys of ``parts``) on this loop, each folding its own
@@ -145,7 +138,7 @@ async def run_operations(
     kind: PhaseKind,
     items: Sequence[Any],
     stores: Sequence[Any],
-    ctx: PhaseContext,
+    ctx: Any,
     batch_size: int,
     on_batch: BatchHook,
     rate: Rate | None = None,
@@ -161,7 +154,7 @@ async def run_operations(
     """
     workers = len(stores)
     parts = split(kind, items, workers)
-    sums = {w: Checksum() for w in range(workers)}
+    sums = {w: workload().checksum() for w in range(workers)}
     t0 = 0.0
 
     async def release() -> int:
@@ -175,7 +168,7 @@ async def run_operations(
     if workers == 1:
         return PhaseOutcome(ops=len(items), checksum=sums[0].hex(), seconds=seconds)
     active = [sums[w].hex() for w in range(workers) if len(parts[w])]
-    return PhaseOutcome(ops=len(items), checksum=combine(active) if active else Checksum().hex(), seconds=seconds)
+    return PhaseOutcome(ops=len(items), checksum=workload().combine(active) if active else workload().checksum().hex(), seconds=seconds)
 
 
 # --- the actions that are not operation batches ---------------------------------------------
@@ -225,8 +218,8 @@ async def _reopen(host: Host, out: OtherDone) -> None:
 
 
 async def _verify(host: Host, out: OtherDone) -> None:
-    out.checksum = await verify_checksum(host.engine.worker(0), host.profiles)
-    out.ops = VERIFY_OPS
+    out.checksum = await workload().verify_checksum(host.engine.worker(0), host.profiles)
+    out.ops = workload().verify_ops
 
 
 #: Action -> what it does. A new action is one function and one entry here.

@@ -12,7 +12,7 @@ module is the protocol's logic only, chosen by measurement (docs/scaling.md):
 - per operation phase: every process builds its partitions (``prepare``), then all are
   released at one wall-clock instant a little ahead (``go``): the phase is timed from the
   first process's release to the last worker's end, and the release skew is reported;
-- the phase checksum is :func:`checksum.combine` of the workers' checksums in worker
+- the phase checksum is :meth:`Workload.combine` of the workers' checksums in worker
   order; operations and retries are summed, latency histograms merged (HdrHistogram
   counts add exactly), client CPU summed; each process's peak memory is its own;
 - every batch of every process reaches the observers live (the JSON log's batch lines,
@@ -62,8 +62,8 @@ from asyncbench.run.saturation import (
     host_load,
     runqueue_wait_seconds,
 )
-from asyncbench.workloads.profile_store.checksum import Checksum, combine
-from asyncbench.workloads.profile_store.phases import PHASES, Action
+from asyncbench.workload import Action
+from asyncbench.workloads import workload
 
 __all__ = [
     "CLIENT_BOUND_BUSY",
@@ -189,7 +189,7 @@ def merge_phase(parts: Sequence[PhasePart], parallelism: int) -> MergedPhase:
         checksum = workers[0].checksum
     else:
         active = [w.checksum for w in workers if w.items]
-        checksum = combine(active) if active else Checksum().hex()
+        checksum = workload().combine(active) if active else workload().checksum().hex()
     release = min(p.release for p in parts)
     end = max(w.end for w in workers)
     seconds = max(end - release, 0.0)
@@ -489,7 +489,7 @@ class DistributedEngineRun:
         needs_stabilization = await first.needs_stabilization()
         for index, spec in enumerate(self.cfg.phases):
             self.current = spec.name
-            kind = PHASES[spec.kind]
+            kind = workload().phases[spec.kind]
             if kind.action is Action.OPERATIONS:
                 await self._operations(index)
             elif kind.action is Action.STABILIZE and not needs_stabilization:

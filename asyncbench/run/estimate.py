@@ -24,7 +24,8 @@ from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.run import reuse
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, VERIFY_OPS, Action, Items
+from asyncbench.workload import Action, Items
+from asyncbench.workloads import workload
 
 __all__ = [
     "ASK_ABOVE_SECONDS",
@@ -78,14 +79,14 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     counts = cfg.counts_for(profiles)
     out = []
     for spec in running_phases(cfg):
-        kind = PHASES[spec.kind]
+        kind = workload().phases[spec.kind]
         ops = 0
         if kind.items is Items.PROFILE_IDS:
             ops = profiles
         elif kind.takes_stream and spec.stream is not None:
-            ops = spec.count if spec.count is not None else getattr(counts, STREAM_COUNT[spec.stream])
+            ops = spec.count if spec.count is not None else getattr(counts, workload().stream_count(spec.stream))
         elif kind.action is Action.VERIFY:
-            ops = VERIFY_OPS
+            ops = workload().verify_ops
         out.append((spec, ops))
     return out
 
@@ -177,7 +178,7 @@ class Rate:
         mean_maint = sum(self.per_phase.values()) / len(self.per_phase) if self.per_phase else 0.0
         total = self.overhead
         for spec, ops in phase_operations(cfg, profiles):
-            kind = PHASES[spec.kind]
+            kind = workload().phases[spec.kind]
             if kind.action is Action.OPERATIONS:
                 measured = ops * self.per_op.get(spec.kind, mean_op) * grow
                 total += max(measured, ops / spec.rate) if spec.rate else measured
@@ -357,11 +358,10 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
     from asyncbench.measure.memory_sampler import MemorySampler
     from asyncbench.run.observers import Observer
     from asyncbench.run.runner import EngineRun
-    from asyncbench.workloads.profile_store.plan import draw_plan
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = calibration_config(cfg, Path(tmp))
-        plan = draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
+        plan = workload().draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
         rates: Rates = {}
         failed: dict[str, str] = {}
         t0 = perf_counter()

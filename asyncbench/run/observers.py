@@ -20,7 +20,7 @@ from asyncbench.rate import Arrivals
 from asyncbench.report.cost_table import console_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
-from asyncbench.workloads.profile_store.phases import Action
+from asyncbench.workload import Action
 
 
 @dataclass(frozen=True, slots=True)

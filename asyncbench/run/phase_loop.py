@@ -17,10 +17,7 @@ from typing import Any
 from asyncbench.measure.latency import CLOCK
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
-from asyncbench.workloads.profile_store.checksum import Checksum
-from asyncbench.workloads.profile_store.phases import Fold, PhaseContext, PhaseKind
-from asyncbench.workloads.profile_store.store import Marks, ProfileStore
-from asyncbench.workloads.profile_store.streams import LazyStream
+from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
 
 __all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]
 
@@ -45,7 +42,7 @@ def partition(items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
     A lazy plan stream is split into windows (streams of their own), never materialised.
     """
     base, extra = divmod(len(items), workers)
-    cut = items.window if isinstance(items, LazyStream) else lambda a, b: items[a:b]
+    cut = items.window if isinstance(items, LazyItems) else lambda a, b: items[a:b]
     parts, start = [], 0
     for w in range(workers):
         size = base + (1 if w < extra else 0)
@@ -59,7 +56,7 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
 
     A lazy plan stream gives lazy buckets: each draws the stream and keeps its share.
     """
-    if isinstance(uids, LazyStream):
+    if isinstance(uids, LazyItems):
         return list(uids.by_residue(workers))
     buckets: list[list[int]] = [[] for _ in range(workers)]
     for uid in uids:
@@ -69,10 +66,10 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
 
 async def run_batches(
     kind: PhaseKind,
-    store: ProfileStore,
+    store: Any,
     items: Sequence[Any],
-    ctx: PhaseContext,
-    checksum: Checksum,
+    ctx: Any,
+    checksum: FoldTarget,
     batch_size: int,
     on_batch: BatchHook,
     worker: int = 0,
@@ -86,7 +83,7 @@ async def run_batches(
     total = len(items)
     for index, start in enumerate(range(0, total, batch_size)):
         chunk = items[start : start + batch_size]
-        marks: Marks = []
+        marks: list[int] = []
         fold(await call(store, chunk, ctx, marks))
         t1 = clock()
         on_batch(worker, index, len(chunk), t1 - t0, marks)
@@ -98,8 +95,8 @@ async def run_batches_at(
     kind: PhaseKind,
     store: Any,
     items: Sequence[Any],
-    ctx: PhaseContext,
-    checksum: Checksum,
+    ctx: Any,
+    checksum: FoldTarget,
     batch_size: int,
     on_batch: BatchHook,
     schedule: WorkerSchedule,
@@ -130,7 +127,7 @@ async def run_batches_at(
         intended = schedule.take(t0, min(batch_size, total - done))
         n = len(intended)
         chunk = items[done : done + n]
-        marks: Marks = []
+        marks: list[int] = []
         result = await timed(call(store, chunk, ctx, marks))
         seen = ledger.total
         fold(result)

@@ -17,7 +17,7 @@ from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import OpenLoop, PhaseResult
-from asyncbench.workloads.profile_store.phases import PHASES
+from asyncbench.workloads import workload
 
 __all__ = ["add_figures", "phase_rate", "phase_row", "sweep_dipped"]
 
@@ -37,7 +37,7 @@ def phase_row(
     close_seconds: float | None = None,
 ) -> PhaseResult:
     """The result row of phase ``index`` (``spec``) with its outcome."""
-    kind = PHASES[spec.kind]
+    kind = workload().phases[spec.kind]
     return PhaseResult(
         index=index,
         name=spec.name,

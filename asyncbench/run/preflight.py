@@ -20,7 +20,9 @@ def check_published(cfg: BenchConfig) -> None:
     """--check-reference needs a published reference for every (profiles, P) level."""
     from dataclasses import asdict
 
-    from asyncbench.workloads.profile_store.published import published_checksums, published_configurations
+    from asyncbench.workloads import workload
+
+    published_checksums, published_configurations = workload().published_checksums, workload().published_configurations
 
     for level in cfg.levels():
         profiles, parallelism = level.profiles, level.parallelism
@@ -36,10 +38,10 @@ def check_published(cfg: BenchConfig) -> None:
 
 def check_accelerator() -> None:
     """--require-accelerator: the compiled workload kernels must be built."""
-    from asyncbench.workloads.profile_store import kernels
+    from asyncbench.workloads import workload
 
-    if not kernels.ACCELERATED:
-        raise ConfigError("command line", "--require-accelerator", kernels.status_line())
+    if not workload().accelerated:
+        raise ConfigError("command line", "--require-accelerator", workload().kernels_status())
 
 
 def check_placement(cfg: BenchConfig) -> None:

@@ -32,8 +32,8 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
-from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
-from asyncbench.workloads.profile_store.plan import STREAM_SIZES, Counts
+from asyncbench.workload import Action, Group
+from asyncbench.workloads import workload
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
 
@@ -44,7 +44,7 @@ FORMAT = 2
 
 #: The counts whose streams are drawn before (and including) the updates: they decide
 #: which profiles an update phase changed, so they shaped an updated store.
-_UPDATE_COUNTS = tuple(dict.fromkeys(STREAM_SIZES[s] for s in ("reads", "email_reads", "queries", "updates")))
+_UPDATE_COUNTS = tuple(dict.fromkeys(workload().stream_count(s) for s in ("reads", "email_reads", "queries", "updates")))
 
 
 class StoreMismatch(RuntimeError):
@@ -53,11 +53,11 @@ class StoreMismatch(RuntimeError):
 
 def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
     """The write phases of a plan, as [kind, stream, count]."""
-    return [[p.kind, p.stream, p.count] for p in phases if PHASES[p.kind].group is Group.WRITE]
+    return [[p.kind, p.stream, p.count] for p in phases if workload().phases[p.kind].group is Group.WRITE]
 
 
 def fingerprint(
-    cfg: BenchConfig, engine: str, counts: Counts, workers: int = 1, phases: list[PhaseResult] | None = None
+    cfg: BenchConfig, engine: str, counts: Any, workers: int = 1, phases: list[PhaseResult] | None = None
 ) -> dict[str, Any]:
     """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
     ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
@@ -74,7 +74,7 @@ def fingerprint(
     }
 
 
-def plan_counts(counts: Counts) -> dict[str, int]:
+def plan_counts(counts: Any) -> dict[str, int]:
     """The counts of the plan's streams (the profile count and limit are recorded apart)."""
     return {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")}
 
@@ -83,7 +83,7 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
     """The checksums of the phases that read the store as it was left: those after the
     last write phase (earlier ones read a store the later writes changed), each with what
     decides it besides the seed and the counts (kind, stream, count, workers)."""
-    last_write = max((i for i, s in enumerate(specs) if PHASES[s.kind].group is Group.WRITE), default=-1)
+    last_write = max((i for i, s in enumerate(specs) if workload().phases[s.kind].group is Group.WRITE), default=-1)
     out: list[dict[str, Any]] = []
     for p in phases:
         if p.index > last_write and not p.skipped and p.checksum and p.index < len(specs):
@@ -96,7 +96,7 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
 
 def updated(found: dict[str, Any]) -> bool:
     """Whether the build ran a phase that rewrote stored profiles."""
-    return any(PHASES[w[0]].rewrites for w in found.get("writes", []) if w and w[0] in PHASES)
+    return any(workload().phases[w[0]].rewrites for w in found.get("writes", []) if w and w[0] in workload().phases)
 
 
 def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
@@ -131,7 +131,7 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
 
 def skip_reason(spec: PhaseSpec, store_updated: bool) -> str | None:
     """Why a reuse run does not run this phase (None: it runs)."""
-    kind = PHASES[spec.kind]
+    kind = workload().phases[spec.kind]
     if kind.group is Group.WRITE:
         return "the store is reused, never written"
     if kind.action in (Action.OPERATIONS, Action.VERIFY) and spec.post_update != store_updated:

@@ -33,9 +33,8 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
-from asyncbench.workloads.profile_store.expected import verify_expected
-from asyncbench.workloads.profile_store.phases import PHASES, Action
-from asyncbench.workloads.profile_store.plan import Plan
+from asyncbench.workload import Action
+from asyncbench.workloads import workload
 
 __all__ = ["Proof", "StoreContentMismatch", "expectations"]
 
@@ -75,7 +74,7 @@ def _entries(found: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def expectations(
-    cfg: BenchConfig, found: dict[str, Any], plan: Plan, workers: int, store_updated: bool, where: Path
+    cfg: BenchConfig, found: dict[str, Any], plan: Any, workers: int, store_updated: bool, where: Path
 ) -> Proof:
     """The checksum each phase of this reuse run must give (``found``: the store's
     fingerprint, already matched by ``reuse.check``); StoreMismatch if the fingerprint's
@@ -84,16 +83,16 @@ def expectations(
     comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == plan.counts.limit
     # the store's update phases (reuse.check matched them with this plan's when it updated)
     rewrites = (
-        [(w[1], w[2]) for w in found.get("writes", []) if w[0] in PHASES and PHASES[w[0]].rewrites]
+        [(w[1], w[2]) for w in found.get("writes", []) if w[0] in workload().phases and workload().phases[w[0]].rewrites]
         if store_updated
         else []
     )
     recorded = _entries(found)
     runs = [(i, s) for i, s in enumerate(cfg.phases) if skip_reason(s, store_updated) is None]
-    need_verify = any(PHASES[s.kind].action is Action.VERIFY for _, s in runs) or any(
+    need_verify = any(workload().phases[s.kind].action is Action.VERIFY for _, s in runs) or any(
         e.get("kind") == "verify" for e in recorded
     )
-    verify = verify_expected(plan, rewrites) if need_verify else None
+    verify = workload().verify_expected(plan, rewrites) if need_verify else None
     for e in recorded:
         if e.get("kind") == "verify" and e["checksum"] != verify:
             raise StoreMismatch(
@@ -102,7 +101,7 @@ def expectations(
                 "marker was edited or belongs to another store; it is left as it is"
             )
     for index, spec in runs:
-        action = PHASES[spec.kind].action
+        action = workload().phases[spec.kind].action
         if action is Action.VERIFY:
             assert verify is not None
             proof.expected[index] = (verify, FROM_PLAN)

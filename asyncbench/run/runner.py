@@ -41,17 +41,8 @@ from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
-from asyncbench.workloads.profile_store import kernels
-from asyncbench.workloads.profile_store.logical_bytes import plan_writes
-from asyncbench.workloads.profile_store.phases import (
-    PHASES,
-    Action,
-    Group,
-    PhaseContext,
-    PhaseKind,
-    phase_items,
-)
-from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
+from asyncbench.workload import Action, Group, PhaseKind
+from asyncbench.workloads import workload
 
 CLOSE_GRACE_SECONDS = 60.0
 #: The step once every phase has completed (storage figure, close, clean-up remain).
@@ -62,7 +53,7 @@ class EngineRun:
     """One engine through the whole phase list; keeps what completed if it stops early."""
 
     def __init__(
-        self, cfg: BenchConfig, level: Level, name: str, plan: Plan, observer: Observer, sampler: MemorySampler
+        self, cfg: BenchConfig, level: Level, name: str, plan: Any, observer: Observer, sampler: MemorySampler
     ) -> None:
         self.cfg, self.level, self.name, self.plan, self.observer, self.sampler = (
             cfg,
@@ -84,7 +75,7 @@ class EngineRun:
         self.proof: reuse_proof.Proof | None = None
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
-        self.ctx = PhaseContext.for_seed(cfg.seed)
+        self.ctx = workload().context(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         #: Per plan phase: the logical bytes it writes and the live data's after it (cost).
         self.logical: list[tuple[int | None, int]] = []
@@ -163,8 +154,8 @@ class EngineRun:
         if not self.cfg.reuse_data:  # (a reuse run creates nothing: the store must be there)
             make_real_dir(econf.data_dir)  # never through a symlink or over a file
         if cost_enabled():  # the yardstick of write and space amplification, before anything runs (seconds at 2M)
-            phases = [(PHASES[p.kind], p.stream, p.count) for p in self.cfg.phases]
-            self.logical = await anyio.to_thread.run_sync(plan_writes, phases, self.plan, self.cfg.seed)
+            phases = [(workload().phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
+            self.logical = await anyio.to_thread.run_sync(workload().plan_writes, phases, self.plan, self.cfg.seed)
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
@@ -245,7 +236,7 @@ class EngineRun:
     async def _phase(self, index: int, spec: PhaseSpec) -> None:
         engine = self.engine
         assert engine is not None
-        kind = PHASES[spec.kind]
+        kind = workload().phases[spec.kind]
         close_seconds: float | None = None
 
         def result(
@@ -268,7 +259,7 @@ class EngineRun:
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
-        items = phase_items(kind, spec.stream, spec.count, self.plan)
+        items = workload().phase_items(kind, spec.stream, spec.count, self.plan)
         self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
         checksum: str | None = None
         ops = retries = 0
@@ -324,7 +315,7 @@ class EngineRun:
         self, index: int, spec: PhaseSpec, items: Sequence[Any], rate: Any, engine: Engine
     ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None]:
         """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds)."""
-        kind = PHASES[spec.kind]
+        kind = workload().phases[spec.kind]
         checksum: str | None = None
         ops = retries = 0
         close_seconds: float | None = None
@@ -396,14 +387,14 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(level.counts),
         phases=[
-            PlanPhase(PHASES[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep, p.over_time) for p in cfg.phases
+            PlanPhase(workload().phases[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep, p.over_time) for p in cfg.phases
         ],
         source=cfg.source,
         environment=environment.collect(cfg.source, cfg.data, cfg.engines),
         isolated=cfg.isolate,
         repeat=cfg.repeat,
         warmup=cfg.warmup,
-        accelerated=kernels.ACCELERATED,
+        accelerated=workload().accelerated,
     )
 
 
@@ -432,7 +423,7 @@ class Benchmark:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
             cfg = self.cfg
-            plans: dict[int, Plan | None] = {}
+            plans: dict[int, Any] = {}  # profiles -> the workload's plan, or None
             for level in cfg.levels():
                 if level.profiles not in plans:  # children draw their own; one plan serves every P
                     own = cfg.isolate or (
@@ -482,8 +473,8 @@ class Benchmark:
             out.append(result)
         return out
 
-    async def _draw(self, counts: Counts) -> Plan:
+    async def _draw(self, counts: Any) -> Any:
         t0 = perf_counter()
-        plan = await anyio.to_thread.run_sync(draw_plan, counts, self.cfg.seed)
+        plan = await anyio.to_thread.run_sync(workload().draw_plan, counts, self.cfg.seed)
         self.observer.message(f"plan for {counts.profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")
         return plan

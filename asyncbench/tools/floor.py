@@ -8,7 +8,7 @@ each engine and EVERY operation phase kind this times, on the same store:
 
 * (A) the engine's batch call through
   :func:`asyncbench.run.phase_loop.run_operations`, with the phase-table row
-  (``PHASES[kind]``), ``PhaseContext.for_seed``, batches of ``--batch``, the
+  (``workload().phases[kind]``), ``PhaseContext.for_seed``, batches of ``--batch``, the
   checksum fold and a batch hook that does what the runner's does
   (``PhaseRecorder.add`` of the per-operation marks, then the observer's
   ``batch``): the phase time is the loop's own ``PhaseOutcome.seconds``, as the
@@ -102,9 +102,11 @@ from asyncbench.run.signals import backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
 from asyncbench.tools.store import LIMIT, OPERATION_PHASES, SEED, draw
+from asyncbench.workload import Fold
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.checksum import Checksum
-from asyncbench.workloads.profile_store.phases import PHASES, STREAM_COUNT, Fold, PhaseContext, phase_items
+from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, Plan
 
 __all__ = ["add_arguments", "main", "run"]
@@ -147,7 +149,7 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
     OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
     cpu0 = time.process_time()
     with recorder:
-        outcome = await run_operations(PHASES[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
+        outcome = await run_operations(workload().phases[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
     cpu = time.process_time() - cpu0
     return Sample(outcome.seconds, cpu, engine_ns), outcome.checksum
 
@@ -172,7 +174,7 @@ class FloorMismatch(Exception):
 
 def fold_of(kind: str, results: list) -> str:
     cs = Checksum()
-    if PHASES[kind].fold is Fold.IDS:
+    if workload().phases[kind].fold is Fold.IDS:
         cs.add_ints(results)
     else:
         cs.add_profiles(results)
@@ -286,7 +288,7 @@ def _items(stream: str, args: argparse.Namespace, counts: Counts) -> int:
     cap = args.query_ops if stream in QUERY_STREAMS else args.point_ops
     if stream == "updates":
         cap = args.update_ops
-    return min(cap, getattr(counts, STREAM_COUNT[stream]))
+    return min(cap, getattr(counts, workload().stream_count(stream)))
 
 
 def estimate(args: argparse.Namespace) -> float:
@@ -358,7 +360,7 @@ async def measure(args: argparse.Namespace) -> None:
                         items: Sequence[Any] = range(1, args.insert_profiles + 1)
                     else:
                         assert stream is not None
-                        items = phase_items(PHASES[kind], stream, count_for(stream, args, plan), plan)
+                        items = phase_items(workload().phases[kind], stream, count_for(stream, args, plan), plan)
                     row = await measure_kind(floor, kind, items, args)
                     print(fmt_row(row, args.batch), flush=True)
             finally:

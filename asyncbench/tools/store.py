@@ -19,7 +19,8 @@ from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.phase_loop import PhaseOutcome
-from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
+from asyncbench.workloads import workload
+from asyncbench.workloads.profile_store.phases import PhaseContext
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 
 __all__ = ["LIMIT", "OPERATION_PHASES", "SEED", "draw", "load", "new_engine"]
@@ -70,5 +71,5 @@ async def load(handles: Sequence[Any], profiles: int, batch: int = 1_000) -> Pha
     phase loop with the insert kind, batches of ``batch``, one worker per handle."""
     items = range(1, profiles + 1)
     return await run_operations(
-        PHASES["insert"], items, list(handles), PhaseContext.for_seed(SEED), batch, _no_hook
+        workload().phases["insert"], items, list(handles), PhaseContext.for_seed(SEED), batch, _no_hook
     )

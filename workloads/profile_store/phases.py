@@ -1,10 +1,12 @@
 """The phase table: every phase kind of the profile-store workload, in one place.
 
-One typed row per kind says which plan streams it may consume (and the display name,
-post-update flag and reference identity of each), which :class:`ProfileStore` call runs a
+One typed row per kind (:class:`asyncbench.workload.PhaseKind`: the framework's vocabulary)
+says which plan streams it may consume (and the display name, post-update flag and
+reference identity of each), which :class:`ProfileStore` call runs a
 batch, what the checksum folds (ids or records), which group the report and charts put
 it in, and how P workers split its items. Config validation, the runner, the report, the
-charts and the correctness check all read this table; none of them parses display names.
+charts and the correctness check all read this table, through the workload interface
+(:mod:`.workload`); none of them parses display names.
 
 Adding a phase kind is one row here plus one method of the kind's name in each store
 that implements :class:`ProfileStore`: the shared key/value and SQL stores
@@ -14,14 +16,14 @@ engine; engine adapters supply primitives only (README: "Adding a phase kind").
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
+from asyncbench.workload import Action, BatchCall, Fold, Group, Items, PhaseKind, Split, StreamUse
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.generate import create_many
-from asyncbench.workloads.profile_store.plan import Plan
+from asyncbench.workloads.profile_store.plan import Plan, stream_count
 from asyncbench.workloads.profile_store.profiles import update
 from asyncbench.workloads.profile_store.store import Marks, ProfileStore
 
@@ -35,67 +37,11 @@ __all__ = [
     "Split",
     "StreamUse",
     "VERIFY_OPS",
+    "BatchCall",
+    "Items",
     "phase_items",
     "verify_checksum",
 ]
-
-
-class Action(StrEnum):
-    """What the runner does for a phase."""
-
-    OPERATIONS = "ops"  # timed operation batches through one ProfileStore call each
-    STABILIZE = "stabilize"  # engine brings background work to rest (only if it needs it)
-    SETTLE = "settle"  # engine makes everything durable; storage is measured after it
-    REOPEN = "reopen"  # close, then open the same store without reset
-    VERIFY = "verify"  # the final checksum: count + three profiles
-
-
-class Group(StrEnum):
-    """Where the report and charts put a phase."""
-
-    WRITE = "write"
-    LOOKUP = "lookup"
-    SCAN = "scan"
-    QUERY = "query"
-    MAINTENANCE = "maintenance"
-    VERIFY = "verify"
-
-
-class Fold(StrEnum):
-    """What the phase checksum folds from a batch's result."""
-
-    IDS = "ids"  # one word per user id
-    RECORDS = "records"  # the seven checksum fields per profile
-
-
-class Split(StrEnum):
-    """How P workers divide a phase's items."""
-
-    CONTIGUOUS = "contiguous"  # len // P each, the first len % P workers one more
-    BY_UID = "by_uid"  # worker uid % P, in plan order (an id's updates stay ordered)
-
-
-class Items(StrEnum):
-    """Where a phase's items come from."""
-
-    NONE = "none"
-    PROFILE_IDS = "profile_ids"  # uids 1..profiles (insert)
-    STREAM = "stream"  # the plan stream's items
-    REPEATS = "repeats"  # range(n): the same query n times (n sized by the stream's count)
-
-
-@dataclass(frozen=True)
-class StreamUse:
-    """One way a kind can run: the plan stream it consumes and what that makes it.
-
-    ``reference`` is the identity the published checksum tables use for this use, so a
-    renamed phase is still checked and a ``count``-limited one is never compared.
-    """
-
-    stream: str | None
-    name: str
-    post_update: bool
-    reference: str
 
 
 @dataclass(frozen=True)
@@ -111,56 +57,6 @@ class PhaseContext:
             return update(p, seed)
 
         return cls(seed=seed, transform=transform)
-
-
-#: One batch: (store, items, context, marks) -> what the checksum folds.
-BatchCall = Callable[[ProfileStore, Sequence[Any], PhaseContext, Marks], Awaitable[Sequence[Any]]]
-
-
-@dataclass(frozen=True)
-class PhaseKind:
-    kind: str
-    action: Action
-    group: Group
-    uses: tuple[StreamUse, ...]  # the first is the default; stream-less kinds pick by position
-    items: Items = Items.NONE
-    call: BatchCall | None = None
-    fold: Fold | None = None
-    split: Split = Split.CONTIGUOUS
-    needs_data: bool = True  # must follow the insert phase
-    #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
-    #: ``uses`` order), so a new kind gets its column from this row alone.
-    columns: tuple[str, ...] = ()
-
-    @property
-    def streams(self) -> tuple[str, ...]:
-        return tuple(u.stream for u in self.uses if u.stream is not None)
-
-    def __copy__(self) -> PhaseKind:
-        return self  # a row of the table is a constant: copies of a result keep pointing at it
-
-    def __deepcopy__(self, _memo: dict[int, Any]) -> PhaseKind:
-        return self
-
-    @property
-    def inserts(self) -> bool:
-        """The phase that creates the profiles (a plan has exactly one, first)."""
-        return self.items is Items.PROFILE_IDS
-
-    @property
-    def rewrites(self) -> bool:
-        """A write phase over stored profiles: phases after it run on updated data."""
-        return self.group is Group.WRITE and not self.inserts
-
-    @property
-    def takes_stream(self) -> bool:
-        return self.items in (Items.STREAM, Items.REPEATS)
-
-    def use(self, stream: str | None, after_update: bool) -> StreamUse:
-        """The use a phase spec selects: by stream, or (stream-less kinds) by position."""
-        if stream is not None:
-            return next(u for u in self.uses if u.stream == stream)
-        return next((u for u in self.uses if u.post_update == after_update), self.uses[0])
 
 
 # --- the batch calls: one ProfileStore call each (the engine stamps the start itself) -------
@@ -289,20 +185,6 @@ PHASES: dict[str, PhaseKind] = {
     )
 }
 
-#: Plan stream -> the count that sizes it (``ranges`` is sized by ``queries``).
-STREAM_COUNT = {
-    "profiles": "profiles",
-    "reads": "reads",
-    "email_reads": "email_reads",
-    "queries": "queries",
-    "ranges": "queries",
-    "updates": "updates",
-    "post_reads": "post_reads",
-    "post_email_reads": "post_email_reads",
-    "post_queries": "post_queries",
-}
-
-
 def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
     """The operations a phase will run: a range, or a lazy plan stream whose items are
     drawn batch by batch as the phase consumes them, inside its time (the ``uid % P``
@@ -312,7 +194,7 @@ def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Pl
         return range(1, plan.counts.profiles + 1)
     if kind.items is Items.REPEATS:
         assert stream is not None
-        total = getattr(plan.counts, STREAM_COUNT[stream])
+        total = getattr(plan.counts, stream_count(stream))
         return range(total if count is None else count)
     if kind.items is Items.STREAM:
         assert stream is not None

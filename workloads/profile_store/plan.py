@@ -69,6 +69,18 @@ STREAM_SIZES = {
 }
 
 
+#: The stream the insert phase names: the profiles themselves, sized by their own count.
+PROFILES_STREAM = "profiles"
+
+
+def stream_count(stream: str) -> str:
+    """The count that sizes a phase's stream: a plan stream's (:data:`STREAM_SIZES`), or
+    ``profiles`` for the insert phase's own. The one table of stream sizes."""
+    if stream == PROFILES_STREAM:
+        return PROFILES_STREAM
+    return STREAM_SIZES[stream]
+
+
 def sources(counts: Counts, seed: int) -> dict[str, Source]:
     """How each stream's items are drawn (in drawing order)."""
     n = counts.profiles

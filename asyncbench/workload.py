@@ -1,0 +1,248 @@
+"""What a workload is to the framework, as :mod:`asyncbench.engine` says what an engine is.
+
+The runner, config, report and estimate know no workload: they read its phase kinds
+(what each does, which plan streams it consumes, what its checksum folds, where the report
+puts it, how P workers split it), draw its plan, fold and combine its checksums and read
+its reference tables through :class:`Workload`, reached by name through the registry
+(:mod:`asyncbench.workloads`). A workload (``workloads/profile_store/``, and a second one
+such as YCSB beside it) is a package that fills this vocabulary in: a new phase kind is a
+row of its table plus the store calls it makes, never a framework edit.
+
+This module imports nothing of the package: workloads build on it, the framework reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "Action",
+    "BatchCall",
+    "Fold",
+    "FoldTarget",
+    "Group",
+    "Items",
+    "PhaseKind",
+    "Split",
+    "StreamUse",
+    "Workload",
+]
+
+
+class Action(StrEnum):
+    """What the runner does for a phase (asyncbench.run.dispatch runs each)."""
+
+    OPERATIONS = "ops"  # timed operation batches through one store call each
+    STABILIZE = "stabilize"  # engine brings background work to rest (only if it needs it)
+    SETTLE = "settle"  # engine makes everything durable; storage is measured after it
+    REOPEN = "reopen"  # close, then open the same store without reset
+    VERIFY = "verify"  # the workload's final checksum
+
+
+class Group(StrEnum):
+    """Where the report and charts put a phase."""
+
+    WRITE = "write"
+    LOOKUP = "lookup"
+    SCAN = "scan"
+    QUERY = "query"
+    MAINTENANCE = "maintenance"
+    VERIFY = "verify"
+
+
+class Fold(StrEnum):
+    """What the phase checksum folds from a batch's result."""
+
+    IDS = "ids"  # one word per id
+    RECORDS = "records"  # the workload's checksum fields per record
+
+
+class Split(StrEnum):
+    """How P workers divide a phase's items."""
+
+    CONTIGUOUS = "contiguous"  # len // P each, the first len % P workers one more
+    BY_UID = "by_uid"  # worker uid % P, in plan order (an id's updates stay ordered)
+
+
+class Items(StrEnum):
+    """Where a phase's items come from."""
+
+    NONE = "none"
+    PROFILE_IDS = "profile_ids"  # ids 1..records (the phase that creates the data)
+    STREAM = "stream"  # the plan stream's items
+    REPEATS = "repeats"  # range(n): the same query n times (n sized by the stream's count)
+
+
+@dataclass(frozen=True)
+class StreamUse:
+    """One way a kind can run: the plan stream it consumes and what that makes it.
+
+    ``reference`` is the identity the published checksum tables use for this use, so a
+    renamed phase is still checked and a ``count``-limited one is never compared.
+    """
+
+    stream: str | None
+    name: str
+    post_update: bool
+    reference: str
+
+
+#: One batch: (store, items, context, marks) -> what the checksum folds.
+BatchCall = Callable[[Any, Sequence[Any], Any, list[int]], Awaitable[Sequence[Any]]]
+
+
+@dataclass(frozen=True)
+class PhaseKind:
+    """One row of a workload's phase table."""
+
+    kind: str
+    action: Action
+    group: Group
+    uses: tuple[StreamUse, ...]  # the first is the default; stream-less kinds pick by position
+    items: Items = Items.NONE
+    call: BatchCall | None = None
+    fold: Fold | None = None
+    split: Split = Split.CONTIGUOUS
+    needs_data: bool = True  # must follow the insert phase
+    #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
+    #: ``uses`` order), so a new kind gets its column from this row alone.
+    columns: tuple[str, ...] = ()
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(u.stream for u in self.uses if u.stream is not None)
+
+    def __copy__(self) -> PhaseKind:
+        return self  # a row of the table is a constant: copies of a result keep pointing at it
+
+    def __deepcopy__(self, _memo: dict[int, Any]) -> PhaseKind:
+        return self
+
+    @property
+    def inserts(self) -> bool:
+        """The phase that creates the data (a plan has exactly one, first)."""
+        return self.items is Items.PROFILE_IDS
+
+    @property
+    def rewrites(self) -> bool:
+        """A write phase over stored records: phases after it run on updated data."""
+        return self.group is Group.WRITE and not self.inserts
+
+    @property
+    def takes_stream(self) -> bool:
+        return self.items in (Items.STREAM, Items.REPEATS)
+
+    def use(self, stream: str | None, after_update: bool) -> StreamUse:
+        """The use a phase spec selects: by stream, or (stream-less kinds) by position."""
+        if stream is not None:
+            return next(u for u in self.uses if u.stream == stream)
+        return next((u for u in self.uses if u.post_update == after_update), self.uses[0])
+
+
+class FoldTarget(Protocol):
+    """A worker's running checksum: folds each batch's result, then gives its hex."""
+
+    def add_ints(self, values: Sequence[int]) -> None: ...
+
+    def add_profiles(self, records: Sequence[Any]) -> None: ...
+
+    def hex(self) -> str: ...
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A workload as the framework reaches it (through :func:`asyncbench.workloads.workload`)."""
+
+    #: Its registry name.
+    name: str
+    #: Phase kind name -> row, in the order the report lists them.
+    phases: Mapping[str, PhaseKind]
+    #: The plan's count names (what ``[counts]`` may set), in drawing order.
+    count_names: tuple[str, ...]
+    #: The verify phase's operations.
+    verify_ops: int
+
+    def stream_count(self, stream: str) -> str:
+        """The count that sizes a phase's stream (its name in the plan's counts)."""
+        ...
+
+    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int]) -> Any:
+        """The plan's counts at ``profiles`` records, with the plan's own overrides."""
+        ...
+
+    def draw_plan(self, counts: Any, seed: int) -> Any:
+        """The plan: a pure function of (counts, seed), the same in every process."""
+        ...
+
+    def phase_items(self, kind: PhaseKind, stream: str | None, count: int | None, plan: Any) -> Sequence[Any]:
+        """The operations a phase will run (lazy where the plan is)."""
+        ...
+
+    def context(self, seed: int) -> Any:
+        """What a batch call needs besides the store and its items."""
+        ...
+
+    def checksum(self) -> FoldTarget:
+        """An empty running checksum."""
+        ...
+
+    def combine(self, hexes: Sequence[str]) -> str:
+        """The phase checksum of several workers' checksums (in worker order)."""
+        ...
+
+    def verify_checksum(self, store: Any, records: int) -> Awaitable[str]:
+        """The verify phase's checksum, read from a store holding ``records``."""
+        ...
+
+    def plan_writes(
+        self, phases: Sequence[tuple[PhaseKind, str | None, int | None]], plan: Any, seed: int
+    ) -> list[tuple[int | None, int]]:
+        """Per plan phase (kind, stream, count): the logical bytes it writes (None: not a
+        write phase) and the live data's logical bytes after it (the cost measurement)."""
+        ...
+
+    def verify_expected(self, plan: Any, rewrites: Sequence[tuple[str, int | None]]) -> str:
+        """The verify checksum of a store built by ``plan``'s insert and the update phases
+        ``rewrites`` (stream, count): what a reused store must read."""
+        ...
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether its compiled kernels are in use (False: a slower pure-Python fallback)."""
+        ...
+
+    def kernels_status(self) -> str:
+        """One line saying which kernels run, and why not the compiled ones."""
+        ...
+
+    # --- the reference tables: what a run's checksums are compared with -------------------
+
+    #: Reference identity (``StreamUse.reference``) -> checksum of the spec's reference run.
+    reference_checksums: Mapping[str, str]
+
+    def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
+        """Whether a run's configuration is the spec's reference run (its table applies)."""
+        ...
+
+    def published_checksums(
+        self, profiles: int, parallelism: int, limit: int, seed: int, counts: Mapping[str, int]
+    ) -> dict[str, str] | None:
+        """The published reports' checksums for this configuration, or None."""
+        ...
+
+    def published_configurations(self) -> list[tuple[int, int, int]]:
+        """(profiles, parallelism, limit) of every configuration with published checksums."""
+        ...
+
+
+@runtime_checkable
+class LazyItems(Protocol):
+    """A plan stream drawn as it is consumed: split into windows or residue buckets
+    without drawing it (a workload's lazy stream; anything else is sliced)."""
+
+    def window(self, start: int, stop: int) -> Sequence[Any]: ...
+
+    def by_residue(self, workers: int) -> Sequence[Sequence[int]]: ...

@@ -1,0 +1,107 @@
+"""The profile-store workload as the framework sees it: :class:`asyncbench.workload.Workload`.
+
+One object gathers what the runner, config, report and estimate need of this workload
+(its phase table, plan, checksums and reference tables), so they reach it through the
+registry (:mod:`asyncbench.workloads`) and name none of this package's modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncbench.workload import PhaseKind
+from asyncbench.workloads.profile_store import kernels, published
+from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads.profile_store.expected import verify_expected
+from asyncbench.workloads.profile_store.logical_bytes import plan_writes
+from asyncbench.workloads.profile_store.phases import (
+    PHASES,
+    VERIFY_OPS,
+    PhaseContext,
+    phase_items,
+    verify_checksum,
+)
+from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts, Plan, draw_plan, stream_count
+from asyncbench.workloads.profile_store.reference import (
+    REFERENCE_CHECKSUMS,
+    REFERENCE_PROFILES,
+    REFERENCE_QUERIES,
+    REFERENCE_SEED,
+)
+from asyncbench.workloads.profile_store.store import ProfileStore
+
+__all__ = ["WORKLOAD", "ProfileStoreWorkload"]
+
+
+class ProfileStoreWorkload:
+    """The reference profile store: users with secondary indexes, read, scanned, updated."""
+
+    name = "profile_store"
+    phases: Mapping[str, PhaseKind] = PHASES
+    count_names: tuple[str, ...] = COUNT_NAMES
+    verify_ops = VERIFY_OPS
+    reference_checksums: Mapping[str, str] = REFERENCE_CHECKSUMS
+
+    def stream_count(self, stream: str) -> str:
+        return stream_count(stream)
+
+    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int]) -> Counts:
+        return Counts.for_profiles(profiles, limit=limit, **overrides)
+
+    def draw_plan(self, counts: Counts, seed: int) -> Plan:
+        return draw_plan(counts, seed)
+
+    def phase_items(self, kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
+        return phase_items(kind, stream, count, plan)
+
+    def context(self, seed: int) -> PhaseContext:
+        return PhaseContext.for_seed(seed)
+
+    def checksum(self) -> Checksum:
+        return Checksum()
+
+    def combine(self, hexes: Sequence[str]) -> str:
+        return combine(list(hexes))
+
+    async def verify_checksum(self, store: ProfileStore, records: int) -> str:
+        return await verify_checksum(store, records)
+
+    def plan_writes(
+        self, phases: Sequence[tuple[PhaseKind, str | None, int | None]], plan: Plan, seed: int
+    ) -> list[tuple[int | None, int]]:
+        return plan_writes(phases, plan, seed)
+
+    def verify_expected(self, plan: Plan, rewrites: Sequence[tuple[str, int | None]]) -> str:
+        return verify_expected(plan, rewrites)
+
+    @property
+    def accelerated(self) -> bool:
+        return kernels.ACCELERATED
+
+    def kernels_status(self) -> str:
+        return kernels.status_line()
+
+    def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
+        c = counts
+        return (
+            profiles == REFERENCE_PROFILES
+            and seed == REFERENCE_SEED
+            and limit == 50
+            and parallelism == 1
+            and c.get("queries") == c.get("post_queries") == REFERENCE_QUERIES
+            and all(c.get(k) == REFERENCE_PROFILES for k in ("reads", "email_reads", "updates", "post_reads"))
+            and c.get("post_email_reads") == REFERENCE_PROFILES
+        )
+
+    def published_checksums(
+        self, profiles: int, parallelism: int, limit: int, seed: int, counts: Mapping[str, int]
+    ) -> dict[str, str] | None:
+        return published.published_checksums(profiles, parallelism, limit, seed, dict(counts))
+
+    def published_configurations(self) -> list[tuple[int, int, int]]:
+        return published.published_configurations()
+
+
+#: The instance the registry hands out.
+WORKLOAD = ProfileStoreWorkload()
