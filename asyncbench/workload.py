@@ -110,6 +110,10 @@ class PhaseKind:
     #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
     #: ``uses`` order), so a new kind gets its column from this row alone.
     columns: tuple[str, ...] = ()
+    #: The workload's own division of the items among P workers (worker w gets ``[w]``),
+    #: when neither ``split`` rule fits (YCSB: each worker owns the keys it writes); the
+    #: dispatcher uses it wherever the phase runs.
+    partition: Callable[[Sequence[Any], int], list[Sequence[Any]]] | None = None
 
     @property
     def streams(self) -> tuple[str, ...]:

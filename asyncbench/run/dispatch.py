@@ -53,6 +53,8 @@ def split(kind: PhaseKind, items: Sequence[Any], workers: int) -> list[Sequence[
     """Every worker's share of a phase's items (worker w gets ``[w]``), as the kind splits."""
     if workers == 1:
         return [items]
+    if kind.partition is not None:  # the workload's own rule
+        return kind.partition(items, workers)
     return bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
 
 
