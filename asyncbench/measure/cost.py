@@ -308,9 +308,13 @@ class CostMeter:
         self._sampler: _Series | None = None
 
     async def start(self) -> None:
+        """The device and CPU snapshot is taken before the engine's counters are read (and
+        in :meth:`stop` after them), so the engine's window lies inside the device's: a
+        background writer (the LSM's log writer thread) that writes between the two reads
+        is in both figures or in the device's alone, never in the engine's alone."""
         self._nodes, self._pids, self._partial = await self._server(self.engine)
-        self._counters = await self._read_counters(self.engine)
         self._first = take_snapshot(self.engine.background_threads(), self._pids, self._partial)
+        self._counters = await self._read_counters(self.engine)
         if self.series:
             self._sampler = _Series(self.engine, self._pids, self._partial, self._first)
             self._sampler.start()
@@ -321,6 +325,7 @@ class CostMeter:
         nodes, pids, partial = (
             (self._nodes, self._pids, self._partial) if engine is self.engine else await self._server(engine)
         )
+        after = await self._read_counters(engine)  # before the snapshot: see start()
         last = take_snapshot(engine.background_threads(), pids, partial)
         rows = None
         if self._sampler is not None:
@@ -332,7 +337,6 @@ class CostMeter:
         cost = difference(self._first, last, nodes)
         # a reopen's new engine counts from zero when its counters started with it; a
         # server's cumulative counters go on from the old adapter's reading
-        after = await self._read_counters(engine)
         fresh = engine is not self.engine and not (isinstance(after, EngineCounters) and after.server_wide)
         _counters_diff(cost, EngineCounters() if fresh else self._counters, after)
         cost.series = rows or None
