@@ -1,0 +1,266 @@
+"""Capacity under a latency bound: the highest target rate an engine sustains.
+
+A *probe* runs a fixed number of the phase's operations at one target rate (open loop,
+:mod:`asyncbench.run.phase_loop`, response time from each operation's intended start) and
+*passes* when all three hold:
+
+- the achieved rate is at most :data:`~asyncbench.rate.RATE_SHORTFALL` (5 %) below the target;
+- response time meets every bound of the phase's SLO (:mod:`asyncbench.slo`), judged on the
+  operations after the probe's warm-up;
+- the backlog stays bounded: the response time of the probe's last 1 % of operations (the
+  queue the engine leaves at the end) is within the loosest bound. An engine that falls
+  behind builds a queue that grows through the probe; its last operations wait longest.
+
+**Probe length.** A percentile q is judged on at least ``ceil(100 / (1 - q))`` operations
+(100 beyond the percentile: p99 on 10_000, p999 on 100_000), after a warm-up of a tenth of
+that (at least 100 operations) that is run at the probe's rate but not judged
+(:func:`probe_length`).
+
+**The search** (:func:`search`), per engine: from a start rate, double while probes pass
+(halve while they fail) until one passes and one fails, then bisect (geometric midpoint)
+until the failing rate is within ``precision`` (5 %) of the passing one. The capacity is
+the highest passing rate. **Probe-count bound**: with ``r`` = ``ceil(log2(max_rate /
+start))`` ramp steps (or ``log2(start / min_rate)`` going down), at most ``r + 1`` ramp
+probes and ``ceil(log2(ln 2 / ln(1 + precision)))`` bisection probes (4 at 5 %):
+:func:`probe_bound`. A search that reaches the ceiling reports the ceiling as a lower bound;
+one that fails at the floor reports no capacity.
+
+**Exact checksums.** Probe ``k`` of every engine reads the same items: consecutive slices of
+the phase's stream of the probe's length (:func:`probe_items`; wrapped to the start when
+the stream is exhausted, repeated when it is shorter than one probe). Only when each
+operation starts depends on the rate, so probe ``k``'s checksum is the same for every engine
+and is compared across them like a phase's (by probe number).
+
+The probe itself is a callable, so the search knows nothing of engines, processes or
+phase kinds: the in-process runner gives one over its worker handles
+(:func:`local_probe`); a mixed phase gives its own later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from asyncbench.rate import RATE_SHORTFALL, Rate
+from asyncbench.slo import Slo
+
+__all__ = [
+    "CapacitySearch",
+    "ProbeResult",
+    "ProbeRun",
+    "judge",
+    "local_probe",
+    "probe_bound",
+    "probe_items",
+    "probe_length",
+    "search",
+]
+
+#: Bisection stops when the failing rate is within this fraction above the passing one.
+PRECISION = 0.05
+#: The share of a probe's last operations whose response time is its backlog.
+BACKLOG_SHARE = 0.01
+
+
+def probe_length(slo: Slo) -> tuple[int, int]:
+    """(warm-up, judged) operations of each probe: ``ceil(100 / (1 - q))`` judged for the
+    tightest percentile q bounded, and a warm-up of a tenth of that, at least 100."""
+    judged = math.ceil(round(100 / (1 - slo.tightest_q), 6))
+    return max(100, math.ceil(judged / 10)), judged
+
+
+def probe_bound(start: float, min_rate: float, max_rate: float, precision: float = PRECISION) -> int:
+    """The most probes :func:`search` runs from ``start`` within [min_rate, max_rate]."""
+    ramp = max(math.ceil(math.log2(max_rate / start)), math.ceil(math.log2(start / min_rate)), 0) + 1
+    return ramp + max(1, math.ceil(math.log2(math.log(2) / math.log(1 + precision))))
+
+
+def probe_items(items: Sequence[Any], index: int, length: int) -> Sequence[Any]:
+    """Probe ``index``'s operations: the ``index``-th consecutive slice of ``length`` items
+    (from the start again once the stream has no whole slice left), or the stream repeated
+    when it is shorter than one probe. The same for every engine: its checksum is exact."""
+    total = len(items)
+    if total == 0:
+        raise ValueError("the phase has no operations to probe with")
+    if length <= total:
+        per = total // length
+        start = (index % per) * length
+        return items[start : start + length]
+    whole = list(items[0:total])
+    reps = -(-length // total)
+    return (whole * reps)[:length]
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """What one probe measured: response times (ns, in operation order per the probe's
+    issue order), the achieved rate, and the checksum of its items."""
+
+    response_ns: np.ndarray
+    achieved: float
+    checksum: str | None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe as judged: ``limit`` names what failed it (None: it passed)."""
+
+    number: int
+    rate: float
+    achieved: float
+    percentiles_ns: dict[str, int]
+    backlog_ns: int
+    limit: str | None
+    checksum: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.limit is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "rate": self.rate,
+            "achieved": self.achieved,
+            "percentiles_ns": dict(self.percentiles_ns),
+            "backlog_ns": self.backlog_ns,
+            "limit": self.limit,
+            "checksum": self.checksum,
+        }
+
+
+def judge(number: int, rate: float, slo: Slo, warmup: int, run: ProbeRun) -> ProbeResult:
+    """Pass or fail one probe by the three rules of the module's docstring."""
+    judged = run.response_ns[warmup:] if run.response_ns.size > warmup else run.response_ns
+    pcts = {
+        b.name: int(np.quantile(judged, b.q, method="higher")) if judged.size else 0 for b in slo.bounds
+    }
+    tail = max(1, math.ceil(run.response_ns.size * BACKLOG_SHARE))
+    backlog = int(run.response_ns[-tail:].max()) if run.response_ns.size else 0
+    limit = None
+    if not Rate(rate).met_by(run.achieved):
+        limit = f"rate: achieved {run.achieved:,.0f}/s of {rate:,.0f}/s (more than {RATE_SHORTFALL:.0%} short)"
+    else:
+        for b in slo.bounds:
+            if pcts[b.name] > b.ns:
+                limit = f"{b.name}: {pcts[b.name] / 1e6:.3g} ms > {b.ns / 1e6:g} ms"
+                break
+        else:
+            loosest = max(b.ns for b in slo.bounds)
+            if backlog > loosest:
+                limit = f"backlog: last operations waited {backlog / 1e6:.3g} ms > {loosest / 1e6:g} ms"
+    return ProbeResult(number, rate, run.achieved, pcts, backlog, limit, run.checksum)
+
+
+ProbeFn = Callable[[int, float], Awaitable[ProbeRun]]
+"""Runs probe ``number`` at a target rate (ops/s) and returns what it measured."""
+
+
+@dataclass
+class CapacitySearch:
+    """One search's outcome: the capacity (None: even ``min_rate`` failed), the limit the
+    first rate above it hit, and every probe in the order run."""
+
+    capacity: float | None
+    limited_by: str | None
+    probes: list[ProbeResult] = field(default_factory=list)
+    at_ceiling: bool = False
+
+
+async def search(
+    probe: ProbeFn,
+    slo: Slo,
+    start: float,
+    min_rate: float,
+    max_rate: float,
+    precision: float = PRECISION,
+    first_number: int = 0,
+) -> CapacitySearch:
+    """The adaptive search of the module's docstring; ``first_number`` numbers the probes
+    (so repeated searches draw further slices of the stream)."""
+    if not (0 < min_rate <= start <= max_rate):
+        raise ValueError(f"an empty rate range: start {start:g} not within [{min_rate:g}, {max_rate:g}]")
+    warmup, _ = probe_length(slo)
+    out = CapacitySearch(None, None)
+    lo: float | None = None
+    hi: float | None = None
+    hi_limit: str | None = None
+
+    async def run(rate: float) -> ProbeResult:
+        number = first_number + len(out.probes)
+        res = judge(number, rate, slo, warmup, await probe(number, rate))
+        out.probes.append(res)
+        return res
+
+    rate = start
+    while lo is None or hi is None:  # the ramp: double up while passing, halve down while failing
+        res = await run(rate)
+        if res.passed:
+            lo = rate
+            if hi is None and rate >= max_rate:
+                out.capacity, out.at_ceiling = rate, True
+                return out
+            rate = min(rate * 2, max_rate) if hi is None else rate
+        else:
+            hi, hi_limit = rate, res.limit
+            if lo is None and rate <= min_rate:
+                out.limited_by = res.limit
+                return out
+            rate = max(rate / 2, min_rate) if lo is None else rate
+    while hi / lo > 1 + precision:  # bisection on a log scale
+        mid = math.sqrt(lo * hi)
+        res = await run(mid)
+        if res.passed:
+            lo = mid
+        else:
+            hi, hi_limit = mid, res.limit
+    out.capacity, out.limited_by = lo, hi_limit
+    return out
+
+
+def local_probe(
+    kind: Any,
+    items: Sequence[Any],
+    stores: Sequence[Any],
+    ctx: Any,
+    batch_size: int,
+    slo: Slo,
+    arrivals: Any = None,
+    seed: int = 0,
+    phase: int = 0,
+) -> ProbeFn:
+    """A probe over this process's worker handles: probe ``number`` runs its slice of the
+    phase's items (:func:`probe_items`) at the target rate through the ordinary open-loop
+    phase execution (:func:`~asyncbench.run.phase_loop.run_operations`), and returns every
+    operation's response time (end minus intended start), ordered by intended start."""
+    from asyncbench.rate import Arrivals
+    from asyncbench.run.phase_loop import run_operations
+
+    warmup, judged = probe_length(slo)
+    length = warmup + judged
+
+    async def probe(number: int, rate: float) -> ProbeRun:
+        part = probe_items(items, number, length)
+        intended_all: list[np.ndarray] = []
+        ends_all: list[np.ndarray] = []
+
+        def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
+            if ops:
+                intended_all.append(np.asarray(intended, dtype=np.int64))
+                ends_all.append(np.asarray(marks[1:], dtype=np.int64))
+
+        outcome = await run_operations(
+            kind, part, stores, ctx, batch_size, on_batch, Rate(rate, arrivals or Arrivals.UNIFORM), seed, phase
+        )
+        intended = np.concatenate(intended_all) if intended_all else np.empty(0, dtype=np.int64)
+        ends = np.concatenate(ends_all) if ends_all else np.empty(0, dtype=np.int64)
+        order = np.argsort(intended, kind="stable")
+        response = (ends - intended)[order]
+        achieved = outcome.ops / outcome.seconds if outcome.seconds > 0 else math.inf
+        return ProbeRun(response, achieved, outcome.checksum)
+
+    return probe

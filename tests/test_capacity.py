@@ -1,0 +1,133 @@
+"""The capacity search: the probe rules, the search's bound, and the done-when test (an
+engine of fixed service time on P threads has capacity P / service time)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import anyio
+import numpy as np
+import pytest
+
+from asyncbench.run.capacity import (
+    ProbeRun,
+    judge,
+    local_probe,
+    probe_bound,
+    probe_items,
+    probe_length,
+    search,
+)
+from asyncbench.slo import parse_slo_text
+from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
+
+
+def test_probe_length_rule() -> None:
+    assert probe_length(parse_slo_text("p99=2ms")) == (1000, 10_000)
+    assert probe_length(parse_slo_text("p99=2ms,p999=10ms")) == (10_000, 100_000)
+    assert probe_length(parse_slo_text("p90=2ms")) == (100, 1000)
+
+
+def test_probe_items_are_the_same_slices_for_every_engine() -> None:
+    items = list(range(10))
+    assert list(probe_items(items, 0, 4)) == [0, 1, 2, 3]
+    assert list(probe_items(items, 1, 4)) == [4, 5, 6, 7]
+    assert list(probe_items(items, 2, 4)) == [0, 1, 2, 3]  # no whole slice left: from the start
+    assert list(probe_items(items, 5, 25)) == items + items + items[:5]  # shorter than a probe: repeated
+    with pytest.raises(ValueError):
+        probe_items([], 0, 4)
+
+
+def _run(response_ms: list[float], achieved: float) -> ProbeRun:
+    return ProbeRun(np.array([int(x * 1e6) for x in response_ms], dtype=np.int64), achieved, None)
+
+
+def test_judge_names_the_limit() -> None:
+    slo = parse_slo_text("p50=2ms,p90=5ms")
+    ok = judge(0, 1000, slo, 0, _run([1.0] * 100, 990))
+    assert ok.passed and ok.percentiles_ns == {"p50": 1_000_000, "p90": 1_000_000}
+    assert "rate" in (judge(0, 1000, slo, 0, _run([1.0] * 100, 940)).limit or "")
+    assert (judge(0, 1000, slo, 0, _run([1.0] * 80 + [6.0] * 20, 1000)).limit or "").startswith("p90")
+    # the tail waits longer than the loosest bound while the percentiles pass: a growing backlog
+    backlog = judge(0, 1000, slo, 0, _run([1.0] * 999 + [9.0], 1000))
+    assert (backlog.limit or "").startswith("backlog")
+    # the warm-up's operations are not judged
+    assert judge(0, 1000, slo, 50, _run([9.0] * 50 + [1.0] * 950, 1000)).passed
+
+
+def _model(capacity: float):  # type: ignore[no-untyped-def]
+    """A probe of an ideal engine: passes up to ``capacity``."""
+
+    async def probe(number: int, rate: float) -> ProbeRun:
+        ms = 1.0 if rate <= capacity else 50.0
+        return _run([ms] * 1100, rate)
+
+    return probe
+
+
+@pytest.mark.parametrize("capacity", [3.0, 700.0, 1000.0, 1234.5, 5000.0, 99_000.0])
+def test_search_finds_capacity_within_precision_and_bound(capacity: float) -> None:
+    slo = parse_slo_text("p90=10ms")
+    found = anyio.run(search, _model(capacity), slo, 500.0, 1.0, 100_000.0)
+    assert found.capacity is not None
+    assert capacity / 1.05 <= found.capacity <= capacity
+    assert len(found.probes) <= probe_bound(500.0, 1.0, 100_000.0)
+    assert found.limited_by is not None and found.limited_by.startswith("p90")
+    assert [p.number for p in found.probes] == list(range(len(found.probes)))
+
+
+def test_search_at_the_ceiling_and_below_the_floor() -> None:
+    slo = parse_slo_text("p90=10ms")
+    top = anyio.run(search, _model(1e9), slo, 500.0, 100.0, 4000.0)
+    assert top.at_ceiling and top.capacity == 4000.0 and len(top.probes) == 4
+    none = anyio.run(search, _model(10.0), slo, 500.0, 100.0, 4000.0)
+    assert none.capacity is None and none.limited_by is not None
+    with pytest.raises(ValueError, match="empty rate range"):
+        anyio.run(search, _model(1.0), slo, 500.0, 600.0, 4000.0)
+
+
+class FixedServiceStore:
+    """A server worker whose every read takes ``SERVICE`` seconds, served on a thread.
+
+    Exactly, as a server's clock: a batch arrives when it is sent, and each of its reads
+    ends ``SERVICE`` after the later of the batch's arrival and the previous read's end. A
+    sleep that oversleeps on a loaded machine, or the hop back to the event loop, then
+    shortens the next queued read instead of slowing the server: its capacity is
+    1 / SERVICE reads per second, whatever the machine's load."""
+
+    SERVICE = 0.01
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+
+    def _serve(self, arrived: float, n: int, marks: list[int]) -> None:
+        for _ in range(n):
+            end = max(arrived, self.busy_until) + self.SERVICE
+            self.busy_until = end
+            left = end - time.perf_counter()
+            if left > 0:
+                time.sleep(left)
+            marks.append(time.perf_counter_ns())
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        arrived = time.perf_counter()
+        marks.append(time.perf_counter_ns())
+        await anyio.to_thread.run_sync(self._serve, arrived, len(uids), marks)
+        return []
+
+
+def test_fixed_service_time_capacity_is_workers_over_service_time() -> None:
+    """Done when: P workers of a fixed service time have capacity P / service time, found
+    within 10 %, in no more probes than the stated bound."""
+    workers = 8
+    expected = workers / FixedServiceStore.SERVICE  # 800 ops/s
+    slo = parse_slo_text("p90=100ms")  # 10x the service time: queueing, not service, breaks it
+    stores = [FixedServiceStore() for _ in range(workers)]
+    items = list(range(1, 5001))
+    probe = local_probe(PHASES["read_by_id"], items, stores, PhaseContext.for_seed(1), 100, slo)
+    start, low, high = 250.0, 10.0, 8000.0
+    found = anyio.run(search, probe, slo, start, low, high)
+    assert found.capacity is not None
+    assert abs(found.capacity - expected) <= 0.1 * expected, [(p.rate, p.achieved, p.limit) for p in found.probes]
+    assert len(found.probes) <= probe_bound(start, low, high) == math.ceil(math.log2(high / start)) + 1 + 4
