@@ -19,16 +19,17 @@ from typing import Any
 from asyncbench import fmt
 from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
-from asyncbench.workload import Action
+from asyncbench.slo import PERCENTILES, make_slo, parse_requirement, parse_slo_text
+from asyncbench.workload import Action, Group
 from asyncbench.workloads import workload
 
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity"}
 #: The highest target rate a phase may set (operations per second, all workers).
 MAX_RATE = 100_000_000
-TOP_KEYS = {"run", "counts", "engines", "phase"}
+TOP_KEYS = {"run", "counts", "engines", "phase", "slo"}
 #: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
 #: a person wrote, and parsing it would take the time and memory its size says.
 MAX_PLAN_BYTES = 1024 * 1024
@@ -71,6 +72,8 @@ class PhaseSpec:
     #: Draw this phase's latency-over-time chart (write phases and phases at a rate always
     #: get one): the phase's own ``over_time = true`` or the run's ``over_time`` selection.
     over_time: bool = False
+    #: Search this phase's capacity under the SLO (asyncbench.run.capacity) instead of running it once.
+    capacity: bool = False
 
 
 @dataclass
@@ -103,6 +106,15 @@ class BenchConfig:
     arrivals: str = "uniform"  # how those phases' intended start times are spaced
     #: Phase kinds or names (or ``all``) whose latency-over-time chart is drawn (see :func:`chart_phases`).
     over_time: list[str] = field(default_factory=list)
+    #: Capacity under a latency bound (asyncbench.run.capacity; see :func:`check_capacity`):
+    #: search every read, scan and query phase; the bounds for every phase kind
+    #: (percentile -> "2ms"), and per kind from ``[slo.KIND]``; the rates required (gates).
+    capacity: bool = False
+    slo: dict[str, str] = field(default_factory=dict)
+    slo_kinds: dict[str, dict[str, str]] = field(default_factory=dict)
+    require_rate: dict[str, float] = field(default_factory=dict)
+    capacity_repeats: int = 1
+    capacity_range: list[float] = field(default_factory=lambda: [100.0, 1_000_000.0])
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -463,6 +475,74 @@ class Rates(ValueType):
 
 
 @dataclass(frozen=True)
+class SloBounds(ValueType):
+    """Percentile bounds: a table ``{p99 = "2ms"}`` or the flag's ``p99=2ms,p999=10ms``."""
+
+    def read(self, where: str, key: str, v: Any) -> dict[str, str]:
+        return _slo_bounds(where, key, v)
+
+
+@dataclass(frozen=True)
+class RateRequirements(ValueType):
+    """Gates: a table ``{read_by_id = "5k"}`` or the flag's ``read_by_id=5k,scan_created_at=1k``."""
+
+    def read(self, where: str, key: str, v: Any) -> dict[str, float]:
+        if isinstance(v, str):
+            out: dict[str, float] = {}
+            for item in v.split(","):
+                try:
+                    kind, rate = parse_requirement(item)
+                except ValueError as exc:
+                    raise ConfigError(where, key, str(exc)) from None
+                out[kind] = rate
+            v = out
+        if not isinstance(v, dict) or not v:
+            raise ConfigError(where, key, "must name phase kinds and rates, e.g. read_by_id=5k")
+        req = {}
+        for kind, rate in v.items():
+            phases = workload().phases
+            if kind not in phases or phases[kind].action is not Action.OPERATIONS or phases[kind].group is Group.WRITE:
+                raise ConfigError(where, f"{key}.{kind}", "is not a read, scan or query phase kind, whose capacity is searched")
+            req[kind] = parse_rate(where, f"{key}.{kind}", rate)
+        return req
+
+
+@dataclass(frozen=True)
+class CapacityRange(ValueType):
+    """The rates a capacity search stays within: ``[low, high]`` or ``100,200k``."""
+
+    def read(self, where: str, key: str, v: Any) -> list[float]:
+        items = v.split(",") if isinstance(v, str) else v
+        if not isinstance(items, list) or len(items) != 2:
+            raise ConfigError(where, key, "must be two rates, the lowest and highest to search (e.g. 100,200k)")
+        low, high = (parse_rate(where, key, x) for x in items)
+        if high <= low:
+            raise ConfigError(where, key, f"is an empty rate range: {low:g} to {high:g}; the second must be higher")
+        return [low, high]
+
+
+def _slo_bounds(where: str, key: str, v: Any) -> dict[str, str]:
+    """Validated percentile bounds (as written: the child's copy of the config reads them again)."""
+    try:
+        if isinstance(v, str):
+            slo = parse_slo_text(v)
+        elif isinstance(v, dict):
+            bad = [k for k, x in v.items() if not isinstance(x, str)]
+            if bad:
+                raise ValueError(f"{bad[0]}: {v[bad[0]]!r} is not a duration: write it as a string with a unit, e.g. \"2ms\"")
+            slo = make_slo(v)
+        else:
+            raise ValueError("must be percentile bounds, e.g. p99 = \"2ms\"")
+    except ValueError as exc:
+        raise ConfigError(where, key, str(exc)) from None
+    return {b.name: _bound_text(b.ns) for b in slo.bounds}
+
+
+def _bound_text(ns: int) -> str:
+    return f"{ns}ns" if ns % 1000 else f"{ns // 1000}us"
+
+
+@dataclass(frozen=True)
 class ArrivalsValue(ValueType):
     def read(self, where: str, key: str, v: Any) -> str:
         return _arrivals(where, key, v)
@@ -667,6 +747,38 @@ RUN_KEYS: dict[str, RunKey] = {
             "comma separated, or all (write phases and phases at a rate always get one)",
             flag="--over-time",
         ),
+        RunKey(
+            "capacity",
+            Bool(),
+            "search the capacity of every read, scan and query phase: the highest rate whose response time "
+            "meets the SLO (--slo), achieved within 5 percent, backlog bounded (docs/capacity.md)",
+            flag="--capacity",
+        ),
+        RunKey(
+            "slo",
+            SloBounds(),
+            "response-time bounds of the capacity search for every phase kind: p99=2ms,p999=10ms (us, ms or s); "
+            "[slo.KIND] in the plan for one kind",
+            flag="--slo",
+        ),
+        RunKey(
+            "require_rate",
+            RateRequirements(),
+            "exit 1 when an engine's capacity of a phase kind is below the rate: read_by_id=5k (comma list)",
+            flag="--require-rate",
+        ),
+        RunKey(
+            "capacity_repeats",
+            Int(1, 100),
+            "searches per engine and phase, for the capacity's confidence interval (default 1)",
+            flag="--capacity-repeats",
+        ),
+        RunKey(
+            "capacity_range",
+            CapacityRange(),
+            "lowest and highest rate a capacity search probes (default 100,1M)",
+            flag="--capacity-range",
+        ),
     )
 }
 
@@ -767,6 +879,15 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             over_time = Bool().read(where, f"{key}.over_time", table["over_time"])
             if over_time and kind.action is not Action.OPERATIONS:
                 raise ConfigError(where, f"{key}.over_time", f"phase kind {kind_name!r} runs no operations to chart")
+        capacity = False
+        if "capacity" in table:
+            capacity = Bool().read(where, f"{key}.capacity", table["capacity"])
+            if capacity and (kind.action is not Action.OPERATIONS or kind.group is Group.WRITE):
+                raise ConfigError(
+                    where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan or query phase: it has no capacity to search"
+                )
+            if capacity and rates:
+                raise ConfigError(where, f"{key}.capacity", "a capacity search chooses its own rates; remove the phase's rate")
         spec = PhaseSpec(
             kind=kind_name,
             name=name,
@@ -776,6 +897,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             rate=rates[0] if rates else None,
             arrivals=arrivals,
             over_time=over_time,
+            capacity=capacity,
         )
         if len(rates) < 2:
             phases.append(spec)
@@ -843,6 +965,8 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
         cfg.counts[k] = _int(where, f"counts.{k}", v, 1, MAX_PROFILES * 10)
     cfg.engine_settings = _engine_settings(where, doc.get("engines", {}))
     cfg.phases = _phases(where, doc.get("phase"))
+    if "slo" in doc:
+        _slo_table(cfg, where, doc["slo"])
     check_phase_counts(cfg, where)
     check_repeats(cfg, where)
     return cfg
@@ -1000,3 +1124,67 @@ def from_json(data: bytes) -> BenchConfig:
         elif hint == list[PhaseSpec]:
             doc[name] = [PhaseSpec(**p) for p in value]
     return BenchConfig(**doc)
+
+
+# --- capacity under a latency bound -------------------------------------------------------
+
+
+def _slo_table(cfg: BenchConfig, where: str, table: Any) -> None:
+    """``[slo]``: percentile bounds for every kind, ``[slo.KIND]`` tables for one kind,
+    ``require = {KIND = RATE}`` (gates), ``repeats`` and ``range`` of the search."""
+    if not isinstance(table, dict):
+        raise ConfigError(where, "slo", "must be a table")
+    bounds = {k: v for k, v in table.items() if k in PERCENTILES}
+    for k, v in table.items():
+        key = f"slo.{k}"
+        if k in PERCENTILES:
+            continue
+        if k == "require":
+            cfg.require_rate = RUN_KEYS["require_rate"].type.read(where, key, v)
+        elif k in workload().phases:
+            if workload().phases[k].action is not Action.OPERATIONS or workload().phases[k].group is Group.WRITE:
+                raise ConfigError(where, key, f"phase kind {k!r} is no read, scan or query phase: it has no capacity to search")
+            cfg.slo_kinds[k] = _slo_bounds(where, key, v)
+        else:
+            raise ConfigError(
+                where, key, f"unknown key; allowed: a percentile ({', '.join(PERCENTILES)}), a phase kind, require"
+            )
+    if bounds:
+        cfg.slo = _slo_bounds(where, "slo", bounds)
+
+
+def slo_for(cfg: BenchConfig, kind: str) -> dict[str, str]:
+    """The bounds a phase kind's capacity is judged by: its own ``[slo.KIND]``, else the run's."""
+    return cfg.slo_kinds.get(kind) or cfg.slo
+
+
+def check_capacity(cfg: BenchConfig, where: str) -> None:
+    """After the flags: ``capacity`` marks every read, scan and query phase; a searched
+    phase needs bounds; a gate needs a searched phase of its kind."""
+    if cfg.capacity:
+        cfg.phases = [
+            dataclasses.replace(s, capacity=True)
+            if workload().phases[s.kind].action is Action.OPERATIONS and workload().phases[s.kind].group is not Group.WRITE and s.rate is None
+            else s
+            for s in cfg.phases
+        ]
+    searched = {s.kind for s in cfg.phases if s.capacity}
+    if searched and cfg.rate:
+        raise ConfigError(where, "capacity", "a capacity search chooses its own rates; it contradicts the run's rate")
+    for kind in sorted(searched):
+        if not slo_for(cfg, kind):
+            raise ConfigError(
+                where, "slo", f"the capacity of {kind!r} is searched under a latency bound, and none is set: "
+                "give one (--slo p99=2ms, or [slo] p99 = \"2ms\")"
+            )
+    for kind in cfg.require_rate:
+        if kind not in searched:
+            raise ConfigError(
+                where, "require_rate", f"requires a capacity of {kind!r}, and no {kind!r} phase is searched "
+                "(capacity = true on the phase, or --capacity)"
+            )
+    if searched and (cfg.processes is not None or cfg.cluster is not None):
+        raise ConfigError(
+            where, "capacity", "a capacity search runs in this process's workers; --processes and --cluster "
+            "are not supported with it yet"
+        )
