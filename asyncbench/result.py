@@ -39,6 +39,8 @@ __all__ = [
     "OpenLoop",
     "NO_SERVER",
     "NodeCost",
+    "Capacity",
+    "CapacityProbe",
     "PhaseCost",
     "PhaseResult",
     "PlanPhase",
@@ -159,6 +161,57 @@ class OpenLoop:
 
     def met_by(self, ops_per_s: float) -> bool:
         return Rate(self.rate, self.arrivals).met_by(ops_per_s)
+
+
+@dataclass
+class CapacityProbe:
+    """One probe of a capacity search (asyncbench.run.capacity): its target and achieved
+    rate, the judged response-time percentiles (ns), the backlog (the response time of its
+    last 1 % of operations, ns), what failed it (None: it passed) and the checksum of its
+    slice of the phase's stream (probe ``number`` reads the same slice on every engine)."""
+
+    search: int  # which search of the phase (0 .. repeats - 1)
+    number: int
+    rate: float
+    achieved: float
+    percentiles_ns: dict[str, int]
+    backlog_ns: int
+    limit: str | None = None
+    checksum: str | None = None
+
+    def check(self, where: str) -> None:
+        if not (self.rate > 0):
+            raise ResultError(f"{where}.rate: expected a positive number, got {self.rate!r}")
+        for name in ("search", "number", "achieved", "backlog_ns"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+
+
+@dataclass
+class Capacity:
+    """A phase's capacity under its SLO: the highest target rate whose probes met every
+    bound, the achieved rate within 5 % and the backlog bounded (docs/capacity.md).
+
+    ``capacity`` is the mean of the searches' capacities with its 95 % interval (``ci_low``,
+    ``ci_high``; None for one search); None when a search failed even at the range's lowest
+    rate. ``at_ceiling``: a search passed at the range's highest rate (the capacity is at
+    least that). ``limited_by``: what failed the lowest failing probe above the capacity."""
+
+    slo_ns: dict[str, int]  # percentile -> bound (ns)
+    capacities: list[float | None]
+    capacity: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    limited_by: str | None = None
+    at_ceiling: bool = False
+    warmup_ops: int = 0
+    judged_ops: int = 0
+    probe_bound: int = 0  # the most probes one search may run
+    rate_range: list[float] = field(default_factory=list)
+    probes: list[CapacityProbe] = field(default_factory=list)
+
+    def check(self, where: str) -> None:
+        for name in ("capacity", "ci_low", "ci_high", "warmup_ops", "judged_ops", "probe_bound"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
 
 
 #: One ``latency_over_time`` slice: (t_s, ops, p50_ns, p99_ns, max_ns).
@@ -333,6 +386,8 @@ class PhaseResult:
     #: What the phase cost beyond its time: CPU, device bytes, engine counters (PhaseCost);
     #: None in older results and in scaled-out runs.
     cost: PhaseCost | None = None
+    #: A capacity search's phase only (``capacity = true``): its capacity and probes.
+    capacity: Capacity | None = None
 
     @property
     def ops_per_s(self) -> float:

@@ -45,14 +45,20 @@ from typing import Any
 
 import numpy as np
 
+from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
+from asyncbench.result import Capacity
 from asyncbench.slo import Slo
 
 __all__ = [
     "CapacitySearch",
+    "capacity_of_phase",
     "ProbeResult",
     "ProbeRun",
     "judge",
+    "measure_capacity",
+    "start_rate",
     "local_probe",
     "probe_bound",
     "probe_items",
@@ -264,3 +270,86 @@ def local_probe(
         return ProbeRun(response, achieved, outcome.checksum)
 
     return probe
+
+
+def start_rate(low: float, high: float) -> float:
+    """Where a search starts: the geometric middle of the range, so the ramp has as far to
+    go either way (at most ``log2(sqrt(high / low))`` steps)."""
+    return math.sqrt(low * high)
+
+
+async def measure_capacity(
+    probe: ProbeFn, slo: Slo, rate_range: Sequence[float], repeats: int
+) -> tuple[Capacity, int, float]:
+    """``repeats`` searches of one engine's phase (each probe reading the next slices of the
+    stream), as the result's :class:`~asyncbench.result.Capacity`, with the operations run
+    and the seconds the probes took."""
+    from time import perf_counter
+
+    from asyncbench.measure.stats import Summary
+    from asyncbench.result import CapacityProbe
+
+    low, high = rate_range
+    start = start_rate(low, high)
+    warmup, judged = probe_length(slo)
+    found: list[float | None] = []
+    probes: list[CapacityProbe] = []
+    limits: list[str] = []
+    at_ceiling = False
+    t0 = perf_counter()
+    for number in range(repeats):
+        one = await search(probe, slo, start, low, high, first_number=len(probes))
+        found.append(one.capacity)
+        at_ceiling = at_ceiling or one.at_ceiling
+        if one.limited_by:
+            limits.append(one.limited_by)
+        probes += [
+            CapacityProbe(number, p.number, p.rate, p.achieved, dict(p.percentiles_ns), p.backlog_ns, p.limit, p.checksum)
+            for p in one.probes
+        ]
+    seconds = perf_counter() - t0
+    got = [c for c in found if c is not None]
+    summary = Summary.of(got) if got and len(got) == len(found) else None
+    cap = Capacity(
+        slo_ns={b.name: b.ns for b in slo.bounds},
+        capacities=found,
+        capacity=None if summary is None else summary.mean,
+        ci_low=None if summary is None else summary.ci_low,
+        ci_high=None if summary is None else summary.ci_high,
+        limited_by=_commonest(limits),
+        at_ceiling=at_ceiling,
+        warmup_ops=warmup,
+        judged_ops=judged,
+        probe_bound=probe_bound(start, low, high),
+        rate_range=[low, high],
+        probes=probes,
+    )
+    return cap, len(probes) * (warmup + judged), seconds
+
+
+def _commonest(limits: list[str]) -> str | None:
+    """The bound that limited most searches (by its name: ``p99``, ``rate``, ``backlog``),
+    with the first such search's words."""
+    if not limits:
+        return None
+    names = [x.split(":", 1)[0] for x in limits]
+    top = max(set(names), key=names.count)
+    return next(x for x in limits if x.startswith(top + ":"))
+
+
+async def capacity_of_phase(
+    cfg: BenchConfig, index: int, spec: PhaseSpec, items: Sequence[Any], engine: Engine, ctx: Any
+) -> tuple[Capacity, int, float]:
+    """The in-process runner's call: the phase's capacity over the engine's P worker handles,
+    under the bounds of its kind (``[slo.KIND]``, else the run's)."""
+    from asyncbench.config import slo_for
+    from asyncbench.rate import Arrivals
+    from asyncbench.slo import make_slo
+    from asyncbench.workloads.profile_store.phases import PHASES
+
+    slo = make_slo(slo_for(cfg, spec.kind))
+    handles = [engine.worker(w) for w in range(engine.config.workers)]
+    probe = local_probe(
+        PHASES[spec.kind], items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index
+    )
+    return await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats)

@@ -36,6 +36,7 @@ from asyncbench.result import (
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
+from asyncbench.run.capacity import capacity_of_phase
 from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
@@ -261,6 +262,13 @@ class EngineRun:
             return
         items = workload().phase_items(kind, spec.stream, spec.count, self.plan)
         self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
+        if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
+            found, ops, seconds = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
+            pr = result(ops, seconds)
+            pr.capacity = found
+            self.result.phases.append(pr)
+            self.observer.phase_end(self.name, pr)
+            return
         checksum: str | None = None
         ops = retries = 0
         meter = CostMeter(engine) if cost_enabled() else None
