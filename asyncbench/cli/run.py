@@ -29,6 +29,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.report import headline
+from asyncbench.report.capacity import gate_failures, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
@@ -107,13 +108,15 @@ class RunOutcome:
     save_failed: bool = False
     log_failed: bool = False
     rate_missed: bool = False  # --check-rate: a phase at a target rate fell >5 % short
+    capacity_short: bool = False  # --require-rate: an engine's capacity below the rate required
 
     def exit_code(self) -> int:
         """130 interrupted; 1 a failure, a timeout, disagreeing checksums, a result or the
-        log not written, or (``--check-rate``) a missed rate; else 0. (2, bad input, is
+        log not written, (``--check-rate``) a missed rate, or (``--require-rate``) a capacity
+        below the rate required; else 0. (2, bad input, is
         decided before anything runs.)"""
         code = exit_code(self.results, self.checksums_agree, self.interrupted)
-        if code == EXIT_OK and (self.save_failed or self.log_failed or self.rate_missed):
+        if code == EXIT_OK and (self.save_failed or self.log_failed or self.rate_missed or self.capacity_short):
             return EXIT_FAILED
         return code
 
@@ -193,6 +196,7 @@ def _run_locked(
     outcome.save_failed = bool(saver.save_errors)
     if check_rate:
         outcome.rate_missed = _report_missed_rates(bench.results, console)
+    outcome.capacity_short = _report_capacity(bench.results, cfg.require_rate, console)
     code = outcome.exit_code()
     observer.run_end(
         exit_code=code,
@@ -257,6 +261,20 @@ def _run_engines(bench: Benchmark, stop: StopSignals) -> None:
             tg.cancel_scope.cancel()
 
     anyio.run(main, backend_options=backend_options())
+
+
+def _report_capacity(results: list[RunResult], required: dict[str, float], console: Any) -> bool:
+    """The capacity scorecard of every level with a searched phase, then the gates
+    (``--require-rate``): each engine whose capacity is below the rate required is named;
+    True when there is one."""
+    short = False
+    for result in results:
+        for line in scorecard_lines(result):
+            console.message(line)
+        for line in gate_failures(result, required):
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
+            short = True
+    return short
 
 
 def _report_missed_rates(results: list[RunResult], console: Any) -> bool:

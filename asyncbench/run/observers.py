@@ -17,6 +17,7 @@ import orjson
 from asyncbench import fmt
 from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, format_us, response_p99_max
 from asyncbench.rate import Arrivals
+from asyncbench.report.capacity import capacity_line
 from asyncbench.report.cost_table import console_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
@@ -400,6 +401,8 @@ class ConsoleObserver(Observer):
                 p50, p99 = fmt.latency(result.latency.p50), fmt.latency(result.latency.p99)
         if result.close_seconds is not None:
             throughput = f"close {result.close_seconds:.2f} s"
+        if result.capacity is not None:  # probes at many rates: their throughput is no figure
+            throughput, p50, p99 = "capacity search", "", ""
         self._print(
             phase_line(
                 result.name, _seconds(result.seconds), throughput, result.checksum or "", self.width, p50, p99, self.names
@@ -407,6 +410,8 @@ class ConsoleObserver(Observer):
         )
         if result.open_loop is not None:
             self._print(open_loop_line(result))
+        if result.capacity is not None:
+            self._print(capacity_line(result))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it

@@ -262,20 +262,20 @@ class EngineRun:
             return
         items = workload().phase_items(kind, spec.stream, spec.count, self.plan)
         self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
-        if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
-            found, ops, seconds = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
-            pr = result(ops, seconds)
-            pr.capacity = found
-            self.result.phases.append(pr)
-            self.observer.phase_end(self.name, pr)
-            return
         checksum: str | None = None
         ops = retries = 0
         meter = CostMeter(engine) if cost_enabled() else None
         if meter is not None:
             await meter.start()  # (snapshots outside the phase's time)
+        found = None
         try:
-            checksum, ops, retries, seconds, latency, close_seconds = await self._timed(index, spec, items, rate, engine)
+            if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
+                found, ops, seconds = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
+                latency = None
+            else:
+                checksum, ops, retries, seconds, latency, close_seconds = await self._timed(
+                    index, spec, items, rate, engine
+                )
         except BaseException:
             if meter is not None:
                 meter.close()
@@ -283,6 +283,7 @@ class EngineRun:
         cost = None if meter is None else await meter.stop(self.engine or engine)
         pr = result(ops, seconds, checksum)
         pr.retries = retries
+        pr.capacity = found
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
         if cost is not None:

@@ -1,0 +1,224 @@
+"""Capacity under a latency bound, as a person reads it: the console line of a searched
+phase, the scorecard (engines ranked by capacity per phase, cost per operation beside it),
+the gates (``--require-rate``), and the report's section.
+
+Its own module so the console (run layer), the run command and the Markdown report all
+use the same words and the same ranking; the search itself is ``asyncbench.run.capacity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from asyncbench import fmt
+from asyncbench.measure.stats import Summary
+from asyncbench.result import Capacity, EngineResult, PhaseResult, RunResult
+
+__all__ = [
+    "ScoreRow",
+    "bound_text",
+    "capacity_line",
+    "capacity_text",
+    "gate_failures",
+    "markdown_lines",
+    "scorecard",
+    "scorecard_lines",
+]
+
+
+def bound_text(slo_ns: dict[str, int]) -> str:
+    """``p99 ≤ 2 ms, p999 ≤ 10 ms``."""
+
+    def one(ns: int) -> str:
+        if ns >= 1_000_000_000:
+            return f"{ns / 1e9:g} s"
+        if ns >= 1_000_000:
+            return f"{ns / 1e6:g} ms"
+        return f"{ns / 1e3:g} µs"
+
+    return ", ".join(f"{k} ≤ {one(v)}" for k, v in slo_ns.items())
+
+
+def _rate(x: float) -> str:
+    return f"{fmt.count(round(x))}/s"
+
+
+def limit_name(limited_by: str | None) -> str:
+    """What limited a capacity, in one word: a percentile, ``rate`` or ``backlog``."""
+    return limited_by.split(":", 1)[0] if limited_by else "-"
+
+
+def capacity_text(cap: Capacity) -> str:
+    """``11_314/s (95% 10_902-11_725)``, ``≥ 64_000/s``, or ``< 100/s``."""
+    low, high = cap.rate_range or (0.0, 0.0)
+    if cap.capacity is None:
+        return f"< {_rate(low)}"
+    text = ("≥ " if cap.at_ceiling else "") + _rate(cap.capacity)
+    if cap.ci_low is not None and cap.ci_high is not None:
+        text += f" (95% {fmt.count(round(max(cap.ci_low, 0)))}-{fmt.count(round(cap.ci_high))})"
+    return text
+
+
+def capacity_line(result: PhaseResult) -> str:
+    """The console's second line of a searched phase (at most 80 columns in the usual case)."""
+    cap = result.capacity
+    assert cap is not None
+    searches = len(cap.capacities)
+    probes = f"{len(cap.probes)} probes" + (f", {searches} searches" if searches > 1 else "")
+    return (
+        f"    capacity {capacity_text(cap)} · {bound_text(cap.slo_ns)}"
+        f" · limit {limit_name(cap.limited_by)} · {probes}"
+    )
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One engine in one searched phase of the scorecard."""
+
+    phase: str
+    kind: str
+    engine: str
+    capacity: float | None  # the mean over every measured repeat's searches; None: below the range
+    text: str
+    limit: str
+    bounds: str
+    cpu_us_per_op: float | None
+    write_bytes_per_op: float | None
+
+
+def _cost(p: PhaseResult) -> tuple[float | None, float | None]:
+    c = p.cost
+    if c is None or not p.ops:
+        return None, None
+    cpu = None if c.client_cpu_seconds is None else (c.client_cpu_seconds + (c.server_cpu_seconds or 0)) / p.ops * 1e6
+    written = [x for x in (c.client_write_bytes, c.server_write_bytes) if x is not None]
+    return cpu, (sum(written) / p.ops if written else None)
+
+
+def scorecard(run: RunResult) -> dict[int, list[ScoreRow]]:
+    """Per searched plan phase (by index): the engines, highest capacity first (an engine
+    with none, below the range, last). Repeats of the run pool their searches."""
+    out: dict[int, list[ScoreRow]] = {}
+    by_engine: dict[tuple[int, str], list[PhaseResult]] = {}
+    for e in run.engines:
+        if e.warmup:
+            continue
+        for p in e.phases:
+            if p.capacity is not None:
+                by_engine.setdefault((p.index, e.engine), []).append(p)
+    for (index, engine), phases in by_engine.items():
+        caps = [p.capacity for p in phases if p.capacity is not None]
+        first = caps[0]
+        pooled = [c for cap in caps for c in cap.capacities]
+        if len(caps) > 1:
+            got = [c for c in pooled if c is not None]
+            s = Summary.of(got) if got and len(got) == len(pooled) else None
+            merged = Capacity(
+                first.slo_ns,
+                pooled,
+                None if s is None else s.mean,
+                None if s is None else s.ci_low,
+                None if s is None else s.ci_high,
+                first.limited_by,
+                any(c.at_ceiling for c in caps),
+                rate_range=first.rate_range,
+            )
+        else:
+            merged = first
+        cpu, written = _cost(phases[0])
+        out.setdefault(index, []).append(
+            ScoreRow(
+                phases[0].name,
+                phases[0].kind.kind,
+                engine,
+                merged.capacity,
+                capacity_text(merged),
+                limit_name(merged.limited_by),
+                bound_text(merged.slo_ns),
+                cpu,
+                written,
+            )
+        )
+    for rows in out.values():
+        rows.sort(key=lambda r: -(r.capacity if r.capacity is not None else -1.0))
+    return dict(sorted(out.items()))
+
+
+def _per_op(cpu: float | None, written: float | None) -> str:
+    parts = []
+    if cpu is not None:
+        parts.append(f"{cpu:.1f} µs CPU")
+    if written is not None:
+        parts.append(f"{fmt.size(round(written))} written")
+    return ", ".join(parts) + " per op" if parts else ""
+
+
+def scorecard_lines(run: RunResult) -> list[str]:
+    """The console's scorecard: per searched phase, the engines ranked by capacity."""
+    board = scorecard(run)
+    if not board:
+        return []
+    lines = ["", "capacity scorecard (highest target rate meeting every bound; mean of the searches)"]
+    for rows in board.values():
+        lines.append(f"  {rows[0].phase} · {rows[0].bounds}")
+        we = max(len(r.engine) for r in rows)
+        wt = max(len(r.text) for r in rows)
+        wl = max(len(r.limit) for r in rows)
+        for rank, r in enumerate(rows, 1):
+            cost = _per_op(r.cpu_us_per_op, r.write_bytes_per_op)
+            lines.append(f"    {rank}. {r.engine:<{we}}  {r.text:<{wt}}  limit {r.limit:<{wl}}  {cost}".rstrip())
+    return lines
+
+
+def gate_failures(run: RunResult, required: dict[str, float]) -> list[str]:
+    """``--require-rate``: one line per engine and searched phase whose capacity (the mean
+    of its searches) is below the rate required of its kind."""
+    out = []
+    for rows in scorecard(run).values():
+        for r in rows:
+            need = required.get(r.kind)
+            if need is None or (r.capacity is not None and r.capacity >= need):
+                continue
+            out.append(
+                f"CAPACITY BELOW REQUIRED: engine {r.engine}, phase {r.phase!r}: {r.text} under {r.bounds}, "
+                f"required {_rate(need)} (--require-rate {r.kind}={fmt.count(round(need))}); limit {r.limit}"
+            )
+    return out
+
+
+def markdown_lines(run: RunResult, escape: Callable[[str], str], chart: Callable[[int], str | None]) -> list[str]:
+    """The report's scorecard table, then per searched phase its probes' chart (``chart``
+    gives the chart's Markdown link for a plan index, or None)."""
+    board = scorecard(run)
+    if not board:
+        return []
+    lines = [
+        "## Capacity under the latency bounds",
+        "",
+        "The highest target rate at which the achieved rate is within 5 % of the target, response time "
+        "(from each operation's intended start) meets every bound, and the backlog stays bounded "
+        "([docs/capacity.md](docs/capacity.md)). Mean of the searches, with its 95 % interval when "
+        "there are several.",
+        "",
+        "| phase | bounds | rank | engine | capacity | limited by | CPU µs/op | written/op |",
+        "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |",
+    ]
+    for rows in board.values():
+        for rank, r in enumerate(rows, 1):
+            cpu = "" if r.cpu_us_per_op is None else f"{r.cpu_us_per_op:.1f}"
+            wr = "" if r.write_bytes_per_op is None else fmt.size(round(r.write_bytes_per_op))
+            lines.append(
+                f"| {escape(r.phase)} | {r.bounds} | {rank} | {escape(r.engine)} | {r.text} | {r.limit} | {cpu} | {wr} |"
+            )
+    lines.append("")
+    for index in board:
+        link = chart(index)
+        if link:
+            lines += [link, ""]
+    return lines
+
+
+def searched(e: EngineResult) -> list[PhaseResult]:
+    """An engine's phases that ran a capacity search."""
+    return [p for p in e.phases if p.capacity is not None]
