@@ -159,7 +159,7 @@ def scorecard_lines(run: RunResult) -> list[str]:
     board = scorecard(run)
     if not board:
         return []
-    lines = ["", "capacity scorecard (highest target rate meeting every bound; mean of the searches)"]
+    lines = ["", "capacity scorecard: the highest rate meeting every bound (mean of searches)"]
     for rows in board.values():
         lines.append(f"  {rows[0].phase} · {rows[0].bounds}")
         we = max(len(r.engine) for r in rows)
@@ -187,9 +187,8 @@ def gate_failures(run: RunResult, required: dict[str, float]) -> list[str]:
     return out
 
 
-def markdown_lines(run: RunResult, escape: Callable[[str], str], chart: Callable[[int], str | None]) -> list[str]:
-    """The report's scorecard table, then per searched phase its probes' chart (``chart``
-    gives the chart's Markdown link for a plan index, or None)."""
+def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
+    """The report's scorecard table (its chart is among the report's charts at the top)."""
     board = scorecard(run)
     if not board:
         return []
@@ -212,10 +211,6 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str], chart: Callable
                 f"| {escape(r.phase)} | {r.bounds} | {rank} | {escape(r.engine)} | {r.text} | {r.limit} | {cpu} | {wr} |"
             )
     lines.append("")
-    for index in board:
-        link = chart(index)
-        if link:
-            lines += [link, ""]
     return lines
 
 

@@ -27,6 +27,8 @@ from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import collapse
 from asyncbench.report import chart_limit, cost_chart, latency_charts, latency_data
 from asyncbench.report import markdown_report as report
+from asyncbench.report.capacity_chart import TITLE as CAPACITY_TITLE
+from asyncbench.report.capacity_chart import capacity_figure, searched_phases
 from asyncbench.report.chart_style import (
     AXIS_IN,
     BAR_IN,
@@ -517,6 +519,15 @@ def resource_footprint(run: RunResult) -> Figure:
     return fig
 
 
+def _capacity(run: RunResult) -> Figure:
+    colours = {e.engine: engine_colour(e) for e in run.engines}
+    return capacity_figure(run, lambda name: colours.get(name, MUTED))
+
+
+def _searched(run: RunResult) -> bool:
+    return bool(searched_phases(run))
+
+
 CHARTS: tuple[Chart, ...] = (
     Chart("execution-time", "Execution Time", execution_time),
     Chart("write-throughput", "Write Throughput", write_throughput, (Group_.WRITE,)),
@@ -550,6 +561,8 @@ CHARTS: tuple[Chart, ...] = (
         repeats=True,
         latest=False,
     ),
+    # capacity searches: every measured repeat's probes, the bound and the capacity
+    Chart("capacity", CAPACITY_TITLE, _capacity, when=_searched, repeats=True, latest=False),
 )
 """Every chart, in report order. The bar charts: one bar per engine, the median of its
 measured repeats, with a min-max error bar when it ran several times; a throughput chart

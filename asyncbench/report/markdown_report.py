@@ -21,6 +21,7 @@ from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
 from asyncbench.report import chart_limit, headline
 from asyncbench.report import markdown as md
+from asyncbench.report.capacity import markdown_lines as capacity_section
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.cost_table import COST_NOTE
 from asyncbench.report.cost_table import markdown_lines as cost_markdown
@@ -473,6 +474,7 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         lines += [f"> {md.text(capped[0].upper() + capped[1:])}.", ""]
     for chart_title, path in charts:
         lines += [f"![{md.text(chart_title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
+    lines += capacity_section(full, md.text)  # the scorecard first: what the run was asked
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]
     if not run.accelerated:

@@ -1,0 +1,55 @@
+"""A capacity search through the real runner and CLI: the console line, the scorecard, the
+gates' exit code, the JSON result (it loads back) and the report's section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from asyncbench.cli.main import main
+from asyncbench.result import RunResult
+
+PLAN = (
+    '[run]\nprofiles = 1500\nengines = ["memory"]\nisolate = false\n'
+    '[[phase]]\nkind = "insert"\n[[phase]]\nkind = "read_by_id"\ncapacity = true\n[[phase]]\nkind = "verify"\n'
+    '[slo]\np90 = "50ms"\n'
+)
+
+
+def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, str, dict]:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    out = tmp_path / "out"
+    code = main([str(plan), "--output", str(out), "--data", str(tmp_path / "data"), "--capacity-range", "1k,4k", *flags])
+    (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
+    return code, capsys.readouterr().out, orjson.loads(result.read_bytes())
+
+
+def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, doc = _run(tmp_path, capsys, "--require-rate", "read_by_id=1M")
+    assert code == 1, out
+    assert "    capacity " in out and "p90 ≤ 50 ms" in out
+    assert "capacity scorecard" in out and "1. memory" in out
+    assert "CAPACITY BELOW REQUIRED: engine memory, phase 'read by user id'" in out
+    assert "required 1_000_000/s" in out
+    long = [x for x in out.splitlines() if ("capacity" in x or x.startswith("    1.")) and str(tmp_path) not in x and len(x) > 80]
+    assert not long, long
+    phase = doc["engines"][0]["phases"][1]
+    cap = phase["capacity"]
+    assert cap["slo_ns"] == {"p90": 50_000_000} and cap["rate_range"] == [1000.0, 4000.0]
+    assert cap["judged_ops"] == 1000 and cap["warmup_ops"] == 100
+    assert 1 <= len(cap["probes"]) <= cap["probe_bound"]
+    assert cap["capacity"] is not None and 1000 <= cap["capacity"] <= 4000
+    assert phase["ops"] == len(cap["probes"]) * 1100
+    run = RunResult.from_json(orjson.dumps(doc))  # the result model loads it back
+    assert run.engines[0].phases[1].capacity is not None
+    (report,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.md"))
+    assert "## Capacity under the latency bounds" in report.read_text()
+
+
+def test_capacity_met_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(tmp_path, capsys, "--require-rate", "read_by_id=500")
+    assert code == 0, out
+    assert "CAPACITY BELOW REQUIRED" not in out
