@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from asyncbench import fmt
 from asyncbench.report.chart_style import MUTED, TEXT, figure_frame
 from asyncbench.result import RunResult
 
@@ -77,11 +79,16 @@ def capacity_figure(run: RunResult, colour: Callable[[str], str]) -> Figure:
                 ax.axvline(cap.capacity, color=c, linewidth=1.4)
         for label, ns in bounds.items():
             ax.axhline(ns / 1e6, color=MUTED, linestyle="--", linewidth=1.0)
-            ax.text(0.005, ns / 1e6, f" {label} bound", transform=ax.get_yaxis_transform(), color=MUTED,
+            ax.text(0.005, ns / 1e6, f" {label} ≤ {ns / 1e6:g} ms", transform=ax.get_yaxis_transform(), color=MUTED,
                     fontsize=7.5, va="bottom")  # fmt: skip
         ax.set_title(name, fontsize=10, color=TEXT, loc="left")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        # plain numbers (the style turns math text off, so log ticks would show their TeX source)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt.count(round(v))))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("target rate (ops/s)")
         ax.set_ylabel(f"response {list(bounds)[-1] if bounds else ''} (ms)")
         for side in ("top", "right"):
