@@ -3,12 +3,15 @@ gates' exit code, the JSON result (it loads back) and the report's section."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import orjson
 import pytest
 
 from asyncbench.cli.main import main
+from asyncbench.report.csv_export import csv_text
 from asyncbench.result import RunResult
 
 PLAN = (
@@ -45,6 +48,12 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     assert phase["ops"] == len(cap["probes"]) * 1100
     run = RunResult.from_json(orjson.dumps(doc))  # the result model loads it back
     assert run.engines[0].phases[1].capacity is not None
+    rows = list(csv.DictReader(io.StringIO(csv_text(run))))
+    searched = next(r for r in rows if r["phase"] == "read by user id")
+    assert float(searched["capacity_ops_per_s"]) == pytest.approx(cap["capacity"], abs=0.001)
+    assert searched["capacity_bounds_ns"] == "p90=50000000"
+    assert searched["capacity_limited_by"] or searched["capacity_at_ceiling"] == "True"
+    assert next(r for r in rows if r["phase"] == "insert profiles")["capacity_ops_per_s"] == ""
     (report,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.md"))
     assert "## Capacity under the latency bounds" in report.read_text()
 

@@ -97,6 +97,17 @@ TABLE: list[Column[_Row]] = [
     Column("stall_seconds", "r", lambda r: r.phase.cost.stall_seconds if r.phase.cost else None),
     # why a cost cell is empty ("figure: why; ..."), as the report says below its table
     Column("cost_not_measured", "l", lambda r: _not_measured(r.phase.cost)),
+    # a capacity search's phase (PhaseResult.capacity; empty: not searched)
+    Column("capacity_ops_per_s", "r", lambda r: _round(r.phase.capacity.capacity) if r.phase.capacity else None),
+    Column("capacity_ci95_low", "r", lambda r: _round(r.phase.capacity.ci_low) if r.phase.capacity else None),
+    Column("capacity_ci95_high", "r", lambda r: _round(r.phase.capacity.ci_high) if r.phase.capacity else None),
+    Column("capacity_at_ceiling", "l", lambda r: r.phase.capacity.at_ceiling if r.phase.capacity else None),
+    Column("capacity_limited_by", "l", lambda r: r.phase.capacity.limited_by if r.phase.capacity else None),
+    Column(
+        "capacity_bounds_ns",
+        "l",
+        lambda r: " ".join(f"{k}={v}" for k, v in r.phase.capacity.slo_ns.items()) if r.phase.capacity else None,
+    ),
 ]
 COLUMNS = tuple(c.name for c in TABLE)
 
