@@ -62,3 +62,30 @@ def test_capacity_met_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, _ = _run(tmp_path, capsys, "--require-rate", "read_by_id=500")
     assert code == 0, out
     assert "CAPACITY BELOW REQUIRED" not in out
+
+
+def _with_capacities(doc: dict, values: list[float]) -> bytes:
+    """The result with its searched phase's capacities set (as repeated searches give)."""
+    cap = doc["engines"][0]["phases"][1]["capacity"]
+    cap["capacities"] = values
+    cap["capacity"] = sum(values) / len(values)
+    cap["ci_low"] = cap["ci_high"] = None
+    return orjson.dumps(doc)
+
+
+def test_compare_compares_capacities_with_significance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare's samples of a searched phase are its searches' capacities (Welch's test
+    over them), not the probes' mixed throughput."""
+    _, _, doc = _run(tmp_path, capsys)
+    base, new = tmp_path / "base", tmp_path / "new"
+    base.mkdir()
+    new.mkdir()
+    (base / "asyncbench-a.json").write_bytes(_with_capacities(doc, [1000.0, 1010.0, 990.0, 1005.0]))
+    (new / "asyncbench-b.json").write_bytes(_with_capacities(doc, [800.0, 810.0, 790.0, 805.0]))
+    code = main(["compare", str(base), str(new), "--json"])
+    rows = orjson.loads(capsys.readouterr().out)["rows"]
+    (row,) = [r for r in rows if "capacity" in r["phase"]]
+    assert row["phase"] == "read by user id: capacity, p90 ≤ 50 ms"
+    assert row["base"]["samples"] == [1000.0, 1010.0, 990.0, 1005.0]
+    assert row["verdict"] == "slower" and row["p_value"] < 0.05
+    assert code == 1

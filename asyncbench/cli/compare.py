@@ -47,7 +47,8 @@ from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.report import cost_compare
-from asyncbench.result import EXIT_BAD_INPUT, ResultError, RunResult
+from asyncbench.report.capacity import bound_text
+from asyncbench.result import EXIT_BAD_INPUT, PhaseResult, ResultError, RunResult
 from asyncbench.workload import Action
 
 __all__ = ["add_arguments", "load_side", "run"]
@@ -145,12 +146,28 @@ def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None)
                 if p.index >= len(keys):
                     continue
                 key = keys[p.index]
+                if p.capacity is not None:  # its searches' capacities, apart from ordinary runs of the phase
+                    _capacity_samples(side, e.engine, key, p)
+                    continue
                 side.names.setdefault(key, p.name)
                 if p.checksum:
                     side.checksums[(e.engine, key)].add(p.checksum)
                 if p.action is Action.OPERATIONS and p.seconds > 0:
                     side.samples[(e.engine, key)].append(p.ops_per_s)
     return side
+
+
+def _capacity_samples(side: Side, engine: str, key: PhaseKey, p: PhaseResult) -> None:
+    """A searched phase's samples are its searches' capacities (ops/s), keyed apart from
+    the phase's ordinary runs and by its bounds: capacities under other bounds are not
+    compared. A search that found none (below the range) gives no sample."""
+    assert p.capacity is not None
+    bounds = bound_text(p.capacity.slo_ns)
+    ckey: PhaseKey = (f"{key[0]} capacity under {bounds}", *key[1:])  # type: ignore[assignment]
+    side.names.setdefault(ckey, f"{p.name}: capacity, {bounds}")
+    found = [c for c in p.capacity.capacities if c is not None]
+    if found:
+        side.samples[(engine, ckey)] += found
 
 
 def _differences(base: Side, new: Side) -> list[str]:
