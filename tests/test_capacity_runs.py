@@ -89,3 +89,24 @@ def test_compare_compares_capacities_with_significance(tmp_path: Path, capsys: p
     assert row["base"]["samples"] == [1000.0, 1010.0, 990.0, 1005.0]
     assert row["verdict"] == "slower" and row["p_value"] < 0.05
     assert code == 1
+
+
+def test_probe_checksums_are_compared_across_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Probe k reads the same slice on every engine: a probe whose checksum differs from the
+    other engines' is a checksum mismatch, named by engine, phase and probe."""
+    import copy
+
+    from asyncbench.measure.correctness import judge
+
+    _, _, doc = _run(tmp_path, capsys)
+    other = copy.deepcopy(doc["engines"][0])
+    other["engine"] = "twin"
+    doc["engines"].append(other)
+    assert judge(RunResult.from_json(orjson.dumps(doc))).ok
+    third = copy.deepcopy(other)
+    third["engine"] = "wrong"
+    third["phases"][1]["capacity"]["probes"][0]["checksum"] = "0000000000000000"
+    doc["engines"].append(third)
+    verdict = judge(RunResult.from_json(orjson.dumps(doc)))
+    assert not verdict.ok
+    assert any("engine wrong, phase 'read by user id' (#2) probe 0" in f for f in verdict.failures), verdict.failures

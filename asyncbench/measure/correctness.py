@@ -66,6 +66,7 @@ def judge(run: RunResult) -> Verdict:
                 v.failures.append(
                     f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}): {cs} (others: {others})"
                 )
+    probes = _probes(run, v)
     if is_reference_run(run):
         matched: dict[str, int] = {}
         for e in run.engines:
@@ -98,7 +99,44 @@ def judge(run: RunResult) -> Verdict:
             )
         elif done:
             v.lines.insert(0, f"Only {done[0]} ran; there was nothing to compare its checksums with.")
+        if probes:
+            v.lines.insert(1, f"Their capacity probes agree too ({probes} probes compared by slice of the stream).")
     return v
+
+
+def _probes(run: RunResult, v: Verdict) -> int:
+    """Capacity searches (asyncbench.run.capacity): probe k of a phase reads the same slice
+    of its stream on every engine, whatever its rate, so its checksum must agree across
+    the engines that ran it. Returns how many probes were compared."""
+    sums: dict[tuple[int, int], dict[str, str]] = {}
+    names: dict[int, str] = {}
+    for e in run.engines:
+        for p in e.phases:
+            if p.capacity is None:
+                continue
+            names[p.index] = p.name
+            for q in p.capacity.probes:
+                if q.checksum:
+                    sums.setdefault((p.index, q.number), {})[_label(run, e)] = q.checksum
+    compared = 0
+    for (index, number), by_engine in sorted(sums.items()):
+        if len(by_engine) < 2:
+            continue
+        compared += 1
+        tally = Counter(by_engine.values())
+        if len(tally) == 1:
+            continue
+        v.ok = False
+        top, top_n = tally.most_common(1)[0]
+        tie = sum(1 for n in tally.values() if n == top_n) > 1
+        for engine, cs in by_engine.items():
+            if tie or cs != top:
+                others = ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine)
+                v.failures.append(
+                    f"CHECKSUM MISMATCH: engine {engine}, phase {names[index]!r} (#{index + 1}) probe {number}: "
+                    f"{cs} (others: {others})"
+                )
+    return compared
 
 
 def _published(run: RunResult, v: Verdict) -> None:
