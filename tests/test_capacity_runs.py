@@ -55,7 +55,10 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     assert searched["capacity_limited_by"] or searched["capacity_at_ceiling"] == "True"
     assert next(r for r in rows if r["phase"] == "insert profiles")["capacity_ops_per_s"] == ""
     (report,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.md"))
-    assert "## Capacity under the latency bounds" in report.read_text()
+    text = report.read_text()
+    assert "## Capacity under the latency bounds" in text
+    assert "each probe 100 warm-up and 1_000 judged operations" in text
+    assert text.index("## Capacity under the latency bounds") < text.index("## Total By Engine")  # at the top
 
 
 def test_capacity_met_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,3 +113,32 @@ def test_probe_checksums_are_compared_across_engines(tmp_path: Path, capsys: pyt
     verdict = judge(RunResult.from_json(orjson.dumps(doc)))
     assert not verdict.ok
     assert any("engine wrong, phase 'read by user id' (#2) probe 0" in f for f in verdict.failures), verdict.failures
+
+
+def test_scorecard_ranks_engines_by_capacity_and_gates_name_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import copy
+
+    from asyncbench.report.capacity import gate_failures, scorecard_lines
+
+    _, _, doc = _run(tmp_path, capsys)
+    slow = copy.deepcopy(doc["engines"][0])
+    slow["engine"] = "slow"
+    slow["phases"][1]["capacity"].update(
+        capacities=[200.0], capacity=200.0, limited_by="p90: 60 ms > 50 ms", at_ceiling=False
+    )
+    none = copy.deepcopy(slow)
+    none["engine"] = "none"
+    none["phases"][1]["capacity"].update(capacities=[None], capacity=None)
+    fast = copy.deepcopy(slow)
+    fast["engine"] = "fast"
+    fast["phases"][1]["capacity"].update(capacities=[900.0, 1100.0], capacity=1000.0, ci_low=900.0, ci_high=1100.0)
+    doc["engines"] = [none, slow, fast]
+    run = RunResult.from_json(orjson.dumps(doc))
+    lines = scorecard_lines(run)
+    ranked = [line.split()[1] for line in lines if line.startswith("    ") and line.strip()[0].isdigit()]
+    assert any("(95% 900-1_100)" in line for line in lines if " fast " in line)
+    assert ranked == ["fast", "slow", "none"], lines
+    assert any("< 1_000/s" in line for line in lines if " none " in line)  # below the range: no capacity
+    assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
+    short = gate_failures(run, {"read_by_id": 500.0})
+    assert [x.split(",")[0] for x in short] == ["CAPACITY BELOW REQUIRED: engine slow", "CAPACITY BELOW REQUIRED: engine none"]

@@ -163,7 +163,7 @@ def _capacity_samples(side: Side, engine: str, key: PhaseKey, p: PhaseResult) ->
     compared. A search that found none (below the range) gives no sample."""
     assert p.capacity is not None
     bounds = bound_text(p.capacity.slo_ns)
-    ckey: PhaseKey = (f"{key[0]} capacity under {bounds}", *key[1:])  # type: ignore[assignment]
+    ckey: PhaseKey = (f"{key[0]} capacity under {bounds}", *key[1:])
     side.names.setdefault(ckey, f"{p.name}: capacity, {bounds}")
     found = [c for c in p.capacity.capacities if c is not None]
     if found:

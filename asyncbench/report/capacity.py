@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from asyncbench import fmt
 from asyncbench.measure.stats import Summary
-from asyncbench.result import Capacity, EngineResult, PhaseResult, RunResult
+from asyncbench.result import Capacity, PhaseResult, RunResult
 
 __all__ = [
     "ScoreRow",
@@ -38,6 +38,10 @@ def bound_text(slo_ns: dict[str, int]) -> str:
         return f"{ns / 1e3:g} µs"
 
     return ", ".join(f"{k} ≤ {one(v)}" for k, v in slo_ns.items())
+
+
+#: The console's width: a scorecard line never wraps.
+WIDTH = 80
 
 
 def _rate(x: float) -> str:
@@ -167,7 +171,11 @@ def scorecard_lines(run: RunResult) -> list[str]:
         wl = max(len(r.limit) for r in rows)
         for rank, r in enumerate(rows, 1):
             cost = _per_op(r.cpu_us_per_op, r.write_bytes_per_op)
-            lines.append(f"    {rank}. {r.engine:<{we}}  {r.text:<{wt}}  limit {r.limit:<{wl}}  {cost}".rstrip())
+            line = f"    {rank}. {r.engine:<{we}}  {r.text:<{wt}}  limit {r.limit:<{wl}}"
+            if len(line) + 2 + len(cost) <= WIDTH:
+                lines.append(f"{line}  {cost}".rstrip())
+            else:  # an 80-column terminal: the cost on a line of its own
+                lines += [line.rstrip(), f"       {cost}"] if cost else [line.rstrip()]
     return lines
 
 
@@ -211,9 +219,14 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
                 f"| {escape(r.phase)} | {r.bounds} | {rank} | {escape(r.engine)} | {r.text} | {r.limit} | {cpu} | {wr} |"
             )
     lines.append("")
+    sizes = sorted(
+        {(p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound)
+         for e in run.engines for p in e.phases if p.capacity is not None}
+    )  # fmt: skip
+    for name, warmup, judged, bound in sizes:
+        lines.append(
+            f"- {escape(name)}: each probe {fmt.count(warmup)} warm-up and {fmt.count(judged)} judged operations; "
+            f"at most {bound} probes per search."
+        )
+    lines.append("")
     return lines
-
-
-def searched(e: EngineResult) -> list[PhaseResult]:
-    """An engine's phases that ran a capacity search."""
-    return [p for p in e.phases if p.capacity is not None]
