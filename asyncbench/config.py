@@ -1183,8 +1183,3 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
                 where, "require_rate", f"requires a capacity of {kind!r}, and no {kind!r} phase is searched "
                 "(capacity = true on the phase, or --capacity)"
             )
-    if searched and (cfg.processes is not None or cfg.cluster is not None):
-        raise ConfigError(
-            where, "capacity", "a capacity search runs in this process's workers; --processes and --cluster "
-            "are not supported with it yet"
-        )

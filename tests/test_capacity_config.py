@@ -69,7 +69,6 @@ def test_bad_capacity_plan_exit_2_nothing_created(
         (["--capacity", "--slo", "p99=2ms", "--require-rate", "read_by_id"], "--require-rate", "KIND=RATE"),
         (["--slo", "p99=2ms", "--require-rate", "read_by_id=5k"], "require_rate", "no 'read_by_id' phase is searched"),
         (["--capacity", "--slo", "p99=2ms", "--rate", "1k"], "capacity", "own rates"),
-        (["--capacity", "--slo", "p99=2ms", "--processes", "2"], "capacity", "not supported"),
     ],
 )
 def test_bad_capacity_flags_exit_2_nothing_created(

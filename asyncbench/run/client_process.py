@@ -39,6 +39,7 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, split
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
@@ -344,6 +345,24 @@ class ClientProcess:
         finally:
             self._running = None
             recorder.close()
+
+    async def probe(self, index: int, number: int, rate: float, length: int, release_at: float) -> ProbePart:
+        """Probe ``number`` of a capacity search of phase ``index``: this process's workers
+        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity_remote)."""
+        return await self._call(self._probe, index, number, rate, length, release_at)
+
+    async def _probe(self, index: int, number: int, rate: float, length: int, release_at: float) -> ProbePart:
+        cfg, plan, engine, ctx = self._cfg, self._plan, self._engine, self._ctx
+        assert cfg is not None and plan is not None and engine is not None and ctx is not None
+        assert self._level is not None
+        spec = cfg.phases[index]
+        kind = workload().phases[spec.kind]
+        items = workload().phase_items(kind, spec.stream, spec.count, plan)
+        handles = {w: engine.worker(w) for w in self._hosted}
+        return await run_probe_part(
+            self._k, kind, items, handles, ctx, self._level.workers, cfg.batch_size, spec.arrivals,
+            cfg.seed, index, number, rate, length, release_at,
+        )  # fmt: skip
 
     async def abort(self) -> None:
         """Cancel a phase under way (another process failed): its workers stop now."""

@@ -44,13 +44,15 @@ from typing import Any, TypeVar
 
 import anyio
 
-from asyncbench.config import BenchConfig, Level, to_json
+from asyncbench.config import BenchConfig, Level, slo_for, to_json
 from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
+from asyncbench.run.capacity import measure_capacity, probe_length
+from asyncbench.run.capacity_remote import ProbePart, coordinated_probe
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
@@ -62,6 +64,7 @@ from asyncbench.run.saturation import (
     host_load,
     runqueue_wait_seconds,
 )
+from asyncbench.slo import make_slo
 from asyncbench.workload import Action
 from asyncbench.workloads import workload
 
@@ -521,6 +524,9 @@ class DistributedEngineRun:
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
+        if spec.capacity:  # a capacity search of the server, driven by every client process
+            await self._capacity(index)
+            return
         sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
         self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
         # every batch of every process, as the client processes ship them (outside their time)
@@ -555,6 +561,29 @@ class DistributedEngineRun:
                 pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._loads.append(phase_load(merged, parts, waited))
         sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
+        self.result.phases.append(pr)
+        self.observer.phase_end(self.name, pr)
+
+    async def _capacity(self, index: int) -> None:
+        """Phase ``index``'s capacity (asyncbench.run.capacity): each probe runs on every
+        client process, released together (asyncbench.run.capacity_remote)."""
+        spec = self.cfg.phases[index]
+        slo = make_slo(slo_for(self.cfg, spec.kind))
+        warmup, judged = probe_length(slo)
+        self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
+
+        async def send(number: int, rate: float, release_at: float) -> list[ProbePart]:
+            return await _all(
+                [
+                    self._named(k, partial(a.probe, index, number, rate, warmup + judged, release_at))
+                    for k, a in enumerate(self.actors)
+                ]
+            )
+
+        probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
+        found, ops, seconds = await measure_capacity(probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats)
+        pr = phase_row(index, spec, ops, seconds)
+        pr.capacity = found
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 

@@ -1,0 +1,46 @@
+"""A capacity search with ``--processes K``: the capacity of a server driven by K client
+processes. Every probe's checksum is that of the same probe run in one process (the same
+slice of the stream, folded over the same P workers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import postgres_expected, run_asyncbench
+
+needs_postgres = pytest.mark.skipif(
+    not postgres_expected(),
+    reason='no PostgreSQL server: set PGHOST/PGPORT/... (eval "$(scripts/postgres-server start)")',
+)
+
+PLAN = (
+    '[run]\nprofiles = 1500\nengines = ["postgres"]\nparallelism = 2\n'
+    '[[phase]]\nkind = "insert"\n[[phase]]\nkind = "read_by_id"\ncapacity = true\n[[phase]]\nkind = "verify"\n'
+    '[slo]\np90 = "50ms"\n'
+)
+
+
+def _probes(tmp: Path, *flags: str) -> dict[int, str]:
+    plan = tmp / "plan.toml"
+    tmp.mkdir()
+    plan.write_text(PLAN)
+    r = run_asyncbench(tmp, str(plan), "--capacity-range", "200,1600", *flags, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "    capacity " in r.stdout and "capacity scorecard" in r.stdout
+    (result,) = sorted((tmp / "out").glob("profiles-*/asyncbench-*.json"))
+    cap = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]["capacity"]
+    assert cap["capacity"] is not None or cap["limited_by"], cap
+    assert 1 <= len(cap["probes"]) <= cap["probe_bound"]
+    return {p["number"]: p["checksum"] for p in cap["probes"]}
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_capacity_with_client_processes_has_the_checksums_of_one_process(tmp_path: Path) -> None:
+    scaled = _probes(tmp_path / "scaled", "--processes", "2")
+    alone = _probes(tmp_path / "alone")
+    common = sorted(set(scaled) & set(alone))
+    assert common, (scaled, alone)
+    assert all(scaled[k] == alone[k] for k in common), (scaled, alone)
