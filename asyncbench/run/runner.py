@@ -261,7 +261,8 @@ class EngineRun:
             self.observer.phase_end(self.name, pr)
             return
         items = workload().phase_items(kind, spec.stream, spec.count, self.plan)
-        self.observer.phase_start(self.name, spec.name, len(items), spec.kind, spec.stream)
+        # a capacity search's operations are its probes', not known ahead: a pulsing bar
+        self.observer.phase_start(self.name, spec.name, 0 if spec.capacity else len(items), spec.kind, spec.stream)
         checksum: str | None = None
         ops = retries = 0
         meter = CostMeter(engine) if cost_enabled() else None
