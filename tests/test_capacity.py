@@ -131,3 +131,23 @@ def test_fixed_service_time_capacity_is_workers_over_service_time() -> None:
     assert found.capacity is not None
     assert abs(found.capacity - expected) <= 0.1 * expected, [(p.rate, p.achieved, p.limit) for p in found.probes]
     assert len(found.probes) <= probe_bound(start, low, high) == math.ceil(math.log2(high / start)) + 1 + 4
+
+
+def test_probe_bound_holds_whatever_the_verdicts() -> None:
+    """Near the capacity a loaded machine makes verdicts noisy (a lower rate may fail, a
+    higher pass): the search still ends within the stated bound, at a passing rate."""
+    import random
+
+    slo = parse_slo_text("p90=10ms")
+    for seed in range(200):
+        rng = random.Random(seed)
+        low, high = rng.choice([(1.0, 1e6), (100.0, 200.0), (500.0, 64_000.0), (10.0, 11.0)])
+        start = math.sqrt(low * high)
+
+        async def noisy(number: int, rate: float, rng: random.Random = rng) -> ProbeRun:
+            return _run([1.0 if rng.random() < 0.5 else 50.0] * 100, rate)
+
+        found = anyio.run(search, noisy, slo, start, low, high)
+        assert len(found.probes) <= probe_bound(start, low, high), (seed, [p.rate for p in found.probes])
+        if found.capacity is not None:
+            assert any(p.passed and p.rate == found.capacity for p in found.probes)
