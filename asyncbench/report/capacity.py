@@ -205,8 +205,8 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
         "",
         "The highest target rate at which the achieved rate is within 5 % of the target, response time "
         "(from each operation's intended start) meets every bound, and the backlog stays bounded "
-        "([docs/capacity.md](docs/capacity.md)). Mean of the searches, with its 95 % interval when "
-        "there are several.",
+        "(docs/capacity.md in the asyncbench repository). Mean of the searches, with its 95 % interval "
+        "when there are several.",
         "",
         "| phase | bounds | rank | engine | capacity | limited by | CPU µs/op | written/op |",
         "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |",
@@ -220,10 +220,10 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
             )
     lines.append("")
     sizes = sorted(
-        {(p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound)
+        {(p.index, p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound)
          for e in run.engines for p in e.phases if p.capacity is not None}
-    )  # fmt: skip
-    for name, warmup, judged, bound in sizes:
+    )  # fmt: skip (in plan order)
+    for _, name, warmup, judged, bound in sizes:
         lines.append(
             f"- {escape(name)}: each probe {fmt.count(warmup)} warm-up and {fmt.count(judged)} judged operations; "
             f"at most {bound} probes per search."
