@@ -59,6 +59,10 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     assert "## Capacity under the latency bounds" in text
     assert "each probe 100 warm-up and 1_000 judged operations" in text
     assert text.index("## Capacity under the latency bounds") < text.index("## Total By Engine")  # at the top
+    # the probes' mixed throughput is no figure: the phase table shows the capacity, the
+    # throughput chart leaves the phase out (here its only lookup: no chart), the capacity chart shows it
+    assert any(x.startswith("| read by user id | ") and "| capacity " in x for x in text.splitlines())
+    assert "Lookup Throughput" not in text and "Capacity Under The Latency Bound" in text
 
 
 def test_capacity_met_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -354,8 +354,11 @@ def _throughput(
 
 
 def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
-    """Plan positions of the operation phases in ``groups``, in plan order."""
-    return [i for i, p in enumerate(run.phases) if p.kind.group in groups]
+    """Plan positions of the operation phases in ``groups``, in plan order; a capacity
+    search's phase is left out (its probes ran at many rates: their mean throughput is no
+    bar; the capacity chart shows it)."""
+    searched = {p.index for e in run.engines for p in e.phases if p.capacity is not None}
+    return [i for i, p in enumerate(run.phases) if p.kind.group in groups and i not in searched]
 
 
 def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:

@@ -21,6 +21,7 @@ from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
 from asyncbench.report import chart_limit, headline
 from asyncbench.report import markdown as md
+from asyncbench.report.capacity import capacity_text
 from asyncbench.report.capacity import markdown_lines as capacity_section
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.cost_table import COST_NOTE
@@ -147,7 +148,10 @@ def write_readiness(run: RunResult) -> list[str]:
 
 def _rate(groups: dict[str, EngineRuns], engine: str, p: PhaseResult) -> str:
     """Throughput of a phase: the median of the measured repeats with its spread when
-    there are several (``12_345/s ± 3.1%``), flagged when unstable."""
+    there are several (``12_345/s ± 3.1%``), flagged when unstable. A capacity search's
+    phase shows its capacity (its probes' throughput mixes many rates)."""
+    if p.capacity is not None:
+        return f"capacity {capacity_text(p.capacity)}"
     tp = groups[engine].throughput(p.index) if engine in groups else None
     if tp is None or tp.n < 2:
         return fmt.rate(p.ops, p.seconds)
@@ -163,7 +167,7 @@ def _engine_phase_columns(groups: dict[str, EngineRuns], engine: str) -> list[Co
         Column("Operations", "r", lambda p: fmt.count(p.ops)),
         Column("Time", "r", lambda p: fmt.ms(p.seconds)),
         Column("Throughput", "r", rate),
-        Column("Checksum", "l", lambda p: f"`{p.checksum}`"),
+        Column("Checksum", "l", lambda p: "per probe" if p.capacity is not None else f"`{p.checksum}`"),
     ]
 
 
