@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from asyncbench import fmt
 from asyncbench.measure.stats import Summary
-from asyncbench.result import Capacity, PhaseResult, RunResult
+from asyncbench.result import NO_SERVER, Capacity, PhaseResult, RunResult
 
 __all__ = [
     "ScoreRow",
@@ -95,9 +95,14 @@ def _cost(p: PhaseResult) -> tuple[float | None, float | None]:
     c = p.cost
     if c is None or not p.ops:
         return None, None
-    cpu = None if c.client_cpu_seconds is None else (c.client_cpu_seconds + (c.server_cpu_seconds or 0)) / p.ops * 1e6
-    written = [x for x in (c.client_write_bytes, c.server_write_bytes) if x is not None]
-    return cpu, (sum(written) / p.ops if written else None)
+    # client + server; a part not measured makes the total not measured (as the cost table),
+    # except where there is no server (an in-process engine: the client's is the whole)
+    server = c.server_cpu_seconds
+    if server is None and c.not_measured.get("server_cpu") == NO_SERVER:
+        server = 0.0
+    cpu = None if c.client_cpu_seconds is None or server is None else (c.client_cpu_seconds + server) / p.ops * 1e6
+    written = c.write_bytes
+    return cpu, (None if written is None else written / p.ops)
 
 
 def scorecard(run: RunResult) -> dict[int, list[ScoreRow]]:
