@@ -146,3 +146,26 @@ def test_scorecard_ranks_engines_by_capacity_and_gates_name_each(tmp_path: Path,
     assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
     short = gate_failures(run, {"read_by_id": 500.0})
     assert [x.split(",")[0] for x in short] == ["CAPACITY BELOW REQUIRED: engine slow", "CAPACITY BELOW REQUIRED: engine none"]
+
+
+def test_scorecard_pools_the_runs_repeats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--repeat``: each repeat's searches pool into one capacity with its interval; a
+    warm-up repeat is left out."""
+    import copy
+
+    from asyncbench.report.capacity import scorecard
+
+    _, _, doc = _run(tmp_path, capsys)
+    first = doc["engines"][0]
+    first["phases"][1]["capacity"].update(capacities=[1000.0], capacity=1000.0, at_ceiling=False)
+    second = copy.deepcopy(first)
+    second["repeat"] = 1
+    second["phases"][1]["capacity"].update(capacities=[1200.0], capacity=1200.0)
+    warm = copy.deepcopy(first)
+    warm["repeat"], warm["warmup"] = 2, True
+    warm["phases"][1]["capacity"].update(capacities=[9000.0], capacity=9000.0)
+    doc["engines"] = [first, second, warm]
+    doc["repeat"] = 3
+    (row,) = scorecard(RunResult.from_json(orjson.dumps(doc)))[1]
+    assert row.capacity == 1100.0
+    assert row.text.startswith("1_100/s (95% ")
