@@ -63,6 +63,9 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     # throughput chart leaves the phase out (here its only lookup: no chart), the capacity chart shows it
     assert any(x.startswith("| read by user id | ") and "| capacity " in x for x in text.splitlines())
     assert "Lookup Throughput" not in text and "Capacity Under The Latency Bound" in text
+    # the headline ranks by capacity, and runs no race of the search's times
+    assert "- capacity, read by user id (p90 ≤ 50 ms): memory " in text
+    assert "\n- lookup:" not in text.split("## ", 1)[0]
 
 
 def test_capacity_met_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

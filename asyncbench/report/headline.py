@@ -23,6 +23,7 @@ from asyncbench import fmt
 from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
+from asyncbench.report.capacity import scorecard
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
 from asyncbench.workload import Action, Group
 
@@ -110,7 +111,10 @@ def _ratio(r: float) -> str:
 def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str | None:
     """One group's verdict; harness-floor engines (they store nothing) are left out of the
     race when a real engine ran, as the charts scale to the fastest real engine."""
-    indexes = [i for i, spec in enumerate(run.phases) if spec.kind.group is group]
+    # a capacity search's phase is no race of times (its probes ran at many rates): the
+    # capacity scorecard ranks it
+    searched = {p.index for e in run.engines for p in e.phases if p.capacity is not None}
+    indexes = [i for i, spec in enumerate(run.phases) if spec.kind.group is group and i not in searched]
     if not indexes:
         return None
     timed = [i for i in indexes if not _at_rate(run, i)]
@@ -215,6 +219,9 @@ def build(run: RunResult) -> Headline:
         line = _group_line(ran, groups, group)
         if line:
             h.groups.append(line)
+    for rows in scorecard(ran).values():  # capacity searches: the engines by capacity
+        ranked = "; ".join(f"{r.engine} {r.text}" for r in rows)
+        h.groups.append(f"capacity, {rows[0].phase} ({rows[0].bounds}): {ranked}")
     h.checksums = _checksums(ran)
     if any(len(g.measured) < 2 for g in groups) and len(groups) > 1:
         h.groups.append("significance: untested, an engine ran once (--repeat 3 or more tests it)")
