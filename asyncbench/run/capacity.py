@@ -244,7 +244,7 @@ def local_probe(
     phase execution (:func:`~asyncbench.run.phase_loop.run_operations`), and returns every
     operation's response time (end minus intended start), ordered by intended start."""
     from asyncbench.rate import Arrivals
-    from asyncbench.run.phase_loop import run_operations
+    from asyncbench.run.dispatch import run_operations
 
     warmup, judged = probe_length(slo)
     length = warmup + judged
@@ -345,11 +345,11 @@ async def capacity_of_phase(
     from asyncbench.config import slo_for
     from asyncbench.rate import Arrivals
     from asyncbench.slo import make_slo
-    from asyncbench.workloads.profile_store.phases import PHASES
+    from asyncbench.workloads import workload
 
     slo = make_slo(slo_for(cfg, spec.kind))
     handles = [engine.worker(w) for w in range(engine.config.workers)]
     probe = local_probe(
-        PHASES[spec.kind], items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index
+        workload().phases[spec.kind], items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index
     )
     return await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats)

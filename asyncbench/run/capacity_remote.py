@@ -28,7 +28,7 @@ from asyncbench.run.capacity import ProbeFn, ProbeRun, probe_items
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import partition, run_batches_at
 from asyncbench.run.schedule import WorkerSchedule
-from asyncbench.workloads.profile_store.checksum import Checksum, combine
+from asyncbench.workloads import workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
 
@@ -76,7 +76,7 @@ async def run_probe_part(
             offsets.append(np.asarray(intended, dtype=np.int64) - start_ns)
             responses.append(np.asarray(marks[1:], dtype=np.int64) - np.asarray(intended, dtype=np.int64))
 
-    sums = {w: Checksum() for w in handles}
+    sums = {w: workload().checksum() for w in handles}
     ends: list[float] = []
     ledger = LoopLedger()
     target = Rate(rate, Arrivals(arrivals))
@@ -112,7 +112,7 @@ def merged_probe(parts: Sequence[ProbePart]) -> ProbeRun:
     order = np.argsort(offsets, kind="stable")
     seconds = max(p.end for p in parts) - min(p.release for p in parts)
     sums = {w: cs for p in parts for w, cs in p.checksums.items()}
-    checksum = combine([sums[w] for w in sorted(sums)]) if sums else Checksum().hex()
+    checksum = workload().combine([sums[w] for w in sorted(sums)]) if sums else workload().checksum().hex()
     return ProbeRun(responses[order], responses.size / seconds if seconds > 0 else float("inf"), checksum)
 
 
