@@ -8,9 +8,9 @@ each engine and EVERY operation phase kind this times, on the same store:
 
 * (A) the engine's batch call through
   :func:`asyncbench.run.phase_loop.run_operations`, with the phase-table row
-  (``workload().phases[kind]``), ``PhaseContext.for_seed``, batches of ``--batch``, the
-  checksum fold and a batch hook that does what the runner's does
-  (``PhaseRecorder.add`` of the per-operation marks, then the observer's
+  (``workload().phases[kind]``), ``PhaseContext.for_seed``, batches of
+  ``--batch``, the checksum fold and a batch hook that does what the runner's
+  does (``PhaseRecorder.add`` of the per-operation marks, then the observer's
   ``batch``): the phase time is the loop's own ``PhaseOutcome.seconds``, as the
   runner reports it;
 * (B) a plain loop with the same binding on the event-loop thread, doing the
