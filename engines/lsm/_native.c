@@ -4,11 +4,14 @@
  * Import it through engines/lsm/native.py, never directly: that module falls back to the
  * pure-Python path (merging_iterator.merge into SegmentWriter.add) when this is not built.
  *
- * write_blocks(fd, pos, sources, step, drop_tombstones) merges sorted sources (newest
- * first: a memtable's dict, or a segment's (buffer, offsets, lengths, crcs[, file_mapping]):
- * with file_mapping true, pages behind the read position are released, seg_drop_behind) and writes
- * the result as data blocks of `step` entries at byte `pos` of `fd`, byte for byte what
- * block.encode_many / SegmentWriter.add write for the same entries (tests/test_lsm_native.py).
+ * write_blocks(fd, pos, sources, step, drop_tombstones[, level]) merges sorted sources (newest
+ * first: a memtable's dict, or a segment's (buffer, offsets, lengths, crcs[, file_mapping[,
+ * raw_lengths]]): with file_mapping true, pages behind the read position are released,
+ * seg_drop_behind; with raw_lengths, the blocks are compressed (zlib format) and decompress to
+ * those lengths) and writes the result as data blocks of `step` entries at byte `pos` of `fd`,
+ * byte for byte what block.encode_many / SegmentWriter.add write for the same entries
+ * (tests/test_lsm_native.py); with level 1..9, each block compressed at that zlib level, as
+ * SegmentWriter(compress=True) stores it (segment format 3, tests/test_lsm_compression.py).
  * Why: profiled, a stabilization spent ~40 % reading memtables in key order and ~40 %
  * encoding blocks in Python, RocksDB's in C++. Here the only work under the GIL is taking
  * the dict's entries (one pass, references held) and building the index lists at the end;
@@ -21,7 +24,14 @@
  * buffer is held through the buffer protocol (an mmap cannot be closed while exported).
  *
  * Returns (first_keys: list[bytes], offsets: bytes of u64, lengths: bytes of u32,
- * crcs: bytes of u32, last_key: bytes | None, entries, live, end_pos).
+ * crcs: bytes of u32, last_key: bytes | None, entries, live, end_pos, raw_lengths: bytes of
+ * u32): lengths and crcs are of the stored bytes, raw_lengths of the blocks decompressed.
+ *
+ * A compressed source block is decompressed into a buffer of its own. Entries point into
+ * it until they are encoded, so when the source moves on, its previous buffer is freed at
+ * once unless an entry of the block being filled points into it; then it waits in the
+ * writer's `grave` until that block is encoded (at most `step` of them). The last key
+ * written is copied (its order check outlives its source block).
  * A damaged source block raises BlockCorrupt(source_index, block_index, reason).
  */
 #define PY_SSIZE_T_CLEAN
@@ -36,6 +46,13 @@
 #include <zlib.h>
 
 static PyObject *BlockCorrupt;
+
+typedef struct Writer Writer;
+static int w_retire(Writer *w, unsigned char *old, size_t len);
+
+/* zlib inflates at most about 1032:1: a recorded length beyond this is damage, refused
+ * before anything is allocated for it. */
+#define MAX_INFLATE(stored) (1032ULL * (uint64_t)(stored) + 64)
 
 typedef struct {
     const unsigned char *k;
@@ -101,7 +118,11 @@ typedef struct {
     Entry *ents;
     Py_ssize_t nents, at;
     /* segment */
-    Py_buffer buf, offs, lens, crcs;
+    Py_buffer buf, offs, lens, crcs, rawl;
+    int compressed;               /* blocks stored compressed; rawl their lengths */
+    unsigned char *dbuf;          /* the current block decompressed (compressed sources) */
+    size_t dlen;
+    Writer *w;                    /* where a decompressed block goes when the source moves on */
     int drop;                     /* a file mapping: release pages behind the merge */
     size_t dropped;               /* bytes of buf released so far (page multiple) */
     Py_ssize_t nblocks, blk;      /* next block to load */
@@ -172,6 +193,35 @@ seg_load(Source *s, Py_ssize_t si, Fail *fail)
     if ((uint32_t)crc32(0L, b, len) != crc) {
         fail->reason = "checksum mismatch";
         return -1;
+    }
+    if (s->compressed) {
+        uint32_t raw;
+        memcpy(&raw, (const char *)s->rawl.buf + 4 * i, 4);
+        if (raw < 4 || (uint64_t)raw > MAX_INFLATE(len)) {
+            fail->reason = "recorded decompressed length impossible";
+            return -1;
+        }
+        unsigned char *d = malloc(raw);
+        if (d == NULL) {
+            fail->reason = "out of memory decompressing it";
+            return -1;
+        }
+        uLongf got = raw;
+        int zr = uncompress(d, &got, b, len);
+        if (zr != Z_OK || got != raw) {
+            free(d);
+            fail->reason = zr == Z_OK ? "decompresses to another length" : "does not decompress";
+            return -1;
+        }
+        if (s->dbuf != NULL && w_retire(s->w, s->dbuf, s->dlen) < 0) {
+            free(d);
+            fail->reason = "out of memory decompressing it";
+            return -1;
+        }
+        s->dbuf = d;
+        s->dlen = raw;
+        b = d;
+        len = raw;
     }
     uint32_t n = (uint32_t)b[0] | ((uint32_t)b[1] << 8);
     uint32_t w = (uint32_t)b[2] | ((uint32_t)b[3] << 8);
@@ -293,11 +343,16 @@ buf_reserve(Buf *b, size_t extra)
     return 0;
 }
 
-typedef struct {
+struct Writer {
     int fd;
+    int level;                    /* zlib level of the blocks written; 0: stored plain */
     uint64_t pos;                 /* file position of out.p[0] */
     Buf out;                      /* encoded blocks not yet written */
-    Buf idx_off, idx_len, idx_crc;
+    Buf scratch;                  /* a block before it is compressed */
+    Buf idx_off, idx_len, idx_crc, idx_raw;
+    Buf lastk;                    /* the last key written, copied */
+    Buf grave;                    /* (pointer, length) of decompressed source blocks that
+                                     entries of the block being filled point into */
     Entry *firsts;                /* first key of every block: klen, and vlen = its offset in fkeys */
     Buf fkeys;                    /* the first keys' bytes, copied: a merge may have released
                                      the source pages they came from (seg_drop_behind) */
@@ -308,7 +363,43 @@ typedef struct {
     int has_last;
     long long entries, live;
     int err;                      /* errno of a failed write; -1: out of memory */
-} Writer;
+};
+
+typedef struct {
+    unsigned char *p;
+    size_t len;
+} Grave;
+
+/* A compressed source moved past a decompressed block: free it now, or keep it until the
+ * block being filled is encoded if one of its entries points into it. */
+static int
+w_retire(Writer *w, unsigned char *old, size_t len)
+{
+    for (uint32_t j = 0; j < w->npend; j++) {
+        const unsigned char *k = w->pend[j].k, *v = w->pend[j].v;
+        if ((k >= old && k < old + len) || (v != NULL && v >= old && v < old + len)) {
+            if (buf_reserve(&w->grave, sizeof(Grave)) < 0)
+                return -1;
+            Grave g = {old, len};
+            memcpy(w->grave.p + w->grave.len, &g, sizeof(Grave));
+            w->grave.len += sizeof(Grave);
+            return 0;
+        }
+    }
+    free(old);
+    return 0;
+}
+
+static void
+w_bury(Writer *w)
+{
+    for (size_t at = 0; at < w->grave.len; at += sizeof(Grave)) {
+        Grave g;
+        memcpy(&g, w->grave.p + at, sizeof(Grave));
+        free(g.p);
+    }
+    w->grave.len = 0;
+}
 
 static int
 w_flush(Writer *w)
@@ -347,13 +438,15 @@ w_block(Writer *w)
         vbytes += (size_t)e[j].vlen;
     }
     size_t size = 4 + (fixed ? 5 : 9) * (size_t)n + kbytes + vbytes;
-    if (kbytes > 0xFFFFFFFFu || vbytes > 0xFFFFFFFFu) {
+    if (kbytes > 0xFFFFFFFFu || vbytes > 0xFFFFFFFFu || size > 0xFFFFFFFFu) {
         w->err = EFBIG;
         return -1;
     }
-    if (buf_reserve(&w->out, size) < 0 || buf_reserve(&w->idx_off, 8) < 0 ||
+    size_t room = w->level ? (size_t)compressBound((uLong)size) : size;
+    if (buf_reserve(&w->out, room) < 0 || buf_reserve(&w->idx_off, 8) < 0 ||
         buf_reserve(&w->idx_len, 4) < 0 || buf_reserve(&w->idx_crc, 4) < 0 ||
-        buf_reserve(&w->fkeys, (size_t)e[0].klen) < 0) {
+        buf_reserve(&w->idx_raw, 4) < 0 || buf_reserve(&w->fkeys, (size_t)e[0].klen) < 0 ||
+        (w->level && buf_reserve(&w->scratch, size) < 0)) {
         w->err = -1;
         return -1;
     }
@@ -367,7 +460,7 @@ w_block(Writer *w)
         w->firsts = f;
         w->capfirsts = cap;
     }
-    unsigned char *b = w->out.p + w->out.len, *p = b;
+    unsigned char *b = w->level ? w->scratch.p : w->out.p + w->out.len, *p = b;
     p[0] = (unsigned char)n;
     p[1] = (unsigned char)(n >> 8);
     p[2] = (unsigned char)(fixed ? width : 0);
@@ -396,7 +489,18 @@ w_block(Writer *w)
         p += e[j].vlen;
     }
     uint64_t off = w->pos + w->out.len;
-    uint32_t len32 = (uint32_t)size, crc = (uint32_t)crc32(0L, b, (uInt)size);
+    uLongf stored = (uLongf)size;
+    if (w->level) {
+        stored = (uLongf)room;
+        if (compress2(w->out.p + w->out.len, &stored, b, (uLong)size, w->level) != Z_OK) {
+            w->err = -1;
+            return -1;
+        }
+    }
+    uint32_t raw32 = (uint32_t)size, len32 = (uint32_t)stored;
+    uint32_t crc = (uint32_t)crc32(0L, w->out.p + w->out.len, (uInt)stored);
+    memcpy(w->idx_raw.p + w->idx_raw.len, &raw32, 4);
+    w->idx_raw.len += 4;
     memcpy(w->idx_off.p + w->idx_off.len, &off, 8);
     w->idx_off.len += 8;
     memcpy(w->idx_len.p + w->idx_len.len, &len32, 4);
@@ -411,10 +515,11 @@ w_block(Writer *w)
         memcpy(w->fkeys.p + w->fkeys.len, e[0].k, (size_t)e[0].klen);
         w->fkeys.len += (size_t)e[0].klen;
     }
-    w->out.len += size;
+    w->out.len += (size_t)stored;
     w->entries += n;
     w->live += n - dead;
     w->npend = 0;
+    w_bury(w);
     if (w->out.len >= (1 << 20))
         return w_flush(w);
     return 0;
@@ -423,6 +528,12 @@ w_block(Writer *w)
 static int
 w_add(Writer *w, const Entry *e)
 {
+    if (buf_reserve(&w->lastk, (size_t)e->klen + 1) < 0) {
+        w->err = -1;
+        return -1;
+    }
+    memcpy(w->lastk.p, e->k, (size_t)e->klen);
+    w->lastk.len = (size_t)e->klen;
     w->pend[w->npend++] = *e;
     w->last = *e;
     w->has_last = 1;
@@ -450,9 +561,19 @@ get_buffer(PyObject *o, Py_buffer *view, const char *what, Py_ssize_t itemsize)
 static PyObject *
 write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "write_blocks(fd, pos, sources, step, drop_tombstones)");
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "write_blocks(fd, pos, sources, step, drop_tombstones[, level])");
         return NULL;
+    }
+    long level = 0;
+    if (nargs == 6) {
+        level = PyLong_AsLong(args[5]);
+        if (level == -1 && PyErr_Occurred())
+            return NULL;
+        if (level < 0 || level > 9) {
+            PyErr_SetString(PyExc_ValueError, "level must be in 0..9 (0: blocks stored plain)");
+            return NULL;
+        }
     }
     long fdl = PyLong_AsLong(args[0]);
     if (fdl == -1 && PyErr_Occurred())
@@ -492,6 +613,7 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     if (S == NULL)
         return PyErr_NoMemory();
     w.fd = fd;
+    w.level = (int)level;
     w.pos = pos;
     w.step = (uint32_t)step;
     w.pend = PyMem_Malloc((size_t)step * sizeof(Entry));
@@ -540,14 +662,20 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             }
             s->nents = m;
         }
-        else if (PyTuple_Check(o) && (PyTuple_GET_SIZE(o) == 4 || PyTuple_GET_SIZE(o) == 5)) {
+        else if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) >= 4 && PyTuple_GET_SIZE(o) <= 6) {
             s->is_seg = 1;
+            s->w = &w;
             if (get_buffer(PyTuple_GET_ITEM(o, 0), &s->buf, "segment", 0) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 1), &s->offs, "offsets", 8) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 2), &s->lens, "lengths", 4) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 3), &s->crcs, "crcs", 4) < 0)
                 goto done;
-            if (PyTuple_GET_SIZE(o) == 5) {
+            if (PyTuple_GET_SIZE(o) == 6) {
+                if (get_buffer(PyTuple_GET_ITEM(o, 5), &s->rawl, "raw lengths", 4) < 0)
+                    goto done;
+                s->compressed = 1;
+            }
+            if (PyTuple_GET_SIZE(o) >= 5) {
                 int drop = PyObject_IsTrue(PyTuple_GET_ITEM(o, 4));
                 if (drop < 0)
                     goto done;
@@ -556,14 +684,15 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
                 s->drop = drop && page > 0 && ((uintptr_t)s->buf.buf % (uintptr_t)page) == 0;
             }
             s->nblocks = s->offs.len / 8;
-            if (s->lens.len / 4 != s->nblocks || s->crcs.len / 4 != s->nblocks) {
+            if (s->lens.len / 4 != s->nblocks || s->crcs.len / 4 != s->nblocks ||
+                (s->compressed && s->rawl.len / 4 != s->nblocks)) {
                 PyErr_SetString(PyExc_ValueError, "segment index columns differ in length");
                 goto done;
             }
         }
         else {
             PyErr_SetString(PyExc_TypeError,
-                            "a source is a dict or a (buffer, offsets, lengths, crcs[, file_mapping]) tuple");
+                            "a source is a dict or a (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths]]) tuple");
             goto done;
         }
     }
@@ -588,7 +717,22 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         }
         if (best < 0)
             break;
+        /* added before the sources move on: a compressed source's block buffer is
+           kept for the entries of the block being filled, and e is not one yet */
         Entry e = S[best].head;
+        if (!(drop && e.tomb)) {
+            if (w.has_last && key_cmp(e.k, e.klen, w.lastk.p, (Py_ssize_t)w.lastk.len) <= 0) {
+                fail.reason = "keys out of order";
+                fail.source = best;
+                fail.block = S[best].is_seg ? S[best].blk - 1 : -1;
+                failed = 1;
+                break;
+            }
+            if (w_add(&w, &e) < 0) {
+                failed = 2;
+                break;
+            }
+        }
         for (Py_ssize_t si = 0; si < k && !failed; si++) {
             if (S[si].has_head &&
                 (si == best || key_cmp(S[si].head.k, S[si].head.klen, e.k, e.klen) == 0)) {
@@ -598,17 +742,6 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         }
         if (failed)
             break;
-        if (drop && e.tomb)
-            continue;
-        if (w.has_last && key_cmp(e.k, e.klen, w.last.k, w.last.klen) <= 0) {
-            fail.reason = "keys out of order";
-            fail.source = best;
-            fail.block = S[best].is_seg ? S[best].blk - 1 : -1;
-            failed = 1;
-            break;
-        }
-        if (w_add(&w, &e) < 0)
-            failed = 2;
     }
     if (!failed && (w_block(&w) < 0 || w_flush(&w) < 0))
         failed = 2;
@@ -646,14 +779,15 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             }
             PyList_SET_ITEM(firsts, (Py_ssize_t)j, kb);
         }
-        PyObject *last = w.has_last ? PyBytes_FromStringAndSize((const char *)w.last.k, w.last.klen)
+        PyObject *last = w.has_last ? PyBytes_FromStringAndSize((const char *)w.lastk.p, (Py_ssize_t)w.lastk.len)
                                     : Py_NewRef(Py_None);
         /* "y#" makes None of a NULL pointer: an empty result still gives bytes */
-        result = Py_BuildValue("(Ny#y#y#NLLK)", firsts, w.idx_off.p ? (const char *)w.idx_off.p : "",
+        result = Py_BuildValue("(Ny#y#y#NLLKy#)", firsts, w.idx_off.p ? (const char *)w.idx_off.p : "",
                                (Py_ssize_t)w.idx_off.len, w.idx_len.p ? (const char *)w.idx_len.p : "",
                                (Py_ssize_t)w.idx_len.len, w.idx_crc.p ? (const char *)w.idx_crc.p : "",
                                (Py_ssize_t)w.idx_crc.len, last, w.entries,
-                               w.live, (unsigned long long)w.pos);
+                               w.live, (unsigned long long)w.pos,
+                               w.idx_raw.p ? (const char *)w.idx_raw.p : "", (Py_ssize_t)w.idx_raw.len);
     }
 
 done:
@@ -668,7 +802,15 @@ done:
             PyBuffer_Release(&s->lens);
         if (s->crcs.obj)
             PyBuffer_Release(&s->crcs);
+        if (s->rawl.obj)
+            PyBuffer_Release(&s->rawl);
+        free(s->dbuf);
     }
+    w_bury(&w);
+    free(w.grave.p);
+    free(w.scratch.p);
+    free(w.idx_raw.p);
+    free(w.lastk.p);
     for (Py_ssize_t j = 0; j < nheld; j++)
         Py_DECREF(held[j]);
     free(held);
@@ -1274,9 +1416,10 @@ PyDoc_STRVAR(encode_records_doc,
              "key, value, ... (value None: a tombstone), as wal.encode_records_py writes it.");
 
 PyDoc_STRVAR(write_blocks_doc,
-             "write_blocks(fd, pos, sources, step, drop_tombstones) -> (first_keys, offsets, lengths,\n"
-             "crcs, last_key, entries, live, end_pos): merge sorted sources (newest first: dicts or\n"
-             "(buffer, offsets, lengths, crcs) segments) into data blocks written at pos of fd.");
+             "write_blocks(fd, pos, sources, step, drop_tombstones[, level]) -> (first_keys, offsets, lengths,\n"
+             "crcs, last_key, entries, live, end_pos, raw_lengths): merge sorted sources (newest first: dicts\n"
+             "or (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths]]) segments) into data blocks\n"
+             "written at pos of fd, each compressed at zlib `level` when it is 1..9.");
 
 static PyMethodDef native_methods[] = {
     {"write_blocks", (PyCFunction)(void (*)(void))write_blocks, METH_FASTCALL, write_blocks_doc},

@@ -71,6 +71,7 @@ class LsmEngine(MarkedStore, Engine):
         "iterator_prefetch": 16,
         "block_cache_lifetime_ms": 60_000,
         "wal_mode": "async-compressed",
+        "compression_threshold_mb": 1024,
     }
 
     @classmethod

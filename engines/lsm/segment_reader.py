@@ -13,6 +13,13 @@ Caches (``cache.py``, all bounded, all through ``get_or_load`` or its bound form
 ``getter``): the *value cache* holds recently read values by key; the *key cache*
 decoded block keys (scans, mixed-width lookups); the *block cache* raw blocks for
 iterators, dropped when idle longer than the lifetime. Compaction reads bypass them.
+
+A compressed segment (format 3, written by merges of a tree past its compression
+threshold) cannot be searched in place: every read of a block decompresses it (its
+crc32, of the stored bytes, tested first; then zlib's own adler32 and the recorded
+length), and lookups and iterators get it through the block cache, so a hot block is
+decompressed once. Its lookups take the Python closure (``_compressed_lookup``), never
+``FixedLookup``; a merge copies none of its blocks verbatim.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from .segment_writer import (
     KEYS_MIXED,
     KEYS_PADDED,
     MAGIC,
-    VERSION,
+    PLAIN_VERSION,
+    READABLE_VERSIONS,
     BlockRun,
 )
 
@@ -76,7 +84,9 @@ class SegmentReader:
         self.first_keys: Any = KeyList()
         self.offsets = array("Q")  # block i's file offset
         self.lengths = array("I")  # block i's length
-        self.crcs = array("I")  # block i's crc32
+        self.crcs = array("I")  # block i's crc32 (of its stored bytes)
+        #: Format 3: block i's length decompressed; None: the blocks are stored plain.
+        self.raw_lengths: array | None = None
         self.last_key = b""
         self.min_key = b"\x01"
         with open(self.path, "rb") as f:
@@ -93,15 +103,20 @@ class SegmentReader:
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
         self.value_cache = GenerationalCache(value_cache)
-        self._blocks = blocks = _Blocks(self.path, self._mm, self.offsets, self.lengths, self.crcs)
+        self._blocks = blocks = _Blocks(self.path, self._mm, self.offsets, self.lengths, self.crcs, self.raw_lengths)
         #: Block ``i``'s bytes, bypassing the caches (the checksum is tested here).
         self.read_block = blocks.read
         #: Block ``i``'s bytes, checksum tested, through the block cache.
         self.raw_block = self.block_cache.getter(blocks.read)
-        #: Block ``i``'s keys decoded (positions absolute in the mapping), through the
-        #: key cache.
+        #: Block ``i``'s keys decoded (positions absolute in the mapping; in a compressed
+        #: segment, in the decompressed block), through the key cache.
+        if self.compressed:
+            raw = self.raw_block
+            self.block_keys = self.key_cache.getter(lambda i: block.decode_keys(raw(i)))
+            #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
+            self.get = _compressed_lookup(self, self.value_cache)
+            return
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
-        #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
         if native.fixed_lookup is not None and type(self.first_keys) is native.key_column:
             # the same lookup in one C call; what it does not handle goes to ``get``
@@ -123,8 +138,9 @@ class SegmentReader:
         magic, version, step = HEADER.unpack_from(mm, 0)
         if magic != MAGIC:
             raise CorruptSegment(self.path, 0, "bad header")
-        if version != VERSION:
-            raise CorruptSegment(self.path, 0, f"segment format {version}, this engine reads {VERSION}")
+        if version not in READABLE_VERSIONS:
+            readable = " and ".join(map(str, READABLE_VERSIONS))
+            raise CorruptSegment(self.path, 0, f"segment format {version}, this engine reads formats {readable}")
         fo = size - FOOTER_SIZE
         footer = mm[fo : fo + FOOTER.size]
         (fcrc,) = _U32.unpack_from(mm, fo + FOOTER.size)
@@ -159,6 +175,11 @@ class SegmentReader:
         end += 4 * nblocks
         self.crcs = array("I", index[end : end + 4 * nblocks])
         end += 4 * nblocks
+        if version != PLAIN_VERSION:
+            self.raw_lengths = array("I", index[end : end + 4 * nblocks])
+            end += 4 * nblocks
+        if end + 4 > len(index):
+            raise CorruptSegment(self.path, ioff, "index does not match its block count")
         (klen,) = _U32.unpack_from(index, end)
         self.last_key = index[end + 4 : end + 4 + klen]
         if len(self.first_keys) != nblocks or end + 4 + klen != len(index):
@@ -169,21 +190,40 @@ class SegmentReader:
     def __len__(self) -> int:
         return self.entries
 
+    @property
+    def compressed(self) -> bool:
+        """Whether the blocks are stored compressed (format 3)."""
+        return self.raw_lengths is not None
+
+    @property
+    def plain_size(self) -> int:
+        """The file's bytes with its blocks stored plain: what a tree's compression
+        threshold is measured in, so a tree that compressed does not fall back below it."""
+        if self.raw_lengths is None:
+            return self.size
+        return self.size - sum(self.lengths) + sum(self.raw_lengths)
+
     def renamed(self, path: Path) -> None:
         """The file was renamed (a committed ``.tmp`` published): errors name the new path."""
         self.path = self._blocks.path = Path(path)
 
     # --- blocks ---------------------------------------------------------------------
-    def native_source(self) -> tuple[mmap.mmap, array, array, array, bool]:
+    def native_source(self) -> tuple[Any, ...]:
         """This segment as a source of the compiled merge (``native.write_blocks``). The
-        last item says the buffer maps a file: the merge then releases the pages it has
+        fifth item says the buffer maps a file: the merge then releases the pages it has
         read past (they stay in the page cache), so a full merge does not hold its
-        sources resident beside the reads of its output (issue 40 item 3)."""
+        sources resident beside the reads of its output (issue 40 item 3). A sixth, the
+        decompressed lengths, says the blocks are compressed."""
+        if self.raw_lengths is not None:
+            return self._mm, self.offsets, self.lengths, self.crcs, True, self.raw_lengths
         return self._mm, self.offsets, self.lengths, self.crcs, True
 
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
         """Blocks ``i..stop-1`` (about ``max_entries`` entries at most, ending before a
-        block with tombstones when they are to be dropped) to copy verbatim, or None."""
+        block with tombstones when they are to be dropped) to copy verbatim, or None
+        (always for a compressed segment: a merge decodes its blocks)."""
+        if self.raw_lengths is not None:
+            return None
         blocks = self._blocks
         mm, offsets, shapes, ids = self._mm, self.offsets, blocks.shapes, blocks.shape_ids
         entries = dead = 0
@@ -256,22 +296,35 @@ class _Blocks:
     """A segment's blocks: where they are, their checksums and shapes. Apart from the
     reader so that ``_lookup``'s closure can hold it without holding the reader."""
 
-    __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "shapes", "shape_ids", "_shape_index")
+    __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "raw_lengths", "shapes", "shape_ids", "_shape_index")
 
-    def __init__(self, path: Path, mm: mmap.mmap, offsets: array, lengths: array, crcs: array) -> None:
+    def __init__(
+        self, path: Path, mm: mmap.mmap, offsets: array, lengths: array, crcs: array, raw_lengths: array | None
+    ) -> None:
         self.path, self.mm, self.offsets, self.lengths, self.crcs = path, mm, offsets, lengths, crcs
+        self.raw_lengths = raw_lengths
         #: Per block a shape id, 0 until the block's checksum passed; ``shapes[id]``.
         self.shape_ids = array("H", bytes(2 * len(offsets)))
         self.shapes: list[block.Shape | None] = [None]
         self._shape_index: dict[bytes, int] = {}  # block header -> shape id
 
     def read(self, i: int) -> bytes:
-        """Block ``i``'s bytes; the one place a block's checksum is tested."""
+        """Block ``i``'s bytes (decompressed); the one place a block's checksum is
+        tested, and a compressed one's decompression checked."""
         off = self.offsets[i]
         raw = self.mm[off : off + self.lengths[i]]
         if zlib.crc32(raw) != self.crcs[i]:
             raise CorruptSegment(self.path, off, f"block {i} checksum mismatch")
-        return raw
+        if self.raw_lengths is None:
+            return raw
+        size = self.raw_lengths[i]
+        try:
+            plain = zlib.decompress(raw, bufsize=max(1, size))
+        except zlib.error as exc:
+            raise CorruptSegment(self.path, off, f"block {i} does not decompress ({exc})") from None
+        if len(plain) != size:
+            raise CorruptSegment(self.path, off, f"block {i} decompresses to {len(plain)} bytes, not {size}")
+        return plain
 
     def shape(self, i: int) -> block.Shape:
         """Block ``i``'s shape; the first call tests the block's checksum."""
@@ -371,6 +424,48 @@ def _lookup(
     return get
 
 
+def _compressed_lookup(seg: SegmentReader, value_cache: GenerationalCache) -> Callable[[bytes], Any]:
+    """``SegmentReader.get`` of a compressed segment: the value cache, then the block,
+    decompressed through the block cache, searched as ``_lookup`` searches the mapping
+    (one ``find`` over a fixed-width key area; a bisect over decoded mixed keys).
+    Holds the reader's caches and tables, not the reader."""
+    raw, keys_of = seg.raw_block, seg.block_keys
+    first_block_after, last_key, min_key = seg.first_keys.bisect_right, seg.last_key, seg.min_key
+    u32, u32x2 = _U32.unpack_from, _U32X2.unpack_from
+
+    def find(key: bytes) -> Any:
+        if key > last_key or key < min_key:
+            return None
+        i = first_block_after(key) - 1
+        buf = raw(i)
+        n, width, _kx, ve, fl, ks = block.shape_at(buf)
+        if not width:
+            keys, vends, vb, fb = keys_of(i)
+            j = bisect_left(keys, key)
+            if j == len(keys) or keys[j] != key:
+                return None
+            if buf[fb + j]:
+                return TOMBSTONE
+            return buf[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+        if len(key) != width:
+            return None
+        ke = ks + n * width  # values follow the keys
+        p = buf.find(key, ks, ke)
+        while p >= 0 and (p - ks) % width:  # a match across two keys
+            p = buf.find(key, p + 1, ke)
+        if p < 0:
+            return None
+        j = (p - ks) // width
+        if buf[fl + j]:
+            return TOMBSTONE
+        if j:
+            a, b = u32x2(buf, ve + 4 * (j - 1))
+            return buf[ke + a : ke + b]
+        return buf[ke : ke + u32(buf, ve)[0]]
+
+    return value_cache.getter(find)
+
+
 class SegmentCursor(Cursor):
     """A segment's entries for :func:`~asyncbench.engines.lsm.merging_iterator.merge`."""
 
@@ -440,7 +535,7 @@ class SegmentCursor(Cursor):
         vs: list[bytes | None] = []
         want = i + self._want
         need = self._min + self._j  # entries before the seek position are cut off below
-        if self._keys_only:
+        if self._keys_only and seg.raw_lengths is None:
             mm, block_keys = seg._mm, seg.block_keys
             flags = bytearray()
             while i < stop and (i < want or len(ks) < need):
@@ -449,6 +544,13 @@ class SegmentCursor(Cursor):
                 flags += mm[fb : fb + len(keys)]
                 i += 1
             vs = [None if f else NOT_READ for f in flags] if 1 in flags else [NOT_READ] * len(ks)
+        elif self._keys_only:  # compressed: the keys' flags are in the decompressed block
+            raw = seg.raw_block if self._cached else seg.read_block
+            while i < stop and (i < want or len(ks) < need):
+                k, v = block.decode(raw(i))
+                ks += k
+                vs += [NOT_READ if x is not None else None for x in v]
+                i += 1
         else:
             read = seg.raw_block if self._cached else seg.read_block
             while i < stop and (i < want or len(ks) < need):

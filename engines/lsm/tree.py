@@ -68,6 +68,8 @@ MAX_SEGMENTS = 8
 #: 1_024). A larger figure (2**63 - 1) is a typo that would let a cache grow with the store
 #: until the machine swaps.
 MAX_CACHE_ENTRIES = 100_000_000
+#: The largest compression threshold (1 TiB): beyond it "never" is meant; say so with it.
+MAX_COMPRESSION_THRESHOLD_MB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,12 @@ class TreeOptions:
     iterator_prefetch: int = 16
     block_cache_lifetime_ms: int = 60_000
     wal_mode: str = "async-compressed"
+    #: A merge writes compressed blocks (segment format 3) once the tree's segments would
+    #: take at least this many MiB stored plain; flushes, and merges below it, write plain
+    #: blocks that lookups search in place. 0: every merge compresses. Why 1024: RocksDB's
+    #: reference options compress below a 1 GiB base level, so the two compress the same
+    #: stores (at 10M profiles only the profiles tree passes it); measured in docs/lsm.md.
+    compression_threshold_mb: int = 1024
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -103,6 +111,11 @@ class TreeOptions:
                 raise ValueError(f"{name} must be from 0 to at most {MAX_CACHE_ENTRIES:_d} entries, got {getattr(self, name)!r}")
         if self.block_cache_lifetime_ms < 1:
             raise ValueError("block_cache_lifetime_ms must be >= 1")
+        if not 0 <= self.compression_threshold_mb <= MAX_COMPRESSION_THRESHOLD_MB:
+            raise ValueError(
+                f"compression_threshold_mb must be from 0 to {MAX_COMPRESSION_THRESHOLD_MB:_d} MiB, "
+                f"got {self.compression_threshold_mb!r}"
+            )
 
     @classmethod
     def from_mapping(cls, m: dict[str, Any]) -> TreeOptions:
@@ -531,9 +544,16 @@ class LsmTree:
         # Tombstones can be dropped only when the oldest segment takes part.
         return self._merge(self.segments[start:stop], drop_tombstones=stop == len(self.segments))
 
+    def compresses(self) -> bool:
+        """Whether a merge now writes compressed blocks: the tree's segments, stored
+        plain, reach ``compression_threshold_mb`` (measured plain, so a tree that
+        compressed stays past it)."""
+        plain = sum(s.plain_size for s in self.segments)
+        return plain >= self.options.compression_threshold_mb << 20
+
     def _merge(self, srcs: list[SegmentReader], drop_tombstones: bool) -> Job:
         seg_id = self._new_id()
-        writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step)
+        writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step, compress=self.compresses())
         try:
             if native.ACCELERATED:  # decode, merge, encode and write in C, in a worker thread
                 yield partial(self._native_merge, writer, srcs, drop_tombstones)
