@@ -252,6 +252,7 @@ def test_repeated_phase_gets_a_distinct_name(tmp_path: Path) -> None:
         ('[engines.rocksdb]\ncompression = "zip"\n', "engines.rocksdb.compression", "compression"),
         ('[engines.lsm]\nwal_mode = "maybe"\n', "engines.lsm.wal_mode", "wal_mode"),
         ("[engines.lsm]\nsparse_array_step = 0\n", "engines.lsm.sparse_array_step", "sparse_array_step"),
+        ("[engines.lsm]\ncompression_threshold_mb = 2_000_000\n", "engines.lsm.compression_threshold_mb", "compression_threshold_mb"),
     ],
 )
 def test_engine_setting_values_are_checked_before_running(tmp_path: Path, capsys, table, key, reason) -> None:

@@ -58,6 +58,9 @@ __all__ = ["TOMBSTONE", "SegmentCursor", "SegmentReader"]
 TOMBSTONE = block.TOMBSTONE
 _U32 = struct.Struct("<I")
 _U32X2 = struct.Struct("<II")
+#: zlib's largest inflation ratio, about 1032:1: a recorded decompressed length beyond it
+#: is damage, refused before a buffer of that size is allocated (``_native.c`` alike).
+_MAX_INFLATE = 1032
 #: Blocks a segment remembers the shape of by a 16-bit id (id 0: not yet checked).
 _MAX_SHAPES = 0xFFFF
 
@@ -318,6 +321,10 @@ class _Blocks:
         if self.raw_lengths is None:
             return raw
         size = self.raw_lengths[i]
+        if not 4 <= size <= _MAX_INFLATE * len(raw) + 64:  # zlib inflates at most ~1032:1
+            raise CorruptSegment(
+                self.path, off, f"block {i} records a decompressed length of {size} bytes, impossible from {len(raw)} stored"
+            )
         try:
             plain = zlib.decompress(raw, bufsize=max(1, size))
         except zlib.error as exc:

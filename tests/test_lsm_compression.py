@@ -1,0 +1,314 @@
+"""Compressed data blocks (segment format 3, issue 40 item 2): a compressed segment reads
+what a plain one reads on every path, both merges write it, a tree compresses only its
+merges past ``compression_threshold_mb``, a damaged compressed payload whose checksum is
+right is caught, and the reference plan's checksums hold on a compressed store."""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import REFERENCE_PLAN, status_line
+
+from asyncbench.engines.lsm import native, segment_writer
+from asyncbench.engines.lsm.errors import CorruptSegment
+from asyncbench.engines.lsm.merging_iterator import NOT_READ, compact, merge
+from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader
+from asyncbench.engines.lsm.segment_writer import COMPRESSED_VERSION, HEADER, PLAIN_VERSION, SegmentWriter
+from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
+
+Items = list[tuple[bytes, bytes | None]]
+needs_native = pytest.mark.skipif(not native.ACCELERATED, reason=f"compiled writer: {native.FALLBACK_REASON}")
+
+
+def random_items(seed: int, n: int = 600, mixed: bool = False) -> Items:
+    rng = random.Random(seed)
+    keys = {b"k%06d" % rng.randrange(10 * n) for _ in range(n)}
+    if mixed:
+        keys |= {b"m%d" % rng.randrange(10 * n) for _ in range(n // 4)}
+    return [
+        (k, None if rng.random() < 0.1 else b"" if rng.random() < 0.1 else b"v%d-" % i * rng.randint(1, 30))
+        for i, k in enumerate(sorted(keys))
+    ]
+
+
+def write(path: Path, items: Items, compress: bool, step: int = 4) -> SegmentReader:
+    w = SegmentWriter(path, step, compress=compress)
+    for i in range(0, len(items), 7):  # odd slices: blocks span add() calls
+        chunk = items[i : i + 7]
+        w.add([k for k, _ in chunk], [v for _, v in chunk])
+    w.finish()
+    return SegmentReader(path, 1, key_cache=8, value_cache=8, block_cache=8)
+
+
+def everything(seg: SegmentReader, start: bytes | None = None, **kw: object) -> Items:
+    return [(k, v) for ks, vs in merge([seg.cursor(start, **kw)], False) for k, v in zip(ks, vs, strict=True)]  # type: ignore[arg-type, misc]
+
+
+def header_version(path: Path) -> int:
+    return HEADER.unpack_from(path.read_bytes(), 0)[1]
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["fixed-width", "mixed-width"])
+@pytest.mark.parametrize("step", [1, 4, 16])
+def test_a_compressed_segment_reads_what_a_plain_one_reads(tmp_path: Path, mixed: bool, step: int) -> None:
+    items = random_items(step, mixed=mixed)
+    plain = write(tmp_path / "p.sst", items, False, step)
+    packed = write(tmp_path / "c.sst", items, True, step)
+    assert header_version(plain.path) == PLAIN_VERSION and not plain.compressed
+    assert header_version(packed.path) == COMPRESSED_VERSION and packed.compressed
+    assert packed.size < plain.size  # it is compressed
+    assert packed.plain_size >= plain.size  # measured as if plain (its index has one more column)
+    assert (packed.entries, packed.live, packed.last_key) == (plain.entries, plain.live, plain.last_key)
+    rng = random.Random(step)
+    probes = [k for k, _ in items] + [b"k%06d" % rng.randrange(10_000) for _ in range(200)] + [b"", b"zz", b"k"]
+    for _ in range(2):  # the second round from the caches
+        for key in probes:
+            want, got = plain.get(key), packed.get(key)
+            assert (got is TOMBSTONE) if want is TOMBSTONE else got == want, key
+    assert everything(packed) == everything(plain) == items
+    for start in (None, b"k000500", items[len(items) // 2][0], b"m"):
+        for kw in ({}, {"keys_only": True, "min_entries": 5}, {"cached": False, "blocks": 3}):
+            assert everything(packed, start, **kw) == everything(plain, start, **kw)
+        end = items[-3][0]
+        assert everything(packed, start, end=end, inclusive=True, keys_only=True) == everything(
+            plain, start, end=end, inclusive=True, keys_only=True
+        )
+    assert any(v is NOT_READ for _, v in everything(packed, keys_only=True))
+
+
+def test_an_empty_compressed_segment(tmp_path: Path) -> None:
+    w = SegmentWriter(tmp_path / "e.sst", 4, compress=True)
+    w.finish()
+    seg = SegmentReader(tmp_path / "e.sst", 1)
+    assert seg.compressed and seg.entries == 0 and seg.get(b"a") is None and everything(seg) == []
+
+
+@pytest.mark.parametrize("version", [1, 4, 99])
+def test_a_segment_of_another_format_is_refused_naming_the_formats_read(tmp_path: Path, version: int) -> None:
+    path = write(tmp_path / "s.sst", random_items(1, 40), True).path
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<I", data, 8, version)
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptSegment, match=f"segment format {version}, this engine reads formats 2 and 3") as err:
+        SegmentReader(path, 1)
+    assert err.value.path == path
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_writer_compresses_exactly_as_the_python_writer(tmp_path: Path, seed: int) -> None:
+    items = random_items(seed, 2_000, mixed=seed == 2)
+    python = write(tmp_path / "py.sst", items, True, 16)
+    w = SegmentWriter(tmp_path / "c.sst", 16, compress=True)
+    w.add_merged([dict(items)], False)  # a memtable's dict
+    w.finish()
+    assert (tmp_path / "c.sst").read_bytes() == python.path.read_bytes()
+
+
+def merged(sources: list[SegmentReader], out: Path, compress: bool, drop: bool, compiled: bool) -> SegmentReader:
+    w = SegmentWriter(out, 4, compress=compress)
+    if compiled:
+        w.add_merged([s.native_source() for s in sources], drop)
+    else:
+        for step in compact([s.cursor(blocks=3, cached=False) for s in sources], w, drop, slice_entries=7):
+            if step is not None:
+                step()
+    w.finish()
+    return SegmentReader(out, 9)
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(True, marks=needs_native), False], ids=["compiled", "python"])
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("codecs", ["plain", "compressed", "mixed"])
+@pytest.mark.parametrize("out", [False, True], ids=["to-plain", "to-compressed"])
+def test_merges_across_codecs_match_a_dict_fold(tmp_path: Path, compiled: bool, drop: bool, codecs: str, out: bool) -> None:
+    rng = random.Random(hash((compiled, drop, codecs, out)) & 0xFFFF)
+    layers = [random_items(rng.randrange(1000), rng.randint(50, 400), mixed=rng.random() < 0.5) for _ in range(3)]
+    model: dict[bytes, bytes | None] = {}
+    for layer in layers:  # oldest first
+        model.update(layer)
+    sources = [
+        write(tmp_path / f"s{n}.sst", layer, {"plain": False, "compressed": True, "mixed": n % 2 == 0}[codecs])
+        for n, layer in enumerate(reversed(layers))  # newest first
+    ]
+    result = merged(sources, tmp_path / "out.sst", out, drop, compiled)
+    expected = sorted((k, v) for k, v in model.items() if not (drop and v is None))
+    assert result.compressed == out
+    assert everything(result) == expected
+    assert result.live == sum(v is not None for _, v in expected)
+
+
+# --- damage: a compressed payload whose checksum is right ------------------------------------
+
+
+def damaged_writer(how: str, victim: int = 3) -> SimpleNamespace:
+    """A ``zlib`` for ``segment_writer`` whose ``compress`` damages block ``victim``'s
+    payload before the writer checksums it: the stored crc32 is right for the damaged
+    bytes, as after damage that a checksum does not see."""
+    count = [0]
+
+    def compress(raw: bytes, level: int) -> bytes:
+        good = zlib.compress(raw, level)
+        count[0] += 1
+        if count[0] - 1 != victim:
+            return good
+        if how == "flip":  # inside the deflate stream
+            return good[:5] + bytes([good[5] ^ 0x55]) + good[6:]
+        if how == "adler":  # the stream intact, its adler32 of the content wrong
+            return good[:-1] + bytes([good[-1] ^ 1])
+        if how == "truncated":
+            return good[: len(good) // 2]
+        if how == "shorter":  # a valid stream of other content (one byte short)
+            return zlib.compress(raw[:-1], level)
+        if how == "garbage":
+            return b"\x00" * len(good)
+        raise AssertionError(how)
+
+    return SimpleNamespace(compress=compress, crc32=zlib.crc32)
+
+
+HOWS = ["flip", "adler", "truncated", "shorter", "garbage"]
+
+
+def damaged_segment(tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, int]:
+    """64 entries k000..k063, 4 per block, compressed, block 3 (k012..k015) damaged; the
+    path and block 3's offset."""
+    items: Items = [(b"k%03d" % i, b"value%d" % i * 5) for i in range(64)]
+    with monkeypatch.context() as m:
+        m.setattr(segment_writer, "zlib", damaged_writer(how))
+        w = SegmentWriter(tmp_path / "s.sst", 4, compress=True)
+        w.add([k for k, _ in items], [v for _, v in items])
+        w.finish()
+    seg = SegmentReader(tmp_path / "s.sst", 1)
+    off = seg.offsets[3]
+    seg.close()
+    return tmp_path / "s.sst", off
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("read", ["get", "scan", "iterate", "compact"])
+def test_a_damaged_compressed_payload_with_a_right_checksum_is_caught_on_every_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, read: str
+) -> None:
+    path, off = damaged_segment(tmp_path, how, monkeypatch)
+    seg = SegmentReader(path, 1)
+    assert seg.get(b"k000") == b"value0" * 5 and seg.get(b"k063") == b"value63" * 5  # other blocks read
+    with pytest.raises(CorruptSegment) as err:
+        if read == "get":
+            seg.get(b"k013")
+        elif read == "scan":
+            everything(seg, b"k010", keys_only=True, min_entries=50)
+        elif read == "iterate":
+            everything(seg, blocks=64)
+        else:
+            merged([seg], tmp_path / "o.sst", True, True, compiled=False)
+    assert err.value.path == path and err.value.offset == off and "block 3" in str(err.value)
+    assert "decompress" in str(err.value)
+
+
+@needs_native
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("out", [False, True], ids=["to-plain", "to-compressed"])
+def test_the_compiled_merge_catches_a_damaged_compressed_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, out: bool
+) -> None:
+    path, off = damaged_segment(tmp_path, how, monkeypatch)
+    seg = SegmentReader(path, 1)
+    w = SegmentWriter(tmp_path / "o.sst", 4, compress=out)
+    with pytest.raises(native.BlockCorrupt) as err:
+        w.add_merged([seg.native_source()], False)
+    w.abort()
+    source, blk, reason = err.value.args
+    assert (source, blk) == (0, 3) and "decompress" in reason
+
+
+def test_a_recorded_length_no_payload_can_have_is_refused_before_allocating(tmp_path: Path) -> None:
+    """The decompressed-length column is covered by the index's checksum; one that says
+    more than zlib can inflate from the block is damage, not a 4 GB allocation."""
+    seg = write(tmp_path / "s.sst", random_items(3, 100), True)
+    assert seg.raw_lengths is not None
+    seg.raw_lengths[2] = 0xFFFF_FFFF
+    with pytest.raises(CorruptSegment, match="block 2 .*length"):
+        seg.read_block(2)
+    if native.ACCELERATED:
+        w = SegmentWriter(tmp_path / "o.sst", 4)
+        with pytest.raises(native.BlockCorrupt, match="impossible"):
+            w.add_merged([seg.native_source()], False)
+        w.abort()
+
+
+# --- the tree's threshold -------------------------------------------------------------------
+
+
+def tree_options(**kw: object) -> TreeOptions:
+    base: dict[str, object] = {"mutable_segment_max_item_count": 300, "sparse_array_step": 8, "wal_mode": "none"}
+    base.update(kw)
+    return TreeOptions(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("threshold_mb", [0, 1, 1024])
+def test_a_tree_compresses_its_merges_only_past_its_threshold(tmp_path: Path, threshold_mb: int) -> None:
+    """Flushes stay plain; merges compress once the tree's segments, measured stored
+    plain, reach the threshold (here about 1.4 MiB of 2_000 values of 700 bytes)."""
+    t = LsmTree(tmp_path, tree_options(compression_threshold_mb=threshold_mb))
+    model = {}
+    for i in range(2_000):
+        key, value = b"key%05d" % i, (b"%d " % i) * 140
+        t.upsert(key, value)
+        model[key] = value
+        if i % 300 == 299:  # as the maintainer does: each flush, then the merges it makes due
+            t.flush_all()
+            t.merge_all()
+    t.flush_all()
+    t.merge_all()
+    formats = {header_version(s.path) for s in t.segments}
+    assert all(not s.compressed for s in t.segments if s.entries <= 300)  # flushes
+    plain = sum(s.plain_size for s in t.segments)
+    if threshold_mb == 0:
+        assert any(s.compressed for s in t.segments)
+        assert all(s.compressed for s in t.segments if s.entries > 300)  # every merge's output
+    elif threshold_mb == 1024:
+        assert formats == {PLAIN_VERSION}
+    else:  # 1 MiB: the tree passed it part way, and stays past it once compressed
+        assert plain >= 1 << 20 and t.compresses()
+    t.compact_all()
+    (seg,) = t.segments
+    assert seg.compressed == (threshold_mb <= 1)
+    assert sum(s.size for s in t.segments) < plain / 3 if seg.compressed else True
+    for key, value in model.items():
+        assert t.get(key) == value
+    assert [k for k, _ in t.iter()] == sorted(model)
+    t.close()
+    t = LsmTree(tmp_path, tree_options(compression_threshold_mb=threshold_mb))  # reopened
+    assert t.segments[0].compressed == (threshold_mb <= 1)
+    assert all(t.get(k) == v for k, v in model.items())
+    t.close()
+
+
+@pytest.mark.parametrize("value", [-1, 1 << 20 | 1, True, 1.5, "1024"])
+def test_a_threshold_out_of_range_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match="compression_threshold_mb"):
+        tree_options(compression_threshold_mb=value)
+
+
+def test_the_reference_checksums_hold_on_a_compressed_store(tmp_path: Path, run_cli) -> None:
+    """The spec's 17 checksums with every merge compressed (threshold 0) and memtables
+    small enough that merges run during the inserts, the updates and both
+    stabilizations; the kept store is compressed."""
+    plan = tmp_path / "reference-compressed.toml"
+    text = REFERENCE_PLAN.read_text()
+    assert "[engines.lsm]" not in text
+    plan.write_text(text + "\n[engines.lsm]\ncompression_threshold_mb = 0\nmutable_segment_max_item_count = 1500\n")
+    code, (run,), output = run_cli(str(plan), "--engine", "lsm", "--keep-data", "--no-isolate")
+    assert code == 0, output
+    (er,) = run["engines"]
+    assert status_line(er) == "ok"
+    assert {p["name"]: p["checksum"] for p in er["phases"] if p["checksum"]} == REFERENCE_CHECKSUMS
+    segments = sorted((tmp_path / "data").glob("profiles-*/lsm/*/seg-*.sst"))
+    assert len(segments) == 5 and {header_version(p) for p in segments} == {COMPRESSED_VERSION}
