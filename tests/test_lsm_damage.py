@@ -7,6 +7,7 @@ import json
 import pickle
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 import anyio
@@ -14,10 +15,11 @@ import pytest
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.kv_recovery import CleanShutdownMarker
-from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore
+from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore, native
 from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
 from asyncbench.engines.lsm.meta import encode_meta, read_meta
-from asyncbench.engines.lsm.segment_writer import SegmentWriter
+from asyncbench.engines.lsm.segment_reader import SegmentReader
+from asyncbench.engines.lsm.segment_writer import FOOTER, FOOTER_SIZE, SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
@@ -591,3 +593,67 @@ def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> No
         raised = list(group.exceptions)
     assert [e.path for e in raised] == [tree]  # type: ignore[attr-defined]
     assert not list(tree.iterdir())  # nothing was created in its place
+
+
+def rechecksum_block(path: Path, block: int, payload: bytes) -> int:
+    """Replace block ``block``'s stored bytes by ``payload`` (same length) and recompute
+    every checksum over them (the block's crc32 in the index, the index's, the footer's),
+    as damage that a checksum cannot see would leave the file; the block's offset."""
+    seg = SegmentReader(path, 0)
+    off, length, fixed = seg.offsets[block], seg.lengths[block], type(seg.first_keys) is not list
+    seg.close()
+    assert len(payload) == length and fixed
+    data = bytearray(path.read_bytes())
+    data[off : off + length] = payload
+    fo = len(data) - FOOTER_SIZE
+    ioff, ilen, entries, live, n, _icrc = FOOTER.unpack_from(data, fo)
+    width, _kind = struct.unpack_from("<II", data, ioff)
+    crcs_at = ioff + 8 + n * width + 12 * n  # first keys, then u64 offsets and u32 lengths
+    struct.pack_into("<I", data, crcs_at + 4 * block, zlib.crc32(payload))
+    footer = FOOTER.pack(ioff, ilen, entries, live, n, zlib.crc32(bytes(data[ioff : ioff + ilen])))
+    data[fo : fo + FOOTER.size] = footer
+    struct.pack_into("<I", data, fo + FOOTER.size, zlib.crc32(footer))
+    path.write_bytes(bytes(data))
+    return off
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "python"])
+def test_a_compressed_block_damaged_under_right_checksums_is_refused_naming_file_and_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """Issue 40 item 2: a compressed segment's block checksum covers its stored bytes, so
+    a payload changed with every checksum recomputed passes it; decompression (zlib's
+    adler32, the recorded length) still refuses it, on a read and in a merge."""
+    t = LsmTree(tmp_path, opts(compression_threshold_mb=0))
+    for i in range(64):
+        t.upsert(b"k%03d" % i, b"value%d " % i * 20)
+    t.flush_all()
+    for i in range(64, 80):
+        t.upsert(b"k%03d" % i, b"value%d " % i * 20)
+    t.flush_all()
+    t.compact_all()
+    (seg,) = t.segments
+    assert seg.compressed
+    path = seg.path
+    t.close()
+    stored = SegmentReader(path, 0)
+    good = stored.read_block(5), stored._mm[stored.offsets[5] : stored.offsets[5] + stored.lengths[5]]
+    stored.close()
+    payload = bytearray(good[1])
+    payload[len(payload) // 2] ^= 0x20
+    off = rechecksum_block(path, 5, bytes(payload))
+    if pure:
+        monkeypatch.setattr(native, "ACCELERATED", False)
+    t = LsmTree(tmp_path, opts(compression_threshold_mb=0))  # opens: the index checks out
+    assert t.get(b"k000") == b"value0 " * 20
+    with pytest.raises(CorruptSegment) as err:
+        t.get(b"k021")  # block 5 of 4 entries a block
+    assert err.value.path == path and err.value.offset == off and "decompress" in str(err.value)
+    t.upsert(b"k999", b"x")  # a merge through the damaged block refuses and commits nothing
+    t.flush_all()
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptSegment) as err:
+        t.compact_all()
+    assert err.value.path == path and err.value.offset == off
+    assert snapshot(tmp_path) == before
+    t.close()
