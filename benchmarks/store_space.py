@@ -41,8 +41,8 @@ def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
     """One LSM tree's segments, live and dead entries and other files (read-only: the
     manifest is read and the listed segments mapped; nothing is written or deleted).
     ``codec_estimate``: also the segments' bytes if each data block were compressed on
-    its own with zlib level 1 (the format has no compression; this says what per-block
-    compression, as RocksDB's below its base level, would save)."""
+    its own with zlib level 1 (what a tree past its ``compression_threshold_mb`` writes,
+    segment format 3: this says what it would save on a store written plain)."""
     from asyncbench.engines.lsm.merging_iterator import merge
     from asyncbench.engines.lsm.meta import read_meta
     from asyncbench.engines.lsm.segment_reader import SegmentReader
@@ -63,7 +63,14 @@ def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
                 packed = sum(len(zlib.compress(s.read_block(i), 1)) for i in range(len(s.lengths)))
                 zlib_bytes += s.size - raw + packed
         seg_rows = [
-            {"id": s.id, "bytes": s.size, "entries": s.entries, "tombstones": s.entries - s.live}
+            {
+                "id": s.id,
+                "bytes": s.size,
+                "compressed": s.compressed,
+                "plain_bytes": s.plain_size,
+                "entries": s.entries,
+                "tombstones": s.entries - s.live,
+            }
             for s in segs
         ]
     finally:
@@ -145,7 +152,10 @@ def render(rep: dict[str, Any]) -> str:
     for name, s in rep["stores"].items():
         if rep["engine"] == "lsm":
             segs = ", ".join(
-                f"seg-{r['id']} {_mb(r['bytes'])} ({r['entries']:_} entries)" for r in s["segments"]
+                f"seg-{r['id']} {_mb(r['bytes'])}"
+                + (f" compressed ({_mb(r['plain_bytes'])} plain)" if r["compressed"] else "")
+                + f" ({r['entries']:_} entries)"
+                for r in s["segments"]
             )
             other = sum(s["other_files"].values())
             out.append(

@@ -59,3 +59,23 @@ def test_a_whole_lsm_store_and_a_missing_directory(tmp_path: Path) -> None:
     assert "lsm store" in tool.render(rep)
     assert tool.main(["--engine", "lsm", str(tmp_path / "nothing")]) == 2
     assert not (tmp_path / "nothing").exists()
+
+
+def test_a_compressed_tree_reports_its_bytes_stored_and_plain(tmp_path: Path) -> None:
+    tree = LsmTree(tmp_path / "t", TreeOptions(wal_mode="none", compression_threshold_mb=0))
+    for i in range(500):
+        tree.upsert(b"%04d" % i, b"profile %d " % i * 20)
+    tree.flush_all()
+    tree.upsert(b"9999", b"last")
+    tree.flush_all()
+    tree.compact_all()  # a merge: compressed
+    tree.close()
+    tool = _tool()
+    rep = tool.lsm_tree(tmp_path / "t", codec_estimate=True)
+    (seg,) = rep["segments"]
+    assert seg["compressed"] and seg["bytes"] < seg["plain_bytes"] / 3
+    assert rep["live"] == 501
+    # the estimate of a compressed store is the store itself (the same codec, block by block)
+    assert rep["segment_bytes_blocks_zlib1"] == seg["bytes"]
+    line = tool.render({"engine": "lsm", "data": str(tmp_path), "bytes": seg["bytes"], "stores": {"t": rep}})
+    assert " compressed (" in line and " plain)" in line
