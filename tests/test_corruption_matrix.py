@@ -50,9 +50,16 @@ COUNTS = {
 STORES = {"lsm": ("profiles", "reputation-index"), "rocksdb": ("profiles", "reputation-index"), "sqlite": ("",)}
 
 
+#: Each engine's settings for every store the matrix builds.
+SETTINGS: dict[str, dict[str, object]] = {
+    "rocksdb": {"write_buffer_size_mb": 1},
+    "lsm": {"mutable_segment_max_item_count": 2_000},
+}
+
+
 def config(root: Path, engine: str, seed: int = SEED, profiles: int = N, reuse: bool = False) -> BenchConfig:
     cfg = load(ROOT / "benchmarks" / "quick.toml")
-    settings = {"rocksdb": {"write_buffer_size_mb": 1}, "lsm": {"mutable_segment_max_item_count": 2_000}}
+    settings = SETTINGS
     return dataclasses.replace(
         cfg,
         profiles=[profiles],
@@ -247,6 +254,17 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
     )
     assert counts["silent wrong result"] == 0, silent
     assert counts["refused"] > 0 and counts["reproduced"] >= 2  # intact, and the same plan's store
+
+
+@pytest.mark.slow
+def test_corruption_matrix_of_a_compressed_lsm_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same matrix on LSM stores whose every tree is compressed (segment format 3:
+    every merge compresses, and small memtables make the trees merge), so each damage
+    lands in compressed blocks (issue 40 item 2)."""
+    monkeypatch.setitem(SETTINGS, "lsm", {"mutable_segment_max_item_count": 500, "compression_threshold_mb": 0})
+    test_corruption_matrix(tmp_path, "lsm")
+    segments = list(store_of(tmp_path / "main", "lsm").glob("*/seg-*.sst"))
+    assert len(segments) == 5 and all(p.read_bytes()[8:12] == b"\x03\0\0\0" for p in segments)
 
 
 def rerecord(store: Path, engine: str) -> bool:
