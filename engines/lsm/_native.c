@@ -375,9 +375,10 @@ typedef struct {
 static int
 w_retire(Writer *w, unsigned char *old, size_t len)
 {
+    uintptr_t lo = (uintptr_t)old, hi = lo + len; /* integers: the entries point into other objects */
     for (uint32_t j = 0; j < w->npend; j++) {
-        const unsigned char *k = w->pend[j].k, *v = w->pend[j].v;
-        if ((k >= old && k < old + len) || (v != NULL && v >= old && v < old + len)) {
+        uintptr_t k = (uintptr_t)w->pend[j].k, v = (uintptr_t)w->pend[j].v;
+        if ((k >= lo && k < hi) || (v != 0 && v >= lo && v < hi)) {
             if (buf_reserve(&w->grave, sizeof(Grave)) < 0)
                 return -1;
             Grave g = {old, len};
