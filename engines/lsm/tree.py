@@ -86,10 +86,11 @@ class TreeOptions:
     wal_mode: str = "async-compressed"
     #: A merge writes compressed blocks (segment format 3) once the tree's segments would
     #: take at least this many MiB stored plain; flushes, and merges below it, write plain
-    #: blocks that lookups search in place. 0: every merge compresses. Why 1024: RocksDB's
-    #: reference options compress below a 1 GiB base level, so the two compress the same
-    #: stores (at 10M profiles only the profiles tree passes it); measured in docs/lsm.md.
-    compression_threshold_mb: int = 1024
+    #: blocks that lookups search in place. 0: every merge compresses. The default, the
+    #: largest value (1 TiB), leaves compression off in practice: a compressed point read
+    #: is about 10x a plain one (zlib; docs/lsm.md), and no 10M run has measured yet what
+    #: compressing the profiles tree there (1024, RocksDB's base level) costs the reads.
+    compression_threshold_mb: int = MAX_COMPRESSION_THRESHOLD_MB
 
     def __post_init__(self) -> None:
         for f in fields(self):
