@@ -12,10 +12,21 @@ and says so: ``asyncbench.workloads.profile_store.kernels`` (the one import poin
 ``ACCELERATED = False`` with the reason, and its ``require()`` raises.
 """
 
+import hashlib
+from pathlib import Path
+
 from setuptools import Extension, find_namespace_packages, setup
 
 #: repository folder -> installed package
 MAPPED = {"engines": "asyncbench.engines", "workloads": "asyncbench.workloads"}
+
+
+def source_digest(source: str) -> list[tuple[str, str]]:
+    """``SOURCE_SHA256``: the digest of the C source an extension is built from, which the
+    module exports and its loader checks (asyncbench/native_build.py: a build older than
+    its source falls back with the reason instead of failing a run)."""
+    digest = hashlib.sha256((Path(__file__).parent / source).read_bytes()).hexdigest()
+    return [("SOURCE_SHA256", f'"{digest}"')]
 
 
 def packages() -> list[str]:
@@ -32,6 +43,7 @@ setup(
         Extension(
             "asyncbench.workloads.profile_store._kernels",
             sources=["workloads/profile_store/_kernels.c"],
+            define_macros=source_digest("workloads/profile_store/_kernels.c"),
             extra_compile_args=["-O3"],
             optional=True,
         ),
@@ -40,6 +52,7 @@ setup(
         Extension(
             "asyncbench.engines.lsm._native",
             sources=["engines/lsm/_native.c"],
+            define_macros=source_digest("engines/lsm/_native.c"),
             libraries=["z"],
             extra_compile_args=["-O3"],
             optional=True,

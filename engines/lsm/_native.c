@@ -1450,5 +1450,11 @@ PyInit__native(void)
         Py_DECREF(m);
         return NULL;
     }
+#ifdef SOURCE_SHA256
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0) { /* setup.py: native_build.py */
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
     return m;
 }

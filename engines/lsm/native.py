@@ -25,7 +25,10 @@ import os
 import struct
 from collections.abc import Callable
 from itertools import repeat
+from pathlib import Path
 from typing import Any
+
+from asyncbench.native_build import stale_build
 
 __all__ = [
     "ACCELERATED",
@@ -94,6 +97,10 @@ else:
     except ImportError as exc:  # built without a compiler: the pure-Python path
         write_blocks = None
         FALLBACK_REASON = f"the C extension is not built ({exc})"
+    else:
+        FALLBACK_REASON = stale_build(_native, Path(__file__).with_name("_native.c"))
+    if FALLBACK_REASON is not None:
+        write_blocks = None
     else:
         write_blocks = _native.write_blocks
         BlockCorrupt = _native.BlockCorrupt

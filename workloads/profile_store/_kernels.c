@@ -1089,6 +1089,12 @@ PyInit__kernels(void)
     if (PyType_Ready(&NetRandom_Type) < 0 || (m = PyModule_Create(&kernels_module)) == NULL) {
         return NULL;
     }
+#ifdef SOURCE_SHA256
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0) { /* setup.py: native_build.py */
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
     if (PyModule_AddObjectRef(m, "NetRandom", (PyObject *)&NetRandom_Type) < 0) {
         Py_DECREF(m);
         return NULL;

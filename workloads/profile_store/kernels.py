@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
+
+from asyncbench.native_build import stale_build
 
 DISABLE_ENV = "ASYNCBENCH_NO_KERNELS"
 
@@ -37,9 +40,11 @@ def _load() -> tuple[ModuleType | None, str | None]:
     if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
     try:
-        return importlib.import_module("asyncbench.workloads.profile_store._kernels"), None
+        module = importlib.import_module("asyncbench.workloads.profile_store._kernels")
     except ImportError as exc:  # not built (no compiler), or built for another Python
         return None, f"{type(exc).__name__}: {exc}"
+    stale = stale_build(module, Path(__file__).with_name("_kernels.c"))
+    return (None, stale) if stale else (module, None)
 
 
 _compiled, FALLBACK_REASON = _load()

@@ -1,0 +1,42 @@
+"""Whether a compiled extension was built from the source next to it.
+
+Why: an editable install (``pip install -e .``) builds each C extension once; after a
+``git pull`` that changes its C source, the old build still imports, and a changed
+function signature then fails deep inside a run (the LSM's merge: ``TypeError:
+write_blocks(...)`` in a stabilization, the store lost for that run). ``setup.py`` builds
+every extension with ``SOURCE_SHA256``, the digest of its C source, and the module
+exports it; a loader compares it with the source it finds beside the package and falls
+back to the pure-Python path with the reason when they differ, so a stale build is named
+("rebuild it") instead of failing a run. Installed from a wheel there is no source beside
+the module, and nothing to compare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["REBUILD", "source_sha256", "stale_build"]
+
+#: What a user does about a stale build.
+REBUILD = "rebuild it: pip install -e ."
+
+
+def source_sha256(source: Path) -> str:
+    """The digest ``setup.py`` compiles into the extension built from ``source``."""
+    return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def stale_build(module: ModuleType, source: Path) -> str | None:
+    """Why ``module`` was not built from ``source`` (None: it was, or there is no source
+    to compare with)."""
+    try:
+        expected = source_sha256(source)
+    except OSError:  # an installed wheel ships no C source
+        return None
+    built = getattr(module, "SOURCE_SHA256", None)
+    if built == expected:
+        return None
+    was = "without a source digest" if built is None else "from another version of its source"
+    return f"the compiled {module.__name__} was built {was} ({source.name} has changed since): {REBUILD}"
