@@ -20,8 +20,10 @@ from asyncbench import fmt
 from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
 from asyncbench.slo import PERCENTILES, make_slo, parse_requirement, parse_slo_text
-from asyncbench.workload import Action, Group
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, Group, SettingError
+from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
+from asyncbench.workloads import REGISTRY as WORKLOADS
+from asyncbench.workloads import select, workload
 
 #: An engine name is also its data directory's name: one plain path component.
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -74,6 +76,9 @@ class PhaseSpec:
     over_time: bool = False
     #: Search this phase's capacity under the SLO (asyncbench.run.capacity) instead of running it once.
     capacity: bool = False
+    #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
+    #: by the workload (``Workload.phase_params``), as sorted (key, value) pairs.
+    params: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -84,6 +89,9 @@ class BenchConfig:
 
     source: str
     name: str = "profile-store"
+    workload: str = DEFAULT_WORKLOAD  # the registry name of the workload the plan runs
+    #: The workload's own section (YCSB's ``[ycsb]``), checked by the workload.
+    workload_settings: dict[str, Any] = field(default_factory=dict)
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
     parallelism: list[int] = field(default_factory=lambda: [1])  # every level, run in order
     seed: int = 570123434
@@ -133,7 +141,7 @@ class BenchConfig:
 
     def counts_for(self, profiles: int) -> Any:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
-        return workload().counts(profiles, self.limit, self.counts)
+        return workload().counts(profiles, self.limit, self.counts, self.workload_settings)
 
 
 @dataclass(frozen=True)
@@ -578,6 +586,19 @@ class PhaseSelection(ValueType):
 
 
 @dataclass(frozen=True)
+class WorkloadName(ValueType):
+    """A registered workload's name (asyncbench.workloads); reading it selects it, so the
+    plan's sections and phases are checked against that workload's vocabulary."""
+
+    def read(self, where: str, key: str, v: Any) -> str:
+        name = _str(where, key, v)
+        if name not in WORKLOADS:
+            raise ConfigError(where, key, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
+        select(name)
+        return name
+
+
+@dataclass(frozen=True)
 class EngineNames(ValueType):
     """Engine names or ``all``; also sets ``optional_engines`` (see :func:`validate_engine_names`)."""
 
@@ -616,6 +637,12 @@ RUN_KEYS: dict[str, RunKey] = {
     k.name: k
     for k in (
         RunKey("name", Name(), "the plan's name (results of one plan are compared by it)"),
+        RunKey(
+            "workload",
+            WorkloadName(),
+            "the workload the plan runs: profile_store (the default) or ycsb (docs/workloads.md)",
+            report="Workload",
+        ),
         RunKey("engines", EngineNames(), "engines to run, comma separated, or all", flag="--engine"),
         RunKey(
             "profiles",
@@ -786,7 +813,8 @@ RUN_KEYS: dict[str, RunKey] = {
 # --- phases -------------------------------------------------------------------------------
 
 
-def _phases(where: str, items: Any) -> list[PhaseSpec]:
+def _phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> list[PhaseSpec]:
+    settings = settings or {}
     if not isinstance(items, list) or not items:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
     if len(items) > MAX_PHASES:
@@ -799,11 +827,6 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
         key = f"phase[{i}]"
         if not isinstance(table, dict):
             raise ConfigError(where, key, "must be a table")
-        unknown = set(table) - PHASE_KEYS
-        if unknown:
-            raise ConfigError(
-                where, f"{key}.{sorted(unknown)[0]}", f"unknown key; allowed: {', '.join(sorted(PHASE_KEYS))}"
-            )
         if "kind" not in table:
             raise ConfigError(where, f"{key}.kind", "is required")
         kind_name = table["kind"]
@@ -812,6 +835,14 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
                 where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(workload().phases)}"
             )
         kind = workload().phases[kind_name]
+        own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
+        try:
+            params = workload().phase_params(kind, own, settings)
+        except SettingError as exc:
+            if exc.problem == "unknown key":
+                allowed = ", ".join(sorted(PHASE_KEYS))
+                raise ConfigError(where, f"{key}.{exc.key}", f"unknown key; allowed: {allowed}") from None
+            raise ConfigError(where, f"{key}.{exc.key}", exc.problem) from None
         stream = kind.streams[0] if kind.takes_stream else None
         if "stream" in table:
             if not kind.takes_stream:
@@ -898,6 +929,7 @@ def _phases(where: str, items: Any) -> list[PhaseSpec]:
             arrivals=arrivals,
             over_time=over_time,
             capacity=capacity,
+            params=tuple(sorted(params.items())),
         )
         if len(rates) < 2:
             phases.append(spec)
@@ -945,17 +977,33 @@ def load(path: str | Path) -> BenchConfig:
 
 
 def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
-    unknown = set(doc) - TOP_KEYS
+    select(DEFAULT_WORKLOAD)  # until [run] names another
+    run = doc.get("run", {})
+    if isinstance(run, dict) and "workload" in run:  # first: it decides the other keys' vocabulary
+        apply_run_key(BenchConfig(source=where), where, "run.workload", "workload", run["workload"])
+    section = workload().section
+    allowed = TOP_KEYS | ({section} if section else set())
+    unknown = set(doc) - allowed
     if unknown:
         raise ConfigError(
-            where, sorted(unknown)[0], f"unknown top-level key; allowed: {', '.join(sorted(TOP_KEYS))}"
+            where, sorted(unknown)[0], f"unknown top-level key; allowed: {', '.join(sorted(allowed))}"
         )
     cfg = BenchConfig(source=where)
-    run = doc.get("run", {})
     if not isinstance(run, dict):
         raise ConfigError(where, "run", "must be a table")
     for k, v in run.items():
         apply_run_key(cfg, where, f"run.{k}", k, v)
+    if section:
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            raise ConfigError(where, section, f"the {cfg.workload} workload needs a [{section}] table")
+        try:
+            cfg.workload_settings = workload().settings(table)
+        except SettingError as exc:
+            raise ConfigError(where, f"{section}.{exc.key}", exc.problem) from None
+        size = workload().size(cfg.workload_settings)
+        if size is not None and "profiles" not in run:
+            cfg.profiles = [size]  # the workload's size; --profiles overrides it
     counts = doc.get("counts", {})
     if not isinstance(counts, dict):
         raise ConfigError(where, "counts", "must be a table")
@@ -964,7 +1012,7 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
             raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(workload().count_names)}")
         cfg.counts[k] = _int(where, f"counts.{k}", v, 1, MAX_PROFILES * 10)
     cfg.engine_settings = _engine_settings(where, doc.get("engines", {}))
-    cfg.phases = _phases(where, doc.get("phase"))
+    cfg.phases = _phases(where, doc.get("phase"), cfg.workload_settings)
     if "slo" in doc:
         _slo_table(cfg, where, doc["slo"])
     check_phase_counts(cfg, where)
@@ -1114,6 +1162,7 @@ def from_json(data: bytes) -> BenchConfig:
     import orjson
 
     doc = orjson.loads(data)
+    select(doc.get("workload", DEFAULT_WORKLOAD))  # this process runs the plan's workload
     hints = typing.get_type_hints(BenchConfig)
     for name, value in doc.items():
         hint = hints[name]
@@ -1122,7 +1171,7 @@ def from_json(data: bytes) -> BenchConfig:
         elif typing.get_origin(hint) is set:
             doc[name] = set(value)
         elif hint == list[PhaseSpec]:
-            doc[name] = [PhaseSpec(**p) for p in value]
+            doc[name] = [PhaseSpec(**{**p, "params": tuple(map(tuple, p.get("params", ())))}) for p in value]
     return BenchConfig(**doc)
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "Group",
     "Items",
     "PhaseKind",
+    "SettingError",
     "Split",
     "StreamUse",
     "Workload",
@@ -146,6 +147,15 @@ class PhaseKind:
         return next((u for u in self.uses if u.post_update == after_update), self.uses[0])
 
 
+class SettingError(ValueError):
+    """A workload's own plan setting (its section, or a phase's own key) is wrong: the key as
+    the plan spells it and the problem; config names the file and exits 2."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key, self.problem = key, problem
+
+
 class FoldTarget(Protocol):
     """A worker's running checksum: folds each batch's result, then gives its hex."""
 
@@ -168,21 +178,38 @@ class Workload(Protocol):
     count_names: tuple[str, ...]
     #: The verify phase's operations.
     verify_ops: int
+    #: The plan's top-level table of this workload's own settings (YCSB's ``[ycsb]``), or None.
+    section: str | None
+
+    def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        """The section's settings, checked (SettingError naming the key); {} without one."""
+        ...
+
+    def size(self, settings: Mapping[str, Any]) -> int | None:
+        """The records the settings name (the default of ``profiles``), or None."""
+        ...
+
+    def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``[[phase]]``'s keys beyond the framework's (config.PHASE_KEYS), checked
+        (SettingError naming the key); a key no kind of this workload takes is refused here."""
+        ...
 
     def stream_count(self, stream: str) -> str:
         """The count that sizes a phase's stream (its name in the plan's counts)."""
         ...
 
-    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int]) -> Any:
-        """The plan's counts at ``profiles`` records, with the plan's own overrides."""
+    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int], settings: Mapping[str, Any]) -> Any:
+        """The plan's counts at ``profiles`` records, with the plan's own overrides and settings."""
         ...
 
     def draw_plan(self, counts: Any, seed: int) -> Any:
         """The plan: a pure function of (counts, seed), the same in every process."""
         ...
 
-    def phase_items(self, kind: PhaseKind, stream: str | None, count: int | None, plan: Any) -> Sequence[Any]:
-        """The operations a phase will run (lazy where the plan is)."""
+    def phase_items(
+        self, kind: PhaseKind, stream: str | None, count: int | None, plan: Any, params: Mapping[str, Any]
+    ) -> Sequence[Any]:
+        """The operations a phase will run (lazy where the plan is); ``params``: the phase's own keys."""
         ...
 
     def context(self, seed: int) -> Any:

@@ -105,6 +105,7 @@ class KvProfileStore:
         self.stores = list(stores)
         self.limit = limit
         self.place = place
+        self._usertable: Any = None
         self.values_are_pks = index_values_are_pks
         self._index_value: Callable[[bytes], bytes] = (
             (lambda pk: pk) if index_values_are_pks else (lambda pk: b"")
@@ -242,6 +243,15 @@ class KvProfileStore:
 
     def _count(self) -> int:
         return self.profiles.count()
+
+    def usertable(self) -> Any:
+        """YCSB's usertable in the ``profiles`` store, placed as this store's batches are
+        (engines/kv_ycsb_store.py; a YCSB run writes no profile, so the store is its own)."""
+        if self._usertable is None:
+            from asyncbench.engines.kv_ycsb_store import KvYcsbStore
+
+            self._usertable = KvYcsbStore(self.profiles, self.place)
+        return self._usertable
 
     # --- the ProfileStore: one placed call per batch ------------------------------------
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:

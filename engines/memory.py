@@ -91,6 +91,19 @@ class MemoryEngine(Engine):
         self.country_status = _SortedIndex()
         self.created_at = _SortedIndex()
         self.reputation = _SortedIndex()
+        self._usertable: Any = None  # YCSB's, made on first use (engines/kv_ycsb_store.py)
+
+    def usertable(self) -> Any:
+        """YCSB's usertable: an ordered dict of records, run on the event loop."""
+        if self._usertable is None:
+            from asyncbench.engines.kv_profile_store import Placement
+            from asyncbench.engines.kv_ycsb_store import DictKv, KvYcsbStore
+
+            async def here(body: Callable[..., Any], *args: Any) -> Any:
+                return body(*args)
+
+            self._usertable = KvYcsbStore(DictKv(), Placement.everywhere(here))
+        return self._usertable
 
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
         if reset:

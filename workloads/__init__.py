@@ -5,8 +5,7 @@ The framework (run, config, report, measure, cli) reaches a workload only throug
 of a workload's modules (an import-linter contract in pyproject.toml says so). Where
 workloads come from, in this order (a name is taken once):
 
-- :data:`BUILTIN`: the workloads shipped in this package (``ycsb/`` holds YCSB's pure
-  parts, not yet a runnable workload, so it is not registered);
+- :data:`BUILTIN`: the workloads shipped in this package (the profile store, YCSB);
 - the ``asyncbench.workloads`` entry-point group: a workload installed as its own package
   declares ``[project.entry-points."asyncbench.workloads"] mine = "mypackage.module:WORKLOAD"``,
   an object satisfying :class:`asyncbench.workload.Workload`.
@@ -20,13 +19,14 @@ import importlib.metadata
 
 from asyncbench.workload import Workload
 
-__all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "REGISTRY", "workload"]
+__all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "REGISTRY", "select", "selected", "workload"]
 
 #: The shipped workloads, name -> "module:attribute".
 BUILTIN: dict[str, str] = {
     "profile_store": "asyncbench.workloads.profile_store.workload:WORKLOAD",
+    "ycsb": "asyncbench.workloads.ycsb.workload:WORKLOAD",
 }
-#: The workload a plan runs (a plan names none yet: the profile store's).
+#: The workload a plan runs when its ``[run]`` names none: the profile store's.
 DEFAULT = "profile_store"
 #: The entry-point group an installed package declares its workloads in.
 ENTRY_POINT_GROUP = "asyncbench.workloads"
@@ -36,9 +36,32 @@ for _ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
     REGISTRY.setdefault(_ep.name, _ep.value.replace(" ", ""))
 
 
+#: The workload this process runs: one plan runs one workload, and every process that runs
+#: a part of it (an isolated engine's child, a client process) loads the same plan, whose
+#: ``[run] workload`` selects it (asyncbench.config), so a bare :func:`workload` is the plan's.
+_selected = DEFAULT
+
+
+def select(name: str) -> Workload:
+    """Make ``name`` the workload a bare :func:`workload` returns (KeyError: unknown)."""
+    global _selected
+    found = _load(name)
+    _selected = name
+    return found
+
+
+def selected() -> str:
+    """The name of the workload a bare :func:`workload` returns."""
+    return _selected
+
+
+def workload(name: str | None = None) -> Workload:
+    """The workload registered as ``name``, or the selected one (imported on first use)."""
+    return _load(_selected if name is None else name)
+
+
 @functools.cache
-def workload(name: str = DEFAULT) -> Workload:
-    """The workload registered as ``name`` (imported on first use)."""
+def _load(name: str) -> Workload:
     try:
         target = REGISTRY[name]
     except KeyError:

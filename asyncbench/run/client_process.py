@@ -246,7 +246,7 @@ class ClientProcess:
         assert cfg is not None and plan is not None and engine is not None
         spec = cfg.phases[index]
         kind = workload().phases[spec.kind]
-        items = workload().phase_items(kind, spec.stream, spec.count, plan)
+        items = workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
         assert self._level is not None
         parts = split(kind, items, self._level.workers)
         engine.take_retries()  # what the previous phases counted is theirs
@@ -357,7 +357,7 @@ class ClientProcess:
         assert self._level is not None
         spec = cfg.phases[index]
         kind = workload().phases[spec.kind]
-        items = workload().phase_items(kind, spec.stream, spec.count, plan)
+        items = workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
         handles = {w: engine.worker(w) for w in self._hosted}
         return await run_probe_part(
             self._k, kind, items, handles, ctx, self._level.workers, cfg.batch_size, spec.arrivals,

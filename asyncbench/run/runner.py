@@ -260,7 +260,7 @@ class EngineRun:
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
-        items = workload().phase_items(kind, spec.stream, spec.count, self.plan)
+        items = workload().phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
         # a capacity search's operations are its probes', not known ahead: a pulsing bar
         self.observer.phase_start(self.name, spec.name, 0 if spec.capacity else len(items), spec.kind, spec.stream)
         checksum: str | None = None

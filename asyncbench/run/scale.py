@@ -67,6 +67,8 @@ def largest_phase(cfg: BenchConfig, profiles_from_flag: bool = False) -> Largest
                     ops, where, key = getattr(counts, name), cfg.source, f"counts.{name}"
                 else:
                     ops, (where, key) = getattr(counts, name), by_profiles
+            elif "operations" in dict(ph.params):  # a workload's own size of the phase (YCSB's mixed)
+                ops, where, key = dict(ph.params)["operations"], cfg.source, f"phase[{i}].operations"
             else:
                 continue
             if best is None or ops > best.ops:
@@ -124,7 +126,8 @@ def notes(cfg: BenchConfig) -> list[str]:
         c = cfg.counts_for(profiles)
         # every stream but the last is skipped once per engine (id and range draws; the
         # country/status pairs cost ~10x less and are left out)
-        draws = c.reads + c.email_reads + c.queries + c.updates + c.post_reads + c.post_email_reads
+        streams = ("reads", "email_reads", "queries", "updates", "post_reads", "post_email_reads")
+        draws = sum(getattr(c, n, 0) for n in streams)  # a workload without them draws otherwise
         seconds = draws * SKIP_SECONDS_PER_DRAW
         if seconds >= 10:
             out.append(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import PhaseKind
+from asyncbench.workload import PhaseKind, SettingError
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
@@ -42,17 +42,31 @@ class ProfileStoreWorkload:
     count_names: tuple[str, ...] = COUNT_NAMES
     verify_ops = VERIFY_OPS
     reference_checksums: Mapping[str, str] = REFERENCE_CHECKSUMS
+    section = None  # no settings of its own: [run] and [counts] say everything
+
+    def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def size(self, settings: Mapping[str, Any]) -> int | None:
+        return None
+
+    def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+        if table:
+            raise SettingError(sorted(table)[0], "unknown key")
+        return {}
 
     def stream_count(self, stream: str) -> str:
         return stream_count(stream)
 
-    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int]) -> Counts:
+    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int], settings: Mapping[str, Any]) -> Counts:
         return Counts.for_profiles(profiles, limit=limit, **overrides)
 
     def draw_plan(self, counts: Counts, seed: int) -> Plan:
         return draw_plan(counts, seed)
 
-    def phase_items(self, kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
+    def phase_items(
+        self, kind: PhaseKind, stream: str | None, count: int | None, plan: Plan, params: Mapping[str, Any]
+    ) -> Sequence[Any]:
         return phase_items(kind, stream, count, plan)
 
     def context(self, seed: int) -> PhaseContext:

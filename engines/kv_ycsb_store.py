@@ -1,0 +1,123 @@
+"""YCSB's usertable over one ordered key/value store, written once for every KV engine.
+
+The key is the record's key name (``user...``, ASCII), the value the whole record in the
+canonical encoding (:func:`asyncbench.workloads.ycsb.record.encode`). Each YCSB operation
+is engine calls on that one store, one per record touched, no multi-get and no batch: a
+read is one get; an update of one field or all is a get and a put (a record is one
+value); an insert one put; a scan one key-range scan then a get per record. A batch body
+is synchronous and handed whole to the engine's :class:`~asyncbench.engines.kv_profile_store.Placement`
+(a RocksDB worker thread, the LSM's event loop), as the profile store's are.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from time import perf_counter_ns
+
+from asyncbench.engines.kv_profile_store import KvStore, Placement
+from asyncbench.workloads.ycsb.operations import ALL_FIELDS
+from asyncbench.workloads.ycsb.record import decode, encode
+from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_sync
+
+__all__ = ["DictKv", "KvTable", "KvYcsbStore"]
+
+
+class KvTable:
+    """The :class:`~asyncbench.workloads.ycsb.store.Table` calls over one KV store (synchronous)."""
+
+    __slots__ = ("kv",)
+
+    def __init__(self, kv: KvStore) -> None:
+        self.kv = kv
+
+    @staticmethod
+    def _fields(raw: bytes, field: int) -> Fields:
+        values = decode(raw)
+        return list(enumerate(values)) if field == ALL_FIELDS else [(field, values[field])]
+
+    def read(self, name: str, field: int) -> Fields | None:
+        raw = self.kv.get(name.encode())
+        return None if raw is None else self._fields(raw, field)
+
+    def update(self, name: str, fields: Fields) -> None:
+        key = name.encode()
+        raw = self.kv.get(key)
+        if raw is None:
+            raise KeyError(f"update of {name}: no such record")
+        values = decode(raw)
+        for number, value in fields:
+            values[number] = value
+        self.kv.put(key, encode(values))
+
+    def insert(self, name: str, values: list[bytes]) -> None:
+        self.kv.put(name.encode(), encode(values))
+
+    def scan(self, first: str, last: str, field: int) -> list[tuple[str, Fields]]:
+        get = self.kv.get
+        out = []
+        for key in self.kv.scan(first.encode(), last.encode(), 1 << 62):
+            raw = get(key)
+            if raw is not None:
+                out.append((key.decode(), self._fields(raw, field)))
+        return out
+
+
+class KvYcsbStore:
+    """A worker's YCSB store over a KV engine (``usertable()`` of its worker object)."""
+
+    def __init__(self, kv: KvStore, place: Placement) -> None:
+        self.table = KvTable(kv)
+        self.place = place
+
+    def _load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+        put = self.table.kv.put
+        mark, clock = marks.append, perf_counter_ns
+        mark(clock())
+        for name, values in records:
+            put(name.encode(), encode(values))
+            mark(clock())
+
+    async def load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+        await self.place.writes(self._load, records, marks)
+
+    async def run(self, ops: Ops, marks: Marks) -> list[int]:
+        result: list[int] = await self.place.writes(run_sync, self.table, ops, marks)
+        return result
+
+
+class DictKv:
+    """An ordered KV store in a dict with a lazily sorted key list: the memory engine's
+    usertable (a :class:`KvStore`)."""
+
+    __slots__ = ("data", "_sorted")
+
+    def __init__(self) -> None:
+        self.data: dict[bytes, bytes] = {}
+        self._sorted: list[bytes] | None = []
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        if key not in self.data:
+            self._sorted = None
+        self.data[key] = value
+
+    def delete(self, key: bytes) -> None:
+        if self.data.pop(key, None) is not None:
+            self._sorted = None
+
+    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
+        if self._sorted is None:
+            self._sorted = sorted(self.data)
+        keys = self._sorted
+        i = bisect_left(keys, start)
+        j = len(keys) if last is None else bisect_right(keys, last)
+        return keys[i : min(j, i + limit)]
+
+    def items(self) -> Iterable[tuple[bytes, bytes]]:
+        return sorted(self.data.items())
+
+    def count(self) -> int:
+        return len(self.data)

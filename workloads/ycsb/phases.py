@@ -1,0 +1,278 @@
+"""YCSB's phase table (``load``, ``mixed``), its plan, its phases' items and batch calls.
+
+A ``load`` phase inserts records 0..recordcount-1 (split contiguously; each record's
+digest is summed, so the checksum is the same at any P). A ``mixed`` phase draws its whole
+operation sequence (:class:`.operations.OperationStream`) before its clock starts and
+gives each worker the operations on the keys it owns (:mod:`.partition`: key k to worker
+k mod P over all client processes, through the framework's ``by_residue`` split), in
+sequence order. A batch is one call of the engine's YCSB store (:mod:`.store`), which
+returns one digest per operation; the phase checksum is their sum (:mod:`.checksum`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from asyncbench.workload import Action, Fold, Group, Items, PhaseKind, Split, StreamUse
+from asyncbench.workloads.profile_store.fold import M64
+from asyncbench.workloads.ycsb.checksum import op_digest
+from asyncbench.workloads.ycsb.keys import key_name
+from asyncbench.workloads.ycsb.operations import INSERT, READMODIFYWRITE, SCAN, UPDATE, OperationStream
+from asyncbench.workloads.ycsb.plan import Layout, mix_spec
+from asyncbench.workloads.ycsb.record import Values
+from asyncbench.workloads.ycsb.scans import scan_range
+from asyncbench.workloads.ycsb.store import HasUsertable, Marks
+
+__all__ = ["PHASES", "Counts", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A level's usertable (the framework's "counts", recorded in the result as numbers):
+    ``profiles`` is the record count."""
+
+    profiles: int
+    fieldcount: int
+    fieldlength: int
+    hashed: int  # 1: insertorder hashed, 0: ordered
+    zeropadding: int
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.profiles, self.fieldcount, self.fieldlength, bool(self.hashed), self.zeropadding)
+
+
+@dataclass
+class Plan:
+    """What a YCSB run draws from (counts, seed): the layout and the field values."""
+
+    counts: Counts
+    seed: int
+    values: Values = field(init=False)
+
+    def __post_init__(self) -> None:
+        lay = self.counts.layout
+        self.values = Values(self.seed, lay.fieldcount, lay.fieldlength)
+
+    def name(self, key: int) -> str:
+        lay = self.counts.layout
+        return key_name(key, hashed=lay.hashed, zeropadding=lay.zeropadding)
+
+
+class PhaseChecksum:
+    """A worker's running checksum: the sum of its operations' digests mod 2**64 (the
+    framework's fold target: every batch returns one digest per operation)."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add_ints(self, values: Sequence[int]) -> None:
+        self.total = (self.total + sum(values)) & M64
+
+    def add_profiles(self, records: Sequence[Any]) -> None:
+        raise TypeError("a YCSB phase folds operation digests (Fold.IDS)")
+
+    def hex(self) -> str:
+        return f"{self.total:016X}"
+
+
+def combine(hexes: Sequence[str]) -> str:
+    """Workers' (and processes') sums add: the same at any P and K."""
+    return f"{sum(int(h, 16) for h in hexes) & M64:016X}"
+
+
+# --- the load phase ---------------------------------------------------------------------
+
+
+class Keys(Sequence[int]):
+    """A contiguous run of key numbers to load, with the plan that names and fills them."""
+
+    def __init__(self, keys: range, plan: Plan) -> None:
+        self.keys, self.plan = keys, plan
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> Keys: ...
+    def __getitem__(self, i: int | slice) -> int | Keys:
+        if isinstance(i, slice):
+            return Keys(self.keys[i], self.plan)
+        return self.keys[i]
+
+
+async def _load(store: HasUsertable, keys: Keys, ctx: Any, marks: Marks) -> list[int]:
+    plan = keys.plan
+    numbers = np.arange(keys.keys.start, keys.keys.stop, dtype=np.int64)
+    names = [plan.name(k) for k in keys.keys]
+    records = list(zip(names, plan.values.records(numbers), strict=True))  # inside the phase time
+    await store.usertable().load(records, marks)
+    return [op_digest(k, INSERT, n) for k, n in zip(keys.keys, names, strict=True)]
+
+
+# --- the mixed phase --------------------------------------------------------------------
+
+
+class MixedPhase:
+    """One mixed phase's whole operation sequence, drawn once (before its clock), and what
+    every worker's share reads: key names, the scan rule's initial keys and written keys."""
+
+    def __init__(self, plan: Plan, params: dict[str, Any]) -> None:
+        self.plan = plan
+        lay = plan.counts.layout
+        doc = {
+            "ycsb": {
+                "recordcount": lay.recordcount,
+                "fieldcount": lay.fieldcount,
+                "fieldlength": lay.fieldlength,
+                "insertorder": "hashed" if lay.hashed else "ordered",
+                "zeropadding": lay.zeropadding,
+            }
+        }
+        spec = mix_spec(doc, params)
+        batches = list(OperationStream(spec, plan.seed))
+        self.index = np.arange(spec.operationcount, dtype=np.int64)
+        cols = ("kind", "key", "read_field", "write_field", "scan_length", "tag")
+        self.columns = [np.concatenate([getattr(b, c) for b in batches]) for c in cols]
+        self.kind, self.key = self.columns[0], self.columns[1]
+        self._names: dict[int, str] = {}
+
+    def name(self, key: int) -> str:
+        found = self._names.get(key)
+        if found is None:
+            found = self._names[key] = self.plan.name(key)
+        return found
+
+    @cached_property
+    def initial(self) -> list[str]:
+        """The key names present when the phase began, sorted (the scan rule)."""
+        return sorted(self.plan.name(k) for k in range(self.plan.counts.layout.recordcount))
+
+    @cached_property
+    def written_names(self) -> frozenset[str]:
+        writes = np.isin(self.kind, (UPDATE, INSERT, READMODIFYWRITE))
+        return frozenset(self.plan.name(int(k)) for k in np.unique(self.key[writes]))
+
+    def prepare(self) -> None:
+        """Compute what scans need now, not inside a worker's timed batch."""
+        if (self.kind == SCAN).any():
+            _ = self.initial, self.written_names
+
+
+class MixedOps(Sequence[tuple[int, ...]]):
+    """Positions of a mixed phase's operations (one worker's share, or a batch of it), in
+    sequence order; the framework slices it into batches (``LazyItems`` for the split)."""
+
+    def __init__(self, phase: MixedPhase, positions: npt.NDArray[np.int64]) -> None:
+        self.phase, self.positions = phase, positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, ...]: ...
+    @overload
+    def __getitem__(self, i: slice) -> MixedOps: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, ...] | MixedOps:
+        if isinstance(i, slice):
+            return MixedOps(self.phase, self.positions[i])
+        p = int(self.positions[i])
+        return (p, *(int(c[p]) for c in self.phase.columns))
+
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
+        return iter(self.rows())
+
+    # the framework's lazy-stream split (asyncbench.workload.LazyItems)
+    def window(self, start: int, stop: int) -> MixedOps:
+        return self[start:stop]
+
+    def by_residue(self, workers: int) -> list[MixedOps]:
+        """Worker w's share: the operations on the keys it owns (key % P == w), in order."""
+        owners = self.phase.key[self.positions] % workers
+        return [MixedOps(self.phase, self.positions[owners == w]) for w in range(workers)]
+
+    # what the store's operations read (workloads.ycsb.store.Ops)
+    def rows(self) -> list[tuple[int, int, int, int, int, int, int]]:
+        p = self.positions
+        cols = [c[p].tolist() for c in self.phase.columns]
+        return list(zip(p.tolist(), *cols, strict=True))
+
+    def name(self, key: int) -> str:
+        return self.phase.name(key)
+
+    def value(self, tag: int, field: int) -> bytes:
+        return self.phase.plan.values.value(tag, field)
+
+    def fieldcount(self) -> int:
+        return self.phase.plan.counts.layout.fieldcount
+
+    def scan_bounds(self, start: str, length: int) -> tuple[str, str] | None:
+        return scan_range(self.phase.initial, start, length)
+
+    def written(self, name: str) -> bool:
+        return name in self.phase.written_names
+
+
+async def _mixed(store: HasUsertable, ops: MixedOps, ctx: Any, marks: Marks) -> list[int]:
+    return await store.usertable().run(ops, marks)
+
+
+def _use(stream: str | None, name: str) -> StreamUse:
+    return StreamUse(stream, name, False, reference=name)
+
+
+PHASES: dict[str, PhaseKind] = {
+    k.kind: k
+    for k in (
+        PhaseKind(
+            "load",
+            Action.OPERATIONS,
+            Group.WRITE,
+            (_use("records", "load"),),
+            Items.PROFILE_IDS,
+            _load,
+            Fold.IDS,
+            needs_data=False,
+        ),
+        PhaseKind(
+            "mixed",
+            Action.OPERATIONS,
+            Group.QUERY,
+            (_use(None, "mixed"),),
+            Items.NONE,
+            _mixed,
+            Fold.IDS,
+            Split.BY_UID,
+        ),
+        PhaseKind("stabilize", Action.STABILIZE, Group.MAINTENANCE, (_use(None, "stabilize"),), needs_data=False,
+                  columns=("Stabilize",)),
+        PhaseKind("settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False,
+                  columns=("Settle",)),
+    )
+}
+
+
+def phase_items(kind: PhaseKind, plan: Plan, params: dict[str, Any]) -> Sequence[Any]:
+    if kind.kind == "load":
+        return Keys(range(plan.counts.profiles), plan)
+    if kind.kind == "mixed":
+        phase = MixedPhase(plan, params)
+        phase.prepare()
+        return MixedOps(phase, phase.index)
+    return ()
+
+
+def scan_bisect(names: list[str], first: str, last: str) -> tuple[int, int]:
+    """Positions of the names within [first, last] in a sorted list (the memory table's scan)."""
+    return bisect.bisect_left(names, first), bisect.bisect_right(names, last)

@@ -1,0 +1,103 @@
+"""The YCSB workload as the framework sees it: :class:`asyncbench.workload.Workload`.
+
+A plan says ``workload = "ycsb"`` under ``[run]``; its ``[ycsb]`` table is the usertable
+(:mod:`.settings` checks it), its phases ``load`` and ``mixed`` (:mod:`.phases`). The
+framework's size, ``profiles`` (``--profiles``), is the record count: ``[ycsb]
+recordcount`` sets its default. YCSB has no published reference checksums: its checks are
+that every engine, P and K give the same checksum per phase (tests/test_ycsb_run.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncbench.workload import PhaseKind, SettingError
+from asyncbench.workloads.ycsb import settings as ycsb_settings
+from asyncbench.workloads.ycsb.phases import PHASES, Counts, PhaseChecksum, Plan, combine, phase_items
+
+__all__ = ["WORKLOAD", "YcsbWorkload"]
+
+
+class YcsbWorkload:
+    """YCSB's core workloads A-F over a usertable of the engine's own (docs/workloads.md)."""
+
+    name = "ycsb"
+    phases: Mapping[str, PhaseKind] = PHASES
+    count_names: tuple[str, ...] = ()
+    verify_ops = 0
+    reference_checksums: Mapping[str, str] = {}
+    section = "ycsb"
+
+    def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        return ycsb_settings.section(table)
+
+    def size(self, settings: Mapping[str, Any]) -> int | None:
+        return int(settings["recordcount"])
+
+    def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+        if kind.kind == "mixed":
+            return ycsb_settings.mixed_params(table, settings)
+        if table:
+            raise SettingError(sorted(table)[0], "unknown key")
+        return {}
+
+    def stream_count(self, stream: str) -> str:
+        return "profiles"
+
+    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int], settings: Mapping[str, Any]) -> Counts:
+        s = settings
+        return Counts(profiles, s["fieldcount"], s["fieldlength"], int(s["insertorder"] == "hashed"), s["zeropadding"])
+
+    def draw_plan(self, counts: Counts, seed: int) -> Plan:
+        return Plan(counts, seed)
+
+    def phase_items(
+        self, kind: PhaseKind, stream: str | None, count: int | None, plan: Plan, params: Mapping[str, Any]
+    ) -> Sequence[Any]:
+        return phase_items(kind, plan, dict(params))
+
+    def context(self, seed: int) -> int:
+        return seed
+
+    def checksum(self) -> PhaseChecksum:
+        return PhaseChecksum()
+
+    def combine(self, hexes: Sequence[str]) -> str:
+        return combine(hexes)
+
+    async def verify_checksum(self, store: Any, records: int) -> str:
+        raise NotImplementedError("the YCSB workload has no verify phase")
+
+    def plan_writes(
+        self, phases: Sequence[tuple[PhaseKind, str | None, int | None]], plan: Plan, seed: int
+    ) -> list[tuple[int | None, int]]:
+        """The load writes every record; the live data is the records (inserts not counted)."""
+        lay = plan.counts.layout
+        live = lay.recordcount * lay.fieldcount * lay.fieldlength
+        return [(live if kind.kind == "load" else None, live) for kind, _, _ in phases]
+
+    def verify_expected(self, plan: Plan, rewrites: Sequence[tuple[str, int | None]]) -> str:
+        raise NotImplementedError("a YCSB store is not reused (--reuse-data runs the profile store only)")
+
+    @property
+    def accelerated(self) -> bool:
+        return True  # numpy draws; no compiled kernels of its own
+
+    def kernels_status(self) -> str:
+        return "ycsb: numpy draws (no compiled kernels)"
+
+    def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
+        return False
+
+    def published_checksums(
+        self, profiles: int, parallelism: int, limit: int, seed: int, counts: Mapping[str, int]
+    ) -> dict[str, str] | None:
+        return None
+
+    def published_configurations(self) -> list[tuple[int, int, int]]:
+        return []
+
+
+#: The instance the registry hands out.
+WORKLOAD = YcsbWorkload()
