@@ -236,8 +236,12 @@ class SqlProfileStore:
         *,
         hop: Hop = _on_loop,
         barrier: Callable[[], Awaitable[None]] = _no_barrier,
+        usertable: Any = None,
     ) -> None:
         self.session, self.sql, self.row = session, sql, row
+        #: the engine's usertable dialect (engines/sql_ycsb_store.UsertableSql), for YCSB
+        self.usertable_sql = usertable
+        self._usertable: Any = None
         self.limit = sql.limit
         self.retryable = retryable
         self.retries = 0
@@ -261,6 +265,15 @@ class SqlProfileStore:
             except Exception as again:
                 exc = again
         raise exc
+
+    def usertable(self) -> Any:
+        """YCSB's usertable over this worker's session, run by the same hop
+        (engines/sql_ycsb_store.py)."""
+        if self._usertable is None:
+            from asyncbench.engines.sql_ycsb_store import usertable_of
+
+            self._usertable = usertable_of(self, self.session, self.usertable_sql, self.hop)
+        return self._usertable
 
     # --- the batch loops, once for every driver -------------------------------------------
     async def _insert(self, profiles: Sequence[Profile], marks: Marks) -> None:

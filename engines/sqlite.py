@@ -40,6 +40,7 @@ from asyncbench.engines.sql_profile_store import (
     create_table,
     run_to_completion,
 )
+from asyncbench.engines.sql_ycsb_store import UsertableSql
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
 from asyncbench.facts import Durability, EngineFacts, Setting
 
@@ -157,6 +158,9 @@ SCHEMA = (
 )
 
 DIALECT = Dialect(placeholder=lambda i: "?")
+#: YCSB's usertable (engines/sql_ycsb_store.py): keys compared as bytes (BINARY, the
+#: default collation), fields as BLOBs. Made in the store's own file, by the YCSB load.
+USERTABLE = UsertableSql(key_type="TEXT", field_type="BLOB", placeholder=DIALECT.placeholder)
 
 #: The largest page cache and memory map a plan may give, in MB: 64 GB, the bound RocksDB's
 #: write buffers have (engines/rocksdb.py). Beyond it is a typo: SQLite would take a page
@@ -462,7 +466,9 @@ class SqliteEngine(MarkedStore, Engine):
         except BaseException:
             await self.close()
             raise
-        self._stores = [SqlProfileStore(c, self.sql, hop=c.run_batch) for c in (conn, *self._worker_conns)]
+        self._stores = [
+            SqlProfileStore(c, self.sql, hop=c.run_batch, usertable=USERTABLE) for c in (conn, *self._worker_conns)
+        ]
 
     def worker(self, index: int) -> SqlProfileStore:
         """The shared SQL store over worker ``index``'s own connection."""

@@ -1,0 +1,157 @@
+"""YCSB's usertable in SQL, written once for every SQL engine.
+
+As YCSB's JDBC binding: one ``usertable`` with the key (``ycsb_key``, primary key, compared
+byte by byte so a scan's key order is the key/value engines') and one column per field
+(``field0`` ...). Each YCSB operation is one statement in its own autocommit transaction:
+a read one SELECT (all fields or one column), an update one UPDATE (one field or all), an
+insert one INSERT, a scan one SELECT of a key range in key order, a read-modify-write a
+SELECT then an UPDATE. The table is created (``CREATE TABLE IF NOT EXISTS``) by the load's
+first batch, when the field count is known; it lives where the engine's ``profiles``
+lives, in the store the engine has claimed and marked as its own (a SQLite file it created,
+MySQL's database and PostgreSQL's schema holding asyncbench's marker table), and it is
+dropped where and when ``profiles`` is (a reset, ``delete_store``): never anywhere else.
+
+Engines give only their column types and placeholders (:class:`UsertableSql`); the
+statements, the operations and where a batch runs are the shared SQL store's
+(:class:`~asyncbench.engines.sql_profile_store.SqlProfileStore`: its session, its hop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+from asyncbench.engines.sql_profile_store import SqlSession
+from asyncbench.workloads.ycsb.operations import ALL_FIELDS
+from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_async
+
+__all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "UsertableSql"]
+
+USERTABLE = "usertable"
+KEY = "ycsb_key"
+#: What a batch body is run by (the shared SQL store's hop: the event loop, a connection thread).
+Hop = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class UsertableSql:
+    """An engine's dialect for the usertable: key and field column types, placeholders."""
+
+    key_type: str  # e.g. 'TEXT COLLATE "C"': byte order, as the KV engines' scans
+    field_type: str  # bytes: BLOB, BYTEA, LONGBLOB
+    placeholder: Callable[[int], str]
+    table_suffix: str = ""  # e.g. MySQL's ENGINE=InnoDB
+
+    def create(self, fieldcount: int) -> str:
+        fields = ", ".join(f"field{i} {self.field_type}" for i in range(fieldcount))
+        return f"CREATE TABLE IF NOT EXISTS {USERTABLE} ({KEY} {self.key_type} PRIMARY KEY, {fields}){self.table_suffix}"
+
+
+class _Statements:
+    """Every statement of one field count: a read, an update and a scan per field and for
+    all fields (key ALL_FIELDS), and the insert."""
+
+    def __init__(self, dialect: UsertableSql, fieldcount: int) -> None:
+        p, self.n = dialect.placeholder, fieldcount
+        self.read: dict[int, str] = {}
+        self.update: dict[int, str] = {}
+        self.scan: dict[int, str] = {}
+        for field in (ALL_FIELDS, *range(fieldcount)):
+            numbers = self.columns(field)
+            cols = ", ".join(f"field{i}" for i in numbers)
+            sets = ", ".join(f"field{f} = {p(i)}" for i, f in enumerate(numbers, 1))
+            self.read[field] = f"SELECT {cols} FROM {USERTABLE} WHERE {KEY} = {p(1)}"
+            self.update[field] = f"UPDATE {USERTABLE} SET {sets} WHERE {KEY} = {p(len(numbers) + 1)}"
+            self.scan[field] = (
+                f"SELECT {KEY}, {cols} FROM {USERTABLE} WHERE {KEY} >= {p(1)} AND {KEY} <= {p(2)} ORDER BY {KEY}"
+            )
+        cols = ", ".join(f"field{i}" for i in range(fieldcount))
+        values = ", ".join(p(i) for i in range(1, fieldcount + 2))
+        self.insert = f"INSERT INTO {USERTABLE} ({KEY}, {cols}) VALUES ({values})"
+
+    def columns(self, field: int) -> list[int]:
+        return list(range(self.n)) if field == ALL_FIELDS else [field]
+
+    def texts(self) -> list[str]:
+        """Every statement (what a driver that prepares statements prepares)."""
+        return [*self.read.values(), *self.update.values(), *self.scan.values(), self.insert]
+
+
+class SqlTable:
+    """The :class:`~asyncbench.workloads.ycsb.store.Table` calls over one SQL session (async)."""
+
+    def __init__(self, session: SqlSession, sql: _Statements) -> None:
+        self.session, self.sql = session, sql
+
+    async def read(self, name: str, field: int) -> Fields | None:
+        row = await self.session.fetch_one(self.sql.read[field], (name,))
+        if row is None:
+            return None
+        return list(zip(self.sql.columns(field), map(bytes, row), strict=True))
+
+    async def update(self, name: str, fields: Fields) -> None:
+        field = fields[0][0] if len(fields) == 1 else ALL_FIELDS
+        await self.session.execute(self.sql.update[field], (*(v for _, v in fields), name))
+
+    async def insert(self, name: str, values: list[bytes]) -> None:
+        await self.session.execute(self.sql.insert, (name, *values))
+
+    async def scan(self, first: str, last: str, field: int) -> list[tuple[str, Fields]]:
+        rows = await self.session.fetch_all(self.sql.scan[field], (first, last))
+        cols = self.sql.columns(field)
+        return [(str(r[0]), list(zip(cols, map(bytes, r[1:]), strict=True))) for r in rows]
+
+
+class SqlYcsbStore:
+    """A worker's YCSB store over its SQL session (``usertable()`` of the shared SQL store)."""
+
+    def __init__(self, session: SqlSession, dialect: UsertableSql, hop: Hop) -> None:
+        self.session, self.dialect, self.hop = session, dialect, hop
+        self._table: SqlTable | None = None
+
+    async def _ensure(self, fieldcount: int) -> SqlTable:
+        """The table (created if missing: the load's first batch of each worker)."""
+        if self._table is None:
+            statement = self.dialect.create(fieldcount)
+            try:
+                await self.hop(self.session.execute, statement, ())
+            except Exception:  # created meanwhile by another worker's session (PostgreSQL's race)
+                await self.hop(self.session.fetch_one, f"SELECT 1 FROM {USERTABLE} WHERE 1 = 0", ())
+            self._table = SqlTable(self.session, _Statements(self.dialect, fieldcount))
+        return self._table
+
+    @staticmethod
+    async def _load(table: SqlTable, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+        mark, clock = marks.append, perf_counter_ns
+        mark(clock())
+        for name, values in records:
+            await table.insert(name, values)
+            mark(clock())
+
+    async def load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+        if not records:
+            return
+        table = await self._ensure(len(records[0][1]))
+        await self.hop(self._load, table, records, marks)
+
+    async def run(self, ops: Ops, marks: Marks) -> list[int]:
+        table = await self._ensure(ops.fieldcount())
+        result: list[int] = await self.hop(run_async, table, ops, marks)
+        return result
+
+
+def usertable_of(store: Any, session: SqlSession, dialect: UsertableSql | None, hop: Hop) -> SqlYcsbStore:
+    """The SQL store's YCSB store (an engine that gave no dialect cannot run YCSB)."""
+    if dialect is None:
+        raise RuntimeError(f"{type(store).__name__}: this SQL engine gives no usertable dialect")
+    return SqlYcsbStore(session, dialect, hop)
+
+
+def drop_usertable() -> str:
+    """The reset's (and delete_store's) statement, beside ``DROP TABLE ... profiles``."""
+    return f"DROP TABLE IF EXISTS {USERTABLE}"
+
+
+__all__ += ["drop_usertable", "usertable_of"]

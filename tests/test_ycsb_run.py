@@ -1,0 +1,136 @@
+"""YCSB's workloads A-F run through the CLI on every serverless engine: one checksum per phase.
+
+Each shipped plan (``benchmarks/ycsb/workload{a..f}.toml``) at a small size runs on memory,
+lsm, rocksdb and sqlite at P = 1, 4 and 16; every phase checksum must be the same on every
+engine and level, and the mixed phase's must equal the dict-backed reference store's of
+``tests/test_ycsb_mix.py`` (an independent execution of the same operations), so an
+engine that returned a wrong field, skipped an operation or scanned out of key order fails.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from test_ycsb_mix import run as reference_run
+
+PLANS = ROOT / "benchmarks" / "ycsb"
+ENGINES = "memory,lsm,rocksdb,sqlite"
+
+
+def small_plan(tmp_path: Path, letter: str, records: int = 300, ops: int = 1500, **mixed: Any) -> tuple[Path, dict]:
+    """The shipped plan at ``records`` records and ``ops`` operations (scans at most 20 long)."""
+    text = (PLANS / f"workload{letter}.toml").read_text()
+    doc = tomllib.loads(text)
+    text = text.replace("recordcount = 1000", f"recordcount = {records}")
+    text = text.replace("operations = 1000", f"operations = {ops}")
+    doc["ycsb"]["recordcount"], doc["phase"][1]["operations"] = records, ops
+    if "maxscanlength" in doc["phase"][1]:
+        text = text.replace("maxscanlength = 100\n", "maxscanlength = 20\n")
+        doc["phase"][1]["maxscanlength"] = 20
+    for key, value in mixed.items():
+        text = text.replace(f"{key} = {str(doc['phase'][1][key]).lower()}\n", f"{key} = {str(value).lower()}\n")
+        doc["phase"][1][key] = value
+    path = tmp_path / f"workload{letter}.toml"
+    path.write_text(text)
+    assert tomllib.loads(text) == doc
+    return path, doc
+
+
+def phase_checksums(results: list[dict]) -> dict[tuple[str, int, str], list[str]]:
+    """(engine, P, phase) -> checksums, every engine of every result."""
+    out: dict[tuple[str, int, str], list[str]] = {}
+    for run in results:
+        for engine in run["engines"]:
+            assert engine["status"] == "ok", engine.get("detail")
+            for phase in engine["phases"]:
+                out.setdefault((engine["engine"], run["parallelism"], phase["name"]), []).append(phase["checksum"])
+    return out
+
+
+@pytest.mark.parametrize("letter", "abcdef")
+def test_each_workload_gives_one_checksum_per_phase_on_every_engine_and_p(letter: str, tmp_path: Path, run_cli) -> None:
+    plan, doc = small_plan(tmp_path, letter)
+    code, results, output = run_cli(str(plan), "--engine", ENGINES, "--parallelism", "1,4,16", "--no-isolate", "--yes")
+    assert code == 0, output
+    sums = phase_checksums(results)
+    assert {(e, p) for e, p, _ in sums} == {(e, p) for e in ENGINES.split(",") for p in (1, 4, 16)}
+    for phase in ("load", "mixed"):
+        seen = {c for (_, _, name), cs in sums.items() if name == phase for c in cs}
+        assert len(seen) == 1, (phase, sums)
+    mixed = {c for (_, _, name), cs in sums.items() if name == "mixed" for c in cs}
+    assert mixed == {reference_run(doc, 1, schedule=0)[0]}
+
+
+def test_one_field_reads_and_all_field_writes_run_too(tmp_path: Path, run_cli) -> None:
+    """readallfields = false and writeallfields = true take the other statements and paths."""
+    plan, doc = small_plan(tmp_path, "f", readallfields=False, writeallfields=True)
+    code, results, output = run_cli(str(plan), "--engine", ENGINES, "--parallelism", "1,4", "--no-isolate", "--yes")
+    assert code == 0, output
+    sums = phase_checksums(results)
+    assert {c for (_, _, n), cs in sums.items() if n == "mixed" for c in cs} == {reference_run(doc, 1, schedule=0)[0]}
+
+
+def test_isolated_engines_agree_with_in_process_ones(tmp_path: Path, run_cli) -> None:
+    """Each engine in its own child process (the default) selects the plan's workload too."""
+    plan, doc = small_plan(tmp_path, "e")
+    code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--parallelism", "4", "--yes")
+    assert code == 0, output
+    sums = phase_checksums(results)
+    assert {c for (_, _, n), cs in sums.items() if n == "mixed" for c in cs} == {reference_run(doc, 1, schedule=0)[0]}
+
+
+BAD = [
+    # (what is changed in workload A's text, the key named, words of the problem)
+    ("recordcount = 1000\n", "ycsb.recordcount", "is required"),
+    ("readproportion = 0.5\n", "phase[1].readproportion", "sum to 0.5, not 1"),
+    ('requestdistribution = "zipfian"', "phase[1].requestdistribution", "unknown value 'zipf'"),
+    ("fieldcount = 10", "ycsb.fieldcount", "between 1 and"),
+    ("zipfianconstant = 0.99", "phase[1].zipfianconstant", "between 0 and 1"),
+    ("readallfields = true", "phase[1].readallfields", "true or false"),
+    ('insertorder = "hashed"', "ycsb.insertorder", "unknown value 'random'"),
+    ("[[phase]]\nkind = \"load\"", "phase[0].readproportion", "unknown key"),
+    ('workload = "ycsb"', "run.workload", "unknown workload 'tpcc'"),
+    ('workload = "ycsb"\n', "ycsb", "unknown top-level key"),
+]
+REPLACEMENTS = {
+    "recordcount = 1000\n": "",
+    "readproportion = 0.5\n": "readproportion = 0.0\n",
+    'requestdistribution = "zipfian"': 'requestdistribution = "zipf"',
+    "fieldcount = 10": "fieldcount = 0",
+    "zipfianconstant = 0.99": "zipfianconstant = 1.5",
+    "readallfields = true": 'readallfields = "yes"',
+    'insertorder = "hashed"': 'insertorder = "random"',
+    "[[phase]]\nkind = \"load\"": "[[phase]]\nkind = \"load\"\nreadproportion = 1.0",
+    'workload = "ycsb"': 'workload = "tpcc"',
+    'workload = "ycsb"\n': "",
+}
+
+
+@pytest.mark.parametrize(("old", "key", "problem"), BAD, ids=[b[1] for b in BAD])
+def test_bad_plan_names_file_key_and_problem_exits_2_and_creates_nothing(
+    old: str, key: str, problem: str, tmp_path: Path, run_cli
+) -> None:
+    text = (PLANS / "workloada.toml").read_text()
+    assert old in text
+    plan = tmp_path / "bad.toml"
+    plan.write_text(text.replace(old, REPLACEMENTS[old], 1))
+    code, results, output = run_cli(str(plan), "--engine", "memory", "--yes")
+    assert code == 2, output
+    assert f"{plan}: {key}: " in output and problem in output, output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_profiles_on_the_command_line_is_the_record_count(tmp_path: Path, run_cli) -> None:
+    plan, doc = small_plan(tmp_path, "a")
+    code, results, output = run_cli(str(plan), "--engine", "memory", "--profiles", "500", "--no-isolate", "--yes")
+    assert code == 0, output
+    (run,) = results
+    assert run["profiles"] == 500
+    doc["ycsb"]["recordcount"] = 500
+    (engine,) = run["engines"]
+    assert engine["phases"][1]["checksum"] == reference_run(doc, 1, schedule=0)[0]
+    assert engine["phases"][0]["ops"] == 500
