@@ -12,15 +12,33 @@ is synchronous and handed whole to the engine's :class:`~asyncbench.engines.kv_p
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from time import perf_counter_ns
+from typing import Any, Protocol
 
-from asyncbench.engines.kv_profile_store import KvStore, Placement
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.record import decode, encode
 from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_sync
 
 __all__ = ["DictKv", "KvTable", "KvYcsbStore"]
+
+
+class KvStore(Protocol):
+    """What the usertable needs of an engine's ordered store (a subset of
+    :class:`asyncbench.engines.kv_profile_store.KvStore`, which imports this module)."""
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes) -> None: ...
+
+    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]: ...
+
+
+class Placement(Protocol):
+    """Where the engine runs a write batch (``kv_profile_store.Placement``)."""
+
+    @property
+    def writes(self) -> Callable[..., Awaitable[Any]]: ...
 
 
 class KvTable:

@@ -80,6 +80,7 @@ from asyncbench.engines.sql_profile_store import (
     create_table,
     index_keys,
 )
+from asyncbench.engines.sql_ycsb_store import UsertableSql, drop_usertable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
@@ -104,6 +105,15 @@ SCHEMA = create_table(
     indent="    ",
     close=")",
     suffix=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}",
+)
+
+#: YCSB's usertable (engines/sql_ycsb_store.py): ASCII keys compared as bytes, each field a
+#: LONGBLOB; made by the YCSB load in the database claimed and marked as asyncbench's.
+USERTABLE = UsertableSql(
+    key_type="VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
+    field_type="LONGBLOB NOT NULL",
+    placeholder=lambda i: "%s",
+    table_suffix=" ENGINE=InnoDB",
 )
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
@@ -230,7 +240,7 @@ class Session:
         self.cur = conn.cursor()
         self.endpoint = endpoint
         self.galera = False  # set at open: wsrep_on=ON on this connection's server
-        self.store = SqlProfileStore(self, sql, retryable=retryable, barrier=self.barrier)
+        self.store = SqlProfileStore(self, sql, retryable=retryable, barrier=self.barrier, usertable=USERTABLE)
 
     async def barrier(self) -> None:
         """On Galera, one causal read: later reads see every write committed cluster-wide
@@ -423,6 +433,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
                         f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
                     )
                 await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+                await session.query(drop_usertable())  # YCSB's, beside it in our database
             finally:
                 await session.close()
         return True
@@ -434,6 +445,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
             await claim(session.conn, self.where)  # refuses a database that is not ours
             if reset:
                 await session.query(f"DROP TABLE IF EXISTS {TABLE}")
+                await session.query(drop_usertable())  # YCSB's, made by its load (sql_ycsb_store)
             await session.query(SCHEMA.format(collation=self.collation))
         except BaseException:
             await session.close()

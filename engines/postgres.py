@@ -85,6 +85,8 @@ from asyncbench.engines.sql_profile_store import (
     create_indexes,
     create_table,
 )
+from asyncbench.engines.sql_ycsb_store import USERTABLE as USERTABLE_NAME
+from asyncbench.engines.sql_ycsb_store import UsertableSql, drop_usertable
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
@@ -108,6 +110,9 @@ SCHEMA = (
 )
 
 DIALECT = Dialect(placeholder=lambda i: f"${i}")
+#: YCSB's usertable (engines/sql_ycsb_store.py): keys collate as bytes ("C"), fields BYTEA;
+#: made by the YCSB load in the schema claimed and marked as asyncbench's.
+USERTABLE = UsertableSql(key_type='TEXT COLLATE "C" NOT NULL', field_type="BYTEA NOT NULL", placeholder=DIALECT.placeholder)
 
 DEFAULTS: dict[str, Any] = {
     "host": "127.0.0.1",
@@ -265,7 +270,7 @@ class Session:
         self._fetchrow: dict[str, Any] = {}
         self._fetch: dict[str, Any] = {}
         self._fetchval: dict[str, Any] = {}
-        self.store = SqlProfileStore(self, sql, retryable=retryable)
+        self.store = SqlProfileStore(self, sql, retryable=retryable, usertable=USERTABLE)
 
     async def prepare(self) -> None:
         """Prepare every statement once (the table must exist): later executions only bind."""
@@ -286,14 +291,25 @@ class Session:
         except Exception:
             conn.terminate()  # the transport is gone or broken: just drop it
 
+    async def _prepare(self, text: str) -> None:
+        """A statement not prepared at open (YCSB's, built for its field count): once."""
+        stmt = await self.conn.prepare(text)
+        self._fetchrow[text], self._fetch[text], self._fetchval[text] = stmt.fetchrow, stmt.fetch, stmt.fetchval
+
     # SqlSession, on the prepared statements
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
+        if statement not in self._fetchrow:
+            await self._prepare(statement)
         return await self._fetchrow[statement](*args)
 
     async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        if statement not in self._fetch:
+            await self._prepare(statement)
         return await self._fetch[statement](*args)
 
     async def execute(self, statement: str, args: Sequence[Any]) -> None:
+        if statement not in self._fetchval:
+            await self._prepare(statement)
         await self._fetchval[statement](*args)
 
 
@@ -373,6 +389,9 @@ class PostgresEngine(SessionPoolEngine[Session]):
                     )
                 await conn.execute(
                     f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{TABLE}"
+                )
+                await conn.execute(  # YCSB's, beside it in our schema
+                    f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{USERTABLE_NAME}"
                 )
             finally:
                 await conn.close()
@@ -454,6 +473,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
             await claim(session.conn, self.conn_settings["schema"], self.where)  # refuses a schema not ours
             if reset:
                 await session.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+                await session.conn.execute(drop_usertable())  # YCSB's, made by its load (sql_ycsb_store)
             for statement in SCHEMA:
                 await session.conn.execute(statement)
             await session.prepare()

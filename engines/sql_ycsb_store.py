@@ -18,16 +18,27 @@ statements, the operations and where a batch runs are the shared SQL store's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any
+from typing import Any, Protocol
 
-from asyncbench.engines.sql_profile_store import SqlSession
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_async
 
 __all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "UsertableSql"]
+
+
+
+class SqlSession(Protocol):
+    """A worker's driver calls (``sql_profile_store.SqlSession``, which imports this module)."""
+
+    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None: ...
+
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]: ...
+
+    async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
+
 
 USERTABLE = "usertable"
 KEY = "ycsb_key"
@@ -107,8 +118,10 @@ class SqlTable:
 class SqlYcsbStore:
     """A worker's YCSB store over its SQL session (``usertable()`` of the shared SQL store)."""
 
-    def __init__(self, session: SqlSession, dialect: UsertableSql, hop: Hop) -> None:
-        self.session, self.dialect, self.hop = session, dialect, hop
+    def __init__(
+        self, session: SqlSession, dialect: UsertableSql, hop: Hop, barrier: Callable[[], Awaitable[None]]
+    ) -> None:
+        self.session, self.dialect, self.hop, self.barrier = session, dialect, hop, barrier
         self._table: SqlTable | None = None
 
     async def _ensure(self, fieldcount: int) -> SqlTable:
@@ -138,15 +151,18 @@ class SqlYcsbStore:
 
     async def run(self, ops: Ops, marks: Marks) -> list[int]:
         table = await self._ensure(ops.fieldcount())
+        await self.barrier()  # Galera: the batch sees every write committed before it (the load's)
         result: list[int] = await self.hop(run_async, table, ops, marks)
         return result
 
 
-def usertable_of(store: Any, session: SqlSession, dialect: UsertableSql | None, hop: Hop) -> SqlYcsbStore:
+def usertable_of(
+    store: Any, session: SqlSession, dialect: UsertableSql | None, hop: Hop, barrier: Callable[[], Awaitable[None]]
+) -> SqlYcsbStore:
     """The SQL store's YCSB store (an engine that gave no dialect cannot run YCSB)."""
     if dialect is None:
         raise RuntimeError(f"{type(store).__name__}: this SQL engine gives no usertable dialect")
-    return SqlYcsbStore(session, dialect, hop)
+    return SqlYcsbStore(session, dialect, hop, barrier)
 
 
 def drop_usertable() -> str:

@@ -11,7 +11,6 @@ returns one digest per operation; the phase checksum is their sum (:mod:`.checks
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -112,8 +111,9 @@ class Keys(Sequence[int]):
         return self.keys[i]
 
 
-async def _load(store: HasUsertable, keys: Keys, ctx: Any, marks: Marks) -> list[int]:
-    plan = keys.plan
+async def _load(store: HasUsertable, items: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
+    assert isinstance(items, Keys)
+    keys, plan = items, items.plan
     numbers = np.arange(keys.keys.start, keys.keys.stop, dtype=np.int64)
     names = [plan.name(k) for k in keys.keys]
     records = list(zip(names, plan.values.records(numbers), strict=True))  # inside the phase time
@@ -224,7 +224,8 @@ class MixedOps(Sequence[tuple[int, ...]]):
         return name in self.phase.written_names
 
 
-async def _mixed(store: HasUsertable, ops: MixedOps, ctx: Any, marks: Marks) -> list[int]:
+async def _mixed(store: HasUsertable, ops: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
+    assert isinstance(ops, MixedOps)
     return await store.usertable().run(ops, marks)
 
 
@@ -271,8 +272,3 @@ def phase_items(kind: PhaseKind, plan: Plan, params: dict[str, Any]) -> Sequence
         phase.prepare()
         return MixedOps(phase, phase.index)
     return ()
-
-
-def scan_bisect(names: list[str], first: str, last: str) -> tuple[int, int]:
-    """Positions of the names within [first, last] in a sorted list (the memory table's scan)."""
-    return bisect.bisect_left(names, first), bisect.bisect_right(names, last)

@@ -1,0 +1,58 @@
+"""YCSB's workloads A-F on MySQL/MariaDB and PostgreSQL: the checksums of every other engine.
+
+Needs the servers (``source /tmp/mysql.env; source /tmp/pg.env`` here, CI starts them);
+skipped without them, as the other server tests. Each runs in a database of its own
+(``asyncbench_ycsb_test``), claimed and marked by the engine as any; the run deletes its
+tables at the end. The mixed phase's checksum must equal the dict reference store's
+(``tests/test_ycsb_mix.py``) at P = 1 and 4, and with the workers in two client processes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import mysql_configured, postgres_expected
+from test_ycsb_mix import run as reference_run
+from test_ycsb_run import phase_checksums, small_plan
+
+TEST_DB = "asyncbench_ycsb_test"
+SERVERS = [
+    pytest.param(
+        "mysql", marks=pytest.mark.skipif(not mysql_configured(), reason="no MySQL server: set MYSQL_HOST/MYSQL_PORT")
+    ),
+    pytest.param(
+        "postgres", marks=pytest.mark.skipif(not postgres_expected(), reason="no PostgreSQL server: set PGHOST")
+    ),
+]
+
+
+def server_plan(tmp_path: Path, letter: str, engine: str) -> tuple[Path, dict]:
+    path, doc = small_plan(tmp_path, letter, records=200, ops=800)
+    path.write_text(path.read_text() + f'\n[engines.{engine}]\ndatabase = "{TEST_DB}"\n')
+    return path, doc
+
+
+@pytest.mark.parametrize("engine", SERVERS)
+@pytest.mark.parametrize("letter", "abcdef")
+def test_each_workload_on_a_server_gives_the_reference_checksums(letter: str, engine: str, tmp_path: Path, run_cli) -> None:
+    plan, doc = server_plan(tmp_path, letter, engine)
+    code, results, output = run_cli(str(plan), "--engine", f"memory,{engine}", "--parallelism", "1,4", "--yes")
+    assert code == 0, output
+    sums = phase_checksums(results)
+    assert {e for e, _, _ in sums} == {"memory", engine}
+    for phase in ("load", "mixed"):
+        assert len({c for (_, _, n), cs in sums.items() if n == phase for c in cs}) == 1, sums
+    assert {c for (_, _, n), cs in sums.items() if n == "mixed" for c in cs} == {reference_run(doc, 1, schedule=0)[0]}
+
+
+@pytest.mark.parametrize("engine", SERVERS)
+@pytest.mark.parametrize("letter", "ae")
+def test_two_client_processes_give_the_same_checksums(letter: str, engine: str, tmp_path: Path, run_cli) -> None:
+    plan, doc = server_plan(tmp_path, letter, engine)
+    code, results, output = run_cli(str(plan), "--engine", engine, "--parallelism", "4", "--processes", "2", "--yes")
+    assert code == 0, output
+    (run,) = results
+    (result,) = run["engines"]
+    assert len(result["client_processes"]) == 2
+    assert result["phases"][1]["checksum"] == reference_run(doc, 1, schedule=0)[0]
