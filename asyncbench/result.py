@@ -30,7 +30,8 @@ from asyncbench.fs.ownership import write_atomic  # the one file writer; re-expo
 from asyncbench.limits import MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.workload import Action, Group, PhaseKind
-from asyncbench.workloads import workload
+from asyncbench.workloads import DEFAULT, select, workload
+from asyncbench.workloads import REGISTRY as WORKLOADS
 
 __all__ = [
     "SCHEMA",
@@ -347,6 +348,33 @@ class PhaseCost:
 
 
 @dataclass
+class KindFigures:
+    """One operation kind of a mixed phase: its operations and their latency (service
+    time, ns; None where the operations ran in other processes)."""
+
+    ops: int
+    latency: LatencyStats | None = None
+
+    def check(self, where: str) -> None:
+        _at_least(f"{where}.ops", self.ops, 0)
+
+
+@dataclass
+class PhaseMix:
+    """A mixed phase (YCSB's): per operation kind (read, update, insert, scan,
+    readmodifywrite) its figures, and the skew that was run: the share of the phase's
+    operations on the hottest 0.1 %, 1 % and 10 % of the keys (``"0.1%"`` -> share, 0..1)."""
+
+    kinds: dict[str, KindFigures]
+    hot_shares: dict[str, float]
+
+    def check(self, where: str) -> None:
+        for key, share in self.hot_shares.items():
+            if not 0 <= share <= 1:
+                raise ResultError(f"{where}.hot_shares.{key}: {share!r} is not a share between 0 and 1")
+
+
+@dataclass
 class PhaseResult:
     index: int  # position in the plan: the phase's identity within a run
     name: str
@@ -388,6 +416,8 @@ class PhaseResult:
     cost: PhaseCost | None = None
     #: A capacity search's phase only (``capacity = true``): its capacity and probes.
     capacity: Capacity | None = None
+    #: A mixed phase only: per operation kind counts and latency, and the skew run.
+    mix: PhaseMix | None = None
 
     @property
     def ops_per_s(self) -> float:
@@ -594,6 +624,8 @@ class RunResult:
     #: The workload's compiled kernels were in use; False: the pure-Python fallback ran and
     #: its timings are not comparable with compiled runs.
     accelerated: bool = True
+    #: The workload the plan ran (asyncbench.workloads); older results: the profile store.
+    workload: str = DEFAULT
     schema: int = SCHEMA
 
     def to_json(self) -> bytes:
@@ -645,6 +677,10 @@ class RunResult:
                 f"result schema {schema!r} is not the schema this asyncbench reads ({SCHEMA}); "
                 "re-run the benchmark with this version"
             )
+        name = doc.get("workload", DEFAULT)
+        if not isinstance(name, str) or name not in WORKLOADS:
+            raise ResultError(f"result.workload: unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
+        select(name)  # its phase kinds are what the result's phases name
         loaded: RunResult = _load(cls, doc, "result")
         return loaded
 

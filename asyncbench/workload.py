@@ -25,6 +25,7 @@ __all__ = [
     "FoldTarget",
     "Group",
     "Items",
+    "MixFigures",
     "PhaseKind",
     "SettingError",
     "Split",
@@ -147,6 +148,18 @@ class PhaseKind:
         return next((u for u in self.uses if u.post_update == after_update), self.uses[0])
 
 
+@dataclass
+class MixFigures:
+    """What a phase of several operation kinds ran (YCSB's mixed phase), for the result:
+    operations per kind, each kind's latencies measured in this process (ns; empty where
+    another process ran them), and the share of the operations on the hottest fractions of
+    the key space (fraction -> share)."""
+
+    counts: dict[str, int]
+    latencies_ns: dict[str, Any]  # kind -> int64 numpy array
+    hot_shares: dict[float, float]
+
+
 class SettingError(ValueError):
     """A workload's own plan setting (its section, or a phase's own key) is wrong: the key as
     the plan spells it and the problem; config names the file and exits 2."""
@@ -218,6 +231,10 @@ class Workload(Protocol):
 
     def checksum(self) -> FoldTarget:
         """An empty running checksum."""
+        ...
+
+    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
+        """After a phase (untimed): its operation kinds and skew, or None (one kind, no skew)."""
         ...
 
     def combine(self, hexes: Sequence[str]) -> str:

@@ -134,3 +134,49 @@ def test_profiles_on_the_command_line_is_the_record_count(tmp_path: Path, run_cl
     (engine,) = run["engines"]
     assert engine["phases"][1]["checksum"] == reference_run(doc, 1, schedule=0)[0]
     assert engine["phases"][0]["ops"] == 500
+
+
+def test_mixed_phase_records_each_kind_and_the_skew_run(tmp_path: Path, run_cli) -> None:
+    """Per kind: the operations drawn (exact) and a latency of as many operations; the hot
+    shares are those of the drawn keys; all the same on every engine and P."""
+    import numpy as np
+
+    from asyncbench.workloads.ycsb.operations import KINDS, OperationStream
+    from asyncbench.workloads.ycsb.plan import mix_spec
+    from asyncbench.workloads.ycsb.skew import KeyCounts
+
+    plan, doc = small_plan(tmp_path, "e")
+    code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--parallelism", "1,4", "--no-isolate", "--yes")
+    assert code == 0, output
+    batches = list(OperationStream(mix_spec(doc, doc["phase"][1]), doc["run"]["seed"]))
+    kinds = np.concatenate([b.kind for b in batches])
+    keys = KeyCounts()
+    keys.add(np.concatenate([b.key for b in batches]))
+    inserts = int((kinds == KINDS.index("insert")).sum())
+    want_shares = {f"{f * 100:g}%": s for f, s in keys.hot_shares(300 + inserts).items()}
+    want = {k: int((kinds == code).sum()) for code, k in enumerate(KINDS) if (kinds == code).any()}
+    assert set(want) == {"insert", "scan"}
+    for run in results:
+        assert run["workload"] == "ycsb"
+        for engine in run["engines"]:
+            mix = engine["phases"][1]["mix"]
+            assert {k: v["ops"] for k, v in mix["kinds"].items()} == want
+            assert {k: v["latency"]["count"] for k, v in mix["kinds"].items()} == want
+            assert mix["hot_shares"] == pytest.approx(want_shares)
+            assert engine["phases"][0]["mix"] is None  # the load runs one kind
+
+
+def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cli) -> None:
+    """The result names its workload, so report and compare know its phase kinds."""
+    from asyncbench.cli.main import main
+
+    plan, _ = small_plan(tmp_path, "a")
+    code, _, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
+    assert code == 0, output
+    (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    from asyncbench.workloads import select
+
+    select("profile_store")  # a fresh process: the default workload until the result names one
+    assert main(["report", str(result)]) == 0
+    select("profile_store")
+    assert main(["compare", str(result), str(result)]) == 0

@@ -14,12 +14,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from asyncbench.config import PhaseSpec
+from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
-from asyncbench.result import OpenLoop, PhaseResult
+from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhaseResult
+from asyncbench.workload import MixFigures
 from asyncbench.workloads import workload
 
-__all__ = ["add_figures", "phase_rate", "phase_row", "sweep_dipped"]
+__all__ = ["add_figures", "phase_mix", "phase_rate", "phase_row", "sweep_dipped"]
+
+
+def hot_label(fraction: float) -> str:
+    """0.001 -> "0.1%": a hot fraction as the result and report name it."""
+    return f"{fraction * 100:g}%"
+
+
+def phase_mix(figures: MixFigures | None) -> PhaseMix | None:
+    """A mixed phase's per-kind figures and skew for its result (after its clock stopped):
+    each kind's latencies summarised as the phase's are (an HdrHistogram)."""
+    if figures is None:
+        return None
+    kinds = {}
+    for name, ops in figures.counts.items():
+        took = figures.latencies_ns.get(name)
+        stats = None
+        if took is not None and len(took):
+            stats = LatencyHistogram.from_values(took).summary()
+        kinds[name] = KindFigures(ops, stats)
+    return PhaseMix(kinds, {hot_label(f): share for f, share in figures.hot_shares.items()})
 
 
 def phase_rate(spec: PhaseSpec) -> Rate | None:

@@ -41,7 +41,7 @@ from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
-from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
 from asyncbench.workload import Action, Group, PhaseKind
 from asyncbench.workloads import workload
 
@@ -293,6 +293,7 @@ class EngineRun:
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 add_figures(pr, latency, rate)
+        pr.mix = phase_mix(workload().mix_figures(kind, items))
         sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
         if self.proof is not None and checksum is not None:  # a reused store proves its data
             self.proof.check(index, spec, checksum)
@@ -405,6 +406,7 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         repeat=cfg.repeat,
         warmup=cfg.warmup,
         accelerated=workload().accelerated,
+        workload=cfg.workload,
     )
 
 

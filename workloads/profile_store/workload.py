@@ -72,6 +72,9 @@ class ProfileStoreWorkload:
     def context(self, seed: int) -> PhaseContext:
         return PhaseContext.for_seed(seed)
 
+    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> None:
+        return None  # each phase runs one operation kind
+
     def checksum(self) -> Checksum:
         return Checksum()
 

@@ -12,9 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import PhaseKind, SettingError
+from asyncbench.workload import MixFigures, PhaseKind, SettingError
 from asyncbench.workloads.ycsb import settings as ycsb_settings
-from asyncbench.workloads.ycsb.phases import PHASES, Counts, PhaseChecksum, Plan, combine, phase_items
+from asyncbench.workloads.ycsb.phases import (
+    PHASES,
+    Counts,
+    MixedOps,
+    PhaseChecksum,
+    Plan,
+    combine,
+    mix_figures,
+    phase_items,
+)
 
 __all__ = ["WORKLOAD", "YcsbWorkload"]
 
@@ -59,6 +68,9 @@ class YcsbWorkload:
 
     def context(self, seed: int) -> int:
         return seed
+
+    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
+        return mix_figures(items) if isinstance(items, MixedOps) else None
 
     def checksum(self) -> PhaseChecksum:
         return PhaseChecksum()
