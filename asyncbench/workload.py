@@ -204,7 +204,9 @@ class Workload(Protocol):
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
         """A ``[[phase]]``'s keys beyond the framework's (config.PHASE_KEYS), checked
-        (SettingError naming the key); a key no kind of this workload takes is refused here."""
+        (SettingError naming the key); a key no kind of this workload takes is refused here.
+        A phase whose items are not a plan stream states its size as ``operations`` (the
+        estimate and the latency-mark check read it)."""
         ...
 
     def stream_count(self, stream: str) -> str:

@@ -166,8 +166,9 @@ def test_mixed_phase_records_each_kind_and_the_skew_run(tmp_path: Path, run_cli)
             assert engine["phases"][0]["mix"] is None  # the load runs one kind
 
 
-def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cli) -> None:
-    """The result names its workload, so report and compare know its phase kinds."""
+def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cli, capfd) -> None:
+    """The result names its workload, so report and compare know its phase kinds; compare
+    shows each kind's latency and the skew, base against new."""
     from asyncbench.cli.main import main
 
     plan, _ = small_plan(tmp_path, "a")
@@ -179,4 +180,33 @@ def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cl
     select("profile_store")  # a fresh process: the default workload until the result names one
     assert main(["report", str(result)]) == 0
     select("profile_store")
+    capfd.readouterr()
     assert main(["compare", str(result), str(result)]) == 0
+    shown = capfd.readouterr().out
+    assert "Operation kinds" in shown and "mixed read p99 µs" in shown and "mixed update p50 µs" in shown
+    assert "mixed ops on hottest 1% keys" in shown
+
+
+def test_kinds_and_skew_reach_console_report_and_csv(tmp_path: Path, run_cli) -> None:
+    plan, _ = small_plan(tmp_path, "a")
+    code, results, output = run_cli(str(plan), "--engine", "memory", "--no-isolate", "--csv", "--yes")
+    assert code == 0, output
+    (run,) = results
+    kinds = run["engines"][0]["phases"][1]["mix"]["kinds"]
+    assert set(kinds) == {"read", "update"}
+    lines = output.splitlines()
+    for name, k in kinds.items():  # console: a line per kind under the mixed phase, 80 columns
+        (line,) = [x for x in lines if x.startswith(f"    {name} ")]
+        assert f"{k['ops']:_d}" in line and "p99.9" in line and len(line) <= 80
+    assert any(x.startswith("    hottest keys' share of ops: 0.1%: ") for x in lines)
+    md = next((tmp_path / "out").glob("profiles-*/asyncbench-*.md")).read_text()
+    section = md.split("## Operation Kinds", 1)[1].split("\n## ", 1)[0]
+    assert "| memory | mixed | read |" in section and "| memory | mixed | update |" in section
+    assert "ops on hottest 0.1% of keys" in section
+    csv = next((tmp_path / "out").glob("profiles-*/asyncbench-*[0-9]Z.csv")).read_text().splitlines()
+    header = csv[0].split(",")
+    rows = [dict(zip(header, r.split(","), strict=True)) for r in csv[1:]]
+    per_kind = {r["op_kind"]: int(r["ops"]) for r in rows if r["op_kind"]}
+    assert per_kind == {k: v["ops"] for k, v in kinds.items()}
+    (phase_row,) = [r for r in rows if r["phase"] == "mixed" and not r["op_kind"]]
+    assert float(phase_row["hot_0_1pct_keys_ops_share"]) == pytest.approx(run["engines"][0]["phases"][1]["mix"]["hot_shares"]["0.1%"], abs=1e-6)

@@ -46,7 +46,7 @@ from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
-from asyncbench.report import cost_compare
+from asyncbench.report import cost_compare, mix_compare
 from asyncbench.report.capacity import bound_text
 from asyncbench.result import EXIT_BAD_INPUT, PhaseResult, ResultError, RunResult
 from asyncbench.workload import Action
@@ -655,6 +655,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     diffs = _differences(base, new)
     costs = cost_compare.cost_changes(base.runs, new.runs, engines)
+    kinds = mix_compare.kind_changes(base.runs, new.runs, engines)
     if args.json:
         doc = {
             "threshold": threshold,
@@ -676,6 +677,9 @@ def run(args: argparse.Namespace) -> int:
             "differences": diffs,
             "cost": [
                 {"engine": c.engine, "figure": c.figure, "base": c.base, "new": c.new, "ratio": c.ratio} for c in costs
+            ],
+            "operation_kinds": [
+                {"engine": c.engine, "figure": c.figure, "base": c.base, "new": c.new, "ratio": c.ratio} for c in kinds
             ],
             "only_in_base": {
                 "engines": gone.engines["base"], "phases": gone.phases["base"], "engine_phases": gone.pairs["base"]
@@ -703,9 +707,11 @@ def run(args: argparse.Namespace) -> int:
         if args.markdown:
             render = render_markdown(rows, diffs, threshold, gone)
             render += "\n".join(cost_compare.markdown_lines(costs, lambda t: t.replace("|", "\\|")))
+            render += "\n".join(cost_compare.markdown_lines(kinds, lambda t: t.replace("|", "\\|"), mix_compare.TITLE))
         else:
             render = render_text(rows, diffs, threshold, gone)
             render += "\n".join(["", *cost_compare.text_lines(costs)]) if costs else ""
+            render += "\n".join(["", *cost_compare.text_lines(kinds, title=mix_compare.TITLE)]) if kinds else ""
         print(render)
     checksum_code = 1 if any(r.checksums_equal is False for r in rows) else 0
     return max(exit_code([r.comparison for r in rows]), checksum_code)

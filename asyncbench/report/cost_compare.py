@@ -18,7 +18,10 @@ from asyncbench.report.cost_table import CostRow, cost_rows
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.workload import Group
 
-__all__ = ["CostChange", "cost_changes", "markdown_lines", "text_lines"]
+__all__ = ["TITLE", "CostChange", "cost_changes", "markdown_lines", "text_lines"]
+
+#: The tables' title; another informational base/new table (report/mix_compare.py) gives its own.
+TITLE = "Cost (median of each side; informational, not part of the verdict)"
 
 
 @dataclass
@@ -85,12 +88,12 @@ def _num(v: float) -> str:
     return f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
 
-def text_lines(changes: list[CostChange], width: int = 80) -> list[str]:
+def text_lines(changes: list[CostChange], width: int = 80, title: str = TITLE) -> list[str]:
     """The console's cost table, per engine, within ``width`` columns."""
     if not changes:
         return []
     room = max(width - 2 - 31, 12)
-    lines = ["", "Cost (median of each side; informational, not part of the verdict)"]
+    lines = ["", title]
     engine = None
     for c in changes:
         if c.engine != engine:
@@ -102,10 +105,10 @@ def text_lines(changes: list[CostChange], width: int = 80) -> list[str]:
     return lines
 
 
-def markdown_lines(changes: list[CostChange], escape: Callable[[str], str]) -> list[str]:
+def markdown_lines(changes: list[CostChange], escape: Callable[[str], str], title: str = TITLE) -> list[str]:
     if not changes:
         return []
-    out = ["", "Cost (median of each side; informational, not part of the verdict):", ""]
+    out = ["", f"{title}:", ""]
     out += ["| Engine | Figure | Base | New | Ratio |", "| --- | --- | ---: | ---: | ---: |"]
     for c in changes:
         ratio = f"{c.ratio:.3f}x" if c.ratio is not None else "-"

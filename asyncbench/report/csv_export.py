@@ -14,6 +14,7 @@ from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.stats import Summary
 from asyncbench.report.columns import Column
 from asyncbench.report.columns import csv_text as render_csv
+from asyncbench.report.mix import csv_kinds
 from asyncbench.result import LatencyStats, PhaseCost, PhaseResult, PlanPhase, RunResult, write_atomic
 from asyncbench.workload import Action
 
@@ -28,6 +29,8 @@ class _Row:
     phase: PhaseResult  # the first measured repeat's
     tp: Summary | None
     lat: LatencyStats | None
+    op_kind: str | None = None  # a mixed phase's per-kind row (report/mix.py): that kind alone
+    op_kind_ops: int | None = None
 
 
 def _round(value: float | None) -> float | None:
@@ -65,6 +68,14 @@ def _tp(get: str) -> Column[_Row]:
     return Column(f"ops_per_s_{get}", "r", lambda r: _round(getattr(r.tp, get)) if r.tp else None)
 
 
+def _hot(key: str) -> Column[_Row]:
+    def share(r: _Row) -> float | None:
+        mix = r.phase.mix
+        return None if mix is None or r.op_kind is not None or key not in mix.hot_shares else round(mix.hot_shares[key], 6)
+
+    return Column(f"hot_{key.rstrip('%').replace('.', '_')}pct_keys_ops_share", "r", share)
+
+
 def _lat(key: str) -> Column[_Row]:
     return Column(f"latency_{key}_ns", "r", lambda r: getattr(r.lat, key) if r.lat else None)
 
@@ -74,7 +85,9 @@ TABLE: list[Column[_Row]] = [
     Column("phase", "l", lambda r: r.spec.name),
     Column("kind", "l", lambda r: r.phase.kind.kind),
     Column("stream", "l", lambda r: r.phase.stream),
-    Column("ops", "r", lambda r: r.phase.ops),
+    # a mixed phase has a row per operation kind after its own: its ops and latency
+    Column("op_kind", "l", lambda r: r.op_kind),
+    Column("ops", "r", lambda r: r.phase.ops if r.op_kind is None else r.op_kind_ops),
     Column("repeats", "r", lambda r: len(r.runs.phases(r.index))),
     _tp("median"),
     _tp("min"),
@@ -108,6 +121,8 @@ TABLE: list[Column[_Row]] = [
         "l",
         lambda r: " ".join(f"{k}={v}" for k, v in r.phase.capacity.slo_ns.items()) if r.phase.capacity else None,
     ),
+    # the skew a mixed phase ran: the share of its operations on its hottest keys
+    *(_hot(key) for key in ("0.1%", "1%", "10%")),
 ]
 COLUMNS = tuple(c.name for c in TABLE)
 
@@ -121,6 +136,8 @@ def _rows(run: RunResult) -> list[_Row]:
                 continue
             h = g.latency(index)
             rows.append(_Row(g, index, spec, p, g.throughput(index), h.summary() if h is not None else None))
+            for name, k in csv_kinds(p):  # the first measured repeat's, as the cost columns
+                rows.append(_Row(g, index, spec, p, None, k.latency, name, k.ops))
     return rows
 
 

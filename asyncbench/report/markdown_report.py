@@ -26,6 +26,8 @@ from asyncbench.report.capacity import markdown_lines as capacity_section
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.cost_table import COST_NOTE
 from asyncbench.report.cost_table import markdown_lines as cost_markdown
+from asyncbench.report.mix import MIX_NOTE
+from asyncbench.report.mix import markdown_lines as mix_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workload import Action, Group, PhaseKind, StreamUse
@@ -496,6 +498,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     latency = latency_tables(run, groups)
     if latency:
         lines += ["## Latency", "", "Per operation, measured inside the engine's own loop (µs).", ""] + latency
+    kinds = mix_markdown(run)
+    if kinds:
+        lines += ["## Operation Kinds", "", MIX_NOTE, ""] + kinds + [""]
     cost = cost_section(full)  # the first measured repeat of each engine, as the CSV
     if cost:
         lines += ["## Cost", "", COST_NOTE, ""] + cost

@@ -19,6 +19,7 @@ from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, forma
 from asyncbench.rate import Arrivals
 from asyncbench.report.capacity import capacity_line
 from asyncbench.report.cost_table import console_lines
+from asyncbench.report.mix import console_lines as mix_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workload import Action
@@ -412,6 +413,8 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
         if result.capacity is not None:
             self._print(capacity_line(result))
+        for line in mix_lines(result):  # a mixed phase: its kinds and skew
+            self._print(line)
 
     def engine_end(self, result: EngineResult) -> None:
         if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it
