@@ -235,6 +235,11 @@ class Workload(Protocol):
         """An empty running checksum."""
         ...
 
+    def plan_from_native(self, text: str, source: str) -> str:
+        """A TOML plan from the workload's own file format (YCSB's workload properties), for
+        ``asyncbench plan``; ValueError naming ``source``, the key and the problem."""
+        ...
+
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         """After a phase (untimed): its operation kinds and skew, or None (one kind, no skew)."""
         ...

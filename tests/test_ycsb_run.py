@@ -210,3 +210,43 @@ def test_kinds_and_skew_reach_console_report_and_csv(tmp_path: Path, run_cli) ->
     assert per_kind == {k: v["ops"] for k, v in kinds.items()}
     (phase_row,) = [r for r in rows if r["phase"] == "mixed" and not r["op_kind"]]
     assert float(phase_row["hot_0_1pct_keys_ops_share"]) == pytest.approx(run["engines"][0]["phases"][1]["mix"]["hot_shares"]["0.1%"], abs=1e-6)
+
+
+@pytest.mark.parametrize("letter", "abcdef")
+def test_plan_from_ycsb_prints_the_shipped_plan(letter: str, capfd) -> None:
+    from asyncbench.cli.main import main
+
+    assert main(["plan", "--from-ycsb", str(ROOT / "tests" / "fixtures" / "ycsb" / f"workload{letter}")]) == 0
+    out = capfd.readouterr()
+    assert out.out == (PLANS / f"workload{letter}.toml").read_text() and out.err == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("recordcount=10\noperationcount=5\ndb=site.ycsb.BasicDB\n", "key 'db' (line 3): not supported"),
+        ("recordcount=10\noperationcount=5\nreadproportion=0.7\n", "sum to"),
+        ("recordcount=10\noperationcount=5\nrequestdistribution=zipf\n", "key 'requestdistribution' (line 3)"),
+        ("recordcount=10\noperationcount=5\nwarp=9\n", "key 'warp' (line 3): unknown property"),
+    ],
+)
+def test_plan_from_a_bad_ycsb_file_names_file_and_property_and_exits_2(text: str, named: str, tmp_path: Path, capfd) -> None:
+    from asyncbench.cli.main import main
+
+    path = tmp_path / "workloadx"
+    path.write_text(text)
+    assert main(["plan", "--from-ycsb", str(path)]) == 2
+    out = capfd.readouterr()
+    assert out.out == "" and f"{path}: " in out.err and named in out.err, out.err
+
+
+def test_plan_from_a_missing_or_special_file_exits_2(tmp_path: Path, capfd) -> None:
+    import os
+
+    from asyncbench.cli.main import main
+
+    assert main(["plan", "--from-ycsb", str(tmp_path / "nope")]) == 2
+    assert f"{tmp_path / 'nope'}: file: does not exist" in capfd.readouterr().err
+    os.mkfifo(tmp_path / "fifo")  # refused, never waited on
+    assert main(["plan", "--from-ycsb", str(tmp_path / "fifo")]) == 2
+    assert "not a regular file" in capfd.readouterr().err

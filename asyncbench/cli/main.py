@@ -37,6 +37,7 @@ COMMANDS: dict[str, Command] = {
     "report": Command("asyncbench.cli.report", "re-render a saved result's Markdown report and charts beside it"),
     "compare": Command("asyncbench.cli.compare", "compare two results (or sets of results) phase by phase"),
     "engines": Command("asyncbench.cli.engines", "every engine this installation knows, with its settings"),
+    "plan": Command("asyncbench.cli.plan", "print a TOML plan converted from YCSB's workload file (--from-ycsb)"),
     "floor": Command(
         "asyncbench.tools.floor",
         "what the harness costs per phase kind, against the plainest loop",

@@ -72,6 +72,9 @@ class ProfileStoreWorkload:
     def context(self, seed: int) -> PhaseContext:
         return PhaseContext.for_seed(seed)
 
+    def plan_from_native(self, text: str, source: str) -> str:
+        raise ValueError(f"{source}: the profile store has no file format of its own to convert")
+
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> None:
         return None  # each phase runs one operation kind
 

@@ -10,10 +10,12 @@ that every engine, P and K give the same checksum per phase (tests/test_ycsb_run
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from asyncbench.workload import MixFigures, PhaseKind, SettingError
 from asyncbench.workloads.ycsb import settings as ycsb_settings
+from asyncbench.workloads.ycsb.convert import plan_from_properties, plan_toml
 from asyncbench.workloads.ycsb.phases import (
     PHASES,
     Counts,
@@ -24,6 +26,7 @@ from asyncbench.workloads.ycsb.phases import (
     mix_figures,
     phase_items,
 )
+from asyncbench.workloads.ycsb.properties import parse_properties
 
 __all__ = ["WORKLOAD", "YcsbWorkload"]
 
@@ -68,6 +71,12 @@ class YcsbWorkload:
 
     def context(self, seed: int) -> int:
         return seed
+
+    def plan_from_native(self, text: str, source: str) -> str:
+        """YCSB's workload file (Java properties) as a plan (:mod:`.convert`: every property
+        carried or refused by name)."""
+        plan = plan_from_properties(parse_properties(text, source), source)
+        return plan_toml(plan, Path(source).name)
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         return mix_figures(items) if isinstance(items, MixedOps) else None
