@@ -758,7 +758,7 @@ RUN_KEYS: dict[str, RunKey] = {
             Rates(),
             "target operations per second (all workers) of every operation phase without a rate of its own: "
             "open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
-            "read, scan and query phase (inserts and updates then run closed loop)",
+            "read, scan and query phase (inserts, updates and mixed phases then run closed loop)",
             flag="--rate",
         ),
         RunKey(
@@ -900,7 +900,7 @@ def _phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> l
             if "rate" not in table:
                 raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
             rates = parse_rates(where, f"{key}.rate", table["rate"])
-            if len(rates) > 1 and (kind.inserts or kind.rewrites):
+            if len(rates) > 1 and kind.runs_once:
                 raise ConfigError(
                     where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
                 )
@@ -1041,7 +1041,7 @@ def pace_phases(cfg: BenchConfig) -> None:
             continue
         if len(cfg.rate) == 1:
             out.append(dataclasses.replace(spec, rate=cfg.rate[0], arrivals=cfg.arrivals))
-        elif kind.inserts or kind.rewrites:
+        elif kind.runs_once:
             out.append(spec)
         else:
             first = len(out)

@@ -109,6 +109,9 @@ class PhaseKind:
     fold: Fold | None = None
     split: Split = Split.CONTIGUOUS
     needs_data: bool = True  # must follow the insert phase
+    #: A rate sweep may repeat it: False for a kind whose writes change what a second run
+    #: would read or insert (YCSB's mixed phase), as the insert and update kinds (``rewrites``).
+    repeatable: bool = True
     #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
     #: ``uses`` order), so a new kind gets its column from this row alone.
     columns: tuple[str, ...] = ()
@@ -136,6 +139,11 @@ class PhaseKind:
     def rewrites(self) -> bool:
         """A write phase over stored records: phases after it run on updated data."""
         return self.group is Group.WRITE and not self.inserts
+
+    @property
+    def runs_once(self) -> bool:
+        """It changes the store, so a rate sweep never repeats it (it runs at one rate)."""
+        return self.inserts or self.rewrites or not self.repeatable
 
     @property
     def takes_stream(self) -> bool:

@@ -250,3 +250,22 @@ def test_plan_from_a_missing_or_special_file_exits_2(tmp_path: Path, capfd) -> N
     os.mkfifo(tmp_path / "fifo")  # refused, never waited on
     assert main(["plan", "--from-ycsb", str(tmp_path / "fifo")]) == 2
     assert "not a regular file" in capfd.readouterr().err
+
+
+def test_a_mixed_phase_runs_at_a_rate_and_is_never_swept(tmp_path: Path, run_cli) -> None:
+    """The open loop paces a mixed phase (same checksum, open-loop figures); a sweep would
+    repeat it on the store its writes changed (and insert its keys twice), so a plan's rate
+    list on it is refused and --rate's list leaves it closed loop, as an update phase."""
+    plan, doc = small_plan(tmp_path, "d")
+    code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--rate", "20k", "--no-isolate", "--yes")
+    assert code == 0, output
+    for engine in results[0]["engines"]:
+        mixed = engine["phases"][1]
+        assert mixed["open_loop"]["rate"] == 20_000 and mixed["checksum"] == reference_run(doc, 1, schedule=0)[0]
+    code, results, output = run_cli(str(plan), "--engine", "sqlite", "--rate", "10k,20k", "--no-isolate", "--yes")
+    assert code == 0, output
+    assert [p["name"] for p in results[-1]["engines"][0]["phases"]] == ["load", "mixed"]
+    swept = tmp_path / "swept.toml"
+    swept.write_text(plan.read_text().replace('kind = "mixed"', 'kind = "mixed"\nrate = [10_000, 20_000]'))
+    code, _, output = run_cli(str(swept), "--engine", "memory", "--yes")
+    assert code == 2 and f"{swept}: phase[1].rate: a sweep repeats the phase" in output, output

@@ -291,6 +291,7 @@ PHASES: dict[str, PhaseKind] = {
             _mixed,
             Fold.IDS,
             Split.BY_UID,
+            repeatable=False,  # its updates and inserts change what a second run reads
         ),
         PhaseKind("stabilize", Action.STABILIZE, Group.MAINTENANCE, (_use(None, "stabilize"),), needs_data=False,
                   columns=("Stabilize",)),
