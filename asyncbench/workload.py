@@ -112,6 +112,9 @@ class PhaseKind:
     #: A rate sweep may repeat it: False for a kind whose writes change what a second run
     #: would read or insert (YCSB's mixed phase), as the insert and update kinds (``rewrites``).
     repeatable: bool = True
+    #: Its operations are of several kinds (YCSB's mixed phase): the result records each
+    #: kind and the skew run (``Workload.mix_figures``).
+    mixes: bool = False
     #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
     #: ``uses`` order), so a new kind gets its column from this row alone.
     columns: tuple[str, ...] = ()

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from asyncbench.config import BenchConfig, Level, slo_for, to_json
+from asyncbench.config import BenchConfig, Level, PhaseSpec, slo_for, to_json
 from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
@@ -56,7 +56,7 @@ from asyncbench.run.capacity_remote import ProbePart, coordinated_probe
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
-from asyncbench.run.phase_rows import add_figures, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
 from asyncbench.run.saturation import (
     CLIENT_BOUND_BUSY,
     PhaseLoad,
@@ -65,7 +65,7 @@ from asyncbench.run.saturation import (
     runqueue_wait_seconds,
 )
 from asyncbench.slo import make_slo
-from asyncbench.workload import Action
+from asyncbench.workload import Action, MixFigures
 from asyncbench.workloads import workload
 
 __all__ = [
@@ -560,6 +560,7 @@ class DistributedEngineRun:
             elif rate is not None:  # the target (and the achieved-rate check) without the figures
                 pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._loads.append(phase_load(merged, parts, waited))
+        pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))  # after the phase, untimed
         sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
@@ -586,6 +587,15 @@ class DistributedEngineRun:
         pr.capacity = found
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
+
+    def _mix(self, spec: PhaseSpec) -> MixFigures | None:
+        """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
+        is a pure function of it); its kinds' latencies stay in the processes that ran them."""
+        kind = workload().phases[spec.kind]
+        if not kind.mixes:  # one operation kind: nothing to draw
+            return None
+        plan = workload().draw_plan(self.level.counts, self.cfg.seed)
+        return workload().mix_figures(kind, workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
 
     async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> bool:
         """Until every process's batch lines of the phase have arrived (bounded); False

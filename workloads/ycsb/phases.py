@@ -292,6 +292,7 @@ PHASES: dict[str, PhaseKind] = {
             Fold.IDS,
             Split.BY_UID,
             repeatable=False,  # its updates and inserts change what a second run reads
+            mixes=True,
         ),
         PhaseKind("stabilize", Action.STABILIZE, Group.MAINTENANCE, (_use(None, "stabilize"),), needs_data=False,
                   columns=("Stabilize",)),
