@@ -260,3 +260,10 @@ class SteepGrowthEngine(MemoryEngine):
 
     name = "steep"
     cost_growth = 0.5
+
+
+class NoYcsbEngine(MemoryEngine):
+    """A plug-in written for the profile store only: its store has no YCSB usertable."""
+
+    name = "noycsb"
+    usertable = None  # type: ignore[assignment]

@@ -219,6 +219,25 @@ def test_mysql_engine_quick_plan_at_p3_one_worker_per_node(
     assert "writes retried after a conflict: " in md
 
 
+@pytest.mark.parametrize("letter", "ae")
+def test_ycsb_on_the_cluster_at_p3_gives_the_reference_checksums(
+    letter: str, cluster: Cluster, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """YCSB's usertable across the three nodes, a worker per node: its updates certified on
+    its node, its scans (E) of keys other nodes loaded after the causal barrier; the
+    checksums are the dict reference store's (tests/test_ycsb_run.py)."""
+    from test_ycsb_mix import run as reference_run
+    from test_ycsb_run import small_plan
+
+    for name in ("MYSQL_HOSTS", "MYSQL_HOST", "MYSQL_PORT", "MYSQL_DATABASE", "MYSQL_USER", "MYSQL_PASSWORD"):
+        monkeypatch.setenv(name, cluster.exports[name])
+    plan, doc = small_plan(tmp_path, letter, records=300, ops=900)
+    code, results, output = run_cli(str(plan), "--engine", "memory,mysql", "--parallelism", "3", "--yes")
+    assert code == 0, output
+    runs = {e["engine"]: {p["name"]: p["checksum"] for p in e["phases"]} for e in results[0]["engines"]}
+    assert runs["mysql"] == runs["memory"] and runs["mysql"]["mixed"] == reference_run(doc, 1, schedule=0)[0]
+
+
 def test_cost_is_measured_on_every_node_also_those_without_a_worker(
     cluster: Cluster, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -269,3 +269,15 @@ def test_a_mixed_phase_runs_at_a_rate_and_is_never_swept(tmp_path: Path, run_cli
     swept.write_text(plan.read_text().replace('kind = "mixed"', 'kind = "mixed"\nrate = [10_000, 20_000]'))
     code, _, output = run_cli(str(swept), "--engine", "memory", "--yes")
     assert code == 2 and f"{swept}: phase[1].rate: a sweep repeats the phase" in output, output
+
+
+def test_an_engine_without_a_usertable_fails_saying_so(tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    from asyncbench import engines
+
+    monkeypatch.setitem(engines.REGISTRY, "noycsb", "engines_for_tests:NoYcsbEngine")
+    plan, _ = small_plan(tmp_path, "a")
+    code, results, output = run_cli(str(plan), "--engine", "noycsb", "--no-isolate", "--yes")
+    assert code == 1, output
+    (engine,) = results[0]["engines"]
+    assert engine["status"] == "failed" and engine["phase"] == "load"
+    assert "NoYcsbEngine has no usertable(): this engine cannot run the ycsb workload" in engine["detail"]

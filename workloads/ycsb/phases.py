@@ -28,7 +28,7 @@ from asyncbench.workloads.ycsb.plan import Layout, mix_spec
 from asyncbench.workloads.ycsb.record import Values
 from asyncbench.workloads.ycsb.scans import scan_range
 from asyncbench.workloads.ycsb.skew import KeyCounts
-from asyncbench.workloads.ycsb.store import HasUsertable, Marks
+from asyncbench.workloads.ycsb.store import HasUsertable, Marks, YcsbStore
 
 __all__ = ["PHASES", "Counts", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
 
@@ -90,6 +90,19 @@ def combine(hexes: Sequence[str]) -> str:
     return f"{sum(int(h, 16) for h in hexes) & M64:016X}"
 
 
+def usertable(store: Any) -> YcsbStore:
+    """The engine's YCSB store, or an error saying the engine has none (a plug-in written
+    for the profile store only)."""
+    get = getattr(store, "usertable", None)
+    if get is None:
+        raise TypeError(
+            f"{type(store).__name__} has no usertable(): this engine cannot run the ycsb workload "
+            "(docs/workloads.md: where the records live)"
+        )
+    table: YcsbStore = get()
+    return table
+
+
 # --- the load phase ---------------------------------------------------------------------
 
 
@@ -118,7 +131,7 @@ async def _load(store: HasUsertable, items: Sequence[Any], ctx: Any, marks: Mark
     numbers = np.arange(keys.keys.start, keys.keys.stop, dtype=np.int64)
     names = [plan.name(k) for k in keys.keys]
     records = list(zip(names, plan.values.records(numbers), strict=True))  # inside the phase time
-    await store.usertable().load(records, marks)
+    await usertable(store).load(records, marks)
     return [op_digest(k, INSERT, n) for k, n in zip(keys.keys, names, strict=True)]
 
 
@@ -229,7 +242,7 @@ class MixedOps(Sequence[tuple[int, ...]]):
 
 async def _mixed(store: HasUsertable, ops: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
     assert isinstance(ops, MixedOps)
-    digests = await store.usertable().run(ops, marks)
+    digests = await usertable(store).run(ops, marks)
     ops.phase.done.append((ops.positions, marks))  # O(1): per-kind latency after the phase
     return digests
 
