@@ -647,7 +647,7 @@ RUN_KEYS: dict[str, RunKey] = {
         RunKey(
             "profiles",
             IntList(1, MAX_PROFILES, "profile count"),
-            "profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts",
+            "profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts (the ycsb workload: its record count)",
             flag="--profiles",
             report="Profiles",
             compare="profiles",

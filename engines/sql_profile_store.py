@@ -272,7 +272,9 @@ class SqlProfileStore:
         if self._usertable is None:
             from asyncbench.engines.sql_ycsb_store import usertable_of
 
-            self._usertable = usertable_of(self, self.session, self.usertable_sql, self.hop, self.barrier)
+            self._usertable = usertable_of(
+                self, self.session, self.usertable_sql, self.hop, self.barrier, self._retry
+            )
         return self._usertable
 
     # --- the batch loops, once for every driver -------------------------------------------

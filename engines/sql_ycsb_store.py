@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any, Protocol
 
+import anyio
+
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_async
 
@@ -41,6 +43,10 @@ class SqlSession(Protocol):
 
 
 USERTABLE = "usertable"
+#: Attempts of the usertable's CREATE TABLE IF NOT EXISTS racing the other workers', and the
+#: pause before attempt n (CREATE_PAUSE_S * n).
+CREATE_ATTEMPTS = 10
+CREATE_PAUSE_S = 0.05
 KEY = "ycsb_key"
 #: What a batch body is run by (the shared SQL store's hop: the event loop, a connection thread).
 Hop = Callable[..., Any]
@@ -90,11 +96,22 @@ class _Statements:
         return [*self.read.values(), *self.update.values(), *self.scan.values(), self.insert]
 
 
+#: ``retry(exc, op, *args)``: the shared SQL store's retry of a write that failed with a
+#: transient conflict (a Galera certification failure, error 1213), counted in its retries.
+Retry = Callable[..., Awaitable[Any]]
+
+
 class SqlTable:
     """The :class:`~asyncbench.workloads.ycsb.store.Table` calls over one SQL session (async)."""
 
-    def __init__(self, session: SqlSession, sql: _Statements) -> None:
-        self.session, self.sql = session, sql
+    def __init__(self, session: SqlSession, sql: _Statements, retry: Retry) -> None:
+        self.session, self.sql, self.retry = session, sql, retry
+
+    async def _write(self, statement: str, args: Sequence[Any]) -> None:
+        try:
+            await self.session.execute(statement, args)
+        except Exception as exc:  # re-raised unless the engine calls it transient
+            await self.retry(exc, self.session.execute, statement, args)
 
     async def read(self, name: str, field: int) -> Fields | None:
         row = await self.session.fetch_one(self.sql.read[field], (name,))
@@ -104,10 +121,10 @@ class SqlTable:
 
     async def update(self, name: str, fields: Fields) -> None:
         field = fields[0][0] if len(fields) == 1 else ALL_FIELDS
-        await self.session.execute(self.sql.update[field], (*(v for _, v in fields), name))
+        await self._write(self.sql.update[field], (*(v for _, v in fields), name))
 
     async def insert(self, name: str, values: list[bytes]) -> None:
-        await self.session.execute(self.sql.insert, (name, *values))
+        await self._write(self.sql.insert, (name, *values))
 
     async def scan(self, first: str, last: str, field: int) -> list[tuple[str, Fields]]:
         rows = await self.session.fetch_all(self.sql.scan[field], (first, last))
@@ -119,20 +136,32 @@ class SqlYcsbStore:
     """A worker's YCSB store over its SQL session (``usertable()`` of the shared SQL store)."""
 
     def __init__(
-        self, session: SqlSession, dialect: UsertableSql, hop: Hop, barrier: Callable[[], Awaitable[None]]
+        self,
+        session: SqlSession,
+        dialect: UsertableSql,
+        hop: Hop,
+        barrier: Callable[[], Awaitable[None]],
+        retry: Retry,
     ) -> None:
-        self.session, self.dialect, self.hop, self.barrier = session, dialect, hop, barrier
+        self.session, self.dialect, self.hop, self.barrier, self.retry = session, dialect, hop, barrier, retry
         self._table: SqlTable | None = None
 
     async def _ensure(self, fieldcount: int) -> SqlTable:
         """The table (created if missing: the load's first batch of each worker)."""
         if self._table is None:
             statement = self.dialect.create(fieldcount)
-            try:
-                await self.hop(self.session.execute, statement, ())
-            except Exception:  # created meanwhile by another worker's session (PostgreSQL's race)
-                await self.hop(self.session.fetch_one, f"SELECT 1 FROM {USERTABLE} WHERE 1 = 0", ())
-            self._table = SqlTable(self.session, _Statements(self.dialect, fieldcount))
+            for attempt in range(1, CREATE_ATTEMPTS + 1):
+                try:
+                    await self.hop(self.session.execute, statement, ())
+                    break
+                except Exception:
+                    # Every worker's first batch creates it: PostgreSQL's concurrent CREATE
+                    # TABLE IF NOT EXISTS can fail on its catalog's unique index, Galera's
+                    # DDL (total order) can abort one node's; once made, IF NOT EXISTS passes.
+                    if attempt == CREATE_ATTEMPTS:
+                        raise
+                    await anyio.sleep(CREATE_PAUSE_S * attempt)
+            self._table = SqlTable(self.session, _Statements(self.dialect, fieldcount), self.retry)
         return self._table
 
     @staticmethod
@@ -157,12 +186,17 @@ class SqlYcsbStore:
 
 
 def usertable_of(
-    store: Any, session: SqlSession, dialect: UsertableSql | None, hop: Hop, barrier: Callable[[], Awaitable[None]]
+    store: Any,
+    session: SqlSession,
+    dialect: UsertableSql | None,
+    hop: Hop,
+    barrier: Callable[[], Awaitable[None]],
+    retry: Retry,
 ) -> SqlYcsbStore:
     """The SQL store's YCSB store (an engine that gave no dialect cannot run YCSB)."""
     if dialect is None:
         raise RuntimeError(f"{type(store).__name__}: this SQL engine gives no usertable dialect")
-    return SqlYcsbStore(session, dialect, hop, barrier)
+    return SqlYcsbStore(session, dialect, hop, barrier, retry)
 
 
 def drop_usertable() -> str:

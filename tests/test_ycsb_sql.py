@@ -59,3 +59,44 @@ def test_two_client_processes_give_the_same_checksums(letter: str, engine: str, 
     mix = result["phases"][1]["mix"]  # drawn from the plan: the kinds' counts and the skew
     assert sum(k["ops"] for k in mix["kinds"].values()) == 800 and set(mix["hot_shares"]) == {"0.1%", "1%", "10%"}
     assert all(k["latency"] is None for k in mix["kinds"].values())  # measured in the processes
+
+
+class FlakySession:
+    """A SQL session whose first write fails as a Galera certification conflict does."""
+
+    def __init__(self) -> None:
+        self.failed = False
+        self.rows: dict[str, tuple] = {}
+
+    async def fetch_one(self, statement, args):  # type: ignore[no-untyped-def]
+        return None
+
+    async def fetch_all(self, statement, args):  # type: ignore[no-untyped-def]
+        return []
+
+    async def execute(self, statement, args):  # type: ignore[no-untyped-def]
+        if statement.startswith("INSERT") and not self.failed:
+            self.failed = True
+            raise RuntimeError("(1213, 'Deadlock found when trying to get lock; try restarting transaction')")
+        if statement.startswith("INSERT"):
+            self.rows[args[0]] = tuple(args[1:])
+
+
+def test_a_transient_write_conflict_is_retried_and_counted() -> None:
+    """Galera aborts a write its DDL or another node's write set conflicts with (error 1213):
+    the YCSB writes are retried as the profile store's are, and counted as retries."""
+    import anyio
+
+    from asyncbench.engines.sql_profile_store import Dialect, SqlProfileStore, Statements
+    from asyncbench.engines.sql_ycsb_store import UsertableSql
+
+    session = FlakySession()
+    dialect = Dialect(placeholder=lambda i: "?")
+    store = SqlProfileStore(
+        session, Statements.build(dialect, 5), retryable=lambda e: "1213" in str(e),
+        usertable=UsertableSql("TEXT", "BLOB", dialect.placeholder),
+    )  # fmt: skip
+    marks: list[int] = []
+    anyio.run(store.usertable().load, [("user1", [b"a", b"b"]), ("user2", [b"c", b"d"])], marks)
+    assert session.rows == {"user1": (b"a", b"b"), "user2": (b"c", b"d")} and store.retries == 1
+    assert len(marks) == 3
