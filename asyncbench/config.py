@@ -20,7 +20,7 @@ from asyncbench import fmt
 from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.parse import check_printable, escape_unprintable, parse_int, parse_seconds
 from asyncbench.slo import PERCENTILES, make_slo, parse_requirement, parse_slo_text
-from asyncbench.workload import Action, Group, SettingError
+from asyncbench.workload import Action, Group, PhaseKind, SettingError
 from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
 from asyncbench.workloads import REGISTRY as WORKLOADS
 from asyncbench.workloads import select, workload
@@ -509,7 +509,7 @@ class RateRequirements(ValueType):
         req = {}
         for kind, rate in v.items():
             phases = workload().phases
-            if kind not in phases or phases[kind].action is not Action.OPERATIONS or phases[kind].group is Group.WRITE:
+            if kind not in phases or not searchable(phases[kind]):
                 raise ConfigError(where, f"{key}.{kind}", "is not a read, scan or query phase kind, whose capacity is searched")
             req[kind] = parse_rate(where, f"{key}.{kind}", rate)
         return req
@@ -913,7 +913,7 @@ def _phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> l
         capacity = False
         if "capacity" in table:
             capacity = Bool().read(where, f"{key}.capacity", table["capacity"])
-            if capacity and (kind.action is not Action.OPERATIONS or kind.group is Group.WRITE):
+            if capacity and not searchable(kind):
                 raise ConfigError(
                     where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan or query phase: it has no capacity to search"
                 )
@@ -941,6 +941,12 @@ def _phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> l
             )
     check_phase_total(phases, where, "phase")
     return phases
+
+
+def searchable(kind: PhaseKind) -> bool:
+    """A capacity search probes a phase at many rates, so it repeats it: a read, scan or
+    query phase that leaves the store as it found it (not YCSB's mixed phase, which writes)."""
+    return kind.action is Action.OPERATIONS and kind.group is not Group.WRITE and not kind.runs_once
 
 
 def check_phase_total(phases: list[PhaseSpec], where: str, key: str) -> None:
@@ -1191,7 +1197,7 @@ def _slo_table(cfg: BenchConfig, where: str, table: Any) -> None:
         if k == "require":
             cfg.require_rate = RUN_KEYS["require_rate"].type.read(where, key, v)
         elif k in workload().phases:
-            if workload().phases[k].action is not Action.OPERATIONS or workload().phases[k].group is Group.WRITE:
+            if not searchable(workload().phases[k]):
                 raise ConfigError(where, key, f"phase kind {k!r} is no read, scan or query phase: it has no capacity to search")
             cfg.slo_kinds[k] = _slo_bounds(where, key, v)
         else:
@@ -1213,7 +1219,7 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
     if cfg.capacity:
         cfg.phases = [
             dataclasses.replace(s, capacity=True)
-            if workload().phases[s.kind].action is Action.OPERATIONS and workload().phases[s.kind].group is not Group.WRITE and s.rate is None
+            if searchable(workload().phases[s.kind]) and s.rate is None
             else s
             for s in cfg.phases
         ]

@@ -281,3 +281,12 @@ def test_an_engine_without_a_usertable_fails_saying_so(tmp_path: Path, run_cli, 
     (engine,) = results[0]["engines"]
     assert engine["status"] == "failed" and engine["phase"] == "load"
     assert "NoYcsbEngine has no usertable(): this engine cannot run the ycsb workload" in engine["detail"]
+
+
+def test_a_mixed_phase_has_no_capacity_search(tmp_path: Path, run_cli) -> None:
+    """A capacity search probes a phase at many rates, repeating it: a mixed phase writes."""
+    plan, _ = small_plan(tmp_path, "c")
+    searched = tmp_path / "searched.toml"
+    searched.write_text(plan.read_text().replace('kind = "mixed"', 'kind = "mixed"\ncapacity = true'))
+    code, _, output = run_cli(str(searched), "--engine", "memory", "--yes")
+    assert code == 2 and f"{searched}: phase[1].capacity: phase kind 'mixed' is no read, scan or query phase" in output, output
