@@ -443,6 +443,15 @@ def scan_throughput(run: RunResult) -> Figure:
 
 
 def query_throughput(run: RunResult) -> Figure:
+    queries = [p for p in run.phases if p.kind.group is Group_.QUERY]
+    if queries and all(p.kind.mixes for p in queries):  # YCSB's mixed phase: no profile query
+        return _throughput(
+            run,
+            "Mixed Phase Throughput",
+            "Operations per second of a mixed phase, each of a kind drawn as the plan's proportions "
+            "say (each kind's share and latency: the report's Operation Kinds) · higher is better",
+            _ops_groups(run, (Group_.QUERY,)),
+        )
     return _throughput(
         run,
         "Query Throughput",
