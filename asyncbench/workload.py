@@ -196,6 +196,8 @@ class Workload(Protocol):
 
     #: Its registry name.
     name: str
+    #: What its size counts, as the console, charts and report name it ("profiles", "records").
+    unit: str
     #: Phase kind name -> row, in the order the report lists them.
     phases: Mapping[str, PhaseKind]
     #: The plan's count names (what ``[counts]`` may set), in drawing order.

@@ -199,6 +199,7 @@ def test_kinds_and_skew_reach_console_report_and_csv(tmp_path: Path, run_cli) ->
         (line,) = [x for x in lines if x.startswith(f"    {name} ")]
         assert f"{k['ops']:_d}" in line and "p99.9" in line and len(line) <= 80
     assert any(x.startswith("    hottest keys' share of ops: 0.1%: ") for x in lines)
+    assert "== memory · 300 records" in lines and "  300 records, P1, engines memory" in lines  # its size's unit
     md = next((tmp_path / "out").glob("profiles-*/asyncbench-*.md")).read_text()
     section = md.split("## Operation Kinds", 1)[1].split("\n## ", 1)[0]
     assert "| memory | mixed | read |" in section and "| memory | mixed | update |" in section

@@ -216,7 +216,7 @@ def _run_locked(
     elif stop.interrupted:
         console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
     for result in bench.results:  # last, the verdict a reader came for (the report's first paragraph)
-        level = f" · {result.profiles:_d} profiles, P{result.parallelism}" if len(bench.results) > 1 else ""
+        level = f" · {result.profiles:_d} {workload().unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
         lines = headline.console_lines(result)
         console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
     return outcome.exit_code()

@@ -466,7 +466,7 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         REPORT_MARKER,
         f"# {md.text(title(run))}",
         "",
-        f"asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} profiles · P{run.parallelism} · "
+        f"asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} {workload().unit} · P{run.parallelism} · "
         f"started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
         "",
     ]

@@ -213,7 +213,7 @@ class Estimate:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
             f"asyncbench: plan {escape_unprintable(cfg.source)}",  # a newline or ESC in its name shown escaped
-            f"  {counts} profiles, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
+            f"  {counts} {workload().unit}, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
         out += [f"  warning: {w}" for w in self.warnings[:MAX_WARNINGS]]

@@ -23,6 +23,7 @@ from asyncbench.report.mix import console_lines as mix_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.workload import Action
+from asyncbench.workloads import workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +384,7 @@ class ConsoleObserver(Observer):
         print(text, file=self.out, flush=True)
 
     def engine_start(self, engine: str, profiles: int) -> None:
-        self._print(f"\n== {engine} · {fmt.count(profiles)} profiles")
+        self._print(f"\n== {engine} · {fmt.count(profiles)} {workload().unit}")
         self._print(phase_header(self.width, self.names))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:

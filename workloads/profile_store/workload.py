@@ -38,6 +38,7 @@ class ProfileStoreWorkload:
     """The reference profile store: users with secondary indexes, read, scanned, updated."""
 
     name = "profile_store"
+    unit = "profiles"
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = COUNT_NAMES
     verify_ops = VERIFY_OPS

@@ -35,6 +35,7 @@ class YcsbWorkload:
     """YCSB's core workloads A-F over a usertable of the engine's own (docs/workloads.md)."""
 
     name = "ycsb"
+    unit = "records"  # --profiles is the record count
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = ()
     verify_ops = 0
