@@ -416,19 +416,24 @@ def _cli(plan: Path, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
+#: Run A's size: long enough that a second CLI run starts and is refused while A runs.
+A_PROFILES = 80_000
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ENGINES)
 async def test_two_concurrent_cli_runs_one_clear_refusal_no_destroyed_table(
     kind: str, place: str, tmp_path: Path
 ) -> None:
-    """Run A (20_000 profiles, several seconds) takes the lock; run B starts while A runs,
+    """Run A (A_PROFILES, tens of seconds) takes the lock; run B starts while A runs,
     waits 1 s and is refused (a Failed row naming the lock); A finishes correct, its table
-    whole."""
+    whole. A once had 20_000 profiles: on a loaded CI machine it finished before B (a
+    whole CLI start-up, then its 1 s wait) was refused, and the test's guard failed."""
     server = Server(kind)
     env = {k: v for k, v in os.environ.items() if k != "ASYNCBENCH_ENGINES"}
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
     a = subprocess.Popen(
-        _cli(_plan(tmp_path, kind, place, 20_000, 1), a_dir), cwd=ROOT, env=env,
+        _cli(_plan(tmp_path, kind, place, A_PROFILES, 1), a_dir), cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -463,4 +468,4 @@ async def test_two_concurrent_cli_runs_one_clear_refusal_no_destroyed_table(
     (a_json,) = (a_dir / "out").glob("profiles-*/asyncbench-*.json")
     (a_engine,) = orjson.loads(a_json.read_bytes())["engines"]
     assert status_line(a_engine) == "ok", status_line(a_engine)
-    assert await server.count(place) == 20_000  # --keep-data: A's whole table is still there
+    assert await server.count(place) == A_PROFILES  # --keep-data: A's whole table is still there

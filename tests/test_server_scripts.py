@@ -276,6 +276,20 @@ def _default_int_and_quit() -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
+def _pid_of(command_line_part: str, within: float = 20.0) -> int:
+    """The newest process whose command line holds ``command_line_part``, waiting for it:
+    ``setsid -f`` returns before its child has exec'd, and on a loaded CI machine pgrep
+    found nothing yet (exit 1) in one run."""
+    deadline = time.monotonic() + within
+    while True:
+        found = subprocess.run(["pgrep", "-n", "-f", "--", command_line_part], capture_output=True, text=True)
+        if found.returncode == 0:
+            return int(found.stdout)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no process with {command_line_part!r} in its command line after {within} s")
+        time.sleep(0.02)
+
+
 def _fake_servers(
     tmp_path: Path, script: str, tie: Path | None = None, made: list[Path | int] | None = None
 ) -> tuple[Path, str, list[int]]:
@@ -315,8 +329,7 @@ def _fake_servers(
             check=True,
             preexec_fn=_default_int_and_quit,
         )
-        found = subprocess.run(["pgrep", "-n", "-f", "--", data], capture_output=True, text=True, check=True)
-        pids.append(int(found.stdout))
+        pids.append(_pid_of(data))
         made.append(pids[-1])
     return work, token, pids
 
