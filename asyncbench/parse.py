@@ -49,7 +49,7 @@ def parse_count(text: str) -> int:
         raise ValueError(f"{text[:40]!r}... has more than {MAX_DIGITS} digits: too large a count")
     mult = _SUFFIX[suffix]
     numerator = int(whole + fraction) * mult
-    denominator = 10 ** len(fraction)
+    denominator: int = 10 ** len(fraction)  # int ** int is typed Any (a negative power is a float)
     if numerator % denominator:
         raise ValueError(f"{text!r} is not a whole number")
     return numerator // denominator

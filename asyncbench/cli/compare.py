@@ -68,7 +68,7 @@ class Side:
 
 
 def _phase_keys(run: RunResult) -> list[PhaseKey]:
-    seen: dict[tuple, int] = defaultdict(int)
+    seen: dict[tuple[object, ...], int] = defaultdict(int)
     keys = []
     for spec in run.phases:
         ident = (spec.kind.kind, spec.stream, spec.count, spec.post_update)

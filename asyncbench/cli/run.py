@@ -16,7 +16,7 @@ import textwrap
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -45,7 +45,7 @@ from asyncbench.workloads import workload
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
 
-def confirm_start(cfg: BenchConfig, yes: bool, stdin=None, stdout=None) -> bool:
+def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdout: TextIO | None = None) -> bool:
     """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
     import sys
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.engines.store_dir import MARKER as STORE_MARKER
 from asyncbench.fs.ledger import LedgerError, check_directory, entry_problem
-from asyncbench.fs.ownership import is_own_log, ownership_problem
+from asyncbench.fs.ownership import Proof, is_own_log, ownership_problem
 from asyncbench.parse import check_printable
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
@@ -289,7 +289,7 @@ def _ledger(where: str, key: str, directory: Path) -> None:
         return
 
 
-def _replaceable(where: str, key: str, path: Path, proof, what: str) -> None:  # noqa: ANN001
+def _replaceable(where: str, key: str, path: Path, proof: Proof, what: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:

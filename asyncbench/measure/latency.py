@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -215,12 +215,13 @@ def _new_hdr() -> HdrHistogram:
 
 
 def _same_layout(a: HdrHistogram, b: HdrHistogram) -> bool:
-    return (
+    same: bool = (  # hdrh is untyped: its attributes are Any
         a.counts_len == b.counts_len
         and a.unit_magnitude == b.unit_magnitude
         and a.sub_bucket_half_count_magnitude == b.sub_bucket_half_count_magnitude
         and a.word_size == b.word_size
     )
+    return same
 
 
 class LatencyHistogram:
@@ -286,7 +287,8 @@ class LatencyHistogram:
         pow2ceiling = np.frexp((values | hdr.sub_bucket_mask).astype(np.float64))[1].astype(np.int64)
         bucket = pow2ceiling - unit - (half_mag + 1)
         sub_bucket = values >> (bucket + unit)
-        return ((bucket + 1) << half_mag) + sub_bucket - hdr.sub_bucket_half_count
+        # hdrh is untyped: its fields are Any, and so is this arithmetic on them
+        return cast(np.ndarray, ((bucket + 1) << half_mag) + sub_bucket - hdr.sub_bucket_half_count)
 
     def _after_record(self, n: int, vmin: int, vmax: int) -> None:
         hdr = self.hdr
@@ -326,14 +328,14 @@ class LatencyHistogram:
         low = bucket < 0
         sub_bucket = np.where(low, sub_bucket - half, sub_bucket)
         bucket = np.where(low, 0, bucket)
-        return sub_bucket << (bucket + hdr.unit_magnitude)
+        return cast(np.ndarray, sub_bucket << (bucket + hdr.unit_magnitude))  # hdrh's fields are Any
 
     def _range_of_index(self, index: np.ndarray) -> np.ndarray:
         """Width of each index's bucket of equivalent values."""
         bucket = np.maximum(
             (np.asarray(index, dtype=np.int64) >> self.hdr.sub_bucket_half_count_magnitude) - 1, 0
         )
-        return np.left_shift(1, bucket + self.hdr.unit_magnitude)
+        return cast(np.ndarray, np.left_shift(1, bucket + self.hdr.unit_magnitude))  # hdrh's fields are Any
 
     def values_at_percentiles(self, percentiles: Sequence[float]) -> list[int]:
         """Value at each percentile (0..100), exactly as ``HdrHistogram.get_value_at_percentile``."""
@@ -374,7 +376,8 @@ class LatencyHistogram:
 
     def encoded(self) -> str:
         """HdrHistogram's standard V2 compressed form, base64 (ASCII)."""
-        return self.hdr.encode().decode("ascii")
+        encoded: bytes = self.hdr.encode()  # hdrh is untyped
+        return encoded.decode("ascii")
 
 
 def format_us(ns: float) -> str:

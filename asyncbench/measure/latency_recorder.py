@@ -233,7 +233,7 @@ class PhaseRecorder:
     def ops(self) -> int:
         return sum(sum(w.lengths) - len(w.lengths) for w in self._workers)
 
-    def _scan(self) -> tuple[LatencyHistogram, list[tuple[array, array, array]]]:
+    def _scan(self) -> tuple[LatencyHistogram, list[tuple[array[int], array[int], array[int]]]]:
         """One pass over every worker's marks: the histogram, and each batch's ops, p99
         and max (ns) in three arrays per worker (24 bytes a batch)."""
         if "scan" not in self._cache:
@@ -254,14 +254,17 @@ class PhaseRecorder:
                 stats.append((ops, p99, worst))
             self._cache["scan"] = (hist, stats)
             self._cache["last_end"] = last_end
-        return self._cache["scan"]
+        scan: tuple[LatencyHistogram, list[tuple[array[int], array[int], array[int]]]] = self._cache["scan"]
+        return scan
 
     @property
     def open_loop(self) -> bool:
         """True when the phase ran under a rate (its batches came with intended times)."""
         return any(len(w.lengths) for w in self._intended)
 
-    def _scan_intended(self) -> tuple[LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array, array]]]:
+    def _scan_intended(
+        self,
+    ) -> tuple[LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array[int], array[int]]]]:
         """Under a rate, one pass over marks and intended times together: the histograms of
         response time (end minus intended start), of lag (issue minus intended start) and of
         the harness's own delay, and each batch's response p99 and max.
@@ -294,7 +297,10 @@ class PhaseRecorder:
                         worst.append(int(r.max()))
                 per_batch.append((p99, worst))
             self._cache["intended"] = (response, lag, delay, per_batch)
-        return self._cache["intended"]
+        intended: tuple[
+            LatencyHistogram, LatencyHistogram, LatencyHistogram, list[tuple[array[int], array[int]]]
+        ] = self._cache["intended"]
+        return intended
 
     def open_loop_summary(self) -> dict[str, Any] | None:
         """Under a rate: the response-time summary and histogram, and the p99 and max of the

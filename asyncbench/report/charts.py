@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -101,7 +102,7 @@ def _status_note(e: EngineResult) -> str:
     return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
 
 
-def _style_axis(ax) -> None:
+def _style_axis(ax: Axes) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0)
@@ -494,7 +495,7 @@ def resource_footprint(run: RunResult) -> Figure:
         run,
     )
     axes = fig.subplots(1, 2, sharey=True)
-    panels = (
+    panels: tuple[tuple[str, Callable[[EngineResult], int | None], Callable[[EngineResult], str]], ...] = (
         ("Storage (MB)", lambda e: e.storage_bytes, lambda e: ""),
         (
             "Process peak memory (MB)",

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
@@ -84,7 +85,7 @@ def _us_label(v: float, _pos: object = None) -> str:
     return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
-def _style(ax) -> None:
+def _style(ax: Axes) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.grid(which="major", color="#e6e6e6", linewidth=0.8)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from asyncbench.dirs.paths import result_dir  # noqa: F401  (re-exported: where a level's outputs go)
+from asyncbench.dirs.paths import result_dir as result_dir  # re-exported: where a level's outputs go
 from asyncbench.fs.ownership import (
     Proof,
     is_own_html_report,

@@ -12,9 +12,11 @@ import dataclasses
 import math
 import tempfile
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
+from typing import TextIO, cast
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
@@ -123,7 +125,8 @@ def growth(engine: str, measured_at: int, profiles: int) -> float:
         b = engine_class(engine).cost_growth
     except (KeyError, EngineUnavailable):
         b = Engine.cost_growth
-    return (max(profiles, GROWTH_KNEE) / max(measured_at, GROWTH_KNEE)) ** b
+    # float ** float is typed Any (a negative base gives a complex); both are positive here
+    return cast(float, (max(profiles, GROWTH_KNEE) / max(measured_at, GROWTH_KNEE)) ** b)
 
 
 #: Maintenance phases (stabilize, settle, reopen) grow sublinearly with the store: part of
@@ -232,7 +235,7 @@ class Estimate:
         return out
 
 
-def ask_to_start(what: str, seconds: float | None, yes: bool, stdin, stdout) -> bool:  # noqa: ANN001
+def ask_to_start(what: str, seconds: float | None, yes: bool, stdin: TextIO, stdout: TextIO) -> bool:
     """On a terminal, ask before ``what`` (``this run of about 3 h``) when ``seconds`` is
     over :data:`ASK_ABOVE_SECONDS`; True to start. ``--yes``, no estimate, a short one,
     or no terminal to answer on: True without asking. Shared by ``run`` and ``floor``."""
@@ -402,12 +405,14 @@ def _calibration_failure(e: EngineResult, error: Exception | None) -> str:
 PACED_BASIS = "the phases at a target rate alone: their operations at that rate; the rest is not estimated"
 
 
-def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
+def estimate(
+    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]] = calibrate
+) -> Estimate:
     per_engine_ops = sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
     paced = sum(paced_seconds(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat * len(cfg.engines)
     warnings: list[str] = []
-    found = from_history(cfg, warnings)
+    found: tuple[Rates, str] | tuple[Rates, str, dict[str, str]] | None = from_history(cfg, warnings)
     if found is None:
         small = calibration_config(cfg, Path("."))
         calibration_ops = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels())
@@ -418,7 +423,7 @@ def estimate(cfg: BenchConfig, calibrate_fn=calibrate) -> Estimate:
             return Estimate(operations, None, None, why, warnings=warnings)
         found = calibrate_fn(cfg)
     rates, basis = found[0], found[1]
-    failed: dict[str, str] = found[2] if len(found) > 2 else {}  # type: ignore[misc]
+    failed: dict[str, str] = found[2] if len(found) > 2 else {}
     seconds = 0.0
     storage = 0.0
     largest = 0.0  # with clean-up on, one store at a time is on disk

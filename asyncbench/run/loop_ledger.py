@@ -24,7 +24,7 @@ the call as it is).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Generator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from asyncbench.measure.latency import CLOCK
 
@@ -64,7 +64,7 @@ class _Timed(Awaitable[T]):
                 step = inner.send(value) if error is None else inner.throw(error)
             except StopIteration as done:
                 ledger.total += clock() - t
-                return done.value
+                return cast(T, done.value)  # StopIteration.value is typed Any
             except BaseException:
                 ledger.total += clock() - t
                 raise

@@ -155,8 +155,8 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
 
 
 def run_b(
-    plain: Callable[[Sequence[Any]], list], items: Sequence[Any], keep: bool = False
-) -> tuple[Sample, list]:
+    plain: Callable[[Sequence[Any]], list[Any]], items: Sequence[Any], keep: bool = False
+) -> tuple[Sample, list[Any]]:
     """B's loop, timed including dropping its results (A frees each batch's results inside
     the phase loop, after the fold; leaving B's to be freed after the clock stopped hid
     ~10 ms per 1_000 50-row queries of deallocation from B). ``keep``: return them."""
@@ -172,7 +172,7 @@ class FloorMismatch(Exception):
     """A and B disagree (results or stores): the comparison would be meaningless."""
 
 
-def fold_of(kind: str, results: list) -> str:
+def fold_of(kind: str, results: list[Any]) -> str:
     cs = Checksum()
     if workload().phases[kind].fold is Fold.IDS:
         cs.add_ints(results)
@@ -285,10 +285,11 @@ def count_for(stream: str, args: argparse.Namespace, plan: Plan) -> int:
 
 
 def _items(stream: str, args: argparse.Namespace, counts: Counts) -> int:
-    cap = args.query_ops if stream in QUERY_STREAMS else args.point_ops
+    cap: int = args.query_ops if stream in QUERY_STREAMS else args.point_ops  # argparse's values are Any
     if stream == "updates":
         cap = args.update_ops
-    return min(cap, getattr(counts, workload().stream_count(stream)))
+    available: int = getattr(counts, workload().stream_count(stream))  # a Counts field, by name
+    return min(cap, available)
 
 
 def estimate(args: argparse.Namespace) -> float:

@@ -43,12 +43,12 @@ class Floor:
     engine: Any  # A's engine (its store), once built
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None: ...
-    def plain(self, kind: str) -> Callable[[Sequence[Any]], list]:
+    def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
         raise NotImplementedError
     async def fork(self) -> None:
         """Make a copy of the store for B's updates (A keeps the original)."""
 
-    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list]]:
+    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list[Any]]]:
         """Two fresh empty stores: A's engine and B's plain insert loop."""
         raise NotImplementedError
 
@@ -96,7 +96,7 @@ class RocksFloor(Floor):
         self.dbs = list(self.engine._dbs)
         self.copy = self._open_plain(self.root / "copy")
 
-    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list]]:
+    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list[Any]]]:
         engine = new_engine("rocksdb", self.root / f"fresh-a-{tag}")
         await engine.open(True)
         path = self.root / f"fresh-b-{tag}"
@@ -138,11 +138,11 @@ class RocksFloor(Floor):
         await self.engine.close()
 
     # --- the plain loops ------------------------------------------------------------------
-    def _insert_loop(self, dbs: Sequence[Any]) -> Callable[[Sequence[int]], list]:
+    def _insert_loop(self, dbs: Sequence[Any]) -> Callable[[Sequence[int]], list[Any]]:
         profiles_db, emails, cs, ca, rep = dbs
         batch = self.batch
 
-        def insert(uids: Sequence[int]) -> list:
+        def insert(uids: Sequence[int]) -> list[Any]:
             assert isinstance(uids, range)
             for start in range(uids.start, uids.stop, batch):  # generated per batch, like A
                 for p in create_many(start, min(batch, uids.stop - start), SEED):
@@ -156,12 +156,12 @@ class RocksFloor(Floor):
 
         return insert
 
-    def plain(self, kind: str) -> Callable[[Sequence[Any]], list]:
+    def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
         profiles_db, emails, cs, ca, rep = self.dbs
         get = profiles_db.get
         limit = LIMIT
 
-        def read_by_id(uids: Sequence[int]) -> list:
+        def read_by_id(uids: Sequence[int]) -> list[Any]:
             out = []
             for uid in uids:
                 v = get(b"%020d" % uid)
@@ -169,7 +169,7 @@ class RocksFloor(Floor):
                     out.append(v)
             return out
 
-        def lookup_by_email(addresses: Sequence[str]) -> list:
+        def lookup_by_email(addresses: Sequence[str]) -> list[Any]:
             out = []
             for e in addresses:
                 pk = emails.get(e.encode())
@@ -179,7 +179,7 @@ class RocksFloor(Floor):
                         out.append(v)
             return out
 
-        def walk(db: Any, start: bytes, last: bytes | None, fetch: bool, out: list) -> None:
+        def walk(db: Any, start: bytes, last: bytes | None, fetch: bool, out: list[Any]) -> None:
             keys = []
             for k in islice(db.keys(from_key=start), limit):
                 if last is not None and k > last:
@@ -195,9 +195,9 @@ class RocksFloor(Floor):
             else:
                 out += [int(k[-20:]) for k in keys]
 
-        def by_country_status(fetch: bool) -> Callable:
-            def loop(queries: Sequence[tuple[str, str]]) -> list:
-                out: list = []
+        def by_country_status(fetch: bool) -> Callable[[Sequence[Any]], list[Any]]:
+            def loop(queries: Sequence[tuple[str, str]]) -> list[Any]:
+                out: list[Any] = []
                 for country, status in queries:
                     prefix = f"{country}|{status}|".encode()
                     walk(cs, prefix, prefix + b"\xff", fetch, out)
@@ -205,25 +205,25 @@ class RocksFloor(Floor):
 
             return loop
 
-        def by_created_at(fetch: bool) -> Callable:
-            def loop(ranges: Sequence[tuple[int, int]]) -> list:
-                out: list = []
+        def by_created_at(fetch: bool) -> Callable[[Sequence[Any]], list[Any]]:
+            def loop(ranges: Sequence[tuple[int, int]]) -> list[Any]:
+                out: list[Any] = []
                 for lo, hi in ranges:
                     walk(ca, b"%020d|%020d" % (lo, 0), b"%020d|%020d" % (hi, INT63_MAX), fetch, out)
                 return out
 
             return loop
 
-        def top(fetch: bool) -> Callable:
-            def loop(times: Sequence[int]) -> list:
-                out: list = []
+        def top(fetch: bool) -> Callable[[Sequence[Any]], list[Any]]:
+            def loop(times: Sequence[int]) -> list[Any]:
+                out: list[Any] = []
                 for _ in times:
                     walk(rep, b"", None, fetch, out)
                 return out
 
             return loop
 
-        def updates(uids: Sequence[int]) -> list:
+        def updates(uids: Sequence[int]) -> list[Any]:
             assert self.copy is not None
             p_db, _, cs_db, _, rep_db = self.copy
             out = []
@@ -251,7 +251,7 @@ class RocksFloor(Floor):
                 out.append(new)
             return out
 
-        loops: dict[str, Callable[[Sequence[Any]], list]] = {
+        loops: dict[str, Callable[[Sequence[Any]], list[Any]]] = {
             "read_by_id": read_by_id,
             "lookup_by_email": lookup_by_email,
             "scan_country_status": by_country_status(False),
@@ -294,7 +294,7 @@ class SqliteFloor(Floor):
         self.conn = self._connect(self.engine.path)
         self.copy = self._connect(self.root / "copy.db")
 
-    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list]]:
+    async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list[Any]]]:
         engine = new_engine("sqlite", self.root / f"fresh-a-{tag}")
         await engine.open(True)
         path = self.root / f"fresh-b-{tag}.db"
@@ -304,7 +304,7 @@ class SqliteFloor(Floor):
         self.fresh_a, self.fresh_b, self.fresh_path = engine, conn, path
         execute, insert_sql, batch = conn.execute, self.engine.sql.insert, self.batch
 
-        def insert(uids: Sequence[int]) -> list:
+        def insert(uids: Sequence[int]) -> list[Any]:
             assert isinstance(uids, range)
             for start in range(uids.start, uids.stop, batch):  # generated per batch, like A
                 for p in create_many(start, min(batch, uids.stop - start), SEED):
@@ -345,12 +345,12 @@ class SqliteFloor(Floor):
         self.conn.close()
         await self.engine.close()
 
-    def plain(self, kind: str) -> Callable[[Sequence[Any]], list]:
+    def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
         sql = self.engine.sql
         execute = self.conn.execute
 
-        def point(statement: str) -> Callable:
-            def loop(keys: Sequence[Any]) -> list:
+        def point(statement: str) -> Callable[[Sequence[Any]], list[Any]]:
+            def loop(keys: Sequence[Any]) -> list[Any]:
                 out = []
                 for key in keys:
                     row = execute(statement, (key,)).fetchone()
@@ -360,9 +360,9 @@ class SqliteFloor(Floor):
 
             return loop
 
-        def many(statement: str, ids: bool) -> Callable:
-            def loop(params: Sequence[Any]) -> list:
-                out: list = []
+        def many(statement: str, ids: bool) -> Callable[[Sequence[Any]], list[Any]]:
+            def loop(params: Sequence[Any]) -> list[Any]:
+                out: list[Any] = []
                 for p in params:
                     if ids:
                         out += [r[0] for r in execute(statement, p)]
@@ -372,11 +372,11 @@ class SqliteFloor(Floor):
 
             return loop
 
-        def repeat(statement: str, ids: bool) -> Callable:
+        def repeat(statement: str, ids: bool) -> Callable[[Sequence[Any]], list[Any]]:
             loop = many(statement, ids)
             return lambda times: loop([()] * len(times))
 
-        def updates(uids: Sequence[int]) -> list:
+        def updates(uids: Sequence[int]) -> list[Any]:
             assert self.copy is not None
             ex = self.copy.execute
             out = []
