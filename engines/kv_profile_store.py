@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from asyncbench.engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
 from asyncbench.workloads.profile_store.profiles import (
@@ -48,6 +48,8 @@ STORE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-in
 
 #: Index keys are ASCII; a key that continues a prefix sorts before ``prefix + 0xFF``.
 _PREFIX_END = b"\xff"
+
+T = TypeVar("T")
 
 
 class KvStore(Protocol):
@@ -73,8 +75,10 @@ class KvStore(Protocol):
         ...
 
 
-#: Runs one synchronous batch body, ``body(*args)``, where the engine runs batches.
-Place = Callable[..., Awaitable[Any]]
+class Place(Protocol):
+    """Runs one synchronous batch body, ``body(*args)``, where the engine runs batches."""
+
+    def __call__(self, body: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
 
 
 @dataclass(frozen=True)
@@ -179,10 +183,10 @@ class KvProfileStore:
 
     # --- scans and queries: one iteration per query; an index key's last 20 bytes are
     # the profile's primary key, so a query fetches with it directly -------------------
-    def _ids(self, keys: list[bytes], out: list) -> None:
+    def _ids(self, keys: list[bytes], out: list[int]) -> None:
         out += [int(k[-20:]) for k in keys]
 
-    def _profiles_of(self, keys: list[bytes], out: list) -> None:
+    def _profiles_of(self, keys: list[bytes], out: list[bytes]) -> None:
         """One primary-key get per index entry. An entry whose profile is missing counts
         toward ``limit`` and returns nothing (the scan's ids, then a get per id)."""
         get = self.profiles.get
@@ -191,33 +195,33 @@ class KvProfileStore:
             if value is not None:
                 out.append(value)
 
-    def _country_status(self, queries: Sequence[tuple[str, str]], marks: Marks, take: Callable) -> list:
+    def _country_status(self, queries: Sequence[tuple[str, str]], marks: Marks, take: Callable[[list[bytes], list[Any]], None]) -> list[Any]:
         scan, limit = self.country_status.scan, self.limit
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out: list = []
+        out: list[Any] = []
         for country, status in queries:
             prefix = country_status_prefix(country, status)
             take(scan(prefix, prefix + _PREFIX_END, limit), out)
             mark(clock())
         return out
 
-    def _created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks, take: Callable) -> list:
+    def _created_at(self, ranges: Sequence[tuple[int, int]], marks: Marks, take: Callable[[list[bytes], list[Any]], None]) -> list[Any]:
         scan, limit = self.created_at.scan, self.limit
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out: list = []
+        out: list[Any] = []
         for lo, hi in ranges:
             start, last = created_at_bounds(lo, hi)
             take(scan(start, last, limit), out)
             mark(clock())
         return out
 
-    def _top(self, times: int, marks: Marks, take: Callable) -> list:
+    def _top(self, times: int, marks: Marks, take: Callable[[list[bytes], list[Any]], None]) -> list[Any]:
         scan, limit = self.reputation.scan, self.limit
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out: list = []
+        out: list[Any] = []
         for _ in range(times):
             take(scan(b"", None, limit), out)
             mark(clock())

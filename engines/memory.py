@@ -171,12 +171,12 @@ class MemoryEngine(Engine):
 
     def _each(
         self, items: Sequence[Any], ids_of: Callable[[Any], list[int]], fetch: bool, marks: Marks
-    ) -> list:
+    ) -> list[Any]:
         """Per query: its ids (a scan) or their profiles (a query), one mark each."""
         get = self.profiles.get
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out: list = []
+        out: list[Any] = []
         for item in items:
             ids = ids_of(item)
             out += [p for p in map(get, ids) if p is not None] if fetch else ids

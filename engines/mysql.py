@@ -259,7 +259,7 @@ class Session:
         except Exception:
             conn.close()  # the transport is gone or broken: just drop it
 
-    async def query(self, sql: str, args: Any = None) -> list[tuple]:
+    async def query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         cur = self.cur
         await cur.execute(sql, args)
         return list(await cur.fetchall())
@@ -267,11 +267,13 @@ class Session:
     # SqlSession: empty args, not None, so asyncmy runs every statement prepared.
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
         await self.cur.execute(statement, args)
-        return await self.cur.fetchone()
+        row: Sequence[Any] | None = await self.cur.fetchone()  # asyncmy is untyped
+        return row
 
     async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
         await self.cur.execute(statement, args)
-        return await self.cur.fetchall()
+        rows: Sequence[Sequence[Any]] = await self.cur.fetchall()  # asyncmy is untyped
+        return rows
 
     async def execute(self, statement: str, args: Sequence[Any]) -> None:
         await self.cur.execute(statement, args)

@@ -103,7 +103,7 @@ def _holder() -> str:
     return f"{host} pid {os.getpid()}"
 
 
-async def _query(conn: Any, sql: str, args: Any = None) -> list[tuple]:
+async def _query(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
     async with conn.cursor() as cur:
         await cur.execute(sql, args)
         return list(await cur.fetchall())

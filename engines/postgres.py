@@ -300,12 +300,14 @@ class Session:
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
         if statement not in self._fetchrow:
             await self._prepare(statement)
-        return await self._fetchrow[statement](*args)
+        row: Sequence[Any] | None = await self._fetchrow[statement](*args)  # asyncpg is untyped
+        return row
 
     async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
         if statement not in self._fetch:
             await self._prepare(statement)
-        return await self._fetch[statement](*args)
+        rows: Sequence[Sequence[Any]] = await self._fetch[statement](*args)  # asyncpg is untyped
+        return rows
 
     async def execute(self, statement: str, args: Sequence[Any]) -> None:
         if statement not in self._fetchval:

@@ -54,7 +54,7 @@ import rocksdict
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
+from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Place, Placement
 from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout
 from asyncbench.facts import Durability, EngineFacts, Setting
@@ -202,7 +202,7 @@ def placement(data_dir: Path) -> Placement:
     (RocksDB names the file when it knows it; the store is named here either way).
     One ``try`` per batch, free when nothing fails."""
 
-    def naming(place: Callable[..., Any]) -> Callable[..., Any]:
+    def naming(place: Place) -> Place:
         async def placed(body: Callable[..., T], *args: Any) -> T:
             try:
                 return await place(body, *args)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 
@@ -157,7 +157,7 @@ class Statements:
         )
 
 
-def update_params(old: Sequence[Any], new: Profile, uid: int) -> tuple:
+def update_params(old: Sequence[Any], new: Profile, uid: int) -> tuple[Any, ...]:
     """The UPDATE's parameters; the spec's update never changes the key columns."""
     if new[0] != old[0] or new[1] != old[1] or new[4] != old[4]:
         raise ValueError(f"update of {uid} changed user_id, email or created_at")
@@ -178,9 +178,11 @@ class SqlSession(Protocol):
     async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
 
 
-#: Runs one batch: ``await hop(body, *args)`` returns ``await body(*args)``, wherever the
-#: driver needs it run (e.g. on a synchronous driver's connection thread).
-Hop = Callable[..., Awaitable[Any]]
+class Hop(Protocol):
+    """Runs one batch: ``await hop(body, *args)`` returns ``await body(*args)``, wherever the
+    driver needs it run (e.g. on a synchronous driver's connection thread)."""
+
+    def __call__(self, body: Callable[..., Awaitable[T]], /, *args: Any) -> Awaitable[T]: ...
 
 
 async def _on_loop(body: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -199,7 +201,7 @@ def run_to_completion(body: Callable[..., Coroutine[Any, Any, T]], *args: Any) -
     try:
         coro.send(None)
     except StopIteration as done:
-        return done.value
+        return cast(T, done.value)  # StopIteration.value is typed Any
     coro.close()
     raise RuntimeError(f"{getattr(body, '__qualname__', body)} suspended on a synchronous SQL session")
 
@@ -290,7 +292,7 @@ class SqlProfileStore:
                 await self._retry(exc, execute, insert, p)
             mark(clock())
 
-    async def _read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list:
+    async def _read(self, statement: str, keys: Sequence[Any], marks: Marks) -> list[Any]:
         """One point SELECT per key, rows in request order, missing keys skipped."""
         fetch_one, row = self.session.fetch_one, self.row
         mark, clock = marks.append, perf_counter_ns
@@ -306,12 +308,12 @@ class SqlProfileStore:
 
     async def _select_many(
         self, statement: str, params: Sequence[Sequence[Any]], ids_only: bool, marks: Marks
-    ) -> list:
+    ) -> list[Any]:
         """One SELECT per query (ids only: an index scan), rows concatenated in query order."""
         fetch_all, row = self.session.fetch_all, self.row
         mark, clock = marks.append, perf_counter_ns
         mark(clock())  # the batch's start stamp, taken where the operations run
-        out: list = []
+        out: list[Any] = []
         if ids_only:
             for p in params:
                 out += [r[0] for r in await fetch_all(statement, p)]

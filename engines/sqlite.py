@@ -25,7 +25,7 @@ import stat
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 import anyio.to_thread
@@ -275,7 +275,8 @@ def quick_check(conn: sqlite3.Connection, path: Path) -> None:
 
 def checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
     """Copy the WAL into the database file and truncate the WAL to zero bytes."""
-    return conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    row: tuple[int, int, int] = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # sqlite3 rows are Any
+    return row
 
 
 # --- connection -----------------------------------------------------------------------------
@@ -360,7 +361,8 @@ class SqliteConnection:
         """``fn(stdlib_connection, *args)`` on the connection thread, in one hop."""
         if self._db is None:
             raise RuntimeError("SQLite connection is not open")
-        return await self._db._execute(fn, self._raw, *args)
+        # aiosqlite's _execute is unannotated (pyproject's untyped_calls_exclude): it returns fn's result
+        return cast(T, await self._db._execute(fn, self._raw, *args))
 
     async def run_batch(self, body: Callable[..., Any], *args: Any) -> Any:
         """One batch of the shared SQL store on the connection thread, in one hop."""

@@ -52,7 +52,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anyio.to_thread
 
@@ -137,11 +137,11 @@ class StoreDir:
         self.layout = layout
         self.marker = self.directory / MARKER
         #: The files recorded at the last clean close (None: no record); set by _read_marker.
-        self._recorded: dict[str, list] | None = None
+        self._recorded: dict[str, list[int]] | None = None
         #: Size and CRC32 (-1: not summed) of every file at the last clean close, stores included.
-        self._contents: dict[str, list] | None = None
+        self._contents: dict[str, list[int]] | None = None
         #: What built the store (``write_fingerprint``), kept across closes; None: unknown.
-        self._fingerprint: dict | None = None
+        self._fingerprint: dict[str, Any] | None = None
         #: Opened keeping its data since the last clean close (the record may be stale).
         self._in_use = False
 
@@ -212,14 +212,14 @@ class StoreDir:
                 yield name, st
 
     # --- the store's fingerprint (what built it), for a run that reuses it ------------------
-    def write_fingerprint(self, fingerprint: dict) -> None:
+    def write_fingerprint(self, fingerprint: dict[str, Any]) -> None:
         """Keep ``fingerprint`` (JSON) in the marker of a cleanly closed store; every later
         record keeps it, a reset drops it."""
         if self._read_marker() is None or self._contents is None or self._in_use:
             raise StoreDirError(f"{self.directory}: the store was not closed cleanly; no fingerprint written")
         self._write_marker(self._recorded, contents=self._contents, fingerprint=dict(fingerprint))
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         """The fingerprint of a marked store closed cleanly since it was last opened;
         StoreDirError saying why there is none (no marker, never fingerprinted, not closed)."""
         self._check_is_real_dir()
@@ -281,7 +281,7 @@ class StoreDir:
                 )
         self._write_marker(self._recorded, contents=self._contents, fingerprint=self._fingerprint, in_use=True)
 
-    def _compare(self, contents: dict[str, list]) -> list[str]:
+    def _compare(self, contents: dict[str, list[int]]) -> list[str]:
         present = dict(self._present())
         transient = self.layout.transient_files
         idle = self.layout.idle_transients
@@ -496,11 +496,11 @@ class StoreDir:
     def _write_marker(
         self,
         files: dict[str, list[int]] | None = None,
-        contents: dict[str, list] | None = None,
-        fingerprint: dict | None = None,
+        contents: dict[str, list[int]] | None = None,
+        fingerprint: dict[str, Any] | None = None,
         in_use: bool = False,
     ) -> None:
-        doc: dict = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
+        doc: dict[str, Any] = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
         if files is not None:
             doc["files"] = files
         if contents is not None:
@@ -566,9 +566,9 @@ class MarkedStore:
     store_layout: ClassVar[StoreLayout]
     data_dir: Path
 
-    async def read_fingerprint(self) -> dict:
+    async def read_fingerprint(self) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(StoreDir(self.data_dir, self.store_layout).fingerprint)
 
-    async def write_fingerprint(self, fingerprint: dict) -> bool:
+    async def write_fingerprint(self, fingerprint: dict[str, Any]) -> bool:
         await anyio.to_thread.run_sync(StoreDir(self.data_dir, self.store_layout).write_fingerprint, fingerprint)
         return True

@@ -17,6 +17,7 @@ segment index and is tested in one place, ``SegmentReader.read_block``.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Sequence
 from itertools import accumulate
@@ -167,7 +168,7 @@ def decode(buf: Any, off: int = 0) -> tuple[list[bytes], list[bytes | None]]:
     return keys, values
 
 
-def last_key(buf: Any, off: int = 0) -> bytes:
+def last_key(buf: bytes | mmap.mmap, off: int = 0) -> bytes:
     n, width, kx, _ve, _fl, ks = shape_at(buf, off)
     kb = off + ks
     if width:

@@ -304,7 +304,13 @@ class _Blocks:
     __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "raw_lengths", "shapes", "shape_ids", "_shape_index")
 
     def __init__(
-        self, path: Path, mm: mmap.mmap, offsets: array, lengths: array, crcs: array, raw_lengths: array | None
+        self,
+        path: Path,
+        mm: mmap.mmap,
+        offsets: array[int],
+        lengths: array[int],
+        crcs: array[int],
+        raw_lengths: array[int] | None,
     ) -> None:
         self.path, self.mm, self.offsets, self.lengths, self.crcs = path, mm, offsets, lengths, crcs
         self.raw_lengths = raw_lengths

@@ -102,7 +102,12 @@ class BlockRun:
 
 
 def encode_index(
-    firsts: list[bytes], offsets: array, lengths: array, crcs: array, last: bytes, raw_lengths: array | None = None
+    firsts: list[bytes],
+    offsets: array[int],
+    lengths: array[int],
+    crcs: array[int],
+    last: bytes,
+    raw_lengths: array[int] | None = None,
 ) -> bytes:
     """The index region (layout in the module doc); ``raw_lengths`` for format 3."""
     width = max(map(len, firsts), default=0)

@@ -288,7 +288,7 @@ class WriteAheadLog:
             self.current = self.files[seq] = _LogFile(self.dir, seq)
         self.append = self._bind_append()
 
-    def _bind_append(self):
+    def _bind_append(self) -> Callable[[bytes, bytes | None], None]:
         if self.mode == "none":
             return _noop
         if self.mode == "sync":
