@@ -40,7 +40,8 @@ def _profile_fields(record: Any) -> Sequence[Any]:
     if isinstance(record, str):
         f = record.split("|", 7)
         return (int(f[0]), f[1], f[2], f[3], int(f[4]), int(f[5]), int(f[6]))
-    return record  # a profile tuple or row: (uid, email, country, status, created, login, rep, ...)
+    row: Sequence[Any] = record  # a profile tuple or row: (uid, email, country, status, created, login, rep, ...)
+    return row
 
 
 def py_fold_profiles(state: int, records: Iterable[object]) -> int:

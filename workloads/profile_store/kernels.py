@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
@@ -74,11 +75,12 @@ def configure(module: ModuleType) -> None:
 
 if _compiled is not None:
     configure(_compiled)
-    fold_ints = _compiled.fold_ints
-    fold_profiles = _compiled.fold_profiles
-    create_many = _compiled.create_many
-    email_many = _compiled.email_many
-    created_at_many = _compiled.created_at_many
+    # The C extension is untyped: each kernel has its pure-Python twin's signature (below).
+    fold_ints: Callable[[int, Iterable[int]], int] = _compiled.fold_ints
+    fold_profiles: Callable[[int, Iterable[object]], int] = _compiled.fold_profiles
+    create_many: Callable[[int, int, int], list[profiles.Profile]] = _compiled.create_many
+    email_many: Callable[[Iterable[int]], list[str]] = _compiled.email_many
+    created_at_many: Callable[[Iterable[int], int], list[int]] = _compiled.created_at_many
     NetRandom = _compiled.NetRandom
 else:
     fold_ints = fold.py_fold_ints

@@ -16,7 +16,7 @@ engine; engine adapters supply primitives only (README: "Adding a phase kind").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,7 @@ async def _update(store: ProfileStore, uids: Sequence[int], ctx: PhaseContext, m
 
 def _per_item(method: str) -> BatchCall:
     async def call(store: ProfileStore, items: Sequence[Any], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
-        bound = getattr(store, method)
+        bound: Callable[[Sequence[Any], Marks], Awaitable[Sequence[Any]]] = getattr(store, method)
         return await bound(items, marks)
 
     call.__name__ = method
@@ -84,7 +84,7 @@ def _per_item(method: str) -> BatchCall:
 
 def _repeated(method: str) -> BatchCall:
     async def call(store: ProfileStore, items: Sequence[Any], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
-        bound = getattr(store, method)
+        bound: Callable[[int, Marks], Awaitable[Sequence[Any]]] = getattr(store, method)
         return await bound(len(items), marks)
 
     call.__name__ = method

@@ -118,7 +118,8 @@ class Plan:
 
     def size(self, name: str) -> int:
         """How many items stream ``name`` holds."""
-        return getattr(self.counts, STREAM_SIZES[name])
+        size: int = getattr(self.counts, STREAM_SIZES[name])  # a Counts field, by name
+        return size
 
     def stream(self, name: str, count: int | None = None) -> LazyStream:
         """The first ``count`` items (all by default) of stream ``name``, drawn lazily."""

@@ -22,7 +22,8 @@ __all__ = ["PUBLISHED_PATH", "load_published", "published_checksums", "published
 
 @functools.cache
 def load_published() -> dict[str, Any]:
-    return orjson.loads(PUBLISHED_PATH.read_bytes())
+    doc: dict[str, Any] = orjson.loads(PUBLISHED_PATH.read_bytes())  # orjson.loads returns Any
+    return doc
 
 
 def published_configurations() -> list[tuple[int, int, int]]:

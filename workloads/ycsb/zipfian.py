@@ -13,6 +13,8 @@ zeta for a grown count is extended term by term.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import numpy.typing as npt
 
@@ -48,12 +50,12 @@ def zeta(n: int, theta: float) -> float:
     head = _direct(1, m + 1, theta)
 
     def f(x: float) -> float:
-        return x**-theta
+        return cast(float, x**-theta)  # float ** float is typed Any (a negative base gives a complex)
 
     def df(x: float) -> float:
-        return -theta * x ** (-theta - 1)
+        return cast(float, -theta * x ** (-theta - 1))
 
-    integral = (n ** (1 - theta) - m ** (1 - theta)) / (1 - theta)
+    integral: float = (n ** (1 - theta) - m ** (1 - theta)) / (1 - theta)
     tail = integral + (f(m) + f(n)) / 2 + (df(n) - df(m)) / 12 - f(m)
     return head + tail
 
@@ -99,7 +101,7 @@ class Zipfian:
             far = np.floor(n * np.power(self.eta * u - self.eta + 1, self.alpha))
         out = np.where(uz < 1.0, 0.0, np.where(uz < 1.0 + 0.5**self.theta, 1.0, far))
         # u < 1 keeps the closed form below n; the clip only guards rounding at the top
-        return np.minimum(out, np.asarray(n) - 1).astype(np.int64)
+        return cast(npt.NDArray[np.int64], np.minimum(out, np.asarray(n) - 1).astype(np.int64))
 
     def pmf(self, itemcount: int | None = None, first: int | None = None) -> npt.NDArray[np.float64]:
         """The exact probability of each item 0..itemcount-1 under :meth:`map` with u uniform.
@@ -114,7 +116,7 @@ class Zipfian:
         u2 = (1.0 + 0.5**self.theta) / z
         lo = np.maximum(g[:-1], u2)
         hi = np.minimum(g[1:], 1.0)
-        p = np.maximum(hi - lo, 0.0)
+        p: npt.NDArray[np.float64] = np.maximum(hi - lo, 0.0)
         p[0] += min(1.0, 1.0 / z)
         if len(p) > 1:
             p[1] += max(0.0, min(1.0, u2) - min(1.0, 1.0 / z))
