@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -300,7 +299,7 @@ def latency_over_time_figure(
 _CPU_COLOUR, _WRITE_COLOUR = "#7f7f7f", "#8c564b"
 
 
-def _cost_axes(ax: Any, cost: PhaseCost) -> None:
+def _cost_axes(ax: Axes, cost: PhaseCost) -> None:
     """CPU cores (client + server) and device MB/s written per second of the phase, on two
     right-hand axes of a latency panel (``cost.series``). The series holds 0 for a figure
     not measured: the server's CPU left out is said in the axis label, and device bytes
