@@ -35,9 +35,9 @@ import statistics
 import sys
 import textwrap
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -173,11 +173,11 @@ def _capacity_samples(side: Side, engine: str, key: PhaseKey, p: PhaseResult) ->
 def _differences(base: Side, new: Side) -> list[str]:
     """What is not the same between the sides (configuration, machine, software)."""
 
-    def values(side: Side, get: Any) -> str:
+    def values(side: Side, get: Callable[[RunResult], object]) -> str:
         return ", ".join(sorted({str(get(r)) for r in side.runs}))
 
     # the [run] settings a result records and compare names come from the [run] table
-    checks: list[tuple[str, Any]] = [
+    checks: list[tuple[str, Callable[[RunResult], object]]] = [
         (key.compare, operator.attrgetter(key.result))
         for key in RUN_KEYS.values()
         if key.compare is not None and key.result is not None

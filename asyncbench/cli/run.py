@@ -34,8 +34,8 @@ from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
 from asyncbench.run import isolation
-from asyncbench.run.logs import open_log
-from asyncbench.run.observers import JsonLogObserver, ObserverGroup
+from asyncbench.run.logs import LogFile, open_log
+from asyncbench.run.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
 from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.runner import Benchmark
 from asyncbench.run.saturation import loaded_machine_warning
@@ -125,7 +125,7 @@ class ResultSaver:
     """Saves each level's result as the run goes (and finally with charts, CSV, latest);
     a failed save is reported once per distinct error and the run goes on."""
 
-    def __init__(self, cfg: BenchConfig, stamp: str, console: Any, csv: bool, update_latest: bool) -> None:
+    def __init__(self, cfg: BenchConfig, stamp: str, console: ConsoleObserver, csv: bool, update_latest: bool) -> None:
         self.cfg, self.stamp, self.console, self.csv, self.update_latest = cfg, stamp, console, csv, update_latest
         self.written: dict[tuple[int, int], tuple[Path, Path]] = {}
         self.save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
@@ -222,7 +222,7 @@ def _run_locked(
     return outcome.exit_code()
 
 
-def _observers(logger: Any, log_fh: Any, no_progress: bool) -> tuple[Any, ObserverGroup]:
+def _observers(logger: Any, log_fh: LogFile, no_progress: bool) -> tuple[ConsoleObserver, ObserverGroup]:
     """The console and every observer of the run: the JSON log, the progress bars, the console."""
     if no_progress:  # engine child processes inherit the environment
         os.environ[NO_PROGRESS_ENV] = "1"
@@ -232,7 +232,7 @@ def _observers(logger: Any, log_fh: Any, no_progress: bool) -> tuple[Any, Observ
     return console, observer
 
 
-def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: Any, observer: ObserverGroup) -> None:
+def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: ConsoleObserver, observer: ObserverGroup) -> None:
     """The run's first console lines and its run_start event (the files it will write)."""
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
     if not workload().accelerated:
@@ -263,7 +263,7 @@ def _run_engines(bench: Benchmark, stop: StopSignals) -> None:
     anyio.run(main, backend_options=backend_options())
 
 
-def _report_capacity(results: list[RunResult], required: dict[str, float], console: Any) -> bool:
+def _report_capacity(results: list[RunResult], required: dict[str, float], console: ConsoleObserver) -> bool:
     """The capacity scorecard of every level with a searched phase, then the gates
     (``--require-rate``): each engine whose capacity is below the rate required is named;
     True when there is one."""
@@ -277,7 +277,7 @@ def _report_capacity(results: list[RunResult], required: dict[str, float], conso
     return short
 
 
-def _report_missed_rates(results: list[RunResult], console: Any) -> bool:
+def _report_missed_rates(results: list[RunResult], console: ConsoleObserver) -> bool:
     """``--check-rate``: name each phase whose achieved rate fell more than 5 % below its
     target; True when there is one."""
     missed = [
@@ -297,7 +297,7 @@ def _report_missed_rates(results: list[RunResult], console: Any) -> bool:
 
 
 def _finish_results(
-    results: list[RunResult], saver: ResultSaver, console: Any, interrupted: str | None, check_reference: bool
+    results: list[RunResult], saver: ResultSaver, console: ConsoleObserver, interrupted: str | None, check_reference: bool
 ) -> bool:
     """Save each level's final result and print its verdict; True when every checksum agrees."""
     agree = True
