@@ -90,7 +90,7 @@ class SegmentReader:
         self.lengths = array("I")  # block i's length
         self.crcs = array("I")  # block i's crc32 (of its stored bytes)
         #: Format 3: block i's length decompressed; None: the blocks are stored plain.
-        self.raw_lengths: array | None = None
+        self.raw_lengths: array[int] | None = None
         self.last_key = b""
         self.min_key = b"\x01"
         with open(self.path, "rb") as f:
