@@ -166,3 +166,19 @@ def test_phases_at_a_rate_say_which_engine_kept_up() -> None:
     assert line.startswith("lookup, at target rates: ") and "rocksdb kept every rate (up to " in line, line
     email = next(p for e in run.engines if e.engine == "sqlite" for p in e.phases if p.name == "lookup by email")
     assert f"sqlite fell short in 1 of 4 phases (from {round(email.ops_per_s * 2):_d}/s)" in line, line
+
+
+def test_an_in_process_engines_saturated_cpu_is_not_blamed_on_the_harness(sample: RunResult) -> None:
+    """An in-process engine (lsm, rocksdb, sqlite) works on the client process's CPU: a
+    saturated client there is the engine's work and the harness's together, and the line
+    said "the client (Python) limited it" (read from the quick plan's headline)."""
+    from asyncbench.result import NO_SERVER
+
+    e = next(e for e in sample.engines if e.engine == "sqlite")
+    ops = [p for p in e.phases if p.action is Action.OPERATIONS]
+    for p in ops:
+        p.cost = PhaseCost(client_cpu_seconds=p.seconds * 0.95, not_measured={"server_cpu": NO_SERVER})
+    lines = headline.build(sample).lines()
+    line = next(x for x in lines if x.startswith("limit, sqlite:"))
+    assert line.endswith("the one process's CPU limited it (the engine runs in it: its work and the harness's)")
+    assert "client (Python)" not in line

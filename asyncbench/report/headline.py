@@ -24,7 +24,7 @@ from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
 from asyncbench.report.capacity import scorecard
-from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
+from asyncbench.result import NO_SERVER, NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
 from asyncbench.workload import Action, Group
 
 __all__ = ["Headline", "build", "console_lines"]
@@ -163,7 +163,12 @@ def _limit_line(g: EngineRuns, loaded: bool) -> str | None:
     if not shares:
         return None
     bound = sum(s >= CLIENT_BOUND_BUSY for s in shares)
-    if bound == len(shares):
+    in_process = any(p.cost is not None and p.cost.not_measured.get("server_cpu") == NO_SERVER for p in g.first.phases)
+    if bound == len(shares) and in_process:
+        # the engine's own work is in that CPU: "the client limited it" would read as the
+        # harness's fault
+        why = "the one process's CPU limited it (the engine runs in it: its work and the harness's)"
+    elif bound == len(shares):
         why = "the client (Python) limited it"
     elif loaded:
         why = "the loaded machine or the engine limited it (see the machine's line)"
