@@ -74,11 +74,20 @@ def _side(runs: Sequence[RunResult], engines: set[str] | None) -> dict[str, dict
 
 def cost_changes(base: Sequence[RunResult], new: Sequence[RunResult], engines: set[str] | None = None) -> list[CostChange]:
     """Every cost figure both sides measured for an engine, base and new medians."""
-    b, n = _side(base, engines), _side(new, engines)
+    return median_changes(_side(base, engines), _side(new, engines))
+
+
+#: Per engine, per figure label, that figure's values over a side's runs.
+Side = dict[str, dict[str, list[float]]]
+
+
+def median_changes(base: Side, new: Side) -> list[CostChange]:
+    """Every figure both sides have for an engine, base and new medians (the cost table's
+    and the operation-kind table's rows: :mod:`asyncbench.report.mix_compare`)."""
     out = []
-    for engine, figures in b.items():
+    for engine, figures in base.items():
         for label, values in figures.items():
-            other = n.get(engine, {}).get(label)
+            other = new.get(engine, {}).get(label)
             if other:
                 out.append(CostChange(engine, label, statistics.median(values), statistics.median(other)))
     return out

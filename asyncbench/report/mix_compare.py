@@ -9,10 +9,9 @@ a figure either side lacks is left out; the exit code stays the throughput verdi
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
-from asyncbench.report.cost_compare import CostChange
+from asyncbench.report.cost_compare import CostChange, median_changes
 from asyncbench.result import RunResult
 
 __all__ = ["TITLE", "kind_changes"]
@@ -42,11 +41,4 @@ def _side(runs: Sequence[RunResult], engines: set[str] | None) -> dict[str, dict
 
 def kind_changes(base: Sequence[RunResult], new: Sequence[RunResult], engines: set[str] | None = None) -> list[CostChange]:
     """Every kind figure both sides have for an engine, base and new medians."""
-    b, n = _side(base, engines), _side(new, engines)
-    out = []
-    for engine, figures in b.items():
-        for label, values in figures.items():
-            other = n.get(engine, {}).get(label)
-            if other:
-                out.append(CostChange(engine, label, statistics.median(values), statistics.median(other)))
-    return out
+    return median_changes(_side(base, engines), _side(new, engines))
