@@ -44,6 +44,28 @@ PLAN = {
 }
 
 
+#: The keys no one plan can set together with PLAN's: a capacity search contradicts a run
+#: rate, and the ycsb workload has other phase kinds.
+CAPACITY_PLAN = {
+    "run": {
+        "name": "capacity-keys",
+        "engines": ["memory"],
+        "capacity": True,
+        "slo": "p99=2ms,p999=10ms",
+        "require_rate": "read_by_id=5k",
+        "capacity_repeats": 2,
+        "capacity_range": "200,50k",
+    },
+    "phase": [{"kind": "insert"}, {"kind": "read_by_id"}],
+}
+YCSB_PLAN = {
+    "run": {"name": "ycsb-keys", "engines": ["memory"], "workload": "ycsb"},
+    "ycsb": {"recordcount": 100},
+    "phase": [{"kind": "load"}, {"kind": "mixed", "operations": 100, "readproportion": 1.0}],
+}
+PLANS = [PLAN, CAPACITY_PLAN, YCSB_PLAN]
+
+
 def test_every_run_key_is_a_plan_field_and_every_flag_is_on_the_command_line() -> None:
     fields = {f.name for f in dataclasses.fields(BenchConfig)}
     help_text = build_parser().format_help()
@@ -51,15 +73,17 @@ def test_every_run_key_is_a_plan_field_and_every_flag_is_on_the_command_line() -
         assert key.name in fields
         if key.flag:
             assert key.flag in help_text
-    assert set(PLAN["run"]) == set(RUN_KEYS)  # this test sets every key
+    assert set().union(*(p["run"] for p in PLANS)) == set(RUN_KEYS)  # these plans set every key
 
 
-def test_the_childs_copy_of_the_config_is_the_config() -> None:
-    cfg = from_document(PLAN, "plan.toml")
+@pytest.mark.parametrize("plan", PLANS, ids=["run", "capacity", "ycsb"])
+def test_the_childs_copy_of_the_config_is_the_config(plan: dict) -> None:  # type: ignore[type-arg]
+    cfg = from_document(plan, "plan.toml")
     again = from_json(to_json(cfg))
     assert again == cfg
-    for key in RUN_KEYS.values():  # and no key was left at its default by accident
-        assert getattr(cfg, key.name) != getattr(BenchConfig(source="x"), key.name), key.name
+    for name in set(plan["run"]) - {"name", "engines"} if plan is not PLAN else plan["run"]:
+        # no key was left at its default by accident
+        assert getattr(cfg, name) != getattr(BenchConfig(source="x"), name), name
 
 
 def test_levels_are_frozen_and_derived_from_the_plan() -> None:
