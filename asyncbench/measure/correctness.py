@@ -53,19 +53,15 @@ def judge(run: RunResult) -> Verdict:
         if len(by_engine) < 2:
             continue
         compared += 1
-        tally = Counter(by_engine.values())
-        if len(tally) == 1:
+        outliers = _outliers(by_engine)
+        if not outliers:
             continue
         v.ok = False
         name = next(p.name for e in run.engines if (p := e.phase_at(index)))
-        top, top_n = tally.most_common(1)[0]
-        tie = sum(1 for n in tally.values() if n == top_n) > 1
-        for engine, cs in by_engine.items():
-            if tie or cs != top:
-                others = ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine)
-                v.failures.append(
-                    f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}): {cs} (others: {others})"
-                )
+        for engine, cs, others in outliers:
+            v.failures.append(
+                f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}): {cs} (others: {others})"
+            )
     probes = _probes(run, v)
     if is_reference_run(run):
         matched: dict[str, int] = {}
@@ -123,20 +119,32 @@ def _probes(run: RunResult, v: Verdict) -> int:
         if len(by_engine) < 2:
             continue
         compared += 1
-        tally = Counter(by_engine.values())
-        if len(tally) == 1:
+        outliers = _outliers(by_engine)
+        if not outliers:
             continue
         v.ok = False
-        top, top_n = tally.most_common(1)[0]
-        tie = sum(1 for n in tally.values() if n == top_n) > 1
-        for engine, cs in by_engine.items():
-            if tie or cs != top:
-                others = ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine)
-                v.failures.append(
-                    f"CHECKSUM MISMATCH: engine {engine}, phase {names[index]!r} (#{index + 1}) probe {number}: "
-                    f"{cs} (others: {others})"
-                )
+        for engine, cs, others in outliers:
+            v.failures.append(
+                f"CHECKSUM MISMATCH: engine {engine}, phase {names[index]!r} (#{index + 1}) probe {number}: "
+                f"{cs} (others: {others})"
+            )
     return compared
+
+
+def _outliers(by_engine: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The engines whose checksum is not the one most engines agree on (every engine when
+    the most common is tied), each with its checksum and the others' as one text; empty
+    when all agree. A phase's and a capacity probe's comparison share it."""
+    tally = Counter(by_engine.values())
+    if len(tally) == 1:
+        return []
+    top, top_n = tally.most_common(1)[0]
+    tie = sum(1 for n in tally.values() if n == top_n) > 1
+    return [
+        (engine, cs, ", ".join(f"{e}={c}" for e, c in by_engine.items() if e != engine))
+        for engine, cs in by_engine.items()
+        if tie or cs != top
+    ]
 
 
 def _published(run: RunResult, v: Verdict) -> None:
