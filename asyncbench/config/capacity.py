@@ -1,0 +1,73 @@
+"""Capacity under a latency bound: the ``[slo]`` table and the checks after the flags.
+
+Its own module because the search's settings come from three places (``[slo]``, the
+``[run]`` keys and each phase's ``capacity``) and must agree before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from asyncbench.config.errors import ConfigError
+from asyncbench.config.model import BenchConfig
+from asyncbench.config.phases import searchable
+from asyncbench.config.run_keys import RUN_KEYS, slo_bounds
+from asyncbench.slo import PERCENTILES
+from asyncbench.workloads import workload
+
+
+def slo_table(cfg: BenchConfig, where: str, table: Any) -> None:
+    """``[slo]``: percentile bounds for every kind, ``[slo.KIND]`` tables for one kind,
+    ``require = {KIND = RATE}`` (gates), ``repeats`` and ``range`` of the search."""
+    if not isinstance(table, dict):
+        raise ConfigError(where, "slo", "must be a table")
+    bounds = {k: v for k, v in table.items() if k in PERCENTILES}
+    for k, v in table.items():
+        key = f"slo.{k}"
+        if k in PERCENTILES:
+            continue
+        if k == "require":
+            cfg.require_rate = RUN_KEYS["require_rate"].type.read(where, key, v)
+        elif k in workload().phases:
+            if not searchable(workload().phases[k]):
+                raise ConfigError(where, key, f"phase kind {k!r} is no read, scan or query phase: it has no capacity to search")
+            cfg.slo_kinds[k] = slo_bounds(where, key, v)
+        else:
+            raise ConfigError(
+                where, key, f"unknown key; allowed: a percentile ({', '.join(PERCENTILES)}), a phase kind, require"
+            )
+    if bounds:
+        cfg.slo = slo_bounds(where, "slo", bounds)
+
+
+def slo_for(cfg: BenchConfig, kind: str) -> dict[str, str]:
+    """The bounds a phase kind's capacity is judged by: its own ``[slo.KIND]``, else the run's."""
+    return cfg.slo_kinds.get(kind) or cfg.slo
+
+
+def check_capacity(cfg: BenchConfig, where: str) -> None:
+    """After the flags: ``capacity`` marks every read, scan and query phase; a searched
+    phase needs bounds; a gate needs a searched phase of its kind."""
+    if cfg.capacity:
+        cfg.phases = [
+            dataclasses.replace(s, capacity=True)
+            if searchable(workload().phases[s.kind]) and s.rate is None
+            else s
+            for s in cfg.phases
+        ]
+    searched = {s.kind for s in cfg.phases if s.capacity}
+    if searched and cfg.rate:
+        raise ConfigError(where, "capacity", "a capacity search chooses its own rates; it contradicts the run's rate")
+    for kind in sorted(searched):
+        if not slo_for(cfg, kind):
+            raise ConfigError(
+                where, "slo", f"the capacity of {kind!r} is searched under a latency bound, and none is set: "
+                "give one (--slo p99=2ms, or [slo] p99 = \"2ms\")"
+            )
+    for kind in cfg.require_rate:
+        if kind not in searched:
+            raise ConfigError(
+                where, "require_rate", f"requires a capacity of {kind!r}, and no {kind!r} phase is searched "
+                "(capacity = true on the phase, or --capacity)"
+            )
