@@ -25,133 +25,207 @@ MAX_PHASES = 1000
 
 
 def read_phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> list[PhaseSpec]:
-    settings = settings or {}
+    """The plan's ``[[phase]]`` list, each phase checked by one validator per concern (in
+    the order a person fixes them: the kind, its own keys, stream and count, its place in
+    the plan, its name, its pacing, its charts and capacity), a sweep expanded."""
+    _check_list(where, items)
+    order, names = _Order(), _Names(where)
+    phases: list[PhaseSpec] = []
+    for i, table in enumerate(items):
+        key = f"phase[{i}]"
+        spec, rates = _phase(where, key, table, settings or {}, order, names)
+        phases.extend(_levels(spec, rates, first=len(phases)))
+    check_phase_total(phases, where, "phase")
+    return phases
+
+
+def _check_list(where: str, items: Any) -> None:
     if not isinstance(items, list) or not items:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
     if len(items) > MAX_PHASES:
         raise ConfigError(where, "phase", f"{len(items):_d} phases; a plan runs at most {MAX_PHASES:_d}")
-    phases: list[PhaseSpec] = []
-    seen_insert = seen_update = False
-    explicit: dict[str, str] = {}  # explicit display name -> key that set it
-    auto: dict[str, int] = {}
-    for i, table in enumerate(items):
-        key = f"phase[{i}]"
-        if not isinstance(table, dict):
-            raise ConfigError(where, key, "must be a table")
-        if "kind" not in table:
-            raise ConfigError(where, f"{key}.kind", "is required")
-        kind_name = table["kind"]
-        if not isinstance(kind_name, str) or kind_name not in workload().phases:
-            raise ConfigError(
-                where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(workload().phases)}"
-            )
-        kind = workload().phases[kind_name]
-        own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
-        try:
-            params = workload().phase_params(kind, own, settings)
-        except SettingError as exc:
-            if exc.problem == "unknown key":
-                allowed = ", ".join(sorted(PHASE_KEYS))
-                raise ConfigError(where, f"{key}.{exc.key}", f"unknown key; allowed: {allowed}") from None
-            raise ConfigError(where, f"{key}.{exc.key}", exc.problem) from None
-        stream = kind.streams[0] if kind.takes_stream else None
-        if "stream" in table:
-            if not kind.takes_stream:
-                raise ConfigError(where, f"{key}.stream", f"phase kind {kind_name!r} takes no stream")
-            stream = table["stream"]
-            if stream not in kind.streams:
-                raise ConfigError(
-                    where,
-                    f"{key}.stream",
-                    f"{stream!r} is not a stream of {kind_name!r}; use {' or '.join(kind.streams)}",
-                )
-        count = table.get("count")
-        if count is not None:
-            if not kind.takes_stream:
-                raise ConfigError(where, f"{key}.count", f"phase kind {kind_name!r} takes no count")
-            count = read_int(where, f"{key}.count", count, 1, MAX_PROFILES * 10)
-        if kind.needs_data and not seen_insert:
-            raise ConfigError(
-                where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first"
-            )
+
+
+def _phase(
+    where: str, key: str, table: Any, settings: dict[str, Any], order: _Order, names: _Names
+) -> tuple[PhaseSpec, list[float]]:
+    """One phase, checked; with its rates (none: closed loop; one: open loop; more: a sweep)."""
+    if not isinstance(table, dict):
+        raise ConfigError(where, key, "must be a table")
+    kind_name, kind = _kind(where, key, table)
+    params = _params(where, key, kind, table, settings)
+    stream = _stream(where, key, kind_name, kind, table)
+    count = _count(where, key, kind_name, kind, table)
+    order.place(where, key, kind_name, kind)
+    use = kind.use(stream if kind.takes_stream else None, after_update=order.seen_update)
+    if kind.rewrites:
+        order.seen_update = True
+    name = names.name(key, table, use.name)
+    post = use.post_update if kind.takes_stream else order.seen_update and not kind.rewrites
+    rates = _rates(where, key, kind_name, kind, table)
+    spec = PhaseSpec(
+        kind=kind_name,
+        name=name,
+        stream=stream,
+        count=count,
+        post_update=post,
+        rate=rates[0] if rates else None,
+        arrivals=read_arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform",
+        over_time=_over_time(where, key, kind_name, kind, table),
+        capacity=_capacity(where, key, kind_name, kind, table, rates),
+        params=tuple(sorted(params.items())),
+    )
+    return spec, rates
+
+
+def _kind(where: str, key: str, table: dict[str, Any]) -> tuple[str, PhaseKind]:
+    """``kind``: required, and one of the workload's phase kinds."""
+    if "kind" not in table:
+        raise ConfigError(where, f"{key}.kind", "is required")
+    kind_name = table["kind"]
+    if not isinstance(kind_name, str) or kind_name not in workload().phases:
+        raise ConfigError(
+            where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(workload().phases)}"
+        )
+    return kind_name, workload().phases[kind_name]
+
+
+def _params(where: str, key: str, kind: PhaseKind, table: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """The keys beyond :data:`PHASE_KEYS`, checked by the workload (an unknown one names ours)."""
+    own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
+    try:
+        return workload().phase_params(kind, own, settings)
+    except SettingError as exc:
+        if exc.problem == "unknown key":
+            allowed = ", ".join(sorted(PHASE_KEYS))
+            raise ConfigError(where, f"{key}.{exc.key}", f"unknown key; allowed: {allowed}") from None
+        raise ConfigError(where, f"{key}.{exc.key}", exc.problem) from None
+
+
+def _stream(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> str | None:
+    """``stream``: one of the kind's streams (default its first), only on a kind that takes one."""
+    if "stream" not in table:
+        return kind.streams[0] if kind.takes_stream else None
+    if not kind.takes_stream:
+        raise ConfigError(where, f"{key}.stream", f"phase kind {kind_name!r} takes no stream")
+    stream = table["stream"]
+    if stream not in kind.streams:
+        raise ConfigError(
+            where, f"{key}.stream", f"{stream!r} is not a stream of {kind_name!r}; use {' or '.join(kind.streams)}"
+        )
+    return str(stream)
+
+
+def _count(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> int | None:
+    """``count``: the first N items of the stream, only on a kind that takes a stream."""
+    count = table.get("count")
+    if count is None:
+        return None
+    if not kind.takes_stream:
+        raise ConfigError(where, f"{key}.count", f"phase kind {kind_name!r} takes no count")
+    return read_int(where, f"{key}.count", count, 1, MAX_PROFILES * 10)
+
+
+@dataclasses.dataclass
+class _Order:
+    """What the phases before this one did: a phase that needs data comes after the one
+    insert, and a stream-less phase after an update sees the updated store."""
+
+    seen_insert: bool = False
+    seen_update: bool = False
+
+    def place(self, where: str, key: str, kind_name: str, kind: PhaseKind) -> None:
+        if kind.needs_data and not self.seen_insert:
+            raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first")
         if kind.inserts:
-            if seen_insert:
-                raise ConfigError(
-                    where, f"{key}.kind", "a plan inserts the profiles once; remove the second insert"
-                )
-            seen_insert = True
-        use = kind.use(stream if kind.takes_stream else None, after_update=seen_update)
-        if kind.rewrites:
-            seen_update = True
+            if self.seen_insert:
+                raise ConfigError(where, f"{key}.kind", "a plan inserts the profiles once; remove the second insert")
+            self.seen_insert = True
+
+
+class _Names:
+    """Display names differ: an explicit ``name`` is unique, and an automatic one (the
+    kind's use, numbered when repeated) may not take an explicit one's."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.explicit: dict[str, str] = {}  # explicit display name -> key that set it
+        self.auto: dict[str, int] = {}
+
+    def name(self, key: str, table: dict[str, Any], default: str) -> str:
+        where = self.where
         if "name" in table:
             name = read_shown(where, f"{key}.name", read_str(where, f"{key}.name", table["name"]))
-            if name in explicit or name in auto:
-                raise ConfigError(
-                    where, f"{key}.name", f"{name!r} is already the name of another phase; names must differ"
-                )
-            explicit[name] = key
-        else:
-            name = use.name
-            auto[name] = auto.get(name, 0) + 1
-            if auto[name] > 1:
-                name = f"{name} ({auto[name]})"
-            if name in explicit:
-                raise ConfigError(
-                    where,
-                    f"{explicit[name]}.name",
-                    f"{name!r} is also the automatic name of {key}; choose another name",
-                )
-            auto.setdefault(name, 1)
-        post = use.post_update if kind.takes_stream else seen_update and not kind.rewrites
-        rates: list[float] = []  # none: closed loop; one: open loop; more: a sweep
-        if "rate" in table or "arrivals" in table:
-            if kind.action is not Action.OPERATIONS:
-                bad = "rate" if "rate" in table else "arrivals"
-                raise ConfigError(where, f"{key}.{bad}", f"phase kind {kind_name!r} runs no operations to pace")
-            if "rate" not in table:
-                raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
-            rates = parse_rates(where, f"{key}.rate", table["rate"])
-            if len(rates) > 1 and kind.runs_once:
-                raise ConfigError(
-                    where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
-                )
-        arrivals = read_arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform"
-        over_time = False
-        if "over_time" in table:
-            over_time = read_bool(where, f"{key}.over_time", table["over_time"])
-            if over_time and kind.action is not Action.OPERATIONS:
-                raise ConfigError(where, f"{key}.over_time", f"phase kind {kind_name!r} runs no operations to chart")
-        capacity = False
-        if "capacity" in table:
-            capacity = read_bool(where, f"{key}.capacity", table["capacity"])
-            if capacity and not searchable(kind):
-                raise ConfigError(
-                    where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan or query phase: it has no capacity to search"
-                )
-            if capacity and rates:
-                raise ConfigError(where, f"{key}.capacity", "a capacity search chooses its own rates; remove the phase's rate")
-        spec = PhaseSpec(
-            kind=kind_name,
-            name=name,
-            stream=stream,
-            count=count,
-            post_update=post,
-            rate=rates[0] if rates else None,
-            arrivals=arrivals,
-            over_time=over_time,
-            capacity=capacity,
-            params=tuple(sorted(params.items())),
-        )
-        if len(rates) < 2:
-            phases.append(spec)
-            continue
-        first = len(phases)
-        for level in rates:  # a saturation sweep: the same phase at each rate, rising
-            phases.append(
-                dataclasses.replace(spec, name=f"{name} @ {fmt.count(round(level))}/s", rate=level, sweep=first)
+            if name in self.explicit or name in self.auto:
+                raise ConfigError(where, f"{key}.name", f"{name!r} is already the name of another phase; names must differ")
+            self.explicit[name] = key
+            return name
+        name = default
+        self.auto[name] = self.auto.get(name, 0) + 1
+        if self.auto[name] > 1:
+            name = f"{name} ({self.auto[name]})"
+        if name in self.explicit:
+            raise ConfigError(
+                where, f"{self.explicit[name]}.name", f"{name!r} is also the automatic name of {key}; choose another name"
             )
-    check_phase_total(phases, where, "phase")
-    return phases
+        self.auto.setdefault(name, 1)
+        return name
+
+
+def _rates(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> list[float]:
+    """``rate`` and ``arrivals``: only on an operation phase, arrivals only with a rate, a
+    sweep only of a phase that can repeat."""
+    if "rate" not in table and "arrivals" not in table:
+        return []
+    if kind.action is not Action.OPERATIONS:
+        bad = "rate" if "rate" in table else "arrivals"
+        raise ConfigError(where, f"{key}.{bad}", f"phase kind {kind_name!r} runs no operations to pace")
+    if "rate" not in table:
+        raise ConfigError(where, f"{key}.arrivals", "needs a rate on the same phase")
+    rates = parse_rates(where, f"{key}.rate", table["rate"])
+    if len(rates) > 1 and kind.runs_once:
+        raise ConfigError(
+            where, f"{key}.rate", f"a sweep repeats the phase; {kind_name!r} changes the store, so it runs once"
+        )
+    return rates
+
+
+def _over_time(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> bool:
+    """``over_time``: a chart of operations, so only on an operation phase."""
+    if "over_time" not in table:
+        return False
+    over_time = read_bool(where, f"{key}.over_time", table["over_time"])
+    if over_time and kind.action is not Action.OPERATIONS:
+        raise ConfigError(where, f"{key}.over_time", f"phase kind {kind_name!r} runs no operations to chart")
+    return over_time
+
+
+def _capacity(
+    where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any], rates: list[float]
+) -> bool:
+    """``capacity``: a search repeats the phase at rates of its own, so only a searchable
+    phase without a rate."""
+    if "capacity" not in table:
+        return False
+    capacity = read_bool(where, f"{key}.capacity", table["capacity"])
+    if capacity and not searchable(kind):
+        raise ConfigError(
+            where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan or query phase: it has no capacity to search"
+        )
+    if capacity and rates:
+        raise ConfigError(where, f"{key}.capacity", "a capacity search chooses its own rates; remove the phase's rate")
+    return capacity
+
+
+def _levels(spec: PhaseSpec, rates: list[float], first: int) -> list[PhaseSpec]:
+    """The phase, or a saturation sweep: the same phase at each rate, rising (``sweep`` is
+    the plan index ``first`` of its first level)."""
+    if len(rates) < 2:
+        return [spec]
+    return [
+        dataclasses.replace(spec, name=f"{spec.name} @ {fmt.count(round(level))}/s", rate=level, sweep=first)
+        for level in rates
+    ]
 
 
 def searchable(kind: PhaseKind) -> bool:
