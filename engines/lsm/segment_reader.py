@@ -362,6 +362,19 @@ class _Blocks:
         return block.decode_keys(self.mm, self.offsets[i], self.shapes[self.shape_ids[i]] or self.shape(i))
 
 
+def _mixed_value(buf: Any, decoded: block.Decoded, key: bytes) -> Any:
+    """A block of mixed-width keys searched through its decoded keys (``buf`` the mapping
+    or the decompressed block the offsets are into): the value, ``TOMBSTONE``, or None.
+    One function for the mapped and the compressed lookup, which search it alike."""
+    keys, vends, vb, fb = decoded
+    j = bisect_left(keys, key)
+    if j == len(keys) or keys[j] != key:
+        return None
+    if buf[fb + j]:
+        return TOMBSTONE
+    return buf[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+
+
 def _lookup(
     blocks: _Blocks, seg: SegmentReader, key_cache: GenerationalCache, value_cache: GenerationalCache
 ) -> Callable[[bytes], Any]:
@@ -383,16 +396,6 @@ def _lookup(
     cache = value_cache
     half = cache.half
 
-    def mixed(i: int, key: bytes) -> Any:
-        """Search a block of mixed-width keys through its decoded keys."""
-        keys, vends, vb, fb = keys_of(i)
-        j = bisect_left(keys, key)
-        if j == len(keys) or keys[j] != key:
-            return None
-        if mm[fb + j]:
-            return TOMBSTONE
-        return mm[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
-
     def get(key: bytes) -> Any:
         """The cached value, else the block's: a fixed-width block is searched in place
         (one C-level ``find`` over its key area, at the offsets its shape gives)."""
@@ -406,7 +409,7 @@ def _lookup(
             i = first_block_after(key) - 1
             n, width, _kx, ve, fl, ks = shapes[ids[i]] or learn(i)
             if not width:
-                v = mixed(i, key)
+                v = _mixed_value(mm, keys_of(i), key)
                 if v is None:
                     return None
             elif len(key) != width:
@@ -455,13 +458,7 @@ def _compressed_lookup(seg: SegmentReader, value_cache: GenerationalCache) -> Ca
         buf = raw(i)
         n, width, _kx, ve, fl, ks = block.shape_at(buf)
         if not width:
-            keys, vends, vb, fb = keys_of(i)
-            j = bisect_left(keys, key)
-            if j == len(keys) or keys[j] != key:
-                return None
-            if buf[fb + j]:
-                return TOMBSTONE
-            return buf[vb + (vends[j - 1] if j else 0) : vb + vends[j]]
+            return _mixed_value(buf, keys_of(i), key)
         if len(key) != width:
             return None
         ke = ks + n * width  # values follow the keys
