@@ -30,12 +30,8 @@ def op_digest(index: int, kind: int, key: str, fields: Sequence[tuple[int, bytes
     """
     h = hashlib.blake2b(key.encode(), digest_size=8)
     if fields is not None:
-        for number, value in fields:
-            h.update(_FIELD.pack(number))
-            h.update(encode([value]))
-    state = py_fold_int(OFFSET_BASIS, index)
-    state = py_fold_int(state, kind)
-    return py_fold_int(state, int.from_bytes(h.digest(), "little"))
+        _hash_fields(h, fields)
+    return _digest(index, kind, h)
 
 
 def scan_digest(index: int, kind: int, start: str, records: Iterable[tuple[str, Sequence[tuple[int, bytes]]]]) -> int:
@@ -43,9 +39,19 @@ def scan_digest(index: int, kind: int, start: str, records: Iterable[tuple[str, 
     h = hashlib.blake2b(start.encode(), digest_size=8)
     for key, fields in records:
         h.update(b"\0" + key.encode() + b"\0")
-        for number, value in fields:
-            h.update(_FIELD.pack(number))
-            h.update(encode([value]))
+        _hash_fields(h, fields)
+    return _digest(index, kind, h)
+
+
+def _hash_fields(h: hashlib.blake2b, fields: Sequence[tuple[int, bytes]]) -> None:
+    """Fold a record's (field index, value) pairs into ``h``: a read's and a scan's alike."""
+    for number, value in fields:
+        h.update(_FIELD.pack(number))
+        h.update(encode([value]))
+
+
+def _digest(index: int, kind: int, h: hashlib.blake2b) -> int:
+    """The operation's 64-bit digest: its position, its kind and what it returned (``h``)."""
     state = py_fold_int(OFFSET_BASIS, index)
     state = py_fold_int(state, kind)
     return py_fold_int(state, int.from_bytes(h.digest(), "little"))
