@@ -21,6 +21,7 @@ ValueError says what was wrong; the caller names the file or flag and the key.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from asyncbench.parse import parse_count, parse_seconds
@@ -82,7 +83,13 @@ class Slo:
 
     def text(self) -> str:
         """``p99 ≤ 2 ms, p999 ≤ 10 ms`` for the console and the report."""
-        return ", ".join(f"{b.name} ≤ {_ns_text(b.ns)}" for b in self.bounds)
+        return bounds_text({b.name: b.ns for b in self.bounds})
+
+
+def bounds_text(bounds: Mapping[str, int]) -> str:
+    """``p99 ≤ 2 ms, p999 ≤ 10 ms`` from percentile -> bound in ns: an Slo's, and a
+    recorded capacity's (the report and compare), written one way."""
+    return ", ".join(f"{name} ≤ {_ns_text(ns)}" for name, ns in bounds.items())
 
 
 def _ns_text(ns: int) -> str:

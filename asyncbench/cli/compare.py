@@ -47,8 +47,8 @@ from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.report import cost_compare, mix_compare
-from asyncbench.report.capacity import bound_text
 from asyncbench.result import EXIT_BAD_INPUT, PhaseResult, ResultError, RunResult
+from asyncbench.slo import bounds_text
 from asyncbench.workload import Action
 
 __all__ = ["add_arguments", "load_side", "run"]
@@ -162,7 +162,7 @@ def _capacity_samples(side: Side, engine: str, key: PhaseKey, p: PhaseResult) ->
     the phase's ordinary runs and by its bounds: capacities under other bounds are not
     compared. A search that found none (below the range) gives no sample."""
     assert p.capacity is not None
-    bounds = bound_text(p.capacity.slo_ns)
+    bounds = bounds_text(p.capacity.slo_ns)
     ckey: PhaseKey = (f"{key[0]} capacity under {bounds}", *key[1:])
     side.names.setdefault(ckey, f"{p.name}: capacity, {bounds}")
     found = [c for c in p.capacity.capacities if c is not None]

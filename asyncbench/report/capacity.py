@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from asyncbench import fmt
 from asyncbench.measure.stats import Summary
 from asyncbench.result import NO_SERVER, Capacity, PhaseResult, RunResult
+from asyncbench.slo import bounds_text
 
 __all__ = [
     "ScoreRow",
-    "bound_text",
     "capacity_line",
     "capacity_text",
     "gate_failures",
@@ -25,19 +25,6 @@ __all__ = [
     "scorecard",
     "scorecard_lines",
 ]
-
-
-def bound_text(slo_ns: dict[str, int]) -> str:
-    """``p99 ≤ 2 ms, p999 ≤ 10 ms``."""
-
-    def one(ns: int) -> str:
-        if ns >= 1_000_000_000:
-            return f"{ns / 1e9:g} s"
-        if ns >= 1_000_000:
-            return f"{ns / 1e6:g} ms"
-        return f"{ns / 1e3:g} µs"
-
-    return ", ".join(f"{k} ≤ {one(v)}" for k, v in slo_ns.items())
 
 
 #: The console's width: a scorecard line never wraps.
@@ -71,7 +58,7 @@ def capacity_line(result: PhaseResult) -> str:
     searches = len(cap.capacities)
     probes = f"{len(cap.probes)} probes" + (f", {searches} searches" if searches > 1 else "")
     return (
-        f"    capacity {capacity_text(cap)} · {bound_text(cap.slo_ns)}"
+        f"    capacity {capacity_text(cap)} · {bounds_text(cap.slo_ns)}"
         f" · limit {limit_name(cap.limited_by)} · {probes}"
     )
 
@@ -144,7 +131,7 @@ def scorecard(run: RunResult) -> dict[int, list[ScoreRow]]:
                 merged.capacity,
                 capacity_text(merged),
                 limit_name(merged.limited_by),
-                bound_text(merged.slo_ns),
+                bounds_text(merged.slo_ns),
                 cpu,
                 written,
             )
