@@ -541,6 +541,19 @@ def _searched(run: RunResult) -> bool:
     return bool(searched_phases(run))
 
 
+def _of_repeats(
+    slug: str,
+    title: str,
+    draw: Callable[..., Figure],
+    when: Callable[[RunResult], bool],
+    per_phase: Callable[[RunResult], list[int]] | None = None,
+) -> Chart:
+    """A chart drawn from every measured repeat (the latency and capacity charts): only
+    when the run recorded what it draws, and never copied to ``latest-*`` (the bar charts'
+    fixed names are what a README links to)."""
+    return Chart(slug, title, draw, when=when, repeats=True, per_phase=per_phase, latest=False)
+
+
 CHARTS: tuple[Chart, ...] = (
     Chart("execution-time", "Execution Time", execution_time),
     Chart("write-throughput", "Write Throughput", write_throughput, (Group_.WRITE,)),
@@ -549,33 +562,19 @@ CHARTS: tuple[Chart, ...] = (
     Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
     Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
-    Chart(
-        "latency-percentiles",
-        latency_charts.DISTRIBUTION_TITLE,
-        latency_data.percentiles,
-        when=latency_data.has_latency,
-        repeats=True,
-        latest=False,
+    _of_repeats(
+        "latency-percentiles", latency_charts.DISTRIBUTION_TITLE, latency_data.percentiles, latency_data.has_latency
     ),
-    Chart(
+    _of_repeats(
         "latency-over-time",
         "Latency Over Time",
         latency_data.over_time,
-        when=latency_data.has_latency,
-        repeats=True,
+        latency_data.has_latency,
         per_phase=latency_data.over_time_phases,
-        latest=False,
     ),
-    Chart(
-        "latency-vs-throughput",
-        latency_charts.SWEEP_TITLE,
-        latency_data.sweep,
-        when=latency_data.has_sweep,
-        repeats=True,
-        latest=False,
-    ),
+    _of_repeats("latency-vs-throughput", latency_charts.SWEEP_TITLE, latency_data.sweep, latency_data.has_sweep),
     # capacity searches: every measured repeat's probes, the bound and the capacity
-    Chart("capacity", CAPACITY_TITLE, _capacity, when=_searched, repeats=True, latest=False),
+    _of_repeats("capacity", CAPACITY_TITLE, _capacity, _searched),
 )
 """Every chart, in report order. The bar charts: one bar per engine, the median of its
 measured repeats, with a min-max error bar when it ran several times; a throughput chart
