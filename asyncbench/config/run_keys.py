@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,9 +94,14 @@ class IntList(ValueType):
 
 
 @dataclass(frozen=True)
-class Text(ValueType):
-    def read(self, where: str, key: str, v: Any) -> str:
-        return read_str(where, key, v)
+class Checked(ValueType):
+    """A value one reader checks whole (``readers.py``: a rate or a sweep's rates, arrivals;
+    percentile bounds), its flag's text read as the plan's value: no class per reader."""
+
+    reader: Callable[[str, str, Any], Any]
+
+    def read(self, where: str, key: str, v: Any) -> Any:
+        return self.reader(where, key, v)
 
 
 @dataclass(frozen=True)
@@ -165,22 +171,6 @@ class Bool(ValueType):
 
 
 @dataclass(frozen=True)
-class Rates(ValueType):
-    """One target rate, or a sweep's rising rates (a list, or ``2k,4k,8k``)."""
-
-    def read(self, where: str, key: str, v: Any) -> list[float]:
-        return parse_rates(where, key, v)
-
-
-@dataclass(frozen=True)
-class SloBounds(ValueType):
-    """Percentile bounds: a table ``{p99 = "2ms"}`` or the flag's ``p99=2ms,p999=10ms``."""
-
-    def read(self, where: str, key: str, v: Any) -> dict[str, str]:
-        return slo_bounds(where, key, v)
-
-
-@dataclass(frozen=True)
 class RateRequirements(ValueType):
     """Gates: a table ``{read_by_id = "5k"}`` or the flag's ``read_by_id=5k,scan_created_at=1k``."""
 
@@ -238,12 +228,6 @@ def slo_bounds(where: str, key: str, v: Any) -> dict[str, str]:
 
 def bound_text(ns: int) -> str:
     return f"{ns}ns" if ns % 1000 else f"{ns // 1000}us"
-
-
-@dataclass(frozen=True)
-class ArrivalsValue(ValueType):
-    def read(self, where: str, key: str, v: Any) -> str:
-        return read_arrivals(where, key, v)
 
 
 @dataclass(frozen=True)
@@ -445,7 +429,7 @@ RUN_KEYS: dict[str, RunKey] = {
         ),
         RunKey(
             "rate",
-            Rates(),
+            Checked(parse_rates),  # one rate, or a sweep's rising rates (a list, or 2k,4k,8k)
             "target operations per second (all workers) of every operation phase without a rate of its own: "
             "open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
             "read, scan and query phase (inserts, updates and mixed phases then run closed loop)",
@@ -453,7 +437,7 @@ RUN_KEYS: dict[str, RunKey] = {
         ),
         RunKey(
             "arrivals",
-            ArrivalsValue(),
+            Checked(read_arrivals),
             "spacing of intended start times under --rate: uniform (default) or poisson (seeded apart from the plan)",
             flag="--arrivals",
         ),
@@ -473,7 +457,7 @@ RUN_KEYS: dict[str, RunKey] = {
         ),
         RunKey(
             "slo",
-            SloBounds(),
+            Checked(slo_bounds),  # a table {p99 = "2ms"} or the flag's p99=2ms,p999=10ms
             "response-time bounds of the capacity search for every phase kind: p99=2ms,p999=10ms (us, ms or s); "
             "[slo.KIND] in the plan for one kind",
             flag="--slo",
