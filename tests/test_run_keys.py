@@ -133,3 +133,30 @@ class _NoSampler:
 
     def sample(self) -> None:
         pass
+
+
+def test_one_row_drives_the_flag_the_childs_copy_and_the_report_label(tmp_path: Path, monkeypatch) -> None:
+    """A row added to the table (here warmup's, given a flag and a report label it has not
+    today) reaches the flag parser, the child's copy of the config and the report's
+    Configuration table, with no other edit: nothing else names the key or its label."""
+    from asyncbench.cli.main import parse_args
+    from asyncbench.cli.run_command import apply_flags
+    from asyncbench.config import Int, RunKey, load
+    from asyncbench.report.markdown_report import configuration
+    from asyncbench.run.runner import new_result
+
+    row = RunKey("warmup", Int(0, 999), "warm-ups", flag="--warm-ups", report="Warm-ups left out", result="warmup")
+    monkeypatch.setitem(RUN_KEYS, "warmup", row)
+    plan = tmp_path / "p.toml"
+    plan.write_text('[run]\nrepeat = 3\n[[phase]]\nkind = "insert"\n')
+    args = parse_args([str(plan), "--output", str(tmp_path / "out"), "--data", str(tmp_path / "d"), "--warm-ups", "2"])
+    cfg = load(plan)
+    apply_flags(cfg, args)
+    assert cfg.warmup == 2  # the flag, read by the row's type
+    assert from_json(to_json(cfg)).warmup == 2  # the child's copy
+    run = new_result(cfg, cfg.levels()[0], "2026-01-01T00:00:00Z")
+    assert "| Warm-ups left out | 2 |" in configuration(run)  # the report's label and value
+    # every row with a report label is in the table the report writes, by that label
+    monkeypatch.setitem(RUN_KEYS, "warmup", dataclasses.replace(row, report=None))
+    labels = [line.split("|")[1].strip() for line in configuration(run)[2:]]
+    assert [k.report for k in RUN_KEYS.values() if k.report] == [x for x in labels if x in {k.report for k in RUN_KEYS.values()}]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from asyncbench import fmt
 from asyncbench.config.counts import count_text
 from asyncbench.config.engines import validate_engine_names
 from asyncbench.config.errors import ConfigError
@@ -284,15 +285,18 @@ class EngineNames(ValueType):
 class RunKey:
     """One ``[run]`` key: its type and bounds, its flag, and its labels. The plan's field of
     the same name holds it; the parser, the flag overrides, the child's copy of the config
-    and compare's list of differing settings all come from this row."""
+    compare's list of differing settings and the report's Configuration rows all come from
+    this row."""
 
     name: str
     type: ValueType
     help: str
     flag: str | None = None  # the command-line flag; a bool key gets --x / --no-x
-    report: str | None = None  # its row in the report's Configuration table
+    report: str | None = None  # its row in the report's Configuration table (needs ``result``)
     compare: str | None = None  # its name where compare lists what differs between two sides
-    result: str | None = None  # the RunResult field that records it (compare reads that)
+    result: str | None = None  # the RunResult field that records it (compare and the report read that)
+    #: the recorded value as the report's Configuration table shows it; None: no row this run
+    shown: Callable[[Any], str | None] = str
 
     @property
     def dest(self) -> str:
@@ -307,6 +311,25 @@ class RunKey:
             setattr(cfg, self.name, value)
 
 
+# how the report shows a recorded value (RunKey.shown), where plain text is not enough
+
+
+def _timeout_shown(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{fmt.count(round(seconds))} s"
+
+
+def _isolation_shown(isolated: bool) -> str:
+    return "a child process per engine" if isolated else "none (one process)"
+
+
+def _repeats_shown(repeat: int) -> str:
+    return f"{repeat} per engine, interleaved"
+
+
+def _warmup_shown(warmup: int) -> str | None:
+    return f"{warmup} of the repeats, left out of the statistics" if warmup else None
+
+
 RUN_KEYS: dict[str, RunKey] = {
     k.name: k
     for k in (
@@ -316,6 +339,7 @@ RUN_KEYS: dict[str, RunKey] = {
             WorkloadName(),
             "the workload the plan runs: profile_store (the default) or ycsb (docs/workloads.md)",
             report="Workload",
+            result="workload",
         ),
         RunKey("engines", EngineNames(), "engines to run, comma separated, or all", flag="--engine"),
         RunKey(
@@ -326,6 +350,7 @@ RUN_KEYS: dict[str, RunKey] = {
             report="Profiles",
             compare="profiles",
             result="profiles",
+            shown=fmt.count,
         ),
         RunKey(
             "parallelism",
@@ -362,6 +387,7 @@ RUN_KEYS: dict[str, RunKey] = {
             report="Batch size",
             compare="batch size",
             result="batch_size",
+            shown=fmt.count,
         ),
         RunKey(
             "timeout_seconds",
@@ -369,6 +395,8 @@ RUN_KEYS: dict[str, RunKey] = {
             "per-engine timeout in seconds; 0: no timeout",
             flag="--timeout-seconds",
             report="Timeout per engine",
+            result="timeout_seconds",
+            shown=_timeout_shown,
         ),
         RunKey(
             "output", PathValue(), "directory for results (default from the plan, else ./results)", flag="--output"
@@ -383,6 +411,8 @@ RUN_KEYS: dict[str, RunKey] = {
             "(default from the plan: on unless run.isolate = false)",
             flag="--isolate",
             report="Engine isolation",
+            result="isolated",
+            shown=_isolation_shown,
         ),
         RunKey(
             "repeat",
@@ -390,12 +420,17 @@ RUN_KEYS: dict[str, RunKey] = {
             "run each engine N times (fresh store each), interleaved A B C A B C; default 1",
             flag="--repeat",
             report="Repeats",
+            result="repeat",
+            shown=_repeats_shown,
         ),
         RunKey(
             "warmup",
             Int(0, 999),
             "leading repeats kept in the JSON but left out of the statistics",
             flag="--warmup",
+            report="Warm-up repeats",
+            result="warmup",
+            shown=_warmup_shown,
         ),
         RunKey(
             "processes",

@@ -12,6 +12,7 @@ from operator import itemgetter
 from urllib.parse import quote
 
 from asyncbench import fmt
+from asyncbench.config import RUN_KEYS
 from asyncbench.facts import Durability, MemoryScope, StorageMethod
 from asyncbench.fs.ownership import REPORT_MARKER
 from asyncbench.measure.aggregate import EngineRuns, collapse, group_runs, unstable_phases
@@ -203,20 +204,13 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
 
 def configuration(run: RunResult) -> list[str]:
     c = run.counts
-    rows = [
-        ["Plan file", md.code(run.source)],
-        ["Profiles", fmt.count(run.profiles)],
-        ["Parallelism", str(run.parallelism)],
-        ["Seed", str(run.seed)],
-        ["Query limit", str(run.limit)],
-        ["Batch size", fmt.count(run.batch_size)],
-        [
-            "Timeout per engine",
-            "none" if run.timeout_seconds is None else f"{fmt.count(round(run.timeout_seconds))} s",
-        ],
-        ["Engine isolation", "a child process per engine" if run.isolated else "none (one process)"],
-        ["Repeats", f"{run.repeat} per engine, interleaved" + (f" ({run.warmup} warm-up)" if run.warmup else "")],
-    ]
+    rows = [["Plan file", md.code(run.source)]]
+    for key in RUN_KEYS.values():  # the [run] settings the result records, labelled by their row
+        if key.report is None or key.result is None:
+            continue
+        shown = key.shown(getattr(run, key.result))
+        if shown is not None:
+            rows.append([key.report, md.text(shown)])
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(md.text(p.name) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
