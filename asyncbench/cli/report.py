@@ -16,7 +16,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from asyncbench.config import RUN_KEYS, ConfigError, selected_phases
+from asyncbench.config import RUN_KEYS, ConfigError, PhaseSelection, selected_phases
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.ownership import NotOwned
 from asyncbench.measure.correctness import judge
@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"asyncbench: {path}: result: not an asyncbench result ({exc})", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.over_time is not None:
-        words = RUN_KEYS["over_time"].type.from_text("command line", "--over-time", args.over_time)
+        selection = PhaseSelection()  # the over_time row's type, read as run reads its flag
         try:
-            words = RUN_KEYS["over_time"].type.read("command line", "--over-time", words)
+            words = selection.read("command line", "--over-time", selection.from_text("command line", "--over-time", args.over_time))
             chosen = selected_phases(words, [(p.kind.kind, p.name, p.sweep) for p in run.phases], "command line", "--over-time")
         except ConfigError as exc:
             print(f"asyncbench: {exc}", file=sys.stderr)

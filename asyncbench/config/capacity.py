@@ -7,17 +7,16 @@ Its own module because the search's settings come from three places (``[slo]``, 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig
 from asyncbench.config.phases import searchable
-from asyncbench.config.run_keys import RUN_KEYS, slo_bounds
+from asyncbench.config.run_keys import RateRequirements, slo_bounds
 from asyncbench.slo import PERCENTILES
 from asyncbench.workloads import workload
 
 
-def slo_table(cfg: BenchConfig, where: str, table: Any) -> None:
+def slo_table(cfg: BenchConfig, where: str, table: object) -> None:
     """``[slo]``: percentile bounds for every kind, ``[slo.KIND]`` tables for one kind,
     ``require = {KIND = RATE}`` (gates), ``repeats`` and ``range`` of the search."""
     if not isinstance(table, dict):
@@ -28,7 +27,7 @@ def slo_table(cfg: BenchConfig, where: str, table: Any) -> None:
         if k in PERCENTILES:
             continue
         if k == "require":
-            cfg.require_rate = RUN_KEYS["require_rate"].type.read(where, key, v)
+            cfg.require_rate = RateRequirements().read(where, key, v)  # the require_rate row's type
         elif k in workload().phases:
             if not searchable(workload().phases[k]):
                 raise ConfigError(where, key, f"phase kind {k!r} is no read, scan or query phase: it has no capacity to search")

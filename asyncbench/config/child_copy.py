@@ -21,7 +21,7 @@ def to_json(cfg: BenchConfig) -> bytes:
     every field, so a new ``[run]`` key travels without an edit here."""
     import orjson
 
-    def encode(v: Any) -> Any:
+    def encode(v: object) -> Any:
         if isinstance(v, Path):
             return str(v)
         if isinstance(v, set):

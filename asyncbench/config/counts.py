@@ -6,8 +6,6 @@ and the workload (not the framework) names which counts exist.
 
 from __future__ import annotations
 
-from typing import Any
-
 from asyncbench import fmt
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.readers import read_int
@@ -22,7 +20,7 @@ def count_text(where: str, flag: str, text: str) -> int:
         raise ConfigError(where, flag, str(exc)) from None
 
 
-def read_counts(where: str, table: Any) -> dict[str, int]:
+def read_counts(where: str, table: object) -> dict[str, int]:
     """``[counts]``: explicit overrides of the workload's counts (the others follow its defaults)."""
     if not isinstance(table, dict):
         raise ConfigError(where, "counts", "must be a table")

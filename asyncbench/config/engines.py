@@ -16,7 +16,7 @@ from asyncbench.config.readers import is_int
 ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def validate_engine_names(where: str, key: str, names: Any) -> tuple[list[str], set[str]]:
+def validate_engine_names(where: str, key: str, names: object) -> tuple[list[str], set[str]]:
     """The engine list, and which of them came only from ``all`` (skipped, not failed, when absent)."""
     from asyncbench.engines import ALL_ENGINES, REGISTRY
 
@@ -59,7 +59,7 @@ def _check_plugin(where: str, key: str, name: str) -> None:
             raise ConfigError(where, key, str(exc)) from None
 
 
-def engine_settings(where: str, table: Any) -> dict[str, dict[str, Any]]:
+def engine_settings(where: str, table: object) -> dict[str, dict[str, Any]]:
     from asyncbench.engine import EngineUnavailable
     from asyncbench.engines import REGISTRY, engine_class
 

@@ -24,14 +24,13 @@ PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"
 MAX_PHASES = 1000
 
 
-def read_phases(where: str, items: Any, settings: dict[str, Any] | None = None) -> list[PhaseSpec]:
+def read_phases(where: str, items: object, settings: dict[str, Any] | None = None) -> list[PhaseSpec]:
     """The plan's ``[[phase]]`` list, each phase checked by one validator per concern (in
     the order a person fixes them: the kind, its own keys, stream and count, its place in
     the plan, its name, its pacing, its charts and capacity), a sweep expanded."""
-    _check_list(where, items)
     order, names = _Order(), _Names(where)
     phases: list[PhaseSpec] = []
-    for i, table in enumerate(items):
+    for i, table in enumerate(_check_list(where, items)):
         key = f"phase[{i}]"
         spec, rates = _phase(where, key, table, settings or {}, order, names)
         phases.extend(_levels(spec, rates, first=len(phases)))
@@ -39,15 +38,16 @@ def read_phases(where: str, items: Any, settings: dict[str, Any] | None = None) 
     return phases
 
 
-def _check_list(where: str, items: Any) -> None:
+def _check_list(where: str, items: object) -> list[object]:
     if not isinstance(items, list) or not items:
         raise ConfigError(where, "phase", "needs at least one [[phase]] table")
     if len(items) > MAX_PHASES:
         raise ConfigError(where, "phase", f"{len(items):_d} phases; a plan runs at most {MAX_PHASES:_d}")
+    return items
 
 
 def _phase(
-    where: str, key: str, table: Any, settings: dict[str, Any], order: _Order, names: _Names
+    where: str, key: str, table: object, settings: dict[str, Any], order: _Order, names: _Names
 ) -> tuple[PhaseSpec, list[float]]:
     """One phase, checked; with its rates (none: closed loop; one: open loop; more: a sweep)."""
     if not isinstance(table, dict):

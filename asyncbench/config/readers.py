@@ -7,7 +7,7 @@ with these, so a value is refused with the same words wherever it is written.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypeGuard
 
 from asyncbench import fmt
 from asyncbench.config.errors import ConfigError
@@ -18,19 +18,19 @@ from asyncbench.parse import check_printable
 MAX_RATE = 100_000_000
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def read_int(where: str, key: str, v: Any, lo: int, hi: int) -> int:
+def read_int(where: str, key: str, v: object, lo: int, hi: int) -> int:
     if not is_int(v):
         raise ConfigError(where, key, f"must be an integer, got {type(v).__name__} {v!r}")
     if not lo <= v <= hi:
         raise ConfigError(where, key, f"must be between {lo:_d} and {hi:_d}, got {v:_d}")
-    return int(v)
+    return v
 
 
-def read_str(where: str, key: str, v: Any) -> str:
+def read_str(where: str, key: str, v: object) -> str:
     if not isinstance(v, str) or not v:
         raise ConfigError(where, key, f"must be a non-empty string, got {v!r}")
     return v
@@ -44,7 +44,7 @@ def read_shown(where: str, key: str, v: str) -> str:
     return v
 
 
-def read_seconds(where: str, key: str, v: Any) -> float:
+def read_seconds(where: str, key: str, v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(where, key, f"must be a number, got {type(v).__name__} {v!r}")
     if not v > 0:
@@ -54,7 +54,7 @@ def read_seconds(where: str, key: str, v: Any) -> float:
     return float(v)
 
 
-def parse_rate(where: str, key: str, v: Any) -> float:
+def parse_rate(where: str, key: str, v: object) -> float:
     """A target rate: a positive number of operations per second, or a count string with
     a k or M suffix (``"20k"``)."""
     if isinstance(v, str):
@@ -69,7 +69,7 @@ def parse_rate(where: str, key: str, v: Any) -> float:
     return float(v)
 
 
-def parse_rates(where: str, key: str, v: Any) -> list[float]:
+def parse_rates(where: str, key: str, v: object) -> list[float]:
     """One rate, or a saturation sweep's rising rates: a list, or a comma-separated string
     (``"2k,4k,8k"``)."""
     items = v.split(",") if isinstance(v, str) else v if isinstance(v, list) else [v]
@@ -81,17 +81,17 @@ def parse_rates(where: str, key: str, v: Any) -> list[float]:
     return rates
 
 
-def read_arrivals(where: str, key: str, v: Any) -> str:
+def read_arrivals(where: str, key: str, v: object) -> str:
     if v not in ("uniform", "poisson"):
         raise ConfigError(where, key, f"must be 'uniform' or 'poisson', got {v!r}")
     return str(v)
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def read_bool(where: str, key: str, v: Any) -> bool:
+def read_bool(where: str, key: str, v: object) -> bool:
     if not isinstance(v, bool):
         raise ConfigError(where, key, f"must be true or false, got {v!r}")
     return v

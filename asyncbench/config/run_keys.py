@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from asyncbench import fmt
 from asyncbench.config.counts import count_text
@@ -36,27 +36,30 @@ from asyncbench.slo import make_slo, parse_requirement, parse_slo_text
 from asyncbench.workloads import REGISTRY as WORKLOADS
 from asyncbench.workloads import select, workload
 
+#: What a value type's ``read`` gives (an int, a list of rates, a path...): each row's own.
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
-class ValueType:
+class ValueType(Generic[T_co]):
     """How a ``[run]`` value is checked (from the plan) and read (from a flag's text)."""
 
-    def read(self, where: str, key: str, v: Any) -> Any:
+    def read(self, where: str, key: str, v: object) -> T_co:
         raise NotImplementedError
 
-    def from_text(self, where: str, flag: str, text: str) -> Any:
+    def from_text(self, where: str, flag: str, text: str) -> object:
         """A flag's text as a plan value (``read`` checks it next, named as the flag)."""
         return text
 
 
-
 @dataclass(frozen=True)
-class Int(ValueType):
+class Int(ValueType[int]):
     lo: int
     hi: int
     signed: bool = False  # flag text is a plain signed integer (a seed), not a count like 20k
 
-    def read(self, where: str, key: str, v: Any) -> int:
+    def read(self, where: str, key: str, v: object) -> int:
         return read_int(where, key, v, self.lo, self.hi)
 
     def from_text(self, where: str, flag: str, text: str) -> int:
@@ -69,7 +72,7 @@ class Int(ValueType):
 
 
 @dataclass(frozen=True)
-class IntList(ValueType):
+class IntList(ValueType[list[int]]):
     """One value or a list (``1,16`` on the command line): distinct, each within bounds."""
 
     lo: int
@@ -78,7 +81,7 @@ class IntList(ValueType):
     #: the reason when a value repeats; {n}: the first repeated one, {values}: all of them
     twice: str = "{n:_d} is listed twice; each {what} runs once"
 
-    def read(self, where: str, key: str, v: Any) -> list[int]:
+    def read(self, where: str, key: str, v: object) -> list[int]:
         values = v if isinstance(v, list) else [v]
         if not values:
             raise ConfigError(where, key, f"must name at least one {self.what}")
@@ -95,30 +98,30 @@ class IntList(ValueType):
 
 
 @dataclass(frozen=True)
-class Checked(ValueType):
+class Checked(ValueType[T]):
     """A value one reader checks whole (``readers.py``: a rate or a sweep's rates, arrivals;
     percentile bounds), its flag's text read as the plan's value: no class per reader."""
 
-    reader: Callable[[str, str, Any], Any]
+    reader: Callable[[str, str, object], T]
 
-    def read(self, where: str, key: str, v: Any) -> Any:
+    def read(self, where: str, key: str, v: object) -> T:
         return self.reader(where, key, v)
 
 
 @dataclass(frozen=True)
-class Name(ValueType):
+class Name(ValueType[str]):
     """A name the console and reports show: no control or format characters."""
 
-    def read(self, where: str, key: str, v: Any) -> str:
+    def read(self, where: str, key: str, v: object) -> str:
         return read_shown(where, key, read_str(where, key, v))
 
 
 @dataclass(frozen=True)
-class PathValue(ValueType):
+class PathValue(ValueType[Path]):
     """A directory the run writes under: no control or format character (a newline or an
     escape in a name is a mistake, and every message and report would have to carry it)."""
 
-    def read(self, where: str, key: str, v: Any) -> Path:
+    def read(self, where: str, key: str, v: object) -> Path:
         text = read_str(where, key, v)
         try:
             text.encode("utf-8")  # a name in other bytes says so, not "cannot be shown"
@@ -137,12 +140,12 @@ CLUSTER_SCHEMES = ("tcp", "tls")
 
 
 @dataclass(frozen=True)
-class ClusterAddress(ValueType):
+class ClusterAddress(ValueType[str]):
     """A Dask scheduler's address, ``tcp://HOST:PORT`` (or ``tls://``; no scheme is tcp):
     checked before the run, since a malformed one failed only once the engine's run had
     started, after the report files were written."""
 
-    def read(self, where: str, key: str, v: Any) -> str:
+    def read(self, where: str, key: str, v: object) -> str:
         text = read_shown(where, key, read_str(where, key, v))
         form = "the form tcp://HOST:PORT"
         scheme, sep, rest = text.partition("://")
@@ -166,16 +169,16 @@ class ClusterAddress(ValueType):
 
 
 @dataclass(frozen=True)
-class Bool(ValueType):
-    def read(self, where: str, key: str, v: Any) -> bool:
+class Bool(ValueType[bool]):
+    def read(self, where: str, key: str, v: object) -> bool:
         return read_bool(where, key, v)
 
 
 @dataclass(frozen=True)
-class RateRequirements(ValueType):
+class RateRequirements(ValueType[dict[str, float]]):
     """Gates: a table ``{read_by_id = "5k"}`` or the flag's ``read_by_id=5k,scan_created_at=1k``."""
 
-    def read(self, where: str, key: str, v: Any) -> dict[str, float]:
+    def read(self, where: str, key: str, v: object) -> dict[str, float]:
         if isinstance(v, str):
             out: dict[str, float] = {}
             for item in v.split(","):
@@ -197,10 +200,10 @@ class RateRequirements(ValueType):
 
 
 @dataclass(frozen=True)
-class CapacityRange(ValueType):
+class CapacityRange(ValueType[list[float]]):
     """The rates a capacity search stays within: ``[low, high]`` or ``100,200k``."""
 
-    def read(self, where: str, key: str, v: Any) -> list[float]:
+    def read(self, where: str, key: str, v: object) -> list[float]:
         items = v.split(",") if isinstance(v, str) else v
         if not isinstance(items, list) or len(items) != 2:
             raise ConfigError(where, key, "must be two rates, the lowest and highest to search (e.g. 100,200k)")
@@ -210,7 +213,7 @@ class CapacityRange(ValueType):
         return [low, high]
 
 
-def slo_bounds(where: str, key: str, v: Any) -> dict[str, str]:
+def slo_bounds(where: str, key: str, v: object) -> dict[str, str]:
     """Validated percentile bounds (as written: the child's copy of the config reads them again)."""
     try:
         if isinstance(v, str):
@@ -232,10 +235,10 @@ def bound_text(ns: int) -> str:
 
 
 @dataclass(frozen=True)
-class Timeout(ValueType):
+class Timeout(ValueType[float | None]):
     """Seconds, at most a year; 0 disables the timeout (stored as None), as in the reference."""
 
-    def read(self, where: str, key: str, v: Any) -> float | None:
+    def read(self, where: str, key: str, v: object) -> float | None:
         return None if is_number(v) and v == 0 else read_seconds(where, key, v)
 
     def from_text(self, where: str, flag: str, text: str) -> float:
@@ -246,11 +249,11 @@ class Timeout(ValueType):
 
 
 @dataclass(frozen=True)
-class PhaseSelection(ValueType):
+class PhaseSelection(ValueType[list[str]]):
     """Phase kinds or names, or ``all`` (a list, or ``read_by_id,update`` on the command line);
     checked against the plan's phases by :func:`chart_phases`."""
 
-    def read(self, where: str, key: str, v: Any) -> list[str]:
+    def read(self, where: str, key: str, v: object) -> list[str]:
         values = v if isinstance(v, list) else [v]
         if not values:
             raise ConfigError(where, key, "must name at least one phase kind or name, or all")
@@ -261,11 +264,11 @@ class PhaseSelection(ValueType):
 
 
 @dataclass(frozen=True)
-class WorkloadName(ValueType):
+class WorkloadName(ValueType[str]):
     """A registered workload's name (asyncbench.workloads); reading it selects it, so the
     plan's sections and phases are checked against that workload's vocabulary."""
 
-    def read(self, where: str, key: str, v: Any) -> str:
+    def read(self, where: str, key: str, v: object) -> str:
         name = read_str(where, key, v)
         if name not in WORKLOADS:
             raise ConfigError(where, key, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
@@ -274,10 +277,10 @@ class WorkloadName(ValueType):
 
 
 @dataclass(frozen=True)
-class EngineNames(ValueType):
+class EngineNames(ValueType[tuple[list[str], set[str]]]):
     """Engine names or ``all``; also sets ``optional_engines`` (see :func:`validate_engine_names`)."""
 
-    def read(self, where: str, key: str, v: Any) -> tuple[list[str], set[str]]:
+    def read(self, where: str, key: str, v: object) -> tuple[list[str], set[str]]:
         return validate_engine_names(where, key, v)
 
 
@@ -289,26 +292,25 @@ class RunKey:
     this row."""
 
     name: str
-    type: ValueType
+    type: ValueType[object]
     help: str
     flag: str | None = None  # the command-line flag; a bool key gets --x / --no-x
     report: str | None = None  # its row in the report's Configuration table (needs ``result``)
     compare: str | None = None  # its name where compare lists what differs between two sides
     result: str | None = None  # the RunResult field that records it (compare and the report read that)
     #: the recorded value as the report's Configuration table shows it; None: no row this run
-    shown: Callable[[Any], str | None] = str
+    shown: Callable[[Any], str | None] = str  # Any: each row's own value type (the table is heterogeneous)
 
     @property
     def dest(self) -> str:
         """The argparse destination of the flag."""
         return (self.flag or self.name).lstrip("-").replace("-", "_")
 
-    def apply(self, cfg: BenchConfig, where: str, key: str, v: Any) -> None:
-        value = self.type.read(where, key, v)
-        if isinstance(self.type, EngineNames):
-            cfg.engines, cfg.optional_engines = value
+    def apply(self, cfg: BenchConfig, where: str, key: str, v: object) -> None:
+        if isinstance(self.type, EngineNames):  # two fields: the list, and which came from "all"
+            cfg.engines, cfg.optional_engines = self.type.read(where, key, v)
         else:
-            setattr(cfg, self.name, value)
+            setattr(cfg, self.name, self.type.read(where, key, v))
 
 
 # how the report shows a recorded value (RunKey.shown), where plain text is not enough
@@ -519,7 +521,7 @@ RUN_KEYS: dict[str, RunKey] = {
 }
 
 
-def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: Any) -> None:
+def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: object) -> None:
     """Set one ``[run]`` value (from the file or a flag) after checking it."""
     if name not in RUN_KEYS:
         raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
