@@ -14,9 +14,13 @@ This module imports nothing of the package: workloads build on it, the framework
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import Field, dataclass
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # an annotation only: this module imports no third-party package at run time
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "Action",
@@ -167,7 +171,7 @@ class MixFigures:
     the key space (fraction -> share)."""
 
     counts: dict[str, int]
-    latencies_ns: dict[str, Any]  # kind -> int64 numpy array
+    latencies_ns: dict[str, npt.NDArray[np.int64]]  # kind -> its operations' latencies
     hot_shares: dict[float, float]
 
 
@@ -188,6 +192,26 @@ class FoldTarget(Protocol):
     def add_profiles(self, records: Sequence[Any]) -> None: ...
 
     def hex(self) -> str: ...
+
+
+class PlanCounts(Protocol):
+    """A plan's counts at one size, as the framework reads them: a dataclass whose fields
+    are the workload's count names (``asdict`` records them in the result; the phase
+    ``count`` check reads a stream's by name), ``profiles`` (the size) among them."""
+
+    #: what makes it a dataclass instance (``asdict`` takes one); Any: typeshed's own shape
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def profiles(self) -> int: ...
+
+
+class DrawnPlan(Protocol):
+    """A drawn plan as the framework holds it: the counts it was drawn for; its operations
+    reach the framework only through ``Workload.phase_items``."""
+
+    @property
+    def counts(self) -> PlanCounts: ...
 
 
 @runtime_checkable
@@ -226,22 +250,26 @@ class Workload(Protocol):
         """The count that sizes a phase's stream (its name in the plan's counts)."""
         ...
 
-    def counts(self, profiles: int, limit: int, overrides: Mapping[str, int], settings: Mapping[str, Any]) -> Any:
+    def counts(
+        self, profiles: int, limit: int, overrides: Mapping[str, int], settings: Mapping[str, Any]
+    ) -> PlanCounts:
         """The plan's counts at ``profiles`` records, with the plan's own overrides and settings."""
         ...
 
-    def draw_plan(self, counts: Any, seed: int) -> Any:
-        """The plan: a pure function of (counts, seed), the same in every process."""
+    def draw_plan(self, counts: Any, seed: int) -> DrawnPlan:
+        """The plan: a pure function of (counts, seed), the same in every process. (A
+        parameter the workload gets back, ``counts`` here, ``plan`` below, is typed Any:
+        each workload takes its own type, which the framework's Protocol cannot name.)"""
         ...
 
     def phase_items(
         self, kind: PhaseKind, stream: str | None, count: int | None, plan: Any, params: Mapping[str, Any]
-    ) -> Sequence[Any]:
+    ) -> Sequence[object]:
         """The operations a phase will run (lazy where the plan is); ``params``: the phase's own keys."""
         ...
 
-    def context(self, seed: int) -> Any:
-        """What a batch call needs besides the store and its items."""
+    def context(self, seed: int) -> object:
+        """What a batch call needs besides the store and its items (opaque to the framework)."""
         ...
 
     def checksum(self) -> FoldTarget:

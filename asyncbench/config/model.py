@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asyncbench.workload import PlanCounts
 from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
 from asyncbench.workloads import workload
 
@@ -105,7 +106,7 @@ class BenchConfig:
                 return level
         raise ValueError(f"{profiles:_d} profiles at P{parallelism} is not a level of {self.source}")
 
-    def counts_for(self, profiles: int) -> Any:
+    def counts_for(self, profiles: int) -> PlanCounts:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
         return workload().counts(profiles, self.limit, self.counts, self.workload_settings)
 
@@ -117,7 +118,7 @@ class Level:
 
     profiles: int
     parallelism: int  # P: concurrent workers per phase
-    counts: Any  # the workload's plan counts at this profile count
+    counts: PlanCounts  # the workload's plan counts at this profile count
 
     @property
     def workers(self) -> int:

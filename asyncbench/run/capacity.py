@@ -85,7 +85,7 @@ def probe_bound(start: float, min_rate: float, max_rate: float, precision: float
     return ramp + max(1, math.ceil(math.log2(math.log(2) / math.log(1 + precision))))
 
 
-def probe_items(items: Sequence[Any], index: int, length: int) -> Sequence[Any]:
+def probe_items(items: Sequence[object], index: int, length: int) -> Sequence[object]:
     """Probe ``index``'s operations: the ``index``-th consecutive slice of ``length`` items
     (from the start again once the stream has no whole slice left), or the stream repeated
     when it is shorter than one probe. The same for every engine: its checksum is exact."""
@@ -230,9 +230,9 @@ async def search(
 
 def local_probe(
     kind: Any,
-    items: Sequence[Any],
+    items: Sequence[object],
     stores: Sequence[Any],
-    ctx: Any,
+    ctx: object,
     batch_size: int,
     slo: Slo,
     arrivals: Any = None,
@@ -338,7 +338,7 @@ def _commonest(limits: list[str]) -> str | None:
 
 
 async def capacity_of_phase(
-    cfg: BenchConfig, index: int, spec: PhaseSpec, items: Sequence[Any], engine: Engine, ctx: Any
+    cfg: BenchConfig, index: int, spec: PhaseSpec, items: Sequence[object], engine: Engine, ctx: object
 ) -> tuple[Capacity, int, float]:
     """The in-process runner's call: the phase's capacity over the engine's P worker handles,
     under the bounds of its kind (``[slo.KIND]``, else the run's)."""

@@ -50,9 +50,9 @@ class ProbePart:
 async def run_probe_part(
     process: int,
     kind: Any,
-    items: Sequence[Any],
+    items: Sequence[object],
     handles: dict[int, Any],
-    ctx: Any,
+    ctx: object,
     workers: int,
     batch_size: int,
     arrivals: str,

@@ -36,6 +36,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from asyncbench.config import BenchConfig, Level, from_json
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class, server_lock
+from asyncbench.facts import EngineFacts
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
@@ -43,7 +44,7 @@ from asyncbench.run.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, split
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
-from asyncbench.workload import Action
+from asyncbench.workload import Action, DrawnPlan
 from asyncbench.workloads import workload
 
 __all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
@@ -113,14 +114,14 @@ class ClientProcess:
         self._cfg: BenchConfig | None = None
         self._level: Level | None = None
         self._name = ""
-        self._plan: Any = None  # the workload's plan
+        self._plan: DrawnPlan | None = None
         self._k = 0
         self._hosted: list[int] = []
         self._engine: Engine | None = None
         self._background: TaskGroup | None = None
         self._closed: anyio.Event | None = None
         self._sampler = MemorySampler()
-        self._ctx: Any = None
+        self._ctx: object = None
         self._prepared: dict[str, Any] | None = None
         self._running: anyio.CancelScope | None = None
         self._outbox = Outbox()
@@ -399,7 +400,7 @@ class ClientProcess:
     async def storage(self) -> int | None:
         return None if self._engine is None else await self._call(self._engine.measure_storage)
 
-    async def facts(self) -> Any:
+    async def facts(self) -> EngineFacts | None:
         return None if self._engine is None else self._engine.facts()
 
     async def close(self) -> str | None:

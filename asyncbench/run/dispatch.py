@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -49,13 +49,16 @@ __all__ = [
 ]
 
 
-def split(kind: PhaseKind, items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
+def split(kind: PhaseKind, items: Sequence[object], workers: int) -> list[Sequence[object]]:
     """Every worker's share of a phase's items (worker w gets ``[w]``), as the kind splits."""
     if workers == 1:
         return [items]
     if kind.partition is not None:  # the workload's own rule
         return kind.partition(items, workers)
-    return bucket_by_uid(items, workers) if kind.split is Split.BY_UID else partition(items, workers)
+    if kind.split is Split.BY_UID:  # the kind says its items are ids
+        buckets: list[Sequence[object]] = list(bucket_by_uid(cast("Sequence[int]", items), workers))
+        return buckets
+    return partition(items, workers)
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class OperationPhase:
     """What every worker of one operation phase shares, wherever it runs."""
 
     kind: PhaseKind
-    ctx: Any  # the workload's batch context
+    ctx: object  # the workload's batch context (opaque: handed back to its batch calls)
     batch_size: int
     on_batch: BatchHook
     rate: Rate | None  # ops/s over all workers, or None: closed loop
@@ -74,7 +77,7 @@ class OperationPhase:
 
 async def run_workers(
     phase: OperationPhase,
-    parts: Mapping[int, Sequence[Any]],
+    parts: Mapping[int, Sequence[object]],
     stores: Mapping[int, Any],
     sums: Mapping[int, FoldTarget],
     release: Callable[[], Awaitable[int]],
@@ -138,9 +141,9 @@ async def run_workers(
 
 async def run_operations(
     kind: PhaseKind,
-    items: Sequence[Any],
+    items: Sequence[object],
     stores: Sequence[Any],
-    ctx: Any,
+    ctx: object,
     batch_size: int,
     on_batch: BatchHook,
     rate: Rate | None = None,

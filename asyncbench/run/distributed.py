@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import anyio
 
 from asyncbench.config import BenchConfig, Level, PhaseSpec, slo_for, to_json
-from asyncbench.engine import EngineUnavailable
+from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
@@ -780,9 +780,7 @@ def _worker_addresses(dask_scheduler: Any) -> list[str]:
     return list(dask_scheduler.workers)
 
 
-def _probe_config(cfg: BenchConfig, level: Level, name: str) -> Any:
-    from asyncbench.engine import EngineConfig
-
+def _probe_config(cfg: BenchConfig, level: Level, name: str) -> EngineConfig:
     return EngineConfig(
         name=name,
         data_dir=cfg.data / f"profiles-{level.profiles}" / name,

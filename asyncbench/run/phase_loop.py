@@ -36,7 +36,7 @@ class PhaseOutcome:
     seconds: float
 
 
-def partition(items: Sequence[Any], workers: int) -> list[Sequence[Any]]:
+def partition(items: Sequence[object], workers: int) -> list[Sequence[object]]:
     """Contiguous partitions: ``len // P`` each, the first ``len % P`` workers one more.
 
     A lazy plan stream is split into windows (streams of their own), never materialised.
@@ -67,8 +67,8 @@ def bucket_by_uid(uids: Sequence[int], workers: int) -> list[Sequence[int]]:
 async def run_batches(
     kind: PhaseKind,
     store: Any,
-    items: Sequence[Any],
-    ctx: Any,
+    items: Sequence[object],
+    ctx: object,
     checksum: FoldTarget,
     batch_size: int,
     on_batch: BatchHook,
@@ -94,8 +94,8 @@ async def run_batches(
 async def run_batches_at(
     kind: PhaseKind,
     store: Any,
-    items: Sequence[Any],
-    ctx: Any,
+    items: Sequence[object],
+    ctx: object,
     checksum: FoldTarget,
     batch_size: int,
     on_batch: BatchHook,

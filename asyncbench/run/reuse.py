@@ -32,7 +32,7 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
-from asyncbench.workload import Action, Group
+from asyncbench.workload import Action, Group, PlanCounts
 from asyncbench.workloads import workload
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
@@ -57,7 +57,7 @@ def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
 
 
 def fingerprint(
-    cfg: BenchConfig, engine: str, counts: Any, workers: int = 1, phases: list[PhaseResult] | None = None
+    cfg: BenchConfig, engine: str, counts: PlanCounts, workers: int = 1, phases: list[PhaseResult] | None = None
 ) -> dict[str, Any]:
     """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
     ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
@@ -68,13 +68,13 @@ def fingerprint(
         "seed": cfg.seed,
         "profiles": counts.profiles,
         "counts": plan_counts(counts),
-        "limit": counts.limit,
+        "limit": cfg.limit,  # the counts were drawn at it (Workload.counts)
         "writes": writes(cfg.phases),
         "checksums": final_checksums(cfg.phases, workers, phases or []),
     }
 
 
-def plan_counts(counts: Any) -> dict[str, int]:
+def plan_counts(counts: PlanCounts) -> dict[str, int]:
     """The counts of the plan's streams (the profile count and limit are recorded apart)."""
     return {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")}
 

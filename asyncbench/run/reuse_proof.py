@@ -33,7 +33,7 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
-from asyncbench.workload import Action
+from asyncbench.workload import Action, DrawnPlan
 from asyncbench.workloads import workload
 
 __all__ = ["Proof", "StoreContentMismatch", "expectations"]
@@ -74,13 +74,13 @@ def _entries(found: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def expectations(
-    cfg: BenchConfig, found: dict[str, Any], plan: Any, workers: int, store_updated: bool, where: Path
+    cfg: BenchConfig, found: dict[str, Any], plan: DrawnPlan, workers: int, store_updated: bool, where: Path
 ) -> Proof:
     """The checksum each phase of this reuse run must give (``found``: the store's
     fingerprint, already matched by ``reuse.check``); StoreMismatch if the fingerprint's
     own recorded verify checksum contradicts the plan."""
     proof = Proof(where)
-    comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == plan.counts.limit
+    comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == cfg.limit
     # the store's update phases (reuse.check matched them with this plan's when it updated)
     rewrites = (
         [(w[1], w[2]) for w in found.get("writes", []) if w[0] in workload().phases and workload().phases[w[0]].rewrites]

@@ -25,6 +25,7 @@ from asyncbench.measure import environment
 from asyncbench.measure.cost import CostMeter, cost_enabled
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
+from asyncbench.rate import Rate
 from asyncbench.result import (
     NOT_STARTED,
     EngineResult,
@@ -42,7 +43,7 @@ from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
-from asyncbench.workload import Action, Group, PhaseKind
+from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
 
 CLOSE_GRACE_SECONDS = 60.0
@@ -54,7 +55,7 @@ class EngineRun:
     """One engine through the whole phase list; keeps what completed if it stops early."""
 
     def __init__(
-        self, cfg: BenchConfig, level: Level, name: str, plan: Any, observer: Observer, sampler: MemorySampler
+        self, cfg: BenchConfig, level: Level, name: str, plan: DrawnPlan, observer: Observer, sampler: MemorySampler
     ) -> None:
         self.cfg, self.level, self.name, self.plan, self.observer, self.sampler = (
             cfg,
@@ -323,7 +324,7 @@ class EngineRun:
             cost.not_measured["storage"] = f"{type(exc).__name__}: {exc}"
 
     async def _timed(
-        self, index: int, spec: PhaseSpec, items: Sequence[Any], rate: Any, engine: Engine
+        self, index: int, spec: PhaseSpec, items: Sequence[object], rate: Rate | None, engine: Engine
     ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None]:
         """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds)."""
         kind = workload().phases[spec.kind]
@@ -435,7 +436,7 @@ class Benchmark:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
             cfg = self.cfg
-            plans: dict[int, Any] = {}  # profiles -> the workload's plan, or None
+            plans: dict[int, DrawnPlan | None] = {}  # profiles -> the workload's plan, or None
             for level in cfg.levels():
                 if level.profiles not in plans:  # children draw their own; one plan serves every P
                     own = cfg.isolate or (
@@ -485,7 +486,7 @@ class Benchmark:
             out.append(result)
         return out
 
-    async def _draw(self, counts: Any) -> Any:
+    async def _draw(self, counts: PlanCounts) -> DrawnPlan:
         t0 = perf_counter()
         plan = await anyio.to_thread.run_sync(workload().draw_plan, counts, self.cfg.seed)
         self.observer.message(f"plan for {counts.profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import PhaseKind, SettingError
+from asyncbench.workload import PhaseKind, SettingError, Workload
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
@@ -43,7 +43,7 @@ class ProfileStoreWorkload:
     count_names: tuple[str, ...] = COUNT_NAMES
     verify_ops = VERIFY_OPS
     reference_checksums: Mapping[str, str] = REFERENCE_CHECKSUMS
-    section = None  # no settings of its own: [run] and [counts] say everything
+    section: str | None = None  # no settings of its own: [run] and [counts] say everything
 
     def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
         return {}
@@ -125,4 +125,4 @@ class ProfileStoreWorkload:
 
 
 #: The instance the registry hands out.
-WORKLOAD = ProfileStoreWorkload()
+WORKLOAD: Workload = ProfileStoreWorkload()  # typed: mypy holds the class to the interface

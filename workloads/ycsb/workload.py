@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asyncbench.workload import MixFigures, PhaseKind, SettingError
+from asyncbench.workload import MixFigures, PhaseKind, SettingError, Workload
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import plan_from_properties, plan_toml
 from asyncbench.workloads.ycsb.phases import (
@@ -40,7 +40,7 @@ class YcsbWorkload:
     count_names: tuple[str, ...] = ()
     verify_ops = 0
     reference_checksums: Mapping[str, str] = {}
-    section = "ycsb"
+    section: str | None = "ycsb"
 
     def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
         return ycsb_settings.section(table)
@@ -122,4 +122,4 @@ class YcsbWorkload:
 
 
 #: The instance the registry hands out.
-WORKLOAD = YcsbWorkload()
+WORKLOAD: Workload = YcsbWorkload()  # typed: mypy holds the class to the interface
