@@ -284,6 +284,12 @@ class EngineNames(ValueType[tuple[list[str], set[str]]]):
         return validate_engine_names(where, key, v)
 
 
+def _shown(value: object) -> str:
+    """A recorded value as the report shows it by default: a number grouped as counts are
+    (``2_000_000``), anything else as text."""
+    return fmt.count(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
 @dataclass(frozen=True)
 class RunKey:
     """One ``[run]`` key: its type and bounds, its flag, and its labels. The plan's field of
@@ -299,7 +305,7 @@ class RunKey:
     compare: str | None = None  # its name where compare lists what differs between two sides
     result: str | None = None  # the RunResult field that records it (compare and the report read that)
     #: the recorded value as the report's Configuration table shows it; None: no row this run
-    shown: Callable[[Any], str | None] = str  # Any: each row's own value type (the table is heterogeneous)
+    shown: Callable[[Any], str | None] = _shown  # Any: each row's own value type (the table is heterogeneous)
 
     @property
     def dest(self) -> str:
@@ -352,7 +358,6 @@ RUN_KEYS: dict[str, RunKey] = {
             report="Profiles",
             compare="profiles",
             result="profiles",
-            shown=fmt.count,
         ),
         RunKey(
             "parallelism",
@@ -371,6 +376,7 @@ RUN_KEYS: dict[str, RunKey] = {
             report="Seed",
             compare="seed",
             result="seed",
+            shown=str,  # a seed is typed as written, not grouped like a count
         ),
         RunKey(
             "limit",
@@ -389,7 +395,6 @@ RUN_KEYS: dict[str, RunKey] = {
             report="Batch size",
             compare="batch size",
             result="batch_size",
-            shown=fmt.count,
         ),
         RunKey(
             "timeout_seconds",
