@@ -45,7 +45,14 @@ class PhaseSpec:
     capacity: bool = False
     #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
     #: by the workload (``Workload.phase_params``), as sorted (key, value) pairs.
-    params: tuple[tuple[str, Any], ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def operations(self) -> int | None:
+        """The phase's size when its items are no plan stream: its ``operations`` key (a
+        workload states it so: ``Workload.phase_params``), else None."""
+        ops = dict(self.params).get("operations")
+        return ops if isinstance(ops, int) and not isinstance(ops, bool) else None
 
 
 @dataclass
@@ -58,7 +65,7 @@ class BenchConfig:
     name: str = "profile-store"
     workload: str = DEFAULT_WORKLOAD  # the registry name of the workload the plan runs
     #: The workload's own section (YCSB's ``[ycsb]``), checked by the workload.
-    workload_settings: dict[str, Any] = field(default_factory=dict)
+    workload_settings: dict[str, object] = field(default_factory=dict)
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
     parallelism: list[int] = field(default_factory=lambda: [1])  # every level, run in order
     seed: int = 570123434

@@ -8,7 +8,7 @@ vocabulary (kinds, streams), and sweeps expand the list the runner walks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
 
 from asyncbench import fmt
 from asyncbench.config.errors import ConfigError
@@ -24,7 +24,7 @@ PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"
 MAX_PHASES = 1000
 
 
-def read_phases(where: str, items: object, settings: dict[str, Any] | None = None) -> list[PhaseSpec]:
+def read_phases(where: str, items: object, settings: Mapping[str, object] | None = None) -> list[PhaseSpec]:
     """The plan's ``[[phase]]`` list, each phase checked by one validator per concern (in
     the order a person fixes them: the kind, its own keys, stream and count, its place in
     the plan, its name, its pacing, its charts and capacity), a sweep expanded."""
@@ -47,7 +47,7 @@ def _check_list(where: str, items: object) -> list[object]:
 
 
 def _phase(
-    where: str, key: str, table: object, settings: dict[str, Any], order: _Order, names: _Names
+    where: str, key: str, table: object, settings: Mapping[str, object], order: _Order, names: _Names
 ) -> tuple[PhaseSpec, list[float]]:
     """One phase, checked; with its rates (none: closed loop; one: open loop; more: a sweep)."""
     if not isinstance(table, dict):
@@ -78,7 +78,7 @@ def _phase(
     return spec, rates
 
 
-def _kind(where: str, key: str, table: dict[str, Any]) -> tuple[str, PhaseKind]:
+def _kind(where: str, key: str, table: Mapping[str, object]) -> tuple[str, PhaseKind]:
     """``kind``: required, and one of the workload's phase kinds."""
     if "kind" not in table:
         raise ConfigError(where, f"{key}.kind", "is required")
@@ -90,7 +90,7 @@ def _kind(where: str, key: str, table: dict[str, Any]) -> tuple[str, PhaseKind]:
     return kind_name, workload().phases[kind_name]
 
 
-def _params(where: str, key: str, kind: PhaseKind, table: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+def _params(where: str, key: str, kind: PhaseKind, table: Mapping[str, object], settings: Mapping[str, object]) -> dict[str, object]:
     """The keys beyond :data:`PHASE_KEYS`, checked by the workload (an unknown one names ours)."""
     own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
     try:
@@ -102,7 +102,7 @@ def _params(where: str, key: str, kind: PhaseKind, table: dict[str, Any], settin
         raise ConfigError(where, f"{key}.{exc.key}", exc.problem) from None
 
 
-def _stream(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> str | None:
+def _stream(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping[str, object]) -> str | None:
     """``stream``: one of the kind's streams (default its first), only on a kind that takes one."""
     if "stream" not in table:
         return kind.streams[0] if kind.takes_stream else None
@@ -116,7 +116,7 @@ def _stream(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[s
     return str(stream)
 
 
-def _count(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> int | None:
+def _count(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping[str, object]) -> int | None:
     """``count``: the first N items of the stream, only on a kind that takes a stream."""
     count = table.get("count")
     if count is None:
@@ -152,7 +152,7 @@ class _Names:
         self.explicit: dict[str, str] = {}  # explicit display name -> key that set it
         self.auto: dict[str, int] = {}
 
-    def name(self, key: str, table: dict[str, Any], default: str) -> str:
+    def name(self, key: str, table: Mapping[str, object], default: str) -> str:
         where = self.where
         if "name" in table:
             name = read_shown(where, f"{key}.name", read_str(where, f"{key}.name", table["name"]))
@@ -172,7 +172,7 @@ class _Names:
         return name
 
 
-def _rates(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> list[float]:
+def _rates(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping[str, object]) -> list[float]:
     """``rate`` and ``arrivals``: only on an operation phase, arrivals only with a rate, a
     sweep only of a phase that can repeat."""
     if "rate" not in table and "arrivals" not in table:
@@ -190,7 +190,7 @@ def _rates(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[st
     return rates
 
 
-def _over_time(where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any]) -> bool:
+def _over_time(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping[str, object]) -> bool:
     """``over_time``: a chart of operations, so only on an operation phase."""
     if "over_time" not in table:
         return False
@@ -201,7 +201,7 @@ def _over_time(where: str, key: str, kind_name: str, kind: PhaseKind, table: dic
 
 
 def _capacity(
-    where: str, key: str, kind_name: str, kind: PhaseKind, table: dict[str, Any], rates: list[float]
+    where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping[str, object], rates: list[float]
 ) -> bool:
     """``capacity``: a search repeats the phase at rates of its own, so only a searchable
     phase without a rate."""

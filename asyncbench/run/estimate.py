@@ -89,8 +89,8 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
             ops = spec.count if spec.count is not None else getattr(counts, workload().stream_count(spec.stream))
         elif kind.action is Action.VERIFY:
             ops = workload().verify_ops
-        elif "operations" in dict(spec.params):  # a workload's own size of a phase (YCSB's mixed)
-            ops = dict(spec.params)["operations"]
+        elif spec.operations is not None:  # a workload's own size of a phase (YCSB's mixed)
+            ops = spec.operations
         out.append((spec, ops))
     return out
 

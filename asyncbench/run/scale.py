@@ -67,8 +67,8 @@ def largest_phase(cfg: BenchConfig, profiles_from_flag: bool = False) -> Largest
                     ops, where, key = getattr(counts, name), cfg.source, f"counts.{name}"
                 else:
                     ops, (where, key) = getattr(counts, name), by_profiles
-            elif "operations" in dict(ph.params):  # a workload's own size of the phase (YCSB's mixed)
-                ops, where, key = dict(ph.params)["operations"], cfg.source, f"phase[{i}].operations"
+            elif ph.operations is not None:  # a workload's own size of the phase (YCSB's mixed)
+                ops, where, key = ph.operations, cfg.source, f"phase[{i}].operations"
             else:
                 continue
             if best is None or ops > best.ops:
