@@ -11,8 +11,12 @@ Runs the real CLI (``python -m asyncbench PLAN --engine E --profiles N``) altern
 the measurement on and off (``ASYNCBENCH_NO_COST=1``: phases get no cost), ``--pairs``
 times, interleaved ON OFF ON OFF ... so drift in the machine's load hits both alike; then
 per operation phase the median ops/s of each mode and their ratio, and the geometric mean
-of the ratios. Needs a quiet machine: on a loaded one, the noise between two runs is
-larger than the effect::
+of the ratios. Beside them, the CPU seconds each run's processes used (user + system,
+``getrusage(RUSAGE_CHILDREN)`` around the run: the CLI and its isolated child, every
+thread), whose on/off ratio is what the measurement adds in work. Ops/s need a quiet
+machine: on a loaded one, the noise between two runs is larger than the effect; the CPU
+ratio is far less sensitive to the load (other processes take turns on the cores but do
+not add to this run's CPU seconds), so it is the verdict a loaded machine can give::
 
     .venv/bin/python benchmarks/bench_cost_overhead.py --engine lsm --profiles 100000 --pairs 5
 
@@ -27,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,8 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 NO_COST_ENV = "ASYNCBENCH_NO_COST"  # asyncbench.measure.cost.NO_COST_ENV
 
 
-def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> dict[str, float]:
-    """ops/s by phase name of one run of ``engine`` (in its own process, as a user runs it)."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every waited-for descendant of this process so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> tuple[dict[str, float], float]:
+    """ops/s by phase name of one run of ``engine`` (in its own process, as a user runs it),
+    and the CPU seconds its processes used."""
     out = Path(tempfile.mkdtemp(dir=work))
     env = {**os.environ, NO_COST_ENV: "0" if cost else "1"}
     cmd = [
@@ -47,7 +59,9 @@ def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> d
         "--output", str(out / "out"), "--data", str(out / "data"),
         "--no-progress", "--quiet", "--yes",
     ]  # fmt: skip
+    before = children_cpu()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    cpu = children_cpu() - before
     (result,) = (out / "out").glob("profiles-*/asyncbench-*.json")
     doc = json.loads(result.read_text())
     (e,) = doc["engines"]
@@ -57,7 +71,7 @@ def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> d
             rates[p["name"]] = p["ops"] / p["seconds"]
             if cost != (p.get("cost") is not None):
                 raise SystemExit(f"phase {p['name']!r}: cost {'missing' if cost else 'present'} in the {'on' if cost else 'off'} run")
-    return rates
+    return rates, cpu
 
 
 def main() -> None:
@@ -69,10 +83,13 @@ def main() -> None:
     args = ap.parse_args()
     on: dict[str, list[float]] = {}
     off: dict[str, list[float]] = {}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="bench-cost-overhead-") as tmp:
         for i in range(args.pairs):
             for cost, into in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
-                for name, rate in one_run(args.plan, args.engine, args.profiles, cost, Path(tmp)).items():
+                rates, seconds = one_run(args.plan, args.engine, args.profiles, cost, Path(tmp))
+                cpu[cost].append(seconds)
+                for name, rate in rates.items():
                     into.setdefault(name, []).append(rate)
                 print(f"pair {i + 1}/{args.pairs}: cost {'on' if cost else 'off'} done", file=sys.stderr)
     print(f"engine {args.engine}, {args.profiles:_d} profiles, {args.pairs} interleaved pairs; median ops/s")
@@ -86,6 +103,14 @@ def main() -> None:
     geo = math.exp(statistics.fmean(logs)) if logs else math.nan
     verdict = "within" if abs(geo - 1) <= 0.02 else "OUTSIDE"
     print(f"geometric mean on/off: {geo:.4f}x ({verdict} the 2 % bound)")
+    c_on, c_off = statistics.median(cpu[True]), statistics.median(cpu[False])
+    pair_ratios = [a / b for a, b in zip(cpu[True], cpu[False], strict=True) if b > 0]
+    c_ratio = c_on / c_off if c_off > 0 else math.nan
+    c_verdict = "within" if c_ratio <= 1.02 else "OUTSIDE"
+    print(
+        f"CPU seconds of a whole run, median: on {c_on:.2f}, off {c_off:.2f}, on/off {c_ratio:.4f}x "
+        f"({c_verdict} the 2 % bound); per pair: {', '.join(f'{r:.3f}' for r in pair_ratios)}"
+    )
 
 
 if __name__ == "__main__":
