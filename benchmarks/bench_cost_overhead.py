@@ -20,6 +20,13 @@ not add to this run's CPU seconds), so it is the verdict a loaded machine can gi
 
     .venv/bin/python benchmarks/bench_cost_overhead.py --engine lsm --profiles 100000 --pairs 5
 
+``--snapshot-cost`` measures instead, on an open engine of each kind, what the sampler does
+inside a phase once a second: one ``take_snapshot`` (CPU seconds of this thread, and wall
+time, the GIL held for at most that), so its share of a second is the most it can take
+from the operations; that figure does not depend on the machine's load::
+
+    .venv/bin/python benchmarks/bench_cost_overhead.py --snapshot-cost --engine lsm,rocksdb,sqlite
+
 Note: RocksDB's statistics are enabled in both modes (they are the engine's setting), so
 for rocksdb this measures the harness's sampling only; their own cost is RocksDB's
 documented few percent at the default level.
@@ -36,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,13 +82,46 @@ def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> t
     return rates, cpu
 
 
+def snapshot_cost(engines: list[str], n: int) -> None:
+    """µs of CPU and of wall time per sampler snapshot, on each engine opened in a temp dir
+    (empty; its background threads and, for a server, its processes found as a phase finds
+    them: the snapshot's work is per thread and per process, not per stored byte)."""
+    import anyio
+
+    from asyncbench.engine import EngineConfig, opened
+    from asyncbench.engines import engine_class
+    from asyncbench.measure.cost import SERIES_INTERVAL_S, CostMeter, take_snapshot
+
+    async def one(name: str, where: Path) -> tuple[float, float]:
+        async with opened(engine_class(name)(EngineConfig(name, where / name))) as engine:
+            _, pids, partial = await CostMeter._server(engine)  # the server's pids, as a phase finds them
+            threads = engine.background_threads()
+            take_snapshot(threads, pids, partial)  # warm: imports, first /proc opens
+            cpu0, wall0 = time.thread_time(), time.perf_counter()
+            for _ in range(n):
+                take_snapshot(engine.background_threads(), pids, partial)
+            return (time.thread_time() - cpu0) / n, (time.perf_counter() - wall0) / n
+
+    print(f"one sampler snapshot (the sampler takes one each {SERIES_INTERVAL_S:g} s of a phase), {n} taken")
+    print(f"{'engine':<10} {'CPU µs':>8} {'wall µs':>8} {'share of a second':>18}")
+    with tempfile.TemporaryDirectory(prefix="bench-snapshot-cost-") as tmp:
+        for name in engines:
+            cpu, wall = anyio.run(one, name, Path(tmp))
+            print(f"{name:<10} {cpu * 1e6:>8.0f} {wall * 1e6:>8.0f} {wall / SERIES_INTERVAL_S:>17.3%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", default="lsm")
     ap.add_argument("--profiles", type=int, default=100_000)
     ap.add_argument("--pairs", type=int, default=5, help="ON/OFF pairs, interleaved")
     ap.add_argument("--plan", type=Path, default=ROOT / "benchmarks" / "quick.toml")
+    ap.add_argument("--snapshot-cost", action="store_true", help="measure one sampler snapshot per engine instead")
+    ap.add_argument("--snapshots", type=int, default=2_000, help="snapshots taken per engine (--snapshot-cost)")
     args = ap.parse_args()
+    if args.snapshot_cost:
+        snapshot_cost(args.engine.split(","), args.snapshots)
+        return
     on: dict[str, list[float]] = {}
     off: dict[str, list[float]] = {}
     cpu: dict[bool, list[float]] = {True: [], False: []}
