@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from asyncbench.engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
 from asyncbench.workloads.profile_store.profiles import (
@@ -40,6 +40,9 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
+
+if TYPE_CHECKING:  # a YCSB run only: the store is imported when first asked for
+    from asyncbench.workloads.ycsb.store import YcsbStore
 
 __all__ = ["STORE_NAMES", "KvProfileStore", "KvStore", "Placement"]
 
@@ -109,7 +112,7 @@ class KvProfileStore:
         self.stores = list(stores)
         self.limit = limit
         self.place = place
-        self._usertable: Any = None
+        self._usertable: YcsbStore | None = None
         self.values_are_pks = index_values_are_pks
         self._index_value: Callable[[bytes], bytes] = (
             (lambda pk: pk) if index_values_are_pks else (lambda pk: b"")
@@ -248,7 +251,7 @@ class KvProfileStore:
     def _count(self) -> int:
         return self.profiles.count()
 
-    def usertable(self) -> Any:
+    def usertable(self) -> YcsbStore:
         """YCSB's usertable in the ``profiles`` store, placed as this store's batches are
         (engines/kv_ycsb_store.py; a YCSB run writes no profile, so the store is its own)."""
         if self._usertable is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from time import perf_counter_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
@@ -25,6 +25,9 @@ from asyncbench.workloads.profile_store.profiles import (
     uid_of_index_key,
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
+
+if TYPE_CHECKING:  # a YCSB run only: the store is imported when first asked for
+    from asyncbench.workloads.ycsb.store import YcsbStore
 
 
 class _SortedIndex:
@@ -91,9 +94,9 @@ class MemoryEngine(Engine):
         self.country_status = _SortedIndex()
         self.created_at = _SortedIndex()
         self.reputation = _SortedIndex()
-        self._usertable: Any = None  # YCSB's, made on first use (engines/kv_ycsb_store.py)
+        self._usertable: YcsbStore | None = None  # YCSB's, made on first use (engines/kv_ycsb_store.py)
 
-    def usertable(self) -> Any:
+    def usertable(self) -> YcsbStore:
         """YCSB's usertable: an ordered dict of records, run on the event loop."""
         if self._usertable is None:
             from asyncbench.engines.kv_profile_store import Placement

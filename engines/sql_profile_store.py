@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import anyio
 
 from asyncbench.workloads.profile_store.profiles import Profile
 from asyncbench.workloads.profile_store.store import Marks, Transform
+
+if TYPE_CHECKING:  # a YCSB run only: the store is imported when first asked for
+    from asyncbench.workloads.ycsb.store import YcsbStore
 
 __all__ = [
     "COLUMNS",
@@ -243,7 +246,7 @@ class SqlProfileStore:
         self.session, self.sql, self.row = session, sql, row
         #: the engine's usertable dialect (engines/sql_ycsb_store.UsertableSql), for YCSB
         self.usertable_sql = usertable
-        self._usertable: Any = None
+        self._usertable: YcsbStore | None = None
         self.limit = sql.limit
         self.retryable = retryable
         self.retries = 0
@@ -268,7 +271,7 @@ class SqlProfileStore:
                 exc = again
         raise exc
 
-    def usertable(self) -> Any:
+    def usertable(self) -> YcsbStore:
         """YCSB's usertable over this worker's session, run by the same hop
         (engines/sql_ycsb_store.py)."""
         if self._usertable is None:
