@@ -36,9 +36,9 @@ def test_plan_slo_and_capacity(tmp_path: Path) -> None:
         ('[[phase]]\nkind = "read_by_id"\ncapacity = true\n[slo]\np99 = "-2ms"\n', "slo", "positive"),
         ('[[phase]]\nkind = "read_by_id"\ncapacity = true\n[slo]\np97 = "2ms"\n', "slo.p97", "unknown key"),
         ('[[phase]]\nkind = "read_by_id"\ncapacity = true\n[slo]\np99 = "10ms"\np999 = "2ms"\n', "slo", "swapped"),
-        ('[[phase]]\nkind = "update"\ncapacity = true\n[slo]\np99 = "2ms"\n', "phase[1].capacity", "no read, scan or query"),
+        ('[[phase]]\nkind = "update"\ncapacity = true\n[slo]\np99 = "2ms"\n', "phase[1].capacity", "no read, scan, query or mixed"),
         ('[[phase]]\nkind = "read_by_id"\ncapacity = true\nrate = 100\n[slo]\np99 = "2ms"\n', "phase[1].capacity", "own rates"),
-        ('[[phase]]\nkind = "read_by_id"\n[slo.insert]\np99 = "2ms"\n', "slo.insert", "no read, scan or query"),
+        ('[[phase]]\nkind = "read_by_id"\n[slo.insert]\np99 = "2ms"\n', "slo.insert", "no read, scan, query or mixed"),
         ('[[phase]]\nkind = "read_by_id"\n[slo]\nrequire = {update = 5}\n', "slo.require.update", "not a read"),
     ],
 )

@@ -284,25 +284,10 @@ def test_an_engine_without_a_usertable_fails_saying_so(tmp_path: Path, run_cli, 
     assert "NoYcsbEngine has no usertable(): this engine cannot run the ycsb workload" in engine["detail"]
 
 
-def test_a_mixed_phase_has_no_capacity_search(tmp_path: Path, run_cli) -> None:
-    """A capacity search probes a phase at many rates, repeating it: a mixed phase writes."""
+def test_a_load_phase_has_no_capacity_search(tmp_path: Path, run_cli) -> None:
+    """A write-only phase has no capacity to search (a mixed phase has: tests/test_capacity_mix.py)."""
     plan, _ = small_plan(tmp_path, "c")
     searched = tmp_path / "searched.toml"
-    searched.write_text(plan.read_text().replace('kind = "mixed"', 'kind = "mixed"\ncapacity = true'))
+    searched.write_text(plan.read_text().replace('kind = "load"', 'kind = "load"\ncapacity = true'))
     code, _, output = run_cli(str(searched), "--engine", "memory", "--yes")
-    assert code == 2 and f"{searched}: phase[1].capacity: phase kind 'mixed' is no read, scan or query phase" in output, output
-
-
-def test_the_mixed_phase_chart_says_what_it_measured(tmp_path: Path, run_cli) -> None:
-    """The query chart's text is the profile store's ("whole profiles found through a
-    secondary index"): a chart of YCSB's mixed phase says it is one."""
-    from asyncbench.report import charts
-    from asyncbench.result import RunResult
-
-    plan, _ = small_plan(tmp_path, "b")
-    code, _, output = run_cli(str(plan), "--engine", "memory", "--no-isolate", "--yes")
-    assert code == 0, output
-    (path,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
-    figure = charts.query_throughput(RunResult.from_json(path.read_bytes()))
-    texts = " ".join(t.get_text() for t in figure.texts)
-    assert "Mixed Phase Throughput" in texts and "whole profiles" not in texts
+    assert code == 2 and f"{searched}: phase[0].capacity: phase kind 'load' is no read, scan, query or mixed phase" in output, output

@@ -30,7 +30,7 @@ def slo_table(cfg: BenchConfig, where: str, table: object) -> None:
             cfg.require_rate = RateRequirements().read(where, key, v)  # the require_rate row's type
         elif k in workload().phases:
             if not searchable(workload().phases[k]):
-                raise ConfigError(where, key, f"phase kind {k!r} is no read, scan or query phase: it has no capacity to search")
+                raise ConfigError(where, key, f"phase kind {k!r} is no read, scan, query or mixed phase: it has no capacity to search")
             cfg.slo_kinds[k] = slo_bounds(where, key, v)
         else:
             raise ConfigError(
@@ -46,7 +46,7 @@ def slo_for(cfg: BenchConfig, kind: str) -> dict[str, str]:
 
 
 def check_capacity(cfg: BenchConfig, where: str) -> None:
-    """After the flags: ``capacity`` marks every read, scan and query phase; a searched
+    """After the flags: ``capacity`` marks every read, scan, query and mixed phase; a searched
     phase needs bounds; a gate needs a searched phase of its kind."""
     if cfg.capacity:
         cfg.phases = [

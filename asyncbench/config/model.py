@@ -89,7 +89,7 @@ class BenchConfig:
     #: Phase kinds or names (or ``all``) whose latency-over-time chart is drawn (see :func:`chart_phases`).
     over_time: list[str] = field(default_factory=list)
     #: Capacity under a latency bound (asyncbench.run.capacity; see :func:`check_capacity`):
-    #: search every read, scan and query phase; the bounds for every phase kind
+    #: search every read, scan, query and mixed phase; the bounds for every phase kind
     #: (percentile -> "2ms"), and per kind from ``[slo.KIND]``; the rates required (gates).
     capacity: bool = False
     slo: dict[str, str] = field(default_factory=dict)

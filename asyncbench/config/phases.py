@@ -210,7 +210,7 @@ def _capacity(
     capacity = read_bool(where, f"{key}.capacity", table["capacity"])
     if capacity and not searchable(kind):
         raise ConfigError(
-            where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan or query phase: it has no capacity to search"
+            where, f"{key}.capacity", f"phase kind {kind_name!r} is no read, scan, query or mixed phase: it has no capacity to search"
         )
     if capacity and rates:
         raise ConfigError(where, f"{key}.capacity", "a capacity search chooses its own rates; remove the phase's rate")
@@ -229,9 +229,13 @@ def _levels(spec: PhaseSpec, rates: list[float], first: int) -> list[PhaseSpec]:
 
 
 def searchable(kind: PhaseKind) -> bool:
-    """A capacity search probes a phase at many rates, so it repeats it: a read, scan or
-    query phase that leaves the store as it found it (not YCSB's mixed phase, which writes)."""
-    return kind.action is Action.OPERATIONS and kind.group is not Group.WRITE and not kind.runs_once
+    """A capacity search probes a phase at many rates: a read, scan or query phase, which
+    leaves the store as it found it, or a mixed phase (reads and writes in one stream: its
+    probes take consecutive slices of it and never repeat one, docs/capacity.md); never a
+    write-only phase."""
+    if kind.action is not Action.OPERATIONS:
+        return False
+    return kind.mixes or (kind.group is not Group.WRITE and not kind.runs_once)
 
 
 def check_phase_total(phases: list[PhaseSpec], where: str, key: str) -> None:

@@ -194,7 +194,7 @@ class RateRequirements(ValueType[dict[str, float]]):
         for kind, rate in v.items():
             phases = workload().phases
             if kind not in phases or not searchable(phases[kind]):
-                raise ConfigError(where, f"{key}.{kind}", "is not a read, scan or query phase kind, whose capacity is searched")
+                raise ConfigError(where, f"{key}.{kind}", "is not a read, scan, query or mixed phase kind, whose capacity is searched")
             req[kind] = parse_rate(where, f"{key}.{kind}", rate)
         return req
 
@@ -493,7 +493,7 @@ RUN_KEYS: dict[str, RunKey] = {
         RunKey(
             "capacity",
             Bool(),
-            "search the capacity of every read, scan and query phase: the highest rate whose response time "
+            "search the capacity of every read, scan, query and mixed phase: the highest rate whose response time "
             "meets the SLO (--slo), achieved within 5 percent, backlog bounded (docs/capacity.md)",
             flag="--capacity",
         ),

@@ -31,9 +31,21 @@ the stream is exhausted, repeated when it is shorter than one probe). Only when 
 operation starts depends on the rate, so probe ``k``'s checksum is the same for every engine
 and is compared across them like a phase's (by probe number).
 
+**A phase that writes** (a mixed phase: reads and updates in one stream) changes the store
+under its later probes, so its probes never wrap: probe ``k`` is the ``k``-th slice and the
+store before it is the one probes ``0..k-1`` left, the same on every engine, so its checksum
+is still exact. After the search the phase runs the rest of its stream, closed loop
+(:func:`stream_rest`): every operation of the stream has then run once, in stream order (and
+per key in the same order, by the workload's key-owner split), whatever number of probes
+the search took. The store a later phase sees is the unsearched phase's, and the phase's
+checksum folds its probes' and its rest's in stream order (:func:`stream_checksum`). A
+stream shorter than the search's bound of probes is refused before the run
+(:func:`needed_operations`, :mod:`asyncbench.run.preflight`).
+
 The probe itself is a callable, so the search knows nothing of engines, processes or
 phase kinds: the in-process runner gives one over its worker handles
-(:func:`local_probe`); a mixed phase gives its own later.
+(:func:`local_probe`), the coordinator of client processes another
+(:mod:`asyncbench.run.capacity_remote`).
 """
 
 from __future__ import annotations
@@ -50,6 +62,8 @@ from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
 from asyncbench.result import Capacity
 from asyncbench.slo import Slo
+from asyncbench.workload import PhaseKind
+from asyncbench.workloads import workload
 
 __all__ = [
     "CapacitySearch",
@@ -64,6 +78,10 @@ __all__ = [
     "probe_items",
     "probe_length",
     "search",
+    "needed_operations",
+    "stream_checksum",
+    "stream_rest",
+    "writes",
 ]
 
 #: Bisection stops when the failing rate is within this fraction above the passing one.
@@ -99,6 +117,38 @@ def probe_items(items: Sequence[object], index: int, length: int) -> Sequence[ob
     whole = list(items[0:total])
     reps = -(-length // total)
     return (whole * reps)[:length]
+
+
+def writes(kind: PhaseKind) -> bool:
+    """The phase changes the store (a mixed phase's updates): its probes never repeat an
+    operation and its search ends by running the rest of its stream (the module's docstring)."""
+    return kind.runs_once
+
+
+def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int) -> int:
+    """The operations a writing phase's stream must hold for its searches never to wrap:
+    ``repeats`` searches of at most :func:`probe_bound` probes of :func:`probe_length`."""
+    low, high = rate_range
+    warmup, judged = probe_length(slo)
+    return repeats * probe_bound(start_rate(low, high), low, high) * (warmup + judged)
+
+
+def stream_rest(items: Sequence[Any], probes: int, length: int) -> Sequence[Any]:
+    """What a writing phase's stream holds after ``probes`` probes of ``length``: run once,
+    closed loop, after its search. ValueError when the probes ran past its end (the check
+    before the run, :func:`needed_operations`, keeps that from happening)."""
+    start = probes * length
+    if start > len(items):
+        raise ValueError(
+            f"{probes} probes of {length:_} operations ran past the end of a writing phase's stream of {len(items):_}"
+        )
+    return items[start : len(items)]
+
+
+def stream_checksum(probes: Sequence[str | None], rest: str) -> str:
+    """A writing phase's checksum: its probes' checksums and its rest's, folded in stream
+    order by the workload (YCSB's digests add up: the unsearched phase's checksum)."""
+    return workload().combine([*(p for p in probes if p is not None), rest])
 
 
 @dataclass(frozen=True)
@@ -339,17 +389,31 @@ def _commonest(limits: list[str]) -> str | None:
 
 async def capacity_of_phase(
     cfg: BenchConfig, index: int, spec: PhaseSpec, items: Sequence[object], engine: Engine, ctx: object
-) -> tuple[Capacity, int, float]:
+) -> tuple[Capacity, int, float, str | None]:
     """The in-process runner's call: the phase's capacity over the engine's P worker handles,
-    under the bounds of its kind (``[slo.KIND]``, else the run's)."""
+    under the bounds of its kind (``[slo.KIND]``, else the run's); with the operations run,
+    the seconds taken and, for a writing phase, its checksum (after the rest of its stream)."""
+    from time import perf_counter
+
     from asyncbench.config import slo_for
     from asyncbench.rate import Arrivals
+    from asyncbench.run.dispatch import run_operations
     from asyncbench.slo import make_slo
-    from asyncbench.workloads import workload
 
+    kind = workload().phases[spec.kind]
     slo = make_slo(slo_for(cfg, spec.kind))
     handles = [engine.worker(w) for w in range(engine.config.workers)]
-    probe = local_probe(
-        workload().phases[spec.kind], items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index
-    )
-    return await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats)
+    probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
+    found, ops, seconds = await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats)
+    if not writes(kind):
+        return found, ops, seconds, None
+    t0 = perf_counter()
+    rest = stream_rest(items, len(found.probes), found.warmup_ops + found.judged_ops)
+    outcome = await run_operations(kind, rest, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)
+    assert outcome.checksum is not None  # an operation phase folds one
+    checksum = stream_checksum([p.checksum for p in found.probes], outcome.checksum)
+    return found, ops + len(rest), seconds + perf_counter() - t0, checksum
+
+
+def _unlogged(*_args: Any) -> None:
+    """A probe's and a rest's batches are not the log's batch lines (each probe logs one line)."""

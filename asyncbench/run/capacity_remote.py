@@ -24,9 +24,10 @@ import numpy as np
 
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.run.batch_lines import clock_offset_ns
-from asyncbench.run.capacity import ProbeFn, ProbeRun, probe_items
+from asyncbench.run.capacity import ProbeFn, ProbeRun, probe_items, stream_rest
+from asyncbench.run.dispatch import shares, split
 from asyncbench.run.loop_ledger import LoopLedger
-from asyncbench.run.phase_loop import partition, run_batches_at
+from asyncbench.run.phase_loop import run_batches, run_batches_at
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads import workload
 
@@ -37,7 +38,8 @@ __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
 class ProbePart:
     """One client process's share of a probe: its workers' checksums (worker -> hex, only
     workers with items), when it released them and when its last one ended (wall clock),
-    and per operation its intended offset from the release (ns) and response time (ns)."""
+    per operation its intended offset from the release (ns) and response time (ns), and
+    how many operations it ran (the closed-loop rest of a writing phase has no response times)."""
 
     process: int
     release: float
@@ -45,6 +47,7 @@ class ProbePart:
     checksums: dict[int, str]
     offsets: np.ndarray
     responses: np.ndarray
+    ops: int = 0  # the operations its workers ran
 
 
 async def run_probe_part(
@@ -59,31 +62,38 @@ async def run_probe_part(
     seed: int,
     index: int,
     number: int,
-    rate: float,
+    rate: float | None,
     length: int,
     release_at: float,
 ) -> ProbePart:
-    """The client side: this process's hosted workers (``handles``) run their partitions of
-    probe ``number``'s slice at ``rate`` (over all P workers) from ``release_at``."""
-    part = probe_items(items, number, length)
-    parts = partition(part, workers)
+    """The client side: this process's hosted workers (``handles``) run their shares of
+    probe ``number``'s slice at ``rate`` (over all P workers) from ``release_at``, split as
+    the phase splits (a mixed phase's by key owner). ``rate`` None: the stream's rest after
+    ``number`` probes of ``length``, closed loop (a writing phase's finish,
+    :func:`~asyncbench.run.capacity.stream_rest`)."""
+    part = probe_items(items, number, length) if rate is not None else stream_rest(items, number, length)
+    parts = split(kind, part, workers)
+    share = shares(kind, parts)
     start_ns = round(release_at * 1e9) - clock_offset_ns()
     offsets: list[np.ndarray] = []
     responses: list[np.ndarray] = []
 
     def on_batch(worker: int, i: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
-        if ops:
+        if ops and intended is not None:  # (the closed-loop rest has no intended times)
             offsets.append(np.asarray(intended, dtype=np.int64) - start_ns)
             responses.append(np.asarray(marks[1:], dtype=np.int64) - np.asarray(intended, dtype=np.int64))
 
     sums = {w: workload().checksum() for w in handles}
     ends: list[float] = []
     ledger = LoopLedger()
-    target = Rate(rate, Arrivals(arrivals))
 
     async def worker(w: int) -> None:
-        plan = WorkerSchedule(target, start_ns, w, workers, seed, index)
-        await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, len(handles) == 1, ledger)
+        if rate is None:
+            await run_batches(kind, handles[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
+        else:
+            target = Rate(rate, Arrivals(arrivals))
+            plan = WorkerSchedule(target, start_ns, w, workers, seed, index, None if share is None else share[w])
+            await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, len(handles) == 1, ledger)
         ends.append(time.time())
 
     wait = release_at - time.time()
@@ -101,6 +111,7 @@ async def run_probe_part(
         {w: sums[w].hex() for w in handles if len(parts[w])},
         np.concatenate(offsets) if offsets else empty,
         np.concatenate(responses) if responses else empty,
+        sum(len(parts[w]) for w in handles),
     )
 
 

@@ -41,7 +41,7 @@ from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
 from asyncbench.run.capacity_remote import ProbePart, run_probe_part
-from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, split
+from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
 from asyncbench.run.phase_rows import phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.workload import Action, DrawnPlan
@@ -257,6 +257,7 @@ class ClientProcess:
             "rate": phase_rate(spec),
             "kind": kind,
             "parts": {w: parts[w] for w in self._hosted},
+            "shares": shares(kind, parts),
             "handles": {w: engine.worker(w) for w in self._hosted},
         }
         return sum(len(p) for p in self._prepared["parts"].values())
@@ -321,7 +322,7 @@ class ClientProcess:
             release = time.time()
             return round(release_at * 1e9) - clock_offset_ns()
 
-        op = OperationPhase(kind, ctx, cfg.batch_size, on_batch, rate, cfg.seed, phase, workers)
+        op = OperationPhase(kind, ctx, cfg.batch_size, on_batch, rate, cfg.seed, phase, workers, prepared["shares"])
         try:
             with anyio.CancelScope() as self._running:
                 ends = await run_workers(op, parts, handles, sums, released)
@@ -347,12 +348,13 @@ class ClientProcess:
             self._running = None
             recorder.close()
 
-    async def probe(self, index: int, number: int, rate: float, length: int, release_at: float) -> ProbePart:
+    async def probe(self, index: int, number: int, rate: float | None, length: int, release_at: float) -> ProbePart:
         """Probe ``number`` of a capacity search of phase ``index``: this process's workers
-        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity_remote)."""
+        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity_remote);
+        ``rate`` None: a writing phase's rest after ``number`` probes, closed loop."""
         return await self._call(self._probe, index, number, rate, length, release_at)
 
-    async def _probe(self, index: int, number: int, rate: float, length: int, release_at: float) -> ProbePart:
+    async def _probe(self, index: int, number: int, rate: float | None, length: int, release_at: float) -> ProbePart:
         cfg, plan, engine, ctx = self._cfg, self._plan, self._engine, self._ctx
         assert cfg is not None and plan is not None and engine is not None and ctx is not None
         assert self._level is not None

@@ -61,6 +61,17 @@ def split(kind: PhaseKind, items: Sequence[object], workers: int) -> list[Sequen
     return partition(items, workers)
 
 
+def shares(kind: PhaseKind, parts: Sequence[Sequence[Any]]) -> dict[int, float] | None:
+    """Each worker's fraction of the phase's operations when the kind divides them by key
+    owner (``Split.BY_UID``, or its own ``partition``: YCSB's mixed phase, uneven under a
+    skewed distribution), for the open loop's schedules (:class:`WorkerSchedule`'s
+    ``share``); None for the contiguous split, even to one operation, paced at R / P each."""
+    total = sum(len(p) for p in parts)
+    if (kind.partition is None and kind.split is not Split.BY_UID) or total == 0:
+        return None
+    return {w: len(p) / total for w, p in enumerate(parts)}
+
+
 @dataclass(frozen=True)
 class OperationPhase:
     """What every worker of one operation phase shares, wherever it runs."""
@@ -73,6 +84,8 @@ class OperationPhase:
     seed: int  # with ``index``, seeds the Poisson arrivals of an open loop
     index: int  # the phase's index in the plan
     workers: int  # P: all the phase's workers, over every process
+    #: worker -> its fraction of the operations, for an uneven split (:func:`shares`)
+    shares: Mapping[int, float] | None = None
 
 
 async def run_workers(
@@ -100,7 +113,8 @@ async def run_workers(
                 phase.kind, stores[w], parts[w], phase.ctx, sums[w], phase.batch_size, phase.on_batch, w
             )
         else:
-            schedule = WorkerSchedule(phase.rate, origin, w, phase.workers, phase.seed, phase.index)
+            share = None if phase.shares is None else phase.shares[w]
+            schedule = WorkerSchedule(phase.rate, origin, w, phase.workers, phase.seed, phase.index, share)
             await run_batches_at(
                 phase.kind,
                 stores[w],
@@ -167,7 +181,7 @@ async def run_operations(
         t0 = perf_counter()
         return CLOCK()
 
-    op = OperationPhase(kind, ctx, batch_size, on_batch, rate, seed, phase, workers)
+    op = OperationPhase(kind, ctx, batch_size, on_batch, rate, seed, phase, workers, shares(kind, parts))
     await run_workers(op, dict(enumerate(parts)), dict(enumerate(stores)), sums, release)
     seconds = perf_counter() - t0
     if workers == 1:

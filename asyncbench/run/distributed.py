@@ -51,8 +51,8 @@ from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
-from asyncbench.run.capacity import measure_capacity, probe_length
-from asyncbench.run.capacity_remote import ProbePart, coordinated_probe
+from asyncbench.run.capacity import measure_capacity, probe_length, stream_checksum, writes
+from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_probe
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
@@ -583,7 +583,21 @@ class DistributedEngineRun:
 
         probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
         found, ops, seconds = await measure_capacity(probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats)
-        pr = phase_row(index, spec, ops, seconds)
+        checksum = None
+        if writes(workload().phases[spec.kind]):  # the rest of its stream, closed loop, on every process
+            t0 = time.perf_counter()
+            parts = await _all(
+                [
+                    self._named(k, partial(a.probe, index, len(found.probes), None, warmup + judged, time.time()))
+                    for k, a in enumerate(self.actors)
+                ]
+            )
+            rest = merged_probe(parts)
+            assert rest.checksum is not None
+            checksum = stream_checksum([p.checksum for p in found.probes], rest.checksum)
+            ops += sum(p.ops for p in parts)
+            seconds += time.perf_counter() - t0
+        pr = phase_row(index, spec, ops, seconds, checksum)
         pr.capacity = found
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)

@@ -1,6 +1,7 @@
 """Checks a run makes before it starts that need more than the plan: a published
 reference for ``--check-reference``, the compiled kernels for ``--require-accelerator``,
-the environment variables the selected engines will read.
+the environment variables the selected engines will read, a searched mixed phase's stream
+long enough for its search.
 
 Each raises :class:`~asyncbench.config.ConfigError` naming the flag (or the variable), so
 the command line reports it like any bad flag (exit 2, nothing run or created).
@@ -13,7 +14,14 @@ from collections.abc import Mapping
 
 from asyncbench.config import BenchConfig, ConfigError
 
-__all__ = ["check_accelerator", "check_environment", "check_placement", "check_published", "check_reuse"]
+__all__ = [
+    "check_accelerator",
+    "check_capacity_stream",
+    "check_environment",
+    "check_placement",
+    "check_published",
+    "check_reuse",
+]
 
 
 def check_published(cfg: BenchConfig) -> None:
@@ -101,3 +109,44 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
                 raise ConfigError(
                     where, key, f"there is no {name} store to reuse at {store}; build it first with a --keep-data run"
                 )
+
+
+def check_capacity_stream(cfg: BenchConfig) -> None:
+    """A searched phase that writes (a mixed phase) never repeats an operation: its stream
+    must hold every probe its searches may run (asyncbench.run.capacity.needed_operations),
+    at every profile count; named by the plan's phase key and the operations to give."""
+    from asyncbench import fmt
+    from asyncbench.config import slo_for
+    from asyncbench.run.capacity import needed_operations, probe_bound, probe_length, start_rate, writes
+    from asyncbench.run.estimate import phase_operations
+    from asyncbench.slo import make_slo
+    from asyncbench.workloads import workload
+
+    for profiles in cfg.profiles:
+        running = {id(spec): ops for spec, ops in phase_operations(cfg, profiles)}
+        for position, spec in enumerate(cfg.phases):
+            if not spec.capacity or not writes(workload().phases[spec.kind]) or id(spec) not in running:
+                continue
+            ops = running[id(spec)]
+            slo = make_slo(slo_for(cfg, spec.kind))
+            need = needed_operations(slo, cfg.capacity_range, cfg.capacity_repeats)
+            if ops >= need:
+                continue
+            low, high = cfg.capacity_range
+            warmup, judged = probe_length(slo)
+            key = "operations" if "operations" in dict(spec.params) else "count"
+            raise ConfigError(
+                cfg.source,
+                f"phase[{_plan_index(cfg, position)}].{key}",
+                f"{fmt.count(ops)} operations are too few for its capacity search, which never repeats one of a "
+                f"phase that writes: {cfg.capacity_repeats} search(es) of up to "
+                f"{probe_bound(start_rate(low, high), low, high)} probes of {fmt.count(warmup + judged)} operations "
+                f"({slo.text()}, rates {fmt.count(round(low))}..{fmt.count(round(high))}) need {fmt.count(need)}: "
+                "give at least that many",
+            )
+
+
+def _plan_index(cfg: BenchConfig, position: int) -> int:
+    """The ``[[phase]]`` index in the plan of ``cfg.phases[position]`` (a rate sweep expands
+    one plan phase into several)."""
+    return sum(1 for i, s in enumerate(cfg.phases[:position]) if s.sweep is None or s.sweep == i)

@@ -272,7 +272,7 @@ class EngineRun:
         found = None
         try:
             if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
-                found, ops, seconds = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
+                found, ops, seconds, checksum = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
                 latency = None
             else:
                 checksum, ops, retries, seconds, latency, close_seconds = await self._timed(

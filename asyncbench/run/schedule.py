@@ -48,14 +48,30 @@ class WorkerSchedule:
     Uniform: ``start + (k + w / P) * P / R``, the workers staggered by ``1 / R``. Poisson:
     ``start`` plus the running sum of exponential gaps of mean ``P / R``, seeded by
     ``(seed, phase, worker)``, the first operation at ``start``.
+
+    ``share``: the worker's fraction of the phase's operations when the split is uneven (a
+    key-owner split, YCSB's mixed phase: the hot keys' owners get more); its operations are
+    then ``1 / (R * share)`` apart instead of ``P / R``, so every worker's share spans the
+    same N / R and the phase runs at R. Paced at R / P, the busiest worker would end last
+    and the phase would miss its rate at every R. None: ``1 / P`` (an even split).
     """
 
     __slots__ = ("_rate", "_start", "_interval", "_offset", "_rng", "_times", "_next", "_made", "_last")
 
-    def __init__(self, rate: Rate, start_ns: int, worker: int = 0, workers: int = 1, seed: int = 0, phase: int = 0):
+    def __init__(
+        self,
+        rate: Rate,
+        start_ns: int,
+        worker: int = 0,
+        workers: int = 1,
+        seed: int = 0,
+        phase: int = 0,
+        share: float | None = None,
+    ):
         self._rate = rate
         self._start = start_ns
-        self._interval = workers * 1e9 / rate.ops_per_s  # ns between this worker's operations
+        per = 1 / workers if share is None or share <= 0 else share
+        self._interval = 1e9 / (rate.ops_per_s * per)  # ns between this worker's operations
         self._offset = worker * 1e9 / rate.ops_per_s
         self._rng = (
             np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed & (2**63 - 1), phase, worker])))
