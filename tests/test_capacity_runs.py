@@ -172,3 +172,22 @@ def test_scorecard_pools_the_runs_repeats(tmp_path: Path, capsys: pytest.Capture
     (row,) = scorecard(RunResult.from_json(orjson.dumps(doc)))[1]
     assert row.capacity == 1100.0
     assert row.text.startswith("1_100/s (95% ")
+
+
+def test_every_probe_is_one_live_log_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capacity search's probes are no batch lines: each probe logs one line with its
+    target and achieved rate, the percentile judged against its bound and the verdict."""
+    log = tmp_path / "run.log"
+    code, _, doc = _run(tmp_path, capsys, "--log-file", str(log))
+    assert code == 0
+    lines = [orjson.loads(x) for x in log.read_text().splitlines()]
+    probes = [x for x in lines if x.get("event") == "probe"]
+    cap = doc["engines"][0]["phases"][1]["capacity"]
+    assert [(p["probe"], p["target_ops_per_s"], p["verdict"]) for p in probes] == [
+        (q["number"], round(q["rate"], 3), "pass" if q["limit"] is None else "fail") for q in cap["probes"]
+    ]
+    first = probes[0]
+    assert first["engine"] == "memory" and first["phase"] == "read by user id" and first["kind"] == "read_by_id"
+    assert first["search"] == 0 and first["bounds_us"] == {"p90": 50_000.0} and set(first["percentiles_us"]) == {"p90"}
+    assert first["achieved_ops_per_s"] > 0 and first["parallelism"] == 1 and first["repeat"] == 0
+    assert not [x for x in lines if x.get("event") == "batch" and x.get("kind") == "read_by_id"]

@@ -68,6 +68,7 @@ from asyncbench.workloads import workload
 __all__ = [
     "CapacitySearch",
     "capacity_of_phase",
+    "ProbeHook",
     "ProbeResult",
     "ProbeRun",
     "judge",
@@ -235,9 +236,11 @@ async def search(
     max_rate: float,
     precision: float = PRECISION,
     first_number: int = 0,
+    on_probe: Callable[[ProbeResult], None] | None = None,
 ) -> CapacitySearch:
     """The adaptive search of the module's docstring; ``first_number`` numbers the probes
-    (so repeated searches draw further slices of the stream)."""
+    (so repeated searches draw further slices of the stream); ``on_probe`` sees each probe
+    as judged (the live log's line)."""
     if not (0 < min_rate <= start <= max_rate):
         raise ValueError(f"an empty rate range: start {start:g} not within [{min_rate:g}, {max_rate:g}]")
     warmup, _ = probe_length(slo)
@@ -250,6 +253,8 @@ async def search(
         number = first_number + len(out.probes)
         res = judge(number, rate, slo, warmup, await probe(number, rate))
         out.probes.append(res)
+        if on_probe is not None:
+            on_probe(res)
         return res
 
     rate = start
@@ -328,12 +333,16 @@ def start_rate(low: float, high: float) -> float:
     return math.sqrt(low * high)
 
 
+ProbeHook = Callable[[int, ProbeResult, Slo], None]
+"""Sees each probe as judged: (search number, the probe, the bounds it was judged by)."""
+
+
 async def measure_capacity(
-    probe: ProbeFn, slo: Slo, rate_range: Sequence[float], repeats: int
+    probe: ProbeFn, slo: Slo, rate_range: Sequence[float], repeats: int, on_probe: ProbeHook | None = None
 ) -> tuple[Capacity, int, float]:
     """``repeats`` searches of one engine's phase (each probe reading the next slices of the
     stream), as the result's :class:`~asyncbench.result.Capacity`, with the operations run
-    and the seconds the probes took."""
+    and the seconds the probes took; ``on_probe`` sees every probe as it is judged."""
     from time import perf_counter
 
     from asyncbench.measure.stats import Summary
@@ -348,7 +357,8 @@ async def measure_capacity(
     at_ceiling = False
     t0 = perf_counter()
     for number in range(repeats):
-        one = await search(probe, slo, start, low, high, first_number=len(probes))
+        hook = None if on_probe is None else (lambda p, n=number: on_probe(n, p, slo))  # type: ignore[misc]
+        one = await search(probe, slo, start, low, high, first_number=len(probes), on_probe=hook)
         found.append(one.capacity)
         at_ceiling = at_ceiling or one.at_ceiling
         if one.limited_by:
@@ -388,7 +398,13 @@ def _commonest(limits: list[str]) -> str | None:
 
 
 async def capacity_of_phase(
-    cfg: BenchConfig, index: int, spec: PhaseSpec, items: Sequence[object], engine: Engine, ctx: object
+    cfg: BenchConfig,
+    index: int,
+    spec: PhaseSpec,
+    items: Sequence[object],
+    engine: Engine,
+    ctx: object,
+    on_probe: ProbeHook | None = None,
 ) -> tuple[Capacity, int, float, str | None]:
     """The in-process runner's call: the phase's capacity over the engine's P worker handles,
     under the bounds of its kind (``[slo.KIND]``, else the run's); with the operations run,
@@ -404,7 +420,7 @@ async def capacity_of_phase(
     slo = make_slo(slo_for(cfg, spec.kind))
     handles = [engine.worker(w) for w in range(engine.config.workers)]
     probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
-    found, ops, seconds = await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats)
+    found, ops, seconds = await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe)
     if not writes(kind):
         return found, ops, seconds, None
     t0 = perf_counter()

@@ -582,7 +582,9 @@ class DistributedEngineRun:
             )
 
         probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
-        found, ops, seconds = await measure_capacity(probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats)
+        found, ops, seconds = await measure_capacity(
+            probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats, partial(self.observer.probe, self.name, spec.name)
+        )
         checksum = None
         if writes(workload().phases[spec.kind]):  # the rest of its stream, closed loop, on every process
             t0 = time.perf_counter()

@@ -67,6 +67,10 @@ class Observer:
         no rendering), as the coordinator receives it in a scaled-out one."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
+    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+        """After each probe of a capacity search (asyncbench.run.capacity), as judged: its
+        batches are no batch lines, the probe is one line."""
+
     def engine_end(self, result: EngineResult) -> None: ...
     def run_end(self, **info: Any) -> None: ...
     def message(self, text: str) -> None: ...
@@ -105,6 +109,10 @@ class ObserverGroup(Observer):
     def phase_end(self, engine: str, result: PhaseResult) -> None:
         for o in self.observers:
             o.phase_end(engine, result)
+
+    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+        for o in self.observers:
+            o.probe(engine, phase, search, probe, slo)
 
     def engine_end(self, result: EngineResult) -> None:
         for o in self.observers:
@@ -236,6 +244,29 @@ class JsonLogObserver(Observer):
             checksum=result.checksum,
             skipped=result.skipped,
             **_open_loop_fields(result),
+        )
+
+    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+        """One line per capacity probe: its target and achieved rate, the percentiles judged
+        against their bounds, the backlog and the verdict (``pass``, or what failed it)."""
+        kind, stream, _ = self._phase
+        self.log.info(
+            "probe",
+            engine=engine,
+            phase=phase,
+            kind=kind,
+            stream=stream,
+            **self._context,
+            search=search,
+            probe=probe.number,
+            target_ops_per_s=round(probe.rate, 3),
+            achieved_ops_per_s=round(probe.achieved, 3),
+            percentiles_us={k: round(v / 1000, 3) for k, v in probe.percentiles_ns.items()},
+            bounds_us={b.name: round(b.ns / 1000, 3) for b in slo.bounds},
+            backlog_us=round(probe.backlog_ns / 1000, 3),
+            verdict="pass" if probe.passed else "fail",
+            limit=probe.limit,
+            checksum=probe.checksum,
         )
 
     def engine_end(self, result: EngineResult) -> None:

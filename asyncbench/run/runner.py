@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -272,7 +273,9 @@ class EngineRun:
         found = None
         try:
             if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
-                found, ops, seconds, checksum = await capacity_of_phase(self.cfg, index, spec, items, engine, self.ctx)
+                found, ops, seconds, checksum = await capacity_of_phase(
+                    self.cfg, index, spec, items, engine, self.ctx, partial(self.observer.probe, self.name, spec.name)
+                )
                 latency = None
             else:
                 checksum, ops, retries, seconds, latency, close_seconds = await self._timed(
