@@ -357,7 +357,7 @@ async def measure_capacity(
     at_ceiling = False
     t0 = perf_counter()
     for number in range(repeats):
-        hook = None if on_probe is None else (lambda p, n=number: on_probe(n, p, slo))  # type: ignore[misc]
+        hook = None if on_probe is None else (lambda p, n=number: on_probe(n, p, slo))
         one = await search(probe, slo, start, low, high, first_number=len(probes), on_probe=hook)
         found.append(one.capacity)
         at_ceiling = at_ceiling or one.at_ceiling
