@@ -56,3 +56,51 @@ def test_a_small_sweep_is_estimated_at_its_rates(tmp_path: Path) -> None:
     assert est.seconds == pytest.approx(paced_seconds(cfg, 20_000) * 2)
     assert est.seconds > 60  # the sweep's levels at 2k/s alone take minutes
     assert "a small plan" not in " ".join(est.lines(cfg))
+
+
+CAPACITY = ROOT / "benchmarks" / "capacity.toml"
+
+
+def _probe_seconds(cfg, sustained: float) -> float:  # type: ignore[no-untyped-def]
+    """The time of one search of ``cfg``'s bounds and range on an engine that passes every
+    probe up to ``sustained`` ops/s: each probe's operations at its rate (at most ``sustained``)."""
+    import anyio
+    import numpy as np
+
+    from asyncbench.run.capacity import ProbeRun, probe_length, search, start_rate
+    from asyncbench.slo import make_slo
+
+    slo = make_slo(cfg.slo)
+    low, high = cfg.capacity_range
+
+    async def ideal(number: int, rate: float) -> ProbeRun:
+        return ProbeRun(np.zeros(1, dtype=np.int64), rate if rate <= sustained else rate / 2, None)
+
+    found = anyio.run(search, ideal, slo, start_rate(low, high), low, high)
+    length = sum(probe_length(slo))
+    return sum(length / min(p.rate, sustained) for p in found.probes)
+
+
+def test_a_capacity_search_is_estimated_from_its_probe_bound_and_length(tmp_path: Path) -> None:
+    """A searched phase runs probes, not its stream: at most its probe bound of probes of
+    the probe length (the operations), each its operations at its rate on an engine whose
+    capacity is its measured closed-loop rate (the time)."""
+    from asyncbench.run.capacity import needed_operations
+    from asyncbench.slo import make_slo
+
+    cfg = dataclasses.replace(load(CAPACITY), engines=["memory"], output=tmp_path, profiles=[200_000])
+    searched = [s for s in cfg.phases if s.capacity]
+    assert [s.kind for s in searched] == ["read_by_id", "lookup_by_email"]
+    bound = needed_operations(make_slo(cfg.slo), cfg.capacity_range, 1)
+    assert bound == 11 * 11_000
+    ops = dict((s.name, n) for s, n in phase_operations(cfg, 200_000))
+    assert all(ops[s.name] == bound for s in searched)
+    est = estimate(cfg, calibrate_fn=_rates)
+    grow = growth("memory", 20_000, 200_000)
+    closed = sum(n for s, n in phase_operations(cfg, 200_000) if not s.capacity and PHASES[s.kind].action is Action.OPERATIONS)
+    probes = _probe_seconds(cfg, 1 / (PER_OP * grow))
+    assert probes > 1  # 11_000-operation probes at rates near 100k/s
+    assert est.seconds == pytest.approx(closed * PER_OP * grow + 2 * probes)
+    # without a measurement, a search takes at least its probes at the highest rates they
+    # can take (every probe passing: the ramp up to the range's top)
+    assert paced_seconds(cfg, 1_500) == pytest.approx(2 * _probe_seconds(cfg, float("inf")))

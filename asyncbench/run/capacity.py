@@ -79,6 +79,7 @@ __all__ = [
     "probe_items",
     "probe_length",
     "search",
+    "search_seconds",
     "needed_operations",
     "stream_checksum",
     "stream_rest",
@@ -132,6 +133,29 @@ def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int) -> in
     low, high = rate_range
     warmup, judged = probe_length(slo)
     return repeats * probe_bound(start_rate(low, high), low, high) * (warmup + judged)
+
+
+def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float) -> float:
+    """The estimate's model of one search (:mod:`asyncbench.run.estimate`): the search run
+    against an engine that passes every probe up to ``sustained`` ops/s and misses the rate
+    above it, each probe taking its operations at its rate (at most ``sustained``). With
+    ``sustained`` infinite, every probe passes: the least time any search of these bounds
+    and range takes (a probe cannot end before its last intended start)."""
+    low, high = rate_range
+    length = sum(probe_length(slo))
+
+    async def ideal(number: int, rate: float) -> ProbeRun:
+        return ProbeRun(np.zeros(1, dtype=np.int64), rate if rate <= sustained else rate / 2, None)
+
+    steps = search(ideal, slo, start_rate(low, high), low, high)
+    try:  # the ideal probe never suspends: the search runs to its end in one step, no event loop
+        steps.send(None)
+    except StopIteration as done:
+        found: CapacitySearch = done.value
+    else:  # pragma: no cover - a probe that suspends would leave it half run
+        steps.close()
+        raise RuntimeError("the search's model suspended")
+    return sum(length / min(p.rate, sustained) for p in found.probes)
 
 
 def stream_rest(items: Sequence[Any], probes: int, length: int) -> Sequence[Any]:

@@ -19,13 +19,15 @@ from time import perf_counter
 from typing import TextIO, cast
 
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.config import BenchConfig, PhaseSpec, slo_for
 from asyncbench.engine import Engine, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.run import reuse
+from asyncbench.run.capacity import needed_operations, search_seconds, writes
+from asyncbench.slo import make_slo
 from asyncbench.workload import Action, Items
 from asyncbench.workloads import workload
 
@@ -77,7 +79,20 @@ def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
 
 def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
     """Each phase the run will run (:func:`running_phases`) with the operations one engine
-    performs in it for ``profiles`` (0 for maintenance phases; verify's four)."""
+    performs in it for ``profiles`` (0 for maintenance phases; verify's four). A capacity
+    search runs probes, not its stream: at most its probe bound of probes of the probe
+    length per search (:func:`~asyncbench.run.capacity.needed_operations`), except a phase
+    that writes, which runs its whole stream once (docs/capacity.md)."""
+    out = []
+    for spec, ops in stream_operations(cfg, profiles):
+        if spec.capacity and not writes(workload().phases[spec.kind]):
+            ops = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
+        out.append((spec, ops))
+    return out
+
+
+def stream_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
+    """Each phase the run will run with the operations its stream holds for ``profiles``."""
     counts = cfg.counts_for(profiles)
     out = []
     for spec in running_phases(cfg):
@@ -99,8 +114,16 @@ def paced_seconds(cfg: BenchConfig, profiles: int) -> float:
     """The least time one engine's run of ``cfg`` at ``profiles`` takes: the phases at a
     target rate cannot finish sooner than their operations at that rate. Known without
     any measurement, so even a plan too small to calibrate is asked about when a rate of
-    5 ops/s makes its reads last for hours."""
-    return sum(ops / spec.rate for spec, ops in phase_operations(cfg, profiles) if spec.rate)
+    5 ops/s makes its reads last for hours. A capacity search: its probes at the highest
+    rates they can take (:func:`~asyncbench.run.capacity.search_seconds`), per search."""
+    searches = sum(_search_seconds(cfg, spec, math.inf) for spec in running_phases(cfg) if spec.capacity)
+    return searches + sum(ops / spec.rate for spec, ops in phase_operations(cfg, profiles) if spec.rate)
+
+
+def _search_seconds(cfg: BenchConfig, spec: PhaseSpec, sustained: float) -> float:
+    """A searched phase's searches on an engine that sustains ``sustained`` ops/s."""
+    slo = make_slo(slo_for(cfg, spec.kind))
+    return cfg.capacity_repeats * search_seconds(slo, cfg.capacity_range, sustained)
 
 
 def plan_operations(cfg: BenchConfig, profiles: int) -> int:
@@ -156,7 +179,7 @@ class Rate:
         ops: dict[str, list[float]] = {}
         maint: dict[str, list[float]] = {}
         for p in e.phases:
-            if p.skipped:
+            if p.skipped or p.capacity is not None:  # a search's time is its probes' rates, no cost per operation
                 continue
             if p.ops > 0 and p.action is Action.OPERATIONS:
                 got = ops.setdefault(p.kind.kind, [0.0, 0.0])
@@ -184,7 +207,14 @@ class Rate:
         total = self.overhead
         for spec, ops in phase_operations(cfg, profiles):
             kind = workload().phases[spec.kind]
-            if kind.action is Action.OPERATIONS:
+            if kind.action is Action.OPERATIONS and spec.capacity:
+                # the probes, on an engine whose capacity is its closed-loop rate, then a
+                # writing phase's rest of its stream, closed loop
+                per_op = self.per_op.get(spec.kind, mean_op) * grow
+                searched = _search_seconds(cfg, spec, 1 / per_op)
+                probes = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
+                total += searched + (max(0, ops - probes) * per_op if writes(kind) else 0.0)
+            elif kind.action is Action.OPERATIONS:
                 measured = ops * self.per_op.get(spec.kind, mean_op) * grow
                 total += max(measured, ops / spec.rate) if spec.rate else measured
             else:
@@ -339,8 +369,9 @@ def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
         cfg,
         profiles=[CALIBRATION_PROFILES],
         counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
-        # closed loop: the cost per operation; a phase's rate is added back by Rate.seconds
-        phases=[dataclasses.replace(p, count=None, rate=None) for p in cfg.phases],
+        # closed loop: the cost per operation; a phase's rate (or its capacity search) is
+        # added back by Rate.seconds
+        phases=[dataclasses.replace(p, count=None, rate=None, capacity=False) for p in cfg.phases],
         data=data,
         reuse_data=False,  # the calibration builds its own small store
         clean_data=True,

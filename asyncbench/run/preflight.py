@@ -118,12 +118,12 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
     from asyncbench import fmt
     from asyncbench.config import slo_for
     from asyncbench.run.capacity import needed_operations, probe_bound, probe_length, start_rate, writes
-    from asyncbench.run.estimate import phase_operations
+    from asyncbench.run.estimate import stream_operations
     from asyncbench.slo import make_slo
     from asyncbench.workloads import workload
 
     for profiles in cfg.profiles:
-        running = {id(spec): ops for spec, ops in phase_operations(cfg, profiles)}
+        running = {id(spec): ops for spec, ops in stream_operations(cfg, profiles)}
         for position, spec in enumerate(cfg.phases):
             if not spec.capacity or not writes(workload().phases[spec.kind]) or id(spec) not in running:
                 continue
