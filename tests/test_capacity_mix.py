@@ -180,3 +180,24 @@ def test_fixed_service_time_mix_capacity_is_workers_over_service_time() -> None:
     assert abs(found.capacity - expected) <= 0.1 * expected, (expected, [(p.rate, p.achieved, p.limit) for p in found.probes])
     assert abs(expected - workers / FixedServiceTable.SERVICE) <= 0.05 * workers / FixedServiceTable.SERVICE
     assert len(found.probes) <= probe_bound(start, low, high)
+
+
+def test_the_shipped_mix_plan_searches_a_95_5_mix_under_p99_1ms(tmp_path: Path, run_cli) -> None:
+    """benchmarks/capacity-mix.toml: YCSB B's 95/5 read/update mix over 200_000 records at
+    P4, searched under p99 <= 1 ms; its stream holds every probe the search may run, and one
+    repeat more than it holds is refused before anything runs."""
+    from asyncbench.config import load, slo_for
+    from asyncbench.run.capacity import needed_operations
+    from asyncbench.run.preflight import check_capacity_stream
+    from asyncbench.slo import make_slo
+
+    plan = ROOT / "benchmarks" / "capacity-mix.toml"
+    cfg = load(plan)
+    (mixed,) = [s for s in cfg.phases if s.capacity]
+    params = dict(mixed.params)
+    assert (params["readproportion"], params["updateproportion"]) == (0.95, 0.05)
+    assert cfg.profiles == [200_000] and cfg.parallelism == [4] and make_slo(slo_for(cfg, "mixed")).text() == "p99 ≤ 1 ms"
+    assert params["operations"] == needed_operations(make_slo(slo_for(cfg, "mixed")), cfg.capacity_range, 1)
+    check_capacity_stream(cfg)
+    code, results, output = run_cli(str(plan), "--capacity-repeats", "2", "--yes")
+    assert code == 2 and not results and f"{plan}: phase[1].operations: 121_000 operations are too few" in output, output
