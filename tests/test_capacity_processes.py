@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import postgres_expected, run_asyncbench
+from conftest import ROOT, postgres_expected, run_asyncbench
 
 needs_postgres = pytest.mark.skipif(
     not postgres_expected(),
@@ -44,3 +44,35 @@ def test_capacity_with_client_processes_has_the_checksums_of_one_process(tmp_pat
     common = sorted(set(scaled) & set(alone))
     assert common, (scaled, alone)
     assert all(scaled[k] == alone[k] for k in common), (scaled, alone)
+
+
+MIX = (ROOT / "benchmarks" / "ycsb" / "workloadb.toml").read_text().replace("recordcount = 1000", "recordcount = 2000").replace(
+    "operations = 1000", "operations = 8000"
+).replace('kind = "mixed"', 'kind = "mixed"\ncapacity = true').replace(
+    "[run]\n", '[run]\nengines = ["postgres"]\nparallelism = 4\n'
+) + '\n[slo]\np90 = "50ms"\n'
+
+
+def _mix(tmp: Path, *flags: str) -> tuple[dict[int, str], str]:
+    tmp.mkdir()
+    plan = tmp / "mix.toml"
+    plan.write_text(MIX)
+    r = run_asyncbench(tmp, str(plan), "--capacity-range", "1k,4k", *flags, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (result,) = sorted((tmp / "out").glob("profiles-*/asyncbench-*.json"))
+    phase = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]
+    assert phase["ops"] == 8000 and 1 <= len(phase["capacity"]["probes"]) <= phase["capacity"]["probe_bound"]
+    return {p["number"]: p["checksum"] for p in phase["capacity"]["probes"]}, phase["checksum"]
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_a_searched_mix_with_client_processes_has_the_checksums_of_one_process(tmp_path: Path) -> None:
+    """YCSB B's 95/5 mix searched at P4 on PostgreSQL, in two client processes and in one:
+    the key-owner split keeps each probe exact, and the phase (probes, then the rest of the
+    stream) has one checksum."""
+    scaled, scaled_phase = _mix(tmp_path / "scaled", "--processes", "2")
+    alone, alone_phase = _mix(tmp_path / "alone")
+    common = sorted(set(scaled) & set(alone))
+    assert common and all(scaled[k] == alone[k] for k in common), (scaled, alone)
+    assert scaled_phase == alone_phase
