@@ -136,7 +136,7 @@ class FixedServiceTable:
     """A server worker whose every operation, read or update, takes ``SERVICE`` seconds on
     a thread, kept on a server's clock (tests/test_capacity.py's FixedServiceStore)."""
 
-    SERVICE = 0.005
+    SERVICE = 0.01
 
     def __init__(self) -> None:
         self.busy_until = 0.0
@@ -173,7 +173,7 @@ def test_fixed_service_time_mix_capacity_is_workers_over_service_time() -> None:
     busiest = max(len(s) for s in shares) / len(items)
     expected = 1 / (busiest * FixedServiceTable.SERVICE)  # the busiest worker saturates first
     stores = [FixedServiceTable() for _ in range(workers)]
-    probe = local_probe(PHASES["mixed"], items, stores, 0, 20, slo)
+    probe = local_probe(PHASES["mixed"], items, stores, 0, 100, slo)
     start, low, high = 250.0, 10.0, 8000.0
     found = anyio.run(search, probe, slo, start, low, high)
     assert found.capacity is not None
