@@ -36,6 +36,22 @@ def test_uniform_schedule_staggers_workers_and_spaces_each_by_p_over_rate() -> N
     assert list(w1.take(10**15, 3)) == [11 * MS, 13 * MS, 15 * MS]
 
 
+def test_an_uneven_key_owner_split_paces_each_worker_by_its_share() -> None:
+    """Updates split by uid % P: each worker's gap is 1 / (R * share), so every share spans
+    the same time (at P / R each, the worker with the most would end last); a contiguous
+    split keeps P / R."""
+    from asyncbench.run.dispatch import shares, split
+
+    heavy = WorkerSchedule(Rate(1000.0), 0, 0, 2, share=0.8)
+    light = WorkerSchedule(Rate(1000.0), 0, 1, 2, share=0.2)
+    assert list(heavy.take(10**15, 3)) == [0, round(1.25 * MS), round(2.5 * MS)]
+    assert list(light.take(10**15, 2)) == [1 * MS, 6 * MS]
+    uids = [4, 8, 12, 2, 3]  # worker 0 of 2 owns four of the five
+    parts = split(PHASES["update"], uids, 2)
+    assert shares(PHASES["update"], parts) == {0: 0.8, 1: 0.2}
+    assert shares(PHASES["read_by_id"], split(PHASES["read_by_id"], uids, 2)) is None
+
+
 def test_take_returns_what_is_due_at_least_one_at_most_the_limit() -> None:
     s = WorkerSchedule(Rate(1000.0), 0)
     assert list(s.take(0, 10)) == [0]  # only the first is due
