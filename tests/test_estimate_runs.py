@@ -101,6 +101,10 @@ def test_a_capacity_search_is_estimated_from_its_probe_bound_and_length(tmp_path
     probes = _probe_seconds(cfg, 1 / (PER_OP * grow))
     assert probes > 1  # 11_000-operation probes at rates near 100k/s
     assert est.seconds == pytest.approx(closed * PER_OP * grow + 2 * probes)
+    # and at most: every probe at the range's lowest rates (an engine that sustains only 500/s)
+    slowest = _probe_seconds(cfg, cfg.capacity_range[0])
+    assert slowest > 60 and est.searches_at_most == pytest.approx(2 * slowest)
+    assert any(x.startswith("  capacity searches: up to ") for x in est.lines(cfg))
     # without a measurement, a search takes at least its probes at the highest rates they
     # can take (every probe passing: the ramp up to the range's top)
     assert paced_seconds(cfg, 1_500) == pytest.approx(2 * _probe_seconds(cfg, float("inf")))

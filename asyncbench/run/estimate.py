@@ -234,8 +234,11 @@ class Estimate:
     basis: str  # where the figures come from
     missing: list[str] = dataclasses.field(default_factory=list)  # engines without a figure
     warnings: list[str] = dataclasses.field(default_factory=list)  # earlier results skipped, and why
-    #: ``seconds`` is a lower bound (the phases at a target rate alone), not an estimate.
+    #: ``seconds`` is a lower bound (the phases at a target rate and the probes alone), not an estimate.
     at_least: bool = False
+    #: The capacity searches' longest time (every engine's capacity at the range's lowest
+    #: rate: the probes at the lowest rates), over every engine, level and repeat; None: no search.
+    searches_at_most: float | None = None
 
     def time(self) -> str:
         """``about 12 min``, or ``at least 3 h 10 min`` for a lower bound."""
@@ -257,6 +260,8 @@ class Estimate:
             out += [f"  {name}" for name in self.missing]  # why each engine gave no figure
             return out
         out.append(f"  time: {self.time()}")
+        if self.searches_at_most is not None:
+            out.append(f"  capacity searches: up to {duration(self.searches_at_most)} (every capacity at the range's bottom)")
         if self.storage_bytes is not None:
             out.append(f"  disk: about {fmt.size(self.storage_bytes)} under {escape_unprintable(str(cfg.data))}")
         out += textwrap.wrap(f"({self.basis})", 78, initial_indent="  ", subsequent_indent="   ")
@@ -433,11 +438,27 @@ def _calibration_failure(e: EngineResult, error: Exception | None) -> str:
 
 
 #: Says where an ``at_least`` figure comes from.
-PACED_BASIS = "the phases at a target rate alone: their operations at that rate; the rest is not estimated"
+PACED_BASIS = (
+    "the phases at a target rate and the capacity searches' probes alone: their operations at their "
+    "rates (a search's at the highest it can reach); the rest is not estimated"
+)
 
 
 def estimate(
     cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]] = calibrate
+) -> Estimate:
+    """Operations, time and disk of ``cfg``'s run, and its capacity searches' longest time."""
+    found = _estimate(cfg, calibrate_fn)
+    searched = [spec for spec in running_phases(cfg) if spec.capacity]
+    if searched:
+        low = cfg.capacity_range[0]
+        one = sum(_search_seconds(cfg, spec, low) for spec in searched)
+        found.searches_at_most = one * len(cfg.levels()) * cfg.repeat * len(cfg.engines)
+    return found
+
+
+def _estimate(
+    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]]
 ) -> Estimate:
     per_engine_ops = sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
     operations = per_engine_ops * len(cfg.engines)
