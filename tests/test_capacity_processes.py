@@ -62,6 +62,7 @@ def _mix(tmp: Path, *flags: str) -> tuple[dict[int, str], str]:
     (result,) = sorted((tmp / "out").glob("profiles-*/asyncbench-*.json"))
     phase = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]
     assert phase["ops"] == 8000 and 1 <= len(phase["capacity"]["probes"]) <= phase["capacity"]["probe_bound"]
+    assert sum(k["ops"] for k in phase["mix"]["kinds"].values()) == 8000  # its whole stream's kinds
     return {p["number"]: p["checksum"] for p in phase["capacity"]["probes"]}, phase["checksum"]
 
 

@@ -601,6 +601,8 @@ class DistributedEngineRun:
             seconds += time.perf_counter() - t0
         pr = phase_row(index, spec, ops, seconds, checksum)
         pr.capacity = found
+        if checksum is not None:  # a mixed phase ran its whole stream: its kinds and skew, as unsearched
+            pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
