@@ -134,7 +134,7 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
                 continue
             low, high = cfg.capacity_range
             warmup, judged = probe_length(slo)
-            key = "operations" if "operations" in dict(spec.params) else "count"
+            key = "operations" if spec.operations is not None else "count"
             raise ConfigError(
                 cfg.source,
                 f"phase[{_plan_index(cfg, position)}].{key}",
