@@ -21,7 +21,9 @@ from asyncbench.report.capacity import capacity_line
 from asyncbench.report.cost_table import console_lines
 from asyncbench.report.mix import console_lines as mix_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
+from asyncbench.run.capacity import ProbeResult
 from asyncbench.run.logs import LogFile, iso_utc
+from asyncbench.slo import Slo
 from asyncbench.workload import Action
 from asyncbench.workloads import workload
 
@@ -67,7 +69,7 @@ class Observer:
         no rendering), as the coordinator receives it in a scaled-out one."""
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
-    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
         """After each probe of a capacity search (asyncbench.run.capacity), as judged: its
         batches are no batch lines, the probe is one line."""
 
@@ -110,7 +112,7 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.phase_end(engine, result)
 
-    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
         for o in self.observers:
             o.probe(engine, phase, search, probe, slo)
 
@@ -246,7 +248,7 @@ class JsonLogObserver(Observer):
             **_open_loop_fields(result),
         )
 
-    def probe(self, engine: str, phase: str, search: int, probe: Any, slo: Any) -> None:
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
         """One line per capacity probe: its target and achieved rate, the percentiles judged
         against their bounds, the backlog and the verdict (``pass``, or what failed it)."""
         kind, stream, _ = self._phase
