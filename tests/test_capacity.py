@@ -151,3 +151,34 @@ def test_probe_bound_holds_whatever_the_verdicts() -> None:
         assert len(found.probes) <= probe_bound(start, low, high), (seed, [p.rate for p in found.probes])
         if found.capacity is not None:
             assert any(p.passed and p.rate == found.capacity for p in found.probes)
+
+
+def test_searches_far_apart_give_an_interval_that_stays_a_rate() -> None:
+    """Three searches of a loaded machine found about 13_000/s, 870_000/s and 50_000/s: the
+    Student t interval's low end fell below zero (-998_000/s), the isolated child wrote
+    it, the result model refused it as no rate, and the parent said only "child process
+    ended without a result" for a run that had completed. A rate's interval stays >= 0."""
+    from asyncbench.result import Capacity
+    from asyncbench.run.capacity import measure_capacity
+
+    capacities = iter([13_000.0, 870_000.0, 50_000.0])
+    current = [next(capacities)]
+    searches_seen = {0}
+
+    async def probe(number: int, rate: float) -> ProbeRun:
+        return _run([1.0 if rate <= current[0] else 50.0] * 1100, rate)
+
+    def each_probe(search_number: int, p: object, s: object) -> None:
+        """Each search meets another machine: the next capacity once a new search starts."""
+        if search_number + 1 not in searches_seen:
+            searches_seen.add(search_number + 1)
+            current[0] = next(capacities, current[0])
+
+    async def main() -> Capacity:
+        cap, _, _ = await measure_capacity(probe, parse_slo_text("p90=10ms"), [1.0, 1_000_000.0], 3, each_probe)
+        return cap
+
+    cap = anyio.run(main)
+    assert cap.capacities is not None and len(cap.capacities) == 3
+    assert cap.ci_low is not None and cap.ci_low >= 0, cap.capacities
+    cap.check("capacity")  # the result model takes it (it raised ResultError: ci_low below 0)

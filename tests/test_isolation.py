@@ -41,3 +41,20 @@ def test_isolated_and_in_process_runs_agree(run_cli) -> None:
     assert isolated == in_process
     # The child measured its own memory.
     assert results[0]["engines"][0]["peak_rss_bytes"] > 10_000_000
+
+
+def test_a_result_the_parent_cannot_read_is_named_as_such(tmp_path: Path) -> None:
+    """A child that completed and wrote a result the parent's model refuses (a capacity
+    interval below zero did so) failed its row as "child process ended without a
+    result": the reason the parent had (in a note nobody sees on the console) must be
+    the row's reason."""
+    from asyncbench.result import EngineResult, Status
+    from asyncbench.run.isolation import ChildEngineRun
+
+    run = ChildEngineRun.__new__(ChildEngineRun)  # only the result collection is exercised
+    run.result = EngineResult(engine="lsm", status=Status.RUNNING)
+    bad = tmp_path / "result.json"
+    bad.write_text('{"engine": "lsm", "status": "ok", "phases": "not a list"}')
+    run._collect(bad, 0, None)
+    assert run.result.status is Status.FAILED
+    assert "unreadable" in run.result.status_text(), run.result.status_text()

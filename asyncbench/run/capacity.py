@@ -398,7 +398,9 @@ async def measure_capacity(
         slo_ns={b.name: b.ns for b in slo.bounds},
         capacities=found,
         capacity=None if summary is None else summary.mean,
-        ci_low=None if summary is None else summary.ci_low,
+        # a rate's interval: Student's t around far-apart searches (a loaded machine) can
+        # reach below zero, which no rate is
+        ci_low=None if summary is None or summary.ci_low is None else max(0.0, summary.ci_low),
         ci_high=None if summary is None else summary.ci_high,
         limited_by=_commonest(limits),
         at_ceiling=at_ceiling,

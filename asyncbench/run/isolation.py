@@ -162,6 +162,7 @@ class ChildEngineRun:
             pass
         except (ValueError, ResultError) as exc:
             self.result.notes.append(f"child result unreadable: {exc}")
+            reason = reason or f"the child's result is unreadable: {exc}"  # the row says why, not "no result"
         if returncode is None or returncode < 0:
             how = f"killed by {signal.Signals(-returncode).name}" if returncode else "did not end"
             reason = reason or f"child process {how}"
