@@ -197,7 +197,8 @@ def test_the_shipped_mix_plan_searches_a_95_5_mix_under_p99_1ms(tmp_path: Path, 
     params = dict(mixed.params)
     assert (params["readproportion"], params["updateproportion"]) == (0.95, 0.05)
     assert cfg.profiles == [200_000] and cfg.parallelism == [4] and make_slo(slo_for(cfg, "mixed")).text() == "p99 ≤ 1 ms"
-    assert params["operations"] == needed_operations(make_slo(slo_for(cfg, "mixed")), cfg.capacity_range, 1)
+    assert params["operations"] == needed_operations(make_slo(slo_for(cfg, "mixed")), cfg.capacity_range, cfg.capacity_repeats)
+    assert cfg.capacity_repeats == 3  # an interval by default
     check_capacity_stream(cfg)
-    code, results, output = run_cli(str(plan), "--capacity-repeats", "2", "--yes")
-    assert code == 2 and not results and f"{plan}: phase[1].operations: 121_000 operations are too few" in output, output
+    code, results, output = run_cli(str(plan), "--capacity-repeats", "4", "--yes")
+    assert code == 2 and not results and f"{plan}: phase[1].operations: 363_000 operations are too few" in output, output
