@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from asyncbench.workloads.ycsb.distributions import NAMES, Params
+from asyncbench.workloads.common.distributions import NAMES, Params
 from asyncbench.workloads.ycsb.operations import MixSpec, OperationStream
 
 BOUND_NS = 1000.0

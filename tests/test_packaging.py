@@ -55,7 +55,7 @@ def test_the_wheel_carries_engines_workloads_and_their_data(wheel: zipfile.ZipFi
         "asyncbench/engines/rocksdb.py",
         "asyncbench/workloads/profile_store/phases.py",
         "asyncbench/workloads/profile_store/published_reference.json",
-        "asyncbench/workloads/ycsb/distributions.py",
+        "asyncbench/workloads/common/distributions.py",
         "asyncbench/cli/main.py",
         "asyncbench/run/runner.py",
     ):

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from asyncbench.workloads.ycsb import distributions as d
-from asyncbench.workloads.ycsb.fnv import fnvhash64_array
-from asyncbench.workloads.ycsb.zipfian import Zipfian, zeta
+from asyncbench.workloads.common import distributions as d
+from asyncbench.workloads.common.fnv import fnvhash64_array
+from asyncbench.workloads.common.zipfian import Zipfian, zeta
 
 DRAWS = 1_000_000
 RECORDS = 1000

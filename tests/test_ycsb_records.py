@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asyncbench.workloads.ycsb.fnv import fnvhash64, fnvhash64_array
+from asyncbench.workloads.common.fnv import fnvhash64, fnvhash64_array
 from asyncbench.workloads.ycsb.keys import key_name
 from asyncbench.workloads.ycsb.record import Values, decode, encode, field_names
 

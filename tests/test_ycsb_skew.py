@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asyncbench.workloads.ycsb import distributions as d
-from asyncbench.workloads.ycsb.skew import KeyCounts
-from asyncbench.workloads.ycsb.zipfian import Zipfian
+from asyncbench.workloads.common import distributions as d
+from asyncbench.workloads.common.skew import KeyCounts
+from asyncbench.workloads.common.zipfian import Zipfian
 
 
 def test_one_hot_key_takes_every_share() -> None:

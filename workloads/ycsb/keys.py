@@ -8,7 +8,7 @@ the decimal digits with zeros to that width (default 1: no padding).
 
 from __future__ import annotations
 
-from asyncbench.workloads.ycsb.fnv import fnvhash64
+from asyncbench.workloads.common.fnv import fnvhash64
 
 PREFIX = "user"
 INSERT_ORDERS = ("hashed", "ordered")

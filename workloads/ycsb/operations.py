@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from asyncbench.workloads.ycsb import draws
-from asyncbench.workloads.ycsb.distributions import Params, chooser, next_keys
-from asyncbench.workloads.ycsb.zipfian import Zipfian
+from asyncbench.workloads.common import draws
+from asyncbench.workloads.common.distributions import Params, chooser, next_keys
+from asyncbench.workloads.common.zipfian import Zipfian
 
 #: operation kinds, in YCSB's DiscreteGenerator order (the codes are part of the checksum)
 KINDS = ("read", "update", "insert", "scan", "readmodifywrite")

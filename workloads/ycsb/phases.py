@@ -27,7 +27,7 @@ from asyncbench.workloads.ycsb.operations import INSERT, KINDS, READMODIFYWRITE,
 from asyncbench.workloads.ycsb.plan import Layout, mix_spec
 from asyncbench.workloads.ycsb.record import Values
 from asyncbench.workloads.ycsb.scans import scan_range
-from asyncbench.workloads.ycsb.skew import KeyCounts
+from asyncbench.workloads.common.skew import KeyCounts
 from asyncbench.workloads.ycsb.store import HasUsertable, Marks, YcsbStore
 
 __all__ = ["PHASES", "Counts", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]

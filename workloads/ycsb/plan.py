@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asyncbench.workloads.ycsb.distributions import Params
+from asyncbench.workloads.common.distributions import Params
 from asyncbench.workloads.ycsb.operations import KINDS, MixSpec
 
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from asyncbench.workloads.ycsb import draws
-from asyncbench.workloads.ycsb.fnv import fnvhash64, fnvhash64_array
+from asyncbench.workloads.common import draws
+from asyncbench.workloads.common.fnv import fnvhash64, fnvhash64_array
 
 _POOL_WINDOWS = 1 << 16
 _M64 = (1 << 64) - 1

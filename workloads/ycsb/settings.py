@@ -16,7 +16,7 @@ from typing import Any
 
 from asyncbench.limits import MAX_PROFILES
 from asyncbench.workload import SettingError
-from asyncbench.workloads.ycsb.distributions import NAMES
+from asyncbench.workloads.common.distributions import NAMES
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from asyncbench.workloads.ycsb import draws
-from asyncbench.workloads.ycsb.fnv import fnvhash64_array
-from asyncbench.workloads.ycsb.zipfian import ZIPFIAN_CONSTANT, Zipfian
+from asyncbench.workloads.common import draws
+from asyncbench.workloads.common.fnv import fnvhash64_array
+from asyncbench.workloads.common.zipfian import ZIPFIAN_CONSTANT, Zipfian
 
 #: ScrambledZipfianGenerator's constants: a zipfian over 10**10 items, whose precomputed zeta
 #: for theta 0.99 it ships (its ``ITEM_COUNT``, ``ZETAN``)
