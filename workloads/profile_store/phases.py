@@ -16,13 +16,16 @@ engine; engine adapters supply primitives only (README: "Adding a phase kind").
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from asyncbench.workload import Action, BatchCall, Fold, Group, Items, PhaseKind, Split, StreamUse
 from asyncbench.workloads.profile_store.checksum import Checksum
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.mix import MixedOps, MixedPhase, run_mixed
 from asyncbench.workloads.profile_store.plan import Plan, stream_count
 from asyncbench.workloads.profile_store.profiles import update
 from asyncbench.workloads.profile_store.store import Marks, ProfileStore
@@ -67,6 +70,10 @@ async def _insert(store: ProfileStore, uids: Sequence[int], ctx: PhaseContext, m
     profiles = create_many(uids.start, len(uids), ctx.seed)  # generated inside the phase time
     await store.insert(profiles, marks)
     return uids
+
+
+async def _mixed(store: ProfileStore, ops: Sequence[Any], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
+    return await run_mixed(store, ops, ctx.transform, marks)
 
 
 async def _update(store: ProfileStore, uids: Sequence[int], ctx: PhaseContext, marks: Marks) -> Sequence[Any]:
@@ -171,6 +178,18 @@ PHASES: dict[str, PhaseKind] = {
             Split.BY_UID,
         ),
         PhaseKind(
+            "mixed",
+            Action.OPERATIONS,
+            Group.QUERY,
+            (_use(None, "mixed"),),
+            Items.NONE,
+            _mixed,
+            Fold.RECORDS,
+            Split.BY_UID,  # user u's operations all on worker u % P (mix.py)
+            repeatable=False,  # its updates change what a second run reads
+            mixes=True,
+        ),
+        PhaseKind(
             "settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False, columns=("Settle",)
         ),
         PhaseKind(
@@ -185,13 +204,18 @@ PHASES: dict[str, PhaseKind] = {
     )
 }
 
-def phase_items(kind: PhaseKind, stream: str | None, count: int | None, plan: Plan) -> Sequence[Any]:
+def phase_items(
+    kind: PhaseKind, stream: str | None, count: int | None, plan: Plan, params: Mapping[str, Any] | None = None
+) -> Sequence[Any]:
     """The operations a phase will run: a range, or a lazy plan stream whose items are
     drawn batch by batch as the phase consumes them, inside its time (the ``uid % P``
     update buckets draw the stream once per worker, so P draws per update; what a draw
     costs: docs/results/plan-draws.md)."""
     if kind.items is Items.PROFILE_IDS:
         return range(1, plan.counts.profiles + 1)
+    if kind.mixes:  # drawn whole, before the phase's clock
+        phase = MixedPhase(plan.counts.profiles, plan.seed, params or {})
+        return MixedOps(phase, np.arange(int(phase.kind.size), dtype=np.int64))
     if kind.items is Items.REPEATS:
         assert stream is not None
         total = getattr(plan.counts, stream_count(stream))

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import PhaseKind, SettingError, Workload
+from asyncbench.workload import MixFigures, PhaseKind, SettingError, Workload
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
 from asyncbench.workloads.profile_store.logical_bytes import plan_writes
+from asyncbench.workloads.profile_store.mix import MixedOps, mix_figures, mixed_params
 from asyncbench.workloads.profile_store.phases import (
     PHASES,
     VERIFY_OPS,
@@ -52,6 +53,8 @@ class ProfileStoreWorkload:
         return None
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+        if kind.mixes:
+            return mixed_params(table)
         if table:
             raise SettingError(sorted(table)[0], "unknown key")
         return {}
@@ -68,7 +71,7 @@ class ProfileStoreWorkload:
     def phase_items(
         self, kind: PhaseKind, stream: str | None, count: int | None, plan: Plan, params: Mapping[str, Any]
     ) -> Sequence[Any]:
-        return phase_items(kind, stream, count, plan)
+        return phase_items(kind, stream, count, plan, params)
 
     def context(self, seed: int) -> PhaseContext:
         return PhaseContext.for_seed(seed)
@@ -76,8 +79,9 @@ class ProfileStoreWorkload:
     def plan_from_native(self, text: str, source: str) -> str:
         raise ValueError(f"{source}: the profile store has no file format of its own to convert")
 
-    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> None:
-        return None  # each phase runs one operation kind
+    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
+        """The mixed phase's kinds and skew; None for every other phase (one kind each)."""
+        return mix_figures(items) if isinstance(items, MixedOps) else None
 
     def checksum(self) -> Checksum:
         return Checksum()

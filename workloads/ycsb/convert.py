@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.workloads.common.distributions import NAMES
+from asyncbench.workloads.common.zipfian import ZIPFIAN_CONSTANT
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
 from asyncbench.workloads.ycsb.properties import PropertiesError, Property, read_properties
-from asyncbench.workloads.common.zipfian import ZIPFIAN_CONSTANT
 
 #: the plan's seed when the file gives none (YCSB files have no seed): the project's reference seed
 DEFAULT_SEED = 570123434

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from asyncbench.workload import Action, Fold, Group, Items, MixFigures, PhaseKind, Split, StreamUse
+from asyncbench.workloads.common.mix import Done, figures
 from asyncbench.workloads.profile_store.fold import M64
 from asyncbench.workloads.ycsb.checksum import op_digest
 from asyncbench.workloads.ycsb.keys import key_name
@@ -27,7 +28,6 @@ from asyncbench.workloads.ycsb.operations import INSERT, KINDS, READMODIFYWRITE,
 from asyncbench.workloads.ycsb.plan import Layout, mix_spec
 from asyncbench.workloads.ycsb.record import Values
 from asyncbench.workloads.ycsb.scans import scan_range
-from asyncbench.workloads.common.skew import KeyCounts
 from asyncbench.workloads.ycsb.store import HasUsertable, Marks, YcsbStore
 
 __all__ = ["PHASES", "Counts", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
@@ -162,7 +162,7 @@ class MixedPhase:
         self.kind, self.key = self.columns[0], self.columns[1]
         self._names: dict[int, str] = {}
         #: (positions, marks) of every batch run in this process, for :func:`mix_figures`
-        self.done: list[tuple[npt.NDArray[np.int64], list[int]]] = []
+        self.done: Done = []
 
     def name(self, key: int) -> str:
         found = self._names.get(key)
@@ -249,33 +249,12 @@ async def _mixed(store: HasUsertable, ops: Sequence[Any], ctx: Any, marks: Marks
 
 def mix_figures(ops: MixedOps) -> MixFigures:
     """A mixed phase's operations per kind, each kind's latencies (from the marks of the
-    batches this process ran: marks[0] is a batch's start, then one after each operation)
-    and the share of its operations on the hottest 0.1/1/10 % of the keys (YCSB's key
-    space at the phase's end: the records and its inserts)."""
+    batches this process ran) and the share of its operations on the hottest 0.1/1/10 % of
+    the keys (YCSB's key space at the phase's end: the records and its inserts)."""
     phase = ops.phase
-    kinds = phase.kind[ops.positions]
-    counts = np.bincount(kinds, minlength=len(KINDS))
-    latencies: dict[str, list[npt.NDArray[np.int64]]] = {k: [] for k in KINDS}
-    for positions, marks in phase.done:
-        stamps = np.fromiter(marks, dtype=np.int64, count=len(marks))
-        if len(stamps) != len(positions) + 1:
-            continue  # an engine that stamped otherwise: its kinds' latencies are not told apart
-        took = np.diff(stamps)
-        batch_kinds = phase.kind[positions]
-        for code, name in enumerate(KINDS):
-            latencies[name].append(took[batch_kinds == code])
-    keys = KeyCounts()
-    keys.add(phase.key[ops.positions])
-    keyspace = phase.plan.counts.profiles + int(counts[INSERT])
-    return MixFigures(
-        counts={name: int(counts[code]) for code, name in enumerate(KINDS) if counts[code]},
-        latencies_ns={
-            name: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-            for name, parts in latencies.items()
-            if counts[KINDS.index(name)]
-        },
-        hot_shares=keys.hot_shares(keyspace),
-    )
+    inserts = int(np.count_nonzero(phase.kind[ops.positions] == INSERT))
+    keyspace = phase.plan.counts.profiles + inserts
+    return figures(KINDS, phase.kind, ops.positions, phase.done, phase.key[ops.positions], keyspace)
 
 
 def _use(stream: str | None, name: str) -> StreamUse:

@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asyncbench.limits import MAX_PROFILES
 from asyncbench.workload import SettingError
+from asyncbench.workloads.common import params
 from asyncbench.workloads.common.distributions import NAMES
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
@@ -52,59 +52,11 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "requestdistribution": NAMES,
     "scanlengthdistribution": SCAN_LENGTH_DISTRIBUTIONS,
 }
-#: the most operations one mixed phase draws (the stream is drawn before the phase's clock)
-MAX_OPERATIONS = MAX_PROFILES * 10
-
-
-def _typed(key: str, kind: str, v: Any) -> Any:
-    if kind == "int":
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise SettingError(key, f"must be a whole number, got {v!r}")
-        hi = MAX_OPERATIONS if key == "operations" else MAX_PROFILES
-        if not 1 <= v <= hi:
-            raise SettingError(key, f"must be between 1 and {hi:_d}, got {v:_d}")
-        return v
-    if kind == "bool":
-        if not isinstance(v, bool):
-            raise SettingError(key, f"must be true or false, got {v!r}")
-        return v
-    if kind == "choice":
-        if v not in _CHOICES[key]:
-            raise SettingError(key, f"unknown value {v!r} (one of {', '.join(_CHOICES[key])})")
-        return v
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise SettingError(key, f"must be a number, got {v!r}")
-    if v < 0:
-        raise SettingError(key, f"must be >= 0, got {v}")
-    if kind == "fraction" and v > 1:
-        raise SettingError(key, f"a fraction must be <= 1, got {v}")
-    if key == "zipfianconstant" and not 0 < v < 1:
-        raise SettingError(key, f"must be between 0 and 1 (exclusive), got {v}")
-    if key == "exponential_percentile" and not 0 < v < 100:
-        raise SettingError(key, f"must be between 0 and 100 (exclusive), got {v}")
-    if key == "exponential_frac" and v == 0:
-        raise SettingError(key, "must be > 0")
-    return float(v)
-
-
-def _read(table: Mapping[str, Any], rows: Mapping[str, tuple[str, Any]], where: str) -> dict[str, Any]:
-    for key in table:
-        if key not in rows:
-            raise SettingError(key, f"unknown key of {where}; allowed: {', '.join(rows)}")
-    out = {}
-    for key, (kind, default) in rows.items():
-        if key in table:
-            out[key] = _typed(key, kind, table[key])
-        elif default is None:
-            raise SettingError(key, f"is required in {where}")
-        else:
-            out[key] = default
-    return out
 
 
 def section(table: Mapping[str, Any]) -> dict[str, Any]:
     """The ``[ycsb]`` table with YCSB's defaults filled in (SettingError naming the key)."""
-    return _read(table, SECTION, "[ycsb]")
+    return params.read(table, SECTION, "[ycsb]", _CHOICES)
 
 
 def cross_check(v: Mapping[str, Any], recordcount: int, bad: Callable[[str, str], Exception]) -> None:
@@ -118,19 +70,11 @@ def cross_check(v: Mapping[str, Any], recordcount: int, bad: Callable[[str, str]
             raise bad("minscanlength", f"{v['minscanlength']} is above maxscanlength {v['maxscanlength']}")
         if v["maxscanlength"] > recordcount:
             raise bad("maxscanlength", f"{v['maxscanlength']} is past the record count {recordcount}")
-    dist = v["requestdistribution"]
-    if dist == "latest" and recordcount < 2:
-        raise bad("recordcount", "the latest distribution needs at least 2 records")
-    if dist == "hotspot":
-        hot = int(recordcount * v["hotspotdatafraction"])
-        if hot == 0 and v["hotspotopnfraction"] > 0:
-            raise bad("hotspotdatafraction", f"leaves no hot key of {recordcount} records")
-        if hot == recordcount and v["hotspotopnfraction"] < 1:
-            raise bad("hotspotdatafraction", "leaves no cold key for the operations off the hot set")
+    params.check_distribution(v, recordcount, bad)
 
 
 def mixed_params(table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """A ``mixed`` phase's keys with YCSB's defaults filled in, checked against the records."""
-    v = _read(table, MIX_DEFAULTS, "a mixed phase")
+    v = params.read(table, MIX_DEFAULTS, "a mixed phase", _CHOICES)
     cross_check(v, settings["recordcount"], SettingError)
     return v

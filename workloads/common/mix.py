@@ -1,0 +1,55 @@
+"""A mixed phase's figures for its result, the same for every workload's mixed phase:
+operations per kind, each kind's latencies and the skew the phase ran.
+
+A workload's mixed phase keeps its drawn kind codes (one per operation of the sequence)
+and, per batch run in this process, its positions and marks (the batch's start stamp, then
+one after each operation); this turns them into :class:`~asyncbench.workload.MixFigures`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from asyncbench.workload import MixFigures
+from asyncbench.workloads.common.skew import KeyCounts
+
+__all__ = ["Done", "figures"]
+
+#: (positions, marks) of every batch a process ran
+Done = list[tuple[npt.NDArray[np.int64], list[int]]]
+
+
+def figures(
+    names: Sequence[str],
+    kind: npt.NDArray[np.integer],
+    positions: npt.NDArray[np.int64],
+    done: Done,
+    keys: npt.NDArray[np.int64],
+    keyspace: int,
+) -> MixFigures:
+    """``kind``: every operation's kind code (an index of ``names``); ``positions``: the
+    phase's operations; ``keys``: their key numbers (0-based) in a key space of ``keyspace``."""
+    counts = np.bincount(kind[positions], minlength=len(names))
+    latencies: dict[str, list[npt.NDArray[np.int64]]] = {k: [] for k in names}
+    for ran, marks in done:
+        stamps = np.fromiter(marks, dtype=np.int64, count=len(marks))
+        if len(stamps) != len(ran) + 1:
+            continue  # an engine that stamped otherwise: its kinds' latencies are not told apart
+        took = np.diff(stamps)
+        batch_kinds = kind[ran]
+        for code, name in enumerate(names):
+            latencies[name].append(took[batch_kinds == code])
+    seen = KeyCounts()
+    seen.add(keys)
+    return MixFigures(
+        counts={name: int(counts[code]) for code, name in enumerate(names) if counts[code]},
+        latencies_ns={
+            name: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            for code, (name, parts) in enumerate(latencies.items())
+            if counts[code]
+        },
+        hot_shares=seen.hot_shares(keyspace),
+    )
