@@ -129,12 +129,23 @@ def _count(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping
 @dataclasses.dataclass
 class _Order:
     """What the phases before this one did: a phase that needs data comes after the one
-    insert, and a stream-less phase after an update sees the updated store."""
+    insert, a stream-less phase after an update sees the updated store, and a plan runs
+    one mixed phase with only maintenance after it."""
 
     seen_insert: bool = False
     seen_update: bool = False
+    seen_mixed: str | None = None  # the mixed phase's key
 
     def place(self, where: str, key: str, kind_name: str, kind: PhaseKind) -> None:
+        if self.seen_mixed is not None:
+            if kind.mixes:
+                raise ConfigError(where, f"{key}.kind", f"a plan runs one mixed phase ({self.seen_mixed} is one): "
+                                  "a second would draw the same operations again")
+            if kind.action not in (Action.STABILIZE, Action.SETTLE, Action.REOPEN):
+                raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes after the mixed phase {self.seen_mixed}, "
+                                  "whose writes change what it would read; only stabilize, settle and reopen may follow")
+        if kind.mixes:
+            self.seen_mixed = key
         if kind.needs_data and not self.seen_insert:
             raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first")
         if kind.inserts:
