@@ -138,3 +138,21 @@ def test_bad_mixed_keys_are_refused_naming_file_and_key(
     assert code == 2, output
     assert str(plan) in output and f"phase[2].{key}" in output and problem in output, output
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_reused_store_never_runs_the_mixed_phase_and_a_mixed_build_is_no_plain_build(tmp_path: Path, run_cli) -> None:
+    """The mixed phase writes: a --reuse-data run skips it as it skips the insert, and a
+    store it changed is not taken for the store of a plan without it (the fingerprint's
+    write phases differ)."""
+    plan, _ = small_plan(tmp_path, ops=800)
+    args = ("--engine", "lsm", "--profiles", "500", "--no-isolate", "--yes")
+    code, _, output = run_cli(str(plan), *args, "--keep-data")
+    assert code == 0, output
+    code, results, output = run_cli(str(plan), *args, "--reuse-data")
+    assert code == 0, output
+    phases = {p["name"]: p for p in results[-1]["engines"][0]["phases"]}
+    assert phases["mixed"]["skipped"], phases["mixed"]
+    plain = tmp_path / "plain.toml"
+    plain.write_text(plan.read_text().split('[[phase]]\nkind = "mixed"')[0] + '[[phase]]\nkind = "read_by_id"\n')
+    code, _, output = run_cli(str(plain), *args, "--reuse-data")
+    assert code != 0 and "mixed" in output, output

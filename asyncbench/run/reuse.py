@@ -32,7 +32,7 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
-from asyncbench.workload import Action, Group, PlanCounts
+from asyncbench.workload import Action, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
@@ -52,8 +52,12 @@ class StoreMismatch(RuntimeError):
 
 
 def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
-    """The write phases of a plan, as [kind, stream, count]."""
-    return [[p.kind, p.stream, p.count] for p in phases if workload().phases[p.kind].group is Group.WRITE]
+    """The write phases of a plan (a mixed phase writes too), as [kind, stream, count]."""
+    return [[p.kind, p.stream, p.count] for p in phases if _writes(workload().phases[p.kind])]
+
+
+def _writes(kind: PhaseKind) -> bool:
+    return kind.group is Group.WRITE or kind.mixes
 
 
 def fingerprint(
@@ -83,7 +87,7 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
     """The checksums of the phases that read the store as it was left: those after the
     last write phase (earlier ones read a store the later writes changed), each with what
     decides it besides the seed and the counts (kind, stream, count, workers)."""
-    last_write = max((i for i, s in enumerate(specs) if workload().phases[s.kind].group is Group.WRITE), default=-1)
+    last_write = max((i for i, s in enumerate(specs) if _writes(workload().phases[s.kind])), default=-1)
     out: list[dict[str, Any]] = []
     for p in phases:
         if p.index > last_write and not p.skipped and p.checksum and p.index < len(specs):
@@ -95,8 +99,9 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
 
 
 def updated(found: dict[str, Any]) -> bool:
-    """Whether the build ran a phase that rewrote stored profiles."""
-    return any(workload().phases[w[0]].rewrites for w in found.get("writes", []) if w and w[0] in workload().phases)
+    """Whether the build ran a phase that rewrote stored profiles (an update, a mixed phase)."""
+    phases = workload().phases
+    return any(phases[w[0]].rewrites or phases[w[0]].mixes for w in found.get("writes", []) if w and w[0] in phases)
 
 
 def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
@@ -132,7 +137,7 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
 def skip_reason(spec: PhaseSpec, store_updated: bool) -> str | None:
     """Why a reuse run does not run this phase (None: it runs)."""
     kind = workload().phases[spec.kind]
-    if kind.group is Group.WRITE:
+    if _writes(kind):
         return "the store is reused, never written"
     if kind.action in (Action.OPERATIONS, Action.VERIFY) and spec.post_update != store_updated:
         if store_updated:
