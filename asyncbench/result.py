@@ -431,6 +431,8 @@ class PhaseResult:
     def check(self, where: str) -> None:
         if self.stream is not None and self.stream not in self.kind.streams:
             raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
+        if self.group is Group.QUERY and self.kind.mixes:
+            self.group = self.kind.group  # written when a mixed phase was in the query group
         if self.action is not self.kind.action or self.group is not self.kind.group:
             raise ResultError(
                 f"{where}: action {self.action.value!r} and group {self.group.value!r} are not those of "

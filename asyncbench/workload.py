@@ -55,6 +55,7 @@ class Group(StrEnum):
     LOOKUP = "lookup"
     SCAN = "scan"
     QUERY = "query"
+    MIXED = "mixed"  # a phase of several operation kinds (PhaseKind.mixes)
     MAINTENANCE = "maintenance"
     VERIFY = "verify"
 

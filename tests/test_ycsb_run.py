@@ -291,3 +291,18 @@ def test_a_load_phase_has_no_capacity_search(tmp_path: Path, run_cli) -> None:
     searched.write_text(plan.read_text().replace('kind = "load"', 'kind = "load"\ncapacity = true'))
     code, _, output = run_cli(str(searched), "--engine", "memory", "--yes")
     assert code == 2 and f"{searched}: phase[0].capacity: phase kind 'load' is no read, scan, query or mixed phase" in output, output
+
+
+def test_the_mixed_phase_chart_says_what_it_measured(tmp_path: Path, run_cli) -> None:
+    """The query chart's text is the profile store's ("whole profiles found through a
+    secondary index"): YCSB's mixed phase has a chart of its own that says it is one."""
+    from asyncbench.report import charts
+    from asyncbench.result import RunResult
+
+    plan, _ = small_plan(tmp_path, "b")
+    code, _, output = run_cli(str(plan), "--engine", "memory", "--no-isolate", "--yes")
+    assert code == 0, output
+    (path,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    figure = charts.mixed_throughput(RunResult.from_json(path.read_bytes()))
+    texts = " ".join(t.get_text() for t in figure.texts)
+    assert "Mixed Phase Throughput" in texts and "whole profiles" not in texts

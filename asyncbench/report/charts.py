@@ -443,16 +443,17 @@ def scan_throughput(run: RunResult) -> Figure:
     )
 
 
+def mixed_throughput(run: RunResult) -> Figure:
+    return _throughput(
+        run,
+        "Mixed Phase Throughput",
+        "Operations per second of a mixed phase, each of a kind drawn as the plan's proportions "
+        "say (each kind's share and latency: the report's Operation Kinds) · higher is better",
+        _ops_groups(run, (Group_.MIXED,)),
+    )
+
+
 def query_throughput(run: RunResult) -> Figure:
-    queries = [p for p in run.phases if p.kind.group is Group_.QUERY]
-    if queries and all(p.kind.mixes for p in queries):  # YCSB's mixed phase: no profile query
-        return _throughput(
-            run,
-            "Mixed Phase Throughput",
-            "Operations per second of a mixed phase, each of a kind drawn as the plan's proportions "
-            "say (each kind's share and latency: the report's Operation Kinds) · higher is better",
-            _ops_groups(run, (Group_.QUERY,)),
-        )
     return _throughput(
         run,
         "Query Throughput",
@@ -560,6 +561,7 @@ CHARTS: tuple[Chart, ...] = (
     Chart("lookup-throughput", "Lookup Throughput", lookup_throughput, (Group_.LOOKUP,)),
     Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
     Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
+    Chart("mixed-throughput", "Mixed Phase Throughput", mixed_throughput, (Group_.MIXED,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
     Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
     _of_repeats(

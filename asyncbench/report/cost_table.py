@@ -21,7 +21,12 @@ from asyncbench.workload import Action, Group
 __all__ = ["COST_NOTE", "CostRow", "console_lines", "cost_rows", "markdown_lines", "not_measured"]
 
 #: Read phases are summed by group under these labels.
-_GROUP_LABELS = {Group.LOOKUP: "lookups (all)", Group.SCAN: "scans (all)", Group.QUERY: "queries (all)"}
+_GROUP_LABELS = {
+    Group.LOOKUP: "lookups (all)",
+    Group.SCAN: "scans (all)",
+    Group.QUERY: "queries (all)",
+    Group.MIXED: "mixed (all)",
+}
 _FIGURE_LABELS = {
     "client_cpu": "client CPU",
     "engine_cpu": "engine CPU",

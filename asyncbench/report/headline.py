@@ -30,7 +30,7 @@ from asyncbench.workload import Action, Group
 __all__ = ["Headline", "build", "console_lines"]
 
 #: The groups a headline names, in the phase table's order (verify is a check, not a race).
-GROUPS = (Group.WRITE, Group.LOOKUP, Group.SCAN, Group.QUERY, Group.MAINTENANCE)
+GROUPS = (Group.WRITE, Group.LOOKUP, Group.SCAN, Group.QUERY, Group.MIXED, Group.MAINTENANCE)
 
 
 @dataclass

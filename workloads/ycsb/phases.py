@@ -277,7 +277,7 @@ PHASES: dict[str, PhaseKind] = {
         PhaseKind(
             "mixed",
             Action.OPERATIONS,
-            Group.QUERY,
+            Group.MIXED,
             (_use(None, "mixed"),),
             Items.NONE,
             _mixed,
