@@ -62,7 +62,7 @@ def run_cli(tmp_path: Path, capfd: pytest.CaptureFixture[str]):
         out, data = tmp_path / "out", tmp_path / "data"
         code = main([*args, "--output", str(out), "--data", str(data)])
         captured = capfd.readouterr()  # fd level: isolated engines print from child processes
-        results = [orjson.loads(p.read_bytes()) for p in sorted(out.glob("profiles-*/asyncbench-*.json"))]
+        results = [orjson.loads(p.read_bytes()) for p in sorted(out.glob("*-*-p*/asyncbench-*.json"))]
         return code, results, captured.out + captured.err
 
     return run

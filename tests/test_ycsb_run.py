@@ -174,7 +174,7 @@ def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cl
     plan, _ = small_plan(tmp_path, "a")
     code, _, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
     assert code == 0, output
-    (result,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    (result,) = (tmp_path / "out").glob("records-*/asyncbench-*.json")
     from asyncbench.workloads import select
 
     select("profile_store")  # a fresh process: the default workload until the result names one
@@ -200,11 +200,11 @@ def test_kinds_and_skew_reach_console_report_and_csv(tmp_path: Path, run_cli) ->
         assert f"{k['ops']:_d}" in line and "p99.9" in line and len(line) <= 80
     assert any(x.startswith("    hottest keys' share of ops: 0.1%: ") for x in lines)
     assert "== memory · 300 records" in lines and "  300 records, P1, engines memory" in lines  # its size's unit
-    md = next((tmp_path / "out").glob("profiles-*/asyncbench-*.md")).read_text()
+    md = next((tmp_path / "out").glob("records-*/asyncbench-*.md")).read_text()
     section = md.split("## Operation Kinds", 1)[1].split("\n## ", 1)[0]
     assert "| memory | mixed | read |" in section and "| memory | mixed | update |" in section
     assert "ops on hottest 0.1% of keys" in section
-    csv = next((tmp_path / "out").glob("profiles-*/asyncbench-*[0-9]Z.csv")).read_text().splitlines()
+    csv = next((tmp_path / "out").glob("records-*/asyncbench-*[0-9]Z.csv")).read_text().splitlines()
     header = csv[0].split(",")
     rows = [dict(zip(header, r.split(","), strict=True)) for r in csv[1:]]
     per_kind = {r["op_kind"]: int(r["ops"]) for r in rows if r["op_kind"]}
@@ -302,7 +302,7 @@ def test_the_mixed_phase_chart_says_what_it_measured(tmp_path: Path, run_cli) ->
     plan, _ = small_plan(tmp_path, "b")
     code, _, output = run_cli(str(plan), "--engine", "memory", "--no-isolate", "--yes")
     assert code == 0, output
-    (path,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    (path,) = (tmp_path / "out").glob("records-*/asyncbench-*.json")
     figure = charts.mixed_throughput(RunResult.from_json(path.read_bytes()))
     texts = " ".join(t.get_text() for t in figure.texts)
     assert "Mixed Phase Throughput" in texts and "whole profiles" not in texts

@@ -43,14 +43,16 @@ from asyncbench.engines.store_dir import MARKER as STORE_MARKER
 from asyncbench.fs.ledger import LedgerError, check_directory, entry_problem
 from asyncbench.fs.ownership import Proof, is_own_log, ownership_problem
 from asyncbench.parse import check_printable
+from asyncbench.workloads import workload
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
 
 
 def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
     """``OUTPUT/profiles-N-pP``: one folder per (profiles, parallelism) level, named as the
-    reference names its output folders."""
-    return output / f"profiles-{profiles}-p{parallelism}"
+    reference names its output folders; named by what the workload counts
+    (``records-N-pP`` for YCSB, whose size is a record count)."""
+    return output / f"{workload().unit}-{profiles}-p{parallelism}"
 
 
 def output_run_dirs(cfg: BenchConfig) -> list[Path]:

@@ -316,7 +316,7 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
     """
     warnings = [] if warnings is None else warnings
     files: list[tuple[float, Path]] = []
-    for path in cfg.output.glob("profiles-*/asyncbench-*.json"):
+    for path in cfg.output.glob(f"{workload().unit}-*/asyncbench-*.json"):  # as dirs.paths.result_dir names them
         try:
             files.append((path.stat().st_mtime, path))
         except OSError as exc:  # a dangling symlink, a loop, a vanished file
