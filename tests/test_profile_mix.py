@@ -113,6 +113,9 @@ def test_two_client_processes_give_the_reference_checksum(engine: str, tmp_path:
     (result,) = results[0]["engines"]
     assert len(result["client_processes"]) == 2
     assert result["phases"][2]["checksum"] == reference(600, doc["run"]["seed"], doc["phase"][2], 4)
+    kinds = result["phases"][2]["mix"]["kinds"]  # each kind's latency, merged from both processes
+    assert sum(k["ops"] for k in kinds.values()) == 1200
+    assert all(k["latency"] is not None and k["latency"]["count"] == k["ops"] for k in kinds.values()), kinds
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from asyncbench.workloads.common.distributions import Params
 from asyncbench.workloads.ycsb import partition
 from asyncbench.workloads.ycsb.checksum import PhaseChecksum, op_digest, scan_digest
-from asyncbench.workloads.common.distributions import Params
 from asyncbench.workloads.ycsb.keys import key_name
 from asyncbench.workloads.ycsb.operations import (
     ALL_FIELDS,

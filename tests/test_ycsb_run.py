@@ -141,9 +141,9 @@ def test_mixed_phase_records_each_kind_and_the_skew_run(tmp_path: Path, run_cli)
     shares are those of the drawn keys; all the same on every engine and P."""
     import numpy as np
 
+    from asyncbench.workloads.common.skew import KeyCounts
     from asyncbench.workloads.ycsb.operations import KINDS, OperationStream
     from asyncbench.workloads.ycsb.plan import mix_spec
-    from asyncbench.workloads.common.skew import KeyCounts
 
     plan, doc = small_plan(tmp_path, "e")
     code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--parallelism", "1,4", "--no-isolate", "--yes")

@@ -42,7 +42,7 @@ from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
 from asyncbench.run.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
-from asyncbench.run.phase_rows import phase_rate
+from asyncbench.run.phase_rows import kind_histograms, phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.workload import Action, DrawnPlan
 from asyncbench.workloads import workload
@@ -90,6 +90,9 @@ class PhasePart:
     wait_seconds: float | None = None
     load: float | None = None
     cpus: int | None = None
+    #: a mixed phase: each operation kind's latencies in this process (HdrHistogram,
+    #: encoded), which the coordinator merges into the phase's per-kind figures
+    kind_histograms: dict[str, str] | None = None
 
 
 @dataclass
@@ -256,6 +259,7 @@ class ClientProcess:
             "index": index,
             "rate": phase_rate(spec),
             "kind": kind,
+            "items": items,  # a mixed phase's per-kind latencies are read from it after the phase
             "parts": {w: parts[w] for w in self._hosted},
             "shares": shares(kind, parts),
             "handles": {w: engine.worker(w) for w in self._hosted},
@@ -332,6 +336,7 @@ class ClientProcess:
                 raise RuntimeError(f"client process {self._k}: phase aborted by the coordinator")
             summary = recorder.summary()
             load, cpus = host_load()
+            kinds = kind_histograms(kind, prepared["items"])  # after the phase's clock
             return PhasePart(
                 process=self._k,
                 release=release,
@@ -343,6 +348,7 @@ class ClientProcess:
                 wait_seconds=None if wait0 is None or wait1 is None else wait1 - wait0,
                 load=load,
                 cpus=cpus,
+                kind_histograms=kinds,
             )
         finally:
             self._running = None

@@ -56,7 +56,14 @@ from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
-from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.phase_rows import (
+    add_figures,
+    merge_kind_latencies,
+    phase_mix,
+    phase_rate,
+    phase_row,
+    sweep_dipped,
+)
 from asyncbench.run.saturation import (
     CLIENT_BOUND_BUSY,
     PhaseLoad,
@@ -561,6 +568,7 @@ class DistributedEngineRun:
                 pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
         self._loads.append(phase_load(merged, parts, waited))
         pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))  # after the phase, untimed
+        merge_kind_latencies(pr.mix, [p.kind_histograms for p in parts])
         sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
@@ -608,7 +616,7 @@ class DistributedEngineRun:
 
     def _mix(self, spec: PhaseSpec) -> MixFigures | None:
         """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
-        is a pure function of it); its kinds' latencies stay in the processes that ran them."""
+        is a pure function of it); its kinds' latencies come from the processes that ran them."""
         kind = workload().phases[spec.kind]
         if not kind.mixes:  # one operation kind: nothing to draw
             return None

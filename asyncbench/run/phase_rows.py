@@ -12,16 +12,17 @@ same code from the same values.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhaseResult
-from asyncbench.workload import MixFigures
+from asyncbench.workload import MixFigures, PhaseKind
 from asyncbench.workloads import workload
 
-__all__ = ["add_figures", "phase_mix", "phase_rate", "phase_row", "sweep_dipped"]
+__all__ = ["add_figures", "kind_histograms", "merge_kind_latencies", "phase_mix", "phase_rate", "phase_row", "sweep_dipped"]
 
 
 def hot_label(fraction: float) -> str:
@@ -42,6 +43,29 @@ def phase_mix(figures: MixFigures | None) -> PhaseMix | None:
             stats = LatencyHistogram.from_values(took).summary()
         kinds[name] = KindFigures(ops, stats)
     return PhaseMix(kinds, {hot_label(f): share for f, share in figures.hot_shares.items()})
+
+
+def kind_histograms(kind: PhaseKind, items: Sequence[Any]) -> dict[str, str] | None:
+    """A mixed phase's latencies per operation kind measured in this process (a client
+    process of a scaled-out run), as encoded HdrHistograms; None for other phases."""
+    if not kind.mixes:
+        return None
+    figures = workload().mix_figures(kind, items)
+    if figures is None:
+        return None
+    return {name: LatencyHistogram.from_values(took).encoded() for name, took in figures.latencies_ns.items() if len(took)}
+
+
+def merge_kind_latencies(mix: PhaseMix | None, shipped: Sequence[dict[str, str] | None]) -> None:
+    """Each kind's latency of a scaled-out mixed phase: the client processes' histograms
+    (:func:`kind_histograms`) merged exactly, never averaged."""
+    if mix is None:
+        return
+    for name, figures in mix.kinds.items():
+        hists = [LatencyHistogram.from_encoded(h[name]) for h in shipped if h and name in h]
+        merged = LatencyHistogram.merge(hists) if hists else None
+        if merged is not None and merged.count:
+            figures.latency = merged.summary()
 
 
 def phase_rate(spec: PhaseSpec) -> Rate | None:
