@@ -159,3 +159,29 @@ def test_a_reused_store_never_runs_the_mixed_phase_and_a_mixed_build_is_no_plain
     plain.write_text(plan.read_text().split('[[phase]]\nkind = "mixed"')[0] + '[[phase]]\nkind = "read_by_id"\n')
     code, _, output = run_cli(str(plain), *args, "--reuse-data")
     assert code != 0 and "mixed" in output, output
+
+
+def test_kinds_reach_report_csv_and_compare(tmp_path: Path, run_cli, capfd) -> None:
+    from asyncbench.cli.main import main
+
+    plan, _ = small_plan(tmp_path, ops=2000)
+    code, results, output = run_cli(str(plan), "--engine", "memory", "--profiles", "800", "--no-isolate", "--csv", "--yes")
+    assert code == 0, output
+    kinds = results[0]["engines"][0]["phases"][2]["mix"]["kinds"]
+    lines = output.splitlines()
+    for name, k in kinds.items():  # console: a line per kind under the mixed phase, 80 columns
+        (line,) = [x for x in lines if x.startswith(f"    {name} ")]
+        assert f"{k['ops']:_d}" in line and len(line) <= 80
+    md = next((tmp_path / "out").glob("profiles-800-p1/asyncbench-*.md")).read_text()
+    section = md.split("## Operation Kinds", 1)[1].split("\n## ", 1)[0]
+    for name in ("read_by_id", "lookup_by_email", "update"):
+        assert f"| memory | mixed | {name} |" in section
+    csv = next((tmp_path / "out").glob("profiles-800-p1/asyncbench-*[0-9]Z.csv")).read_text().splitlines()
+    header = csv[0].split(",")
+    rows = [dict(zip(header, r.split(","), strict=True)) for r in csv[1:]]
+    assert {r["op_kind"]: int(r["ops"]) for r in rows if r["op_kind"]} == {k: v["ops"] for k, v in kinds.items()}
+    (result,) = (tmp_path / "out").glob("profiles-800-p1/asyncbench-*.json")
+    capfd.readouterr()
+    assert main(["compare", str(result), str(result)]) == 0
+    shown = capfd.readouterr().out
+    assert "mixed read_by_id p99 µs" in shown and "mixed ops on hottest 1% keys" in shown, shown
