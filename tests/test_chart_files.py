@@ -65,6 +65,7 @@ LATEST = [
     "lookup-throughput",
     "scan-throughput",
     "query-throughput",
+    "mixed-throughput",  # a mixed phase's (its own group)
     "resource-footprint",
     "cost",
 ]
