@@ -42,9 +42,12 @@ __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
 #: (``asyncbench.run.reuse_proof``); a format-1 store is refused (rebuild it).
 FORMAT = 2
 
-#: The counts whose streams are drawn before (and including) the updates: they decide
-#: which profiles an update phase changed, so they shaped an updated store.
-_UPDATE_COUNTS = tuple(dict.fromkeys(workload().stream_count(s) for s in ("reads", "email_reads", "queries", "updates")))
+def _update_counts() -> tuple[str, ...]:
+    """The counts whose streams are drawn before (and including) the updates: they decide
+    which profiles an update phase changed, so they shaped an updated store. Asked of the
+    workload selected now, not at import (a process that imported this module while YCSB
+    was selected, as a test session does, got YCSB's one size and a KeyError)."""
+    return tuple(dict.fromkeys(workload().stream_count(s) for s in ("reads", "email_reads", "queries", "updates")))
 
 
 class StoreMismatch(RuntimeError):
@@ -122,7 +125,7 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
         have, want = found.get("counts") or {}, expected["counts"]
         diffs += [
             f"counts.{key} {have.get(key)!r} (this run: {want[key]!r})"
-            for key in _UPDATE_COUNTS
+            for key in _update_counts()
             if have.get(key) != want[key]
         ]
         if found.get("writes") != expected["writes"]:
