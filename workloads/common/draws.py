@@ -1,4 +1,5 @@
-"""Seeded random numbers for the YCSB workload: one independent stream per purpose.
+"""Seeded random numbers for the mixed phases' draws (YCSB's and the profile store's):
+one independent stream per purpose.
 
 Determinism on any machine is the contract (a plan's seed gives the same operations
 everywhere), so the numbers come from numpy's PCG64 bit generator seeded through a
