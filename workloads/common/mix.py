@@ -9,6 +9,7 @@ one after each operation); this turns them into :class:`~asyncbench.workload.Mix
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -16,10 +17,40 @@ import numpy.typing as npt
 from asyncbench.workload import MixFigures
 from asyncbench.workloads.common.skew import KeyCounts
 
-__all__ = ["Done", "figures"]
+__all__ = ["Done", "OwnedOps", "figures"]
 
 #: (positions, marks) of every batch a process ran
 Done = list[tuple[npt.NDArray[np.int64], list[int]]]
+
+
+class OwnedOps:
+    """Positions of a mixed phase's operations (a worker's share, or a batch of it), in
+    sequence order, and the split both workloads' mixed phases use: the operations on key
+    k go to worker k mod P (its owner), so every operation on one key runs in one worker,
+    in sequence order. A workload's subclass says which key each operation is on
+    (:meth:`owner_keys`) and what an item is (``__getitem__``)."""
+
+    def __init__(self, phase: Any, positions: npt.NDArray[np.int64]) -> None:
+        self.phase, self.positions = phase, positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def owner_keys(self) -> npt.NDArray[np.int64]:
+        """The key number each of these operations is on (what decides its owner)."""
+        raise NotImplementedError
+
+    def part(self, positions: npt.NDArray[np.int64]) -> Self:
+        return type(self)(self.phase, positions)
+
+    # the framework's lazy split (asyncbench.workload.LazyItems)
+    def window(self, start: int, stop: int) -> Self:
+        return self.part(self.positions[start:stop])
+
+    def by_residue(self, workers: int) -> list[Self]:
+        """Worker w's share: the operations on the keys it owns (key % P == w), in order."""
+        owners = self.owner_keys() % workers
+        return [self.part(self.positions[owners == w]) for w in range(workers)]
 
 
 def figures(

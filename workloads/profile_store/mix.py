@@ -31,7 +31,7 @@ import numpy.typing as npt
 from asyncbench.workload import MixFigures, SettingError
 from asyncbench.workloads.common import draws, params
 from asyncbench.workloads.common.distributions import NAMES, Params, chooser, next_keys
-from asyncbench.workloads.common.mix import Done, figures
+from asyncbench.workloads.common.mix import Done, OwnedOps, figures
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.fold import M64
 from asyncbench.workloads.profile_store.store import Marks, ProfileStore
@@ -94,15 +94,15 @@ class MixedPhase:
         self.done: Done = []
 
 
-class MixedOps(Sequence[tuple[int, int]]):
+class MixedOps(OwnedOps, Sequence[tuple[int, int]]):
     """Positions of a mixed phase's operations (a worker's share, or a batch of it), in
-    sequence order; item i is (kind code, user id)."""
+    sequence order; item i is (kind code, user id). User u's operations go to worker
+    u % P, the update phase's owner (:class:`~asyncbench.workloads.common.mix.OwnedOps`)."""
 
-    def __init__(self, phase: MixedPhase, positions: npt.NDArray[np.int64]) -> None:
-        self.phase, self.positions = phase, positions
+    phase: MixedPhase
 
-    def __len__(self) -> int:
-        return len(self.positions)
+    def owner_keys(self) -> npt.NDArray[np.int64]:
+        return self.phase.uid[self.positions]
 
     @overload
     def __getitem__(self, i: int) -> tuple[int, int]: ...
@@ -110,21 +110,12 @@ class MixedOps(Sequence[tuple[int, int]]):
     def __getitem__(self, i: slice) -> MixedOps: ...
     def __getitem__(self, i: int | slice) -> tuple[int, int] | MixedOps:
         if isinstance(i, slice):
-            return MixedOps(self.phase, self.positions[i])
+            return self.part(self.positions[i])
         p = int(self.positions[i])
         return int(self.phase.kind[p]), int(self.phase.uid[p])
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         return iter(zip(self.phase.kind[self.positions].tolist(), self.phase.uid[self.positions].tolist(), strict=True))
-
-    # the framework's lazy split (asyncbench.workload.LazyItems)
-    def window(self, start: int, stop: int) -> MixedOps:
-        return self[start:stop]
-
-    def by_residue(self, workers: int) -> list[MixedOps]:
-        """Worker w's share: the operations on the users it owns (uid % P == w), in order."""
-        owners = self.phase.uid[self.positions] % workers
-        return [MixedOps(self.phase, self.positions[owners == w]) for w in range(workers)]
 
 
 async def run_mixed(store: ProfileStore, ops: Sequence[Any], transform: Any, marks: Marks) -> list[Any]:

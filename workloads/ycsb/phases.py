@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from asyncbench.workload import Action, Fold, Group, Items, MixFigures, PhaseKind, Split, StreamUse
-from asyncbench.workloads.common.mix import Done, figures
+from asyncbench.workloads.common.mix import Done, OwnedOps, figures
 from asyncbench.workloads.profile_store.fold import M64
 from asyncbench.workloads.ycsb.checksum import op_digest
 from asyncbench.workloads.ycsb.keys import key_name
@@ -186,15 +186,15 @@ class MixedPhase:
             _ = self.initial, self.written_names
 
 
-class MixedOps(Sequence[tuple[int, ...]]):
+class MixedOps(OwnedOps, Sequence[tuple[int, ...]]):
     """Positions of a mixed phase's operations (one worker's share, or a batch of it), in
-    sequence order; the framework slices it into batches (``LazyItems`` for the split)."""
+    sequence order; the framework slices it into batches (``LazyItems`` for the split):
+    key k's operations on worker k mod P (:class:`~asyncbench.workloads.common.mix.OwnedOps`)."""
 
-    def __init__(self, phase: MixedPhase, positions: npt.NDArray[np.int64]) -> None:
-        self.phase, self.positions = phase, positions
+    phase: MixedPhase
 
-    def __len__(self) -> int:
-        return len(self.positions)
+    def owner_keys(self) -> npt.NDArray[np.int64]:
+        return self.phase.key[self.positions]
 
     @overload
     def __getitem__(self, i: int) -> tuple[int, ...]: ...
@@ -202,21 +202,12 @@ class MixedOps(Sequence[tuple[int, ...]]):
     def __getitem__(self, i: slice) -> MixedOps: ...
     def __getitem__(self, i: int | slice) -> tuple[int, ...] | MixedOps:
         if isinstance(i, slice):
-            return MixedOps(self.phase, self.positions[i])
+            return self.part(self.positions[i])
         p = int(self.positions[i])
         return (p, *(int(c[p]) for c in self.phase.columns))
 
     def __iter__(self) -> Iterator[tuple[int, ...]]:
         return iter(self.rows())
-
-    # the framework's lazy-stream split (asyncbench.workload.LazyItems)
-    def window(self, start: int, stop: int) -> MixedOps:
-        return self[start:stop]
-
-    def by_residue(self, workers: int) -> list[MixedOps]:
-        """Worker w's share: the operations on the keys it owns (key % P == w), in order."""
-        owners = self.phase.key[self.positions] % workers
-        return [MixedOps(self.phase, self.positions[owners == w]) for w in range(workers)]
 
     # what the store's operations read (workloads.ycsb.store.Ops)
     def rows(self) -> list[tuple[int, int, int, int, int, int, int]]:
