@@ -56,7 +56,7 @@ def _phase(
     params = _params(where, key, kind, table, settings)
     stream = _stream(where, key, kind_name, kind, table)
     count = _count(where, key, kind_name, kind, table)
-    order.place(where, key, kind_name, kind)
+    order.place(where, key, kind_name, kind, params)
     use = kind.use(stream if kind.takes_stream else None, after_update=order.seen_update)
     if kind.rewrites:
         order.seen_update = True
@@ -126,6 +126,15 @@ def _count(where: str, key: str, kind_name: str, kind: PhaseKind, table: Mapping
     return read_int(where, f"{key}.count", count, 1, MAX_PROFILES * 10)
 
 
+#: what may follow a mixed phase besides another mixed phase: its writes leave a store the
+#: profile store's reference tables do not describe
+_AFTER_MIXED = (Action.STABILIZE, Action.SETTLE, Action.REOPEN)
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and value > 0
+
+
 @dataclasses.dataclass
 class _Order:
     """What the phases before this one did: a phase that needs data comes after the one
@@ -134,18 +143,21 @@ class _Order:
 
     seen_insert: bool = False
     seen_update: bool = False
-    seen_mixed: str | None = None  # the mixed phase's key
+    seen_mixed: str | None = None  # the first mixed phase's key
+    mixed_inserts: str | None = None  # the first mixed phase that inserts
 
-    def place(self, where: str, key: str, kind_name: str, kind: PhaseKind) -> None:
-        if self.seen_mixed is not None:
-            if kind.mixes:
-                raise ConfigError(where, f"{key}.kind", f"a plan runs one mixed phase ({self.seen_mixed} is one): "
-                                  "a second would draw the same operations again")
-            if kind.action not in (Action.STABILIZE, Action.SETTLE, Action.REOPEN):
-                raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes after the mixed phase {self.seen_mixed}, "
-                                  "whose writes change what it would read; only stabilize, settle and reopen may follow")
+    def place(self, where: str, key: str, kind_name: str, kind: PhaseKind, params: Mapping[str, object]) -> None:
+        inserts = kind.mixes and _positive(params.get("insertproportion"))  # YCSB's mix key
+        if self.seen_mixed is not None and not kind.mixes and kind.action not in _AFTER_MIXED:
+            raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes after the mixed phase {self.seen_mixed}, "
+                              "whose writes change what it would read; only stabilize, settle, reopen and "
+                              "mixed phases may follow")
+        if inserts and self.mixed_inserts is not None:
+            raise ConfigError(where, f"{key}.kind", f"a second mixed phase that inserts ({self.mixed_inserts} "
+                              "inserts too): it draws the same operations again and would insert the same keys")
         if kind.mixes:
-            self.seen_mixed = key
+            self.seen_mixed = self.seen_mixed or key
+            self.mixed_inserts = self.mixed_inserts or (key if inserts else None)
         if kind.needs_data and not self.seen_insert:
             raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes before any insert phase; insert first")
         if kind.inserts:
