@@ -59,7 +59,7 @@ def _mix(tmp: Path, *flags: str) -> tuple[dict[int, str], str]:
     plan.write_text(MIX)
     r = run_asyncbench(tmp, str(plan), "--capacity-range", "1k,4k", *flags, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    (result,) = sorted((tmp / "out").glob("profiles-*/asyncbench-*.json"))
+    (result,) = sorted((tmp / "out").glob("records-*/asyncbench-*.json"))
     phase = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]
     assert phase["ops"] == 8000 and 1 <= len(phase["capacity"]["probes"]) <= phase["capacity"]["probe_bound"]
     assert sum(k["ops"] for k in phase["mix"]["kinds"].values()) == 8000  # its whole stream's kinds
