@@ -13,6 +13,7 @@ from test_lsm_segment import damage_block_3
 
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.errors import CorruptSegment
+from asyncbench.engines.lsm.merging_iterator import merge
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader, _lookup
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 
@@ -108,3 +109,87 @@ def test_the_compiled_lookup_raises_on_a_closed_mapping_and_does_not_hold_it_ope
         seg.get(b"k001")
     with pytest.raises(TypeError):
         seg.get()  # type: ignore[call-arg]
+
+
+def _cursor_scan(seg: SegmentReader, start: bytes, end: bytes | None, inclusive: bool, limit: int) -> list[bytes]:
+    """What ``LsmTree.scan_keys`` read through the cursor and merging iterator before the
+    compiled scan: the first ``limit`` live keys of the range."""
+    out: list[bytes] = []
+    if limit <= 0:
+        return out
+    for keys, _ in merge([seg.cursor(start, end, inclusive, 1, 16, limit, keys_only=True)], True):
+        out += keys
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    width=st.integers(1, 10),
+    mixed=st.booleans(),
+    n=st.integers(0, 300),
+    step=st.sampled_from([1, 2, 4, 16, 64]),
+    seed=st.integers(0, 2**32 - 1),
+    tombstones=st.sampled_from([0.0, 0.2, 0.9]),
+)
+def test_the_compiled_scan_returns_what_the_cursor_returns(
+    tmp_path_factory: pytest.TempPathFactory,
+    width: int,
+    mixed: bool,
+    n: int,
+    step: int,
+    seed: int,
+    tombstones: float,
+) -> None:
+    """Fixed-width keys (the created-at and reputation indexes) and mixed-width ones (the
+    country/status index: its blocks hold keys of several lengths)."""
+    import random
+
+    rng = random.Random(seed)
+    size = (lambda: rng.randrange(1, width + 1)) if mixed else (lambda: width)
+    keys = sorted({bytes(rng.randrange(4) + 97 for _ in range(size())) for _ in range(n)})
+    items = [(k, None if rng.random() < tombstones else b"") for k in keys]
+    path = tmp_path_factory.mktemp("seg") / "s.sst"
+    _write(path, items, step)
+    seg = SegmentReader(path, 1)
+    if not keys:
+        seg.close()
+        return
+    assert seg.scan_keys is not None
+    bounds = [*keys, b"", b"a", b"\xff", *(k[:-1] for k in keys[:5]), *(k + b"\xff" for k in keys[:5])]
+    for _ in range(200):
+        start = rng.choice(bounds)
+        end = None if rng.random() < 0.25 else rng.choice(bounds)
+        inclusive = rng.random() < 0.5
+        limit = rng.choice([0, 1, 3, 16, 50, 1000])
+        got = seg.scan_keys(start, end, inclusive, limit)
+        assert got == _cursor_scan(seg, start, end, inclusive, limit), (start, end, inclusive, limit)
+    seg.close()
+
+
+def test_the_compiled_scan_tests_a_blocks_checksum_before_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.sst"
+    damage_block_3(path)
+    seg = SegmentReader(path, 1)
+    assert seg.scan_keys is not None
+    assert seg.scan_keys(b"k000", None, False, 8) == [b"k%03d" % i for i in range(8)]
+    with pytest.raises(CorruptSegment):
+        seg.scan_keys(b"k010", None, False, 8)  # runs into block 3 (k012..k015)
+    with pytest.raises(CorruptSegment):
+        seg.scan_keys(b"k012", b"k013", True, 8)  # and again: a damaged block is never learned
+    seg.close()
+
+
+def test_the_compiled_scan_raises_on_a_closed_mapping_and_does_not_hold_it_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.sst"
+    _write(path, [(b"k%03d" % i, b"") for i in range(64)], 4)
+    seg = SegmentReader(path, 1)
+    scan = seg.scan_keys
+    assert scan is not None
+    assert scan(b"k001", b"k003", True, 10) == [b"k001", b"k002", b"k003"]
+    seg.close()  # would raise BufferError if the scan kept a buffer on the mapping
+    with pytest.raises(ValueError):
+        scan(b"k001", None, False, 10)
+    with pytest.raises(TypeError):
+        scan(b"k001", None, False)  # type: ignore[call-arg]

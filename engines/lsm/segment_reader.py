@@ -91,6 +91,11 @@ class SegmentReader:
         self.crcs = array("I")  # block i's crc32 (of its stored bytes)
         #: Format 3: block i's length decompressed; None: the blocks are stored plain.
         self.raw_lengths: array[int] | None = None
+        #: ``scan_keys(start, end, inclusive, limit)``: the first ``limit`` live keys of
+        #: the range read in place in one C call (``_native.FixedLookup.scan``), or None
+        #: when the cursor has to read them; None itself where there is no compiled path
+        #: (the pure-Python build, a compressed segment, first keys of mixed width).
+        self.scan_keys: Callable[[bytes, bytes | None, bool, int], list[bytes] | None] | None = None
         self.last_key = b""
         self.min_key = b"\x01"
         with open(self.path, "rb") as f:
@@ -124,7 +129,7 @@ class SegmentReader:
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
         if native.fixed_lookup is not None and type(self.first_keys) is native.key_column:
             # the same lookup in one C call; what it does not handle goes to ``get``
-            self.get = native.fixed_lookup(
+            self.get = lookup = native.fixed_lookup(
                 self._mm,
                 self.offsets,
                 blocks.shape_ids,
@@ -135,7 +140,9 @@ class SegmentReader:
                 self.value_cache,
                 TOMBSTONE,
                 get,
+                blocks.shape,  # a block not checked yet: its checksum tested, its shape learned
             )
+            self.scan_keys = lookup.scan
 
     def _read_index(self, size: int) -> None:
         mm = self._mm

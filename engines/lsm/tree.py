@@ -161,6 +161,8 @@ class LsmTree:
         self._saved_meta: Meta | None = None
         #: The only segment's lookup while exactly one exists (``_segments_changed``).
         self._one: Callable[[bytes], Any] | None = None
+        #: The only segment's compiled key-range read, when it has one (``scan_keys``).
+        self._one_scan: Callable[[bytes, bytes | None, bool, int], list[bytes] | None] | None = None
         #: Bytes of segment files this object's flushes and merges wrote (the cost counters).
         self.flushed_bytes = 0
         self.merged_bytes = 0
@@ -352,7 +354,9 @@ class LsmTree:
     def _segments_changed(self) -> None:
         """Called wherever ``segments`` changes (open, a flush's or a merge's commit, close):
         with exactly one segment, ``get`` calls its lookup directly."""
-        self._one = self.segments[0].get if len(self.segments) == 1 and not self.closed else None
+        one = self.segments[0] if len(self.segments) == 1 and not self.closed else None
+        self._one = None if one is None else one.get
+        self._one_scan = None if one is None else one.scan_keys
 
     def get(self, key: bytes) -> bytes | None:
         v = self.mutable.data.get(key, _MISS)
@@ -398,6 +402,11 @@ class LsmTree:
         """The first ``limit`` live keys with start <= key < end (<= end if inclusive)."""
         if limit <= 0:
             return []
+        fast = self._one_scan
+        if fast is not None and not self.frozen and not self.mutable.data:  # after a stabilization
+            got = fast(start, end, inclusive, limit)
+            if got is not None:
+                return got
         prefetch = self.options.iterator_prefetch
         out: list[bytes] = []
         cursors = self._cursors(
