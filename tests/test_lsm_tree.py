@@ -257,6 +257,14 @@ class TreeModel(RuleBasedStateMachine):
     def get(self, k: bytes) -> None:
         assert self.tree.get(k) == self.model.get(k)
 
+    @rule()
+    def stabilize(self) -> None:
+        """What a stabilization leaves, unless jobs are under way: one segment, empty
+        memtables (the state in which ``scan_keys`` is the segment's compiled scan)."""
+        if not self.jobs:
+            self.tree.flush_all()
+            self.tree.compact_all()
+
     @rule(start=KEYS, end=st.none() | KEYS, inclusive=st.booleans(), limit=st.integers(1, 8))
     def scan(self, start: bytes, end: bytes | None, inclusive: bool, limit: int) -> None:
         keys = sorted(self.model)
