@@ -14,7 +14,8 @@ engine uses the pure-Python path (``merging_iterator.merge`` into
 them in place: a 2M reopen no longer makes 625_000 key objects. Setting
 ``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (tests, comparisons).
 ``fixed_lookup`` is a segment's point lookup (value cache, bisect, in-place search of a
-fixed-width block) as one C call: a 50-row query makes 50 of them.
+fixed-width block) as one C call: a 50-row query makes 50 of them; its ``scan`` is the
+segment's key-range read, one C call per index scan of a stabilized tree.
 ``encode_records`` packs a log frame's records (``wal.encode_records``) in one C call.
 """
 
@@ -79,9 +80,11 @@ class _NoBlockCorrupt(Exception):
 BlockCorrupt: type[Exception] = _NoBlockCorrupt
 
 #: ``fixed_lookup(mm, offsets, shape_ids, shapes, first_keys, min_key, last_key, cache,
-#: tombstone, fallback)``: a segment's point lookup in one C call for blocks of
+#: tombstone, fallback[, learn])``: a segment's point lookup in one C call for blocks of
 #: fixed-width keys (``first_keys`` a ``KeyColumn``), handing everything else to
-#: ``fallback`` (see ``segment_reader._lookup``); None on the pure-Python path.
+#: ``fallback`` (see ``segment_reader._lookup``); its ``scan(start, end, inclusive,
+#: limit)`` reads a key range in place (``learn(i)`` tests a block not checked yet);
+#: None on the pure-Python path.
 fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
 #: ``encode_records(records)``: a log frame's payload in one C call for the log's flat
 #: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;

@@ -129,7 +129,7 @@ class SegmentReader:
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
         if native.fixed_lookup is not None and type(self.first_keys) is native.key_column:
             # the same lookup in one C call; what it does not handle goes to ``get``
-            self.get = lookup = native.fixed_lookup(
+            lookup: Any = native.fixed_lookup(
                 self._mm,
                 self.offsets,
                 blocks.shape_ids,
@@ -142,7 +142,8 @@ class SegmentReader:
                 get,
                 blocks.shape,  # a block not checked yet: its checksum tested, its shape learned
             )
-            self.scan_keys = lookup.scan
+            self.get = lookup
+            self.scan_keys = lookup.scan  # a key-range read of this segment in one C call
 
     def _read_index(self, size: int) -> None:
         mm = self._mm
