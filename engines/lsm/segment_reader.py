@@ -8,6 +8,9 @@ bytes per block. A point lookup is a bisect over the first keys and then, in a
 fixed-width block, one C-level ``find`` in the mapping. Each block's checksum is
 tested the first time the block is touched (``_Blocks.read``, the only read that
 checks) and its shape remembered as a small id, so later lookups skip the header too.
+With the compiled module, ``get`` is that lookup in one C call and ``scan_keys`` a key
+range read in place (``_native.FixedLookup``), which the tree uses while this is its only
+source (after a stabilization); a block not checked yet is tested through ``_Blocks.shape``.
 
 Caches (``cache.py``, all bounded, all through ``get_or_load`` or its bound form
 ``getter``): the *value cache* holds recently read values by key; the *key cache*
