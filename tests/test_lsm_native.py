@@ -59,6 +59,32 @@ def test_a_flush_writes_the_python_paths_bytes(tmp_path: Path, fixed: bool, drop
     )
 
 
+@pytest.mark.parametrize("order", ["random", "sorted", "reversed"])
+@pytest.mark.parametrize("shape", ["index keys", "long shared prefix", "prefixes of each other", "any bytes"])
+def test_a_flush_sorts_every_key_shape_as_the_python_path(tmp_path: Path, order: str, shape: str) -> None:
+    """The flush's radix sort (``_native.c``): keys sharing long prefixes (the index trees':
+    a created-at key starts with 7 zeros, a country/status key with ``CC|status|``), past
+    its depth bound (70 shared bytes: the qsort fallback), keys that are prefixes of other
+    keys (a key ending at the byte sorted on), any byte value (0 and 255 too), buckets
+    large and small, and memtables in key order (no sort), reversed and shuffled."""
+    rng = random.Random(hash((order, shape)) & 0xFFFF)
+    n = 3000
+    if shape == "index keys":
+        keys = {b"%s|%s|%020d" % (rng.choice([b"US", b"DE", b"JP"]), rng.choice([b"active", b"banned"]), i) for i in range(n)}
+        keys |= {b"%020d|%020d" % (1_600_000_000_000 + rng.randrange(10**6), i) for i in range(n)}
+    elif shape == "long shared prefix":
+        keys = {b"p" * 70 + bytes(rng.randrange(256) for _ in range(rng.randrange(0, 4))) for _ in range(n)}
+    elif shape == "prefixes of each other":
+        keys = {bytes(rng.randrange(97, 99) for _ in range(rng.randrange(0, 12))) for _ in range(n)}
+    else:
+        keys = {bytes(rng.randrange(256) for _ in range(rng.randrange(0, 8))) for _ in range(n)}
+    ordered = sorted(keys)
+    listed = {"sorted": ordered, "reversed": ordered[::-1], "random": rng.sample(ordered, len(ordered))}[order]
+    table: dict[bytes, bytes | None] = {k: (None if rng.random() < 0.1 else b"v%d" % i) for i, k in enumerate(listed)}
+    values = [table[k] for k in ordered]
+    assert _native_bytes(tmp_path / "n.sst", [table], 16, False) == _pure_bytes(tmp_path / "p.sst", ordered, values, 16)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     tables=st.lists(
