@@ -153,6 +153,8 @@ def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, mon
     monkeypatch.setattr(runner, "EngineRun", Recording)
     cfg = load(ROOT / "benchmarks" / "quick.toml")
     cfg.engines, cfg.parallelism, cfg.data = ["memory", "sqlite"], [1], tmp_path
+    cfg.profiles = [200_000]  # big enough for every round (est.calibration_rounds)
+    assert est.calibration_rounds(cfg) == est.CALIBRATION_ROUNDS
     rates, basis, failed = calibrate(cfg)
     assert failed == {}
     assert ran == ["memory", "sqlite"] * est.CALIBRATION_ROUNDS
@@ -162,3 +164,21 @@ def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, mon
         "sqlite": [1],
     }
     assert f"{est.CALIBRATION_ROUNDS} rounds" in basis
+
+
+def test_a_plan_gets_as_many_calibration_rounds_as_fit_in_its_share() -> None:
+    """Three rounds cost three times one. The capacity plan's searches at 200k fit two
+    rounds in CALIBRATION_SHARE: with three always, it lost its estimate to the rounds
+    (tests/test_estimate_runs.py's capacity test failed: a lower bound instead). A plan
+    too small for one round is not calibrated; the reference plan gets every round."""
+    import dataclasses
+
+    from asyncbench.run import estimate as est
+
+    capacity = dataclasses.replace(load(ROOT / "benchmarks" / "capacity.toml"), engines=["memory"], profiles=[200_000])
+    one = est.plan_operations(est.calibration_config(capacity, ROOT), est.CALIBRATION_PROFILES)
+    fit = est.CALIBRATION_SHARE * est.per_engine_operations(capacity) // one
+    assert 1 <= fit < est.CALIBRATION_ROUNDS
+    assert est.calibration_rounds(capacity) == fit
+    assert est.calibration_rounds(load(ROOT / "benchmarks" / "quick.toml")) == 0
+    assert est.calibration_rounds(dataclasses.replace(load(PLAN), profiles=[200_000])) == est.CALIBRATION_ROUNDS

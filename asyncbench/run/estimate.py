@@ -57,8 +57,10 @@ CALIBRATION_OPS = 1_000
 CALIBRATION_STREAMS = (
     "reads", "email_reads", "queries", "updates", "post_reads", "post_email_reads", "post_queries",
 )  # fmt: skip
-#: Each engine is calibrated this many times, the engines taking turns (lsm, rocksdb, lsm,
-#: rocksdb, ...), and each phase's cost is the median of its rounds (``Rate.median``). Why:
+#: Each engine is calibrated up to this many times (as many rounds as fit in
+#: ``CALIBRATION_SHARE`` of the plan, ``calibration_rounds``), the engines taking turns
+#: (lsm, rocksdb, lsm, rocksdb, ...), and each phase's cost is the median of its rounds
+#: (``Rate.median``). Why:
 #: one calibration is a second or two of one moment of the machine; a 2M run printed
 #: 0.77x and 0.63x its measured time for lsm and rocksdb on a quiet machine, where the same
 #: plan's estimates had been 0.98x and 0.90x (docs/results/scaling.md), so a fast or slow
@@ -417,6 +419,23 @@ def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
     )
 
 
+def per_engine_operations(cfg: BenchConfig) -> int:
+    """Operations one engine performs over the plan's levels and repeats."""
+    return sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
+
+
+def calibration_rounds(cfg: BenchConfig) -> int:
+    """How many calibration rounds ``cfg`` gets: up to ``CALIBRATION_ROUNDS``, as many as
+    cost at most ``CALIBRATION_SHARE`` of its operations per engine; 0: the plan is about as
+    quick as calibrating it, and runs unestimated. Why not always three: a plan just big
+    enough for one round (a capacity search of 200k profiles) would otherwise lose its
+    estimate to the rounds."""
+    small = calibration_config(cfg, Path("."))
+    one = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels())
+    fit = int(CALIBRATION_SHARE * per_engine_operations(cfg) // max(1, one))
+    return min(CALIBRATION_ROUNDS, fit)
+
+
 def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
     """Run each engine of the plan at a small size and at each of its parallelism levels,
     in this process, in a scratch directory.
@@ -436,7 +455,8 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
         rounds: dict[tuple[str, int], list[Rate]] = {}
         failed: dict[str, str] = {}
         t0 = perf_counter()
-        for _round in range(CALIBRATION_ROUNDS):  # the engines take turns: each round a moment
+        count = max(1, calibration_rounds(cfg))  # called for a plan too small: one round
+        for _round in range(count):  # the engines take turns: each round a moment
             for name in cfg.engines:
                 if name in failed:  # failed once: not again (a 60 s timeout per round)
                     continue
@@ -460,8 +480,8 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
     took = perf_counter() - t0
     basis = (
         f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles "
-        f"({CALIBRATION_ROUNDS} rounds, the engines taking turns, the median of each phase), "
-        f"phase by phase, with {GROWTH_NOTE}"
+        + (f"({count} rounds, the engines taking turns, the median of each phase), " if count > 1 else "")
+        + f"phase by phase, with {GROWTH_NOTE}"
     )
     return rates, basis, failed
 
@@ -498,15 +518,13 @@ def estimate(
 def _estimate(
     cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]]
 ) -> Estimate:
-    per_engine_ops = sum(plan_operations(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat
+    per_engine_ops = per_engine_operations(cfg)
     operations = per_engine_ops * len(cfg.engines)
     paced = sum(paced_seconds(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat * len(cfg.engines)
     warnings: list[str] = []
     found: tuple[Rates, str] | tuple[Rates, str, dict[str, str]] | None = from_history(cfg, warnings)
     if found is None:
-        small = calibration_config(cfg, Path("."))
-        calibration_ops = plan_operations(small, CALIBRATION_PROFILES) * len(small.levels()) * CALIBRATION_ROUNDS
-        if calibration_ops > CALIBRATION_SHARE * per_engine_ops:
+        if calibration_rounds(cfg) == 0:
             if paced >= 1:  # a small plan with phases at a rate: they take at least this
                 return Estimate(operations, paced, None, PACED_BASIS, warnings=warnings, at_least=True)
             why = "not estimated: a small plan, about as quick as calibrating"
