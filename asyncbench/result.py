@@ -179,6 +179,9 @@ class CapacityProbe:
     backlog_ns: int
     limit: str | None = None
     checksum: str | None = None
+    #: A confirmation (a failed probe run again at its rate, judged pooled with it): the
+    #: number of the probe it confirms; None for a first probe and in older results.
+    confirms: int | None = None
 
     def check(self, where: str) -> None:
         if not (self.rate > 0):

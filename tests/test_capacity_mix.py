@@ -49,14 +49,14 @@ def test_a_searched_mix_has_exact_probe_checksums_and_leaves_the_store_as_the_un
 ) -> None:
     engines = "memory,lsm"
     code, results, output = run_cli(
-        str(_plan(tmp_path, 8000)), "--engine", engines, "--parallelism", "4", "--no-isolate", "--yes",
+        str(_plan(tmp_path, 14_000)), "--engine", engines, "--parallelism", "4", "--no-isolate", "--yes",
         "--capacity-range", "1k,4k",
     )  # fmt: skip
     assert code == 0, output
     searched = _phases(results)
     caps = {e: searched[(e, "mixed")]["capacity"] for e in engines.split(",")}
     for cap in caps.values():
-        assert 1 <= len(cap["probes"]) <= cap["probe_bound"] == 6
+        assert 1 <= len(cap["probes"]) <= cap["probe_bound"] == 12
     by_number: dict[int, set[str]] = {}
     for cap in caps.values():
         for p in cap["probes"]:
@@ -65,11 +65,11 @@ def test_a_searched_mix_has_exact_probe_checksums_and_leaves_the_store_as_the_un
     # the same run unsearched: the searched phase applied every operation once, in order
     plain_dir = tmp_path / "plain"
     plain_dir.mkdir()
-    code, plain, output = run_cli(str(_plan(plain_dir, 8000, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
+    code, plain, output = run_cli(str(_plan(plain_dir, 14_000, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
     assert code == 0, output
     unsearched = {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
     for e in engines.split(","):
-        assert searched[(e, "mixed")]["ops"] == 8000
+        assert searched[(e, "mixed")]["ops"] == 14_000
         assert searched[(e, "mixed")]["checksum"] == unsearched["mixed"]["checksum"], e
         assert searched[(e, "mixed again")]["checksum"] == unsearched["mixed again"]["checksum"], e
 
@@ -79,12 +79,12 @@ def test_a_mix_too_short_for_its_search_is_refused_nothing_created(tmp_path: Pat
     code, results, output = run_cli(str(plan), "--engine", "memory", "--yes", "--capacity-range", "1k,4k")
     assert code == 2 and not results, output
     assert f"{plan}: phase[1].operations:" in output, output
-    assert "6_600" in output and "1_000" in output, output
+    assert "13_200" in output and "1_000" in output, output
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
     # --capacity-repeats multiplies what the search needs
-    code, _, output = run_cli(str(_plan(tmp_path, 8000, then_mixed=False)), "--engine", "memory", "--yes",
+    code, _, output = run_cli(str(_plan(tmp_path, 14_000, then_mixed=False)), "--engine", "memory", "--yes",
                               "--capacity-range", "1k,4k", "--capacity-repeats", "2")  # fmt: skip
-    assert code == 2 and "13_200" in output, output
+    assert code == 2 and "26_400" in output, output
 
 
 def _mixed_items(records: int, operations: int, distribution: str = "zipfian", seed: int = 7) -> MixedOps:
@@ -201,4 +201,4 @@ def test_the_shipped_mix_plan_searches_a_95_5_mix_under_p99_1ms(tmp_path: Path, 
     assert cfg.capacity_repeats == 3  # an interval by default
     check_capacity_stream(cfg)
     code, results, output = run_cli(str(plan), "--capacity-repeats", "4", "--yes")
-    assert code == 2 and not results and f"{plan}: phase[1].operations: 363_000 operations are too few" in output, output
+    assert code == 2 and not results and f"{plan}: phase[1].operations: 726_000 operations are too few" in output, output

@@ -47,7 +47,7 @@ def test_capacity_with_client_processes_has_the_checksums_of_one_process(tmp_pat
 
 
 MIX = (ROOT / "benchmarks" / "ycsb" / "workloadb.toml").read_text().replace("recordcount = 1000", "recordcount = 2000").replace(
-    "operations = 1000", "operations = 8000"
+    "operations = 1000", "operations = 14000"
 ).replace('kind = "mixed"', 'kind = "mixed"\ncapacity = true').replace(
     "[run]\n", '[run]\nengines = ["postgres"]\nparallelism = 4\n'
 ) + '\n[slo]\np90 = "50ms"\n'
@@ -61,8 +61,8 @@ def _mix(tmp: Path, *flags: str) -> tuple[dict[int, str], str]:
     assert r.returncode == 0, r.stdout + r.stderr
     (result,) = sorted((tmp / "out").glob("records-*/asyncbench-*.json"))
     phase = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]
-    assert phase["ops"] == 8000 and 1 <= len(phase["capacity"]["probes"]) <= phase["capacity"]["probe_bound"]
-    assert sum(k["ops"] for k in phase["mix"]["kinds"].values()) == 8000  # its whole stream's kinds
+    assert phase["ops"] == 14000 and 1 <= len(phase["capacity"]["probes"]) <= phase["capacity"]["probe_bound"]
+    assert sum(k["ops"] for k in phase["mix"]["kinds"].values()) == 14000  # its whole stream's kinds
     return {p["number"]: p["checksum"] for p in phase["capacity"]["probes"]}, phase["checksum"]
 
 

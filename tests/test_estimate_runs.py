@@ -92,7 +92,7 @@ def test_a_capacity_search_is_estimated_from_its_probe_bound_and_length(tmp_path
     searched = [s for s in cfg.phases if s.capacity]
     assert [s.kind for s in searched] == ["read_by_id", "lookup_by_email"]
     bound = needed_operations(make_slo(cfg.slo), cfg.capacity_range, 1)
-    assert bound == 11 * 11_000
+    assert bound == 22 * 11_000  # 11 rates, each failure confirmed by a second probe
     ops = dict((s.name, n) for s, n in phase_operations(cfg, 200_000))
     assert all(ops[s.name] == bound for s in searched)
     est = estimate(cfg, calibrate_fn=_rates)

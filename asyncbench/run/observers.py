@@ -269,6 +269,7 @@ class JsonLogObserver(Observer):
             verdict="pass" if probe.passed else "fail",
             limit=probe.limit,
             checksum=probe.checksum,
+            confirms=probe.confirms,
         )
 
     def engine_end(self, result: EngineResult) -> None:
