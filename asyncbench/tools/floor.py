@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
@@ -481,14 +482,39 @@ def run(args: argparse.Namespace) -> int:
         return 0
     interrupted = False
     try:
-        with _stop_signals_interrupt():
-            anyio.run(measure, args, backend="asyncio", backend_options=backend_options())
+        with _stop_signals_interrupt():  # before and after the loop runs
+            interrupted = anyio.run(measure_until_stopped, args, backend="asyncio", backend_options=backend_options())
     except KeyboardInterrupt:  # the stores' temporary directory is gone: measure's with exited
         interrupted = True
     except FloorMismatch as exc:
         print(f"asyncbench floor: {exc}", file=sys.stderr)
         return 1
     return EXIT_INTERRUPTED if interrupted else 0
+
+
+async def measure_until_stopped(args: argparse.Namespace) -> bool:
+    """:func:`measure`, cancelled through a cancel scope when SIGINT, SIGTERM or SIGHUP
+    arrives (anyio's signal receiver); True when a signal stopped it. The event loop's own
+    SIGINT handling (a native cancel of the main task) was at times lost inside the
+    measurement's awaits: the floor went on building its store and the stop signal test
+    timed out (its measurement then ran to the end, exit 0). A scope's cancel is the one
+    every await honours; the stores' ``with`` and the shielded close still run."""
+    stopped = False
+    async with anyio.create_task_group() as tg:
+
+        async def watch(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            nonlocal stopped
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+                task_status.started()
+                async for _ in signals:
+                    stopped = True
+                    tg.cancel_scope.cancel()
+                    return
+
+        await tg.start(watch)  # the receiver listens before the measurement starts
+        await measure(args)
+        tg.cancel_scope.cancel()  # the measurement ended: stop listening
+    return stopped
 
 
 ESTIMATE_BASIS = "scaled from docs/results/floor-200k.md, measured on a 2-vCPU machine"
