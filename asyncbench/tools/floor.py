@@ -500,6 +500,7 @@ async def measure_until_stopped(args: argparse.Namespace) -> bool:
     timed out (its measurement then ran to the end, exit 0). A scope's cancel is the one
     every await honours; the stores' ``with`` and the shielded close still run."""
     stopped = False
+    failed: Exception | None = None
     async with anyio.create_task_group() as tg:
 
         async def watch(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -512,8 +513,13 @@ async def measure_until_stopped(args: argparse.Namespace) -> bool:
                     return
 
         await tg.start(watch)  # the receiver listens before the measurement starts
-        await measure(args)
+        try:
+            await measure(args)
+        except Exception as exc:  # raised as itself below, not in the task group's ExceptionGroup
+            failed = exc
         tg.cancel_scope.cancel()  # the measurement ended: stop listening
+    if failed is not None:
+        raise failed
     return stopped
 
 
