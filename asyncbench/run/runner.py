@@ -80,8 +80,6 @@ class EngineRun:
         self.background: TaskGroup | None = None
         self.ctx = workload().context(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
-        #: Per plan phase: the logical bytes it writes and the live data's after it (cost).
-        self.logical: list[tuple[int | None, int]] = []
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -96,6 +94,7 @@ class EngineRun:
     async def run(self) -> EngineResult:
         res = self.result
         started = perf_counter()
+        interrupted = False
         res.initial_rss_bytes = self.sampler.reset()
         self.observer.engine_start(self.name, self.plan.counts.profiles)
         try:
@@ -124,6 +123,7 @@ class EngineRun:
             else:
                 res.set_status(Status.FAILED, self.current or "open", str(missing))
         except* anyio.get_cancelled_exc_class():
+            interrupted = True
             if self.step == AFTER_LAST_PHASE:  # every phase completed: the result is whole
                 res.notes.append(
                     "interrupted after its last phase (while measuring storage or closing); every phase completed"
@@ -143,6 +143,8 @@ class EngineRun:
             if self.engine is not None:  # after open, an engine may know more (e.g. a server version)
                 with contextlib.suppress(Exception):
                     res.facts = self.engine.facts()
+            if not interrupted:  # (a stop must not wait for seconds of arithmetic)
+                await self._logical_figures()
             try:  # an observer fault (a log on a full disk) must not end the whole benchmark
                 self.observer.engine_end(res)
             except Exception as exc:
@@ -156,9 +158,6 @@ class EngineRun:
         econf = self._engine_config()
         if not self.cfg.reuse_data:  # (a reuse run creates nothing: the store must be there)
             make_real_dir(econf.data_dir)  # never through a symlink or over a file
-        if cost_enabled():  # the yardstick of write and space amplification, before anything runs (seconds at 2M)
-            phases = [(workload().phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
-            self.logical = await anyio.to_thread.run_sync(workload().plan_writes, phases, self.plan, self.cfg.seed)
         self.step = "open"
         self.engine = cls(econf)
         res.facts = self.engine.facts()
@@ -292,7 +291,7 @@ class EngineRun:
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
         if cost is not None:
-            await self._cost_figures(index, kind, cost)
+            await self._cost_figures(kind, cost)
         pr.cost = cost
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
@@ -304,16 +303,39 @@ class EngineRun:
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
-    async def _cost_figures(self, index: int, kind: PhaseKind, cost: PhaseCost) -> None:
-        """The phase's logical bytes, and after a write phase or settle the storage and the
-        live data's logical size (space amplification), measured now, untimed."""
-        if index >= len(self.logical):
+    async def _logical_figures(self) -> None:
+        """Each measured phase's logical bytes written and the live data's logical size after
+        it: the yardstick of write and space amplification (``Workload.plan_writes``).
+
+        Computed once the engine is done, never before its phases: at 2M profiles it is
+        seconds of generating profiles again and replaying the updates, millions of objects
+        made and freed, and done before the engine opened it left the phases a different heap
+        and garbage collector state than a run without the cost measurement (ops/s 0.95x on
+        a quiet machine, benchmarks/bench_cost_overhead.py). Nothing reads these figures
+        before the report."""
+        costed = [pr for pr in self.result.phases if pr.cost is not None]
+        if not costed:
             return
-        written, live = self.logical[index]
-        cost.logical_write_bytes = written
+        phases = [(workload().phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
+        try:
+            logical = await anyio.to_thread.run_sync(workload().plan_writes, phases, self.plan, self.cfg.seed)
+        except Exception as exc:  # a figure lost, never the run
+            for pr in costed:
+                assert pr.cost is not None
+                pr.cost.not_measured["logical"] = f"{type(exc).__name__}: {exc}"
+            return
+        for pr in costed:
+            assert pr.cost is not None
+            written, live = logical[pr.index]
+            pr.cost.logical_write_bytes = written
+            if pr.kind.group is Group.WRITE or pr.kind.action is Action.SETTLE:
+                pr.cost.logical_live_bytes = live
+
+    async def _cost_figures(self, kind: PhaseKind, cost: PhaseCost) -> None:
+        """After a write phase or settle: the storage (space amplification's numerator),
+        measured now, untimed; the logical figures come after the run (:meth:`_logical_figures`)."""
         if kind.group is not Group.WRITE and kind.action is not Action.SETTLE:
             return
-        cost.logical_live_bytes = live
         if kind.action is Action.SETTLE:
             cost.storage_bytes = self.result.storage_bytes
             return

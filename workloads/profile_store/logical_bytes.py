@@ -15,7 +15,7 @@ on any engine's format:
   not change): the new record plus the four keys;
 - the **live data** after a phase is every stored profile's record and four index entries.
 
-Computed from the plan before an engine opens (a few seconds at 2M profiles, never inside
+Computed from the plan after the engine is done (a few seconds at 2M profiles, never before or inside
 a phase's time): the profiles are generated again and the updates replayed, each item
 exactly as the phase will apply it.
 """
