@@ -212,9 +212,16 @@ class Capacity:
     probe_bound: int = 0  # the most probes one search may run
     rate_range: list[float] = field(default_factory=list)
     probes: list[CapacityProbe] = field(default_factory=list)
+    #: The store's warm-up before the searches (a read-only phase: one closed-loop pass over
+    #: its stream, not judged; 0 for a phase that writes, whose operations change the store).
+    store_warmup_ops: int = 0
+    store_warmup_seconds: float = 0.0
 
     def check(self, where: str) -> None:
-        for name in ("capacity", "ci_low", "ci_high", "warmup_ops", "judged_ops", "probe_bound"):
+        for name in (
+            "capacity", "ci_low", "ci_high", "warmup_ops", "judged_ops", "probe_bound",
+            "store_warmup_ops", "store_warmup_seconds",
+        ):  # fmt: skip
             _at_least(f"{where}.{name}", getattr(self, name), 0)
 
 

@@ -70,6 +70,7 @@ def test_a_searched_mix_has_exact_probe_checksums_and_leaves_the_store_as_the_un
     unsearched = {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
     for e in engines.split(","):
         assert searched[(e, "mixed")]["ops"] == 14_000
+        assert searched[(e, "mixed")]["capacity"]["store_warmup_ops"] == 0  # a writing phase: no warm-up pass
         assert searched[(e, "mixed")]["checksum"] == unsearched["mixed"]["checksum"], e
         assert searched[(e, "mixed again")]["checksum"] == unsearched["mixed again"]["checksum"], e
 

@@ -33,6 +33,7 @@ def _probes(tmp: Path, *flags: str) -> dict[int, str]:
     cap = orjson.loads(result.read_bytes())["engines"][0]["phases"][1]["capacity"]
     assert cap["capacity"] is not None or cap["limited_by"], cap
     assert 1 <= len(cap["probes"]) <= cap["probe_bound"]
+    assert cap["store_warmup_ops"] == 1500  # the store warmed by the stream, every process its share
     return {p["number"]: p["checksum"] for p in cap["probes"]}
 
 

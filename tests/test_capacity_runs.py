@@ -45,7 +45,9 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     assert cap["judged_ops"] == 1000 and cap["warmup_ops"] == 100
     assert 1 <= len(cap["probes"]) <= cap["probe_bound"]
     assert cap["capacity"] is not None and 1000 <= cap["capacity"] <= 4000
-    assert phase["ops"] == len(cap["probes"]) * 1100
+    # the store warmed first: the read phase's stream (1_500 reads) once, closed loop
+    assert cap["store_warmup_ops"] == 1500 and cap["store_warmup_seconds"] > 0
+    assert phase["ops"] == len(cap["probes"]) * 1100 + 1500
     run = RunResult.from_json(orjson.dumps(doc))  # the result model loads it back
     assert run.engines[0].phases[1].capacity is not None
     rows = list(csv.DictReader(io.StringIO(csv_text(run))))
@@ -58,6 +60,7 @@ def test_capacity_run_console_json_report_and_gate(tmp_path: Path, capsys: pytes
     text = report.read_text()
     assert "## Capacity under the latency bounds" in text
     assert "each probe 100 warm-up and 1_000 judged operations" in text
+    assert "the store warmed by the phase's stream once, closed loop (1_500 operations)." in text
     assert text.index("## Capacity under the latency bounds") < text.index("## Total By Engine")  # at the top
     # the probes' mixed throughput is no figure: the phase table shows the capacity, the
     # throughput chart leaves the phase out (here its only lookup: no chart), the capacity chart shows it

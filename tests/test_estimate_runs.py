@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
 from asyncbench.run import reuse
-from asyncbench.run.estimate import Rate, estimate, growth, paced_seconds, phase_operations
+from asyncbench.run.estimate import Rate, estimate, growth, paced_seconds, phase_operations, stream_operations
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
@@ -94,13 +94,15 @@ def test_a_capacity_search_is_estimated_from_its_probe_bound_and_length(tmp_path
     bound = needed_operations(make_slo(cfg.slo), cfg.capacity_range, 1)
     assert bound == 22 * 11_000  # 11 rates, each failure confirmed by a second probe
     ops = dict((s.name, n) for s, n in phase_operations(cfg, 200_000))
-    assert all(ops[s.name] == bound for s in searched)
+    streams = dict((s.name, n) for s, n in stream_operations(cfg, 200_000))
+    assert all(ops[s.name] == streams[s.name] + bound for s in searched)  # the warm-up, then the probes
     est = estimate(cfg, calibrate_fn=_rates)
     grow = growth("memory", 20_000, 200_000)
     closed = sum(n for s, n in phase_operations(cfg, 200_000) if not s.capacity and PHASES[s.kind].action is Action.OPERATIONS)
     probes = _probe_seconds(cfg, 1 / (PER_OP * grow))
     assert probes > 1  # 11_000-operation probes at rates near 100k/s
-    assert est.seconds == pytest.approx(closed * PER_OP * grow + 2 * probes)
+    warm = sum(streams[s.name] for s in searched)  # each searched phase's stream once, closed loop
+    assert est.seconds == pytest.approx((closed + warm) * PER_OP * grow + 2 * probes)
     # and at most: every probe at the range's lowest rates (an engine that sustains only 500/s)
     slowest = _probe_seconds(cfg, cfg.capacity_range[0])
     assert slowest > 60 and est.searches_at_most == pytest.approx(2 * slowest)

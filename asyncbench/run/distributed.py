@@ -51,7 +51,7 @@ from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
-from asyncbench.run.capacity import measure_capacity, probe_length, stream_checksum, writes
+from asyncbench.run.capacity import measure_capacity, probe_length, stream_checksum, warm_store, writes
 from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_probe
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
@@ -589,10 +589,22 @@ class DistributedEngineRun:
                 ]
             )
 
+        async def whole_stream() -> int:  # the store's warm-up: every process's share, closed loop
+            parts = await _all(
+                [
+                    self._named(k, partial(a.probe, index, 0, None, warmup + judged, time.time()))
+                    for k, a in enumerate(self.actors)
+                ]
+            )
+            return sum(p.ops for p in parts)
+
+        warm_ops, warm_seconds = await warm_store(workload().phases[spec.kind], whole_stream)
         probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
         found, ops, seconds = await measure_capacity(
             probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats, partial(self.observer.probe, self.name, spec.name)
         )
+        found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
+        ops, seconds = ops + warm_ops, seconds + warm_seconds
         checksum = None
         if writes(workload().phases[spec.kind]):  # the rest of its stream, closed loop, on every process
             t0 = time.perf_counter()

@@ -92,12 +92,13 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     """Each phase the run will run (:func:`running_phases`) with the operations one engine
     performs in it for ``profiles`` (0 for maintenance phases; verify's four). A capacity
     search runs probes, not its stream: at most its probe bound of probes of the probe
-    length per search (:func:`~asyncbench.run.capacity.needed_operations`), except a phase
-    that writes, which runs its whole stream once (docs/capacity.md)."""
+    length per search (:func:`~asyncbench.run.capacity.needed_operations`) after its stream
+    once (the store's warm-up), except a phase that writes, which runs its whole stream once
+    (docs/capacity.md)."""
     out = []
     for spec, ops in stream_operations(cfg, profiles):
         if spec.capacity and not writes(workload().phases[spec.kind]):
-            ops = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
+            ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
         out.append((spec, ops))
     return out
 
@@ -240,12 +241,12 @@ class Rate:
         for spec, ops in phase_operations(cfg, profiles):
             kind = workload().phases[spec.kind]
             if kind.action is Action.OPERATIONS and spec.capacity:
-                # the probes, on an engine whose capacity is its closed-loop rate, then a
-                # writing phase's rest of its stream, closed loop
+                # the probes, on an engine whose capacity is its closed-loop rate, and the
+                # stream once, closed loop (a read phase's warm-up, a writing phase's rest)
                 per_op = self.per_op.get(spec.kind, mean_op) * grow
                 searched = _search_seconds(cfg, spec, 1 / per_op)
                 probes = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
-                total += searched + (max(0, ops - probes) * per_op if writes(kind) else 0.0)
+                total += searched + max(0, ops - probes) * per_op
             elif kind.action is Action.OPERATIONS:
                 measured = ops * self.per_op.get(spec.kind, mean_op) * grow
                 total += max(measured, ops / spec.rate) if spec.rate else measured
