@@ -182,12 +182,27 @@ class CapacityProbe:
     #: A confirmation (a failed probe run again at its rate, judged pooled with it): the
     #: number of the probe it confirms; None for a first probe and in older results.
     confirms: int | None = None
+    #: The slices of the stream the probe ran, from ``number`` (more than one under a least
+    #: probe duration, ``capacity_probe_seconds``): ``checksum`` is the first's,
+    #: ``next_checksums`` the later ones' in order.
+    slices: int = 1
+    next_checksums: list[str | None] = field(default_factory=list)
+
+    @property
+    def checksums(self) -> list[str | None]:
+        """Every slice's checksum, in stream order (slice ``number + i`` is the i-th)."""
+        return [self.checksum, *self.next_checksums]
 
     def check(self, where: str) -> None:
         if not (self.rate > 0):
             raise ResultError(f"{where}.rate: expected a positive number, got {self.rate!r}")
         for name in ("search", "number", "achieved", "backlog_ns"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _at_least(f"{where}.slices", self.slices, 1)
+        if len(self.next_checksums) != self.slices - 1:
+            raise ResultError(
+                f"{where}.next_checksums: {len(self.next_checksums)} for {self.slices} slices (expected {self.slices - 1})"
+            )
 
 
 @dataclass
@@ -216,11 +231,23 @@ class Capacity:
     #: its stream, not judged; 0 for a phase that writes, whose operations change the store).
     store_warmup_ops: int = 0
     store_warmup_seconds: float = 0.0
+    #: The least probe duration (``capacity_probe_seconds``; 0: a probe is one slice).
+    probe_seconds: float = 0.0
+
+    @property
+    def slices_taken(self) -> int:
+        """The slices of the stream every probe together took (a writing phase's rest starts after)."""
+        return sum(p.slices for p in self.probes)
+
+    @property
+    def slice_checksums(self) -> list[str | None]:
+        """Every slice's checksum in stream order (a writing phase's fold)."""
+        return [c for p in self.probes for c in p.checksums]
 
     def check(self, where: str) -> None:
         for name in (
             "capacity", "ci_low", "ci_high", "warmup_ops", "judged_ops", "probe_bound",
-            "store_warmup_ops", "store_warmup_seconds",
+            "store_warmup_ops", "store_warmup_seconds", "probe_seconds",
         ):  # fmt: skip
             _at_least(f"{where}.{name}", getattr(self, name), 0)
 

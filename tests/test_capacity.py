@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from asyncbench.run.capacity import (
+    CapacitySearch,
     ProbeRun,
     judge,
     local_probe,
@@ -209,3 +210,73 @@ def test_one_accidental_failure_is_confirmed_away() -> None:
     over = [p for p in found.probes if p.rate > 800_000]
     assert over and all(not p.passed for p in over) and any(p.confirms is not None for p in over)
     assert len(found.probes) <= probe_bound(22_360.0, 500.0, 1_000_000.0)
+
+
+def test_without_a_least_duration_the_slice_bound_is_the_probe_bound() -> None:
+    from asyncbench.run.capacity import slice_bound
+
+    for low, high in [(1.0, 1e6), (100.0, 200.0), (500.0, 64_000.0), (10.0, 11.0), (500.0, 1e6)]:
+        start = math.sqrt(low * high)
+        assert slice_bound(start, low, high, 0.0, 11_000) == probe_bound(start, low, high)
+
+
+def test_a_least_probe_duration_spans_slices_numbered_in_stream_order_within_the_bound() -> None:
+    """With capacity_probe_seconds S, the probe of rate r runs max(1, ceil(S r / length))
+    consecutive slices back to back, judged as one: every slice is used once, in order,
+    with its own checksum, whatever the verdicts, and the search stays within its bounds."""
+    import random
+
+    from asyncbench.run.capacity import slice_bound, slices_at
+
+    slo = parse_slo_text("p90=10ms")
+    length = sum(probe_length(slo))  # 1_100
+    for seed in range(100):
+        rng = random.Random(seed)
+        low, high = rng.choice([(100.0, 64_000.0), (500.0, 20_000.0), (10.0, 11.0)])
+        seconds = rng.choice([0.5, 2.0, 5.0])
+        start = math.sqrt(low * high)
+        seen: list[int] = []
+
+        async def noisy(number: int, rate: float, rng: random.Random = rng, seen: list[int] = seen) -> ProbeRun:
+            seen.append(number)
+            return ProbeRun(np.full(length, int(1e6 if rng.random() < 0.5 else 50e6), dtype=np.int64), rate, f"c{number}")
+
+        async def one(start: float = start, low: float = low, high: float = high, seconds: float = seconds) -> CapacitySearch:
+            return await search(noisy, slo, start, low, high, first_number=7, probe_seconds=seconds)
+
+        found = anyio.run(one)
+        assert seen == list(range(7, 7 + len(seen)))  # each slice once, in stream order
+        assert len(found.probes) <= probe_bound(start, low, high)
+        assert len(seen) <= slice_bound(start, low, high, seconds, length), (seed, len(seen))
+        at = 7
+        for p in found.probes:
+            assert p.number == at and p.slices == slices_at(p.rate, seconds, length)
+            assert p.slices * length / p.rate >= min(seconds, length / p.rate) - 1e-9  # at least S, or one slice
+            assert p.checksums == [f"c{n}" for n in range(at, at + p.slices)]
+            at += p.slices
+
+
+def test_a_least_probe_duration_sees_the_stalls_a_short_probe_misses() -> None:
+    """An engine of 0.05 ms operations that stalls 50 ms every 2 s (as the LSM's flushes
+    and merges under updates): a probe of 11_000 operations at 20_000/s lasts 0.55 s and
+    passes p99 <= 1 ms unless a stall falls inside it; probes of at least 4 s always hold
+    two stalls, and the capacity under the bound is then the honest one: lower."""
+    slo = parse_slo_text("p99=1ms")
+
+    def stalling(start_s: list[float]):  # type: ignore[no-untyped-def]
+        async def probe(number: int, rate: float) -> ProbeRun:
+            n = 11_000
+            t = start_s[0] + np.arange(n) / rate  # intended starts, seconds of the engine's clock
+            start_s[0] = float(t[-1]) + 1 / rate
+            ms = np.full(n, 0.05)
+            phase = t % 2.0
+            ms[phase < 0.05] += (0.05 - phase[phase < 0.05]) * 1000  # waiting out the stall
+            return ProbeRun((ms * 1e6).astype(np.int64), rate, None)
+
+        return probe
+
+    short = anyio.run(lambda: search(stalling([0.3]), slo, 20_000.0, 500.0, 1_000_000.0))
+    long = anyio.run(lambda: search(stalling([0.3]), slo, 20_000.0, 500.0, 1_000_000.0, probe_seconds=4.0))
+    assert short.capacity is not None and short.capacity >= 20_000  # the stalls fell between probes
+    assert long.capacity is None or long.capacity < short.capacity / 4, (long.capacity, short.capacity)
+    assert all(p.slices * 11_000 / p.rate >= 4.0 - 1e-9 for p in long.probes)

@@ -69,6 +69,9 @@ def test_bad_capacity_plan_exit_2_nothing_created(
         (["--capacity", "--slo", "p99=2ms", "--require-rate", "read_by_id"], "--require-rate", "KIND=RATE"),
         (["--slo", "p99=2ms", "--require-rate", "read_by_id=5k"], "require_rate", "no 'read_by_id' phase is searched"),
         (["--capacity", "--slo", "p99=2ms", "--rate", "1k"], "capacity", "own rates"),
+        (["--capacity", "--slo", "p99=2ms", "--capacity-probe-seconds", "-1"], "--capacity-probe-seconds", "0 (off) or a positive"),
+        (["--capacity", "--slo", "p99=2ms", "--capacity-probe-seconds", "2s"], "--capacity-probe-seconds", "not a number of seconds"),
+        (["--capacity", "--slo", "p99=2ms", "--capacity-probe-seconds", "4000"], "--capacity-probe-seconds", "at most 3_600"),
     ],
 )
 def test_bad_capacity_flags_exit_2_nothing_created(
@@ -80,4 +83,15 @@ def test_bad_capacity_flags_exit_2_nothing_created(
     assert main([str(plan), *flags, "--output", str(out), "--data", str(data)]) == 2
     err = capsys.readouterr().err
     assert f"command line: {key}:" in err and reason in err, err
+    assert not out.exists() and not data.exists()
+
+
+def test_a_least_probe_duration_in_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(HEAD.replace("[run]\n", "[run]\ncapacity_probe_seconds = 2.5\n"))
+    assert load(plan).capacity_probe_seconds == 2.5
+    plan.write_text(HEAD.replace("[run]\n", '[run]\ncapacity_probe_seconds = "2"\n'))
+    out, data = tmp_path / "out", tmp_path / "data"
+    assert main([str(plan), "--output", str(out), "--data", str(data)]) == 2
+    assert f"{plan}: run.capacity_probe_seconds: must be a number" in capsys.readouterr().err
     assert not out.exists() and not data.exists()

@@ -7,6 +7,7 @@ process; and P workers of a fixed service time have capacity P / service time.""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,46 @@ def test_a_searched_mix_has_exact_probe_checksums_and_leaves_the_store_as_the_un
         assert searched[(e, "mixed")]["capacity"]["store_warmup_ops"] == 0  # a writing phase: no warm-up pass
         assert searched[(e, "mixed")]["checksum"] == unsearched["mixed"]["checksum"], e
         assert searched[(e, "mixed again")]["checksum"] == unsearched["mixed again"]["checksum"], e
+
+
+def test_a_least_probe_duration_keeps_a_searched_mix_exact_slice_by_slice(tmp_path: Path, run_cli) -> None:
+    """capacity_probe_seconds groups slices into probes by rate, so two engines group them
+    differently: each slice's checksum still agrees by number, and the searched phase still
+    applies its whole stream once, in order (its checksum and the store are the unsearched
+    phase's). The stream must hold the slices: 22 of 1_100 here (1k..4k, 0.5 s)."""
+    from asyncbench.run.capacity import slice_bound
+
+    assert slice_bound(2000.0, 1000.0, 4000.0, 0.5, 1100) == 22
+    engines = "memory,lsm"
+    code, results, output = run_cli(
+        str(_plan(tmp_path, 25_000)), "--engine", engines, "--parallelism", "4", "--no-isolate", "--yes",
+        "--capacity-range", "1k,4k", "--capacity-probe-seconds", "0.5",
+    )  # fmt: skip
+    assert code == 0, output
+    searched = _phases(results)
+    by_slice: dict[int, set[str]] = {}
+    for e in engines.split(","):
+        cap = searched[(e, "mixed")]["capacity"]
+        assert cap["probe_seconds"] == 0.5
+        at = 0
+        for p in cap["probes"]:
+            assert p["number"] == at and p["slices"] == max(1, math.ceil(0.5 * p["rate"] / 1100))
+            for i, cs in enumerate([p["checksum"], *p["next_checksums"]]):
+                by_slice.setdefault(at + i, set()).add(cs)
+            at += p["slices"]
+    assert any(len(v) for v in by_slice.values()) and all(len(v) == 1 for v in by_slice.values()), by_slice
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    code, plain, output = run_cli(str(_plan(plain_dir, 25_000, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
+    assert code == 0, output
+    unsearched = {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
+    for e in engines.split(","):
+        assert searched[(e, "mixed")]["checksum"] == unsearched["mixed"]["checksum"], e
+        assert searched[(e, "mixed again")]["checksum"] == unsearched["mixed again"]["checksum"], e
+    # too short a stream for these slices is refused before the run, saying why
+    code, _, output = run_cli(str(_plan(tmp_path / "short", 14_000, then_mixed=False)) if (tmp_path / "short").mkdir() is None else "",
+                              "--engine", "memory", "--yes", "--capacity-range", "1k,4k", "--capacity-probe-seconds", "0.5")  # fmt: skip
+    assert code == 2 and "24_200" in output and "capacity_probe_seconds" in output, output
 
 
 def test_a_mix_too_short_for_its_search_is_refused_nothing_created(tmp_path: Path, run_cli) -> None:

@@ -97,6 +97,8 @@ class BenchConfig:
     require_rate: dict[str, float] = field(default_factory=dict)
     capacity_repeats: int = 1
     capacity_range: list[float] = field(default_factory=lambda: [100.0, 1_000_000.0])
+    #: The least duration of a capacity probe (s; 0: a probe is one slice of its operations).
+    capacity_probe_seconds: float = 0.0
     optional_engines: set[str] = field(default_factory=set)  # from "all": skipped when unavailable
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)

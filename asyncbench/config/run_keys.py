@@ -249,6 +249,31 @@ class Timeout(ValueType[float | None]):
 
 
 @dataclass(frozen=True)
+class ProbeSeconds(ValueType[float]):
+    """The least duration of a capacity probe: seconds from 0 (off) to an hour."""
+
+    def read(self, where: str, key: str, v: object) -> float:
+        if is_number(v) and v == 0:
+            return 0.0
+        if is_number(v) and v < 0:  # (read_seconds would say "positive": 0 is allowed here)
+            raise ConfigError(where, key, f"must be 0 (off) or a positive number of seconds, got {v!r}")
+        seconds = read_seconds(where, key, v)
+        if seconds > MAX_PROBE_SECONDS:
+            raise ConfigError(where, key, f"must be at most {MAX_PROBE_SECONDS:_} seconds, got {v!r}")
+        return seconds
+
+    def from_text(self, where: str, flag: str, text: str) -> float:
+        try:
+            return parse_seconds(text)
+        except ValueError as exc:
+            raise ConfigError(where, flag, str(exc)) from None
+
+
+#: A probe longer than an hour is no probe: a search runs a dozen of them.
+MAX_PROBE_SECONDS = 3_600
+
+
+@dataclass(frozen=True)
 class PhaseSelection(ValueType[list[str]]):
     """Phase kinds or names, or ``all`` (a list, or ``read_by_id,update`` on the command line);
     checked against the plan's phases by :func:`chart_phases`."""
@@ -521,6 +546,13 @@ RUN_KEYS: dict[str, RunKey] = {
             CapacityRange(),
             "lowest and highest rate a capacity search probes (default 100,1M)",
             flag="--capacity-range",
+        ),
+        RunKey(
+            "capacity_probe_seconds",
+            ProbeSeconds(),
+            "least duration of a capacity probe in seconds (default 0: a probe is its operations); "
+            "set it above the engine's stall period, so each probe sees its stalls as often as they come",
+            flag="--capacity-probe-seconds",
         ),
     )
 }

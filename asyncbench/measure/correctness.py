@@ -111,9 +111,10 @@ def _probes(run: RunResult, v: Verdict) -> int:
             if p.capacity is None:
                 continue
             names[p.index] = p.name
-            for q in p.capacity.probes:
-                if q.checksum:
-                    sums.setdefault((p.index, q.number), {})[_label(run, e)] = q.checksum
+            for q in p.capacity.probes:  # slice by slice (a probe may span several)
+                for i, cs in enumerate(q.checksums):
+                    if cs:
+                        sums.setdefault((p.index, q.number + i), {})[_label(run, e)] = cs
     compared = 0
     for (index, number), by_engine in sorted(sums.items()):
         if len(by_engine) < 2:

@@ -212,17 +212,25 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
             )
     lines.append("")
     sizes = sorted(
-        {(p.index, p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound, p.capacity.store_warmup_ops)
+        {(p.index, p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound, p.capacity.store_warmup_ops,
+          p.capacity.probe_seconds)
          for e in run.engines for p in e.phases if p.capacity is not None}
     )  # fmt: skip (in plan order)
-    for _, name, warmup, judged, bound, store in sizes:
+    for _, name, warmup, judged, bound, store, least in sizes:
+        if least:  # a least probe duration: a probe is as many such slices as its rate needs
+            judged_text = (
+                f"{fmt.count(judged)} judged operations, at least {least:g} s of them "
+                "(slices of that many run back to back)"
+            )
+        else:
+            judged_text = f"{fmt.count(judged)} judged operations"
         warm = (
             f" before the searches, the store warmed by the phase's stream once, closed loop ({fmt.count(store)} operations)."
             if store
             else ""
         )
         lines.append(
-            f"- {escape(name)}: each probe {fmt.count(warmup)} warm-up and {fmt.count(judged)} judged operations; "
+            f"- {escape(name)}: each probe {fmt.count(warmup)} warm-up and {judged_text}; "
             f"at most {bound} probes per search;{warm}".rstrip(";") + ("" if warm else ".")
         )
     lines.append("")

@@ -26,6 +26,17 @@ a quiet machine gave 846_000/s, 171_000/s and 811_000/s because of one 2.2 ms p9
 often as they come) and drops one accident; a pass is never re-run, so nothing is
 passed by a second chance alone.
 
+**A least probe duration** (``capacity_probe_seconds``, S; 0 by default: off). An engine
+that stalls for tens of milliseconds every few seconds (the LSM's flushes and merges under
+updates) passes or fails a sub-second probe by whether a stall fell inside it. With S set,
+the probe of a rate runs ``max(1, ceil(S × rate / length))`` consecutive slices of the
+stream back to back at that rate (:func:`slices_at`), judged as one (after the first
+slice's warm-up), so every verdict spans at least S seconds of intended starts and sees
+the stalls as often as they come. Each slice keeps its own number and checksum, so probe
+``k`` still means slice ``k`` on every engine, whatever the rates grouped them into. (Each
+slice's schedule starts when the one before has ended: a backlog at a slice's end is
+measured by that slice's last operations, and the next slice's starts wait for it.)
+
 **A warm store.** Before the searches of a read-only phase, its whole stream runs once,
 closed loop and not judged (:func:`warm_store`): the first search otherwise met the store as
 the phase before left it, its pages not yet in the page cache, and found a third of what
@@ -40,7 +51,8 @@ until the failing rate is within ``precision`` (5 %) of the passing one. The cap
 the highest passing rate. **Probe-count bound**: with ``r`` = ``ceil(log2(max_rate /
 start))`` ramp steps (or ``log2(start / min_rate)`` going down), at most ``r + 1`` ramp
 rates and ``ceil(log2(ln 2 / ln(1 + precision)))`` bisection rates (4 at 5 %), each at
-most two probes (a failure and its confirmation): :func:`probe_bound`. A search that reaches the ceiling reports the ceiling as a lower bound;
+most two probes (a failure and its confirmation): :func:`probe_bound`. With S set, the stream's slices a search may take are bounded by :func:`slice_bound`
+(the ramp's rates and the bisection's, each at most twice, in slices). A search that reaches the ceiling reports the ceiling as a lower bound;
 one that fails at the floor reports no capacity.
 
 **Exact checksums.** Probe ``k`` of every engine reads the same items: consecutive slices of
@@ -100,6 +112,8 @@ __all__ = [
     "search",
     "search_seconds",
     "needed_operations",
+    "slice_bound",
+    "slices_at",
     "stream_checksum",
     "stream_rest",
     "warm_store",
@@ -126,6 +140,36 @@ def probe_bound(start: float, min_rate: float, max_rate: float, precision: float
     return 2 * rates  # each rate: a probe, and its confirmation when it failed
 
 
+def slices_at(rate: float, probe_seconds: float, length: int) -> int:
+    """The slices of ``length`` operations a probe at ``rate`` runs: enough for ``probe_seconds``
+    of intended starts (the module's docstring), at least one."""
+    if probe_seconds <= 0:
+        return 1
+    return max(1, math.ceil(round(probe_seconds * rate / length, 6)))
+
+
+def slice_bound(
+    start: float, min_rate: float, max_rate: float, probe_seconds: float, length: int, precision: float = PRECISION
+) -> int:
+    """The most slices of the stream one :func:`search` takes from ``start`` within
+    [min_rate, max_rate]: the ramp's rates up (or down), then the bisection's, each below
+    the ramp's last rate, every rate at most twice (a failure and its confirmation). With
+    ``probe_seconds`` 0 it is :func:`probe_bound`."""
+    bisect = max(1, math.ceil(math.log2(math.log(2) / math.log(1 + precision))))
+
+    def ramp(rates: list[float]) -> int:
+        return sum(slices_at(r, probe_seconds, length) for r in rates) + bisect * slices_at(
+            max(rates), probe_seconds, length
+        )
+
+    up = [min(start * 2**i, max_rate) for i in range(max(math.ceil(math.log2(max_rate / start)), 0) + 1)]
+    down = [max(start / 2**i, min_rate) for i in range(max(math.ceil(math.log2(start / min_rate)), 0) + 1)]
+    longest = max(len(up), len(down))
+    up += [up[-1]] * (longest - len(up))  # (the bound counts the longer ramp in either direction)
+    down += [down[-1]] * (longest - len(down))
+    return 2 * max(ramp(up), ramp(down))
+
+
 def probe_items(items: Sequence[object], index: int, length: int) -> Sequence[object]:
     """Probe ``index``'s operations: the ``index``-th consecutive slice of ``length`` items
     (from the start again once the stream has no whole slice left), or the stream repeated
@@ -148,15 +192,15 @@ def writes(kind: PhaseKind) -> bool:
     return kind.runs_once
 
 
-def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int) -> int:
+def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int, probe_seconds: float = 0.0) -> int:
     """The operations a writing phase's stream must hold for its searches never to wrap:
-    ``repeats`` searches of at most :func:`probe_bound` probes of :func:`probe_length`."""
+    ``repeats`` searches of at most :func:`slice_bound` slices of :func:`probe_length`."""
     low, high = rate_range
-    warmup, judged = probe_length(slo)
-    return repeats * probe_bound(start_rate(low, high), low, high) * (warmup + judged)
+    length = sum(probe_length(slo))
+    return repeats * slice_bound(start_rate(low, high), low, high, probe_seconds, length) * length
 
 
-def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float) -> float:
+def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float, probe_seconds: float = 0.0) -> float:
     """The estimate's model of one search (:mod:`asyncbench.run.estimate`): the search run
     against an engine that passes every probe up to ``sustained`` ops/s and misses the rate
     above it, each probe taking its operations at its rate (at most ``sustained``). With
@@ -168,7 +212,7 @@ def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float) -> f
     async def ideal(number: int, rate: float) -> ProbeRun:
         return ProbeRun(np.zeros(1, dtype=np.int64), rate if rate <= sustained else rate / 2, None)
 
-    steps = search(ideal, slo, start_rate(low, high), low, high)
+    steps = search(ideal, slo, start_rate(low, high), low, high, probe_seconds=probe_seconds)
     try:  # the ideal probe never suspends: the search runs to its end in one step, no event loop
         steps.send(None)
     except StopIteration as done:
@@ -176,7 +220,7 @@ def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float) -> f
     else:  # pragma: no cover - a probe that suspends would leave it half run
         steps.close()
         raise RuntimeError("the search's model suspended")
-    return sum(length / min(p.rate, sustained) for p in found.probes)
+    return sum(p.slices * length / min(p.rate, sustained) for p in found.probes)
 
 
 def stream_rest(items: Sequence[Any], probes: int, length: int) -> Sequence[Any]:
@@ -205,6 +249,8 @@ class ProbeRun:
     response_ns: np.ndarray
     achieved: float
     checksum: str | None
+    #: A probe of several slices (a least probe duration): the later slices' checksums.
+    more: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,6 +266,15 @@ class ProbeResult:
     checksum: str | None = None
     #: A confirmation's: the number of the failed probe it was pooled with (None: a first probe).
     confirms: int | None = None
+    #: The slices of the stream it ran (numbers ``number`` ..): more than one under a least
+    #: probe duration; ``checksum`` is the first's, ``next_checksums`` the others'.
+    slices: int = 1
+    next_checksums: tuple[str | None, ...] = ()
+
+    @property
+    def checksums(self) -> list[str | None]:
+        """Every slice's checksum, in stream order."""
+        return [self.checksum, *self.next_checksums]
 
     @property
     def passed(self) -> bool:
@@ -235,6 +290,8 @@ class ProbeResult:
             "limit": self.limit,
             "checksum": self.checksum,
             "confirms": self.confirms,
+            "slices": self.slices,
+            "next_checksums": list(self.next_checksums),
         }
 
 
@@ -258,7 +315,9 @@ def judge(number: int, rate: float, slo: Slo, warmup: int, run: ProbeRun) -> Pro
             loosest = max(b.ns for b in slo.bounds)
             if backlog > loosest:
                 limit = f"backlog: last operations waited {backlog / 1e6:.3g} ms > {loosest / 1e6:g} ms"
-    return ProbeResult(number, rate, run.achieved, pcts, backlog, limit, run.checksum)
+    return ProbeResult(
+        number, rate, run.achieved, pcts, backlog, limit, run.checksum, slices=1 + len(run.more), next_checksums=run.more
+    )
 
 
 def pooled(first: ProbeRun, second: ProbeRun, warmup: int) -> ProbeRun:
@@ -269,7 +328,21 @@ def pooled(first: ProbeRun, second: ProbeRun, warmup: int) -> ProbeRun:
     ops = first.response_ns.size + second.response_ns.size
     seconds = sum(r.response_ns.size / r.achieved for r in (first, second) if r.achieved > 0)
     achieved = ops / seconds if seconds > 0 else math.inf
-    return ProbeRun(np.concatenate([a, b]), achieved, second.checksum)
+    return ProbeRun(np.concatenate([a, b]), achieved, second.checksum, second.more)
+
+
+def joined(runs: Sequence[ProbeRun]) -> ProbeRun:
+    """Consecutive slices run back to back at one rate as one probe: their response times
+    in run order, the achieved rate their operations over their summed time, the first
+    slice's checksum and the others' in ``more``."""
+    if len(runs) == 1:
+        return runs[0]
+    ops = sum(r.response_ns.size for r in runs)
+    seconds = sum(r.response_ns.size / r.achieved for r in runs if r.achieved > 0)
+    achieved = ops / seconds if seconds > 0 else math.inf
+    return ProbeRun(
+        np.concatenate([r.response_ns for r in runs]), achieved, runs[0].checksum, tuple(r.checksum for r in runs[1:])
+    )
 
 
 ProbeFn = Callable[[int, float], Awaitable[ProbeRun]]
@@ -296,14 +369,16 @@ async def search(
     precision: float = PRECISION,
     first_number: int = 0,
     on_probe: Callable[[ProbeResult], None] | None = None,
+    probe_seconds: float = 0.0,
 ) -> CapacitySearch:
-    """The adaptive search of the module's docstring; ``first_number`` numbers the probes
+    """The adaptive search of the module's docstring; ``first_number`` numbers the slices
     (so repeated searches draw further slices of the stream); ``on_probe`` sees each probe
-    as judged (the live log's line)."""
+    as judged (the live log's line); ``probe_seconds``: the least probe duration."""
     if not (0 < min_rate <= start <= max_rate):
         raise ValueError(f"an empty rate range: start {start:g} not within [{min_rate:g}, {max_rate:g}]")
-    warmup, _ = probe_length(slo)
+    warmup, judged = probe_length(slo)
     out = CapacitySearch(None, None)
+    used = 0  # slices of the stream taken so far
     lo: float | None = None
     hi: float | None = None
     hi_limit: str | None = None
@@ -314,15 +389,22 @@ async def search(
             on_probe(res)
         return res
 
+    async def span(rate: float) -> tuple[int, ProbeRun]:
+        """One probe at ``rate``: its slices from the next, back to back, as one run."""
+        nonlocal used
+        number = first_number + used
+        count = slices_at(rate, probe_seconds, warmup + judged)
+        used += count
+        return number, joined([await probe(number + i, rate) for i in range(count)])
+
     async def run(rate: float) -> ProbeResult:
         """The rate's verdict: one probe, and a failure confirmed by a second (the docstring)."""
-        number = first_number + len(out.probes)
-        first = await probe(number, rate)
+        number, first = await span(rate)
         res = record(judge(number, rate, slo, warmup, first))
         if res.passed:
             return res
-        again = first_number + len(out.probes)
-        both = pooled(first, await probe(again, rate), warmup)
+        again, second = await span(rate)
+        both = pooled(first, second, warmup)
         judged = judge(again, rate, slo, 0, both)
         return record(dataclasses.replace(judged, confirms=number))
 
@@ -407,11 +489,17 @@ ProbeHook = Callable[[int, ProbeResult, Slo], None]
 
 
 async def measure_capacity(
-    probe: ProbeFn, slo: Slo, rate_range: Sequence[float], repeats: int, on_probe: ProbeHook | None = None
+    probe: ProbeFn,
+    slo: Slo,
+    rate_range: Sequence[float],
+    repeats: int,
+    on_probe: ProbeHook | None = None,
+    probe_seconds: float = 0.0,
 ) -> tuple[Capacity, int, float]:
     """``repeats`` searches of one engine's phase (each probe reading the next slices of the
     stream), as the result's :class:`~asyncbench.result.Capacity`, with the operations run
-    and the seconds the probes took; ``on_probe`` sees every probe as it is judged."""
+    and the seconds the probes took; ``on_probe`` sees every probe as it is judged;
+    ``probe_seconds``: the least probe duration (the module's docstring)."""
     from time import perf_counter
 
     from asyncbench.measure.stats import Summary
@@ -427,15 +515,17 @@ async def measure_capacity(
     t0 = perf_counter()
     for number in range(repeats):
         hook = None if on_probe is None else (lambda p, n=number: on_probe(n, p, slo))
-        one = await search(probe, slo, start, low, high, first_number=len(probes), on_probe=hook)
+        taken = sum(p.slices for p in probes)
+        one = await search(probe, slo, start, low, high, first_number=taken, on_probe=hook, probe_seconds=probe_seconds)
         found.append(one.capacity)
         at_ceiling = at_ceiling or one.at_ceiling
         if one.limited_by:
             limits.append(one.limited_by)
         probes += [
             CapacityProbe(
-                number, p.number, p.rate, p.achieved, dict(p.percentiles_ns), p.backlog_ns, p.limit, p.checksum, p.confirms
-            )
+                number, p.number, p.rate, p.achieved, dict(p.percentiles_ns), p.backlog_ns, p.limit, p.checksum,
+                p.confirms, p.slices, list(p.next_checksums),
+            )  # fmt: skip
             for p in one.probes
         ]
     seconds = perf_counter() - t0
@@ -456,8 +546,9 @@ async def measure_capacity(
         probe_bound=probe_bound(start, low, high),
         rate_range=[low, high],
         probes=probes,
+        probe_seconds=probe_seconds,
     )
-    return cap, len(probes) * (warmup + judged), seconds
+    return cap, sum(p.slices for p in probes) * (warmup + judged), seconds
 
 
 def _commonest(limits: list[str]) -> str | None:
@@ -499,16 +590,18 @@ async def capacity_of_phase(
 
     warm_ops, warm_seconds = await warm_store(kind, whole_stream)
     probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
-    found, ops, seconds = await measure_capacity(probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe)
+    found, ops, seconds = await measure_capacity(
+        probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe, cfg.capacity_probe_seconds
+    )
     found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
     ops, seconds = ops + warm_ops, seconds + warm_seconds
     if not writes(kind):
         return found, ops, seconds, None
     t0 = perf_counter()
-    rest = stream_rest(items, len(found.probes), found.warmup_ops + found.judged_ops)
+    rest = stream_rest(items, found.slices_taken, found.warmup_ops + found.judged_ops)
     outcome = await run_operations(kind, rest, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)
     assert outcome.checksum is not None  # an operation phase folds one
-    checksum = stream_checksum([p.checksum for p in found.probes], outcome.checksum)
+    checksum = stream_checksum(found.slice_checksums, outcome.checksum)
     return found, ops + len(rest), seconds + perf_counter() - t0, checksum
 
 

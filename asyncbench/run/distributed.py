@@ -601,7 +601,12 @@ class DistributedEngineRun:
         warm_ops, warm_seconds = await warm_store(workload().phases[spec.kind], whole_stream)
         probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
         found, ops, seconds = await measure_capacity(
-            probe, slo, self.cfg.capacity_range, self.cfg.capacity_repeats, partial(self.observer.probe, self.name, spec.name)
+            probe,
+            slo,
+            self.cfg.capacity_range,
+            self.cfg.capacity_repeats,
+            partial(self.observer.probe, self.name, spec.name),
+            self.cfg.capacity_probe_seconds,
         )
         found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
         ops, seconds = ops + warm_ops, seconds + warm_seconds
@@ -610,13 +615,13 @@ class DistributedEngineRun:
             t0 = time.perf_counter()
             parts = await _all(
                 [
-                    self._named(k, partial(a.probe, index, len(found.probes), None, warmup + judged, time.time()))
+                    self._named(k, partial(a.probe, index, found.slices_taken, None, warmup + judged, time.time()))
                     for k, a in enumerate(self.actors)
                 ]
             )
             rest = merged_probe(parts)
             assert rest.checksum is not None
-            checksum = stream_checksum([p.checksum for p in found.probes], rest.checksum)
+            checksum = stream_checksum(found.slice_checksums, rest.checksum)
             ops += sum(p.ops for p in parts)
             seconds += time.perf_counter() - t0
         pr = phase_row(index, spec, ops, seconds, checksum)

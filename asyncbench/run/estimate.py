@@ -98,7 +98,7 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     out = []
     for spec, ops in stream_operations(cfg, profiles):
         if spec.capacity and not writes(workload().phases[spec.kind]):
-            ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
+            ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
         out.append((spec, ops))
     return out
 
@@ -135,7 +135,7 @@ def paced_seconds(cfg: BenchConfig, profiles: int) -> float:
 def _search_seconds(cfg: BenchConfig, spec: PhaseSpec, sustained: float) -> float:
     """A searched phase's searches on an engine that sustains ``sustained`` ops/s."""
     slo = make_slo(slo_for(cfg, spec.kind))
-    return cfg.capacity_repeats * search_seconds(slo, cfg.capacity_range, sustained)
+    return cfg.capacity_repeats * search_seconds(slo, cfg.capacity_range, sustained, cfg.capacity_probe_seconds)
 
 
 def plan_operations(cfg: BenchConfig, profiles: int) -> int:
@@ -245,7 +245,7 @@ class Rate:
                 # stream once, closed loop (a read phase's warm-up, a writing phase's rest)
                 per_op = self.per_op.get(spec.kind, mean_op) * grow
                 searched = _search_seconds(cfg, spec, 1 / per_op)
-                probes = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats)
+                probes = needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
                 total += searched + max(0, ops - probes) * per_op
             elif kind.action is Action.OPERATIONS:
                 measured = ops * self.per_op.get(spec.kind, mean_op) * grow

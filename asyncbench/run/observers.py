@@ -270,6 +270,8 @@ class JsonLogObserver(Observer):
             limit=probe.limit,
             checksum=probe.checksum,
             confirms=probe.confirms,
+            slices=probe.slices,
+            next_checksums=list(probe.next_checksums),
         )
 
     def engine_end(self, result: EngineResult) -> None:

@@ -129,7 +129,7 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
                 continue
             ops = running[id(spec)]
             slo = make_slo(slo_for(cfg, spec.kind))
-            need = needed_operations(slo, cfg.capacity_range, cfg.capacity_repeats)
+            need = needed_operations(slo, cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
             if ops >= need:
                 continue
             low, high = cfg.capacity_range
@@ -141,8 +141,14 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
                 f"{fmt.count(ops)} operations are too few for its capacity search, which never repeats one of a "
                 f"phase that writes: {cfg.capacity_repeats} search(es) of up to "
                 f"{probe_bound(start_rate(low, high), low, high)} probes of {fmt.count(warmup + judged)} operations "
-                f"({slo.text()}, rates {fmt.count(round(low))}..{fmt.count(round(high))}) need {fmt.count(need)}: "
-                "give at least that many",
+                + (
+                    f"each, at least {cfg.capacity_probe_seconds:g} s (capacity_probe_seconds: a probe at rate r "
+                    f"runs max(1, ceil({cfg.capacity_probe_seconds:g} r / {fmt.count(warmup + judged)})) of them) "
+                    if cfg.capacity_probe_seconds
+                    else ""
+                )
+                + f"({slo.text()}, rates {fmt.count(round(low))}..{fmt.count(round(high))}) need {fmt.count(need)}: "
+                "give at least that many, or a lower top of capacity_range",
             )
 
 
