@@ -233,6 +233,9 @@ class Capacity:
     store_warmup_seconds: float = 0.0
     #: The least probe duration (``capacity_probe_seconds``; 0: a probe is one slice).
     probe_seconds: float = 0.0
+    #: Set when a rate passed above a rate that failed (its verdict confirmed): the
+    #: response time is not monotonic in the rate, which the search assumes; says which.
+    not_monotonic: str | None = None
 
     @property
     def slices_taken(self) -> int:

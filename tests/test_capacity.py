@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import anyio
 import numpy as np
@@ -280,3 +281,40 @@ def test_a_least_probe_duration_sees_the_stalls_a_short_probe_misses() -> None:
     assert short.capacity is not None and short.capacity >= 20_000  # the stalls fell between probes
     assert long.capacity is None or long.capacity < short.capacity / 4, (long.capacity, short.capacity)
     assert all(p.slices * 11_000 / p.rate >= 4.0 - 1e-9 for p in long.probes)
+
+
+def test_latency_not_monotonic_in_the_rate_is_said() -> None:
+    """SQLite's email lookups failed p99 <= 1 ms at 10_706/s in one search and passed up to
+    115_993/s in another (idle threads waking at low rates): the bisection assumes more rate
+    never helps, so the result says when a rate passed above a confirmed failure."""
+    from asyncbench.run.capacity import measure_capacity, not_monotonic
+
+    searches = iter([False, True, True])
+    state: dict[str, Any] = {"woken": True, "search": -1}
+
+    async def probe(number: int, rate: float) -> ProbeRun:
+        slow_at_low_rates = not state["woken"] and rate < 40_000
+        return _run([5.0 if slow_at_low_rates or rate > 120_000 else 0.1] * 1100, rate)
+
+    def each(search_number: int, p: object, s: object) -> None:
+        nonlocal searches
+        if search_number != state["search"]:
+            state["search"] = search_number
+            state["woken"] = next(searches)
+
+    async def main():  # type: ignore[no-untyped-def]
+        nonlocal searches
+        state["woken"] = next(searches)  # the first search's machine
+        state["search"] = 0
+        cap, _, _ = await measure_capacity(probe, parse_slo_text("p90=1ms"), [1_000.0, 1_000_000.0], 3, each)
+        return cap
+
+    cap = anyio.run(main)
+    assert cap.capacities[0] is None or cap.capacities[0] < 40_000, cap.capacities
+    assert cap.not_monotonic is not None and "not monotonic" in cap.not_monotonic, cap.not_monotonic
+    assert "above a failure at" in cap.not_monotonic
+    # a monotonic engine (always awake): nothing said
+    state["woken"], searches = True, iter([True, True, True])
+    steady = anyio.run(main)
+    assert steady.capacity is not None and steady.not_monotonic is None
+    assert not_monotonic(steady.probes) is None

@@ -233,5 +233,9 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
             f"- {escape(name)}: each probe {fmt.count(warmup)} warm-up and {judged_text}; "
             f"at most {bound} probes per search;{warm}".rstrip(";") + ("" if warm else ".")
         )
+    for e in run.engines:
+        for p in e.phases:
+            if p.capacity is not None and p.capacity.not_monotonic:
+                lines.append(f"- **Not monotonic**: {escape(e.engine)}, {escape(p.name)}: {escape(p.capacity.not_monotonic)}.")
     lines.append("")
     return lines

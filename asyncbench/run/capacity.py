@@ -45,6 +45,13 @@ the later two did (the LSM's point reads at 200k on a quiet machine: 171_301/s, 
 no such pass (it would change the store its probes' checksums depend on): its first search
 meets the store as the earlier phases left it.
 
+**Latency not monotonic in the rate.** The bisection assumes that more rate never helps.
+Some engines contradict it: SQLite's email lookups failed p99 <= 1 ms at 10_706/s and
+passed up to 115_993/s (at low rates each operation waits for an idle thread to wake). The
+answer then depends on where the search started, so the result says so
+(:func:`not_monotonic`: the lowest rate that failed below the highest that passed, over
+every search of the phase) on the console, in the report and the JSON.
+
 **The search** (:func:`search`), per engine: from a start rate, double while probes pass
 (halve while they fail) until one passes and one fails, then bisect (geometric midpoint)
 until the failing rate is within ``precision`` (5 %) of the passing one. The capacity is
@@ -88,10 +95,11 @@ from typing import Any
 
 import numpy as np
 
+from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
-from asyncbench.result import Capacity
+from asyncbench.result import Capacity, CapacityProbe
 from asyncbench.slo import Slo
 from asyncbench.workload import PhaseKind
 from asyncbench.workloads import workload
@@ -104,6 +112,7 @@ __all__ = [
     "ProbeRun",
     "judge",
     "measure_capacity",
+    "not_monotonic",
     "start_rate",
     "local_probe",
     "probe_bound",
@@ -503,7 +512,6 @@ async def measure_capacity(
     from time import perf_counter
 
     from asyncbench.measure.stats import Summary
-    from asyncbench.result import CapacityProbe
 
     low, high = rate_range
     start = start_rate(low, high)
@@ -547,8 +555,30 @@ async def measure_capacity(
         rate_range=[low, high],
         probes=probes,
         probe_seconds=probe_seconds,
+        not_monotonic=not_monotonic(probes),
     )
     return cap, sum(p.slices for p in probes) * (warmup + judged), seconds
+
+
+def not_monotonic(probes: Sequence[CapacityProbe]) -> str | None:
+    """The lowest rate whose verdict failed below the highest that passed (the module's
+    docstring), in words; None when every failure lies above every pass. A rate's verdict
+    is its first probe's when it passed, else its confirmation's (the pooled judgement)."""
+    verdicts = [p for p in probes if p.limit is None or p.confirms is not None]
+    passed = [p.rate for p in verdicts if p.limit is None]
+    failed = [p for p in verdicts if p.limit is not None]
+    if not passed or not failed:
+        return None
+    top = max(passed)
+    below = [p for p in failed if p.rate < top]
+    if not below:
+        return None
+    low = min(below, key=lambda p: p.rate)
+    return (
+        f"passed at {fmt.count(round(top))}/s above a failure at {fmt.count(round(low.rate))}/s "
+        f"({low.limit}): the response time is not monotonic in the rate, so the capacity depends on "
+        "where the search started; see the latency-vs-rate chart"
+    )
 
 
 def _commonest(limits: list[str]) -> str | None:

@@ -7,6 +7,7 @@ must stay cheap there: O(1), no I/O, no rendering.
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -450,6 +451,11 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
         if result.capacity is not None:
             self._print(capacity_line(result))
+            if result.capacity.not_monotonic:
+                for line in textwrap.wrap(
+                    "NOT MONOTONIC: " + result.capacity.not_monotonic, max(40, self.width - 4)
+                ):
+                    self._print("    " + line)
         for line in mix_lines(result):  # a mixed phase: its kinds and skew
             self._print(line)
 
