@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import anyio
 
 from asyncbench.engines.memory import MemoryEngine
@@ -267,3 +269,48 @@ class NoYcsbEngine(MemoryEngine):
 
     name = "noycsb"
     usertable = None  # type: ignore[assignment]
+
+
+class FixedServiceWorker:
+    """A server worker whose every operation (a profile-store read, a YCSB mix's read or
+    update) takes ``SERVICE`` seconds, served on a thread: the capacity tests' engine, whose
+    capacity is known (P workers: P / SERVICE operations a second).
+
+    Exactly, as a server's clock: a batch arrives when it is sent, and each of its
+    operations ends ``SERVICE`` after the later of the batch's arrival and the previous
+    operation's end. A sleep that oversleeps on a loaded machine, or the hop back to the
+    event loop, then shortens the next queued operation instead of slowing the server: its
+    capacity is 1 / SERVICE a second, whatever the machine's load."""
+
+    SERVICE = 0.01
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+
+    def _serve(self, arrived: float, n: int, marks: list[int]) -> None:
+        for _ in range(n):
+            end = max(arrived, self.busy_until) + self.SERVICE
+            self.busy_until = end
+            left = end - time.perf_counter()
+            if left > 0:
+                time.sleep(left)
+            marks.append(time.perf_counter_ns())
+
+    async def _batch(self, n: int, marks: list[int]) -> None:
+        arrived = time.perf_counter()
+        marks.append(time.perf_counter_ns())
+        await anyio.to_thread.run_sync(self._serve, arrived, n, marks)
+
+    async def read_by_id(self, uids: list[int], marks: list[int]) -> list[object]:
+        """The profile store's point reads (returning no profile: the checksum is not this test's)."""
+        await self._batch(len(uids), marks)
+        return []
+
+    def usertable(self) -> FixedServiceWorker:
+        return self
+
+    async def run(self, ops: object, marks: list[int]) -> list[int]:
+        """A YCSB mix's batch, reads and updates alike."""
+        n = len(ops.rows())  # type: ignore[attr-defined]
+        await self._batch(n, marks)
+        return [0] * n

@@ -4,12 +4,12 @@ engine of fixed service time on P threads has capacity P / service time)."""
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
+from engines_for_tests import FixedServiceWorker  # tests/ is on sys.path (rootdir)
 
 from asyncbench.run.capacity import (
     CapacitySearch,
@@ -89,43 +89,13 @@ def test_search_at_the_ceiling_and_below_the_floor() -> None:
         anyio.run(search, _model(1.0), slo, 500.0, 600.0, 4000.0)
 
 
-class FixedServiceStore:
-    """A server worker whose every read takes ``SERVICE`` seconds, served on a thread.
-
-    Exactly, as a server's clock: a batch arrives when it is sent, and each of its reads
-    ends ``SERVICE`` after the later of the batch's arrival and the previous read's end. A
-    sleep that oversleeps on a loaded machine, or the hop back to the event loop, then
-    shortens the next queued read instead of slowing the server: its capacity is
-    1 / SERVICE reads per second, whatever the machine's load."""
-
-    SERVICE = 0.01
-
-    def __init__(self) -> None:
-        self.busy_until = 0.0
-
-    def _serve(self, arrived: float, n: int, marks: list[int]) -> None:
-        for _ in range(n):
-            end = max(arrived, self.busy_until) + self.SERVICE
-            self.busy_until = end
-            left = end - time.perf_counter()
-            if left > 0:
-                time.sleep(left)
-            marks.append(time.perf_counter_ns())
-
-    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
-        arrived = time.perf_counter()
-        marks.append(time.perf_counter_ns())
-        await anyio.to_thread.run_sync(self._serve, arrived, len(uids), marks)
-        return []
-
-
 def test_fixed_service_time_capacity_is_workers_over_service_time() -> None:
     """Done when: P workers of a fixed service time have capacity P / service time, found
     within 10 %, in no more probes than the stated bound."""
     workers = 8
-    expected = workers / FixedServiceStore.SERVICE  # 800 ops/s
+    expected = workers / FixedServiceWorker.SERVICE  # 800 ops/s
     slo = parse_slo_text("p90=100ms")  # 10x the service time: queueing, not service, breaks it
-    stores = [FixedServiceStore() for _ in range(workers)]
+    stores = [FixedServiceWorker() for _ in range(workers)]
     items = list(range(1, 5001))
     probe = local_probe(PHASES["read_by_id"], items, stores, PhaseContext.for_seed(1), 100, slo)
     start, low, high = 250.0, 10.0, 8000.0

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 from conftest import ROOT
+from engines_for_tests import FixedServiceWorker
 
 from asyncbench.run.capacity import local_probe, probe_bound, search
 from asyncbench.run.capacity_remote import run_probe_part
@@ -174,35 +175,6 @@ def test_a_client_process_runs_its_probe_share_by_key_owner() -> None:
     assert set(part.checksums) == {1, 3}
 
 
-class FixedServiceTable:
-    """A server worker whose every operation, read or update, takes ``SERVICE`` seconds on
-    a thread, kept on a server's clock (tests/test_capacity.py's FixedServiceStore)."""
-
-    SERVICE = 0.01
-
-    def __init__(self) -> None:
-        self.busy_until = 0.0
-
-    def usertable(self) -> FixedServiceTable:
-        return self
-
-    def _serve(self, arrived: float, n: int, marks: list[int]) -> None:
-        for _ in range(n):
-            end = max(arrived, self.busy_until) + self.SERVICE
-            self.busy_until = end
-            left = end - time.perf_counter()
-            if left > 0:
-                time.sleep(left)
-            marks.append(time.perf_counter_ns())
-
-    async def run(self, ops: Any, marks: list[int]) -> list[int]:
-        arrived = time.perf_counter()
-        marks.append(time.perf_counter_ns())
-        n = len(ops.rows())
-        await anyio.to_thread.run_sync(self._serve, arrived, n, marks)
-        return [0] * n
-
-
 def test_fixed_service_time_mix_capacity_is_workers_over_service_time() -> None:
     """Done when: the 95/5 mix on P = 4 workers of a fixed service time has capacity
     P / service time within 10 %, in no more probes than the bound. Each worker runs the
@@ -213,14 +185,14 @@ def test_fixed_service_time_mix_capacity_is_workers_over_service_time() -> None:
     items = _mixed_items(50_000, 20_000, "uniform")
     shares = items.by_residue(workers)
     busiest = max(len(s) for s in shares) / len(items)
-    expected = 1 / (busiest * FixedServiceTable.SERVICE)  # the busiest worker saturates first
-    stores = [FixedServiceTable() for _ in range(workers)]
+    expected = 1 / (busiest * FixedServiceWorker.SERVICE)  # the busiest worker saturates first
+    stores = [FixedServiceWorker() for _ in range(workers)]
     probe = local_probe(PHASES["mixed"], items, stores, 0, 100, slo)
     start, low, high = 250.0, 10.0, 8000.0
     found = anyio.run(search, probe, slo, start, low, high)
     assert found.capacity is not None
     assert abs(found.capacity - expected) <= 0.1 * expected, (expected, [(p.rate, p.achieved, p.limit) for p in found.probes])
-    assert abs(expected - workers / FixedServiceTable.SERVICE) <= 0.05 * workers / FixedServiceTable.SERVICE
+    assert abs(expected - workers / FixedServiceWorker.SERVICE) <= 0.05 * workers / FixedServiceWorker.SERVICE
     assert len(found.probes) <= probe_bound(start, low, high)
 
 
