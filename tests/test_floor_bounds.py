@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,8 +79,12 @@ def test_the_estimate_grows_with_the_flags() -> None:
     assert estimate(parser.parse_args(["--profiles", "10M", "--repeats", "100"])) > ASK_ABOVE_SECONDS
 
 
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "twice"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
-def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.Signals, twice: bool) -> None:
+    """The first stop signal closes the engines and removes the temporary stores; a second
+    one soon after is absorbed (the run's stop policy, asyncbench.run.signals), never a
+    default action halfway through the clean-up."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     cmd = [sys.executable, "-m", "asyncbench", "floor", "--engine", "sqlite", "--profiles", "200k", "--yes"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -90,12 +95,17 @@ def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.
 
         wait_for(building, "the floor's store being built")
         proc.send_signal(sig)
+        if twice:
+            time.sleep(0.05)
+            proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    # twice: a second signal that lands after the clean-up, while the interpreter exits
+    # (CPython puts the default handlers back as it finalizes), ends it by that signal
+    assert proc.returncode == 130 or (twice and proc.returncode == -sig), err
     assert not list(tmp_path.glob("asyncbench-floor-*")), err
 
 

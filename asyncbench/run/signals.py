@@ -39,7 +39,9 @@ class StopSignals:
     """The process's stop policy: record the first signal, absorb the rest, force on the
     third Ctrl-C. ``interrupted`` is ``"interrupted by SIGTERM"`` (etc.) once stopped."""
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: str = "closing the engine's store and writing the partial report") -> None:
+        #: What the first signal starts, as its line says it (the floor's differs from a run's).
+        self.stopping = stopping
         self.interrupted: str | None = None
         self.received = 0
         self._sigints = 0
@@ -77,10 +79,7 @@ class StopSignals:
             self._sigints += 1
         if self.interrupted is None:
             self.interrupted = f"interrupted by {name}"
-            self._say(
-                f"\nasyncbench: {name}: stopping; closing the engine's store and writing the partial "
-                "report (Ctrl-C three times forces an exit)"
-            )
+            self._say(f"\nasyncbench: {name}: stopping; {self.stopping} (Ctrl-C three times forces an exit)")
             self._cancel()
         elif signum == signal.SIGINT and self._sigints >= FORCE_AFTER_SIGINTS:
             self.force_exit(name)

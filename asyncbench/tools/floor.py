@@ -77,14 +77,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,7 +97,7 @@ from asyncbench.result import EXIT_INTERRUPTED
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.estimate import ask_to_start, duration
 from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
-from asyncbench.run.signals import backend_options
+from asyncbench.run.signals import StopSignals, backend_options
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
 from asyncbench.tools.store import LIMIT, OPERATION_PHASES, SEED, draw
@@ -480,67 +478,43 @@ def run(args: argparse.Namespace) -> int:
     print(f"estimate: about {duration(seconds)} ({ESTIMATE_BASIS})", flush=True)
     if not ask_to_start(f"this floor run of about {duration(seconds)}", seconds, args.yes, sys.stdin, sys.stdout):
         return 0
-    interrupted = False
+    stop = StopSignals("closing the engines and removing the floor's temporary stores")
+    stop.install()  # before the loop runs and after it: no stop signal takes its default action
     try:
-        with _stop_signals_interrupt():  # before and after the loop runs
-            interrupted = anyio.run(measure_until_stopped, args, backend="asyncio", backend_options=backend_options())
-    except KeyboardInterrupt:  # the stores' temporary directory is gone: measure's with exited
-        interrupted = True
+        anyio.run(measure_until_stopped, args, stop, backend="asyncio", backend_options=backend_options())
     except FloorMismatch as exc:
+        stop.restore()
         print(f"asyncbench floor: {exc}", file=sys.stderr)
         return 1
-    return EXIT_INTERRUPTED if interrupted else 0
+    if stop.interrupted:  # the process is on its way out: a late second signal is absorbed, not a kill
+        return EXIT_INTERRUPTED
+    stop.restore()
+    return 0
 
 
-async def measure_until_stopped(args: argparse.Namespace) -> bool:
-    """:func:`measure`, cancelled through a cancel scope when SIGINT, SIGTERM or SIGHUP
-    arrives (anyio's signal receiver); True when a signal stopped it. The event loop's own
-    SIGINT handling (a native cancel of the main task) was at times lost inside the
-    measurement's awaits: the floor went on building its store and the stop signal test
-    timed out (its measurement then ran to the end, exit 0). A scope's cancel is the one
-    every await honours; the stores' ``with`` and the shielded close still run."""
-    stopped = False
+async def measure_until_stopped(args: argparse.Namespace, stop: StopSignals) -> None:
+    """:func:`measure`, in a cancel scope the first SIGINT, SIGTERM or SIGHUP cancels: the
+    run's own stop policy (:class:`~asyncbench.run.signals.StopSignals`: later signals
+    absorbed, a third Ctrl-C forces the exit). The event loop's own SIGINT handling (a
+    native cancel of the main task) was at times lost inside the measurement's awaits: the
+    floor went on building its store and the stop-signal test timed out. A scope's cancel
+    is the one every await honours; the stores' ``with`` and the shielded close still run,
+    so the temporary stores are removed."""
     failed: Exception | None = None
     async with anyio.create_task_group() as tg:
-
-        async def watch(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-            nonlocal stopped
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-                task_status.started()
-                async for _ in signals:
-                    stopped = True
-                    tg.cancel_scope.cancel()
-                    return
-
-        await tg.start(watch)  # the receiver listens before the measurement starts
-        try:
-            await measure(args)
-        except Exception as exc:  # raised as itself below, not in the task group's ExceptionGroup
-            failed = exc
-        tg.cancel_scope.cancel()  # the measurement ended: stop listening
+        scope = anyio.CancelScope()
+        tg.start_soon(stop.watch, scope)  # (a signal before it starts is seen when it does)
+        with scope:
+            try:
+                await measure(args)
+            except Exception as exc:  # raised as itself below, not in the task group's ExceptionGroup
+                failed = exc
+        tg.cancel_scope.cancel()  # the measurement ended: stop watching
     if failed is not None:
         raise failed
-    return stopped
 
 
 ESTIMATE_BASIS = "scaled from docs/results/floor-200k.md, measured on a 2-vCPU machine"
-
-
-@contextlib.contextmanager
-def _stop_signals_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the floor as Ctrl-C does: the event loop's own SIGINT
-    handling cancels the measurement, whose ``with`` blocks close the engines and remove
-    the temporary stores (a killed floor left gigabytes in the temporary directory)."""
-
-    def as_interrupt(signum: int, frame: object) -> None:
-        signal.raise_signal(signal.SIGINT)
-
-    previous = {sig: signal.signal(sig, as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def main(argv: Sequence[str]) -> int:
