@@ -20,6 +20,13 @@ not add to this run's CPU seconds), so it is the verdict a loaded machine can gi
 
     .venv/bin/python benchmarks/bench_cost_overhead.py --engine lsm --profiles 100000 --pairs 5
 
+``--null`` runs the same pairs with the measurement off on both sides (an A/A test): the
+ratios it gives are the method's own noise on this machine, the yardstick an on/off ratio
+must be read against. Beside the median ratio, each pair's geometric mean over the phases
+is printed: their spread says how far one pair can be trusted::
+
+    .venv/bin/python benchmarks/bench_cost_overhead.py --engine lsm --profiles 100000 --pairs 5 --null
+
 ``--snapshot-cost`` measures instead, on an open engine of each kind, what the sampler does
 inside a phase once a second: one ``take_snapshot`` (CPU seconds of this thread, and wall
 time, the GIL held for at most that), so its share of a second is the most it can take
@@ -56,9 +63,12 @@ def children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> tuple[dict[str, float], float]:
+def one_run(
+    plan: Path, engine: str, profiles: int, cost: bool, work: Path, expect_cost: bool | None = None
+) -> tuple[dict[str, float], float]:
     """ops/s by phase name of one run of ``engine`` (in its own process, as a user runs it),
     and the CPU seconds its processes used."""
+    expect = cost if expect_cost is None else expect_cost
     out = Path(tempfile.mkdtemp(dir=work))
     env = {**os.environ, NO_COST_ENV: "0" if cost else "1"}
     cmd = [
@@ -77,8 +87,8 @@ def one_run(plan: Path, engine: str, profiles: int, cost: bool, work: Path) -> t
     for p in e["phases"]:
         if p["action"] == "ops" and p["seconds"] > 0:
             rates[p["name"]] = p["ops"] / p["seconds"]
-            if cost != (p.get("cost") is not None):
-                raise SystemExit(f"phase {p['name']!r}: cost {'missing' if cost else 'present'} in the {'on' if cost else 'off'} run")
+            if expect != (p.get("cost") is not None):
+                raise SystemExit(f"phase {p['name']!r}: cost {'missing' if expect else 'present'} in the {'on' if expect else 'off'} run")
     return rates, cpu
 
 
@@ -116,6 +126,7 @@ def main() -> None:
     ap.add_argument("--profiles", type=int, default=100_000)
     ap.add_argument("--pairs", type=int, default=5, help="ON/OFF pairs, interleaved")
     ap.add_argument("--plan", type=Path, default=ROOT / "benchmarks" / "quick.toml")
+    ap.add_argument("--null", action="store_true", help="an A/A test: both sides of each pair with the measurement off")
     ap.add_argument("--snapshot-cost", action="store_true", help="measure one sampler snapshot per engine instead")
     ap.add_argument("--snapshots", type=int, default=2_000, help="snapshots taken per engine (--snapshot-cost)")
     args = ap.parse_args()
@@ -128,12 +139,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-cost-overhead-") as tmp:
         for i in range(args.pairs):
             for cost, into in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
-                rates, seconds = one_run(args.plan, args.engine, args.profiles, cost, Path(tmp))
+                rates, seconds = one_run(args.plan, args.engine, args.profiles, cost and not args.null, Path(tmp))
                 cpu[cost].append(seconds)
                 for name, rate in rates.items():
                     into.setdefault(name, []).append(rate)
                 print(f"pair {i + 1}/{args.pairs}: cost {'on' if cost else 'off'} done", file=sys.stderr)
-    print(f"engine {args.engine}, {args.profiles:_d} profiles, {args.pairs} interleaved pairs; median ops/s")
+    what = "A/A: the measurement off on both sides (on = A, off = B)" if args.null else "median ops/s"
+    print(f"engine {args.engine}, {args.profiles:_d} profiles, {args.pairs} interleaved pairs; {what}")
     print(f"{'phase':<34} {'cost on':>10} {'cost off':>10} {'on/off':>8}")
     logs = []
     for name in on:
@@ -144,6 +156,16 @@ def main() -> None:
     geo = math.exp(statistics.fmean(logs)) if logs else math.nan
     verdict = "within" if abs(geo - 1) <= 0.02 else "OUTSIDE"
     print(f"geometric mean on/off: {geo:.4f}x ({verdict} the 2 % bound)")
+    per_pair = []  # each pair's own geometric mean over the phases both sides ran
+    for i in range(args.pairs):
+        pair_logs = [math.log(on[n][i] / off[n][i]) for n in on if n in off and len(on[n]) > i and len(off[n]) > i and off[n][i] > 0]
+        if pair_logs:
+            per_pair.append(math.exp(statistics.fmean(pair_logs)))
+    if per_pair:
+        print(
+            f"per pair's geometric mean: {', '.join(f'{r:.3f}' for r in per_pair)} "
+            f"(median {statistics.median(per_pair):.4f}x, spread {min(per_pair):.3f}-{max(per_pair):.3f})"
+        )
     c_on, c_off = statistics.median(cpu[True]), statistics.median(cpu[False])
     pair_ratios = [a / b for a, b in zip(cpu[True], cpu[False], strict=True) if b > 0]
     c_ratio = c_on / c_off if c_off > 0 else math.nan
