@@ -283,6 +283,15 @@ def test_latency_not_monotonic_in_the_rate_is_said() -> None:
     assert cap.capacities[0] is None or cap.capacities[0] < 40_000, cap.capacities
     assert cap.not_monotonic is not None and "not monotonic" in cap.not_monotonic, cap.not_monotonic
     assert "above a failure at" in cap.not_monotonic
+    # searches that disagree near the capacity are no bend in the curve (a quiet machine's
+    # LSM: a failure at 425_464/s beside a pass at 484_513/s)
+    from asyncbench.result import CapacityProbe
+
+    near = [
+        CapacityProbe(0, 0, 484_513.0, 484_000.0, {"p99": 100_000}, 100_000),
+        CapacityProbe(1, 1, 425_464.0, 402_756.0, {"p99": 100_000}, 100_000, "rate: achieved 402,756/s", None, 0),
+    ]
+    assert not_monotonic(near) is None
     # a monotonic engine (always awake): nothing said
     state["woken"], searches = True, iter([True, True, True])
     steady = anyio.run(main)
