@@ -42,6 +42,15 @@ def _plan(tmp_path: Path, ops: int, searched: bool = True, then_mixed: bool = Tr
     return path
 
 
+def _unsearched(tmp_path: Path, run_cli: Any, ops: int) -> dict[str, dict]:
+    """The phases of the same plan run unsearched on the memory engine, by name."""
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    code, plain, output = run_cli(str(_plan(plain_dir, ops, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
+    assert code == 0, output
+    return {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
+
+
 def _phases(results: list[dict]) -> dict[tuple[str, str], dict]:
     return {(e["engine"], p["name"]): p for r in results for e in r["engines"] for p in e["phases"]}
 
@@ -65,11 +74,7 @@ def test_a_searched_mix_has_exact_probe_checksums_and_leaves_the_store_as_the_un
             by_number.setdefault(p["number"], set()).add(p["checksum"])
     assert by_number and all(len(v) == 1 for v in by_number.values()), by_number
     # the same run unsearched: the searched phase applied every operation once, in order
-    plain_dir = tmp_path / "plain"
-    plain_dir.mkdir()
-    code, plain, output = run_cli(str(_plan(plain_dir, 14_000, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
-    assert code == 0, output
-    unsearched = {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
+    unsearched = _unsearched(tmp_path, run_cli, 14_000)
     for e in engines.split(","):
         assert searched[(e, "mixed")]["ops"] == 14_000
         assert searched[(e, "mixed")]["capacity"]["store_warmup_ops"] == 0  # a writing phase: no warm-up pass
@@ -103,17 +108,15 @@ def test_a_least_probe_duration_keeps_a_searched_mix_exact_slice_by_slice(tmp_pa
                 by_slice.setdefault(at + i, set()).add(cs)
             at += p["slices"]
     assert any(len(v) for v in by_slice.values()) and all(len(v) == 1 for v in by_slice.values()), by_slice
-    plain_dir = tmp_path / "plain"
-    plain_dir.mkdir()
-    code, plain, output = run_cli(str(_plan(plain_dir, 25_000, searched=False)), "--engine", "memory", "--parallelism", "4", "--no-isolate", "--yes")
-    assert code == 0, output
-    unsearched = {p["name"]: p for p in plain[-1]["engines"][0]["phases"]}
+    unsearched = _unsearched(tmp_path, run_cli, 25_000)
     for e in engines.split(","):
         assert searched[(e, "mixed")]["checksum"] == unsearched["mixed"]["checksum"], e
         assert searched[(e, "mixed again")]["checksum"] == unsearched["mixed again"]["checksum"], e
     # too short a stream for these slices is refused before the run, saying why
-    code, _, output = run_cli(str(_plan(tmp_path / "short", 14_000, then_mixed=False)) if (tmp_path / "short").mkdir() is None else "",
-                              "--engine", "memory", "--yes", "--capacity-range", "1k,4k", "--capacity-probe-seconds", "0.5")  # fmt: skip
+    short = tmp_path / "short"
+    short.mkdir()
+    code, _, output = run_cli(str(_plan(short, 14_000, then_mixed=False)), "--engine", "memory", "--yes",
+                              "--capacity-range", "1k,4k", "--capacity-probe-seconds", "0.5")  # fmt: skip
     assert code == 2 and "24_200" in output and "capacity_probe_seconds" in output, output
 
 
