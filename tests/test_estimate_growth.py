@@ -167,7 +167,7 @@ def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, mon
 
 
 def test_a_plan_gets_as_many_calibration_rounds_as_fit_in_its_share() -> None:
-    """Three rounds cost three times one. The capacity plan's searches at 100k fit two
+    """Three rounds cost three times one. The capacity plan's searches at 50k fit two
     rounds in CALIBRATION_SHARE: with three always, it lost its estimate to the rounds
     (tests/test_estimate_runs.py's capacity test failed at 200k, before a search's bound
     counted confirmations: a lower bound instead). A plan too small for one round is not
@@ -176,7 +176,7 @@ def test_a_plan_gets_as_many_calibration_rounds_as_fit_in_its_share() -> None:
 
     from asyncbench.run import estimate as est
 
-    capacity = dataclasses.replace(load(ROOT / "benchmarks" / "capacity.toml"), engines=["memory"], profiles=[100_000])
+    capacity = dataclasses.replace(load(ROOT / "benchmarks" / "capacity.toml"), engines=["memory"], profiles=[50_000])
     one = est.plan_operations(est.calibration_config(capacity, ROOT), est.CALIBRATION_PROFILES)
     fit = est.CALIBRATION_SHARE * est.per_engine_operations(capacity) // one
     assert 1 <= fit < est.CALIBRATION_ROUNDS

@@ -144,7 +144,7 @@ def add_run_key_flags(p: argparse.ArgumentParser) -> None:
         elif key.name == "engines":
             p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
         else:
-            p.add_argument(key.flag, help=key.help)
+            p.add_argument(key.flag, help=key.help, metavar=key.metavar)
 
 
 def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:

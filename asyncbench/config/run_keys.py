@@ -329,6 +329,7 @@ class RunKey:
     report: str | None = None  # its row in the report's Configuration table (needs ``result``)
     compare: str | None = None  # its name where compare lists what differs between two sides
     result: str | None = None  # the RunResult field that records it (compare and the report read that)
+    metavar: str | None = None  # the flag's value in --help, where its name would overflow 80 columns
     #: the recorded value as the report's Configuration table shows it; None: no row this run
     shown: Callable[[Any], str | None] = _shown  # Any: each row's own value type (the table is heterogeneous)
 
@@ -553,6 +554,7 @@ RUN_KEYS: dict[str, RunKey] = {
             "least duration of a capacity probe in seconds (default 0: a probe is its operations); "
             "set it above the engine's stall period, so each probe sees its stalls as often as they come",
             flag="--capacity-probe-seconds",
+            metavar="SECONDS",
         ),
     )
 }
