@@ -55,6 +55,7 @@ CAPACITY_PLAN = {
         "require_rate": "read_by_id=5k",
         "capacity_repeats": 2,
         "capacity_range": "200,50k",
+        "capacity_probe_seconds": 1.5,
     },
     "phase": [{"kind": "insert"}, {"kind": "read_by_id"}],
 }
