@@ -558,7 +558,7 @@ async def measure_capacity(
         probe_seconds=probe_seconds,
         not_monotonic=not_monotonic(probes),
     )
-    return cap, sum(p.slices for p in probes) * (warmup + judged), seconds
+    return cap, cap.slices_taken * (warmup + judged), seconds
 
 
 #: A failure counts against monotonicity only this far below a pass: near the capacity,
