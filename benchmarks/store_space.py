@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,11 @@ def _files(directory: Path) -> dict[str, int]:
 def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
     """One LSM tree's segments, live and dead entries and other files (read-only: the
     manifest is read and the listed segments mapped; nothing is written or deleted).
-    ``codec_estimate``: also the segments' bytes if each data block were compressed on
-    its own with zlib level 1 (what a tree past its ``compression_threshold_mb`` writes,
+    ``codec_estimate``: also the segments' bytes if each data block as stored were
+    compressed on its own with LZ4 and with zlib level 1 (what a tree past its
+    ``compression_threshold_mb`` writes, format 4 or 3,
     segment format 3: this says what it would save on a store written plain)."""
+    from asyncbench.engines.lsm.codec import LZ4, ZLIB, pack
     from asyncbench.engines.lsm.merging_iterator import merge
     from asyncbench.engines.lsm.meta import read_meta
     from asyncbench.engines.lsm.segment_reader import SegmentReader
@@ -55,13 +56,14 @@ def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
     try:
         cursors = [s.cursor(keys_only=True, blocks=64, max_blocks=64, cached=False) for s in segs]
         live = sum(len(keys) for keys, _ in merge(cursors, True))
-        zlib_bytes = None
+        zlib_bytes = lz4_bytes = None
         if codec_estimate:
-            zlib_bytes = 0
+            zlib_bytes = lz4_bytes = 0
             for s in segs:
                 raw = sum(s.lengths)
-                packed = sum(len(zlib.compress(s.read_block(i), 1)) for i in range(len(s.lengths)))
-                zlib_bytes += s.size - raw + packed
+                blocks = [s.read_block(i) for i in range(len(s.lengths))]
+                zlib_bytes += s.size - raw + sum(len(pack(ZLIB, b)) for b in blocks)
+                lz4_bytes += s.size - raw + sum(len(pack(LZ4, b)) for b in blocks)
         seg_rows = [
             {
                 "id": s.id,
@@ -88,6 +90,7 @@ def lsm_tree(directory: Path, codec_estimate: bool = False) -> dict[str, Any]:
         "dead_fraction": (entries - live) / entries if entries else 0.0,
         "bytes_per_live_entry": seg_bytes / live if live else 0.0,
         "segment_bytes_blocks_zlib1": zlib_bytes,
+        "segment_bytes_blocks_lz4": lz4_bytes,
         "other_files": {k: v for k, v in files.items() if k not in seg_names},
         "bytes": sum(files.values()),
     }
@@ -164,7 +167,8 @@ def render(rep: dict[str, Any]) -> str:
                 f"{s['bytes_per_live_entry']:.1f} B per live entry; other files {_mb(other)} "
                 f"({', '.join(s['other_files']) or 'none'})"
                 + (
-                    f"; with zlib-1 blocks {_mb(s['segment_bytes_blocks_zlib1'])}"
+                    f"; with LZ4 blocks {_mb(s['segment_bytes_blocks_lz4'])}, "
+                    f"zlib-1 blocks {_mb(s['segment_bytes_blocks_zlib1'])}"
                     if s["segment_bytes_blocks_zlib1"] is not None
                     else ""
                 )
@@ -190,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--codec-estimate",
         action="store_true",
-        help="lsm: also the segments' size if each block were compressed (zlib level 1)",
+        help="lsm: also the segments' size if each block were compressed (LZ4; zlib level 1)",
     )
     args = ap.parse_args(argv)
     if not args.data.is_dir():

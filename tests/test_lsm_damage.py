@@ -15,7 +15,15 @@ import pytest
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.kv_recovery import CleanShutdownMarker
-from asyncbench.engines.lsm import CorruptLog, CorruptMeta, CorruptSegment, CorruptStore, MissingStore, native
+from asyncbench.engines.lsm import (
+    CorruptLog,
+    CorruptMeta,
+    CorruptSegment,
+    CorruptStore,
+    MissingStore,
+    native,
+    segment_writer,
+)
 from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
 from asyncbench.engines.lsm.meta import encode_meta, read_meta
 from asyncbench.engines.lsm.segment_reader import SegmentReader
@@ -617,13 +625,18 @@ def rechecksum_block(path: Path, block: int, payload: bytes) -> int:
     return off
 
 
+@pytest.mark.parametrize("codec", ["zlib", "lz4"])
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "python"])
 def test_a_compressed_block_damaged_under_right_checksums_is_refused_naming_file_and_offset(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool, codec: str
 ) -> None:
     """Issue 40 item 2: a compressed segment's block checksum covers its stored bytes, so
     a payload changed with every checksum recomputed passes it; decompression (zlib's
-    adler32, the recorded length) still refuses it, on a read and in a merge."""
+    adler32, the recorded length, LZ4's stream bounds) still refuses it, on a read and in
+    a merge. zlib gets one flipped byte (its adler32 sees any); LZ4, which has no content
+    checksum, a payload that is no LZ4 stream (zeros): a flipped literal inside an LZ4
+    block is for the crc32 to catch, and here it was recomputed."""
+    monkeypatch.setattr(segment_writer, "default_codec", lambda: codec)
     t = LsmTree(tmp_path, opts(compression_threshold_mb=0))
     for i in range(64):
         t.upsert(b"k%03d" % i, b"value%d " % i * 20)
@@ -638,16 +651,20 @@ def test_a_compressed_block_damaged_under_right_checksums_is_refused_naming_file
     t.close()
     stored = SegmentReader(path, 0)
     good = stored.read_block(5), stored._mm[stored.offsets[5] : stored.offsets[5] + stored.lengths[5]]
+    victim = stored.first_keys[5]
     stored.close()
     payload = bytearray(good[1])
-    payload[len(payload) // 2] ^= 0x20
+    if codec == "zlib":
+        payload[len(payload) // 2] ^= 0x20
+    else:
+        payload[:] = bytes(len(payload))
     off = rechecksum_block(path, 5, bytes(payload))
     if pure:
         monkeypatch.setattr(native, "ACCELERATED", False)
     t = LsmTree(tmp_path, opts(compression_threshold_mb=0))  # opens: the index checks out
     assert t.get(b"k000") == b"value0 " * 20
     with pytest.raises(CorruptSegment) as err:
-        t.get(b"k021")  # block 5 of 4 entries a block
+        t.get(victim)
     assert err.value.path == path and err.value.offset == off and "decompress" in str(err.value)
     t.upsert(b"k999", b"x")  # a merge through the damaged block refuses and commits nothing
     t.flush_all()

@@ -7,11 +7,18 @@
  * write_blocks(fd, pos, sources, step, drop_tombstones[, level]) merges sorted sources (newest
  * first: a memtable's dict, or a segment's (buffer, offsets, lengths, crcs[, file_mapping[,
  * raw_lengths]]): with file_mapping true, pages behind the read position are released,
- * seg_drop_behind; with raw_lengths, the blocks are compressed (zlib format) and decompress to
- * those lengths) and writes the result as data blocks of `step` entries at byte `pos` of `fd`,
+ * seg_drop_behind; with raw_lengths, the blocks are compressed and decompress to those lengths:
+ * zlib format, or LZ4 blocks with a true 7th item) and writes the result as data blocks of `step` entries at byte `pos` of `fd`,
  * byte for byte what block.encode_many / SegmentWriter.add write for the same entries
- * (tests/test_lsm_native.py); with level 1..9, each block compressed at that zlib level, as
- * SegmentWriter(compress=True) stores it (segment format 3, tests/test_lsm_compression.py).
+ * (tests/test_lsm_native.py); with level 1..9, each block compressed at that zlib level
+ * (segment format 3), with level -1 each an LZ4 block (format 4), as SegmentWriter stores
+ * it (tests/test_lsm_compression.py).
+ *
+ * LZ4 comes from the system's liblz4.so.1, opened at import with dlopen (lz4_load): the
+ * library is on every Debian-like system (apt, systemd and zstd depend on it) but its
+ * headers are not, and a build that needed them would lose the whole compiled path where
+ * they are missing. The three functions used are LZ4's stable ABI. Without the library,
+ * LZ4 is False (LZ4_MISSING says why) and the Python side writes zlib (format 3) instead.
  * Why: profiled, a stabilization spent ~40 % reading memtables in key order and ~40 %
  * encoding blocks in Python, RocksDB's in C++. Here the only work under the GIL is taking
  * the dict's entries (one pass, references held) and building the index lists at the end;
@@ -37,6 +44,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -46,6 +54,59 @@
 #include <zlib.h>
 
 static PyObject *BlockCorrupt;
+
+/* --- LZ4, from the system library -------------------------------------------------------- */
+
+typedef int (*lz4_compress_fn)(const char *src, char *dst, int src_size, int dst_capacity);
+typedef int (*lz4_decompress_fn)(const char *src, char *dst, int compressed_size, int dst_capacity);
+typedef int (*lz4_bound_fn)(int input_size);
+static lz4_compress_fn lz4_compress;     /* LZ4_compress_default (acceleration 1) */
+static lz4_decompress_fn lz4_decompress; /* LZ4_decompress_safe: bounds-checked on bad input */
+static lz4_bound_fn lz4_bound;           /* LZ4_compressBound */
+static char lz4_missing[256];            /* why LZ4 is unavailable; empty when loaded */
+
+static void
+lz4_load(void)
+{
+    void *h = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        snprintf(lz4_missing, sizeof(lz4_missing), "%s", e ? e : "liblz4.so.1 not found");
+        return;
+    }
+    lz4_compress = (lz4_compress_fn)dlsym(h, "LZ4_compress_default");
+    lz4_decompress = (lz4_decompress_fn)dlsym(h, "LZ4_decompress_safe");
+    lz4_bound = (lz4_bound_fn)dlsym(h, "LZ4_compressBound");
+    if (lz4_compress == NULL || lz4_decompress == NULL || lz4_bound == NULL) {
+        lz4_compress = NULL;
+        lz4_decompress = NULL;
+        lz4_bound = NULL;
+        snprintf(lz4_missing, sizeof(lz4_missing), "liblz4.so.1 lacks LZ4_compress_default, "
+                 "LZ4_decompress_safe or LZ4_compressBound");
+    }
+}
+
+/* A block's stored bytes decompressed into d (raw bytes): zlib, or LZ4 when lz4 is set.
+ * 0: done; else what is wrong with them. */
+static const char *
+unpack_block(int lz4, const unsigned char *b, uint32_t len, unsigned char *d, uint32_t raw)
+{
+    if (lz4) {
+        if (lz4_decompress == NULL)
+            return "is LZ4 and liblz4 is not loaded";
+        if (len > INT32_MAX || raw > INT32_MAX)
+            return "too large for LZ4";
+        int got = lz4_decompress((const char *)b, (char *)d, (int)len, (int)raw);
+        if (got < 0)
+            return "does not decompress";
+        return (uint32_t)got == raw ? NULL : "decompresses to another length";
+    }
+    uLongf got = raw;
+    int zr = uncompress(d, &got, b, len);
+    if (zr != Z_OK)
+        return "does not decompress";
+    return got == raw ? NULL : "decompresses to another length";
+}
 
 typedef struct Writer Writer;
 static int w_retire(Writer *w, unsigned char *old, size_t len);
@@ -197,6 +258,7 @@ typedef struct {
     /* segment */
     Py_buffer buf, offs, lens, crcs, rawl;
     int compressed;               /* blocks stored compressed; rawl their lengths */
+    int lz4;                      /* compressed as LZ4 blocks (else zlib) */
     unsigned char *dbuf;          /* the current block decompressed (compressed sources) */
     size_t dlen;
     Writer *w;                    /* where a decompressed block goes when the source moves on */
@@ -283,11 +345,10 @@ seg_load(Source *s, Py_ssize_t si, Fail *fail)
             fail->reason = "out of memory decompressing it";
             return -1;
         }
-        uLongf got = raw;
-        int zr = uncompress(d, &got, b, len);
-        if (zr != Z_OK || got != raw) {
+        const char *bad = unpack_block(s->lz4, b, len, d, raw);
+        if (bad != NULL) {
             free(d);
-            fail->reason = zr == Z_OK ? "decompresses to another length" : "does not decompress";
+            fail->reason = bad;
             return -1;
         }
         if (s->dbuf != NULL && w_retire(s->w, s->dbuf, s->dlen) < 0) {
@@ -422,7 +483,7 @@ buf_reserve(Buf *b, size_t extra)
 
 struct Writer {
     int fd;
-    int level;                    /* zlib level of the blocks written; 0: stored plain */
+    int level;                    /* zlib level of the blocks written; 0: stored plain; -1: LZ4 */
     uint64_t pos;                 /* file position of out.p[0] */
     Buf out;                      /* encoded blocks not yet written */
     Buf scratch;                  /* a block before it is compressed */
@@ -520,7 +581,8 @@ w_block(Writer *w)
         w->err = EFBIG;
         return -1;
     }
-    size_t room = w->level ? (size_t)compressBound((uLong)size) : size;
+    size_t room = w->level > 0 ? (size_t)compressBound((uLong)size)
+                  : w->level < 0 ? (size_t)lz4_bound((int)size) : size;
     if (buf_reserve(&w->out, room) < 0 || buf_reserve(&w->idx_off, 8) < 0 ||
         buf_reserve(&w->idx_len, 4) < 0 || buf_reserve(&w->idx_crc, 4) < 0 ||
         buf_reserve(&w->idx_raw, 4) < 0 || buf_reserve(&w->fkeys, (size_t)e[0].klen) < 0 ||
@@ -568,12 +630,19 @@ w_block(Writer *w)
     }
     uint64_t off = w->pos + w->out.len;
     uLongf stored = (uLongf)size;
-    if (w->level) {
+    if (w->level > 0) {
         stored = (uLongf)room;
         if (compress2(w->out.p + w->out.len, &stored, b, (uLong)size, w->level) != Z_OK) {
             w->err = -1;
             return -1;
         }
+    } else if (w->level < 0) {
+        int got = lz4_compress((const char *)b, (char *)w->out.p + w->out.len, (int)size, (int)room);
+        if (got <= 0) {
+            w->err = -1;
+            return -1;
+        }
+        stored = (uLongf)got;
     }
     uint32_t raw32 = (uint32_t)size, len32 = (uint32_t)stored;
     uint32_t crc = (uint32_t)crc32(0L, w->out.p + w->out.len, (uInt)stored);
@@ -648,8 +717,12 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         level = PyLong_AsLong(args[5]);
         if (level == -1 && PyErr_Occurred())
             return NULL;
-        if (level < 0 || level > 9) {
-            PyErr_SetString(PyExc_ValueError, "level must be in 0..9 (0: blocks stored plain)");
+        if (level < -1 || level > 9) {
+            PyErr_SetString(PyExc_ValueError, "level must be in -1..9 (0: blocks stored plain; -1: LZ4)");
+            return NULL;
+        }
+        if (level == -1 && lz4_compress == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "LZ4 is not available: %s", lz4_missing);
             return NULL;
         }
     }
@@ -740,7 +813,7 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             }
             s->nents = m;
         }
-        else if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) >= 4 && PyTuple_GET_SIZE(o) <= 6) {
+        else if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) >= 4 && PyTuple_GET_SIZE(o) <= 7) {
             s->is_seg = 1;
             s->w = &w;
             if (get_buffer(PyTuple_GET_ITEM(o, 0), &s->buf, "segment", 0) < 0 ||
@@ -748,10 +821,16 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
                 get_buffer(PyTuple_GET_ITEM(o, 2), &s->lens, "lengths", 4) < 0 ||
                 get_buffer(PyTuple_GET_ITEM(o, 3), &s->crcs, "crcs", 4) < 0)
                 goto done;
-            if (PyTuple_GET_SIZE(o) == 6) {
+            if (PyTuple_GET_SIZE(o) >= 6) {
                 if (get_buffer(PyTuple_GET_ITEM(o, 5), &s->rawl, "raw lengths", 4) < 0)
                     goto done;
                 s->compressed = 1;
+            }
+            if (PyTuple_GET_SIZE(o) == 7) {
+                int lz4 = PyObject_IsTrue(PyTuple_GET_ITEM(o, 6));
+                if (lz4 < 0)
+                    goto done;
+                s->lz4 = lz4;
             }
             if (PyTuple_GET_SIZE(o) >= 5) {
                 int drop = PyObject_IsTrue(PyTuple_GET_ITEM(o, 4));
@@ -770,7 +849,7 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         }
         else {
             PyErr_SetString(PyExc_TypeError,
-                            "a source is a dict or a (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths]]) tuple");
+                            "a source is a dict or a (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths[, lz4]]]) tuple");
             goto done;
         }
     }
@@ -811,13 +890,17 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
         }
+        /* The other sources holding e's key first, the winner last: e points into the
+           winner's block, which its advance may free (a compressed source's buffer, when
+           nothing pending points into it), so e's key is compared only before that. */
         for (Py_ssize_t si = 0; si < k && !failed; si++) {
-            if (S[si].has_head &&
-                (si == best || key_cmp(S[si].head.k, S[si].head.klen, e.k, e.klen) == 0)) {
+            if (si != best && S[si].has_head && key_cmp(S[si].head.k, S[si].head.klen, e.k, e.klen) == 0) {
                 if (src_next(&S[si], si, &fail) < 0)
                     failed = 1;
             }
         }
+        if (!failed && src_next(&S[best], best, &fail) < 0)
+            failed = 1;
         if (failed)
             break;
     }
@@ -1127,10 +1210,28 @@ static PyTypeObject KeyColumnType = {
  * for the call only, so closing it is not blocked and a closed one raises as the
  * closure's read does.
  */
+/*
+ * A compressed segment (format 3 or 4): FixedLookup(..., learn, file, lengths, crcs,
+ * raw_lengths, lz4). Its blocks cannot be searched in place, so a lookup reads the one
+ * block it needs with pread from `file` (a raw file object of the segment, its fileno()
+ * taken at each call so a closed file raises) into a buffer of its own, tests its crc32,
+ * decompresses it into a second one and searches that as a mapped block. Why pread and
+ * not the mapping: a page touched through a mapping stays in this process's RSS until
+ * the segment closes, and random reads over a store touch nearly all of it within a phase
+ * (the LSM's 10M peak RSS was 2.8x RocksDB's, issue 40 item 3); a pread'ed page stays in
+ * the kernel's page cache only, as RocksDB's do. The GIL is held through the pread: a
+ * page-cache read of about 1-2 KB is shorter than a GIL hand-off. Anything unexpected
+ * (a short read, a checksum, a stream or a shape that does not fit) goes to `fallback`,
+ * the Python lookup, which reads the block again and raises CorruptSegment naming file
+ * and offset. Scans of a compressed segment are left to the Python cursor (scan -> None).
+ */
 typedef struct {
     PyObject_HEAD
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
-        *fallback, *learn;
+        *fallback, *learn, *file, *lengths, *crcs, *raw_lengths;
+    int lz4;
+    unsigned char *cbuf, *dbuf; /* a compressed block as stored; decompressed */
+    size_t ccap, dcap;
     vectorcallfunc vectorcall;
 } FixedLookup;
 
@@ -1142,14 +1243,24 @@ static PyObject *
 FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone, *fallback,
-        *learn = Py_None;
+        *learn = Py_None, *file = Py_None, *lengths = Py_None, *crcs = Py_None, *raw_lengths = Py_None;
+    int lz4 = 0;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "FixedLookup takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|O", &mm, &offsets, &shape_ids, &PyList_Type, &shapes, &KeyColumnType,
-                          &first_keys, &min_key, &last_key, &cache, &tombstone, &fallback, &learn))
+    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|OOOOOp", &mm, &offsets, &shape_ids, &PyList_Type, &shapes,
+                          &KeyColumnType, &first_keys, &min_key, &last_key, &cache, &tombstone, &fallback, &learn,
+                          &file, &lengths, &crcs, &raw_lengths, &lz4))
         return NULL;
+    if (file != Py_None && (lengths == Py_None || crcs == Py_None || raw_lengths == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: a compressed segment's file needs lengths, crcs and raw_lengths");
+        return NULL;
+    }
+    if (file != Py_None && lz4 && lz4_decompress == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "LZ4 is not available: %s", lz4_missing);
+        return NULL;
+    }
     if (!PyCallable_Check(fallback) || (learn != Py_None && !PyCallable_Check(learn))) {
         PyErr_SetString(PyExc_TypeError, "FixedLookup: fallback (and learn, when given) must be callable");
         return NULL;
@@ -1168,6 +1279,11 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->tombstone = Py_NewRef(tombstone);
     f->fallback = Py_NewRef(fallback);
     f->learn = Py_NewRef(learn);
+    f->file = Py_NewRef(file);
+    f->lengths = Py_NewRef(lengths);
+    f->crcs = Py_NewRef(crcs);
+    f->raw_lengths = Py_NewRef(raw_lengths);
+    f->lz4 = lz4;
     f->vectorcall = FixedLookup_vectorcall;
     return (PyObject *)f;
 }
@@ -1186,6 +1302,10 @@ FixedLookup_traverse(FixedLookup *f, visitproc visit, void *arg)
     Py_VISIT(f->tombstone);
     Py_VISIT(f->fallback);
     Py_VISIT(f->learn);
+    Py_VISIT(f->file);
+    Py_VISIT(f->lengths);
+    Py_VISIT(f->crcs);
+    Py_VISIT(f->raw_lengths);
     return 0;
 }
 
@@ -1203,6 +1323,10 @@ FixedLookup_clear(FixedLookup *f)
     Py_CLEAR(f->tombstone);
     Py_CLEAR(f->fallback);
     Py_CLEAR(f->learn);
+    Py_CLEAR(f->file);
+    Py_CLEAR(f->lengths);
+    Py_CLEAR(f->crcs);
+    Py_CLEAR(f->raw_lengths);
     return 0;
 }
 
@@ -1211,6 +1335,8 @@ FixedLookup_dealloc(FixedLookup *f)
 {
     PyObject_GC_UnTrack(f);
     FixedLookup_clear(f);
+    free(f->cbuf);
+    free(f->dbuf);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
@@ -1239,6 +1365,96 @@ fl_uint(PyObject *arr, Py_ssize_t i, unsigned long long *out)
     return rc;
 }
 
+/* The search of a fixed-width block at o of base (size bytes, bounds already checked by
+ * the caller): the first match of the key that starts on a key boundary, then its flag
+ * and value. Shared by the mapped and the compressed lookup. */
+static PyObject *
+fl_find(FixedLookup *f, const unsigned char *base, Py_ssize_t size, Py_ssize_t o, Py_ssize_t n, Py_ssize_t width,
+        Py_ssize_t ve, Py_ssize_t fl, Py_ssize_t ks, const unsigned char *k, int *fall)
+{
+    Py_ssize_t kb = o + ks, ke = kb + n * width;
+    const unsigned char *p = base + kb, *end = base + ke;
+    for (;;) { /* the first match that starts on a key boundary */
+        p = memmem(p, (size_t)(end - p), k, (size_t)width);
+        if (p == NULL || (p - (base + kb)) % width == 0)
+            break;
+        p++;
+    }
+    if (p == NULL)
+        Py_RETURN_NONE;
+    Py_ssize_t j = (p - (base + kb)) / width;
+    if (base[o + fl + j])
+        return Py_NewRef(f->tombstone);
+    Py_ssize_t a = j ? (Py_ssize_t)rd32(base + o + ve + 4 * (j - 1)) : 0;
+    Py_ssize_t b = (Py_ssize_t)rd32(base + o + ve + 4 * j);
+    if (b < a || ke + b > size) {
+        *fall = 1;
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize((const char *)base + ke + a, b - a);
+}
+
+static int
+fl_reserve(unsigned char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    unsigned char *q = realloc(*p, need);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+/* A compressed segment's block i read with pread, checked, decompressed and searched
+ * (see the comment above FixedLookup). */
+static PyObject *
+fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_t klen, int *fall)
+{
+    unsigned long long off, len, crc, raw;
+    if (fl_uint(f->offsets, i, &off) < 0 || fl_uint(f->lengths, i, &len) < 0 || fl_uint(f->crcs, i, &crc) < 0 ||
+        fl_uint(f->raw_lengths, i, &raw) < 0)
+        return NULL;
+    if (len < 1 || raw < 4 || raw > MAX_INFLATE(len) || len > INT32_MAX || raw > INT32_MAX) {
+        *fall = 1;
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(f->file); /* raises on a closed file */
+    if (fd < 0)
+        return NULL;
+    if (fl_reserve(&f->cbuf, &f->ccap, (size_t)len) < 0 || fl_reserve(&f->dbuf, &f->dcap, (size_t)raw) < 0)
+        return NULL;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, f->cbuf + got, (size_t)len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) { /* an error or the file's end: the Python path reads it again and says */
+            *fall = 1;
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    if ((uint32_t)crc32(0L, f->cbuf, (uInt)len) != (uint32_t)crc ||
+        unpack_block(f->lz4, f->cbuf, (uint32_t)len, f->dbuf, (uint32_t)raw) != NULL) {
+        *fall = 1;
+        return NULL;
+    }
+    const unsigned char *b = f->dbuf;
+    Py_ssize_t n = (Py_ssize_t)(b[0] | (b[1] << 8)), width = (Py_ssize_t)(b[2] | (b[3] << 8));
+    Py_ssize_t size = (Py_ssize_t)raw, ve = 4, fl = 4 + 4 * n, ks = 4 + 5 * n; /* block.shape(n, width) */
+    if (!width || n == 0 || ks + n * width > size) {
+        *fall = 1; /* mixed-width keys (or a shape that does not fit): the Python path */
+        return NULL;
+    }
+    if (klen != width)
+        Py_RETURN_NONE;
+    return fl_find(f, b, size, 0, n, width, ve, fl, ks, k, fall);
+}
+
 /* the value of key in its block, tombstone, Py_None (absent), or NULL: with *fall set
  * when the Python path has to decide, else with an error set */
 static PyObject *
@@ -1261,6 +1477,8 @@ fl_search(FixedLookup *f, PyObject *key, int *fall)
     Py_ssize_t i = lo - 1;
     if (i < 0)
         Py_RETURN_NONE;
+    if (f->file != Py_None)
+        return fl_search_packed(f, i, k, klen, fall);
     unsigned long long sid, off;
     if (fl_uint(f->shape_ids, i, &sid) < 0)
         return NULL;
@@ -1299,29 +1517,7 @@ fl_search(FixedLookup *f, PyObject *key, int *fall)
         *fall = 1;
         goto done;
     }
-    const unsigned char *p = base + kb, *end = base + ke;
-    for (;;) { /* the first match that starts on a key boundary */
-        p = memmem(p, (size_t)(end - p), k, (size_t)width);
-        if (p == NULL || (p - (base + kb)) % width == 0)
-            break;
-        p++;
-    }
-    if (p == NULL) {
-        out = Py_NewRef(Py_None);
-        goto done;
-    }
-    Py_ssize_t j = (p - (base + kb)) / width;
-    if (base[o + fl + j]) {
-        out = Py_NewRef(f->tombstone);
-        goto done;
-    }
-    Py_ssize_t a = j ? (Py_ssize_t)rd32(base + o + ve + 4 * (j - 1)) : 0;
-    Py_ssize_t b = (Py_ssize_t)rd32(base + o + ve + 4 * j);
-    if (b < a || ke + b > size) {
-        *fall = 1;
-        goto done;
-    }
-    out = PyBytes_FromStringAndSize((const char *)base + ke + a, b - a);
+    out = fl_find(f, base, size, o, n, width, ve, fl, ks, k, fall);
 done:
     PyBuffer_Release(&mb);
     return out;
@@ -1457,6 +1653,8 @@ FixedLookup_scan(FixedLookup *f, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan(start: bytes, end: bytes | None, inclusive, limit)");
         return NULL;
     }
+    if (f->file != Py_None) /* a compressed segment: the Python cursor reads it */
+        Py_RETURN_NONE;
     int inclusive = PyObject_IsTrue(args[2]);
     if (inclusive < 0)
         return NULL;
@@ -1661,7 +1859,7 @@ PyDoc_STRVAR(write_blocks_doc,
              "write_blocks(fd, pos, sources, step, drop_tombstones[, level]) -> (first_keys, offsets, lengths,\n"
              "crcs, last_key, entries, live, end_pos, raw_lengths): merge sorted sources (newest first: dicts\n"
              "or (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths]]) segments) into data blocks\n"
-             "written at pos of fd, each compressed at zlib `level` when it is 1..9.");
+             "written at pos of fd, each compressed at zlib `level` when it is 1..9, an LZ4 block when it is -1.");
 
 static PyMethodDef native_methods[] = {
     {"write_blocks", (PyCFunction)(void (*)(void))write_blocks, METH_FASTCALL, write_blocks_doc},
@@ -1680,6 +1878,12 @@ PyInit__native(void)
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL)
         return NULL;
+    lz4_load();
+    if (PyModule_AddObjectRef(m, "LZ4", lz4_decompress != NULL ? Py_True : Py_False) < 0 ||
+        PyModule_AddStringConstant(m, "LZ4_MISSING", lz4_missing) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     BlockCorrupt = PyErr_NewException("asyncbench.engines.lsm._native.BlockCorrupt", PyExc_Exception, NULL);
     if (BlockCorrupt == NULL || PyModule_AddObjectRef(m, "BlockCorrupt", BlockCorrupt) < 0 ||
         PyType_Ready(&KeyColumnType) < 0 ||

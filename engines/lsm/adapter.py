@@ -34,7 +34,7 @@ from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
 from asyncbench.facts import Durability, EngineFacts
 
 from .maintainer import Maintainer
-from .tree import MAX_COMPRESSION_THRESHOLD_MB, LsmTree, TreeOptions
+from .tree import DEFAULT_COMPRESSION_THRESHOLD_MB, LsmTree, TreeOptions
 
 T = TypeVar("T")
 
@@ -71,7 +71,7 @@ class LsmEngine(MarkedStore, Engine):
         "iterator_prefetch": 16,
         "block_cache_lifetime_ms": 60_000,
         "wal_mode": "async-compressed",
-        "compression_threshold_mb": MAX_COMPRESSION_THRESHOLD_MB,  # off in practice: engines/lsm/tree.py
+        "compression_threshold_mb": DEFAULT_COMPRESSION_THRESHOLD_MB,  # RocksDB's base level: engines/lsm/tree.py
     }
 
     @classmethod

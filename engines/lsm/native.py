@@ -80,16 +80,21 @@ class _NoBlockCorrupt(Exception):
 BlockCorrupt: type[Exception] = _NoBlockCorrupt
 
 #: ``fixed_lookup(mm, offsets, shape_ids, shapes, first_keys, min_key, last_key, cache,
-#: tombstone, fallback[, learn])``: a segment's point lookup in one C call for blocks of
-#: fixed-width keys (``first_keys`` a ``KeyColumn``), handing everything else to
-#: ``fallback`` (see ``segment_reader._lookup``); its ``scan(start, end, inclusive,
-#: limit)`` reads a key range in place (``learn(i)`` tests a block not checked yet);
-#: None on the pure-Python path.
+#: tombstone, fallback[, learn[, file, lengths, crcs, raw_lengths, lz4]])``: a segment's
+#: point lookup in one C call for blocks of fixed-width keys (``first_keys`` a
+#: ``KeyColumn``), handing everything else to ``fallback`` (see
+#: ``segment_reader._lookup``); its ``scan(start, end, inclusive, limit)`` reads a key
+#: range in place (``learn(i)`` tests a block not checked yet). With ``file``, the
+#: segment is compressed: each lookup preads its block, tests and decompresses it (no
+#: scan). None on the pure-Python path.
 fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
 #: ``encode_records(records)``: a log frame's payload in one C call for the log's flat
 #: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;
 #: None on the pure-Python path.
 encode_records: Callable[[list[bytes | None]], bytes] | None = None
+#: Whether the compiled module loaded ``liblz4.so.1`` (``write_blocks`` level -1, LZ4
+#: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
+LZ4 = False
 
 if os.environ.get("ASYNCBENCH_LSM_PURE"):
     write_blocks = None
@@ -110,5 +115,6 @@ else:
         key_column = _native.KeyColumn
         fixed_lookup = _native.FixedLookup
         encode_records = _native.encode_records
+        LZ4 = bool(_native.LZ4)
 
 ACCELERATED = write_blocks is not None

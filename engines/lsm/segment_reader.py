@@ -17,12 +17,15 @@ Caches (``cache.py``, all bounded, all through ``get_or_load`` or its bound form
 decoded block keys (scans, mixed-width lookups); the *block cache* raw blocks for
 iterators, dropped when idle longer than the lifetime. Compaction reads bypass them.
 
-A compressed segment (format 3, written by merges of a tree past its compression
-threshold) cannot be searched in place: every read of a block decompresses it (its
-crc32, of the stored bytes, tested first; then zlib's own adler32 and the recorded
-length), and lookups and iterators get it through the block cache, so a hot block is
-decompressed once. Its lookups take the Python closure (``_compressed_lookup``), never
-``FixedLookup``; a merge copies none of its blocks verbatim.
+A compressed segment (format 4, LZ4, or 3, zlib: written by merges of a tree past its
+compression threshold) cannot be searched in place: every read of a block decompresses
+it (its crc32, of the stored bytes, tested first; then the recorded length, and zlib's
+own adler32). With the compiled module a point lookup is one C call that preads the
+block (not through the mapping: a mapped page stays in the RSS, a pread one only in the
+page cache), tests, decompresses and searches it (``FixedLookup`` given the segment's
+file); otherwise, and for what that call hands back, the Python closure
+(``_compressed_lookup``) reads it through the block cache. Iterators read blocks through
+the block cache; a merge copies none of its blocks verbatim.
 """
 
 from __future__ import annotations
@@ -40,10 +43,12 @@ from typing import Any, cast
 
 from . import block, native
 from .cache import GenerationalCache
+from .codec import LZ4, CodecError, lz4_missing, unpack
 from .errors import CorruptSegment
 from .merging_iterator import NOT_READ, Chunk, Cursor
 from .native import KeyList
 from .segment_writer import (
+    CODEC_OF_VERSION,
     FOOTER,
     FOOTER_MAGIC,
     FOOTER_SIZE,
@@ -92,8 +97,11 @@ class SegmentReader:
         self.offsets = array("Q")  # block i's file offset
         self.lengths = array("I")  # block i's length
         self.crcs = array("I")  # block i's crc32 (of its stored bytes)
-        #: Format 3: block i's length decompressed; None: the blocks are stored plain.
+        #: Formats 3 and 4: block i's length decompressed; None: the blocks are stored plain.
         self.raw_lengths: array[int] | None = None
+        #: The blocks' codec (``codec.LZ4``, ``codec.ZLIB``); None: stored plain.
+        self.codec: str | None = None
+        self._file: Any = None  # a compressed segment's raw file, read by the compiled lookup
         #: ``scan_keys(start, end, inclusive, limit)``: the first ``limit`` live keys of
         #: the range read in place in one C call (``_native.FixedLookup.scan``), or None
         #: when the cursor has to read them; None itself where there is no compiled path
@@ -115,7 +123,9 @@ class SegmentReader:
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
         self.value_cache = GenerationalCache(value_cache)
-        self._blocks = blocks = _Blocks(self.path, self._mm, self.offsets, self.lengths, self.crcs, self.raw_lengths)
+        self._blocks = blocks = _Blocks(
+            self.path, self._mm, self.offsets, self.lengths, self.crcs, self.raw_lengths, self.codec
+        )
         #: Block ``i``'s bytes, bypassing the caches (the checksum is tested here).
         self.read_block = blocks.read
         #: Block ``i``'s bytes, checksum tested, through the block cache.
@@ -126,7 +136,31 @@ class SegmentReader:
             raw = self.raw_block
             self.block_keys = self.key_cache.getter(lambda i: block.decode_keys(raw(i)))
             #: The value of a key, ``TOMBSTONE`` if deleted here, None if this segment lacks it.
-            self.get = _compressed_lookup(self, self.value_cache)
+            self.get = slow = _compressed_lookup(self, self.value_cache)
+            if (
+                native.fixed_lookup is not None
+                and type(self.first_keys) is native.key_column
+                and (self.codec != LZ4 or native.LZ4)
+            ):
+                self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+                self.get = native.fixed_lookup(
+                    self._mm,
+                    self.offsets,
+                    blocks.shape_ids,
+                    blocks.shapes,
+                    self.first_keys,
+                    self.min_key,
+                    self.last_key,
+                    self.value_cache,
+                    TOMBSTONE,
+                    slow,
+                    None,
+                    self._file,
+                    self.lengths,
+                    self.crcs,
+                    self.raw_lengths,
+                    self.codec == LZ4,
+                )
             return
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
@@ -154,7 +188,7 @@ class SegmentReader:
         if magic != MAGIC:
             raise CorruptSegment(self.path, 0, "bad header")
         if version not in READABLE_VERSIONS:
-            readable = " and ".join(map(str, READABLE_VERSIONS))
+            readable = ", ".join(map(str, READABLE_VERSIONS))
             raise CorruptSegment(self.path, 0, f"segment format {version}, this engine reads formats {readable}")
         fo = size - FOOTER_SIZE
         footer = mm[fo : fo + FOOTER.size]
@@ -193,6 +227,10 @@ class SegmentReader:
         if version != PLAIN_VERSION:
             self.raw_lengths = array("I", index[end : end + 4 * nblocks])
             end += 4 * nblocks
+            self.codec = CODEC_OF_VERSION[version]
+            missing = lz4_missing() if self.codec == LZ4 else None
+            if missing is not None:
+                raise CorruptSegment(self.path, 0, f"segment format {version} holds LZ4 blocks, and {missing}")
         if end + 4 > len(index):
             raise CorruptSegment(self.path, ioff, "index does not match its block count")
         (klen,) = _U32.unpack_from(index, end)
@@ -207,7 +245,7 @@ class SegmentReader:
 
     @property
     def compressed(self) -> bool:
-        """Whether the blocks are stored compressed (format 3)."""
+        """Whether the blocks are stored compressed (format 3 or 4)."""
         return self.raw_lengths is not None
 
     @cached_property
@@ -229,9 +267,10 @@ class SegmentReader:
         fifth item says the buffer maps a file: the merge then releases the pages it has
         read past (they stay in the page cache), so a full merge does not hold its
         sources resident beside the reads of its output (issue 40 item 3). A sixth, the
-        decompressed lengths, says the blocks are compressed."""
+        decompressed lengths, says the blocks are compressed; a seventh, true, that they
+        are LZ4 blocks (else zlib)."""
         if self.raw_lengths is not None:
-            return self._mm, self.offsets, self.lengths, self.crcs, True, self.raw_lengths
+            return self._mm, self.offsets, self.lengths, self.crcs, True, self.raw_lengths, self.codec == LZ4
         return self._mm, self.offsets, self.lengths, self.crcs, True
 
     def block_run(self, i: int, stop: int, drop_tombstones: bool, max_entries: int) -> BlockRun | None:
@@ -306,13 +345,26 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
+        if self._file is not None:
+            self._file.close()
 
 
 class _Blocks:
     """A segment's blocks: where they are, their checksums and shapes. Apart from the
     reader so that ``_lookup``'s closure can hold it without holding the reader."""
 
-    __slots__ = ("path", "mm", "offsets", "lengths", "crcs", "raw_lengths", "shapes", "shape_ids", "_shape_index")
+    __slots__ = (
+        "path",
+        "mm",
+        "offsets",
+        "lengths",
+        "crcs",
+        "raw_lengths",
+        "codec",
+        "shapes",
+        "shape_ids",
+        "_shape_index",
+    )
 
     def __init__(
         self,
@@ -322,9 +374,10 @@ class _Blocks:
         lengths: array[int],
         crcs: array[int],
         raw_lengths: array[int] | None,
+        codec: str | None,
     ) -> None:
         self.path, self.mm, self.offsets, self.lengths, self.crcs = path, mm, offsets, lengths, crcs
-        self.raw_lengths = raw_lengths
+        self.raw_lengths, self.codec = raw_lengths, codec
         #: Per block a shape id, 0 until the block's checksum passed; ``shapes[id]``.
         self.shape_ids = array("H", bytes(2 * len(offsets)))
         self.shapes: list[block.Shape | None] = [None]
@@ -340,17 +393,14 @@ class _Blocks:
         if self.raw_lengths is None:
             return raw
         size = self.raw_lengths[i]
-        if not 4 <= size <= _MAX_INFLATE * len(raw) + 64:  # zlib inflates at most ~1032:1
+        if not 4 <= size <= _MAX_INFLATE * len(raw) + 64:  # zlib inflates at most ~1032:1, LZ4 ~255:1
             raise CorruptSegment(
                 self.path, off, f"block {i} records a decompressed length of {size} bytes, impossible from {len(raw)} stored"
             )
         try:
-            plain = zlib.decompress(raw, bufsize=max(1, size))
-        except zlib.error as exc:
-            raise CorruptSegment(self.path, off, f"block {i} does not decompress ({exc})") from None
-        if len(plain) != size:
-            raise CorruptSegment(self.path, off, f"block {i} decompresses to {len(plain)} bytes, not {size}")
-        return plain
+            return unpack(self.codec or "", raw, size)
+        except CodecError as exc:
+            raise CorruptSegment(self.path, off, f"block {i} {exc}") from None
 
     def shape(self, i: int) -> block.Shape:
         """Block ``i``'s shape; the first call tests the block's checksum."""

@@ -2,16 +2,17 @@
 
 File layout (all integers little-endian)::
 
-    header   16 B   b"LSMSEG01" | u32 format version (2 or 3) | u32 sparse step
+    header   16 B   b"LSMSEG01" | u32 format version (2, 3 or 4) | u32 sparse step
     blocks          one block (see ``block.py``) per ``sparse step`` entries, in key order;
-                    format 3: each block compressed on its own (zlib format, level 1)
+                    format 3: each block compressed on its own (zlib format, level 1);
+                    format 4: each block an LZ4 block (LZ4_compress_default, no frame)
     index           u32 first-key width W | u32 kind; then the first keys:
                     kind 1 (fixed):  n x W bytes, every block's first key
                     kind 2 (padded): n x W bytes, each key right-padded with zero bytes
                                      (used when widths differ and no first key ends in 0)
                     kind 0 (mixed):  n x u32 first-key end offsets | the keys, concatenated
                     n x u64 block offsets | n x u32 block lengths | n x u32 crc32(block)
-                    format 3 only: n x u32 block lengths once decompressed
+                    formats 3 and 4: n x u32 block lengths once decompressed
                     u32 last-key length | last key
     footer   52 B   u64 index offset | u64 index length | u64 entries | u64 live entries
                       | u32 blocks (n) | u32 crc32(index) | u32 crc32(these 40 bytes) | b"LSMFOOT1"
@@ -25,13 +26,14 @@ unpacking entries in Python (reopen at 2M profiles, 625_000
 blocks over five trees, went from 0.66 s). Why ``*.tmp`` then rename: a file named
 ``seg-*.sst`` is always complete and, in a tree, committed (see ``meta.py``).
 
-Why two current formats (issue 40 item 2): a tree past its compression threshold writes
-its merges in format 3, whose blocks are compressed (3-5x smaller on the workload's
-trees, as RocksDB compresses below its base level); below it, format 2, whose blocks a
-point lookup searches in place in the mapping. Lengths and checksums are of the stored
-(compressed) bytes, so a block's crc32 is tested before it is decompressed; the zlib
-format's own adler32 and the recorded decompressed length then catch a payload damaged
-in a way that kept its crc32. Why zlib and not LZ4: ``docs/lsm.md``.
+Why compressed formats (issue 40 item 2): a tree past its compression threshold writes
+its merges in format 4 (LZ4; format 3, zlib, where liblz4 is missing), whose blocks are
+compressed (2.3x with LZ4 on the profiles tree, 3.2x with zlib, as RocksDB compresses
+below its base level); below it, format 2, whose blocks a point lookup searches in place
+in the mapping. Lengths and checksums are of the stored (compressed) bytes, so a block's
+crc32 is tested before it is decompressed; the recorded decompressed length (and zlib's
+own adler32) then catch a payload damaged in a way that kept its crc32. Why LZ4 over
+zlib: ``codec.py`` and ``docs/lsm.md``.
 """
 
 from __future__ import annotations
@@ -47,11 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from . import block, native
+from .codec import LZ4, ZLIB, ZLIB_LEVEL, lz4_missing, pack
 
 __all__ = [
     "BlockRun",
-    "CODEC_LEVEL",
+    "CODEC_OF_VERSION",
     "COMPRESSED_VERSION",
+    "LZ4_VERSION",
     "FOOTER",
     "FOOTER_MAGIC",
     "FOOTER_SIZE",
@@ -64,20 +68,33 @@ __all__ = [
     "READABLE_VERSIONS",
     "VERSION",
     "SegmentWriter",
+    "default_codec",
     "encode_index",
 ]
 
 MAGIC = b"LSMSEG01"
 FOOTER_MAGIC = b"LSMFOOT1"
-#: Format 2: plain blocks; format 3: each block compressed (``CODEC_LEVEL``), plus a
-#: column of the blocks' decompressed lengths in the index.
-PLAIN_VERSION, COMPRESSED_VERSION = 2, 3
+#: Format 2: plain blocks; format 3: each block compressed with zlib (``ZLIB_LEVEL``),
+#: format 4 with LZ4, both plus a column of the blocks' decompressed lengths in the index.
+PLAIN_VERSION, COMPRESSED_VERSION, LZ4_VERSION = 2, 3, 4
+#: The codec of each compressed format.
+CODEC_OF_VERSION = {COMPRESSED_VERSION: ZLIB, LZ4_VERSION: LZ4}
+_VERSION_OF_CODEC = {c: v for v, c in CODEC_OF_VERSION.items()}
 #: The newest format; a reader reads ``READABLE_VERSIONS``.
-VERSION = COMPRESSED_VERSION
-READABLE_VERSIONS = (PLAIN_VERSION, COMPRESSED_VERSION)
-#: zlib's fastest level: 3.2x on the profiles tree's blocks, within 6 % of level 6's
-#: ratio at a quarter of its compression time (``docs/lsm.md``).
-CODEC_LEVEL = 1
+VERSION = LZ4_VERSION
+READABLE_VERSIONS = (PLAIN_VERSION, COMPRESSED_VERSION, LZ4_VERSION)
+#: ``write_blocks``' level argument per codec (1..9 a zlib level, -1 LZ4).
+_NATIVE_LEVEL = {ZLIB: ZLIB_LEVEL, LZ4: -1}
+
+
+def default_codec() -> str:
+    """What a compressing merge writes: LZ4 where ``liblz4.so.1`` loads (in Python, and in
+    the compiled writer when it is used), zlib otherwise."""
+    if lz4_missing() is not None:
+        return ZLIB
+    if native.ACCELERATED and not native.LZ4:
+        return ZLIB
+    return LZ4
 HEADER = struct.Struct("<8sII")
 FOOTER = struct.Struct("<QQQQII")
 FOOTER_SIZE = FOOTER.size + 4 + 8
@@ -125,15 +142,20 @@ def encode_index(
 
 class SegmentWriter:
     """Streams sorted entries into a new segment file (``finish`` makes it visible);
-    ``compress``: format 3, every block compressed on its own."""
+    ``compress``: every block compressed on its own with ``codec`` (default:
+    :func:`default_codec`), format 4 for LZ4, 3 for zlib."""
 
-    def __init__(self, path: Path, step: int, compress: bool = False) -> None:
+    def __init__(self, path: Path, step: int, compress: bool = False, codec: str | None = None) -> None:
         self.path = Path(path)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         self.step = step
         self.compress = compress
+        self.codec = (codec or default_codec()) if compress else None
+        if self.codec is not None and self.codec not in _VERSION_OF_CODEC:
+            raise ValueError(f"unknown block codec {self.codec!r}")
+        version = _VERSION_OF_CODEC[self.codec] if self.codec is not None else PLAIN_VERSION
         self._f = open(self.tmp, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in finish/abort
-        self._f.write(HEADER.pack(MAGIC, COMPRESSED_VERSION if compress else PLAIN_VERSION, step))
+        self._f.write(HEADER.pack(MAGIC, version, step))
         self._pos = HEADER.size
         self._keys: list[bytes] = []
         self._vals: list[bytes | None] = []
@@ -210,7 +232,7 @@ class SegmentWriter:
         if self._firsts or self._keys:
             raise ValueError("add_merged writes a whole segment: the writer must be empty")
         self._f.flush()
-        level = CODEC_LEVEL if self.compress else 0
+        level = _NATIVE_LEVEL[self.codec] if self.codec is not None else 0
         firsts, offsets, lengths, crcs, last, entries, live, end, raw_lengths = write(
             self._f.fileno(), self._pos, sources, self.step, drop_tombstones, level
         )
@@ -246,9 +268,10 @@ class SegmentWriter:
     def _write_blocks(self, raws: list[bytes]) -> None:
         """Store encoded blocks (compressed first in format 3) and index them: offset,
         stored length, crc32 of the stored bytes (and the decompressed length)."""
-        if self.compress:
+        if self.codec is not None:
             self._raw_lengths.extend(map(len, raws))
-            raws = [zlib.compress(r, CODEC_LEVEL) for r in raws]
+            codec = self.codec
+            raws = [pack(codec, r) for r in raws]
         lengths = list(map(len, raws))
         self._offsets.extend(accumulate(lengths[:-1], initial=self._pos))
         self._lengths.extend(lengths)
