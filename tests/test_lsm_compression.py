@@ -374,3 +374,48 @@ def test_a_key_in_two_compressed_sources_is_written_once_when_its_block_ends_bot
     w.add_merged([newest.native_source(), oldest.native_source()], drop)
     w.finish()
     assert everything(SegmentReader(tmp_path / "o.sst", 3)) == items
+
+
+def _rss_file_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+@needs_native
+def test_point_reads_of_a_compressed_segment_leave_its_pages_out_of_the_rss(tmp_path: Path) -> None:
+    """Issue 40 item 3: the compiled lookup of a compressed segment preads its blocks, so
+    reading every key leaves the file's pages in the page cache, not in this process's
+    RSS; the same reads of a plain segment, searched in place in the mapping, bring
+    about the whole file into it (the contrast shows the measure can see it)."""
+    rng = random.Random(7)
+    items: Items = [(b"%08d" % i, rng.randbytes(200)) for i in range(60_000)]  # ~12 MB
+    grown = {}
+    for codec in (None, LZ4):
+        seg = write(tmp_path / f"{codec}.sst", items, codec is not None, 32, codec)
+        before = _rss_file_kib()
+        for k, v in items:
+            assert seg.get(k) == v
+        grown[codec] = (_rss_file_kib() - before) * 1024 / seg.size
+        seg.close()
+    assert grown[None] > 0.5  # the plain file came into the RSS through the mapping
+    assert grown[LZ4] < 0.05  # the compressed one did not
+
+
+@needs_native
+def test_a_closed_compressed_segment_releases_its_descriptor_and_refuses_lookups(tmp_path: Path) -> None:
+    """The compiled lookup of a compressed segment owns a descriptor for its preads:
+    closing the segment releases it (no descriptor per retired segment left to the
+    collector), and a lookup after close raises instead of reading whatever file took
+    the number."""
+    items = random_items(5, 400)
+    fds = len(list(Path("/proc/self/fd").iterdir()))
+    seg = write(tmp_path / "c.sst", items, True, 4, LZ4)
+    assert len(list(Path("/proc/self/fd").iterdir())) == fds + 2  # the mapping's own, and the lookup's
+    live = next(k for k, v in items if v)
+    assert seg.get(live) == dict(items)[live]
+    seg.close()
+    assert len(list(Path("/proc/self/fd").iterdir())) == fds
+    with pytest.raises(ValueError, match="closed"):
+        seg.get(items[-1][0])

@@ -1211,10 +1211,11 @@ static PyTypeObject KeyColumnType = {
  * closure's read does.
  */
 /*
- * A compressed segment (format 3 or 4): FixedLookup(..., learn, file, lengths, crcs,
+ * A compressed segment (format 3 or 4): FixedLookup(..., learn, fd, lengths, crcs,
  * raw_lengths, lz4). Its blocks cannot be searched in place, so a lookup reads the one
- * block it needs with pread from `file` (a raw file object of the segment, its fileno()
- * taken at each call so a closed file raises) into a buffer of its own, tests its crc32,
+ * block it needs with pread from `fd` (a descriptor of the segment the lookup owns:
+ * close() or its deallocation closes it, and a lookup after close() raises ValueError)
+ * into a buffer of its own, tests its crc32,
  * decompresses it into a second one and searches that as a mapped block. Why pread and
  * not the mapping: a page touched through a mapping stays in this process's RSS until
  * the segment closes, and random reads over a store touch nearly all of it within a phase
@@ -1228,7 +1229,9 @@ static PyTypeObject KeyColumnType = {
 typedef struct {
     PyObject_HEAD
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
-        *fallback, *learn, *file, *lengths, *crcs, *raw_lengths;
+        *fallback, *learn, *lengths, *crcs, *raw_lengths;
+    int fd;                     /* a compressed segment's descriptor, owned; -1: closed or none */
+    int packed;                 /* a compressed segment */
     int lz4;
     unsigned char *cbuf, *dbuf; /* a compressed block as stored; decompressed */
     size_t ccap, dcap;
@@ -1243,21 +1246,21 @@ static PyObject *
 FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone, *fallback,
-        *learn = Py_None, *file = Py_None, *lengths = Py_None, *crcs = Py_None, *raw_lengths = Py_None;
-    int lz4 = 0;
+        *learn = Py_None, *lengths = Py_None, *crcs = Py_None, *raw_lengths = Py_None;
+    int lz4 = 0, fd = -1;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "FixedLookup takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|OOOOOp", &mm, &offsets, &shape_ids, &PyList_Type, &shapes,
+    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|OiOOOp", &mm, &offsets, &shape_ids, &PyList_Type, &shapes,
                           &KeyColumnType, &first_keys, &min_key, &last_key, &cache, &tombstone, &fallback, &learn,
-                          &file, &lengths, &crcs, &raw_lengths, &lz4))
+                          &fd, &lengths, &crcs, &raw_lengths, &lz4))
         return NULL;
-    if (file != Py_None && (lengths == Py_None || crcs == Py_None || raw_lengths == Py_None)) {
-        PyErr_SetString(PyExc_TypeError, "FixedLookup: a compressed segment's file needs lengths, crcs and raw_lengths");
+    if (fd >= 0 && (lengths == Py_None || crcs == Py_None || raw_lengths == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: a compressed segment's fd needs lengths, crcs and raw_lengths");
         return NULL;
     }
-    if (file != Py_None && lz4 && lz4_decompress == NULL) {
+    if (fd >= 0 && lz4 && lz4_decompress == NULL) {
         PyErr_Format(PyExc_RuntimeError, "LZ4 is not available: %s", lz4_missing);
         return NULL;
     }
@@ -1279,7 +1282,8 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->tombstone = Py_NewRef(tombstone);
     f->fallback = Py_NewRef(fallback);
     f->learn = Py_NewRef(learn);
-    f->file = Py_NewRef(file);
+    f->fd = fd;
+    f->packed = fd >= 0;
     f->lengths = Py_NewRef(lengths);
     f->crcs = Py_NewRef(crcs);
     f->raw_lengths = Py_NewRef(raw_lengths);
@@ -1302,7 +1306,6 @@ FixedLookup_traverse(FixedLookup *f, visitproc visit, void *arg)
     Py_VISIT(f->tombstone);
     Py_VISIT(f->fallback);
     Py_VISIT(f->learn);
-    Py_VISIT(f->file);
     Py_VISIT(f->lengths);
     Py_VISIT(f->crcs);
     Py_VISIT(f->raw_lengths);
@@ -1323,7 +1326,6 @@ FixedLookup_clear(FixedLookup *f)
     Py_CLEAR(f->tombstone);
     Py_CLEAR(f->fallback);
     Py_CLEAR(f->learn);
-    Py_CLEAR(f->file);
     Py_CLEAR(f->lengths);
     Py_CLEAR(f->crcs);
     Py_CLEAR(f->raw_lengths);
@@ -1335,6 +1337,8 @@ FixedLookup_dealloc(FixedLookup *f)
 {
     PyObject_GC_UnTrack(f);
     FixedLookup_clear(f);
+    if (f->fd >= 0)
+        close(f->fd);
     free(f->cbuf);
     free(f->dbuf);
     Py_TYPE(f)->tp_free((PyObject *)f);
@@ -1422,9 +1426,11 @@ fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_
         *fall = 1;
         return NULL;
     }
-    int fd = PyObject_AsFileDescriptor(f->file); /* raises on a closed file */
-    if (fd < 0)
+    int fd = f->fd;
+    if (fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "lookup in a closed segment");
         return NULL;
+    }
     if (fl_reserve(&f->cbuf, &f->ccap, (size_t)len) < 0 || fl_reserve(&f->dbuf, &f->dcap, (size_t)raw) < 0)
         return NULL;
     size_t got = 0;
@@ -1477,7 +1483,7 @@ fl_search(FixedLookup *f, PyObject *key, int *fall)
     Py_ssize_t i = lo - 1;
     if (i < 0)
         Py_RETURN_NONE;
-    if (f->file != Py_None)
+    if (f->packed)
         return fl_search_packed(f, i, k, klen, fall);
     unsigned long long sid, off;
     if (fl_uint(f->shape_ids, i, &sid) < 0)
@@ -1653,7 +1659,7 @@ FixedLookup_scan(FixedLookup *f, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan(start: bytes, end: bytes | None, inclusive, limit)");
         return NULL;
     }
-    if (f->file != Py_None) /* a compressed segment: the Python cursor reads it */
+    if (f->packed) /* a compressed segment: the Python cursor reads it */
         Py_RETURN_NONE;
     int inclusive = PyObject_IsTrue(args[2]);
     if (inclusive < 0)
@@ -1758,7 +1764,19 @@ fail:
     return NULL;
 }
 
+/* close(): a compressed segment's descriptor closed now (idempotent); later lookups raise. */
+static PyObject *
+FixedLookup_close(FixedLookup *f, PyObject *Py_UNUSED(ignored))
+{
+    if (f->fd >= 0) {
+        close(f->fd);
+        f->fd = -1;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef FixedLookup_methods[] = {
+    {"close", (PyCFunction)FixedLookup_close, METH_NOARGS, "close(): release a compressed segment's descriptor."},
     {"scan", (PyCFunction)(void (*)(void))FixedLookup_scan, METH_FASTCALL,
      "scan(start, end, inclusive, limit): the first limit live keys in [start, end) ([start, end] when\n"
      "inclusive; end None: unbounded) read in place, or None when the Python path has to decide"},

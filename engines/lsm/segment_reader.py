@@ -101,7 +101,6 @@ class SegmentReader:
         self.raw_lengths: array[int] | None = None
         #: The blocks' codec (``codec.LZ4``, ``codec.ZLIB``); None: stored plain.
         self.codec: str | None = None
-        self._file: Any = None  # a compressed segment's raw file, read by the compiled lookup
         #: ``scan_keys(start, end, inclusive, limit)``: the first ``limit`` live keys of
         #: the range read in place in one C call (``_native.FixedLookup.scan``), or None
         #: when the cursor has to read them; None itself where there is no compiled path
@@ -142,25 +141,29 @@ class SegmentReader:
                 and type(self.first_keys) is native.key_column
                 and (self.codec != LZ4 or native.LZ4)
             ):
-                self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
-                self.get = native.fixed_lookup(
-                    self._mm,
-                    self.offsets,
-                    blocks.shape_ids,
-                    blocks.shapes,
-                    self.first_keys,
-                    self.min_key,
-                    self.last_key,
-                    self.value_cache,
-                    TOMBSTONE,
-                    slow,
-                    None,
-                    self._file,
-                    self.lengths,
-                    self.crcs,
-                    self.raw_lengths,
-                    self.codec == LZ4,
-                )
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)  # the lookup owns it
+                try:
+                    self.get = native.fixed_lookup(
+                        self._mm,
+                        self.offsets,
+                        blocks.shape_ids,
+                        blocks.shapes,
+                        self.first_keys,
+                        self.min_key,
+                        self.last_key,
+                        self.value_cache,
+                        TOMBSTONE,
+                        slow,
+                        None,
+                        fd,
+                        self.lengths,
+                        self.crcs,
+                        self.raw_lengths,
+                        self.codec == LZ4,
+                    )
+                except BaseException:
+                    os.close(fd)
+                    raise
             return
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
@@ -345,8 +348,9 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
-        if self._file is not None:
-            self._file.close()
+        close = getattr(self.get, "close", None)  # the compiled lookup's descriptor
+        if close is not None:
+            close()
 
 
 class _Blocks:
