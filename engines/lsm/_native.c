@@ -577,7 +577,8 @@ w_block(Writer *w)
         vbytes += (size_t)e[j].vlen;
     }
     size_t size = 4 + (fixed ? 5 : 9) * (size_t)n + kbytes + vbytes;
-    if (kbytes > 0xFFFFFFFFu || vbytes > 0xFFFFFFFFu || size > 0xFFFFFFFFu) {
+    if (kbytes > 0xFFFFFFFFu || vbytes > 0xFFFFFFFFu || size > 0xFFFFFFFFu ||
+        (w->level < 0 && size > 0x7E000000u)) { /* LZ4_MAX_INPUT_SIZE */
         w->err = EFBIG;
         return -1;
     }
