@@ -60,9 +60,11 @@ static PyObject *BlockCorrupt;
 typedef int (*lz4_compress_fn)(const char *src, char *dst, int src_size, int dst_capacity);
 typedef int (*lz4_decompress_fn)(const char *src, char *dst, int compressed_size, int dst_capacity);
 typedef int (*lz4_bound_fn)(int input_size);
+typedef int (*lz4_partial_fn)(const char *src, char *dst, int compressed_size, int target, int dst_capacity);
 static lz4_compress_fn lz4_compress;     /* LZ4_compress_default (acceleration 1) */
 static lz4_decompress_fn lz4_decompress; /* LZ4_decompress_safe: bounds-checked on bad input */
 static lz4_bound_fn lz4_bound;           /* LZ4_compressBound */
+static lz4_partial_fn lz4_partial;       /* LZ4_decompress_safe_partial (optional): a block's head only */
 static char lz4_missing[256];            /* why LZ4 is unavailable; empty when loaded */
 
 static void
@@ -77,6 +79,7 @@ lz4_load(void)
     lz4_compress = (lz4_compress_fn)dlsym(h, "LZ4_compress_default");
     lz4_decompress = (lz4_decompress_fn)dlsym(h, "LZ4_decompress_safe");
     lz4_bound = (lz4_bound_fn)dlsym(h, "LZ4_compressBound");
+    lz4_partial = (lz4_partial_fn)dlsym(h, "LZ4_decompress_safe_partial");
     if (lz4_compress == NULL || lz4_decompress == NULL || lz4_bound == NULL) {
         lz4_compress = NULL;
         lz4_decompress = NULL;
@@ -1232,6 +1235,8 @@ typedef struct {
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
         *fallback, *learn, *lengths, *crcs, *raw_lengths;
     int fd;                     /* a compressed segment's descriptor, owned; -1: closed or none */
+    unsigned char *checked;     /* per block of a compressed segment: 1 once read whole and tested */
+    Py_ssize_t nblocks;
     int packed;                 /* a compressed segment */
     int lz4;
     unsigned char *cbuf, *dbuf; /* a compressed block as stored; decompressed */
@@ -1285,6 +1290,16 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->learn = Py_NewRef(learn);
     f->fd = fd;
     f->packed = fd >= 0;
+    if (f->packed) {
+        Py_ssize_t nb = PyObject_Length(offsets);
+        f->nblocks = nb;
+        f->checked = nb >= 0 ? calloc((size_t)nb + 1, 1) : NULL;
+        if (f->checked == NULL) {
+            f->fd = -1; /* the caller closes it on failure */
+            Py_DECREF(f);
+            return nb < 0 ? NULL : PyErr_NoMemory();
+        }
+    }
     f->lengths = Py_NewRef(lengths);
     f->crcs = Py_NewRef(crcs);
     f->raw_lengths = Py_NewRef(raw_lengths);
@@ -1340,6 +1355,7 @@ FixedLookup_dealloc(FixedLookup *f)
     FixedLookup_clear(f);
     if (f->fd >= 0)
         close(f->fd);
+    free(f->checked);
     free(f->cbuf);
     free(f->dbuf);
     Py_TYPE(f)->tp_free((PyObject *)f);
@@ -1414,8 +1430,69 @@ fl_reserve(unsigned char **p, size_t *cap, size_t need)
     return 0;
 }
 
+/* LZ4 a block's first `target` bytes at least (from its start); -1 if it does not give them */
+static int
+fl_head(FixedLookup *f, int len, int raw, Py_ssize_t target)
+{
+    if (target > raw)
+        return -1;
+    int got = lz4_partial((const char *)f->cbuf, (char *)f->dbuf, len, (int)target, raw);
+    return got >= target ? got : -1;
+}
+
+/* A block read before (its crc32 tested and the whole of it decompressed to its recorded
+ * length then, as a plain block is tested once per open): only as much of it is
+ * decompressed as the search needs, the header, the keys, then the values up to the
+ * one asked for: on a profiles block of 32 entries, about half of it on average. */
+static PyObject *
+fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssize_t klen, int *fall)
+{
+    int got = fl_head(f, len, raw, 4);
+    if (got < 0) {
+        *fall = 1;
+        return NULL;
+    }
+    const unsigned char *b = f->dbuf;
+    Py_ssize_t n = (Py_ssize_t)(b[0] | (b[1] << 8)), width = (Py_ssize_t)(b[2] | (b[3] << 8));
+    Py_ssize_t ve = 4, fl = 4 + 4 * n, ks = 4 + 5 * n, ke = ks + n * width;
+    if (!width || n == 0 || ke > raw) {
+        *fall = 1;
+        return NULL;
+    }
+    if (klen != width)
+        Py_RETURN_NONE;
+    if (got < ke && (got = fl_head(f, len, raw, ke)) < 0) {
+        *fall = 1;
+        return NULL;
+    }
+    const unsigned char *p = b + ks, *end = b + ke;
+    for (;;) { /* the first match that starts on a key boundary */
+        p = memmem(p, (size_t)(end - p), k, (size_t)width);
+        if (p == NULL || (p - (b + ks)) % width == 0)
+            break;
+        p++;
+    }
+    if (p == NULL)
+        Py_RETURN_NONE;
+    Py_ssize_t j = (p - (b + ks)) / width;
+    if (b[fl + j])
+        return Py_NewRef(f->tombstone);
+    Py_ssize_t va = j ? (Py_ssize_t)rd32(b + ve + 4 * (j - 1)) : 0;
+    Py_ssize_t vb = (Py_ssize_t)rd32(b + ve + 4 * j);
+    if (vb < va || ke + vb > raw) {
+        *fall = 1;
+        return NULL;
+    }
+    if (got < ke + vb && (got = fl_head(f, len, raw, ke + vb)) < 0) {
+        *fall = 1;
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize((const char *)b + ke + va, vb - va);
+}
+
 /* A compressed segment's block i read with pread, checked, decompressed and searched
- * (see the comment above FixedLookup). */
+ * (see the comment above FixedLookup). The first read of a block tests its crc32 and
+ * decompresses it whole; later ones decompress only its head (fl_search_head). */
 static PyObject *
 fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_t klen, int *fall)
 {
@@ -1445,11 +1522,15 @@ fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_
         }
         got += (size_t)r;
     }
+    if (i < f->nblocks && f->checked[i] && f->lz4 && lz4_partial != NULL)
+        return fl_search_head(f, (int)len, (int)raw, k, klen, fall);
     if ((uint32_t)crc32(0L, f->cbuf, (uInt)len) != (uint32_t)crc ||
         unpack_block(f->lz4, f->cbuf, (uint32_t)len, f->dbuf, (uint32_t)raw) != NULL) {
         *fall = 1;
         return NULL;
     }
+    if (i < f->nblocks)
+        f->checked[i] = 1;
     const unsigned char *b = f->dbuf;
     Py_ssize_t n = (Py_ssize_t)(b[0] | (b[1] << 8)), width = (Py_ssize_t)(b[2] | (b[3] << 8));
     Py_ssize_t size = (Py_ssize_t)raw, ve = 4, fl = 4 + 4 * n, ks = 4 + 5 * n; /* block.shape(n, width) */
