@@ -1443,7 +1443,7 @@ fl_head(FixedLookup *f, int len, int raw, Py_ssize_t target)
 /* A block read before (its crc32 tested and the whole of it decompressed to its recorded
  * length then, as a plain block is tested once per open): only as much of it is
  * decompressed as the search needs, the header, the keys, then the values up to the
- * one asked for: on a profiles block of 32 entries, about half of it on average. */
+ * one asked for: on a profiles block, about half of it on average. */
 static PyObject *
 fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssize_t klen, int *fall)
 {

@@ -72,12 +72,6 @@ MAX_CACHE_ENTRIES = 100_000_000
 MAX_COMPRESSION_THRESHOLD_MB = 1 << 20
 #: The default threshold: RocksDB's base level under the reference options (1 GiB).
 DEFAULT_COMPRESSION_THRESHOLD_MB = 1024
-#: A compressing merge writes blocks of this many times ``sparse_array_step`` entries:
-#: LZ4 compresses the profiles tree's 3 KB blocks 2.30x and 6 KB ones 2.51x, for 1.9
-#: instead of 1.3 us of decompression per point read (docs/lsm.md, "LZ4"); a lookup
-#: decompresses one block whatever its size, so the larger block costs it 0.6 us and
-#: saves 8 % of the compressed tree.
-COMPRESSED_STEP_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -588,9 +582,7 @@ class LsmTree:
 
     def _merge(self, srcs: list[SegmentReader], drop_tombstones: bool) -> Job:
         seg_id = self._new_id()
-        compress = self.compresses()
-        step = self.options.sparse_array_step * (COMPRESSED_STEP_FACTOR if compress else 1)
-        writer = SegmentWriter(self._seg_path(seg_id), step, compress=compress)
+        writer = SegmentWriter(self._seg_path(seg_id), self.options.sparse_array_step, compress=self.compresses())
         try:
             if native.ACCELERATED:  # decode, merge, encode and write in C, in a worker thread
                 yield partial(self._native_merge, writer, srcs, drop_tombstones)
