@@ -1389,21 +1389,30 @@ fl_uint(PyObject *arr, Py_ssize_t i, unsigned long long *out)
 /* The search of a fixed-width block at o of base (size bytes, bounds already checked by
  * the caller): the first match of the key that starts on a key boundary, then its flag
  * and value. Shared by the mapped and the compressed lookup. */
+/* The index of key k among the n keys of `width` bytes at `keys`, or -1: the first
+ * match that starts on a key boundary. */
+static Py_ssize_t
+fl_match(const unsigned char *keys, Py_ssize_t n, Py_ssize_t width, const unsigned char *k)
+{
+    const unsigned char *p = keys, *end = keys + n * width;
+    for (;;) {
+        p = memmem(p, (size_t)(end - p), k, (size_t)width);
+        if (p == NULL)
+            return -1;
+        if ((p - keys) % width == 0)
+            return (p - keys) / width;
+        p++;
+    }
+}
+
 static PyObject *
 fl_find(FixedLookup *f, const unsigned char *base, Py_ssize_t size, Py_ssize_t o, Py_ssize_t n, Py_ssize_t width,
         Py_ssize_t ve, Py_ssize_t fl, Py_ssize_t ks, const unsigned char *k, int *fall)
 {
     Py_ssize_t kb = o + ks, ke = kb + n * width;
-    const unsigned char *p = base + kb, *end = base + ke;
-    for (;;) { /* the first match that starts on a key boundary */
-        p = memmem(p, (size_t)(end - p), k, (size_t)width);
-        if (p == NULL || (p - (base + kb)) % width == 0)
-            break;
-        p++;
-    }
-    if (p == NULL)
+    Py_ssize_t j = fl_match(base + kb, n, width, k);
+    if (j < 0)
         Py_RETURN_NONE;
-    Py_ssize_t j = (p - (base + kb)) / width;
     if (base[o + fl + j])
         return Py_NewRef(f->tombstone);
     Py_ssize_t a = j ? (Py_ssize_t)rd32(base + o + ve + 4 * (j - 1)) : 0;
@@ -1465,16 +1474,9 @@ fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssiz
         *fall = 1;
         return NULL;
     }
-    const unsigned char *p = b + ks, *end = b + ke;
-    for (;;) { /* the first match that starts on a key boundary */
-        p = memmem(p, (size_t)(end - p), k, (size_t)width);
-        if (p == NULL || (p - (b + ks)) % width == 0)
-            break;
-        p++;
-    }
-    if (p == NULL)
+    Py_ssize_t j = fl_match(b + ks, n, width, k);
+    if (j < 0)
         Py_RETURN_NONE;
-    Py_ssize_t j = (p - (b + ks)) / width;
     if (b[fl + j])
         return Py_NewRef(f->tombstone);
     Py_ssize_t va = j ? (Py_ssize_t)rd32(b + ve + 4 * (j - 1)) : 0;

@@ -143,23 +143,8 @@ class SegmentReader:
             ):
                 fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)  # the lookup owns it
                 try:
-                    self.get = native.fixed_lookup(
-                        self._mm,
-                        self.offsets,
-                        blocks.shape_ids,
-                        blocks.shapes,
-                        self.first_keys,
-                        self.min_key,
-                        self.last_key,
-                        self.value_cache,
-                        TOMBSTONE,
-                        slow,
-                        None,
-                        fd,
-                        self.lengths,
-                        self.crcs,
-                        self.raw_lengths,
-                        self.codec == LZ4,
+                    self.get = self._compiled_lookup(
+                        slow, None, fd, self.lengths, self.crcs, self.raw_lengths, self.codec == LZ4
                     )
                 except BaseException:
                     os.close(fd)
@@ -168,22 +153,31 @@ class SegmentReader:
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
         if native.fixed_lookup is not None and type(self.first_keys) is native.key_column:
-            # the same lookup in one C call; what it does not handle goes to ``get``
-            lookup: Any = native.fixed_lookup(
-                self._mm,
-                self.offsets,
-                blocks.shape_ids,
-                blocks.shapes,
-                self.first_keys,
-                self.min_key,
-                self.last_key,
-                self.value_cache,
-                TOMBSTONE,
-                get,
-                blocks.shape,  # a block not checked yet: its checksum tested, its shape learned
-            )
+            # the same lookup in one C call; what it does not handle goes to ``get``; a
+            # block not checked yet: its checksum tested, its shape learned (``learn``)
+            lookup = self._compiled_lookup(get, blocks.shape)
             self.get = lookup
             self.scan_keys = lookup.scan  # a key-range read of this segment in one C call
+
+    def _compiled_lookup(self, fallback: Callable[[bytes], Any], *more: Any) -> Any:
+        """``native.fixed_lookup`` over this segment's tables, handing what it does not
+        handle to ``fallback``; ``more``: ``learn``, and for a compressed segment the
+        descriptor and columns its reads need (see ``native.fixed_lookup``)."""
+        assert native.fixed_lookup is not None
+        b = self._blocks
+        return native.fixed_lookup(
+            self._mm,
+            self.offsets,
+            b.shape_ids,
+            b.shapes,
+            self.first_keys,
+            self.min_key,
+            self.last_key,
+            self.value_cache,
+            TOMBSTONE,
+            fallback,
+            *more,
+        )
 
     def _read_index(self, size: int) -> None:
         mm = self._mm
