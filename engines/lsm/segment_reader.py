@@ -22,8 +22,8 @@ compression threshold) cannot be searched in place: every read of a block decomp
 it (its crc32, of the stored bytes, tested first; then the recorded length, and zlib's
 own adler32). With the compiled module a point lookup is one C call that preads the
 block (not through the mapping: a mapped page stays in the RSS, a pread one only in the
-page cache), tests, decompresses and searches it (``FixedLookup`` given the segment's
-file); otherwise, and for what that call hands back, the Python closure
+page cache), tests, decompresses and searches it (``FixedLookup`` given a descriptor
+of the segment); otherwise, and for what that call hands back, the Python closure
 (``_compressed_lookup``) reads it through the block cache. Iterators read blocks through
 the block cache; a merge copies none of its blocks verbatim.
 """

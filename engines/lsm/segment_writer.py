@@ -149,7 +149,7 @@ class SegmentWriter:
         self.path = Path(path)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         self.step = step
-        self.compress = compress
+        #: The blocks' codec; None: stored plain (format 2).
         self.codec = (codec or default_codec()) if compress else None
         if self.codec is not None and self.codec not in _VERSION_OF_CODEC:
             raise ValueError(f"unknown block codec {self.codec!r}")
@@ -193,7 +193,7 @@ class SegmentWriter:
         if self._keys:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
-        if self.compress:
+        if self.codec is not None:
             self._last = run.last_key
             self._firsts += run.first_keys
             raws = []
@@ -242,7 +242,7 @@ class SegmentWriter:
         self._offsets.frombytes(offsets)
         self._lengths.frombytes(lengths)
         self._crcs.frombytes(crcs)
-        if self.compress:
+        if self.codec is not None:
             self._raw_lengths.frombytes(raw_lengths)
         self._last = last
         self.entries += entries
@@ -289,7 +289,7 @@ class SegmentWriter:
             self._emit(self._keys, self._vals)
             self._keys, self._vals = [], []
         last = self._last or b""
-        raw = self._raw_lengths if self.compress else None
+        raw = self._raw_lengths if self.codec is not None else None
         index = encode_index(self._firsts, self._offsets, self._lengths, self._crcs, last, raw)
         footer = FOOTER.pack(
             self._pos, len(index), self.entries, self.live, len(self._firsts), zlib.crc32(index)
