@@ -4,6 +4,7 @@ same bytes as without the release."""
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import pytest
@@ -71,9 +72,29 @@ def test_a_merge_releases_its_sources_pages_and_writes_the_same_bytes(tmp_path: 
             s.close()
 
 
+def test_a_page_aligned_anonymous_buffer_is_never_released(tmp_path: Path) -> None:
+    """A page-aligned start does not prove a file mapping: private anonymous memory (a
+    large bytes object's data is page-aligned now and then: CI met one) holding a
+    segment's bytes, marked as a file mapping, merges without being released; releasing
+    it would zero it. The alignment was the only guard before: this test failed then."""
+    seg = _segment(tmp_path / "a.sst", 0, 60_000)
+    try:
+        mm, offs, lens, crcs, _ = seg.native_source()
+        anon = mmap.mmap(-1, len(mm), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        anon[:] = mm
+        w = SegmentWriter(tmp_path / "copy.sst", 16)
+        w.add_merged([(anon, offs, lens, crcs, True)], False)
+        w.finish()
+        assert anon[:] == bytes(mm), "the anonymous buffer was released (zeroed)"
+        assert (tmp_path / "copy.sst").read_bytes() == (tmp_path / "a.sst").read_bytes()
+        anon.close()
+    finally:
+        seg.close()
+
+
 def test_a_buffer_that_is_not_a_mapping_is_never_released(tmp_path: Path) -> None:
-    """The flag is honoured only for a page-aligned buffer; a bytes copy of a segment
-    (not a mapping: releasing it would zero it) merges as before."""
+    """The flag is honoured only for a shared mapping of a file; a bytes copy of a
+    segment (not a mapping: releasing it would zero it) merges as before."""
     seg = _segment(tmp_path / "a.sst", 0, 60_000)
     try:
         mm, offs, lens, crcs, _ = seg.native_source()
