@@ -86,6 +86,47 @@ def test_the_compiled_lookup_answers_and_caches_as_the_python_one(
         seg.close()
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    prefix=st.binary(min_size=0, max_size=14),
+    tail=st.integers(0, 12),
+    mixed=st.booleans(),
+    n=st.integers(64, 400),
+    seed=st.integers(0, 2**32 - 1),
+    probes=st.lists(st.binary(min_size=0, max_size=30), max_size=30),
+)
+def test_the_windowed_bisect_over_first_keys_finds_what_a_dict_holds(
+    tmp_path_factory: pytest.TempPathFactory,
+    prefix: bytes,
+    tail: int,
+    mixed: bool,
+    n: int,
+    seed: int,
+    probes: list[bytes],
+) -> None:
+    """The first-key search of a column of 64 or more blocks compares each key's 8 bytes
+    after the prefix all keys share as a number, then whole keys where those are equal.
+    Keys here share a prefix, differ in few letters (so many windows are equal: the
+    difference lies past them when ``tail`` is long) and, mixed, differ in width (a
+    padded column); probes are shorter than the prefix, outside it, and between keys."""
+    import random
+
+    rng = random.Random(seed)
+    width = (lambda: rng.randrange(1, tail + 2)) if mixed else (lambda: tail + 1)
+    keys = sorted({prefix + bytes(rng.choice(b"ab\x01") for _ in range(width())) for _ in range(n)})
+    items = [(k, rng.randbytes(rng.randrange(1, 5))) for k in keys]
+    path = tmp_path_factory.mktemp("seg") / "s.sst"
+    _write(path, items, 1)  # one key a block: every key is a first key
+    seg = SegmentReader(path, 1, value_cache=0, block_cache=0)
+    want = dict(items)
+    between = [k + b"\x00" for k in keys[:30]] + [k[:-1] for k in keys[:30]] + [prefix[:-1], prefix + b"\xff"]
+    asked = keys + probes + between + [prefix + b"b" * 40, b""]
+    rng.shuffle(asked)
+    for k in asked:
+        assert seg.get(k) == want.get(k), k
+    seg.close()
+
+
 def test_the_compiled_lookup_tests_a_blocks_checksum_before_trusting_it(tmp_path: Path) -> None:
     path = tmp_path / "s.sst"
     damage_block_3(path)
