@@ -108,7 +108,8 @@ def test_the_windowed_bisect_over_first_keys_finds_what_a_dict_holds(
     after the prefix all keys share as a number, then whole keys where those are equal.
     Keys here share a prefix, differ in few letters (so many windows are equal: the
     difference lies past them when ``tail`` is long) and, mixed, differ in width (a
-    padded column); probes are shorter than the prefix, outside it, and between keys."""
+    padded column); probes are shorter than the prefix, outside it, and between keys.
+    The compiled scan starts from the same search: its first keys from each probe too."""
     import random
 
     rng = random.Random(seed)
@@ -124,6 +125,9 @@ def test_the_windowed_bisect_over_first_keys_finds_what_a_dict_holds(
     rng.shuffle(asked)
     for k in asked:
         assert seg.get(k) == want.get(k), k
+    assert seg.scan_keys is not None  # the compiled scan starts with the same search
+    for k in asked:  # every block was read above, so the compiled scan answers
+        assert seg.scan_keys(k, None, False, 3) == [x for x in keys if x >= k][:3], k
     seg.close()
 
 

@@ -1867,14 +1867,7 @@ FixedLookup_scan(FixedLookup *f, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *e = bounded ? (const unsigned char *)PyBytes_AS_STRING(args[1]) : NULL;
     Py_ssize_t elen = bounded ? PyBytes_GET_SIZE(args[1]) : 0;
     KeyColumn *c = (KeyColumn *)f->first_keys;
-    Py_ssize_t lo = 0, hi = c->n;
-    while (lo < hi) { /* bisect_right(start): the block holding start is the one before */
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (key_cmp(s, slen, c->base + mid * c->width, kc_len(c, mid)) < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
+    Py_ssize_t lo = kc_find(c, s, slen); /* bisect_right(start): start's block is the one before */
     int before = 1; /* keys below start may remain (only in the first block read) */
     for (Py_ssize_t i = lo ? lo - 1 : 0; i < c->n; i++) {
         if (bounded) { /* a block starting past the end holds nothing in range */
