@@ -1340,10 +1340,46 @@ static PyTypeObject KeyColumnType = {
  * the Python lookup, which reads the block again and raises CorruptSegment naming file
  * and offset. Scans of a compressed segment are left to the Python cursor (scan -> None).
  */
+/* An array of unsigned ints ('H', 'I' or 'Q') read through a buffer held from col_hold
+ * to col_release; len 0 and held 0: not given (Py_None). */
+typedef struct {
+    Py_buffer b;
+    Py_ssize_t len;
+    int held;
+} UintColumn;
+
+static int
+col_hold(UintColumn *c, PyObject *arr)
+{
+    if (arr == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(arr, &c->b, PyBUF_FORMAT) < 0)
+        return -1;
+    c->held = 1;
+    if (c->b.itemsize != 2 && c->b.itemsize != 4 && c->b.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: unexpected array item size");
+        return -1;
+    }
+    c->len = c->b.len / c->b.itemsize;
+    return 0;
+}
+
+static void
+col_release(UintColumn *c)
+{
+    if (c->held) {
+        c->held = 0;
+        PyBuffer_Release(&c->b);
+    }
+}
+
 typedef struct {
     PyObject_HEAD
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
         *fallback, *learn, *lengths, *crcs, *raw_lengths;
+    /* the index columns' buffers, held for the lookup's life (the columns are never resized;
+     * a block's learned shape id is written in place): a get took four of them a call */
+    UintColumn c_offsets, c_shape_ids, c_lengths, c_crcs, c_raw_lengths;
     int fd;                     /* a compressed segment's descriptor, owned; -1: closed or none */
     unsigned char *checked;     /* per block of a compressed segment: 1 once read whole and tested */
     Py_ssize_t nblocks;
@@ -1415,6 +1451,13 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->raw_lengths = Py_NewRef(raw_lengths);
     f->lz4 = lz4;
     f->vectorcall = FixedLookup_vectorcall;
+    if (col_hold(&f->c_offsets, offsets) < 0 || col_hold(&f->c_shape_ids, shape_ids) < 0 ||
+        col_hold(&f->c_lengths, lengths) < 0 || col_hold(&f->c_crcs, crcs) < 0 ||
+        col_hold(&f->c_raw_lengths, raw_lengths) < 0) {
+        f->fd = -1; /* the caller closes it on failure */
+        Py_DECREF(f);
+        return NULL;
+    }
     return (PyObject *)f;
 }
 
@@ -1441,6 +1484,11 @@ FixedLookup_traverse(FixedLookup *f, visitproc visit, void *arg)
 static int
 FixedLookup_clear(FixedLookup *f)
 {
+    col_release(&f->c_offsets);
+    col_release(&f->c_shape_ids);
+    col_release(&f->c_lengths);
+    col_release(&f->c_crcs);
+    col_release(&f->c_raw_lengths);
     Py_CLEAR(f->mm);
     Py_CLEAR(f->offsets);
     Py_CLEAR(f->shape_ids);
@@ -1471,29 +1519,21 @@ FixedLookup_dealloc(FixedLookup *f)
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
-/* item i of a buffer-protocol array of unsigned ints ('H' or 'Q'); -1 with an error set */
+/* item i of a held column; -1 with an error set */
 static int
-fl_uint(PyObject *arr, Py_ssize_t i, unsigned long long *out)
+fl_uint(const UintColumn *c, Py_ssize_t i, unsigned long long *out)
 {
-    Py_buffer b;
-    if (PyObject_GetBuffer(arr, &b, PyBUF_FORMAT) < 0)
-        return -1;
-    int rc = 0;
-    if (i < 0 || b.itemsize <= 0 || i >= b.len / b.itemsize) {
+    if (!c->held || i < 0 || i >= c->len) {
         PyErr_SetString(PyExc_IndexError, "FixedLookup: block index out of range");
-        rc = -1;
-    } else if (b.itemsize == 2)
-        *out = ((const uint16_t *)b.buf)[i];
-    else if (b.itemsize == 8)
-        *out = ((const uint64_t *)b.buf)[i];
-    else if (b.itemsize == 4)
-        *out = ((const uint32_t *)b.buf)[i];
-    else {
-        PyErr_SetString(PyExc_TypeError, "FixedLookup: unexpected array item size");
-        rc = -1;
+        return -1;
     }
-    PyBuffer_Release(&b);
-    return rc;
+    if (c->b.itemsize == 2)
+        *out = ((const uint16_t *)c->b.buf)[i];
+    else if (c->b.itemsize == 8)
+        *out = ((const uint64_t *)c->b.buf)[i];
+    else
+        *out = ((const uint32_t *)c->b.buf)[i];
+    return 0;
 }
 
 /* The search of a fixed-width block at o of base (size bytes, bounds already checked by
@@ -1615,8 +1655,8 @@ static PyObject *
 fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_t klen, int *fall)
 {
     unsigned long long off, len, crc, raw;
-    if (fl_uint(f->offsets, i, &off) < 0 || fl_uint(f->lengths, i, &len) < 0 || fl_uint(f->crcs, i, &crc) < 0 ||
-        fl_uint(f->raw_lengths, i, &raw) < 0)
+    if (fl_uint(&f->c_offsets, i, &off) < 0 || fl_uint(&f->c_lengths, i, &len) < 0 || fl_uint(&f->c_crcs, i, &crc) < 0 ||
+        fl_uint(&f->c_raw_lengths, i, &raw) < 0)
         return NULL;
     if (len < 1 || raw < 4 || raw > MAX_INFLATE(len) || len > INT32_MAX || raw > INT32_MAX) {
         *fall = 1;
@@ -1677,7 +1717,7 @@ fl_search(FixedLookup *f, PyObject *key, int *fall)
     if (f->packed)
         return fl_search_packed(f, i, k, klen, fall);
     unsigned long long sid, off;
-    if (fl_uint(f->shape_ids, i, &sid) < 0)
+    if (fl_uint(&f->c_shape_ids, i, &sid) < 0)
         return NULL;
     if (sid == 0 || sid >= (unsigned long long)PyList_GET_SIZE(f->shapes)) {
         *fall = 1;
@@ -1701,7 +1741,7 @@ fl_search(FixedLookup *f, PyObject *key, int *fall)
     }
     if (klen != width)
         Py_RETURN_NONE;
-    if (fl_uint(f->offsets, i, &off) < 0)
+    if (fl_uint(&f->c_offsets, i, &off) < 0)
         return NULL;
     Py_buffer mb;
     if (PyObject_GetBuffer(f->mm, &mb, PyBUF_SIMPLE) < 0)
@@ -1810,7 +1850,7 @@ static int
 fl_shape(FixedLookup *f, Py_ssize_t i, Py_ssize_t v[6])
 {
     unsigned long long sid;
-    if (fl_uint(f->shape_ids, i, &sid) < 0)
+    if (fl_uint(&f->c_shape_ids, i, &sid) < 0)
         return -1;
     PyObject *shp, *owned = NULL;
     if (sid != 0 && sid < (unsigned long long)PyList_GET_SIZE(f->shapes))
@@ -1884,7 +1924,7 @@ FixedLookup_scan(FixedLookup *f, PyObject *const *args, Py_ssize_t nargs)
         /* width 0: keys of mixed length, located by the block's key end offsets at kx */
         Py_ssize_t n = v[0], width = v[1], kx = v[2], fl = v[4], ks = v[5];
         unsigned long long off;
-        if (fl_uint(f->offsets, i, &off) < 0)
+        if (fl_uint(&f->c_offsets, i, &off) < 0)
             goto fail;
         Py_buffer mb;
         if (PyObject_GetBuffer(f->mm, &mb, PyBUF_SIMPLE) < 0)
