@@ -4,6 +4,7 @@ same errors (a damaged block, a closed mapping)."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,6 @@ def test_the_compiled_lookup_answers_and_caches_as_the_python_one(
     seed: int,
     probes: list[bytes],
 ) -> None:
-    import random
-
     rng = random.Random(seed)
     size = (lambda: rng.randrange(1, width + 1)) if mixed else (lambda: width)
     keys = sorted({bytes(rng.randrange(3) + 97 for _ in range(size())) for _ in range(n)})
@@ -86,23 +85,23 @@ def test_the_compiled_lookup_answers_and_caches_as_the_python_one(
         seg.close()
 
 
+@st.composite
+def shared_prefix_columns(draw: st.DrawFn) -> tuple[bytes, list[bytes], list[bytes]]:
+    """(prefix, keys, probes): 64-400 sorted keys sharing ``prefix``, differing in few
+    letters over 1-13 bytes after it (of one width or, mixed, of several), and probes."""
+    prefix = draw(st.binary(min_size=0, max_size=14))
+    tail, mixed = draw(st.integers(0, 12)), draw(st.booleans())
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    width = (lambda: rng.randrange(1, tail + 2)) if mixed else (lambda: tail + 1)
+    n = draw(st.integers(64, 400))
+    keys = sorted({prefix + bytes(rng.choice(b"ab\x01") for _ in range(width())) for _ in range(n)})
+    return prefix, keys, draw(st.lists(st.binary(min_size=0, max_size=30), max_size=30))
+
+
 @settings(max_examples=60, deadline=None)
-@given(
-    prefix=st.binary(min_size=0, max_size=14),
-    tail=st.integers(0, 12),
-    mixed=st.booleans(),
-    n=st.integers(64, 400),
-    seed=st.integers(0, 2**32 - 1),
-    probes=st.lists(st.binary(min_size=0, max_size=30), max_size=30),
-)
+@given(column=shared_prefix_columns())
 def test_the_windowed_bisect_over_first_keys_finds_what_a_dict_holds(
-    tmp_path_factory: pytest.TempPathFactory,
-    prefix: bytes,
-    tail: int,
-    mixed: bool,
-    n: int,
-    seed: int,
-    probes: list[bytes],
+    tmp_path_factory: pytest.TempPathFactory, column: tuple[bytes, list[bytes], list[bytes]]
 ) -> None:
     """The first-key search of a column of 64 or more blocks compares each key's 8 bytes
     after the prefix all keys share as a number, then whole keys where those are equal.
@@ -110,11 +109,8 @@ def test_the_windowed_bisect_over_first_keys_finds_what_a_dict_holds(
     difference lies past them when ``tail`` is long) and, mixed, differ in width (a
     padded column); probes are shorter than the prefix, outside it, and between keys.
     The compiled scan starts from the same search: its first keys from each probe too."""
-    import random
-
-    rng = random.Random(seed)
-    width = (lambda: rng.randrange(1, tail + 2)) if mixed else (lambda: tail + 1)
-    keys = sorted({prefix + bytes(rng.choice(b"ab\x01") for _ in range(width())) for _ in range(n)})
+    prefix, keys, probes = column
+    rng = random.Random(len(keys))
     items = [(k, rng.randbytes(rng.randrange(1, 5))) for k in keys]
     path = tmp_path_factory.mktemp("seg") / "s.sst"
     _write(path, items, 1)  # one key a block: every key is a first key
@@ -189,8 +185,6 @@ def test_the_compiled_scan_returns_what_the_cursor_returns(
 ) -> None:
     """Fixed-width keys (the created-at and reputation indexes) and mixed-width ones (the
     country/status index: its blocks hold keys of several lengths)."""
-    import random
-
     rng = random.Random(seed)
     size = (lambda: rng.randrange(1, width + 1)) if mixed else (lambda: width)
     keys = sorted({bytes(rng.randrange(4) + 97 for _ in range(size())) for _ in range(n)})
