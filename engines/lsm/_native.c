@@ -1378,7 +1378,7 @@ typedef struct {
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone,
         *fallback, *learn, *lengths, *crcs, *raw_lengths;
     /* the index columns' buffers, held for the lookup's life (the columns are never resized;
-     * a block's learned shape id is written in place): a get took four of them a call */
+     * a block's learned shape id is written in place): a get took up to four a call */
     UintColumn c_offsets, c_shape_ids, c_lengths, c_crcs, c_raw_lengths;
     int fd;                     /* a compressed segment's descriptor, owned; -1: closed or none */
     unsigned char *checked;     /* per block of a compressed segment: 1 once read whole and tested */
@@ -1536,9 +1536,6 @@ fl_uint(const UintColumn *c, Py_ssize_t i, unsigned long long *out)
     return 0;
 }
 
-/* The search of a fixed-width block at o of base (size bytes, bounds already checked by
- * the caller): the first match of the key that starts on a key boundary, then its flag
- * and value. Shared by the mapped and the compressed lookup. */
 /* The index of key k among the n keys of `width` bytes at `keys` (a block's keys: in
  * order, each once), or -1. A bisect with memcmp on key boundaries: a block's keys share
  * long prefixes (the profiles' 20-digit ids start with a dozen zeros), and memmem over
@@ -1561,6 +1558,9 @@ fl_match(const unsigned char *keys, Py_ssize_t n, Py_ssize_t width, const unsign
     return -1;
 }
 
+/* The search of a fixed-width block at o of base (size bytes, bounds already checked by
+ * the caller): the key's index (fl_match), then its flag and value. Shared by the mapped
+ * and the compressed lookup. */
 static PyObject *
 fl_find(FixedLookup *f, const unsigned char *base, Py_ssize_t size, Py_ssize_t o, Py_ssize_t n, Py_ssize_t width,
         Py_ssize_t ve, Py_ssize_t fl, Py_ssize_t ks, const unsigned char *k, int *fall)
