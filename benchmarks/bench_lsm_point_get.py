@@ -43,11 +43,9 @@ def key(i: int) -> bytes:
 
 def write_segment(path: Path, n: int, codec: str | None) -> None:
     rng = random.Random(5)
-    tmp = path.with_suffix(".partial")
-    w = SegmentWriter(tmp, STEP, compress=codec is not None, codec=codec)
+    w = SegmentWriter(path, STEP, compress=codec is not None, codec=codec)  # writes a .tmp, renames at finish
     w.add_merged([{key(i): rng.randbytes(60 + i % 90).hex().encode() for i in range(n)}], False)
     w.finish()
-    tmp.rename(path)
 
 
 def measure(path: Path, n: int, gets: int, rounds: int) -> list[float]:
@@ -77,7 +75,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", help="keep (and reuse) the segment here")
     args = ap.parse_args()
-    n = parse_count(args.entries)
+    try:
+        n = parse_count(args.entries)
+    except ValueError as exc:
+        ap.error(f"--entries: {exc}")  # exit 2, nothing written
+    for flag, value in (("--entries", n), ("--gets", args.gets), ("--rounds", args.rounds)):
+        if value < 1:
+            ap.error(f"{flag} {value}: must be at least 1")
     codec = LZ4 if args.codec == "lz4" else None
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(args.dir) if args.dir else Path(tmp)
