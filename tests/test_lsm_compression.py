@@ -384,11 +384,13 @@ def _rss_file_kib() -> int:
 
 
 @needs_native
-def test_point_reads_of_a_compressed_segment_leave_its_pages_out_of_the_rss(tmp_path: Path) -> None:
-    """Issue 40 item 3: the compiled lookup of a compressed segment preads its blocks, so
-    reading every key leaves the file's pages in the page cache, not in this process's
-    RSS; the same reads of a plain segment, searched in place in the mapping, bring
-    about the whole file into it (the contrast shows the measure can see it)."""
+def test_point_reads_of_a_compressed_segment_decompress_from_its_mapping(tmp_path: Path) -> None:
+    """Issue 40 item 1: the compiled lookup of a compressed segment decompresses its
+    blocks straight from the mapping (a pread of each block cost about 0.5 us more a get
+    at 8M keys), so reading every key brings the file into this process's RSS as
+    file-backed pages, as reading a plain segment does. Before, it preaded each block and
+    the file stayed out of the RSS (grown about 0): this is the trade the peak RSS
+    figures report as mapped file pages."""
     rng = random.Random(7)
     items: Items = [(b"%08d" % i, rng.randbytes(200)) for i in range(60_000)]  # ~12 MB
     grown = {}
@@ -400,19 +402,20 @@ def test_point_reads_of_a_compressed_segment_leave_its_pages_out_of_the_rss(tmp_
         grown[codec] = (_rss_file_kib() - before) * 1024 / seg.size
         seg.close()
     assert grown[None] > 0.5  # the plain file came into the RSS through the mapping
-    assert grown[LZ4] < 0.05  # the compressed one did not
+    assert grown[LZ4] > 0.5  # and so did the compressed one
 
 
 @needs_native
 def test_a_closed_compressed_segment_releases_its_descriptor_and_refuses_lookups(tmp_path: Path) -> None:
-    """The compiled lookup of a compressed segment owns a descriptor for its preads:
-    closing the segment releases it (no descriptor per retired segment left to the
-    collector), and a lookup after close raises instead of reading whatever file took
-    the number."""
+    """A compressed segment holds one descriptor, its mapping's (the compiled lookup
+    reads through the mapping and owns none since it stopped preading): closing the
+    segment releases it (no descriptor per retired segment left to the collector), and
+    a lookup after close raises instead of reading unmapped memory."""
     items = random_items(5, 400)
     fds = len(list(Path("/proc/self/fd").iterdir()))
     seg = write(tmp_path / "c.sst", items, True, 4, LZ4)
-    assert len(list(Path("/proc/self/fd").iterdir())) == fds + 2  # the mapping's own, and the lookup's
+    assert type(seg.get).__name__ == "FixedLookup"  # the compiled lookup, not the closure
+    assert len(list(Path("/proc/self/fd").iterdir())) == fds + 1  # the mapping's own
     live = next(k for k, v in items if v)
     assert seg.get(live) == dict(items)[live]
     seg.close()

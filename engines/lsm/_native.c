@@ -1325,20 +1325,19 @@ static PyTypeObject KeyColumnType = {
  * closure's read does.
  */
 /*
- * A compressed segment (format 3 or 4): FixedLookup(..., learn, fd, lengths, crcs,
- * raw_lengths, lz4). Its blocks cannot be searched in place, so a lookup reads the one
- * block it needs with pread from `fd` (a descriptor of the segment the lookup owns:
- * close() or its deallocation closes it, and a lookup after close() raises ValueError)
- * into a buffer of its own, tests its crc32,
- * decompresses it into a second one and searches that as a mapped block. Why pread and
- * not the mapping: a page touched through a mapping stays in this process's RSS until
- * the segment closes, and random reads over a store touch nearly all of it within a phase
- * (the LSM's 10M peak RSS was 2.8x RocksDB's, issue 40 item 3); a pread'ed page stays in
- * the kernel's page cache only, as RocksDB's do. The GIL is held through the pread: a
- * page-cache read of about 1-2 KB is shorter than a GIL hand-off. Anything unexpected
- * (a short read, a checksum, a stream or a shape that does not fit) goes to `fallback`,
- * the Python lookup, which reads the block again and raises CorruptSegment naming file
- * and offset. Scans of a compressed segment are left to the Python cursor (scan -> None).
+ * A compressed segment (format 3 or 4): FixedLookup(..., learn, lengths, crcs,
+ * raw_lengths, lz4). Its blocks cannot be searched in place, so a lookup decompresses the
+ * one block it needs straight from the mapping into a buffer of its own and searches that
+ * as a mapped block; the first read of a block tests its crc32 and decompresses it whole
+ * (as a plain block is tested once per open), later ones decompress only its head. Why
+ * the mapping and not pread (which this did first, to keep the pages out of the RSS):
+ * at 8M keys a pread'ed get cost about 0.5 us more (a syscall and a copy of the block,
+ * docs/lsm.md); the mapped pages count in the RSS as file-backed, reclaimable pages,
+ * reported apart from the engine's own. A block whose numbers point outside the mapping,
+ * a checksum, a stream or a shape that does not fit goes to `fallback`, the Python
+ * lookup, which reads the block again and raises CorruptSegment naming file and offset;
+ * a closed mapping raises ValueError as the closure's read does. Scans of a compressed
+ * segment are left to the Python cursor (scan -> None).
  */
 /* An array of unsigned ints ('H', 'I' or 'Q') read through a buffer held from col_hold
  * to col_release; len 0 and held 0: not given (Py_None). */
@@ -1380,13 +1379,12 @@ typedef struct {
     /* the index columns' buffers, held for the lookup's life (the columns are never resized;
      * a block's learned shape id is written in place): a get took up to four a call */
     UintColumn c_offsets, c_shape_ids, c_lengths, c_crcs, c_raw_lengths;
-    int fd;                     /* a compressed segment's descriptor, owned; -1: closed or none */
     unsigned char *checked;     /* per block of a compressed segment: 1 once read whole and tested */
     Py_ssize_t nblocks;
     int packed;                 /* a compressed segment */
     int lz4;
-    unsigned char *cbuf, *dbuf; /* a compressed block as stored; decompressed */
-    size_t ccap, dcap;
+    unsigned char *dbuf;        /* a compressed block decompressed */
+    size_t dcap;
     vectorcallfunc vectorcall;
 } FixedLookup;
 
@@ -1399,20 +1397,21 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *mm, *offsets, *shape_ids, *shapes, *first_keys, *min_key, *last_key, *cache, *tombstone, *fallback,
         *learn = Py_None, *lengths = Py_None, *crcs = Py_None, *raw_lengths = Py_None;
-    int lz4 = 0, fd = -1;
+    int lz4 = 0;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "FixedLookup takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|OiOOOp", &mm, &offsets, &shape_ids, &PyList_Type, &shapes,
+    if (!PyArg_ParseTuple(args, "OOOO!O!SSOOO|OOOOp", &mm, &offsets, &shape_ids, &PyList_Type, &shapes,
                           &KeyColumnType, &first_keys, &min_key, &last_key, &cache, &tombstone, &fallback, &learn,
-                          &fd, &lengths, &crcs, &raw_lengths, &lz4))
+                          &lengths, &crcs, &raw_lengths, &lz4))
         return NULL;
-    if (fd >= 0 && (lengths == Py_None || crcs == Py_None || raw_lengths == Py_None)) {
-        PyErr_SetString(PyExc_TypeError, "FixedLookup: a compressed segment's fd needs lengths, crcs and raw_lengths");
+    int packed = lengths != Py_None;
+    if (packed && (crcs == Py_None || raw_lengths == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "FixedLookup: a compressed segment's lengths need crcs and raw_lengths");
         return NULL;
     }
-    if (fd >= 0 && lz4 && lz4_decompress == NULL) {
+    if (packed && lz4 && lz4_decompress == NULL) {
         PyErr_Format(PyExc_RuntimeError, "LZ4 is not available: %s", lz4_missing);
         return NULL;
     }
@@ -1434,14 +1433,12 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->tombstone = Py_NewRef(tombstone);
     f->fallback = Py_NewRef(fallback);
     f->learn = Py_NewRef(learn);
-    f->fd = fd;
-    f->packed = fd >= 0;
+    f->packed = packed;
     if (f->packed) {
         Py_ssize_t nb = PyObject_Length(offsets);
         f->nblocks = nb;
         f->checked = nb >= 0 ? calloc((size_t)nb + 1, 1) : NULL;
         if (f->checked == NULL) {
-            f->fd = -1; /* the caller closes it on failure */
             Py_DECREF(f);
             return nb < 0 ? NULL : PyErr_NoMemory();
         }
@@ -1454,7 +1451,6 @@ FixedLookup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (col_hold(&f->c_offsets, offsets) < 0 || col_hold(&f->c_shape_ids, shape_ids) < 0 ||
         col_hold(&f->c_lengths, lengths) < 0 || col_hold(&f->c_crcs, crcs) < 0 ||
         col_hold(&f->c_raw_lengths, raw_lengths) < 0) {
-        f->fd = -1; /* the caller closes it on failure */
         Py_DECREF(f);
         return NULL;
     }
@@ -1511,10 +1507,7 @@ FixedLookup_dealloc(FixedLookup *f)
 {
     PyObject_GC_UnTrack(f);
     FixedLookup_clear(f);
-    if (f->fd >= 0)
-        close(f->fd);
     free(f->checked);
-    free(f->cbuf);
     free(f->dbuf);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
@@ -1595,13 +1588,14 @@ fl_reserve(unsigned char **p, size_t *cap, size_t need)
     return 0;
 }
 
-/* LZ4 a block's first `target` bytes at least (from its start); -1 if it does not give them */
+/* LZ4 a block's first `target` bytes at least (from its start, `src`, its `len` stored
+ * bytes); -1 if it does not give them */
 static int
-fl_head(FixedLookup *f, int len, int raw, Py_ssize_t target)
+fl_head(FixedLookup *f, const unsigned char *src, int len, int raw, Py_ssize_t target)
 {
     if (target > raw)
         return -1;
-    int got = lz4_partial((const char *)f->cbuf, (char *)f->dbuf, len, (int)target, raw);
+    int got = lz4_partial((const char *)src, (char *)f->dbuf, len, (int)target, raw);
     return got >= target ? got : -1;
 }
 
@@ -1610,9 +1604,10 @@ fl_head(FixedLookup *f, int len, int raw, Py_ssize_t target)
  * decompressed as the search needs, the header, the keys, then the values up to the
  * one asked for: on a profiles block, about half of it on average. */
 static PyObject *
-fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssize_t klen, int *fall)
+fl_search_head(FixedLookup *f, const unsigned char *src, int len, int raw, const unsigned char *k, Py_ssize_t klen,
+               int *fall)
 {
-    int got = fl_head(f, len, raw, 4);
+    int got = fl_head(f, src, len, raw, 4);
     if (got < 0) {
         *fall = 1;
         return NULL;
@@ -1626,7 +1621,7 @@ fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssiz
     }
     if (klen != width)
         Py_RETURN_NONE;
-    if (got < ke && (got = fl_head(f, len, raw, ke)) < 0) {
+    if (got < ke && (got = fl_head(f, src, len, raw, ke)) < 0) {
         *fall = 1;
         return NULL;
     }
@@ -1641,49 +1636,25 @@ fl_search_head(FixedLookup *f, int len, int raw, const unsigned char *k, Py_ssiz
         *fall = 1;
         return NULL;
     }
-    if (got < ke + vb && (got = fl_head(f, len, raw, ke + vb)) < 0) {
+    if (got < ke + vb && (got = fl_head(f, src, len, raw, ke + vb)) < 0) {
         *fall = 1;
         return NULL;
     }
     return PyBytes_FromStringAndSize((const char *)b + ke + va, vb - va);
 }
 
-/* A compressed segment's block i read with pread, checked, decompressed and searched
- * (see the comment above FixedLookup). The first read of a block tests its crc32 and
- * decompresses it whole; later ones decompress only its head (fl_search_head). */
+/* A compressed segment's block i, stored at `src` (in the mapping), checked,
+ * decompressed and searched (see the comment above FixedLookup). The first read of a block
+ * tests its crc32 and decompresses it whole; later ones decompress only its head
+ * (fl_search_head). */
 static PyObject *
-fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_t klen, int *fall)
+fl_search_stored(FixedLookup *f, Py_ssize_t i, const unsigned char *src, unsigned long long len,
+                 unsigned long long crc, unsigned long long raw, const unsigned char *k, Py_ssize_t klen, int *fall)
 {
-    unsigned long long off, len, crc, raw;
-    if (fl_uint(&f->c_offsets, i, &off) < 0 || fl_uint(&f->c_lengths, i, &len) < 0 || fl_uint(&f->c_crcs, i, &crc) < 0 ||
-        fl_uint(&f->c_raw_lengths, i, &raw) < 0)
-        return NULL;
-    if (len < 1 || raw < 4 || raw > MAX_INFLATE(len) || len > INT32_MAX || raw > INT32_MAX) {
-        *fall = 1;
-        return NULL;
-    }
-    int fd = f->fd;
-    if (fd < 0) {
-        PyErr_SetString(PyExc_ValueError, "lookup in a closed segment");
-        return NULL;
-    }
-    if (fl_reserve(&f->cbuf, &f->ccap, (size_t)len) < 0 || fl_reserve(&f->dbuf, &f->dcap, (size_t)raw) < 0)
-        return NULL;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, f->cbuf + got, (size_t)len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) { /* an error or the file's end: the Python path reads it again and says */
-            *fall = 1;
-            return NULL;
-        }
-        got += (size_t)r;
-    }
     if (i < f->nblocks && f->checked[i] && f->lz4 && lz4_partial != NULL)
-        return fl_search_head(f, (int)len, (int)raw, k, klen, fall);
-    if ((uint32_t)crc32(0L, f->cbuf, (uInt)len) != (uint32_t)crc ||
-        unpack_block(f->lz4, f->cbuf, (uint32_t)len, f->dbuf, (uint32_t)raw) != NULL) {
+        return fl_search_head(f, src, (int)len, (int)raw, k, klen, fall);
+    if ((uint32_t)crc32(0L, src, (uInt)len) != (uint32_t)crc ||
+        unpack_block(f->lz4, src, (uint32_t)len, f->dbuf, (uint32_t)raw) != NULL) {
         *fall = 1;
         return NULL;
     }
@@ -1699,6 +1670,33 @@ fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_
     if (klen != width)
         Py_RETURN_NONE;
     return fl_find(f, b, size, 0, n, width, ve, fl, ks, k, fall);
+}
+
+/* A compressed segment's block i found in the mapping (held for the call only, so closing
+ * it is not blocked and a closed one raises) and searched by fl_search_stored. */
+static PyObject *
+fl_search_packed(FixedLookup *f, Py_ssize_t i, const unsigned char *k, Py_ssize_t klen, int *fall)
+{
+    unsigned long long off, len, crc, raw;
+    if (fl_uint(&f->c_offsets, i, &off) < 0 || fl_uint(&f->c_lengths, i, &len) < 0 || fl_uint(&f->c_crcs, i, &crc) < 0 ||
+        fl_uint(&f->c_raw_lengths, i, &raw) < 0)
+        return NULL;
+    if (len < 1 || raw < 4 || raw > MAX_INFLATE(len) || len > INT32_MAX || raw > INT32_MAX) {
+        *fall = 1;
+        return NULL;
+    }
+    if (fl_reserve(&f->dbuf, &f->dcap, (size_t)raw) < 0)
+        return NULL;
+    Py_buffer mb;
+    if (PyObject_GetBuffer(f->mm, &mb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = NULL;
+    if (off > (unsigned long long)mb.len || len > (unsigned long long)mb.len - off)
+        *fall = 1; /* the index points outside the file: the Python path says where */
+    else
+        out = fl_search_stored(f, i, (const unsigned char *)mb.buf + off, len, crc, raw, k, klen, fall);
+    PyBuffer_Release(&mb);
+    return out;
 }
 
 /* the value of key in its block, tombstone, Py_None (absent), or NULL: with *fall set
@@ -1988,19 +1986,7 @@ fail:
     return NULL;
 }
 
-/* close(): a compressed segment's descriptor closed now (idempotent); later lookups raise. */
-static PyObject *
-FixedLookup_close(FixedLookup *f, PyObject *Py_UNUSED(ignored))
-{
-    if (f->fd >= 0) {
-        close(f->fd);
-        f->fd = -1;
-    }
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef FixedLookup_methods[] = {
-    {"close", (PyCFunction)FixedLookup_close, METH_NOARGS, "close(): release a compressed segment's descriptor."},
     {"scan", (PyCFunction)(void (*)(void))FixedLookup_scan, METH_FASTCALL,
      "scan(start, end, inclusive, limit): the first limit live keys in [start, end) ([start, end] when\n"
      "inclusive; end None: unbounded) read in place, or None when the Python path has to decide"},

@@ -80,14 +80,14 @@ class _NoBlockCorrupt(Exception):
 BlockCorrupt: type[Exception] = _NoBlockCorrupt
 
 #: ``fixed_lookup(mm, offsets, shape_ids, shapes, first_keys, min_key, last_key, cache,
-#: tombstone, fallback[, learn[, fd, lengths, crcs, raw_lengths, lz4]])``: a segment's
+#: tombstone, fallback[, learn[, lengths, crcs, raw_lengths, lz4]])``: a segment's
 #: point lookup in one C call for blocks of fixed-width keys (``first_keys`` a
 #: ``KeyColumn``), handing everything else to ``fallback`` (see
 #: ``segment_reader._lookup``); its ``scan(start, end, inclusive, limit)`` reads a key
-#: range in place (``learn(i)`` tests a block not checked yet). With ``fd`` (a
-#: descriptor the lookup then owns; its ``close()`` releases it), the segment is
-#: compressed: each lookup preads its block, tests and decompresses it (no scan). None
-#: on the pure-Python path.
+#: range in place (``learn(i)`` tests a block not checked yet). With ``lengths``, the
+#: segment is compressed: each lookup decompresses its block from the mapping (its crc32
+#: tested at the block's first read) and searches it (no scan). None on the pure-Python
+#: path.
 fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
 #: ``encode_records(records)``: a log frame's payload in one C call for the log's flat
 #: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;

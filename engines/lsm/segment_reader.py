@@ -20,10 +20,10 @@ iterators, dropped when idle longer than the lifetime. Compaction reads bypass t
 A compressed segment (format 4, LZ4, or 3, zlib: written by merges of a tree past its
 compression threshold) cannot be searched in place: every read of a block decompresses
 it (its crc32, of the stored bytes, tested first; then the recorded length, and zlib's
-own adler32). With the compiled module a point lookup is one C call that preads the
-block (not through the mapping: a mapped page stays in the RSS, a pread one only in the
-page cache), tests, decompresses and searches it (``FixedLookup`` given a descriptor
-of the segment); otherwise, and for what that call hands back, the Python closure
+own adler32). With the compiled module a point lookup is one C call that decompresses
+the block straight from the mapping and searches it (``FixedLookup`` given the
+index's lengths, crc32s and raw lengths; the crc32 tested at a block's first read, as a
+plain block's is); otherwise, and for what that call hands back, the Python closure
 (``_compressed_lookup``) reads it through the block cache. Iterators read blocks through
 the block cache; a merge copies none of its blocks verbatim.
 """
@@ -141,14 +141,9 @@ class SegmentReader:
                 and type(self.first_keys) is native.key_column
                 and (self.codec != LZ4 or native.LZ4)
             ):
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)  # the lookup owns it
-                try:
-                    self.get = self._compiled_lookup(
-                        slow, None, fd, self.lengths, self.crcs, self.raw_lengths, self.codec == LZ4
-                    )
-                except BaseException:
-                    os.close(fd)
-                    raise
+                self.get = self._compiled_lookup(
+                    slow, None, self.lengths, self.crcs, self.raw_lengths, self.codec == LZ4
+                )
             return
         self.block_keys = self.key_cache.getter(blocks.decode_keys)
         self.get = get = _lookup(blocks, self, self.key_cache, self.value_cache)
@@ -162,7 +157,7 @@ class SegmentReader:
     def _compiled_lookup(self, fallback: Callable[[bytes], Any], *more: Any) -> Any:
         """``native.fixed_lookup`` over this segment's tables, handing what it does not
         handle to ``fallback``; ``more``: ``learn``, and for a compressed segment the
-        descriptor and columns its reads need (see ``native.fixed_lookup``)."""
+        columns its reads need (see ``native.fixed_lookup``)."""
         assert native.fixed_lookup is not None
         b = self._blocks
         return native.fixed_lookup(
@@ -342,9 +337,6 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
-        close = getattr(self.get, "close", None)  # the compiled lookup's descriptor
-        if close is not None:
-            close()
 
 
 class _Blocks:
