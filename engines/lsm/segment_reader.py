@@ -113,11 +113,11 @@ class SegmentReader:
             if size < HEADER.size + FOOTER_SIZE:
                 raise CorruptSegment(self.path, None, f"too short for a segment ({size} bytes)")
             self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # keeps its own descriptor
-        try:
-            self._read_index(size)
-        except BaseException:
-            self._mm.close()
-            raise
+            try:
+                self._read_index(size, f.fileno())
+            except BaseException:
+                self._mm.close()
+                raise
         self.size = size
         self.block_cache = GenerationalCache(block_cache)
         self.key_cache = GenerationalCache(key_cache)
@@ -174,7 +174,10 @@ class SegmentReader:
             *more,
         )
 
-    def _read_index(self, size: int) -> None:
+    def _read_index(self, size: int, fd: int) -> None:
+        """The footer (from the mapping) and the block index (one ``pread`` of ``fd``:
+        the copy, like the index's crc32, runs with the GIL released, so the trees of a
+        store open their segments in parallel; see ``parallel_open``)."""
         mm = self._mm
         magic, version, step = HEADER.unpack_from(mm, 0)
         if magic != MAGIC:
@@ -190,8 +193,8 @@ class SegmentReader:
         ioff, ilen, self.entries, self.live, nblocks, icrc = FOOTER.unpack(footer)
         if ioff + ilen > fo:
             raise CorruptSegment(self.path, fo, "index runs past the footer")
-        index = mm[ioff : ioff + ilen]  # the whole index in one read
-        if zlib.crc32(index) != icrc:
+        index = os.pread(fd, ilen, ioff)  # the whole index in one read
+        if len(index) != ilen or zlib.crc32(index) != icrc:
             raise CorruptSegment(self.path, ioff, "index checksum mismatch")
         self.step = step
         width, kind = _U32X2.unpack_from(index, 0)
@@ -210,14 +213,15 @@ class SegmentReader:
             self.first_keys = KeyList(index[a:b] for a, b in zip(starts, (kb + e for e in kends), strict=True))
         else:
             raise CorruptSegment(self.path, ioff, f"unknown first-key layout {kind} (width {width})")
-        self.offsets = array("Q", index[end : end + 8 * nblocks])
+        view = memoryview(index)  # each column copied once, straight into its array
+        self.offsets = _column("Q", view[end : end + 8 * nblocks])
         end += 8 * nblocks
-        self.lengths = array("I", index[end : end + 4 * nblocks])
+        self.lengths = _column("I", view[end : end + 4 * nblocks])
         end += 4 * nblocks
-        self.crcs = array("I", index[end : end + 4 * nblocks])
+        self.crcs = _column("I", view[end : end + 4 * nblocks])
         end += 4 * nblocks
         if version != PLAIN_VERSION:
-            self.raw_lengths = array("I", index[end : end + 4 * nblocks])
+            self.raw_lengths = _column("I", view[end : end + 4 * nblocks])
             end += 4 * nblocks
             self.codec = CODEC_OF_VERSION[version]
             missing = lz4_missing() if self.codec == LZ4 else None
@@ -337,6 +341,15 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
+
+
+def _column(typecode: str, data: memoryview) -> array[int]:
+    """An index column as an array, copied from ``data`` once (``array(code, bytes)``
+    would need a bytes slice first: two copies). A column cut short by a damaged index
+    comes out short, which the block count check after the columns refuses."""
+    out = array(typecode)
+    out.frombytes(data[: len(data) - len(data) % out.itemsize])
+    return out
 
 
 class _Blocks:
