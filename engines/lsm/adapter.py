@@ -34,6 +34,7 @@ from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
 from asyncbench.facts import Durability, EngineFacts
 
 from .maintainer import Maintainer
+from .parallel_open import open_trees
 from .tree import DEFAULT_COMPRESSION_THRESHOLD_MB, LsmTree, TreeOptions
 
 T = TypeVar("T")
@@ -97,11 +98,10 @@ class LsmEngine(MarkedStore, Engine):
         else:  # every tree present
             store.open_existing()
         # An existing store must have every tree: one emptied behind our back is refused
-        # (MissingStore), never reopened as an empty index.
-        trees: list[LsmTree] = []
+        # (MissingStore), never reopened as an empty index. The trees open side by side,
+        # each checked as it is alone; a failure closes the others (``parallel_open``).
+        trees = open_trees([self.data_dir / name for name in TREE_NAMES], self.options, create_if_missing=reset)
         try:
-            for name in TREE_NAMES:
-                trees.append(LsmTree(self.data_dir / name, self.options, create_if_missing=reset))
             self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False, place=self._placement)
             # A profile is five writes to five trees; after an unclean stop (no marker from
             # close) the indexes are repaired from the profiles tree before anything runs.
