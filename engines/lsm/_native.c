@@ -1026,16 +1026,18 @@ done:
 /* --- KeyColumn: a segment's first keys, read in place ------------------------------------ */
 
 /*
- * KeyColumn(data: bytes, start, n, width, padded): the n first keys of a segment index,
- * each `width` bytes at data[start + i*width] (padded: right-padded with zero bytes, which
- * are not part of the key). Why: at open, a list of one bytes object per block cost most
- * of a 2M reopen (625_000 objects); this holds the index's one bytes object and makes a
- * key only when asked for one. bisect_left / bisect_right compare in place (memcmp), so a
- * lookup's bisect allocates nothing. Sequence protocol: len, [i], [a:b] (a list), ==.
+ * KeyColumn(data, start, n, width, padded): the n first keys of a segment index, each
+ * `width` bytes at data[start + i*width] (padded: right-padded with zero bytes, which are
+ * not part of the key). Why: at open, a list of one bytes object per block cost most of a
+ * 2M reopen (625_000 objects); this holds the index's one buffer (bytes, or the IndexMap
+ * the reader checked it in) and makes a key only when asked for one. bisect_left /
+ * bisect_right compare in place (memcmp), so a lookup's bisect allocates nothing. Sequence
+ * protocol: len, [i], [a:b] (a list), ==. `data` is any buffer: held, it cannot be resized
+ * or closed (Python refuses that while a buffer is exported).
  */
 typedef struct {
     PyObject_HEAD
-    PyObject *data;
+    Py_buffer data; /* held from new to dealloc */
     const unsigned char *base;
     Py_ssize_t n, width;
     int padded;
@@ -1139,18 +1141,23 @@ KeyColumn_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "KeyColumn takes positional arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "Snnnp", &data, &start, &n, &width, &padded))
+    if (!PyArg_ParseTuple(args, "Onnnp", &data, &start, &n, &width, &padded))
         return NULL;
-    if (start < 0 || n < 0 || width < 1 || (n && (PyBytes_GET_SIZE(data) - start) / n < width) ||
-        start > PyBytes_GET_SIZE(data)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (start < 0 || n < 0 || width < 1 || start > view.len || (n && (view.len - start) / n < width)) {
+        PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "KeyColumn: keys outside the data");
         return NULL;
     }
     KeyColumn *c = (KeyColumn *)type->tp_alloc(type, 0);
-    if (c == NULL)
+    if (c == NULL) {
+        PyBuffer_Release(&view);
         return NULL;
-    c->data = Py_NewRef(data);
-    c->base = (const unsigned char *)PyBytes_AS_STRING(data) + start;
+    }
+    c->data = view;
+    c->base = (const unsigned char *)view.buf + start;
     c->n = n;
     c->width = width;
     c->padded = padded;
@@ -1161,7 +1168,8 @@ static void
 KeyColumn_dealloc(KeyColumn *c)
 {
     PyMem_RawFree(c->windows);
-    Py_XDECREF(c->data);
+    if (c->data.obj != NULL)
+        PyBuffer_Release(&c->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -1305,6 +1313,112 @@ static PyTypeObject KeyColumnType = {
     .tp_doc = "A segment index's fixed-width first keys, read in place (see _native.c).",
     .tp_methods = KeyColumn_methods,
     .tp_new = KeyColumn_new,
+};
+
+/* --- IndexMap: a segment's block index, mapped ----------------------------------------- */
+
+/*
+ * IndexMap(fd, offset, length): bytes [offset, offset + length) of the file `fd` names,
+ * mapped read-only, as a read-only buffer; unmapped when the object is freed (it cannot
+ * be while a buffer of it is held: a KeyColumn over it, a memoryview). Keeps no file
+ * descriptor (mmap.mmap keeps a dup of one per mapping).
+ *
+ * Why: the reader checked a segment's index in a copy (os.pread into a new bytes object),
+ * and the first keys stayed in that copy. At 10M profiles the five indexes are ~150 MB,
+ * and on the shared VM most of a reopen went to faulting in and zeroing the copies' fresh
+ * pages, not to reading: the mapping's pages are the page cache's own, mapped 16 at a
+ * time. The reader tests the index's crc32 over this mapping (as it did over the copy)
+ * before it uses any of it, copies the columns it indexes by (offsets, lengths, crcs)
+ * into arrays as before, and keeps only the first keys here: read in place, as the data
+ * blocks are read in place from the segment's own mapping.
+ */
+typedef struct {
+    PyObject_HEAD
+    void *map;        /* the mapping, from the page boundary at or below `offset` */
+    size_t map_len;   /* its length */
+    Py_ssize_t skip;  /* offset - the page boundary */
+    Py_ssize_t len;   /* the buffer's length */
+} IndexMap;
+
+static PyObject *
+IndexMap_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    int fd;
+    long long offset, length;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "IndexMap takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "iLL", &fd, &offset, &length))
+        return NULL;
+    if (offset < 0 || length < 0 || (unsigned long long)length > (unsigned long long)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_ValueError, "IndexMap: offset and length must be non-negative");
+        return NULL;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    long long skip = offset % page;
+    IndexMap *m = (IndexMap *)type->tp_alloc(type, 0);
+    if (m == NULL)
+        return NULL;
+    m->skip = (Py_ssize_t)skip;
+    m->len = (Py_ssize_t)length;
+    m->map_len = (size_t)(skip + length);
+    if (m->map_len == 0) /* mmap refuses length 0: an empty buffer needs no mapping */
+        return (PyObject *)m;
+    void *p;
+    Py_BEGIN_ALLOW_THREADS
+    p = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED, fd, (off_t)(offset - skip));
+    Py_END_ALLOW_THREADS
+    if (p == MAP_FAILED) {
+        m->map_len = 0;
+        Py_DECREF(m);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    m->map = p;
+    return (PyObject *)m;
+}
+
+static void
+IndexMap_dealloc(IndexMap *m)
+{
+    if (m->map != NULL)
+        munmap(m->map, m->map_len);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static int
+IndexMap_getbuffer(IndexMap *m, Py_buffer *view, int flags)
+{
+    static char empty[1];
+    char *buf = m->map != NULL ? (char *)m->map + m->skip : empty;
+    return PyBuffer_FillInfo(view, (PyObject *)m, buf, m->len, 1, flags);
+}
+
+static Py_ssize_t
+IndexMap_length(IndexMap *m)
+{
+    return m->len;
+}
+
+static PyBufferProcs IndexMap_as_buffer = {
+    .bf_getbuffer = (getbufferproc)IndexMap_getbuffer,
+};
+
+static PySequenceMethods IndexMap_as_sequence = {
+    .sq_length = (lenfunc)IndexMap_length,
+};
+
+static PyTypeObject IndexMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "asyncbench.engines.lsm._native.IndexMap",
+    .tp_basicsize = sizeof(IndexMap),
+    .tp_dealloc = (destructor)IndexMap_dealloc,
+    .tp_as_buffer = &IndexMap_as_buffer,
+    .tp_as_sequence = &IndexMap_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A segment's block index mapped read-only, as a buffer (see _native.c).",
+    .tp_new = IndexMap_new,
 };
 
 /* --- FixedLookup: a segment's point lookup --------------------------------------------
@@ -2116,6 +2230,8 @@ PyInit__native(void)
     if (BlockCorrupt == NULL || PyModule_AddObjectRef(m, "BlockCorrupt", BlockCorrupt) < 0 ||
         PyType_Ready(&KeyColumnType) < 0 ||
         PyModule_AddObjectRef(m, "KeyColumn", (PyObject *)&KeyColumnType) < 0 ||
+        PyType_Ready(&IndexMapType) < 0 ||
+        PyModule_AddObjectRef(m, "IndexMap", (PyObject *)&IndexMapType) < 0 ||
         (str_young = PyUnicode_InternFromString("young")) == NULL ||
         (str_old = PyUnicode_InternFromString("old")) == NULL ||
         (str_half = PyUnicode_InternFromString("half")) == NULL || PyType_Ready(&FixedLookupType) < 0 ||

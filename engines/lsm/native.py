@@ -17,6 +17,8 @@ them in place: a 2M reopen no longer makes 625_000 key objects. Setting
 fixed-width block) as one C call: a 50-row query makes 50 of them; its ``scan`` is the
 segment's key-range read, one C call per index scan of a stabilized tree.
 ``encode_records`` packs a log frame's records (``wal.encode_records``) in one C call.
+``index_map`` maps a segment's block index read-only, so a reopen checks and keeps it
+without copying it (``segment_reader``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "KeyList",
     "encode_records",
     "fixed_lookup",
+    "index_map",
     "key_column",
     "write_blocks",
 ]
@@ -69,8 +72,13 @@ def _key_list(data: bytes, start: int, n: int, width: int, padded: bool) -> KeyL
 
 
 #: ``key_column(data, start, n, width, padded)``: the n fixed-width first keys at
-#: ``data[start:]`` as a sequence with ``bisect_left`` / ``bisect_right``.
-key_column: Callable[[bytes, int, int, int, bool], Any] = _key_list
+#: ``data[start:]`` (bytes, or an ``index_map``) as a sequence with ``bisect_left`` /
+#: ``bisect_right``; the compiled one reads them in place and holds ``data``.
+key_column: Callable[[Any, int, int, int, bool], Any] = _key_list
+#: ``index_map(fd, offset, length)``: those bytes of the file mapped read-only, as a
+#: buffer, unmapped when the last holder lets go (``_native.IndexMap``); None on the
+#: pure-Python path, which reads the index into bytes.
+index_map: Callable[[int, int, int], Any] | None = None
 
 
 class _NoBlockCorrupt(Exception):
@@ -114,6 +122,7 @@ else:
         write_blocks = _native.write_blocks
         BlockCorrupt = _native.BlockCorrupt
         key_column = _native.KeyColumn
+        index_map = _native.IndexMap
         fixed_lookup = _native.FixedLookup
         encode_records = _native.encode_records
         LZ4 = bool(_native.LZ4)

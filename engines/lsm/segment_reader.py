@@ -175,9 +175,13 @@ class SegmentReader:
         )
 
     def _read_index(self, size: int, fd: int) -> None:
-        """The footer (from the mapping) and the block index (one ``pread`` of ``fd``:
-        the copy, like the index's crc32, runs with the GIL released, so the trees of a
-        store open their segments in parallel; see ``parallel_open``)."""
+        """The footer (from the mapping) and the block index. Compiled, the index is
+        mapped (``native.index_map``): its crc32 is tested over the mapping before any of
+        it is used, the columns are copied into arrays, and the first keys stay in the
+        mapping (copying a 10M store's ~150 MB of indexes into fresh memory was most of a
+        reopen). Pure Python, one ``pread`` of ``fd``. The crc32, and the pread, run with
+        the GIL released, so the trees of a store check their indexes side by side
+        (``parallel_open``)."""
         mm = self._mm
         magic, version, step = HEADER.unpack_from(mm, 0)
         if magic != MAGIC:
@@ -193,7 +197,9 @@ class SegmentReader:
         ioff, ilen, self.entries, self.live, nblocks, icrc = FOOTER.unpack(footer)
         if ioff + ilen > fo:
             raise CorruptSegment(self.path, fo, "index runs past the footer")
-        index = os.pread(fd, ilen, ioff)  # the whole index in one read
+        # the whole index at once: mapped (held by the first keys), or read
+        data = os.pread(fd, ilen, ioff) if native.index_map is None else native.index_map(fd, ioff, ilen)
+        index = memoryview(data)
         if len(index) != ilen or zlib.crc32(index) != icrc:
             raise CorruptSegment(self.path, ioff, "index checksum mismatch")
         self.step = step
@@ -204,24 +210,24 @@ class SegmentReader:
             if end > len(index):
                 raise CorruptSegment(self.path, ioff, "index shorter than its first keys")
             # read in place (``native.key_column``): no object per block at open
-            self.first_keys = native.key_column(index, pos, nblocks, width, kind == KEYS_PADDED)
+            self.first_keys = native.key_column(data, pos, nblocks, width, kind == KEYS_PADDED)
         elif kind == KEYS_MIXED:
-            kends = array("I", index[pos : pos + 4 * nblocks])
+            kends = _column("I", index[pos : pos + 4 * nblocks])
             kb = pos + 4 * nblocks
             end = kb + (kends[-1] if nblocks else 0)
             starts = [kb, *(kb + e for e in kends[:-1])] if nblocks else []
-            self.first_keys = KeyList(index[a:b] for a, b in zip(starts, (kb + e for e in kends), strict=True))
+            self.first_keys = KeyList(bytes(index[a:b]) for a, b in zip(starts, (kb + e for e in kends), strict=True))
         else:
             raise CorruptSegment(self.path, ioff, f"unknown first-key layout {kind} (width {width})")
-        view = memoryview(index)  # each column copied once, straight into its array
-        self.offsets = _column("Q", view[end : end + 8 * nblocks])
+        # the columns blocks are found and checked by: private copies, one copy each
+        self.offsets = _column("Q", index[end : end + 8 * nblocks])
         end += 8 * nblocks
-        self.lengths = _column("I", view[end : end + 4 * nblocks])
+        self.lengths = _column("I", index[end : end + 4 * nblocks])
         end += 4 * nblocks
-        self.crcs = _column("I", view[end : end + 4 * nblocks])
+        self.crcs = _column("I", index[end : end + 4 * nblocks])
         end += 4 * nblocks
         if version != PLAIN_VERSION:
-            self.raw_lengths = _column("I", view[end : end + 4 * nblocks])
+            self.raw_lengths = _column("I", index[end : end + 4 * nblocks])
             end += 4 * nblocks
             self.codec = CODEC_OF_VERSION[version]
             missing = lz4_missing() if self.codec == LZ4 else None
@@ -230,7 +236,7 @@ class SegmentReader:
         if end + 4 > len(index):
             raise CorruptSegment(self.path, ioff, "index does not match its block count")
         (klen,) = _U32.unpack_from(index, end)
-        self.last_key = index[end + 4 : end + 4 + klen]
+        self.last_key = bytes(index[end + 4 : end + 4 + klen])
         if len(self.first_keys) != nblocks or end + 4 + klen != len(index):
             raise CorruptSegment(self.path, ioff, "index does not match its block count")
         # an empty segment gets min > last, so every lookup is out of range
@@ -341,6 +347,22 @@ class SegmentReader:
         self.key_cache.clear()
         self.value_cache.clear()
         self._mm.close()
+        # The first keys may hold the index's mapping (``native.index_map``), and the
+        # lookups hold them: let go here, so the mapping goes with this close (or the
+        # last user still reading), as the segment's own mapping does; a mapped file
+        # deleted by a merge or a reset keeps its disk space while it is mapped.
+        self.first_keys = KeyList()
+        self.get = _closed_get(self.path)
+        self.scan_keys = None
+
+
+def _closed_get(path: Path) -> Callable[[bytes], Any]:
+    """A closed segment's ``get``: refuses, as a read of its closed mapping would."""
+
+    def get(key: bytes) -> Any:
+        raise ValueError(f"{path}: the segment is closed")
+
+    return get
 
 
 def _column(typecode: str, data: memoryview) -> array[int]:
