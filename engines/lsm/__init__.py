@@ -15,6 +15,7 @@ Modules, one concept each:
   the pure-Python fallbacks.
 - ``maintainer``: background flush / merge / log-writer tasks on the anyio loop.
 - ``errors``: why a damaged or missing store is refused.
+- ``parallel_open``: a store's trees opened side by side, each checked as alone.
 - ``adapter``: the profile workload as five trees.
 """
 
