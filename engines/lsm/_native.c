@@ -43,6 +43,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -1499,6 +1500,8 @@ typedef struct {
     int lz4;
     unsigned char *dbuf;        /* a compressed block decompressed */
     size_t dcap;
+    unsigned long long calls;   /* gets and scans so far: the engine releases the mapped pages of a
+                                 * segment whose count stood still (SegmentReader.release_if_idle) */
     vectorcallfunc vectorcall;
 } FixedLookup;
 
@@ -1881,6 +1884,7 @@ FixedLookup_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyO
         PyErr_SetString(PyExc_TypeError, "FixedLookup(key) takes one positional argument");
         return NULL;
     }
+    f->calls++;
     PyObject *key = args[0];
     if (!PyBytes_CheckExact(key))
         return PyObject_CallOneArg(f->fallback, key);
@@ -2002,6 +2006,7 @@ FixedLookup_scan(FixedLookup *f, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan(start: bytes, end: bytes | None, inclusive, limit)");
         return NULL;
     }
+    f->calls++;
     if (f->packed) /* a compressed segment: the Python cursor reads it */
         Py_RETURN_NONE;
     int inclusive = PyObject_IsTrue(args[2]);
@@ -2107,6 +2112,11 @@ static PyMethodDef FixedLookup_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef FixedLookup_members[] = {
+    {"calls", T_ULONGLONG, offsetof(FixedLookup, calls), READONLY, "gets and scans so far"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject FixedLookupType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "asyncbench.engines.lsm._native.FixedLookup",
     .tp_basicsize = sizeof(FixedLookup),
@@ -2118,6 +2128,7 @@ static PyTypeObject FixedLookupType = {
     .tp_clear = (inquiry)FixedLookup_clear,
     .tp_doc = "A segment's point lookup over blocks of fixed-width keys, with its value cache (see _native.c).",
     .tp_methods = FixedLookup_methods,
+    .tp_members = FixedLookup_members,
     .tp_new = FixedLookup_new,
 };
 

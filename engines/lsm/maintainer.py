@@ -9,7 +9,9 @@ lower-priority threads (``lanes.py``): a flush lane, so that merges never queue 
 flush (writers wait on flushes), and a merge lane, each of up to two threads. Log frames
 are encoded (compiled, ``native.encode_records``), compressed and written on anyio's
 worker threads: until issue 40 the encoding ran on the event loop (18-20 % of the insert
-phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``.
+phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``, and
+another releases the mapped pages of segments no read reached for ``IDLE_RELEASE_S``
+(``SegmentReader.release_pages``: they stay in the page cache, out of the RSS).
 
 A failure in a loop is kept in ``failure`` and re-raised by ``check()`` on the next
 foreground batch rather than tearing down the caller's task.
@@ -34,6 +36,11 @@ WAL_FRAME_RECORDS = 16_384
 WAL_POLL_S = 0.005
 #: Frozen memtables a tree may hold before writers wait for the flusher.
 MAX_FROZEN = 2
+#: A segment no get or scan reached for this long (seconds) has its mapped pages released
+#: from the RSS (a phase that reads other trees: the update's index trees at 10M).
+IDLE_RELEASE_S = 5.0
+#: Bytes released per step of the event loop (about 2 ms of ``madvise`` here).
+RELEASE_CHUNK = 64 << 20
 
 
 class _Signal:
@@ -115,6 +122,7 @@ class Maintainer:
             tg.start_soon(self._job_loop, t.merge_job, self.merge_lane, merge_sig, None)
             tg.start_soon(self._wal_loop, t)
         tg.start_soon(self._clock)
+        tg.start_soon(self._release_idle)
 
     @staticmethod
     def _waker(a: _Signal, b: _Signal) -> Callable[[], None]:
@@ -178,6 +186,20 @@ class Maintainer:
             await anyio.sleep(self.lifetime_s / 2)
             for t in self.trees:
                 t.rotate_caches()
+
+    async def _release_idle(self) -> None:
+        """Every ``IDLE_RELEASE_S``: release the mapped pages of each segment that no read
+        reached since the last look (``SegmentReader.idle``), a chunk a loop turn."""
+        try:
+            while True:
+                await anyio.sleep(IDLE_RELEASE_S)
+                for t in self.trees:
+                    for seg in list(t.segments):  # a merge may retire one meanwhile
+                        if seg.idle():
+                            for _ in seg.release_pages(RELEASE_CHUNK):
+                                await anyio.sleep(0)
+        except Exception as exc:
+            self.failure = exc
 
     # --- foreground helpers -------------------------------------------------------------
     def pending_work(self) -> bool:
