@@ -140,11 +140,15 @@ class Engine(abc.ABC):
     #: It is the harness floor: the workload's own checksums with no store in between, the
     #: overhead floor of the harness (the report and charts mark it).
     harness_floor: ClassVar[bool] = False
-    #: How its cost per operation grows with the store above the estimate's knee: seconds
-    #: per operation at n profiles are those at the knee times (n / knee) ** cost_growth
-    #: (asyncbench.run.estimate). Fitted per engine from the reference plan at 200_000 and
-    #: 2_000_000 profiles (docs/results/estimate.md); an engine that states none gets this.
-    cost_growth: ClassVar[float] = 0.06
+    #: How its cost per operation grows with the store above the estimate's knee
+    #: (asyncbench.run.estimate): an exponent b, seconds per operation at n profiles being
+    #: those at the knee times (n / knee) ** b; or, for an engine whose cost does not grow
+    #: as a power (the LSM's steps up once its largest tree is compressed), measured points
+    #: ``((profiles, cost over the knee's), ...)`` in increasing size, joined on a log-log
+    #: scale and carried past the last with the last stretch's slope. Fitted per engine
+    #: from the reference plan (docs/results/estimate.md); an engine that states none gets
+    #: this.
+    cost_growth: ClassVar[float | tuple[tuple[int, float], ...]] = 0.06
     #: Several client processes may each open it and run some of the P workers
     #: (``--processes``/``--cluster``): true of a server's independent connections, false
     #: of an embedded store, which belongs to the one process that opened it.

@@ -10,8 +10,9 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import load
-from asyncbench.engines import engine_class
-from asyncbench.run.estimate import GROWTH_KNEE, Rate, calibrate, growth
+from asyncbench.engine import EngineUnavailable
+from asyncbench.engines import REGISTRY, engine_class
+from asyncbench.run.estimate import GROWTH_KNEE, Rate, calibrate, cost_factor, growth
 
 PLAN = ROOT / "benchmarks.toml"
 QUERY = 100e-6  # a query phase's operation: many reads
@@ -42,9 +43,9 @@ def test_cost_per_operation_grows_above_the_knee_only() -> None:
     flat = rate_at_1k().seconds("rocksdb", cfg, GROWTH_KNEE)
     ops_ratio = 10  # 2M against 200k: every count scales by 10 (queries stay a quarter)
     at_2m = rate_at_1k().seconds("rocksdb", cfg, 10 * GROWTH_KNEE)
-    assert at_2m == pytest.approx(flat * ops_ratio * 10 ** engine_class("rocksdb").cost_growth)
+    assert at_2m == pytest.approx(flat * ops_ratio * cost_factor(engine_class("rocksdb").cost_growth, 2_000_000))
     assert growth("lsm", 1_000, 150_000) == 1.0
-    assert growth("lsm", 2_000_000, 200_000) == pytest.approx(10 ** -engine_class("lsm").cost_growth)
+    assert growth("lsm", 2_000_000, 200_000) == pytest.approx(1 / cost_factor(engine_class("lsm").cost_growth, 2_000_000))
 
 
 def test_each_engine_states_its_own_growth_and_a_plugin_gets_the_default(monkeypatch) -> None:
@@ -59,6 +60,41 @@ def test_each_engine_states_its_own_growth_and_a_plugin_gets_the_default(monkeyp
     assert growth("steep", 200_000, 2_000_000) == pytest.approx(10**0.5)
     assert growth("some-plugin", 200_000, 2_000_000) == pytest.approx(10**Engine.cost_growth)
     assert engine_class("memory").cost_growth == 0.0
+
+
+def test_stated_points_are_joined_on_a_log_log_scale_and_carried_past_the_last() -> None:
+    """An engine whose cost does not grow as a power states measured points instead: flat
+    to the knee, each point's factor at its size, a straight line between points on a
+    log-log scale, the last stretch's slope past the last point; an exponent is the same
+    as the one point it passes through at any size."""
+    points = ((2_000_000, 1.2), (10_000_000, 2.4))
+    assert cost_factor(points, 50_000) == 1.0
+    assert cost_factor(points, GROWTH_KNEE) == pytest.approx(1.0)
+    assert cost_factor(points, 2_000_000) == pytest.approx(1.2)
+    assert cost_factor(points, 10_000_000) == pytest.approx(2.4)
+    # halfway between the points on a log scale: the geometric mean of their factors
+    assert cost_factor(points, int(math.sqrt(2e6 * 10e6))) == pytest.approx(math.sqrt(1.2 * 2.4), rel=1e-6)
+    # past the last point, the last stretch's slope: 2x from 2M to 10M, so 2x again at 50M
+    assert cost_factor(points, 50_000_000) == pytest.approx(4.8)
+    assert cost_factor(0.3, 2_000_000) == pytest.approx(cost_factor(((2_000_000, 10**0.3),), 2_000_000))
+    assert cost_factor(0.3, 20_000_000) == pytest.approx(cost_factor(((2_000_000, 10**0.3),), 20_000_000))
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_registered_engine_states_a_growth_the_estimate_can_read(name: str) -> None:
+    """A stated growth is an exponent of at least 0, or points past the knee in increasing
+    size with positive factors: a point at or below the knee or out of order would divide
+    by zero or bend the line backwards."""
+    try:
+        stated = engine_class(name).cost_growth
+    except EngineUnavailable:
+        pytest.skip(f"{name} is not installed here")
+    if isinstance(stated, (int, float)):
+        assert stated >= 0
+        return
+    sizes = [n for n, _ in stated]
+    assert sizes == sorted(set(sizes)) and sizes[0] > GROWTH_KNEE
+    assert all(f > 0 for _, f in stated)
 
 
 def test_every_parallelism_level_is_calibrated(tmp_path) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
-from typing import TextIO, cast
+from typing import TextIO
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec, slo_for
@@ -147,21 +147,37 @@ def plan_operations(cfg: BenchConfig, profiles: int) -> int:
 #: How an engine's cost per operation grows with the store. Up to GROWTH_KNEE profiles it
 #: is taken as flat once the phase mix is taken apart (the calibration store is below it,
 #: and its queries already return the limit's rows); above it, where the store outgrows
-#: the caches, seconds per operation at n profiles are those at the knee times
-#: (n / GROWTH_KNEE) ** b, where b is a fact the engine states (``Engine.cost_growth``,
-#: fitted from the reference plan: docs/results/estimate.md); a name the registry does not
-#: know gets the base class's default.
+#: the caches, seconds per operation at n profiles are those at the knee times a factor
+#: the engine states (``Engine.cost_growth``, fitted from the reference plan:
+#: docs/results/estimate.md): (n / GROWTH_KNEE) ** b, or read off its measured points; a
+#: name the registry does not know gets the base class's default.
 GROWTH_KNEE = 200_000
 
 
 def growth(engine: str, measured_at: int, profiles: int) -> float:
     """Cost per operation at ``profiles`` over that measured at ``measured_at``."""
     try:
-        b = engine_class(engine).cost_growth
+        stated = engine_class(engine).cost_growth
     except (KeyError, EngineUnavailable):
-        b = Engine.cost_growth
-    # float ** float is typed Any (a negative base gives a complex); both are positive here
-    return cast(float, (max(profiles, GROWTH_KNEE) / max(measured_at, GROWTH_KNEE)) ** b)
+        stated = Engine.cost_growth
+    return cost_factor(stated, profiles) / cost_factor(stated, measured_at)
+
+
+def cost_factor(stated: float | tuple[tuple[int, float], ...], profiles: int) -> float:
+    """Cost per operation at ``profiles`` over that at the knee, by an engine's stated
+    growth (``Engine.cost_growth``): an exponent, or points joined on a log-log scale
+    (the knee's own, 1.0, first), the last stretch's slope carried past the last point.
+    Why points: the LSM's cost is about flat from 200_000 to 2_000_000 profiles and then
+    steps up with its compressed tree, which no one exponent follows at both sizes."""
+    x = math.log(max(profiles, GROWTH_KNEE) / GROWTH_KNEE)
+    if isinstance(stated, (int, float)):
+        return math.exp(x * stated)
+    points = [(0.0, 0.0)] + [(math.log(n / GROWTH_KNEE), math.log(f)) for n, f in stated]
+    for i in range(1, len(points)):
+        (x0, y0), (x1, y1) = points[i - 1], points[i]
+        if x <= x1 or i == len(points) - 1:
+            return math.exp(y0 + (x - x0) * (y1 - y0) / (x1 - x0))
+    return 1.0  # no points stated: flat
 
 
 #: Maintenance phases (stabilize, settle, reopen) grow sublinearly with the store: part of
