@@ -378,9 +378,12 @@ class SegmentReader:
         self._released = True
         size = self.size
         for start in range(0, size, chunk):
-            if self._mm.closed:  # a merge retired it meanwhile: its mapping went with it
-                return
-            self._mm.madvise(mmap.MADV_DONTNEED, start, min(chunk, size - start))
+            try:
+                self._mm.madvise(mmap.MADV_DONTNEED, start, min(chunk, size - start))
+            except ValueError:
+                if self._mm.closed:  # a merge retired it meanwhile: its mapping went with it
+                    return
+                raise
             yield
 
     def rotate_caches(self) -> None:
