@@ -113,3 +113,73 @@ def test_a_dir_with_an_escape_character_is_shown_escaped(tmp_path: Path, capsys)
     assert main(["floor", "--dir", str(tmp_path / "a\x1b[2Jb"), "--yes"]) == 2
     err = capsys.readouterr().err
     assert "a\\x1b[2Jb: not an existing directory" in err and "\x1b" not in err
+
+
+def _engine_threads() -> set[object]:
+    import threading
+
+    return {t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "rocksdb"])
+@pytest.mark.parametrize("how", ["error", "cancel"])
+def test_a_stop_inside_the_build_closes_the_half_built_floor(tmp_path: Path, monkeypatch, engine: str, how: str) -> None:
+    """CI hang (SIGINT twice, 60 s timeout): the stop signal landed while the floor was
+    building its store, which ``measure`` did outside the try whose ``finally`` closes the
+    floor. The engine stayed open, and SQLite's aiosqlite worker (not a daemon thread) could
+    hold the interpreter at exit. Now the build is inside, and a half-built floor closes."""
+    import argparse
+
+    import anyio
+
+    from asyncbench.tools import floor, floor_engines
+
+    real_load = floor_engines.load
+
+    async def load_then_stop(handles, profiles, batch=1_000):  # type: ignore[no-untyped-def]
+        await real_load(handles, profiles, batch)  # the store is open and written to
+        if how == "error":
+            raise RuntimeError("stopped inside the build")
+        await anyio.sleep_forever()  # until the scope below is cancelled, as a signal does
+
+    monkeypatch.setattr(floor_engines, "load", load_then_stop)
+    parser = argparse.ArgumentParser()
+    floor.add_arguments(parser)
+    args = parser.parse_args(["--engine", engine, "--profiles", "2k", "--dir", str(tmp_path)])
+    before = _engine_threads()
+
+    async def run() -> None:
+        with anyio.move_on_after(3 if how == "cancel" else 60):
+            await floor.measure(args)
+
+    if how == "error":
+        with pytest.raises(RuntimeError, match="inside the build"):
+            anyio.run(run)
+    else:
+        anyio.run(run)
+    left = [t for t in _engine_threads() - before if (t.join(5) or t.is_alive())]  # type: ignore[func-returns-value]
+    assert not left, f"threads of an unclosed engine: {left}"
+    assert not list(tmp_path.iterdir())  # the temporary stores are removed
+
+
+def test_closing_a_floor_between_fresh_and_drop_closes_the_fresh_store(tmp_path: Path) -> None:
+    """A stop between ``fresh`` and ``drop_fresh`` (an insert kind's round) leaves a fresh
+    engine open; the floor's close drops it too."""
+    import anyio
+
+    from asyncbench.tools.floor_engines import SqliteFloor
+    from asyncbench.tools.store import draw
+
+    before = _engine_threads()
+
+    async def run() -> None:
+        f = SqliteFloor()
+        try:
+            await f.build(tmp_path / "sqlite", draw(2_000), 100)
+            await f.fresh("0")
+        finally:
+            await f.close()
+
+    anyio.run(run)
+    left = [t for t in _engine_threads() - before if (t.join(5) or t.is_alive())]  # type: ignore[func-returns-value]
+    assert not left, f"threads of an unclosed engine: {left}"

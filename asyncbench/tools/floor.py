@@ -341,20 +341,20 @@ async def measure(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="asyncbench-floor-", dir=args.dir) as tmp:
         for name in args.engine:
             floor = FLOORS[name]()
-            t0 = time.perf_counter()
-            await floor.build(Path(tmp) / name, plan, args.batch)
-            print(
-                f"\n## {name}: store of {args.profiles:_d} profiles built through the engine in "
-                f"{time.perf_counter() - t0:.1f} s; loadavg {os.getloadavg()[0]:.2f}",
-                flush=True,  # benchmarks/floor_profile.py attaches py-spy on this line
-            )
-            print(
-                "\n| phase kind | ops/round | A µs/op | B µs/op | A/B wall median (min–max) "
-                "| A/B CPU median (min–max) | A/B of minima | engine share | A outside engine µs/batch "
-                "| ≤ 1.10 |"
-            )
-            print("| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |")
-            try:
+            try:  # from the build on: a stop during it must close what it opened (Floor.close)
+                t0 = time.perf_counter()
+                await floor.build(Path(tmp) / name, plan, args.batch)
+                print(
+                    f"\n## {name}: store of {args.profiles:_d} profiles built through the engine in "
+                    f"{time.perf_counter() - t0:.1f} s; loadavg {os.getloadavg()[0]:.2f}",
+                    flush=True,  # benchmarks/floor_profile.py attaches py-spy on this line
+                )
+                print(
+                    "\n| phase kind | ops/round | A µs/op | B µs/op | A/B wall median (min–max) "
+                    "| A/B CPU median (min–max) | A/B of minima | engine share | A outside engine µs/batch "
+                    "| ≤ 1.10 |"
+                )
+                print("| --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |")
                 for kind, stream in kinds:
                     if kind == "insert":
                         items: Sequence[Any] = range(1, args.insert_profiles + 1)

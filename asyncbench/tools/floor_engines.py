@@ -37,10 +37,16 @@ __all__ = ["FLOORS", "Floor"]
 
 
 class Floor:
-    """One engine: its store for A, the plain loops for B, and copies/fresh stores."""
+    """One engine: its store for A, the plain loops for B, and copies/fresh stores.
+
+    :meth:`close` closes whatever is open at the moment it is called, a half-built floor
+    included: a stop signal or an error may land inside :meth:`build` or between
+    :meth:`fresh` and :meth:`drop_fresh`, and an engine left open there keeps its threads
+    (aiosqlite's worker is not a daemon) and can hold the process at exit."""
 
     name = ""
-    engine: Any  # A's engine (its store), once built
+    engine: Any = None  # A's engine (its store), once opened
+    fresh_a: Any = None  # the fresh engine of an insert kind, until dropped
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None: ...
     def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
@@ -62,6 +68,8 @@ class Floor:
 
 class RocksFloor(Floor):
     name = "rocksdb"
+    copy: list[Any] | None = None
+    fresh_b: list[Any] | None = None
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
         import rocksdict
@@ -75,8 +83,6 @@ class RocksFloor(Floor):
         await load([self.engine.worker(0)], plan.counts.profiles, batch)
         await self.engine.stabilize()
         self.dbs = list(self.engine._dbs)  # B reads the engine's own handles
-        self.copy: list[Any] | None = None
-        self.fresh_b: list[Any] | None = None
 
     def _open_plain(self, path: Path) -> list[Any]:
         """Five rocksdict handles with the engine's options and write options."""
@@ -98,15 +104,17 @@ class RocksFloor(Floor):
 
     async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list[Any]]]:
         engine = new_engine("rocksdb", self.root / f"fresh-a-{tag}")
-        await engine.open(True)
         path = self.root / f"fresh-b-{tag}"
+        self.fresh_a, self.fresh_path = engine, path  # close() drops them from here on
+        await engine.open(True)
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
         dbs = self._open_plain(path)
-        self.fresh_a, self.fresh_b, self.fresh_path = engine, dbs, path
+        self.fresh_b = dbs
         return engine, self._insert_loop(dbs)
 
     async def drop_fresh(self, engine: Any) -> None:
+        self.fresh_a = None
         await engine.close()
         shutil.rmtree(engine.data_dir, ignore_errors=True)
         for db in self.fresh_b or []:
@@ -133,9 +141,13 @@ class RocksFloor(Floor):
         return self._digest(self.engine._dbs), self._digest(self.copy)
 
     async def close(self) -> None:
+        if self.fresh_a is not None:
+            await self.drop_fresh(self.fresh_a)
         for db in self.copy or []:
             db.close()
-        await self.engine.close()
+        self.copy = None
+        if self.engine is not None:
+            await self.engine.close()
 
     # --- the plain loops ------------------------------------------------------------------
     def _insert_loop(self, dbs: Sequence[Any]) -> Callable[[Sequence[int]], list[Any]]:
@@ -267,6 +279,9 @@ class RocksFloor(Floor):
 
 class SqliteFloor(Floor):
     name = "sqlite"
+    conn: sqlite3.Connection | None = None
+    copy: sqlite3.Connection | None = None
+    fresh_b: sqlite3.Connection | None = None
 
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
         from asyncbench.engines import sqlite as mod
@@ -277,8 +292,6 @@ class SqliteFloor(Floor):
         await load([self.engine.worker(0)], plan.counts.profiles, batch)
         await self.engine.settle()  # checkpoint: B's connection reads the same pages
         self.conn = self._connect(self.engine.path)
-        self.copy: sqlite3.Connection | None = None
-        self.fresh_b: sqlite3.Connection | None = None
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         """A stdlib connection configured like the engine's own (autocommit, same PRAGMAs)."""
@@ -288,6 +301,7 @@ class SqliteFloor(Floor):
 
     async def fork(self) -> None:
         await self.engine.close()
+        assert self.conn is not None
         self.conn.close()
         shutil.copyfile(self.engine.path, self.root / "copy.db")
         await self.engine.open(False)
@@ -296,12 +310,13 @@ class SqliteFloor(Floor):
 
     async def fresh(self, tag: str) -> tuple[Any, Callable[[Sequence[int]], list[Any]]]:
         engine = new_engine("sqlite", self.root / f"fresh-a-{tag}")
-        await engine.open(True)
         path = self.root / f"fresh-b-{tag}.db"
+        self.fresh_a, self.fresh_path = engine, path  # close() drops them from here on
+        await engine.open(True)
         for suffix in self.mod.DB_SUFFIXES:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         conn = self._connect(path)
-        self.fresh_a, self.fresh_b, self.fresh_path = engine, conn, path
+        self.fresh_b = conn
         execute, insert_sql, batch = conn.execute, self.engine.sql.insert, self.batch
 
         def insert(uids: Sequence[int]) -> list[Any]:
@@ -314,6 +329,7 @@ class SqliteFloor(Floor):
         return engine, insert
 
     async def drop_fresh(self, engine: Any) -> None:
+        self.fresh_a = None
         await engine.close()
         shutil.rmtree(engine.data_dir, ignore_errors=True)
         if self.fresh_b is not None:
@@ -336,17 +352,22 @@ class SqliteFloor(Floor):
                 return self._digest(other), self._digest(self.fresh_b)
             finally:
                 other.close()
-        assert self.copy is not None
+        assert self.conn is not None and self.copy is not None
         return self._digest(self.conn), self._digest(self.copy)
 
     async def close(self) -> None:
-        if self.copy is not None:
-            self.copy.close()
-        self.conn.close()
-        await self.engine.close()
+        if self.fresh_a is not None:
+            await self.drop_fresh(self.fresh_a)
+        for conn in (self.copy, self.conn):
+            if conn is not None:
+                conn.close()
+        self.copy = self.conn = None
+        if self.engine is not None:
+            await self.engine.close()
 
     def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
         sql = self.engine.sql
+        assert self.conn is not None
         execute = self.conn.execute
 
         def point(statement: str) -> Callable[[Sequence[Any]], list[Any]]:
