@@ -30,11 +30,13 @@ if TYPE_CHECKING:  # the workload's protocol, for annotations only: engine.py st
     from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = [
+    "COST_GROWTH_KNEE",
     "BackgroundThreads",
     "Engine",
     "EngineConfig",
     "EngineCounters",
     "EngineUnavailable",
+    "cost_growth_problem",
     "directory_size",
     "opened",
 ]
@@ -42,6 +44,45 @@ __all__ = [
 
 class EngineUnavailable(RuntimeError):
     """The engine's library or server is missing; the message says how to get it."""
+
+
+#: The store size ``Engine.cost_growth`` is stated against: below it an engine's cost per
+#: operation is taken as flat (asyncbench.run.estimate, where the knee is explained).
+COST_GROWTH_KNEE = 200_000
+
+
+def cost_growth_problem(stated: object) -> str | None:
+    """What is wrong with an ``Engine.cost_growth`` value, or None when the estimate can
+    use it. Why a check of its own: a plug-in states it, and a point at or below the knee,
+    two points at one size or a factor of 0 made the estimate divide by zero or take the
+    log of 0 before the run started, a traceback instead of a message naming the problem.
+
+    Accepted: a finite exponent (int or float, not bool); or a tuple or list of
+    ``(profiles, factor)`` pairs, profiles whole numbers above COST_GROWTH_KNEE in
+    increasing order, factors finite and above 0 (empty: flat)."""
+    import math
+
+    def real(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if isinstance(stated, (int, float)) and not isinstance(stated, bool):
+        return None if real(stated) else f"exponent {stated!r} is not a finite number"
+    if not isinstance(stated, (tuple, list)):
+        return f"{stated!r} is neither an exponent nor a tuple of (profiles, factor) points"
+    last = COST_GROWTH_KNEE
+    for i, point in enumerate(stated):
+        if not (isinstance(point, (tuple, list)) and len(point) == 2):
+            return f"point {i} {point!r} is not a (profiles, factor) pair"
+        n, f = point
+        if not (isinstance(n, int) and not isinstance(n, bool)):
+            return f"point {i}: profiles {n!r} is not a whole number"
+        if n <= last:
+            after = f"the knee ({COST_GROWTH_KNEE:_d})" if i == 0 else f"point {i - 1}'s {last:_d}"
+            return f"point {i}: profiles {n:_d} is not above {after}; points go in increasing size"
+        if not (real(f) and f > 0):
+            return f"point {i}: factor {f!r} is not a finite number above 0"
+        last = n
+    return None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import importlib
 import inspect
 import traceback
 
-from asyncbench.engine import Engine, EngineUnavailable
+from asyncbench.engine import Engine, EngineUnavailable, cost_growth_problem
 from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = ["PluginError", "load_plugin"]
@@ -67,4 +67,7 @@ def load_plugin(name: str, module_name: str, class_name: str, origin: str) -> ty
         )
     if not getattr(cls, "name", None):
         raise PluginError(f"{where}: {class_name} sets no class attribute 'name'")
+    problem = cost_growth_problem(cls.cost_growth)
+    if problem is not None:  # the estimate reads it before the run starts (asyncbench.run.estimate)
+        raise PluginError(f"{where}: {class_name}.cost_growth: {problem}")
     return cls

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import load
-from asyncbench.engine import EngineUnavailable
+from asyncbench.engine import EngineUnavailable, cost_growth_problem
 from asyncbench.engines import REGISTRY, engine_class
 from asyncbench.run.estimate import GROWTH_KNEE, Rate, calibrate, cost_factor, growth
 
@@ -89,6 +89,7 @@ def test_each_registered_engine_states_a_growth_the_estimate_can_read(name: str)
         stated = engine_class(name).cost_growth
     except EngineUnavailable:
         pytest.skip(f"{name} is not installed here")
+    assert cost_growth_problem(stated) is None  # what a plug-in's is checked with
     if isinstance(stated, (int, float)):
         assert stated >= 0
         return

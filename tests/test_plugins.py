@@ -143,3 +143,21 @@ def test_commands_that_load_no_engine_are_not_blocked_by_a_broken_plug_in(tmp_pa
     sample = Path(__file__).parent / "fixtures" / "result-sample.json"
     proc = run(tmp_path, "x=json:loads", "compare", str(sample), str(sample))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_cost_growth_the_estimate_cannot_use_is_refused_before_the_run(tmp_path: Path) -> None:
+    """``Engine.cost_growth`` is read by the run's estimate before anything starts; a
+    plug-in's point at the knee or out of order made it divide by zero (a traceback, no
+    message), a factor of 0 took the log of 0. Now: exit 2 naming the class, the attribute
+    and the problem, nothing created."""
+    for cls, problem in (
+        ("GrowthAtTheKnee", "point 0: profiles 200_000 is not above the knee (200_000)"),
+        ("GrowthOutOfOrder", "point 1: profiles 2_000_000 is not above point 0's 10_000_000"),
+        ("GrowthOfZero", "point 0: factor 0.0 is not a finite number above 0"),
+        ("GrowthNotANumber", "exponent nan is not a finite number"),
+    ):
+        proc = _plan_run(tmp_path, f"mine=broken_plugins:{cls}", "mine")
+        assert proc.returncode == 2, cls + proc.stdout + proc.stderr
+        assert f"{cls}.cost_growth: {problem}" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()

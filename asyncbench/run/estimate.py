@@ -21,7 +21,7 @@ from typing import TextIO
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec, slo_for
-from asyncbench.engine import Engine, EngineUnavailable
+from asyncbench.engine import COST_GROWTH_KNEE, Engine, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
@@ -151,7 +151,7 @@ def plan_operations(cfg: BenchConfig, profiles: int) -> int:
 #: the engine states (``Engine.cost_growth``, fitted from the reference plan:
 #: docs/results/estimate.md): (n / GROWTH_KNEE) ** b, or read off its measured points; a
 #: name the registry does not know gets the base class's default.
-GROWTH_KNEE = 200_000
+GROWTH_KNEE = COST_GROWTH_KNEE
 
 
 def growth(engine: str, measured_at: int, profiles: int) -> float:
