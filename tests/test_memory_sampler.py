@@ -58,3 +58,40 @@ def test_the_peak_is_split_into_anonymous_and_mapped_file_pages(tmp_path) -> Non
     sampler.sample()
     del buf
     assert sampler.peak_anon >= anon0 + 80 * 1024 * 1024
+
+
+def test_a_sample_reads_the_status_file_once_and_agrees_with_psutil(monkeypatch) -> None:
+    """A sample runs on the event loop; each file it reads releases the GIL and waits to
+    take it back behind any busy thread (the LSM's flushes at 10M). One read of
+    /proc/self/status gives everything a sample needs; it made three reads before."""
+    import builtins
+    from pathlib import Path
+
+    import psutil
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc/self/status here")
+    sampler = MemorySampler()
+    sampler.reset()
+    real_open = builtins.open
+    opened: list[str] = []
+
+    def counting_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    reads_of_proc = []
+    real_proc_open = psutil._common.open_binary  # psutil's own reads of /proc
+
+    def counting_proc_open(fname, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads_of_proc.append(fname)
+        return real_proc_open(fname, *args, **kwargs)
+
+    monkeypatch.setattr(psutil._common, "open_binary", counting_proc_open)
+    monkeypatch.setattr(psutil._pslinux, "open_binary", counting_proc_open, raising=False)
+    rss = sampler.sample()
+    monkeypatch.undo()
+    assert opened == ["/proc/self/status"] and reads_of_proc == [], (opened, reads_of_proc)
+    assert abs(rss - psutil.Process().memory_info().rss) < 16 * 1024 * 1024
+    assert sampler.peak >= rss

@@ -77,14 +77,22 @@ class MemorySampler:
         self.kernel = False  # the kernel's high-water mark is part of the peak
 
     def sample(self) -> int:
-        rss = self._proc.memory_info().rss
-        high = kernel_peak() if self.kernel else None
+        """One read of ``/proc/self/status`` gives the RSS, the kernel's high-water mark
+        and the split. Why one: the sampler runs on the event loop, and each file it
+        opens and reads releases the GIL and takes it back, which waits behind any other
+        thread that holds it. The LSM's 10M insert spent 2.6 s of its loop time in the
+        three reads this made before (``psutil``'s statm and status twice), against 0.08 ms
+        a sample alone (docs/results/scaling.md, "Where the 10M insert's time goes").
+        Where there is no status file, ``psutil`` gives the RSS."""
+        f = status_fields("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
+        rss = f.get("VmRSS")
+        if rss is None:
+            rss = self._proc.memory_info().rss
+        high = f.get("VmHWM") if self.kernel else None
         self.peak = max(self.peak, rss, high or 0)
-        split = rss_split()
-        if split is not None:
-            anon, file = split
-            self.peak_anon = max(self.peak_anon or 0, anon)
-            self.peak_file = max(self.peak_file or 0, file)
+        if "RssAnon" in f and "RssFile" in f:
+            self.peak_anon = max(self.peak_anon or 0, f["RssAnon"])
+            self.peak_file = max(self.peak_file or 0, f["RssFile"] + f.get("RssShmem", 0))
         return rss
 
     def reset(self) -> int:
