@@ -47,7 +47,11 @@ def kernel_peak() -> int | None:
 def rss_split() -> tuple[int, int] | None:
     """(anonymous, file-backed) resident bytes of this process, or None where the kernel
     does not say (file-backed includes shared memory, which is file-backed too)."""
-    f = status_fields("RssAnon", "RssFile", "RssShmem")
+    return _split_of(status_fields("RssAnon", "RssFile", "RssShmem"))
+
+
+def _split_of(f: dict[str, int]) -> tuple[int, int] | None:
+    """:func:`rss_split` from status fields already read (a sample reads them once)."""
     if "RssAnon" not in f or "RssFile" not in f:
         return None
     return f["RssAnon"], f["RssFile"] + f.get("RssShmem", 0)
@@ -90,9 +94,11 @@ class MemorySampler:
             rss = self._proc.memory_info().rss
         high = f.get("VmHWM") if self.kernel else None
         self.peak = max(self.peak, rss, high or 0)
-        if "RssAnon" in f and "RssFile" in f:
-            self.peak_anon = max(self.peak_anon or 0, f["RssAnon"])
-            self.peak_file = max(self.peak_file or 0, f["RssFile"] + f.get("RssShmem", 0))
+        split = _split_of(f)
+        if split is not None:
+            anon, file = split
+            self.peak_anon = max(self.peak_anon or 0, anon)
+            self.peak_file = max(self.peak_file or 0, file)
         return rss
 
     def reset(self) -> int:

@@ -63,7 +63,16 @@ class Floor:
         """Digest of A's store and of B's copy (after updates / inserts)."""
         raise NotImplementedError
 
-    async def close(self) -> None: ...
+    def close_plain(self) -> None:
+        """Close B's own handles on A's store and on its copy (those that are open)."""
+
+    async def close(self) -> None:
+        """Close whatever is open (see the class doc): a fresh pair, B's handles, A's engine."""
+        if self.fresh_a is not None:
+            await self.drop_fresh(self.fresh_a)
+        self.close_plain()
+        if self.engine is not None:
+            await self.engine.close()
 
 
 class RocksFloor(Floor):
@@ -140,14 +149,10 @@ class RocksFloor(Floor):
         assert self.copy is not None
         return self._digest(self.engine._dbs), self._digest(self.copy)
 
-    async def close(self) -> None:
-        if self.fresh_a is not None:
-            await self.drop_fresh(self.fresh_a)
-        for db in self.copy or []:
+    def close_plain(self) -> None:
+        for db in self.copy or []:  # (B reads A's store through the engine's own handles)
             db.close()
         self.copy = None
-        if self.engine is not None:
-            await self.engine.close()
 
     # --- the plain loops ------------------------------------------------------------------
     def _insert_loop(self, dbs: Sequence[Any]) -> Callable[[Sequence[int]], list[Any]]:
@@ -355,15 +360,11 @@ class SqliteFloor(Floor):
         assert self.conn is not None and self.copy is not None
         return self._digest(self.conn), self._digest(self.copy)
 
-    async def close(self) -> None:
-        if self.fresh_a is not None:
-            await self.drop_fresh(self.fresh_a)
+    def close_plain(self) -> None:
         for conn in (self.copy, self.conn):
             if conn is not None:
                 conn.close()
         self.copy = self.conn = None
-        if self.engine is not None:
-            await self.engine.close()
 
     def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
         sql = self.engine.sql
