@@ -128,6 +128,7 @@ def test_merge_policy_is_what_the_module_says(monkeypatch: pytest.MonkeyPatch) -
     t = LsmTree.__new__(LsmTree)
     t.compact_requested = False
     t.frozen = []
+    t._unpublished = set()
     cases = {
         (100,): None,
         (100, 100): (0, 2),
@@ -145,3 +146,5 @@ def test_merge_policy_is_what_the_module_says(monkeypatch: pytest.MonkeyPatch) -
     assert t.pick_merge() == (0, 3)  # widened so at most 3 remain
     t.compact_requested = True
     assert t.pick_merge() == (0, 5)
+    t._unpublished = {7}  # a commit still on its lane: no merge may take its segment yet
+    assert t.pick_merge() is None

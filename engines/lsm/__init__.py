@@ -14,6 +14,7 @@ Modules, one concept each:
 - ``native``: the one import point of ``_native`` (compiled writer, ``KeyColumn``), with
   the pure-Python fallbacks.
 - ``maintainer``: background flush / merge / log-writer tasks on the anyio loop.
+- ``commit``: the file side of a flush's or merge's commit, as one step off the loop.
 - ``errors``: why a damaged or missing store is refused.
 - ``parallel_open``: a store's trees opened side by side, each checked as alone.
 - ``adapter``: the profile workload as five trees.

@@ -175,12 +175,12 @@ class LsmEngine(MarkedStore, Engine):
 
     # --- cost ---------------------------------------------------------------------------
     def background_threads(self) -> BackgroundThreads | str:
-        """The flush and merge lanes' threads (the log's frames are written from anyio's
-        shared worker threads, counted in the client's CPU only)."""
+        """The flush, merge and commit lanes' threads (the log's frames are written from
+        anyio's shared worker threads, counted in the client's CPU only)."""
         maint = self._maint
         if maint is None:
             return "the engine is not open"
-        return BackgroundThreads(ids=frozenset(maint.flush_lane.thread_ids | maint.merge_lane.thread_ids))
+        return BackgroundThreads(ids=frozenset(maint.flush_lane.thread_ids | maint.merge_lane.thread_ids | maint.commit_lane.thread_ids))
 
     async def cost_counters(self) -> EngineCounters | str:
         """Bytes logged, flushed and merged, over the five trees, since this adapter opened."""

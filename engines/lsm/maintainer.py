@@ -6,7 +6,10 @@ log writer (queued WAL records -> compressed frames). Jobs are cooperative gener
 (see ``tree.py``): a checkpoint between slices lets foreground batches run, and a job's
 thread steps (a compiled flush or merge, fsync, file writes) go to the engine's own
 lower-priority threads (``lanes.py``): a flush lane, so that merges never queue a
-flush (writers wait on flushes), and a merge lane, each of up to two threads. Log frames
+flush (writers wait on flushes), and a merge lane, each of up to two threads. A job's
+commit (``commit.py``: the manifest's write and fsyncs, renames and deletions) goes to a
+third lane of one thread at normal priority, so that commits keep their order and a
+flush's commit never waits behind another tree's flush. Log frames
 are encoded (compiled, ``native.encode_records``), compressed and written on anyio's
 worker threads: until issue 40 the encoding ran on the event loop (18-20 % of the insert
 phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``, and
@@ -25,6 +28,7 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from .commit import Commit
 from .lanes import Lane
 from .tree import Job, LsmTree
 
@@ -63,14 +67,16 @@ class _Signal:
 LANE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-async def run_job_on_loop(job: Job, lane: Lane) -> None:
+async def run_job_on_loop(job: Job, lane: Lane, commit_lane: Lane | None = None) -> None:
     """Run a job on the event loop: checkpoints yield a turn, callables (a compiled flush
-    or merge, fsync, bulk writes) go to ``lane``. ``LsmTree.run_job`` is the synchronous
-    twin."""
+    or merge, fsync, bulk writes) go to ``lane``, a :class:`Commit` to ``commit_lane``
+    (default: ``lane``). ``LsmTree.run_job`` is the synchronous twin."""
     try:
         for step in job:
             if step is None:
                 await anyio.sleep(0)
+            elif isinstance(step, Commit) and commit_lane is not None:
+                await commit_lane.run(step)
             else:
                 await lane.run(step)
     finally:
@@ -91,6 +97,9 @@ class Maintainer:
         self._stopped = anyio.Event()
         self.flush_lane = Lane("lsm-flush", LANE_THREADS)
         self.merge_lane = Lane("lsm-merge", LANE_THREADS)
+        #: One thread, in submission order, at the loop's priority: commits are short
+        #: (mostly waiting on fsync) and a flush's writers wait for them.
+        self.commit_lane = Lane("lsm-commit", 1, nice=0)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Every loop, until :meth:`shutdown`; started with ``await tg.start(maint.run)`` in
@@ -105,6 +114,7 @@ class Maintainer:
         finally:
             self.flush_lane.close()  # every loop has ended: no step is in flight
             self.merge_lane.close()
+            self.commit_lane.close()
             self._stopped.set()
 
     async def shutdown(self) -> None:
@@ -151,7 +161,7 @@ class Maintainer:
                     continue
                 self.busy[key] = 1
                 try:
-                    await run_job_on_loop(job, lane)
+                    await run_job_on_loop(job, lane, self.commit_lane)
                 finally:
                     self.busy.pop(key, None)
                 if after is not None:
