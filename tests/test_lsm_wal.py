@@ -198,3 +198,80 @@ def test_a_failed_write_leaves_a_torn_tail_and_nothing_after_it(
     assert len(calls) == 2
     path = wal_path(tmp_path, 0)
     assert list(replay_file(path, torn_tail_ok=True)) == [(b"a", b"1")]
+
+
+needs_lz4 = pytest.mark.skipif(
+    wal_module.native.lz4_log_frame is None, reason="the compiled module or liblz4.so.1 is not here"
+)
+
+
+@needs_lz4
+def test_the_writer_writes_lz4_frames_of_exactly_the_encoded_records(tmp_path: Path) -> None:
+    """Kind 2: the payload is the records' length, then one LZ4 block of them; replay
+    gives back every record, in order."""
+    data = wal_module.compressed_frame(flat(RECORDS))
+    length, crc, kind = wal_module._FRAME.unpack_from(data)
+    payload = data[wal_module._FRAME.size :]
+    assert kind == 2 and length == len(payload) and crc == __import__("zlib").crc32(payload)
+    raw = encode_records(flat(RECORDS))
+    assert wal_module._U32.unpack_from(payload)[0] == len(raw)
+    assert wal_module.unpack(wal_module.LZ4, payload[4:], len(raw)) == raw
+    wal = WriteAheadLog(tmp_path, "async-compressed", 1)
+    for k, v in RECORDS * 200:
+        wal.append(k, v)
+    wal.close()
+    body = wal_path(tmp_path, 1).read_bytes()
+    assert body[:8] == wal_module.MAGIC_LZ4 and body[8 + 8] == 2  # the header, the first frame's kind
+    assert list(replay_file(wal_path(tmp_path, 1))) == RECORDS * 200
+    assert wal_module.native.lz4_log_frame([]) and list(decode_records(b"")) == []
+
+
+def test_logs_of_zlib_frames_still_replay(tmp_path: Path) -> None:
+    """Logs written before the log went LZ4 (kind 1) and raw frames (kind 0) replay."""
+    path = wal_path(tmp_path, 1)
+    path.write_bytes(
+        b"LSMWAL01" + frame(encode_records(flat(RECORDS[:2])), True) + frame(encode_records(flat(RECORDS[2:])), False)
+    )
+    assert list(replay_file(path)) == RECORDS
+
+
+@needs_lz4
+def test_a_checksummed_lz4_frame_that_does_not_decompress_is_damage(tmp_path: Path) -> None:
+    import zlib
+
+    for payload in (b"\x00\x01", b"\x10\x00\x00\x00" + b"\xff" * 12):  # no length; not LZ4
+        path = wal_path(tmp_path, 1)
+        path.write_bytes(b"LSMWAL02" + wal_module._FRAME.pack(len(payload), zlib.crc32(payload), 2) + payload)
+        with pytest.raises(CorruptLog, match="frame does not decode"):
+            list(replay_file(path, torn_tail_ok=True))
+        assert path.stat().st_size == 8 + 9 + len(payload)  # nothing was changed
+
+
+@needs_lz4
+def test_an_lz4_frame_in_a_log_of_the_first_header_is_an_unknown_kind(tmp_path: Path) -> None:
+    """``LSMWAL01`` logs hold kinds 0 and 1 only, as readers before LZ4 frames expect; kind
+    2 frames go only into ``LSMWAL02`` logs, which such readers refuse by their header."""
+    path = wal_path(tmp_path, 1)
+    path.write_bytes(b"LSMWAL01" + wal_module.compressed_frame(flat(RECORDS)))
+    with pytest.raises(CorruptLog, match="unknown frame kind 2"):
+        list(replay_file(path))
+    path.write_bytes(b"LSMWAL02" + wal_module.compressed_frame(flat(RECORDS)))
+    assert list(replay_file(path)) == RECORDS
+
+
+@pytest.mark.parametrize("mode", ["sync", "async-compressed"])
+def test_a_log_keeps_the_header_it_has_and_frames_follow_it(tmp_path: Path, mode: str) -> None:
+    """A new log gets ``LSMWAL02`` only where it will hold LZ4 frames; a log that exists
+    already (an older header) is appended to in the frames its header allows."""
+    lz4 = mode == "async-compressed" and wal_module.native.lz4_log_frame is not None
+    wal = WriteAheadLog(tmp_path, mode, 1)
+    wal.append(b"a", b"1")
+    wal.close()
+    assert wal_path(tmp_path, 1).read_bytes()[:8] == (b"LSMWAL02" if lz4 else b"LSMWAL01")
+    wal_path(tmp_path, 2).write_bytes(b"LSMWAL01")
+    wal = WriteAheadLog(tmp_path, mode, 2)
+    wal.append(b"b", b"2")
+    wal.close()
+    data = wal_path(tmp_path, 2).read_bytes()
+    assert data[:8] == b"LSMWAL01" and data[8 + 8] in (0, 1)
+    assert list(replay_file(wal_path(tmp_path, 2))) == [(b"b", b"2")]

@@ -75,15 +75,16 @@ def test_an_odd_flat_list_is_refused(encode: Any) -> None:
 
 
 def test_the_log_writer_encodes_in_a_worker_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before issue 40 the maintainer encoded each 16_384-record frame on the event loop."""
+    """Before issue 40 the maintainer encoded each 16_384-record frame on the event loop.
+    (The frame is made whole by ``compressed_frame``: encoded, then compressed.)"""
     threads: list[int] = []
-    real = wal_module.encode_records
+    real = wal_module.compressed_frame
 
-    def recording(records: Records) -> bytes:
+    def recording(records: Records, lz4: bool = True) -> bytes:
         threads.append(threading.get_ident())
-        return real(records)
+        return real(records, lz4)
 
-    monkeypatch.setattr(wal_module, "encode_records", recording)
+    monkeypatch.setattr(wal_module, "compressed_frame", recording)
     tree = LsmTree(tmp_path, TreeOptions(wal_mode="async-compressed"))
     records = [(b"%08d" % i, b"v%d" % i) for i in range(3_000)]
 

@@ -42,6 +42,7 @@ __all__ = [
     "fixed_lookup",
     "index_map",
     "key_column",
+    "lz4_log_frame",
     "write_blocks",
 ]
 
@@ -101,6 +102,10 @@ fixed_lookup: Callable[..., Callable[[bytes], Any]] | None = None
 #: records (key, value, key, value, ...), the same bytes as ``wal``'s Python encoder;
 #: None on the pure-Python path.
 encode_records: Callable[[list[bytes | None]], bytes] | None = None
+#: ``lz4_log_frame(records)``: a whole LZ4 log frame (kind 2, ``wal.py``) of the flat
+#: records, copied and compressed with the GIL released; None on the pure-Python path
+#: and where ``liblz4.so.1`` did not load.
+lz4_log_frame: Callable[[list[bytes | None]], bytes] | None = None
 #: Whether the compiled module loaded ``liblz4.so.1`` (``write_blocks`` level -1, LZ4
 #: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
 LZ4 = False
@@ -126,5 +131,6 @@ else:
         fixed_lookup = _native.FixedLookup
         encode_records = _native.encode_records
         LZ4 = bool(_native.LZ4)
+        lz4_log_frame = _native.lz4_log_frame if LZ4 else None
 
 ACCELERATED = write_blocks is not None

@@ -1,12 +1,21 @@
 """Write-ahead log: one file per memtable generation, framed and checksummed.
 
-File: ``wal-{seq:08d}.log`` = b"LSMWAL01" then frames::
+File: ``wal-{seq:08d}.log`` = b"LSMWAL01" (frames of kinds 0 and 1) or b"LSMWAL02" (any
+kind) then frames::
 
-    u32 payload length | u32 crc32(payload) | u8 kind (0 raw, 1 zlib) | payload
+    u32 payload length | u32 crc32(payload) | u8 kind (0 raw, 1 zlib, 2 LZ4) | payload
 
 A payload is a run of records ``u32 key length | u32 value length (0xFFFFFFFF =
-tombstone) | key | value``; frames are appended whole, in order, so a crash keeps a
-prefix of the writes.
+tombstone) | key | value``: stored as it is (kind 0), zlib-compressed (1), or as its
+u32 length followed by one LZ4 block of it (2); frames are appended whole, in order, so
+a crash keeps a prefix of the writes. The background writer writes LZ4 frames where the
+compiled module loaded ``liblz4.so.1`` (``native.lz4_log_frame``), in files headed
+``LSMWAL02``; zlib frames otherwise, in files headed ``LSMWAL01``. Replay reads both. Why
+a second header: a reader from before kind 2 takes an unknown kind at the end of a log
+for a torn tail and cuts it off after an unclean stop; a header it does not know it
+refuses instead, changing nothing. Why LZ4: the reference harness's engine logs in
+LZ4 at its fastest level, and zlib level 1 was most of the log writer's CPU, which at
+10M profiles shared the machine's two cores with the merges and the event loop.
 
 Replay tells a torn tail from damage. A frame that is short, fails its checksum or has
 an unknown kind is a *torn tail* only if no intact frame follows it in its file, the log
@@ -20,7 +29,7 @@ the first frame of the next one.
 
 Modes: ``none`` (no log; only flushed segments persist), ``sync`` (one frame written and
 fsynced per write, before the write is acknowledged) and ``async-compressed`` (records
-are queued in memory and a background writer packs them into zlib frames; frames are
+are queued in memory and a background writer packs them into compressed frames; frames are
 written in order, so a crash keeps a prefix of the acknowledged writes; the writer
 fsyncs about once a second, settle and close fsync everything).
 """
@@ -38,12 +47,15 @@ from pathlib import Path
 from typing import Any
 
 from . import native
+from .codec import LZ4, CodecError, unpack
 from .errors import CorruptLog
 
 __all__ = [
     "MAGIC",
+    "MAGIC_LZ4",
     "MODES",
     "WriteAheadLog",
+    "compressed_frame",
     "decode_records",
     "encode_records",
     "encode_records_py",
@@ -56,8 +68,11 @@ __all__ = [
 
 MODES = ("none", "sync", "async-compressed")
 MAGIC = b"LSMWAL01"
+#: The header of a log that may hold LZ4 frames (kind 2).
+MAGIC_LZ4 = b"LSMWAL02"
 _FRAME = struct.Struct("<IIB")
 _REC = struct.Struct("<II")
+_U32 = struct.Struct("<I")
 _TOMB = 0xFFFFFFFF
 #: The background writer fsyncs a log at most this long after its last fsync.
 ASYNC_FSYNC_INTERVAL_S = 1.0
@@ -105,6 +120,16 @@ def encode_records_py(records: Records) -> bytes:
 #: The encoder in use: the compiled one where it is built (one C call per frame instead
 #: of a Python loop over 16_384 records on the insert path), else the Python twin.
 encode_records: Callable[[Records], bytes] = native.encode_records or encode_records_py
+_FRAME_KINDS = 3  # 0 raw, 1 zlib, 2 LZ4
+
+
+def compressed_frame(records: Records, lz4: bool = True) -> bytes:
+    """A whole compressed frame of ``records``: with ``lz4`` (a ``LSMWAL02`` log) and where
+    the compiled module has LZ4, kind 2, in one compiled call that releases the GIL while
+    it copies and compresses; else zlib (kind 1)."""
+    if lz4 and native.lz4_log_frame is not None:
+        return native.lz4_log_frame(records)
+    return frame(encode_records(records), True)
 
 
 def decode_records(payload: bytes) -> Iterator[tuple[bytes, bytes | None]]:
@@ -138,24 +163,30 @@ def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes,
     later log holds frames, so this log's last frame may be torn and is then dropped.
     Otherwise, and for a bad frame that intact frames follow, :class:`CorruptLog`."""
     data = path.read_bytes()
-    if data[:8] == MAGIC:
+    if data[:8] in (MAGIC, MAGIC_LZ4):
+        kinds = _FRAME_KINDS if data[:8] == MAGIC_LZ4 else 2
         pos = 8
         while pos < len(data):
-            payload, reason = _read_frame(data, pos)
+            payload, reason = _read_frame(data, pos, kinds)
             if payload is None:
                 break
             try:  # a valid checksum over a payload that does not decode: never a torn write
-                if data[pos + 8]:
+                kind = data[pos + 8]
+                if kind == 1:
                     payload = zlib.decompress(payload)
+                elif kind == 2:
+                    if len(payload) < 4:
+                        raise ValueError(f"an LZ4 payload of {len(payload)} bytes has no length")
+                    payload = unpack(LZ4, payload[4:], _U32.unpack_from(payload)[0])
                 records = list(decode_records(payload))
-            except (zlib.error, struct.error, ValueError) as e:
+            except (zlib.error, struct.error, ValueError, CodecError) as e:
                 raise CorruptLog(path, pos, f"frame does not decode: {e}; nothing was changed") from e
             yield from records
             pos += _FRAME.size + _FRAME.unpack_from(data, pos)[0]
         else:
             return
-    elif len(data) < 8 and MAGIC.startswith(data):
-        pos, reason = 0, f"header cut short ({len(data)} of 8 bytes)"
+    elif len(data) < 8 and (MAGIC.startswith(data) or MAGIC_LZ4.startswith(data)):
+        pos, reason, kinds = 0, f"header cut short ({len(data)} of 8 bytes)", _FRAME_KINDS
     else:
         raise CorruptLog(path, 0, "not a write-ahead log (bad magic); nothing was changed")
     if not torn_tail_ok:
@@ -166,7 +197,7 @@ def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes,
             "unclean stop (this tree was closed cleanly or a later log holds frames); "
             "nothing was changed",
         )
-    if _intact_frame_after(data, pos):
+    if _intact_frame_after(data, pos, kinds):
         raise CorruptLog(
             path,
             pos,
@@ -180,14 +211,15 @@ def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes,
         os.fsync(f.fileno())
 
 
-def _read_frame(data: bytes, pos: int) -> tuple[bytes | None, str]:
-    """(payload as stored, "") of the intact frame at ``pos``, or (None, what is wrong)."""
+def _read_frame(data: bytes, pos: int, kinds: int) -> tuple[bytes | None, str]:
+    """(payload as stored, "") of the intact frame at ``pos``, or (None, what is wrong);
+    ``kinds``: the frame kinds the log's header allows (kind < kinds)."""
     if pos + _FRAME.size > len(data):
         return None, f"frame header cut short ({len(data) - pos} of {_FRAME.size} bytes)"
     length, crc, kind = _FRAME.unpack_from(data, pos)
     start = pos + _FRAME.size
     end = start + length
-    if kind > 1:
+    if kind >= kinds:
         return None, f"unknown frame kind {kind}"
     if end > len(data):
         return None, f"frame of {length} bytes runs {end - len(data)} bytes past the end of the file"
@@ -196,18 +228,18 @@ def _read_frame(data: bytes, pos: int) -> tuple[bytes | None, str]:
     return data[start:end], ""
 
 
-_KIND_BYTE = re.compile(rb"[\x00\x01]")
+_KIND_BYTE = {2: re.compile(rb"[\x00\x01]"), 3: re.compile(rb"[\x00-\x02]")}
 
 
-def _intact_frame_after(data: bytes, bad: int) -> bool:
+def _intact_frame_after(data: bytes, bad: int, kinds: int) -> bool:
     """Whether an intact frame starts anywhere after offset ``bad`` (then the bad frame
     is not the tail: e.g. its length field was damaged). Candidates are the positions
-    whose kind byte is 0 or 1; the checksum decides. Empty frames are never written, so
+    whose kind byte is a known kind; the checksum decides. Empty frames are never written, so
     a run of zero bytes (what a lost page reads as) is no frame."""
     n = len(data)
     view = memoryview(data)
     unpack = _FRAME.unpack_from
-    for m in _KIND_BYTE.finditer(data, bad + 1 + 8):
+    for m in _KIND_BYTE[kinds].finditer(data, bad + 1 + 8):
         q = m.start() - 8
         length, crc, _kind = unpack(data, q)
         end = q + _FRAME.size + length
@@ -217,14 +249,18 @@ def _intact_frame_after(data: bytes, bad: int) -> bool:
 
 
 class _LogFile:
-    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced", "broken", "dirty")
+    __slots__ = ("seq", "path", "fd", "retired", "lock", "synced", "broken", "dirty", "lz4")
 
-    def __init__(self, directory: Path, seq: int) -> None:
+    def __init__(self, directory: Path, seq: int, magic: bytes = MAGIC) -> None:
         self.seq = seq
         self.path = wal_path(directory, seq)
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         if os.fstat(self.fd).st_size == 0:
-            os.write(self.fd, MAGIC)
+            os.write(self.fd, magic)
+        else:  # (a log that exists already keeps its header: its frames follow it)
+            magic = os.pread(self.fd, len(MAGIC), 0)
+        #: Whether the header allows LZ4 frames.
+        self.lz4 = magic == MAGIC_LZ4
         self.retired = False
         #: Held while a worker thread writes, so a file is never closed mid-write.
         self.lock = threading.Lock()
@@ -284,8 +320,11 @@ class WriteAheadLog:
         self._frames_seq = seq
         #: Bytes of frames appended since open: the engine's own count of what it logged.
         self.logged = 0
+        #: The header of the logs this object creates: ``MAGIC_LZ4`` where its frames will
+        #: be LZ4 (the compressed mode, with the compiled LZ4 writer).
+        self.magic = MAGIC_LZ4 if mode == "async-compressed" and native.lz4_log_frame is not None else MAGIC
         if mode != "none":
-            self.current = self.files[seq] = _LogFile(self.dir, seq)
+            self.current = self.files[seq] = _LogFile(self.dir, seq, self.magic)
         self.append = self._bind_append()
 
     def _bind_append(self) -> Callable[[bytes, bytes | None], None]:
@@ -335,15 +374,11 @@ class WriteAheadLog:
         return None
 
     def write_records(self, log: _LogFile, records: Records) -> None:
-        """Encode and append taken records as one frame: the log writer runs this in a
-        worker thread, so no per-record work of the log is left on the event loop."""
-        self.write_batch(log, encode_records(records))
-
-    def write_batch(self, log: _LogFile, payload: bytes) -> None:
-        """Compress and append one frame (runs in a worker thread; zlib drops the GIL).
-        The first frame of a log waits until the older logs are fsynced, so only the
-        newest log with frames can ever end in a torn frame."""
-        data = frame(payload, True)
+        """Encode, compress and append taken records as one frame: the log writer runs
+        this in a worker thread, so no per-record work of the log is left on the event
+        loop. The first frame of a log waits until the older logs are fsynced, so only
+        the newest log with frames can ever end in a torn frame."""
+        data = compressed_frame(records, log.lz4)
         if log.seq > self._frames_seq:
             for older in list(self.files.values()):
                 if older.seq < log.seq:
@@ -377,7 +412,7 @@ class WriteAheadLog:
         if self.pending:
             self.queue.append((self.current, self.pending))  # type: ignore[arg-type]
             self.pending = []
-        self.current = self.files[self.seq] = _LogFile(self.dir, self.seq)
+        self.current = self.files[self.seq] = _LogFile(self.dir, self.seq, self.magic)
         return self.seq
 
     def retire(self, seqs: list[int]) -> None:
