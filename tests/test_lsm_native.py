@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.segment_reader import SegmentReader
-from asyncbench.engines.lsm.segment_writer import SegmentWriter
+from asyncbench.engines.lsm.segment_writer import SegmentWriter, first_keys_region_py
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
 pytestmark = pytest.mark.skipif(not native.ACCELERATED, reason=f"not built: {native.FALLBACK_REASON}")
@@ -197,3 +197,16 @@ def test_a_key_column_is_the_list_of_its_keys(
         col[len(keys)]
     with pytest.raises(ValueError, match="outside"):
         native.key_column(data, 4, len(keys) + 1, width, padded)
+
+
+@pytest.mark.skipif(native.first_keys_region is None, reason="the compiled module is not built")
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=9), max_size=40), st.integers(min_value=0, max_value=3))
+def test_the_compiled_first_key_region_is_the_python_ones_bytes(firsts: list[bytes], shape: int) -> None:
+    """Every layout (fixed, padded, mixed; an empty key; a key ending in a zero byte)."""
+    if shape == 1:  # fixed width
+        firsts = [k.ljust(6, b"x")[:6] for k in firsts]
+    elif shape == 2:  # padded: no key empty or ending in a zero byte
+        firsts = [k.rstrip(b"\0") or b"k" for k in firsts]
+    assert native.first_keys_region is not None
+    assert native.first_keys_region(firsts) == b"".join(first_keys_region_py(firsts))

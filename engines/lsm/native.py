@@ -39,6 +39,7 @@ __all__ = [
     "BlockCorrupt",
     "KeyList",
     "encode_records",
+    "first_keys_region",
     "fixed_lookup",
     "index_map",
     "key_column",
@@ -106,6 +107,10 @@ encode_records: Callable[[list[bytes | None]], bytes] | None = None
 #: records, copied and compressed with the GIL released; None on the pure-Python path
 #: and where ``liblz4.so.1`` did not load.
 lz4_log_frame: Callable[[list[bytes | None]], bytes] | None = None
+#: ``first_keys_region(first_keys)``: the first-key region of a segment index in one C
+#: call, the bytes ``segment_writer.encode_index`` writes in Python; None on the
+#: pure-Python path.
+first_keys_region: Callable[[list[bytes]], bytes] | None = None
 #: Whether the compiled module loaded ``liblz4.so.1`` (``write_blocks`` level -1, LZ4
 #: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
 LZ4 = False
@@ -132,5 +137,6 @@ else:
         encode_records = _native.encode_records
         LZ4 = bool(_native.LZ4)
         lz4_log_frame = _native.lz4_log_frame if LZ4 else None
+        first_keys_region = _native.first_keys_region
 
 ACCELERATED = write_blocks is not None
