@@ -10,9 +10,9 @@ flush (writers wait on flushes), and a merge lane, each of up to two threads. A 
 commit (``commit.py``: the manifest's write and fsyncs, renames and deletions) goes to a
 third lane of one thread at normal priority, so that commits keep their order and a
 flush's commit never waits behind another tree's flush. Log frames
-are encoded (compiled, ``native.encode_records``), compressed and written on anyio's
-worker threads: until issue 40 the encoding ran on the event loop (18-20 % of the insert
-phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``, and
+are encoded and compressed (compiled: LZ4, ``native.lz4_log_frame``; see ``wal.py``) and
+written on anyio's worker threads: until issue 40 the encoding ran on the event loop
+(18-20 % of the insert phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``, and
 another releases the mapped pages of segments no read reached for ``IDLE_RELEASE_S``
 (``SegmentReader.release_pages``: they stay in the page cache, out of the RSS).
 
