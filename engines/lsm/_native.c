@@ -2230,31 +2230,38 @@ record_parts(PyObject *records, Py_ssize_t i, PyObject **k, PyObject **v)
     return 0;
 }
 
-static PyObject *
-encode_records(PyObject *Py_UNUSED(module), PyObject *records)
+/* The encoded size of a flat list of records, or -1 with an error set (``name`` says
+ * whose): every key bytes, every value bytes or None. */
+static Py_ssize_t
+records_size(PyObject *records, const char *name)
 {
     if (!PyList_CheckExact(records)) {
-        PyErr_SetString(PyExc_TypeError, "encode_records: records must be a list");
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "%s: records must be a list", name);
+        return -1;
     }
     Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
     if (n % 2) {
         PyErr_SetString(PyExc_ValueError, "encode_records: a flat list of key, value pairs has an even length");
-        return NULL;
+        return -1;
     }
     PyObject *k, *v;
     for (Py_ssize_t i = 0; i < n; i += 2) {
         if (record_parts(records, i, &k, &v) < 0)
-            return NULL;
+            return -1;
         total += 8 + PyBytes_GET_SIZE(k) + (v == Py_None ? 0 : PyBytes_GET_SIZE(v));
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
-    if (out == NULL)
-        return NULL;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    return total;
+}
+
+/* Write the records, checked by records_size, at p. Reads only (the list's items and
+ * their bytes): callable with the GIL released while nothing else holds the list. */
+static void
+put_records(PyObject *records, unsigned char *p)
+{
+    Py_ssize_t n = PyList_GET_SIZE(records);
     for (Py_ssize_t i = 0; i < n; i += 2) {
-        k = PyList_GET_ITEM(records, i);
-        v = PyList_GET_ITEM(records, i + 1);
+        PyObject *k = PyList_GET_ITEM(records, i);
+        PyObject *v = PyList_GET_ITEM(records, i + 1);
         uint32_t klen = (uint32_t)PyBytes_GET_SIZE(k);
         uint32_t vlen = v == Py_None ? TOMB_LEN : (uint32_t)PyBytes_GET_SIZE(v);
         for (int b = 0; b < 4; b++) {
@@ -2269,6 +2276,18 @@ encode_records(PyObject *Py_UNUSED(module), PyObject *records)
             p += vlen;
         }
     }
+}
+
+static PyObject *
+encode_records(PyObject *Py_UNUSED(module), PyObject *records)
+{
+    Py_ssize_t total = records_size(records, "encode_records");
+    if (total < 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL)
+        return NULL;
+    put_records(records, (unsigned char *)PyBytes_AS_STRING(out));
     return out;
 }
 
@@ -2295,21 +2314,9 @@ lz4_log_frame(PyObject *Py_UNUSED(module), PyObject *records)
         PyErr_Format(PyExc_RuntimeError, "LZ4 is not available: %s", lz4_missing);
         return NULL;
     }
-    if (!PyList_CheckExact(records)) {
-        PyErr_SetString(PyExc_TypeError, "lz4_log_frame: records must be a list");
+    Py_ssize_t total = records_size(records, "lz4_log_frame");
+    if (total < 0)
         return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
-    if (n % 2) {
-        PyErr_SetString(PyExc_ValueError, "encode_records: a flat list of key, value pairs has an even length");
-        return NULL;
-    }
-    PyObject *k, *v;
-    for (Py_ssize_t i = 0; i < n; i += 2) {
-        if (record_parts(records, i, &k, &v) < 0)
-            return NULL;
-        total += 8 + PyBytes_GET_SIZE(k) + (v == Py_None ? 0 : PyBytes_GET_SIZE(v));
-    }
     if (total > 0x7E000000) { /* LZ4's largest input */
         PyErr_SetString(PyExc_OverflowError, "lz4_log_frame: records too large for one frame");
         return NULL;
@@ -2328,24 +2335,7 @@ lz4_log_frame(PyObject *Py_UNUSED(module), PyObject *records)
     unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     int got;
     Py_BEGIN_ALLOW_THREADS
-    unsigned char *p = raw;
-    for (Py_ssize_t i = 0; i < n; i += 2) {
-        k = PyList_GET_ITEM(records, i);
-        v = PyList_GET_ITEM(records, i + 1);
-        uint32_t klen = (uint32_t)PyBytes_GET_SIZE(k);
-        uint32_t vlen = v == Py_None ? TOMB_LEN : (uint32_t)PyBytes_GET_SIZE(v);
-        for (int b = 0; b < 4; b++) {
-            p[b] = (unsigned char)(klen >> (8 * b));
-            p[4 + b] = (unsigned char)(vlen >> (8 * b));
-        }
-        p += 8;
-        memcpy(p, PyBytes_AS_STRING(k), klen);
-        p += klen;
-        if (v != Py_None) {
-            memcpy(p, PyBytes_AS_STRING(v), vlen);
-            p += vlen;
-        }
-    }
+    put_records(records, raw);
     got = total ? lz4_compress((const char *)raw, (char *)o + 13, (int)total, bound) : 0;
     if (got >= 0 && (total == 0 || got > 0)) {
         uint32_t plen = (uint32_t)got + 4, crc;
