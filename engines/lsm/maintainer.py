@@ -67,15 +67,15 @@ class _Signal:
 LANE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-async def run_job_on_loop(job: Job, lane: Lane, commit_lane: Lane | None = None) -> None:
+async def run_job_on_loop(job: Job, lane: Lane, commit_lane: Lane) -> None:
     """Run a job on the event loop: checkpoints yield a turn, callables (a compiled flush
-    or merge, fsync, bulk writes) go to ``lane``, a :class:`Commit` to ``commit_lane``
-    (default: ``lane``). ``LsmTree.run_job`` is the synchronous twin."""
+    or merge, fsync, bulk writes) go to ``lane``, a :class:`Commit` to ``commit_lane``.
+    ``LsmTree.run_job`` is the synchronous twin."""
     try:
         for step in job:
             if step is None:
                 await anyio.sleep(0)
-            elif isinstance(step, Commit) and commit_lane is not None:
+            elif isinstance(step, Commit):
                 await commit_lane.run(step)
             else:
                 await lane.run(step)

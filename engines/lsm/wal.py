@@ -120,7 +120,8 @@ def encode_records_py(records: Records) -> bytes:
 #: The encoder in use: the compiled one where it is built (one C call per frame instead
 #: of a Python loop over 16_384 records on the insert path), else the Python twin.
 encode_records: Callable[[Records], bytes] = native.encode_records or encode_records_py
-_FRAME_KINDS = 3  # 0 raw, 1 zlib, 2 LZ4
+#: How many frame kinds each header allows (kind < n): 0 raw, 1 zlib; 2 LZ4.
+_KINDS = {MAGIC: 2, MAGIC_LZ4: 3}
 
 
 def compressed_frame(records: Records, lz4: bool = True) -> bytes:
@@ -163,8 +164,8 @@ def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes,
     later log holds frames, so this log's last frame may be torn and is then dropped.
     Otherwise, and for a bad frame that intact frames follow, :class:`CorruptLog`."""
     data = path.read_bytes()
-    if data[:8] in (MAGIC, MAGIC_LZ4):
-        kinds = _FRAME_KINDS if data[:8] == MAGIC_LZ4 else 2
+    kinds = _KINDS.get(data[:8])
+    if kinds is not None:
         pos = 8
         while pos < len(data):
             payload, reason = _read_frame(data, pos, kinds)
@@ -186,7 +187,7 @@ def replay_file(path: Path, torn_tail_ok: bool = False) -> Iterator[tuple[bytes,
         else:
             return
     elif len(data) < 8 and (MAGIC.startswith(data) or MAGIC_LZ4.startswith(data)):
-        pos, reason, kinds = 0, f"header cut short ({len(data)} of 8 bytes)", _FRAME_KINDS
+        pos, reason, kinds = 0, f"header cut short ({len(data)} of 8 bytes)", _KINDS[MAGIC_LZ4]
     else:
         raise CorruptLog(path, 0, "not a write-ahead log (bad magic); nothing was changed")
     if not torn_tail_ok:
