@@ -1354,6 +1354,7 @@ typedef struct {
     size_t map_len;   /* its length */
     Py_ssize_t skip;  /* offset - the page boundary */
     Py_ssize_t len;   /* the buffer's length */
+    PyObject *weakreflist; /* weak references (held_files.py waits for the unmapping) */
 } IndexMap;
 
 static PyObject *
@@ -1399,8 +1400,13 @@ IndexMap_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static void
 IndexMap_dealloc(IndexMap *m)
 {
-    if (m->map != NULL)
+    if (m->weakreflist != NULL)
+        PyObject_ClearWeakRefs((PyObject *)m);
+    if (m->map != NULL) {
+        Py_BEGIN_ALLOW_THREADS /* (as mmap.mmap's dealloc: nothing else can reach it now) */
         munmap(m->map, m->map_len);
+        Py_END_ALLOW_THREADS
+    }
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -1429,6 +1435,7 @@ static PySequenceMethods IndexMap_as_sequence = {
 static PyTypeObject IndexMapType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "asyncbench.engines.lsm._native.IndexMap",
     .tp_basicsize = sizeof(IndexMap),
+    .tp_weaklistoffset = offsetof(IndexMap, weakreflist),
     .tp_dealloc = (destructor)IndexMap_dealloc,
     .tp_as_buffer = &IndexMap_as_buffer,
     .tp_as_sequence = &IndexMap_as_sequence,

@@ -14,7 +14,9 @@ are encoded and compressed (compiled: LZ4, ``native.lz4_log_frame``; see ``wal.p
 written on anyio's worker threads: until issue 40 the encoding ran on the event loop
 (18-20 % of the insert phase). A clock task ages the block caches every half ``block_cache_lifetime_ms``, and
 another releases the mapped pages of segments no read reached for ``IDLE_RELEASE_S``
-(``SegmentReader.release_pages``: they stay in the page cache, out of the RSS).
+(``SegmentReader.release_pages``: they stay in the page cache, out of the RSS); a third
+closes, on the commit lane, the deleted segment files whose mappings are gone
+(``held_files.py``: freeing a file's blocks waited on the device, on the loop).
 
 A failure in a loop is kept in ``failure`` and re-raised by ``check()`` on the next
 foreground batch rather than tearing down the caller's task.
@@ -32,7 +34,7 @@ from .commit import Commit
 from .lanes import Lane
 from .tree import Job, LsmTree
 
-__all__ = ["MAX_FROZEN", "WAL_FRAME_RECORDS", "Maintainer", "run_job_on_loop"]
+__all__ = ["HELD_POLL_S", "MAX_FROZEN", "WAL_FRAME_RECORDS", "Maintainer", "run_job_on_loop"]
 
 #: Records per compressed WAL frame.
 WAL_FRAME_RECORDS = 16_384
@@ -45,6 +47,8 @@ MAX_FROZEN = 2
 IDLE_RELEASE_S = 5.0
 #: Bytes released per step of the event loop (about 2 ms of ``madvise`` here).
 RELEASE_CHUNK = 64 << 20
+#: How often the deleted segment files held open (``held_files.py``) are looked at.
+HELD_POLL_S = 0.25
 
 
 class _Signal:
@@ -133,6 +137,7 @@ class Maintainer:
             tg.start_soon(self._wal_loop, t)
         tg.start_soon(self._clock)
         tg.start_soon(self._release_idle)
+        tg.start_soon(self._release_held)
 
     @staticmethod
     def _waker(a: _Signal, b: _Signal) -> Callable[[], None]:
@@ -208,6 +213,19 @@ class Maintainer:
                         if seg.idle():
                             for _ in seg.release_pages(RELEASE_CHUNK):
                                 await anyio.sleep(0)
+        except Exception as exc:
+            self.failure = exc
+
+    async def _release_held(self) -> None:
+        """Every ``HELD_POLL_S``: close, on the commit lane, the deleted segment files
+        whose last mapping went since (``held_files.py``), so their blocks are freed
+        there and soon, not at the next commit (a read phase has none)."""
+        try:
+            while True:
+                await anyio.sleep(HELD_POLL_S)
+                for t in self.trees:
+                    if t.held.ready:
+                        await self.commit_lane.run(t.held.release)
         except Exception as exc:
             self.failure = exc
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import weakref
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
@@ -113,6 +114,7 @@ class SegmentReader:
         self._cursors = 0
         self._seen: int | None = None  # reads() at the last ``idle``
         self._released = False  # the mapped pages were released and not read since
+        self._index_map: weakref.ref[Any] | None = None  # the index's mapping (``mappings``)
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < HEADER.size + FOOTER_SIZE:
@@ -204,6 +206,8 @@ class SegmentReader:
             raise CorruptSegment(self.path, fo, "index runs past the footer")
         # the whole index at once: mapped (held by the first keys), or read
         data = os.pread(fd, ilen, ioff) if native.index_map is None else native.index_map(fd, ioff, ilen)
+        if native.index_map is not None:
+            self._index_map = weakref.ref(data)
         index = memoryview(data)
         if len(index) != ilen or zlib.crc32(index) != icrc:
             raise CorruptSegment(self.path, ioff, "index checksum mismatch")
@@ -263,6 +267,12 @@ class SegmentReader:
         if self.raw_lengths is None:
             return self.size
         return self.size - sum(self.lengths) + sum(self.raw_lengths)
+
+    def mappings(self) -> list[Any]:
+        """The objects that map this segment's file (``held_files.py``): its own mapping
+        and, compiled, its index's (while the first keys or a lookup hold it)."""
+        index = self._index_map() if self._index_map is not None else None
+        return [self._mm] if index is None else [self._mm, index]
 
     def renamed(self, path: Path) -> None:
         """The file was renamed (a committed ``.tmp`` published): errors name the new path."""

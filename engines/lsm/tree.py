@@ -47,6 +47,7 @@ from typing import Any
 from . import native
 from .commit import Commit
 from .errors import CorruptLog, CorruptMeta, CorruptSegment, MissingStore
+from .held_files import HeldFiles
 from .memtable import Memtable
 from .merging_iterator import Cursor, compact, merge
 from .meta import META, Meta, fsync_path, read_meta, write_meta
@@ -196,6 +197,8 @@ class LsmTree:
         self._meta_lock = threading.Lock()
         #: Segments in ``segments`` whose commit step has not finished (``commit.py``).
         self._unpublished: set[int] = set()
+        #: Merged-away segment files, open until their mappings are gone (``held_files.py``).
+        self.held = HeldFiles()
         #: The only segment's lookup while exactly one exists (``_segments_changed``).
         self._one: Callable[[bytes], Any] | None = None
         #: The only segment's compiled key-range read, when it has one (``scan_keys``).
@@ -587,8 +590,10 @@ class LsmTree:
                 built.seg.renamed(built.writer.path)
                 self._unpublished.discard(built.seg.id)
             for s in sources:  # (a source's mapping outlives its file for iterators still on it)
+                self.held.hold(s.path, s.mappings())  # its last release here, not on the loop
                 s.path.unlink(missing_ok=True)
             self.wal.retire(wal_seqs)
+            self.held.release()  # earlier sources whose mappings are gone by now
 
         return Commit(run)
 
@@ -820,3 +825,4 @@ class LsmTree:
         self._segments_changed()
         for seg in self.segments:
             seg.close()
+        self.held.release_all()
