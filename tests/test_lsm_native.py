@@ -210,3 +210,16 @@ def test_the_compiled_first_key_region_is_the_python_ones_bytes(firsts: list[byt
         firsts = [k.rstrip(b"\0") or b"k" for k in firsts]
     assert native.first_keys_region is not None
     assert native.first_keys_region(firsts) == b"".join(first_keys_region_py(firsts))
+
+
+def test_nothing_can_follow_a_compiled_merge_in_its_writer(tmp_path: Path) -> None:
+    """``add_merged`` hands back its first keys already encoded (no bytes object per
+    block): an entry added after it could not join them, so it is refused."""
+    w = SegmentWriter(tmp_path / "s.sst", 16)
+    w.add_merged([{b"a": b"1", b"b": b"2"}], False)
+    with pytest.raises(ValueError, match="add_merged wrote the whole segment"):
+        w.add([b"c"], [b"3"])
+    w.finish()
+    seg = SegmentReader(tmp_path / "s.sst", 1)
+    assert seg.get(b"b") == b"2" and seg.entries == 2
+    seg.close()

@@ -21,7 +21,7 @@
  * LZ4 is False (LZ4_MISSING says why) and the Python side writes zlib (format 3) instead.
  * Why: profiled, a stabilization spent ~40 % reading memtables in key order and ~40 %
  * encoding blocks in Python, RocksDB's in C++. Here the only work under the GIL is taking
- * the dict's entries (one pass, references held) and building the index lists at the end;
+ * the dict's entries (one pass, references held) and building the index's bytes at the end;
  * sorting, decoding source blocks (checksums tested, bounds checked), merging, encoding,
  * crc32 and pwrite run with the GIL released, so a flush or merge in a worker thread uses
  * the second core while the event loop serves the foreground.
@@ -30,9 +30,10 @@
  * each of its keys and values is held by a reference taken under the GIL; a segment's
  * buffer is held through the buffer protocol (an mmap cannot be closed while exported).
  *
- * Returns (first_keys: list[bytes], offsets: bytes of u64, lengths: bytes of u32,
+ * Returns (first_keys_region: bytes, offsets: bytes of u64, lengths: bytes of u32,
  * crcs: bytes of u32, last_key: bytes | None, entries, live, end_pos, raw_lengths: bytes of
- * u32): lengths and crcs are of the stored bytes, raw_lengths of the blocks decompressed.
+ * u32): the region is the index's first keys as encode_index writes them (region_bytes),
+ * lengths and crcs are of the stored bytes, raw_lengths of the blocks decompressed.
  *
  * A compressed source block is decompressed into a buffer of its own. Entries point into
  * it until they are encoded, so when the source moves on, its previous buffer is freed at
@@ -740,6 +741,119 @@ get_buffer(PyObject *o, Py_buffer *view, const char *what, Py_ssize_t itemsize)
     return 0;
 }
 
+/* --- the first-key region of a segment index ------------------------------------------
+ *
+ * The bytes segment_writer.encode_index writes before the index's columns: u32 width,
+ * u32 kind, then the first keys fixed (kind 1: all one width), padded with zeros to the
+ * widest (kind 2: none empty, none ending in a zero byte) or mixed (kind 0: u32 end of
+ * each, then the keys). Built from a list of bytes (first_keys_region, the Python
+ * writer's) or from a merge's own copy of its first keys (write_blocks): the merge used
+ * to hand back one bytes object per block (625_000 for a 10M-entry tree) for this to
+ * read again, all made, read and freed under the GIL while the event loop waited.
+ */
+typedef struct {
+    PyObject *list;              /* a list of bytes (checked by the caller), or NULL: */
+    const unsigned char *base;   /* the keys copied one after another, */
+    const Entry *spans;          /* key i at base + spans[i].vlen, spans[i].klen long */
+    Py_ssize_t n;
+} FirstKeys;
+
+static inline const char *
+fk_at(const FirstKeys *f, Py_ssize_t i, Py_ssize_t *len)
+{
+    if (f->list != NULL) {
+        PyObject *k = PyList_GET_ITEM(f->list, i);
+        *len = PyBytes_GET_SIZE(k);
+        return PyBytes_AS_STRING(k);
+    }
+    *len = f->spans[i].klen;
+    return (const char *)f->base + f->spans[i].vlen;
+}
+
+/* The region's kind and width and its size in bytes; -1 with *why set if it cannot be
+ * written. Reads only: callable with the GIL released. */
+static Py_ssize_t
+region_layout(const FirstKeys *f, uint32_t *kind, Py_ssize_t *width, const char **why)
+{
+    Py_ssize_t minw = PY_SSIZE_T_MAX, maxw = 0, total = 0, w;
+    int empty = 0, zero_end = 0;
+    for (Py_ssize_t i = 0; i < f->n; i++) {
+        const char *k = fk_at(f, i, &w);
+        if (w > 0xFFFFFFFFL) {
+            *why = "first_keys_region: a first key of 4 GiB or more";
+            return -1;
+        }
+        minw = w < minw ? w : minw;
+        maxw = w > maxw ? w : maxw;
+        total += w;
+        if (w == 0)
+            empty = 1;
+        else if (k[w - 1] == 0)
+            zero_end = 1;
+    }
+    /* the layouts of encode_index, in its order of preference */
+    *kind = (maxw && minw == maxw) ? 1u : (maxw && !empty && !zero_end) ? 2u : 0u;
+    if (total > 0xFFFFFFFFL && *kind == 0) {
+        *why = "first_keys_region: first keys of 4 GiB or more";
+        return -1;
+    }
+    *width = maxw;
+    return 8 + (*kind == 0 ? 4 * f->n + total : f->n * maxw);
+}
+
+/* Write the region region_layout measured at p. Reads only (see region_layout). */
+static void
+region_put(const FirstKeys *f, uint32_t kind, Py_ssize_t maxw, unsigned char *p)
+{
+    Py_ssize_t w;
+    uint32_t head[2] = {kind == 0 ? 0u : (uint32_t)maxw, kind};
+    for (int h = 0; h < 2; h++)
+        for (int b = 0; b < 4; b++)
+            *p++ = (unsigned char)(head[h] >> (8 * b));
+    if (kind == 0) {
+        uint32_t end = 0;
+        for (Py_ssize_t i = 0; i < f->n; i++) {
+            (void)fk_at(f, i, &w);
+            end += (uint32_t)w;
+            for (int b = 0; b < 4; b++)
+                *p++ = (unsigned char)(end >> (8 * b));
+        }
+    }
+    for (Py_ssize_t i = 0; i < f->n; i++) {
+        const char *k = fk_at(f, i, &w);
+        memcpy(p, k, (size_t)w);
+        p += w;
+        if (kind == 2 && w < maxw) {
+            memset(p, 0, (size_t)(maxw - w));
+            p += maxw - w;
+        }
+    }
+}
+
+/* The region as a new bytes object: measured and written with the GIL released (the
+ * keys are the caller's own: a list nothing else holds, or the merge's copy). */
+static PyObject *
+region_bytes(const FirstKeys *f)
+{
+    uint32_t kind;
+    Py_ssize_t width, size;
+    const char *why = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    size = region_layout(f, &kind, &width, &why);
+    Py_END_ALLOW_THREADS
+    if (size < 0) {
+        PyErr_SetString(PyExc_OverflowError, why);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    region_put(f, kind, width, (unsigned char *)PyBytes_AS_STRING(out));
+    Py_END_ALLOW_THREADS
+    return out;
+}
+
 /* The entries of a dict source (``s->dict``, ``s->nents`` its size when the call
  * began), called with the GIL released: PyDict_Next only reads the dict's table and
  * returns borrowed references, and a bytes object's size and data never change, so
@@ -980,20 +1094,10 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     {
-        PyObject *firsts = PyList_New((Py_ssize_t)w.nfirsts);
+        FirstKeys fk = {.base = w.fkeys.p, .spans = w.firsts, .n = (Py_ssize_t)w.nfirsts};
+        PyObject *firsts = region_bytes(&fk);
         if (firsts == NULL)
             goto done;
-        for (size_t j = 0; j < w.nfirsts; j++) {
-            PyObject *kb = w.firsts[j].klen
-                               ? PyBytes_FromStringAndSize((const char *)w.fkeys.p + w.firsts[j].vlen,
-                                                           w.firsts[j].klen)
-                               : PyBytes_FromStringAndSize("", 0);
-            if (kb == NULL) {
-                Py_DECREF(firsts);
-                goto done;
-            }
-            PyList_SET_ITEM(firsts, (Py_ssize_t)j, kb);
-        }
         PyObject *last = w.has_last ? PyBytes_FromStringAndSize((const char *)w.lastk.p, (Py_ssize_t)w.lastk.len)
                                     : Py_NewRef(Py_None);
         /* "y#" makes None of a NULL pointer: an empty result still gives bytes */
@@ -2386,61 +2490,14 @@ first_keys_region(PyObject *Py_UNUSED(module), PyObject *firsts)
         PyErr_SetString(PyExc_TypeError, "first_keys_region: first keys must be a list");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(firsts), minw = PY_SSIZE_T_MAX, maxw = 0, total = 0;
-    int empty = 0, zero_end = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyList_GET_ITEM(firsts, i);
-        if (!PyBytes_Check(k)) {
+    FirstKeys f = {.list = firsts, .n = PyList_GET_SIZE(firsts)};
+    for (Py_ssize_t i = 0; i < f.n; i++) {
+        if (!PyBytes_Check(PyList_GET_ITEM(firsts, i))) {
             PyErr_SetString(PyExc_TypeError, "first_keys_region: first keys must be bytes");
             return NULL;
         }
-        Py_ssize_t w = PyBytes_GET_SIZE(k);
-        if (w > 0xFFFFFFFFL) {
-            PyErr_SetString(PyExc_OverflowError, "first_keys_region: a first key of 4 GiB or more");
-            return NULL;
-        }
-        minw = w < minw ? w : minw;
-        maxw = w > maxw ? w : maxw;
-        total += w;
-        if (w == 0)
-            empty = 1;
-        else if (PyBytes_AS_STRING(k)[w - 1] == 0)
-            zero_end = 1;
     }
-    /* the layouts of encode_index, in its order of preference */
-    uint32_t kind = (maxw && minw == maxw) ? 1u : (maxw && !empty && !zero_end) ? 2u : 0u;
-    if (total > 0xFFFFFFFFL && kind == 0) {
-        PyErr_SetString(PyExc_OverflowError, "first_keys_region: first keys of 4 GiB or more");
-        return NULL;
-    }
-    Py_ssize_t size = 8 + (kind == 0 ? 4 * n + total : n * maxw);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
-    if (out == NULL)
-        return NULL;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
-    uint32_t head[2] = {kind == 0 ? 0u : (uint32_t)maxw, kind};
-    for (int h = 0; h < 2; h++)
-        for (int b = 0; b < 4; b++)
-            *p++ = (unsigned char)(head[h] >> (8 * b));
-    if (kind == 0) {
-        uint32_t end = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            end += (uint32_t)PyBytes_GET_SIZE(PyList_GET_ITEM(firsts, i));
-            for (int b = 0; b < 4; b++)
-                *p++ = (unsigned char)(end >> (8 * b));
-        }
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyList_GET_ITEM(firsts, i);
-        Py_ssize_t w = PyBytes_GET_SIZE(k);
-        memcpy(p, PyBytes_AS_STRING(k), (size_t)w);
-        p += w;
-        if (kind == 2 && w < maxw) {
-            memset(p, 0, (size_t)(maxw - w));
-            p += maxw - w;
-        }
-    }
-    return out;
+    return region_bytes(&f);
 }
 
 PyDoc_STRVAR(first_keys_region_doc,
@@ -2448,8 +2505,8 @@ PyDoc_STRVAR(first_keys_region_doc,
              "u32 kind, the keys fixed, padded or mixed), as segment_writer.encode_index writes it.");
 
 PyDoc_STRVAR(write_blocks_doc,
-             "write_blocks(fd, pos, sources, step, drop_tombstones[, level]) -> (first_keys, offsets, lengths,\n"
-             "crcs, last_key, entries, live, end_pos, raw_lengths): merge sorted sources (newest first: dicts\n"
+             "write_blocks(fd, pos, sources, step, drop_tombstones[, level]) -> (first_keys_region, offsets,\n"
+             "lengths, crcs, last_key, entries, live, end_pos, raw_lengths): merge sorted sources (newest first: dicts\n"
              "or (buffer, offsets, lengths, crcs[, file_mapping[, raw_lengths]]) segments) into data blocks\n"
              "written at pos of fd, each compressed at zlib `level` when it is 1..9, an LZ4 block when it is -1.");
 

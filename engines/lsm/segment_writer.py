@@ -119,21 +119,24 @@ class BlockRun:
 
 
 def encode_index(
-    firsts: list[bytes],
+    firsts: list[bytes] | bytes,
     offsets: array[int],
     lengths: array[int],
     crcs: array[int],
     last: bytes,
     raw_lengths: array[int] | None = None,
 ) -> bytes:
-    """The index region (layout in the module doc); ``raw_lengths`` for format 3. The
-    first keys go through the compiled ``first_keys_region`` where it is built: a merge's
-    index holds a first key per block, and this layout test and padding in Python held
-    the GIL on the merge lane (about 1.8 s of a 10M-profile insert) while the event loop
-    waited."""
+    """The index region (layout in the module doc); ``raw_lengths`` for format 3.
+    ``firsts``: the first keys, or their region already encoded (the compiled merge's,
+    ``add_merged``). The first keys go through the compiled ``first_keys_region`` where
+    it is built: a merge's index holds a first key per block, and this layout test and
+    padding in Python held the GIL on the merge lane (about 1.8 s of a 10M-profile
+    insert) while the event loop waited."""
     assert offsets.itemsize == 8 and lengths.itemsize == crcs.itemsize == 4
     raw = [] if raw_lengths is None else [raw_lengths.tobytes()]
     tail = [offsets.tobytes(), lengths.tobytes(), crcs.tobytes(), *raw, _U32.pack(len(last)), last]
+    if isinstance(firsts, bytes):
+        return b"".join([firsts, *tail])
     if native.first_keys_region is not None:
         return b"".join([native.first_keys_region(firsts), *tail])
     return b"".join([*first_keys_region_py(firsts), *tail])
@@ -176,6 +179,9 @@ class SegmentWriter:
         self._vals: list[bytes | None] = []
         # the index, encoded by ``finish``
         self._firsts: list[bytes] = []
+        #: The first keys' region as ``add_merged``'s compiled merge encoded it (then
+        #: ``_firsts`` stays empty: no bytes object per block).
+        self._firsts_region: bytes | None = None
         self._offsets = array("Q")
         self._lengths = array("I")
         self._crcs = array("I")
@@ -244,16 +250,16 @@ class SegmentWriter:
         write = native.write_blocks
         if write is None:
             raise RuntimeError(f"the compiled LSM writer is not available: {native.FALLBACK_REASON}")
-        if self._firsts or self._keys:
+        if self._firsts or self._keys or self._firsts_region is not None:
             raise ValueError("add_merged writes a whole segment: the writer must be empty")
         self._f.flush()
         level = _NATIVE_LEVEL[self.codec] if self.codec is not None else 0
-        firsts, offsets, lengths, crcs, last, entries, live, end, raw_lengths = write(
+        region, offsets, lengths, crcs, last, entries, live, end, raw_lengths = write(
             self._f.fileno(), self._pos, sources, self.step, drop_tombstones, level
         )
         self._f.seek(end)
         self._pos = end
-        self._firsts = firsts
+        self._firsts_region = region
         self._offsets.frombytes(offsets)
         self._lengths.frombytes(lengths)
         self._crcs.frombytes(crcs)
@@ -264,6 +270,8 @@ class SegmentWriter:
         self.live += live
 
     def _check_order(self, first: bytes) -> None:
+        if self._firsts_region is not None:
+            raise ValueError("add_merged wrote the whole segment: nothing can follow it")
         if self._last is not None and first <= self._last:
             raise ValueError("segment keys must be strictly increasing")
 
@@ -305,9 +313,10 @@ class SegmentWriter:
             self._keys, self._vals = [], []
         last = self._last or b""
         raw = self._raw_lengths if self.codec is not None else None
-        index = encode_index(self._firsts, self._offsets, self._lengths, self._crcs, last, raw)
-        footer = FOOTER.pack(
-            self._pos, len(index), self.entries, self.live, len(self._firsts), zlib.crc32(index)
+        firsts = self._firsts if self._firsts_region is None else self._firsts_region
+        index = encode_index(firsts, self._offsets, self._lengths, self._crcs, last, raw)
+        footer = FOOTER.pack(  # (a block count: one length per block)
+            self._pos, len(index), self.entries, self.live, len(self._lengths), zlib.crc32(index)
         )
         self._f.write(index)
         self._f.write(footer + _U32.pack(zlib.crc32(footer)) + FOOTER_MAGIC)
