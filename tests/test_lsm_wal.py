@@ -226,6 +226,22 @@ def test_the_writer_writes_lz4_frames_of_exactly_the_encoded_records(tmp_path: P
     assert wal_module.native.lz4_log_frame([]) and list(decode_records(b"")) == []
 
 
+@needs_lz4
+@pytest.mark.parametrize("encoder", ["lz4_log_frame", "encode_records"])
+def test_bad_records_are_refused_with_the_same_errors(encoder: str) -> None:
+    """The records are checked with the GIL released (``records_scan``): a bad one still
+    raises the same error, and nothing is written."""
+    encode = getattr(wal_module.native, encoder)
+    with pytest.raises(TypeError, match="records must be a list"):
+        encode((b"k", b"v"))
+    with pytest.raises(ValueError, match="even length"):
+        encode([b"k"])
+    for bad in ([b"k", "v"], ["k", b"v"], [b"a", b"1", b"k", 3]):
+        with pytest.raises(TypeError, match="keys must be bytes and values bytes or None"):
+            encode(bad)
+    assert encode([b"k", None]) and encode([b"k", b"v"])
+
+
 def test_logs_of_zlib_frames_still_replay(tmp_path: Path) -> None:
     """Logs written before the log went LZ4 (kind 1) and raw frames (kind 0) replay."""
     path = wal_path(tmp_path, 1)
