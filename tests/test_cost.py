@@ -105,8 +105,10 @@ def test_lsm_device_writes_cover_what_the_engine_says_it_wrote(lsm_run: RunResul
     cost = insert.cost
     assert cost is not None and cost.client_write_bytes is not None
     engine_says = sum(cost.engine_written.values())
-    assert cost.engine_written["logged"] > 0  # the insert's records reached the log
     assert cost.client_write_bytes + PAGE_SLACK >= engine_says
+    # the insert's records reached the log: in the insert phase, or (a 5k insert is shorter
+    # than the log writer's 0.1 s wait between frames, maintainer.WAL_POLL_S) in a later one
+    assert sum(p.cost.engine_written["logged"] for p in lsm_run.engines[0].phases if p.cost) > 0
     # (not phase by phase: a flush or merge that runs across a phase's end has its device
     # bytes in both phases but is counted by the engine when it finishes; the stabilization
     # after a write phase waits for them, so the two sides meet over the run: next test)

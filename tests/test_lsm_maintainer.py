@@ -80,3 +80,50 @@ def test_a_settle_right_after_a_stabilization_has_nothing_to_fsync(
 
     anyio.run(run)
     tree.close()
+
+
+def test_the_log_writer_waits_between_frames_and_a_stabilization_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZoneTree's wait: a log writer waits ``WAL_POLL_S`` after a frame unless a full
+    frame is queued, so the records of a busy loop go out as one frame a wait (taking
+    whatever was queued at every turn, the five trees wrote ~130 small frames a second,
+    each a worker-thread turn taking the GIL from the loop). A stabilization does not
+    wait it out: it wakes the writers."""
+    from asyncbench.engines.lsm import maintainer as maint_mod
+    from asyncbench.engines.lsm.wal import WriteAheadLog
+
+    frames: list[int] = []
+    real = WriteAheadLog.write_records
+
+    def write_records(self: WriteAheadLog, log: object, records: list) -> None:
+        frames.append(len(records) // 2)
+        real(self, log, records)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WriteAheadLog, "write_records", write_records)
+    tree = LsmTree(tmp_path, TreeOptions(mutable_segment_max_item_count=1_000_000))
+
+    async def run() -> float:
+        maint = Maintainer([tree], 60_000)
+        async with anyio.create_task_group() as tg:
+            maint.start(tg)
+            start = anyio.current_time()
+            i = 0
+            while anyio.current_time() - start < 1.0:  # a tree's share of an insert, for 1 s
+                for _ in range(100):
+                    tree.upsert(b"%08d" % i, b"v")
+                    i += 1
+                await anyio.sleep(0.001)
+            before = anyio.current_time()
+            monkeypatch.setattr(maint_mod, "WAL_POLL_S", 30.0)  # a long wait: the stabilization must wake it
+            await maint.wait_idle()
+            woke = anyio.current_time() - before
+            maint.stop()
+            tg.cancel_scope.cancel()
+        return woke
+
+    woke = anyio.run(run)
+    assert sum(frames) == tree.count()  # every record logged once
+    assert len(frames) <= 20, frames  # a frame a wait (~10 in 1 s of WAL_POLL_S = 0.1), not one a turn
+    assert woke < 5.0
+    tree.close()

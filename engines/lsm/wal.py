@@ -353,6 +353,10 @@ class WriteAheadLog:
     def has_work(self) -> bool:
         return bool(self.pending or self.queue)
 
+    def backlog(self) -> int:
+        """Records queued and not yet taken."""
+        return (len(self.pending) + sum(len(records) for _log, records in self.queue)) // 2
+
     def take(self, limit: int = 1 << 61) -> tuple[_LogFile, Records] | None:
         """The oldest queued records (at most ``limit`` records, flat: twice as many
         items) and their file, or None. Taken records must be written before anything
