@@ -12,12 +12,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import anyio
 import pytest
+from lsm_load import load_and_stabilize
 
 from asyncbench.engines.lsm import tree as tree_mod
 from asyncbench.engines.lsm.commit import Commit
-from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.meta import read_meta
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
@@ -57,20 +56,7 @@ def test_commits_run_on_the_commit_lane_and_each_file_step_follows_its_manifest(
     monkeypatch.setattr(SegmentWriter, "publish", publish)
     monkeypatch.setattr(WriteAheadLog, "retire", retire)
 
-    async def run() -> None:
-        maint = Maintainer([tree], 60_000)
-        async with anyio.create_task_group() as tg:
-            maint.start(tg)
-            for i in range(20_000):
-                tree.upsert(b"k%07d" % i, b"v%d" % i)
-                if i % 500 == 0:
-                    await maint.throttle()
-                    await anyio.sleep(0)
-            await maint.wait_idle()
-            maint.stop()
-            tg.cancel_scope.cancel()
-
-    anyio.run(run)
+    load_and_stabilize(tree, 20_000)
     assert len(published) >= 10 and len(retired) >= 10  # the flushes and the merges
     assert writers and all(name.startswith("lsm-commit") for name in writers), set(writers)
     assert len(tree.segments) == 1 and tree.count() == 20_000

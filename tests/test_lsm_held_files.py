@@ -16,10 +16,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from lsm_load import load_and_stabilize
 
 from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.held_files import HeldFiles
-from asyncbench.engines.lsm.maintainer import HELD_POLL_S, Maintainer
+from asyncbench.engines.lsm.maintainer import HELD_POLL_S
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
 
@@ -122,24 +123,13 @@ def test_the_maintainer_releases_held_files_on_the_commit_lane(tmp_path: Path, m
 
     monkeypatch.setattr(HeldFiles, "release", release)
 
-    async def run() -> None:
-        maint = Maintainer([tree], 60_000)
-        async with anyio.create_task_group() as tg:
-            maint.start(tg)
-            for i in range(20_000):
-                tree.upsert(b"k%07d" % i, b"v%d" % i)
-                if i % 500 == 0:
-                    await maint.throttle()
-                    await anyio.sleep(0)
-            await maint.wait_idle()
-            gc.collect()
-            with anyio.fail_after(10):
-                while len(tree.held):
-                    await anyio.sleep(HELD_POLL_S / 4)
-            maint.stop()
-            tg.cancel_scope.cancel()
+    async def released() -> None:
+        gc.collect()
+        with anyio.fail_after(10):
+            while len(tree.held):
+                await anyio.sleep(HELD_POLL_S / 4)
 
-    anyio.run(run)
+    load_and_stabilize(tree, 20_000, then=released)
     assert threads and all(name.startswith("lsm-commit") for name in threads), set(threads)
     assert [t for t in _fd_targets() if t.startswith(str(tmp_path)) and t.endswith("(deleted)")] == []
     assert tree.count() == 20_000
