@@ -144,3 +144,17 @@ def _fd_targets() -> list[str]:
         except OSError:
             continue
     return out
+
+
+def test_a_link_in_the_files_place_is_not_followed(tmp_path: Path) -> None:
+    """Only the tree's own file is held: a symlink where it stood is not opened."""
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"z" * 4096)
+    with open(target, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    link = tmp_path / "seg-9.sst"
+    link.symlink_to(target)
+    held = HeldFiles()
+    held.hold(link, [mm])
+    assert len(held) == 0 and target.read_bytes() == b"z" * 4096
+    mm.close()

@@ -57,7 +57,7 @@ class HeldFiles:
         if not refs:
             return
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)  # the tree's own file, never a link's target
         except OSError:
             return
         with self._lock:
@@ -72,9 +72,7 @@ class HeldFiles:
             for h in self._held:
                 (done if all(_unmapped(r) for r in h[1]) else keep).append(h)
             self._held = keep
-        for fd, _refs in done:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close(done)
         return len(done)
 
     def release_all(self) -> None:
@@ -83,12 +81,17 @@ class HeldFiles:
         with self._lock:
             done, self._held = self._held, []
             self.ready = False
-        for fd, _refs in done:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close(done)
 
 
 def _unmapped(ref: weakref.ref[Any]) -> bool:
     """The mapping is freed, or closed (``mmap.close``)."""
     m = ref()
     return m is None or bool(getattr(m, "closed", False))
+
+
+def _close(held: list[tuple[int, list[weakref.ref[Any]]]]) -> None:
+    """Close the descriptors of ``held`` (outside the lock: a close may wait on the device)."""
+    for fd, _refs in held:
+        with contextlib.suppress(OSError):
+            os.close(fd)

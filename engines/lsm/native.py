@@ -109,7 +109,8 @@ encode_records: Callable[[list[bytes | None]], bytes] | None = None
 lz4_log_frame: Callable[[list[bytes | None]], bytes] | None = None
 #: ``first_keys_region(first_keys)``: the first-key region of a segment index in one C
 #: call, the bytes ``segment_writer.encode_index`` writes in Python; None on the
-#: pure-Python path.
+#: pure-Python path. It reads the list with the GIL released: pass a list nothing else
+#: can change meanwhile (a writer's own).
 first_keys_region: Callable[[list[bytes]], bytes] | None = None
 #: Whether the compiled module loaded ``liblz4.so.1`` (``write_blocks`` level -1, LZ4
 #: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
