@@ -37,11 +37,16 @@ def _open_deleted(path: Path) -> int:
     return n
 
 
+def _mapped(path: Path, data: bytes) -> mmap.mmap:
+    """``path`` written with ``data`` and mapped read-only."""
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 def test_a_held_file_stays_open_while_mapped_and_closes_after(tmp_path: Path) -> None:
     path = tmp_path / "seg-1.sst"
-    path.write_bytes(b"x" * 8192)
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mm = _mapped(path, b"x" * 8192)
     held = HeldFiles()
     held.hold(path, [mm])
     path.unlink()
@@ -62,9 +67,7 @@ def test_a_closed_mapping_counts_as_gone_and_release_all_closes_the_rest(tmp_pat
     maps = []
     for i in range(2):
         p = tmp_path / f"f{i}"
-        p.write_bytes(b"y" * 4096)
-        with open(p, "rb") as f:
-            maps.append(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+        maps.append(_mapped(p, b"y" * 4096))
         held.hold(p, [maps[-1]])
         p.unlink()
     maps[0].close()
@@ -149,9 +152,7 @@ def _fd_targets() -> list[str]:
 def test_a_link_in_the_files_place_is_not_followed(tmp_path: Path) -> None:
     """Only the tree's own file is held: a symlink where it stood is not opened."""
     target = tmp_path / "elsewhere"
-    target.write_bytes(b"z" * 4096)
-    with open(target, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mm = _mapped(target, b"z" * 4096)
     link = tmp_path / "seg-9.sst"
     link.symlink_to(target)
     held = HeldFiles()
