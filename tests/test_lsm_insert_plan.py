@@ -5,10 +5,13 @@ series that measures it runs this plan (docs/results/scaling.md). Its figures co
 with the reference plan's insert only while it is that insert: the same seed (which
 decides the records' fields), batch size and engine settings, and the same inserts (the
 insert checksum folds each inserted uid, so it checks the count and order, not the seed).
+``benchmarks/lsm-maintenance.toml`` makes the same promise for the write path and
+maintenance, and is held to it here too.
 """
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT
 
 from asyncbench.config.plan import load
@@ -17,9 +20,17 @@ PLAN = ROOT / "benchmarks" / "lsm-insert.toml"
 REFERENCE = ROOT / "benchmarks.toml"
 
 
-def test_plan_is_the_reference_plans_insert_with_its_settings() -> None:
-    plan, reference = load(PLAN), load(REFERENCE)
-    assert [p.kind for p in plan.phases] == ["insert"]
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("lsm-insert.toml", ["insert"]),
+        # its twin, which makes the same promise (docs/lsm.md): the write path and maintenance
+        ("lsm-maintenance.toml", ["insert", "stabilize", "settle", "reopen", "verify"]),
+    ],
+)
+def test_plan_keeps_the_reference_plans_settings(name: str, kinds: list[str]) -> None:
+    plan, reference = load(ROOT / "benchmarks" / name), load(REFERENCE)
+    assert [p.kind for p in plan.phases] == kinds
     assert plan.engine_settings == reference.engine_settings
     for key in ("profiles", "parallelism", "seed", "limit", "batch_size", "isolate", "workload"):
         assert getattr(plan, key) == getattr(reference, key), key
