@@ -29,6 +29,7 @@ from asyncbench.facts import EngineFacts
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
 from asyncbench.limits import MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
 from asyncbench.rate import Arrivals, Rate
+from asyncbench.slo import PERCENTILES
 from asyncbench.workload import Action, Group, PhaseKind
 from asyncbench.workloads import DEFAULT, select, workload
 from asyncbench.workloads import REGISTRY as WORKLOADS
@@ -46,10 +47,12 @@ __all__ = [
     "PhaseResult",
     "PlanPhase",
     "ClientProcess",
+    "Gates",
     "ResultError",
     "RunResult",
     "Status",
     "ThroughputRow",
+    "VerdictRecord",
     "exit_code",
     "write_atomic",
 ]
@@ -58,6 +61,9 @@ __all__ = [
 SCHEMA = 2
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: No verdict failed, and at least one could not be decided (the client was late, the
+#: machine loaded, a phase interrupted): neither a pass nor an engine's failure.
+EXIT_INCONCLUSIVE = 3
 
 
 class ResultError(ValueError):
@@ -145,6 +151,10 @@ class OpenLoop:
     #: worker's previous end (the wake-up and hops the harness added), p99 and max.
     delay_p99_ns: int = 0
     delay_max_ns: int = 0
+    #: The same delay at every percentile a bound may name (asyncbench.slo.PERCENTILES ->
+    #: ns), so a verdict at p50 or p999 weighs the client's lateness at that percentile;
+    #: empty in older results (a verdict then uses p99, or the max above p99).
+    delay_ns: dict[str, int] = field(default_factory=dict)
     #: Per second of the phase, as ``PhaseResult.time_series`` but of the response time.
     response_series: list[list[float]] | None = None
     #: As ``PhaseResult.latency_over_time`` (the same slices) but of the response time.
@@ -157,6 +167,10 @@ class OpenLoop:
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _ordered(where, [("lag_p99_ns", self.lag_p99_ns), ("lag_max_ns", self.lag_max_ns)])
         _ordered(where, [("delay_p99_ns", self.delay_p99_ns), ("delay_max_ns", self.delay_max_ns)])
+        for name, ns in self.delay_ns.items():
+            if name not in PERCENTILES:
+                raise ResultError(f"{where}.delay_ns.{name}: not a percentile ({', '.join(PERCENTILES)})")
+            _at_least(f"{where}.delay_ns.{name}", ns, 0)
         _check_slices(f"{where}.response_series", self.response_series)
         _check_slices(f"{where}.response_over_time", self.response_over_time)
 
@@ -617,6 +631,57 @@ class EngineResult:
 
 
 @dataclass
+class Gates:
+    """What the run was asked to judge, kept with its figures so ``report`` draws the same
+    verdicts (asyncbench.measure.verdicts) from the result alone: the latency bounds
+    (``--slo``/``[slo]``: percentile -> ns, for every bounded phase, and per phase kind), the
+    rate check (``--check-rate``) and the capacities required (``--require-rate``)."""
+
+    slo_ns: dict[str, int] = field(default_factory=dict)
+    slo_kinds_ns: dict[str, dict[str, int]] = field(default_factory=dict)
+    check_rate: bool = False
+    require_rate: dict[str, float] = field(default_factory=dict)
+
+    def bounds_for(self, kind: str) -> dict[str, int]:
+        """The bounds a phase of ``kind`` is judged by: its kind's own, else the run's."""
+        return self.slo_kinds_ns.get(kind) or self.slo_ns
+
+    @property
+    def any(self) -> bool:
+        return bool(self.slo_ns or self.slo_kinds_ns or self.check_rate or self.require_rate)
+
+    def check(self, where: str) -> None:
+        for key, bounds in [("slo_ns", self.slo_ns), *((f"slo_kinds_ns.{k}", b) for k, b in self.slo_kinds_ns.items())]:
+            for name, ns in bounds.items():
+                if name not in PERCENTILES:
+                    raise ResultError(f"{where}.{key}.{name}: not a percentile ({', '.join(PERCENTILES)})")
+                _at_least(f"{where}.{key}.{name}", ns, 1)
+        for kind, rate in self.require_rate.items():
+            if not rate > 0:
+                raise ResultError(f"{where}.require_rate.{kind}: expected a positive rate, got {rate!r}")
+
+
+@dataclass
+class VerdictRecord:
+    """One verdict as the result JSON carries it (asyncbench.measure.verdicts draws it from
+    the figures and :class:`Gates`; written with the result for readers of the JSON, drawn
+    again by ``report``): PASS, FAIL or INCONCLUSIVE, with its reason."""
+
+    engine: str
+    judged: str  # engine, checksums, slo, rate, capacity
+    outcome: str  # PASS, FAIL, INCONCLUSIVE
+    reason: str
+    phase: str | None = None
+    index: int | None = None
+    repeat: int = 0
+    gating: bool = True
+
+    def check(self, where: str) -> None:
+        if self.outcome not in ("PASS", "FAIL", "INCONCLUSIVE"):
+            raise ResultError(f"{where}.outcome: {self.outcome!r} is not PASS, FAIL or INCONCLUSIVE")
+
+
+@dataclass
 class ThroughputRow:
     """One engine's throughput over the measured repeats of one operation phase (ops/s)."""
 
@@ -668,6 +733,10 @@ class RunResult:
     accelerated: bool = True
     #: The workload the plan ran (asyncbench.workloads); older results: the profile store.
     workload: str = DEFAULT
+    #: What the run was asked to judge (the verdicts' thresholds); none in older results.
+    gates: Gates = field(default_factory=Gates)
+    #: The verdicts drawn from the figures and ``gates`` when the result was written.
+    verdicts: list[VerdictRecord] = field(default_factory=list)
     schema: int = SCHEMA
 
     def to_json(self) -> bytes:

@@ -26,7 +26,18 @@ from dataclasses import dataclass
 
 from asyncbench.parse import parse_count, parse_seconds
 
-__all__ = ["PERCENTILES", "Bound", "Slo", "make_slo", "parse_bound_ns", "parse_requirement", "parse_slo_text"]
+__all__ = [
+    "CLIENT_LATE_SHARE",
+    "PERCENTILES",
+    "Bound",
+    "Slo",
+    "client_late",
+    "make_slo",
+    "ns_text",
+    "parse_bound_ns",
+    "parse_requirement",
+    "parse_slo_text",
+]
 
 #: The percentiles a bound may name, and the quantile each stands for.
 PERCENTILES: dict[str, float] = {
@@ -37,6 +48,19 @@ PERCENTILES: dict[str, float] = {
     "p999": 0.999,
     "p9999": 0.9999,
 }
+#: The client is late for a bound when its own schedule delay at the bound's percentile
+#: takes at least this share of the bound. The delay is the harness's lateness in issuing
+#: operations (asyncbench.measure.latency_recorder): it is inside every response time, and
+#: no engine could meet a bound whose budget the client already spent half of. A bound
+#: missed then is no verdict on the engine: INCONCLUSIVE, naming the delay.
+CLIENT_LATE_SHARE = 0.5
+
+
+def client_late(delay_ns: int, bound_ns: int) -> bool:
+    """The client's own delay is large enough to decide the bound (:data:`CLIENT_LATE_SHARE`)."""
+    return delay_ns >= CLIENT_LATE_SHARE * bound_ns
+
+
 _UNITS = {"us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BOUND = re.compile(r"(.*?)(us|µs|ms|s)")
 #: No bound above an hour: a larger one is a typo (and keeps the ns figure an exact int).
@@ -90,6 +114,11 @@ def bounds_text(bounds: Mapping[str, int]) -> str:
     """``p99 ≤ 2 ms, p999 ≤ 10 ms`` from percentile -> bound in ns: an Slo's, and a
     recorded capacity's (the report and compare), written one way."""
     return ", ".join(f"{name} ≤ {_ns_text(ns)}" for name, ns in bounds.items())
+
+
+def ns_text(ns: int) -> str:
+    """``2 ms``, ``500 µs``, ``1.5 s``: a duration as the verdicts and bounds print it."""
+    return _ns_text(ns)
 
 
 def _ns_text(ns: int) -> str:

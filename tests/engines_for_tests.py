@@ -314,3 +314,31 @@ class FixedServiceWorker:
         n = len(ops.rows())  # type: ignore[attr-defined]
         await self._batch(n, marks)
         return [0] * n
+
+
+class HoggingEngine(MemoryEngine):
+    """The memory engine beside a thread that spins in Python holding the GIL (from the first
+    read on, for ``ASYNCBENCH_TEST_HOG_SECONDS``, default 20): the event loop waits for the
+    interpreter up to a switch interval at every wake-up, so the harness issues its
+    operations late while each read stays a memory read. The client late, not the engine:
+    the verdicts' INCONCLUSIVE (issue 51)."""
+
+    name = "hogging"
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        if not getattr(self, "_hog", None):
+            import os
+            import threading
+            import time
+
+            until = time.monotonic() + float(os.environ.get("ASYNCBENCH_TEST_HOG_SECONDS", "20"))
+
+            def spin() -> None:
+                x = 0
+                while time.monotonic() < until:
+                    for _ in range(10_000):
+                        x += 1
+
+            self._hog = threading.Thread(target=spin, daemon=True)
+            self._hog.start()
+        return await super().read_by_id(uids, marks)

@@ -28,11 +28,20 @@ from asyncbench.measure.aggregate import throughput_stats, unstable_phases
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
-from asyncbench.report import headline
+from asyncbench.measure.verdicts import exit_status, judge_run, records
+from asyncbench.report import headline, verdict_table
 from asyncbench.report.capacity import gate_failures, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
-from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
+from asyncbench.result import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RunResult,
+    exit_code,
+)
 from asyncbench.run import isolation
 from asyncbench.run.logs import LogFile, open_log
 from asyncbench.run.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
@@ -107,18 +116,24 @@ class RunOutcome:
     interrupted: bool = False
     save_failed: bool = False
     log_failed: bool = False
-    rate_missed: bool = False  # --check-rate: a phase at a target rate fell >5 % short
-    capacity_short: bool = False  # --require-rate: an engine's capacity below the rate required
 
     def exit_code(self) -> int:
         """130 interrupted; 1 a failure, a timeout, disagreeing checksums, a result or the
-        log not written, (``--check-rate``) a missed rate, or (``--require-rate``) a capacity
-        below the rate required; else 0. (2, bad input, is
+        log not written, or a gated verdict that FAILs (``--slo``, ``--check-rate``,
+        ``--require-rate``: asyncbench.measure.verdicts); 3 when no verdict fails and one
+        is INCONCLUSIVE (the client late, the machine loaded); else 0. (2, bad input, is
         decided before anything runs.)"""
         code = exit_code(self.results, self.checksums_agree, self.interrupted)
-        if code == EXIT_OK and (self.save_failed or self.log_failed or self.rate_missed or self.capacity_short):
+        if code != EXIT_OK:
+            return code
+        if self.save_failed or self.log_failed:
             return EXIT_FAILED
-        return code
+        return max((exit_status(judge_run(r)) for r in self.results), default=EXIT_OK, key=_severity)
+
+
+def _severity(code: int) -> int:
+    """A FAIL (1) outranks an INCONCLUSIVE (3), which outranks a PASS (0)."""
+    return {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_FAILED: 2}[code]
 
 
 class ResultSaver:
@@ -133,6 +148,7 @@ class ResultSaver:
     def save(self, result: RunResult, final: bool = False) -> None:
         cfg, stamp, console, written, save_errors = self.cfg, self.stamp, self.console, self.written, self.save_errors
         result.throughput = throughput_stats(result)
+        result.verdicts = records(judge_run(result))
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
         elif final:  # a single run: only a loaded machine is worth a word (run/saturation.py)
@@ -195,8 +211,8 @@ def _run_locked(
     outcome.interrupted = stop.interrupted is not None
     outcome.save_failed = bool(saver.save_errors)
     if check_rate:
-        outcome.rate_missed = _report_missed_rates(bench.results, console)
-    outcome.capacity_short = _report_capacity(bench.results, cfg.require_rate, console)
+        _report_missed_rates(bench.results, console)
+    _report_capacity(bench.results, cfg.require_rate, console)
     code = outcome.exit_code()
     observer.run_end(
         exit_code=code,
@@ -219,6 +235,9 @@ def _run_locked(
         level = f" · {result.profiles:_d} {workload().unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
         lines = headline.console_lines(result)
         console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
+        table = verdict_table.console_lines(result)
+        if table:  # the one answer to "does it hold my bound at my rate", last
+            console.message("\n".join(table))
     return outcome.exit_code()
 
 

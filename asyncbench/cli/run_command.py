@@ -172,6 +172,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
                 "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
             )
         cfg.clean_data = False
+    cfg.check_rate = bool(getattr(args, "check_rate", False))
     check_capacity(cfg, where if args.capacity or args.slo or args.require_rate else cfg.source)
     if args.arrivals is not None:
         check_pacing(cfg, where, "--arrivals")

@@ -47,7 +47,8 @@ def slo_for(cfg: BenchConfig, kind: str) -> dict[str, str]:
 
 def check_capacity(cfg: BenchConfig, where: str) -> None:
     """After the flags: ``capacity`` marks every read, scan, query and mixed phase; a searched
-    phase needs bounds; a gate needs a searched phase of its kind."""
+    phase needs bounds; bounds need a phase they bound (without a search they gate the run's
+    own phases: asyncbench.measure.verdicts); a gate needs a searched phase of its kind."""
     if cfg.capacity:
         cfg.phases = [
             dataclasses.replace(s, capacity=True)
@@ -64,6 +65,12 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
                 where, "slo", f"the capacity of {kind!r} is searched under a latency bound, and none is set: "
                 "give one (--slo p99=2ms, or [slo] p99 = \"2ms\")"
             )
+    if (cfg.slo or cfg.slo_kinds) and not any(searchable(workload().phases[s.kind]) for s in cfg.phases):
+        raise ConfigError(
+            where, "--slo" if where == "command line" else "slo",
+            "bounds the latency of read, scan, query and mixed phases, and this plan has none "
+            f"(its phases: {', '.join(dict.fromkeys(s.kind for s in cfg.phases))})"
+        )
     for kind in cfg.require_rate:
         if kind not in searched:
             raise ConfigError(

@@ -95,6 +95,9 @@ class BenchConfig:
     slo: dict[str, str] = field(default_factory=dict)
     slo_kinds: dict[str, dict[str, str]] = field(default_factory=dict)
     require_rate: dict[str, float] = field(default_factory=dict)
+    #: ``--check-rate``: a phase's missed target rate gates the exit status (its verdict is
+    #: shown either way; asyncbench.measure.verdicts).
+    check_rate: bool = False
     capacity_repeats: int = 1
     capacity_range: list[float] = field(default_factory=lambda: [100.0, 1_000_000.0])
     #: The least duration of a capacity probe (s; 0: a probe is one slice of its operations).

@@ -40,6 +40,7 @@ from asyncbench.measure.latency import (
     time_bucket,
 )
 from asyncbench.result import LatencyStats
+from asyncbench.slo import PERCENTILES
 
 __all__ = ["CHUNK_STAMPS", "SPILL_STAMPS", "PhaseRecorder", "slice_ns"]
 
@@ -312,7 +313,11 @@ class PhaseRecorder:
         # summary, which would encode a histogram that is never written
         lag_p99, lag_max = lag.values_at_percentiles([99.0, 100.0])
         delay_p99, delay_max = delay.values_at_percentiles([99.0, 100.0])
+        # the delay at every percentile a latency bound may name: a verdict weighs the
+        # client's lateness at the bound's own percentile (asyncbench.measure.verdicts)
+        at = delay.values_at_percentiles([100.0 * q for q in PERCENTILES.values()])
         return {
+            "delay_ns": dict(zip(PERCENTILES, (int(v) for v in at), strict=True)),
             "response": response.summary(),
             "lag_p99_ns": lag_p99,
             "lag_max_ns": lag_max,

@@ -23,11 +23,16 @@ from asyncbench import fmt
 from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
+from asyncbench.measure.verdicts import Outcome, judge_run, overall
 from asyncbench.report.capacity import scorecard
 from asyncbench.result import NO_SERVER, NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
+from asyncbench.slo import bounds_text
 from asyncbench.workload import Action, Group
 
 __all__ = ["Headline", "build", "console_lines"]
+
+#: The verdicts other than PASS the headline spells out; the rest are in the Verdicts table.
+MAX_VERDICT_LINES = 8
 
 #: The groups a headline names, in the phase table's order (verify is a check, not a race).
 GROUPS = (Group.WRITE, Group.LOOKUP, Group.SCAN, Group.QUERY, Group.MIXED, Group.MAINTENANCE)
@@ -38,13 +43,14 @@ class Headline:
     """The headline's plain-text lines: one per phase group, the checksums, the limit;
     ``warnings`` are the run's recorded noise warnings (a loaded machine), shown in full."""
 
+    verdicts: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     checksums: str = ""
     limits: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        return [*self.groups, self.checksums, *self.limits]
+        return [*self.verdicts, *self.groups, self.checksums, *self.limits]
 
 
 def _group_seconds(e: EngineResult, indexes: list[int]) -> float | None:
@@ -68,23 +74,11 @@ def _at_rate(run: RunResult, index: int) -> bool:
     return any((p := e.phase_at(index)) is not None and p.open_loop is not None for e in run.engines)
 
 
-def _significance(base: list[float], new: list[float]) -> str:
-    """Whether the fastest (``new``) beats the next (``base``) beyond the repeats' spread."""
-    c = compare(base, new, higher_is_better=False)
-    n = f"{len(new)} and {len(base)} repeats" if len(new) != len(base) else f"{len(new)} repeats each"
-    if c.verdict is Verdict.SAME:
-        return f"a tie within ±{c.threshold:.0%}"
-    if c.verdict is Verdict.ONE_RUN:
-        return "untested"
-    if c.verdict is Verdict.FASTER:
-        return f"significant over {n} (p = {c.p_value:.2g})"
-    return f"not significant over {n} (p = {c.p_value:.2g})"
-
-
-def _rates_line(label: str, groups: list[EngineRuns], indexes: list[int]) -> str:
-    """A group run at target rates: no engine is faster there, so per engine whether it kept
+def _rates_line(label: str, groups: list[EngineRuns], indexes: list[int], failed: dict[str, str]) -> str:
+    """A group run at target rates: no engine is faster there, so per engine whether it held
     every rate (within 5 %, :attr:`PhaseResult.rate_missed`, as ``--check-rate``) in every
-    measured repeat, or in how many phases it fell short and from which rate."""
+    measured repeat, and its worst response p99 with the client's own delay beside it (a
+    late client, not the engine, may be what a reader sees in the response time)."""
     parts = []
     for g in groups:
         ran = [p for i in indexes for p in g.phases(i) if p.open_loop is not None and p.ops > 0]
@@ -92,20 +86,43 @@ def _rates_line(label: str, groups: list[EngineRuns], indexes: list[int]) -> str
             continue
         missed = [p for p in ran if p.rate_missed]
         phases = len({p.index for p in ran})
+        worst = max(ran, key=lambda p: p.open_loop.response.p99 if p.open_loop and p.open_loop.response else 0)
+        ol = worst.open_loop
+        assert ol is not None
+        figures = ""
+        if ol.response is not None:
+            service = fmt.latency(worst.latency.p99) if worst.latency else "-"
+            figures = (
+                f", p99 response {fmt.latency(ol.response.p99)} (service {service}, "
+                f"client delay {fmt.latency(ol.delay_p99_ns)})"
+            )
         if not missed:
             top = max(p.open_loop.rate for p in ran if p.open_loop is not None)
-            parts.append(f"{g.engine} kept every rate (up to {round(top):_d}/s)")
+            parts.append(f"{g.engine} held every rate (up to {round(top):_d}/s){figures}")
         else:
             low = min(p.open_loop.rate for p in missed if p.open_loop is not None)
             short = len({p.index for p in missed})
-            parts.append(f"{g.engine} fell short in {short} of {phases} phases (from {round(low):_d}/s)")
+            parts.append(f"{g.engine} missed the rate in {short} of {phases} phases (from {round(low):_d}/s){figures}")
+    for engine, phase in failed.items():
+        parts.append(f"{engine} FAILED in {phase}")
     if not parts:
         return f"{label}: at target rates; no engine completed it"
-    return f"{label}, at target rates: " + "; ".join(parts) + " (latency: see Open Loop)"
+    return f"{label}, at target rates: " + "; ".join(parts) + " (verdicts: see Verdicts)"
 
 
 def _ratio(r: float) -> str:
     return f"{r:.2f}x" if r < 9.995 else f"{r:.0f}x"
+
+
+def _failed_in(run: RunResult, indexes: list[int]) -> dict[str, str]:
+    """Engines that failed (or timed out) in one of these phases, by engine: the phase's name.
+    A failed engine never completes its group, so it is named instead of left out."""
+    names = {i: run.phases[i].name for i in indexes}
+    out: dict[str, str] = {}
+    for e in run.engines:
+        if e.broken and e.phase in names.values():
+            out.setdefault(e.engine, e.phase or "")
+    return out
 
 
 def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str | None:
@@ -117,35 +134,81 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     indexes = [i for i, spec in enumerate(run.phases) if spec.kind.group is group and i not in searched]
     if not indexes:
         return None
+    failed = _failed_in(run, indexes)
+    failed_note = "".join(f"; {engine} FAILED in {phase}" for engine, phase in failed.items())
     timed = [i for i in indexes if not _at_rate(run, i)]
     label = group.value
     if not timed:
-        return _rates_line(label, groups, indexes)
-    done = [(g.engine, s) for g in groups if (s := _samples(g, timed))]
+        return _rates_line(label, groups, indexes, failed)
+    done = [(g.engine, s) for g in groups if g.engine not in failed and (s := _samples(g, timed))]
     if not done:
-        return f"{label}: no engine completed it"
+        return f"{label}: no engine completed it{failed_note}"
     median = {name: statistics.median(s) for name, s in done}
     done.sort(key=lambda d: median[d[0]])
     first, first_s = done[0]
     rate_note = " (phases at a target rate left out)" if len(timed) < len(indexes) else ""
     if len(done) == 1:
-        return f"{label}: {first} {fmt.ms(median[first])}{rate_note}; no other engine to compare with"
+        return f"{label}: {first} {fmt.ms(median[first])}{rate_note}; no other engine to compare with{failed_note}"
     second, second_s = done[1]
     if median[first] <= 0:
-        return f"{label}: no measurable time ({first}, {second})"
-    line = (
-        f"{label}: {first} fastest, {_ratio(median[second] / median[first])} faster than {second} "
-        f"({fmt.ms(median[first])} vs {fmt.ms(median[second])}){rate_note}"
-    )
-    significance = _significance(second_s, first_s)
-    return line if significance == "untested" else f"{line}; {significance}"
+        return f"{label}: no measurable time ({first}, {second}){failed_note}"
+    ratio = _ratio(median[second] / median[first])
+    times = f"({fmt.ms(median[first])} vs {fmt.ms(median[second])})"
+    c = compare(second_s, first_s, higher_is_better=False)
+    n = f"{len(first_s)} and {len(second_s)} repeats" if len(first_s) != len(second_s) else f"{len(first_s)} repeats each"
+    if c.verdict is Verdict.SAME:  # within the noise: no engine is "faster"
+        line = f"{label}: {first} and {second} tie, {ratio} apart within ±{c.threshold:.0%} {times}"
+    elif c.verdict is Verdict.ONE_RUN:
+        line = f"{label}: {first} fastest, {ratio} faster than {second} {times}, one run each (untested)"
+    elif c.verdict is Verdict.FASTER:
+        line = f"{label}: {first} fastest, {ratio} faster than {second} {times}; significant over {n} (p = {c.p_value:.2g})"
+    else:  # a difference the repeats do not support
+        line = (
+            f"{label}: {first} ahead of {second} by {ratio} {times}, not significant over {n} "
+            f"(p = {c.p_value:.2g}): no engine is shown faster"
+        )
+    return f"{line}{rate_note}{failed_note}"
 
 
 def _checksums(run: RunResult) -> str:
     verdict = judge(run)
     if not verdict.ok:
         return f"checksums: DISAGREE ({len(verdict.failures)} mismatch(es); see Correctness)"
-    return "checksums: " + (verdict.lines[0] if verdict.lines else "nothing to compare")
+    line = "checksums: " + (verdict.lines[0] if verdict.lines else "nothing to compare")
+    unchecked = [f"{e.engine} from {e.phase}" for e in run.engines if e.broken and e.phase]
+    if unchecked:  # "every phase they completed" must not read as every phase of every engine
+        line += f" Not checked (never completed): {', '.join(dict.fromkeys(unchecked))}."
+    return line
+
+
+def _verdict_lines(run: RunResult) -> list[str]:
+    """The headline's first lines: each failed engine (the one thing a reader must not
+    miss), then, when the run judged anything (bounds, rates, capacities), the overall
+    verdict and every verdict that is not a PASS (the Verdicts table holds them all)."""
+    rows = judge_run(run)
+    out = []
+    for r in rows:
+        if r.check == "engine" and r.outcome is Outcome.FAIL:
+            out.append(f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run)}")
+    judged = [r for r in rows if r.check in ("slo", "rate", "capacity")]
+    if not judged:
+        return out
+    worst = overall(rows)
+    counts = ", ".join(f"{sum(r.outcome is o for r in judged)} {o.value}" for o in Outcome if any(r.outcome is o for r in judged))
+    bounds = f" under {bounds_text(run.gates.slo_ns)}" if run.gates.slo_ns else ""
+    out.append(f"verdict: {worst.value if worst else 'none gated'}{bounds} ({counts}; see Verdicts)")
+    shown = [r for r in judged if r.outcome is not Outcome.PASS]
+    out += [r.line() for r in shown[:MAX_VERDICT_LINES]]
+    if len(shown) > MAX_VERDICT_LINES:
+        out.append(f"... {len(shown) - MAX_VERDICT_LINES} more in Verdicts")
+    return out
+
+
+def _traceback_note(run: RunResult) -> str:
+    """Where a failed engine's traceback is (the run's log; ``run.environment`` names a
+    ``.traceback`` file beside the report when one was written)."""
+    path = run.environment.get("traceback_file")
+    return f" (traceback: {path})" if isinstance(path, str) and path else " (traceback in the log)"
 
 
 def _client_share(p: PhaseResult) -> float | None:
@@ -164,6 +227,9 @@ def _limit_line(g: EngineRuns, loaded: bool) -> str | None:
         return None
     bound = sum(s >= CLIENT_BOUND_BUSY for s in shares)
     in_process = any(p.cost is not None and p.cost.not_measured.get("server_cpu") == NO_SERVER for p in g.first.phases)
+    if not bound:  # nothing to count: say what limited it, and the mark the client stayed under
+        who = "the loaded machine or the engine (see the machine's line)" if loaded else "the engine or server (or I/O), not the client"
+        return f"limit, {g.engine}: {who}: client CPU under {CLIENT_BOUND_BUSY:.0%} busy in every operation phase"
     if bound == len(shares) and in_process:
         # the engine's own work is in that CPU: "the client limited it" would read as the
         # harness's fault
@@ -172,10 +238,8 @@ def _limit_line(g: EngineRuns, loaded: bool) -> str | None:
         why = "the client (Python) limited it"
     elif loaded:
         why = "the loaded machine or the engine limited it (see the machine's line)"
-    elif bound:
-        why = "the client limited those; the engine or server the others"
     else:
-        why = "the engine or server (or I/O) limited it, not the client"
+        why = "the client limited those; the engine or server the others"
     return (
         f"limit, {g.engine}: client CPU at least {CLIENT_BOUND_BUSY:.0%} busy in {bound} of {len(shares)} "
         f"operation phases: {why}"
@@ -218,6 +282,7 @@ def build(run: RunResult) -> Headline:
     real = [g for g in group_runs(ran) if g.engine not in floors]
     groups = real or group_runs(ran)
     h = Headline()
+    h.verdicts = _verdict_lines(run.without_skipped())
     if run.interrupted:
         h.groups.append(_partial(run))
     for group in GROUPS:

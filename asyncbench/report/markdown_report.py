@@ -20,7 +20,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
-from asyncbench.report import chart_limit, headline
+from asyncbench.report import chart_limit, headline, verdict_table
 from asyncbench.report import markdown as md
 from asyncbench.report.capacity import capacity_text
 from asyncbench.report.capacity import markdown_lines as capacity_section
@@ -474,6 +474,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         lines += [f"> {md.text(capped[0].upper() + capped[1:])}.", ""]
     for chart_title, path in charts:
         lines += [f"![{md.text(chart_title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
+    verdicts = verdict_table.markdown_lines(full, md.text)
+    if verdicts:  # what the run was asked to judge, and every verdict with its reason
+        lines += ["## Verdicts", ""] + verdicts + [""]
     lines += capacity_section(full, md.text)  # the scorecard first: what the run was asked
     lines += ["## Total By Engine", ""] + total_by_engine(run) + [""]
     lines += ["## Correctness", ""]

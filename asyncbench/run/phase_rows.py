@@ -130,6 +130,7 @@ def open_loop(rate: Rate, recorder: PhaseRecorder) -> OpenLoop:
         lag_max_ns=figures["lag_max_ns"],
         delay_p99_ns=figures["delay_p99_ns"],
         delay_max_ns=figures["delay_max_ns"],
+        delay_ns=figures["delay_ns"],
     )
 
 

@@ -30,6 +30,7 @@ from asyncbench.rate import Rate
 from asyncbench.result import (
     NOT_STARTED,
     EngineResult,
+    Gates,
     OpenLoop,
     PhaseCost,
     PhaseResult,
@@ -44,6 +45,7 @@ from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
+from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
 
@@ -433,6 +435,21 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         warmup=cfg.warmup,
         accelerated=workload().accelerated,
         workload=cfg.workload,
+        gates=gates(cfg),
+    )
+
+
+def gates(cfg: BenchConfig) -> Gates:
+    """What the run judges (the verdicts' thresholds), as the result keeps them."""
+
+    def ns(bounds: dict[str, str]) -> dict[str, int]:
+        return {name: parse_bound_ns(text) for name, text in bounds.items()}
+
+    return Gates(
+        slo_ns=ns(cfg.slo),
+        slo_kinds_ns={kind: ns(b) for kind, b in cfg.slo_kinds.items()},
+        check_rate=cfg.check_rate,
+        require_rate=dict(cfg.require_rate),
     )
 
 
