@@ -48,6 +48,8 @@ def console_lines(p: PhaseResult) -> list[str]:
     if p.mix is None:
         return []
     out = []
+    if p.open_loop is not None:  # at a rate the kinds' figures are service times: say so first
+        out.append("    per kind: service time (the response time, judged, is the line above)")
     for name, k in p.mix.kinds.items():
         lat = k.latency
         figures = (

@@ -320,8 +320,8 @@ def open_loop_line(result: PhaseResult) -> str:
     resp = format_us(ol.response.p99) if ol.response else "-"
     service = format_us(result.latency.p99) if result.latency else "-"
     return (
-        f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: resp {resp}"
-        f" svc {service} sched {format_us(ol.delay_p99_ns)}"
+        f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: response {resp}"
+        f" (service {service}, client delay {format_us(ol.delay_p99_ns)})"
     )
 
 

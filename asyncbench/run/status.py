@@ -62,7 +62,8 @@ class StatusLineObserver(Observer):
         self.interval = interval or float(os.environ.get(INTERVAL_ENV) or INTERVAL_SECONDS)
         self._phase: tuple[str, str, int, float] | None = None  # engine, phase, total ops, start
         self._done = 0
-        self._new: list[Any] = []  # marks arrays not folded yet
+        self._new: list[tuple[Any, Any]] = []  # (marks, intended times or None) not folded yet
+        self._paced = False  # the phase runs at a rate: its figure is the response time
         self._held = 0  # their operations
         self._hist = LatencyHistogram()
         self._lock = threading.Lock()
@@ -77,6 +78,7 @@ class StatusLineObserver(Observer):
         with self._lock:
             self._phase = (engine, phase, total_ops, time.monotonic())
             self._done, self._new, self._held, self._hist = 0, [], 0, LatencyHistogram()
+            self._paced = False
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="asyncbench-status", daemon=True)
@@ -84,7 +86,13 @@ class StatusLineObserver(Observer):
 
     def batch(self, b: BatchDone) -> None:
         self._done = b.done
-        self._new.append(b.marks)
+        if b.intended is not None:
+            # under a rate the line shows response time (end minus intended start), as the
+            # verdicts judge it: service time alone read as "under the bound" (issue 51)
+            self._paced = True
+            self._new.append((b.marks, b.intended))
+        else:
+            self._new.append((b.marks, None))
         self._held += b.ops
         if self._held > MAX_HELD_OPS:  # the thread is far behind: fold here, memory stays bounded
             self._fold()
@@ -128,9 +136,13 @@ class StatusLineObserver(Observer):
         with self._lock:
             new, self._new, self._held = self._new, [], 0
             hist = self._hist
-            for marks in new:
-                if len(marks) > 1:
+            for marks, intended in new:
+                if len(marks) < 2:
+                    continue
+                if intended is None:
                     hist.record(np.diff(marks))
+                else:
+                    hist.record(np.asarray(marks[1:], dtype=np.int64) - np.asarray(intended, dtype=np.int64))
 
     def line(self) -> str | None:
         """The status line now, or None between phases."""
@@ -147,5 +159,6 @@ class StatusLineObserver(Observer):
             return text + f"running for {elapsed:.0f} s"
         text += f"{fmt.count(done)}/{fmt.count(total)} ops, {fmt.rate(done, elapsed)}"
         if hist.count:
-            text += f", p99 {format_us(hist.values_at_percentiles([99.0])[0])} µs"
+            what = "response p99" if self._paced else "p99"
+            text += f", {what} {format_us(hist.values_at_percentiles([99.0])[0])} µs"
         return text
