@@ -70,6 +70,7 @@ def test_a_failed_engines_traceback_reaches_the_log_and_a_file_beside_the_report
     assert by_engine["memory"]["traceback"] is None
     # the console names the file, under the failure line and with the run's other files
     assert f"!! failsmidrun: traceback in {traced.relative_to(tmp_path)}" in output, output
+    assert output.count("!! failsmidrun: traceback in") == 1, output  # once, not at every save
     assert f"traceback: {traced.relative_to(tmp_path)}" in output, output
 
 

@@ -163,12 +163,13 @@ class ResultSaver:
 
     def _name_tracebacks(self, result: RunResult, level: tuple[int, int]) -> None:
         """Under each engine's failure line, once its ``.traceback`` file is written: where the
-        whole traceback is (the failure line gives only its last line)."""
+        whole traceback is (the failure line gives only its last line). A failure without
+        one (a child process killed) has nothing more there to point at."""
         failed = tracebacks.failed_engines(result)
         path = tracebacks.traceback_path(self.written[level][1])
         for e in failed[self.traced.get(level, 0) :]:
-            what = "traceback" if e.traceback else "failure"
-            self.console.message(f"  !! {e.engine}: {what} in {path}")
+            if e.traceback:
+                self.console.message(f"  !! {e.engine}: traceback in {path}")
         self.traced[level] = len(failed)
 
     def partial_files(self, log_path: Path) -> list[str]:
