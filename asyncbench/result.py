@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
+from traceback import format_exception
 from typing import Any
 
 import orjson
@@ -548,6 +549,11 @@ class EngineResult:
     status: Status = Status.OK
     phase: str | None = None  # where a non-ok status happened (None: before or after the phases)
     detail: str | None = None  # the error, the timeout, the signal
+    #: A failure raised as an exception: its whole Python traceback (``detail`` is its last
+    #: line only), so the frame that raised is never lost; it travels in the result file
+    #: from an isolated engine's child process to the parent, and the log's ``engine_end``
+    #: and the report's ``.traceback`` file carry it (issue 51).
+    traceback: str | None = None
     phases: list[PhaseResult] = field(default_factory=list)
     run_seconds: float = 0.0
     storage_bytes: int | None = None
@@ -575,6 +581,12 @@ class EngineResult:
 
     def set_status(self, status: Status, phase: str | None = None, detail: str | None = None) -> None:
         self.status, self.phase, self.detail = status, phase, detail
+
+    def fail_with(self, phase: str | None, exc: BaseException) -> None:
+        """Failed in ``phase`` by ``exc``: its one line as the detail, its whole traceback
+        (with its causes) kept beside it, so the frame that raised it can be found."""
+        self.set_status(Status.FAILED, phase, f"{type(exc).__name__}: {exc}")
+        self.traceback = "".join(format_exception(exc))
 
     def status_text(self) -> str:
         """One human line for the console and the report."""

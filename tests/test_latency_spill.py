@@ -140,3 +140,110 @@ def test_a_slice_within_the_bound_stays_exact(tmp_path: Path, monkeypatch: pytes
         hist = LatencyHistogram.from_values(latencies).values_at_percentiles([50.0, 99.0])
         want = [int(latencies[999]), int(latencies[1_979])] if exact else hist
         assert [bucket.p50_ns, bucket.p99_ns] == want and bucket.max_ns == int(latencies[-1])
+
+
+def open_loop_reference(batches: list[tuple[int, list[int], list[int], int]], workers: int) -> dict[str, object]:
+    """What the open-loop figures are, computed batch by batch in memory (the reference):
+    response (end - intended), lag (issue - intended) and the harness's delay of every
+    operation (its batch's start less the later of its intended start and the worker's
+    previous end, less that batch's ``blocked``), and each batch's response p99/max (µs)."""
+    response, lag, delay = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+    prev: list[int | None] = [None] * workers
+    rows = []
+    for w, marks, intended, blocked in batches:
+        b, i = np.array(marks, dtype=np.int64), np.array(intended, dtype=np.int64)
+        r = b[1:] - i
+        response.record(r)
+        lag.record(b[:-1] - i)
+        free = np.maximum(i, i[0] if prev[w] is None else prev[w])
+        delay.record(np.maximum(int(b[0]) - free - blocked, 0))
+        prev[w] = int(b[-1])
+        p99 = int(np.sort(r)[max(1, int(0.99 * r.size + 0.5)) - 1])
+        rows.append((round(p99 / 1000, 3), round(int(r.max()) / 1000, 3)))
+    lag_p99, lag_max = lag.values_at_percentiles([99.0, 100.0])
+    delay_p99, delay_max = delay.values_at_percentiles([99.0, 100.0])
+    return {
+        "summary": {
+            "response": response.summary(),
+            "lag_p99_ns": lag_p99,
+            "lag_max_ns": lag_max,
+            "delay_p99_ns": delay_p99,
+            "delay_max_ns": delay_max,
+        },
+        "rows": rows,
+    }
+
+
+def recorded_open_loop(
+    batches: list[tuple[int, list[int], list[int], int]], workers: int, spill_dir: Path
+) -> dict[str, object]:
+    """What the recorder gives from the same batches, added as the run adds them."""
+    with PhaseRecorder(workers, spill_dir) as rec:
+        for w, marks, intended, blocked in batches:
+            rec.add(w, len(intended), 0.001, marks, np.array(intended, dtype=np.int64), blocked)
+        rows = [(r["response_p99_us"], r["response_max_us"]) for r in rec.batch_rows()]
+        return {"summary": rec.open_loop_summary(), "rows": rows}
+
+
+def test_a_rate_paced_phase_read_back_in_several_chunks_keeps_each_batchs_blocked_time(
+    tmp_path: Path,
+) -> None:
+    """Issue 51: ``IndexError: array index out of range`` after every operation of a
+    rate-paced mixed phase ran. A worker behind its schedule issues catch-up batches of up
+    to the batch size (1_000): 200_000 operations are 200 batches, read back in two chunks
+    of CHUNK_STAMPS. The delay pass indexed each batch's blocked time with a counter that
+    the per-batch p99 loop reused as its rank (989 for a 1_000-operation batch), so the
+    second chunk's batches read blocked[989...] of 200: the crash; with fewer stamps than a
+    chunk nothing showed, and with small batches the counter fell back instead and gave
+    operations another batch's blocked time (a wrong delay, silently)."""
+    ops, size = 200_000, 1_000
+    period = 100_000  # 10_000/s: one operation due every 100 µs
+    batches = []
+    end = 0
+    for k in range(ops // size):
+        intended = [(k * size + j) * period for j in range(size)]
+        start = max(end, intended[0]) + 50_000 + k * 1_000  # the harness issued it a little late
+        marks = [start + j * 30_000 for j in range(size + 1)]  # 30 µs per operation: falling behind
+        end = marks[-1]
+        batches.append((0, marks, intended, (k % 7) * 20_000))  # the engine's other calls held the loop
+    assert sum(len(m) for _, m, _, _ in batches) > latency_recorder.CHUNK_STAMPS  # two chunks at least
+    assert recorded_open_loop(batches, 1, tmp_path) == open_loop_reference(batches, 1)
+
+
+@st.composite
+def open_loop_phases(draw: st.DrawFn) -> tuple[int, list[tuple[int, list[int], list[int], int]]]:
+    """Rate-paced batches: per worker, intended times that grow, batches of what came due
+    (1..60 operations, started at or after their first intended time), a blocked time each."""
+    workers = draw(st.integers(1, 3))
+    due = [draw(st.integers(0, 10**6)) for _ in range(workers)]
+    free = list(due)
+    batches = []
+    for _ in range(draw(st.integers(1, 30))):
+        w = draw(st.integers(0, workers - 1))
+        n = draw(st.integers(1, 60))
+        intended = [due[w] + j * draw(st.sampled_from([1, 1_000, 100_000])) for j in range(n)]
+        due[w] = intended[-1] + 1_000
+        marks = [max(free[w], intended[0]) + draw(st.integers(0, 10**6))]
+        for _ in range(n):
+            marks.append(marks[-1] + draw(st.integers(1, 10**6)))
+        free[w] = marks[-1]
+        batches.append((w, marks, intended, draw(st.integers(0, 10**6))))
+    return workers, batches
+
+
+@settings(max_examples=120, deadline=None)
+@given(phase=open_loop_phases(), spill=st.sampled_from([1, 7, 10**6]), chunk=st.sampled_from([1, 5, 50, 10**6]))
+def test_open_loop_figures_do_not_depend_on_how_the_marks_are_read_back(
+    phase: tuple[int, list[tuple[int, list[int], list[int], int]]],
+    spill: int,
+    chunk: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Response, lag and delay figures and the per-batch response rows are the same
+    whether a worker's marks come back in one chunk or in many (issue 51)."""
+    workers, batches = phase
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(latency_recorder, "SPILL_STAMPS", spill)
+        mp.setattr(latency_recorder, "CHUNK_STAMPS", chunk)
+        got = recorded_open_loop(batches, workers, tmp_path_factory.mktemp("spill"))
+    assert got == open_loop_reference(batches, workers)

@@ -20,6 +20,7 @@ from asyncbench.config import RUN_KEYS, ConfigError, PhaseSelection, selected_ph
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.ownership import NotOwned
 from asyncbench.measure.correctness import judge
+from asyncbench.report import tracebacks
 from asyncbench.report.outputs import html_path, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
 
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"asyncbench: cannot write the report beside {path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"report: {md}\nhtml:   {html_path(md)}")
+    traced = f"\ntraceback: {tracebacks.traceback_path(md)}" if tracebacks.failed_engines(run) else ""
+    print(f"report: {md}\nhtml:   {html_path(md)}{traced}")
     return exit_code([run], judge(run).ok, interrupted=False)
 

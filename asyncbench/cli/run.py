@@ -29,7 +29,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.measure.verdicts import exit_status, judge_run, records
-from asyncbench.report import headline, verdict_table
+from asyncbench.report import headline, tracebacks, verdict_table
 from asyncbench.report.capacity import gate_failures, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
@@ -144,6 +144,7 @@ class ResultSaver:
         self.cfg, self.stamp, self.console, self.csv, self.update_latest = cfg, stamp, console, csv, update_latest
         self.written: dict[tuple[int, int], tuple[Path, Path]] = {}
         self.save_errors: dict[tuple[int, int], str] = {}  # level -> the last save's error (gone once one succeeds)
+        self.traced: dict[tuple[int, int], int] = {}  # level -> failed engines whose traceback file was named
 
     def save(self, result: RunResult, final: bool = False) -> None:
         cfg, stamp, console, written, save_errors = self.cfg, self.stamp, self.console, self.written, self.save_errors
@@ -174,6 +175,18 @@ class ResultSaver:
             save_errors[level] = text
             return
         save_errors.pop(level, None)
+        self._name_tracebacks(result, level)
+
+    def _name_tracebacks(self, result: RunResult, level: tuple[int, int]) -> None:
+        """Under each engine's failure line, once its ``.traceback`` file is written: where the
+        whole traceback is (the failure line gives only its last line). A failure without
+        one (a child process killed) has nothing more there to point at."""
+        failed = tracebacks.failed_engines(result)
+        path = tracebacks.traceback_path(self.written[level][1])
+        for e in failed[self.traced.get(level, 0) :]:
+            if e.traceback:
+                self.console.message(f"  !! {e.engine}: traceback in {path}")
+        self.traced[level] = len(failed)
 
     def partial_files(self, log_path: Path) -> list[str]:
         return [str(log_path)] + [str(p) for pair in self.written.values() for p in pair]
@@ -344,5 +357,9 @@ def _finish_results(
         if level in saver.written and level not in saver.save_errors:
             json_path, md_path = saver.written[level]
             csv_line = f"\ncsv:    {json_path.with_suffix('.csv')}" if saver.csv else ""
-            console.message(f"\nreport: {md_path}\nhtml:   {html_path(md_path)}\nresult: {json_path}{csv_line}")
+            traced = tracebacks.traceback_path(md_path)
+            trace_line = f"\ntraceback: {traced}" if tracebacks.failed_engines(result) else ""
+            console.message(
+                f"\nreport: {md_path}\nhtml:   {html_path(md_path)}\nresult: {json_path}{csv_line}{trace_line}"
+            )
     return agree

@@ -52,6 +52,8 @@ __all__ = [
     "is_own_report",
     "is_own_result",
     "is_own_svg",
+    "is_own_traceback",
+    "TRACEBACK_MARKER",
     "write_atomic",
     "write_set",
 ]
@@ -60,6 +62,8 @@ __all__ = [
 REPORT_MARKER = "<!-- asyncbench report: `python -m asyncbench report RESULT.json` rewrites this file -->"
 #: The second line of every HTML report (after ``<!DOCTYPE html>``, which a browser wants first).
 HTML_REPORT_MARKER = "<!-- asyncbench HTML report: `python -m asyncbench report RESULT.json` rewrites this file -->"
+#: The first line of every ``.traceback`` file (the failed engines' tracebacks beside a report).
+TRACEBACK_MARKER = "# asyncbench tracebacks: `python -m asyncbench report RESULT.json` rewrites this file"
 #: The events the JSON-lines log starts a run with; a log's first line is one of them.
 LOG_EVENTS = frozenset(
     {"run_start", "engine_start", "phase_start", "batch", "phase_end", "engine_end", "run_end"}
@@ -273,6 +277,16 @@ def is_own_html_report(path: Path) -> bool:
     head = f"<!DOCTYPE html>\n{HTML_REPORT_MARKER}"
     found = _head(path, len(head.encode()) + 1)
     return path.suffix == ".html" and found is not None and found.decode("utf-8", "replace").startswith(head)
+
+
+def is_own_traceback(path: Path) -> bool:
+    """A failed engines' traceback file asyncbench wrote: named ``*.traceback``, first line its marker."""
+    head = _head(path, len(TRACEBACK_MARKER) + 1)
+    return (
+        path.suffix == ".traceback"
+        and head is not None
+        and head.decode("utf-8", "replace").startswith(TRACEBACK_MARKER)
+    )
 
 
 def is_own_svg(title: str, *former: str) -> Proof:

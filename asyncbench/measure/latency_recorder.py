@@ -292,9 +292,9 @@ class PhaseRecorder:
                         own.append(np.maximum(int(b[0]) - free - blocked[k], 0))
                         k += 1
                     delay.record(np.concatenate(own))
-                    for r in resp:
-                        k = nearest_rank(r.size, 99.0) - 1
-                        p99.append(int(np.partition(r, k)[k]))
+                    for r in resp:  # its own name: ``k`` counts the worker's batches across chunks
+                        rank = nearest_rank(r.size, 99.0) - 1
+                        p99.append(int(np.partition(r, rank)[rank]))
                         worst.append(int(r.max()))
                 per_batch.append((p99, worst))
             self._cache["intended"] = (response, lag, delay, per_batch)

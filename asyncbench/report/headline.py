@@ -189,7 +189,7 @@ def _verdict_lines(run: RunResult) -> list[str]:
     out = []
     for r in rows:
         if r.check == "engine" and r.outcome is Outcome.FAIL:
-            out.append(f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run)}")
+            out.append(f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run, r.engine)}")
     judged = [r for r in rows if r.check in ("slo", "rate", "capacity")]
     if not judged:
         return out
@@ -204,11 +204,11 @@ def _verdict_lines(run: RunResult) -> list[str]:
     return out
 
 
-def _traceback_note(run: RunResult) -> str:
-    """Where a failed engine's traceback is (the run's log; ``run.environment`` names a
-    ``.traceback`` file beside the report when one was written)."""
-    path = run.environment.get("traceback_file")
-    return f" (traceback: {path})" if isinstance(path, str) and path else " (traceback in the log)"
+def _traceback_note(run: RunResult, engine: str) -> str:
+    """Where a failed engine's whole traceback is: the ``.traceback`` file written beside
+    the report (asyncbench.report.tracebacks), when its result kept one."""
+    kept = any(e.engine == engine and e.traceback for e in run.engines)
+    return " (traceback: the .traceback file beside the report)" if kept else ""
 
 
 def _client_share(p: PhaseResult) -> float | None:

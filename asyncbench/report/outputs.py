@@ -19,10 +19,11 @@ from asyncbench.fs.ownership import (
     is_own_report,
     is_own_result,
     is_own_svg,
+    is_own_traceback,
     write_atomic,
     write_set,
 )
-from asyncbench.report import html_report
+from asyncbench.report import html_report, tracebacks
 from asyncbench.report import markdown_report as report
 from asyncbench.result import RunResult
 
@@ -31,7 +32,8 @@ def write_run(
     run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
 ) -> tuple[Path, Path]:
     """Write ``asyncbench-<stamp>.json``, ``.md`` and ``.html`` (the same report as one
-    self-contained page, :mod:`asyncbench.report.html_report`), with the charts unless ``charts`` is off:
+    self-contained page, :mod:`asyncbench.report.html_report`), ``.traceback`` when an engine
+    failed (:mod:`asyncbench.report.tracebacks`), with the charts unless ``charts`` is off:
     all drawn first, then put in place together (:func:`~asyncbench.fs.ownership.write_set`),
     so the report never links a chart of another rendering and a failure keeps the old set.
 
@@ -53,6 +55,9 @@ def write_run(
     svgs = {path.name: data for _, path, data, _ in charts_drawn}  # the page carries its charts
     page = html_report.render(markdown, report.title(run), svgs)
     files.append((html_path(md_path), page.encode(), is_own_html_report))
+    traced = tracebacks.render(run)  # only when an engine failed: its whole traceback
+    if traced is not None:
+        files.append((tracebacks.traceback_path(md_path), traced.encode(), is_own_traceback))
     write_set(files)
     return json_path, md_path
 

@@ -325,7 +325,7 @@ class DistributedEngineRun:
         except* Exception as group:  # a process or engine fault ends this engine's run, not the benchmark
             flat = _leaves(group)  # a lost process is the cause; the calls it broke are symptoms
             cause = next((e for e in flat if isinstance(e, ClientProcessLost)), flat[0])
-            res.set_status(Status.FAILED, self.current or self.step, f"{type(cause).__name__}: {cause}")
+            res.fail_with(self.current or self.step, cause)
         finally:
             res.run_seconds = perf_counter() - started
             peaks = [p.peak_rss_bytes for p in res.client_processes if p.peak_rss_bytes is not None]

@@ -282,6 +282,7 @@ class JsonLogObserver(Observer):
             status=result.status.value,
             phase=result.phase,
             detail=result.detail,
+            traceback=result.traceback,  # the whole of a raised failure (detail is its last line)
             run_seconds=round(result.run_seconds, 3),
             storage_bytes=result.storage_bytes,
             peak_rss_bytes=result.peak_rss_bytes,

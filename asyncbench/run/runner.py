@@ -134,8 +134,7 @@ class EngineRun:
                 res.set_status(Status.INTERRUPTED, self.current)
             raise
         except* Exception as group:  # an engine fault ends this engine's run, not the benchmark
-            exc = group.exceptions[0]
-            res.set_status(Status.FAILED, self.current or self.step, f"{type(exc).__name__}: {exc}")
+            res.fail_with(self.current or self.step, group.exceptions[0])
         finally:
             res.run_seconds = perf_counter() - started
             self.sampler.sample()

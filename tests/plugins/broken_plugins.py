@@ -40,3 +40,18 @@ class GrowthNotANumber(MemoryEngine):
 
     name = "nanexp"
     cost_growth = float("nan")
+
+
+def _lookup_in_a_corrupt_index(uid: int) -> int:
+    """The frame that raises: its name must reach the run's traceback file and log."""
+    raise IndexError(f"array index out of range (uid {uid})")
+
+
+class FailsMidRun(MemoryEngine):
+    """Inserts fine, then fails on its first read, deep in its own code: a failure whose
+    one line does not say where it came from (issue 51)."""
+
+    name = "failsmidrun"
+
+    async def read_by_id(self, uids, marks):  # type: ignore[no-untyped-def]
+        _lookup_in_a_corrupt_index(uids[0])
