@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from asyncbench.measure import latency_recorder
 from asyncbench.measure.latency import LatencyHistogram, PhaseLatency
 from asyncbench.measure.latency_recorder import PhaseRecorder
+from asyncbench.slo import PERCENTILES
 
 
 def in_memory(batches: list[tuple[int, list[int]]], workers: int) -> tuple[object, list, list]:
@@ -169,6 +170,7 @@ def open_loop_reference(batches: list[tuple[int, list[int], list[int], int]], wo
             "lag_max_ns": lag_max,
             "delay_p99_ns": delay_p99,
             "delay_max_ns": delay_max,
+            "delay_ns": dict(zip(PERCENTILES, delay.values_at_percentiles([100 * q for q in PERCENTILES.values()]), strict=True)),
         },
         "rows": rows,
     }
