@@ -130,7 +130,24 @@ def test_failed_engine_missing_phases_still_renders(sample: RunResult, tmp_path:
     _, _, footprint = svg_texts(tmp_path / written["Resource Footprint"])
     assert "not measured" in footprint
     _, _, exec_time = svg_texts(tmp_path / written["Execution Time"])
-    assert "incomplete" in exec_time
+    # issue 51: a failed engine's completed phases are less work; its short bar read as the
+    # fastest engine's (0.35x): it is drawn without a bar, not ranked
+    assert "FAILED in" in exec_time and "not ranked" in exec_time, exec_time
+    assert not any(x.startswith("0.") and "sqlite" in x for x in exec_time.split("  ")), exec_time
+
+
+def test_a_run_whose_every_phase_ran_at_a_rate_draws_no_execution_time(sample: RunResult) -> None:
+    """The rate, not the engine, sets a paced phase's time: ranking those times ranks nothing."""
+    from asyncbench.rate import Arrivals
+    from asyncbench.result import OpenLoop
+
+    paced = copy.deepcopy(sample)
+    for e in paced.engines:
+        for p in e.phases:
+            if p.ops:
+                p.open_loop = OpenLoop(rate=max(p.ops_per_s, 1.0), arrivals=Arrivals.UNIFORM)
+    execution = next(c for c in charts.CHARTS if c.slug == "execution-time")
+    assert execution.wanted(sample) and not execution.wanted(paced)
 
 
 def test_engine_without_any_phase_and_empty_run(sample: RunResult, tmp_path: Path) -> None:

@@ -135,20 +135,36 @@ def _floor_names(run: RunResult) -> set[str]:
     return floors if any(e.engine not in floors for e in run.engines) else set()
 
 
+def _closed_loop_seconds(e: EngineResult) -> float:
+    """The engine's completed operation phases run in the closed loop: a phase at a target
+    rate lasts as long as the rate says, whatever the engine, so its time ranks nothing."""
+    return sum(p.seconds for p in e.phases if p.action is Action.OPERATIONS and not p.skipped and p.open_loop is None)
+
+
+def _timed(run: RunResult) -> bool:
+    """The Execution Time chart has a race to draw: not a run whose every operation phase
+    ran at a target rate (their times are the rate's)."""
+    ops = [p for e in run.engines for p in e.phases if p.action is Action.OPERATIONS and p.ops]
+    return not ops or any(p.open_loop is None for p in ops)
+
+
 def execution_time(run: RunResult) -> Figure:
+    """Completed closed-loop phase time per engine against the fastest complete engine's. An
+    engine that failed or stopped is drawn without a bar: what it completed is less work,
+    and a short bar of it read as the fastest (issue 51)."""
     floor_names = _floor_names(run)
     engines = [e for e in run.engines if e.engine not in floor_names]
     floors = [e for e in run.engines if e.engine in floor_names]
-    times = {e.engine: report.completed_phase_seconds(e) for e in run.engines}
+    times = {e.engine: _closed_loop_seconds(e) for e in run.engines}
     baseline_pool = [times[e.engine] for e in engines if not _incomplete(e) and times[e.engine] > 0]
-    if not baseline_pool:
-        baseline_pool = [times[e.engine] for e in engines if times[e.engine] > 0]
     fastest = min(baseline_pool, default=0.0)
     order = sorted(engines, key=lambda e: (_incomplete(e), times[e.engine]))
     notes = [_status_note(e) for e in order if _incomplete(e)]
+    if any(p.open_loop is not None for e in run.engines for p in e.phases):
+        notes.append("Phases at a target rate are left out: the rate, not the engine, sets their time.")
     notes += [_floor_note(e, f"{fmt.ms(times[e.engine])} phases") for e in floors]
     notes.append(
-        "Completed phase time sums the timed operation phases (stabilize, settle, reopen and verify excluded); "
+        "Completed phase time sums the timed closed-loop operation phases (stabilize, settle, reopen and verify excluded); "
         "run time is the engine's whole run, open to close."
     )
     body = max(len(order), 1) * 0.45 + AXIS_IN
@@ -161,7 +177,7 @@ def execution_time(run: RunResult) -> Figure:
     )
     ax = fig.add_subplot()
     _style_axis(ax)
-    ratios = [times[e.engine] / fastest if fastest > 0 else 0.0 for e in order]
+    ratios = [times[e.engine] / fastest if fastest > 0 and not _incomplete(e) else 0.0 for e in order]
     ys = range(len(order))
     for y, e, r in zip(ys, order, ratios, strict=True):
         ax.barh(
@@ -178,8 +194,9 @@ def execution_time(run: RunResult) -> Figure:
             label = "not started"
         elif _incomplete(e) and times[e.engine] == 0:
             label = f"no operation phase completed · {fmt.ms(e.run_seconds)} run"
-        elif _incomplete(e):
-            label += " · incomplete"
+        elif _incomplete(e):  # no bar: its completed phases are not the whole run's work
+            where = f" in {e.phase}" if e.phase else ""
+            label = f"{e.status.value.upper()}{where}: not ranked ({fmt.ms(times[e.engine])} phases completed)"
         ax.text(r, y, "  " + label, va="center", ha="left", fontsize=9, color=TEXT)
     for e in floors:  # a dashed line where the harness alone would finish
         if fastest > 0 and times[e.engine] > 0:
@@ -556,7 +573,7 @@ def _of_repeats(
 
 
 CHARTS: tuple[Chart, ...] = (
-    Chart("execution-time", "Execution Time", execution_time),
+    Chart("execution-time", "Execution Time", execution_time, when=_timed),
     Chart("write-throughput", "Write Throughput", write_throughput, (Group_.WRITE,)),
     Chart("lookup-throughput", "Lookup Throughput", lookup_throughput, (Group_.LOOKUP,)),
     Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
