@@ -6,7 +6,7 @@ to read an adapter or the workload), but they install under the project's own na
 ``workloads`` lands in site-packages to collide with another project's
 (``tests/test_packaging.py`` checks the wheel's file list).
 
-Kernels (checksum folds, profile generator, .NET RNG; and the LSM engine's block writer): ``optional=True``: without a
+Kernels (checksum folds, profile generator, .NET RNG; YCSB's digest, keys and records; and the LSM engine's block writer): ``optional=True``: without a
 compiler the package still installs and runs on the pure Python fallbacks, only slower,
 and says so: ``asyncbench.workloads.profile_store.kernels`` (the one import point) reports
 ``ACCELERATED = False`` with the reason, and its ``require()`` raises.
@@ -44,6 +44,15 @@ setup(
             "asyncbench.workloads.profile_store._kernels",
             sources=["workloads/profile_store/_kernels.c"],
             define_macros=source_digest("workloads/profile_store/_kernels.c"),
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
+        # The YCSB operation's digest, key names and records (workloads/ycsb/kernels.py falls
+        # back to pure Python without it).
+        Extension(
+            "asyncbench.workloads.ycsb._kernels",
+            sources=["workloads/ycsb/_kernels.c"],
+            define_macros=source_digest("workloads/ycsb/_kernels.c"),
             extra_compile_args=["-O3"],
             optional=True,
         ),

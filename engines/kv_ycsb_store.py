@@ -1,7 +1,9 @@
 """YCSB's usertable over one ordered key/value store, written once for every KV engine.
 
 The key is the record's key name (``user...``, ASCII), the value the whole record in the
-canonical encoding (:func:`asyncbench.workloads.ycsb.record.encode`). Each YCSB operation
+canonical encoding (:func:`asyncbench.workloads.ycsb.record.encode`), stored as the
+workload built it and returned to the checksum as the engine gave it (a read of every
+field is the value itself: nothing decoded). Each YCSB operation
 is engine calls on that one store, one per record touched, no multi-get and no batch: a
 read is one get; an update of one field or all is a get and a put (a record is one
 value); an insert one put; a scan one key-range scan then a get per record. A batch body
@@ -16,9 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from time import perf_counter_ns
 from typing import Any, Protocol
 
+from asyncbench.workloads.ycsb.codec import field_record
+from asyncbench.workloads.ycsb.kernels import splice
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
-from asyncbench.workloads.ycsb.record import decode, encode
-from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_sync
+from asyncbench.workloads.ycsb.store import Marks, Ops, Record, run_sync
 
 __all__ = ["DictKv", "KvTable", "KvYcsbStore"]
 
@@ -49,35 +52,28 @@ class KvTable:
     def __init__(self, kv: KvStore) -> None:
         self.kv = kv
 
-    @staticmethod
-    def _fields(raw: bytes, field: int) -> Fields:
-        values = decode(raw)
-        return list(enumerate(values)) if field == ALL_FIELDS else [(field, values[field])]
+    def read(self, name: bytes, field: int) -> bytes | None:
+        raw = self.kv.get(name)
+        if raw is None or field == ALL_FIELDS:
+            return raw
+        return field_record(raw, field)
 
-    def read(self, name: str, field: int) -> Fields | None:
-        raw = self.kv.get(name.encode())
-        return None if raw is None else self._fields(raw, field)
-
-    def update(self, name: str, fields: Fields) -> None:
-        key = name.encode()
-        raw = self.kv.get(key)
+    def update(self, name: bytes, field: int, value: bytes) -> None:
+        raw = self.kv.get(name)
         if raw is None:
-            raise KeyError(f"update of {name}: no such record")
-        values = decode(raw)
-        for number, value in fields:
-            values[number] = value
-        self.kv.put(key, encode(values))
+            raise KeyError(f"update of {name.decode()}: no such record")
+        self.kv.put(name, value if field == ALL_FIELDS else splice(raw, field, value))
 
-    def insert(self, name: str, values: list[bytes]) -> None:
-        self.kv.put(name.encode(), encode(values))
+    def insert(self, name: bytes, record: bytes) -> None:
+        self.kv.put(name, record)
 
-    def scan(self, first: str, last: str, field: int) -> list[tuple[str, Fields]]:
+    def scan(self, first: bytes, last: bytes, field: int) -> list[Record]:
         get = self.kv.get
         out = []
-        for key in self.kv.scan(first.encode(), last.encode(), 1 << 62):
+        for key in self.kv.scan(first, last, 1 << 62):
             raw = get(key)
             if raw is not None:
-                out.append((key.decode(), self._fields(raw, field)))
+                out.append((key, raw if field == ALL_FIELDS else field_record(raw, field)))
         return out
 
 
@@ -88,15 +84,15 @@ class KvYcsbStore:
         self.table = KvTable(kv)
         self.place = place
 
-    def _load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+    def _load(self, records: Sequence[Record], marks: Marks) -> None:
         put = self.table.kv.put
         mark, clock = marks.append, perf_counter_ns
         mark(clock())
-        for name, values in records:
-            put(name.encode(), encode(values))
+        for name, record in records:
+            put(name, record)
             mark(clock())
 
-    async def load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+    async def load(self, records: Sequence[Record], marks: Marks) -> None:
         await self.place.writes(self._load, records, marks)
 
     async def run(self, ops: Ops, marks: Marks) -> list[int]:

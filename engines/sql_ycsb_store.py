@@ -26,7 +26,8 @@ from typing import Any, Protocol
 import anyio
 
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
-from asyncbench.workloads.ycsb.store import Fields, Marks, Ops, run_async
+from asyncbench.workloads.ycsb.record import decode, encode
+from asyncbench.workloads.ycsb.store import Marks, Ops, Record, run_async
 
 __all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "UsertableSql"]
 
@@ -113,23 +114,22 @@ class SqlTable:
         except Exception as exc:  # re-raised unless the engine calls it transient
             await self.retry(exc, self.session.execute, statement, args)
 
-    async def read(self, name: str, field: int) -> Fields | None:
-        row = await self.session.fetch_one(self.sql.read[field], (name,))
+    async def read(self, name: bytes, field: int) -> bytes | None:
+        row = await self.session.fetch_one(self.sql.read[field], (name.decode(),))
         if row is None:
             return None
-        return list(zip(self.sql.columns(field), map(bytes, row), strict=True))
+        return encode([bytes(v) for v in row])  # the fields read, encoded as a KV engine's value
 
-    async def update(self, name: str, fields: Fields) -> None:
-        field = fields[0][0] if len(fields) == 1 else ALL_FIELDS
-        await self._write(self.sql.update[field], (*(v for _, v in fields), name))
+    async def update(self, name: bytes, field: int, value: bytes) -> None:
+        values = decode(value) if field == ALL_FIELDS else [value]
+        await self._write(self.sql.update[field], (*values, name.decode()))
 
-    async def insert(self, name: str, values: list[bytes]) -> None:
-        await self._write(self.sql.insert, (name, *values))
+    async def insert(self, name: bytes, record: bytes) -> None:
+        await self._write(self.sql.insert, (name.decode(), *decode(record)))
 
-    async def scan(self, first: str, last: str, field: int) -> list[tuple[str, Fields]]:
-        rows = await self.session.fetch_all(self.sql.scan[field], (first, last))
-        cols = self.sql.columns(field)
-        return [(str(r[0]), list(zip(cols, map(bytes, r[1:]), strict=True))) for r in rows]
+    async def scan(self, first: bytes, last: bytes, field: int) -> list[Record]:
+        rows = await self.session.fetch_all(self.sql.scan[field], (first.decode(), last.decode()))
+        return [(str(r[0]).encode(), encode([bytes(v) for v in r[1:]])) for r in rows]
 
 
 class SqlYcsbStore:
@@ -165,17 +165,17 @@ class SqlYcsbStore:
         return self._table
 
     @staticmethod
-    async def _load(table: SqlTable, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+    async def _load(table: SqlTable, records: Sequence[Record], marks: Marks) -> None:
         mark, clock = marks.append, perf_counter_ns
         mark(clock())
-        for name, values in records:
-            await table.insert(name, values)
+        for name, record in records:
+            await table.insert(name, record)
             mark(clock())
 
-    async def load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+    async def load(self, records: Sequence[Record], marks: Marks) -> None:
         if not records:
             return
-        table = await self._ensure(len(records[0][1]))
+        table = await self._ensure(len(decode(records[0][1])))
         await self.hop(self._load, table, records, marks)
 
     async def run(self, ops: Ops, marks: Marks) -> list[int]:

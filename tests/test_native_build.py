@@ -18,10 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXTENSIONS = [
     ("asyncbench.engines.lsm._native", ROOT / "engines" / "lsm" / "_native.c"),
     ("asyncbench.workloads.profile_store._kernels", ROOT / "workloads" / "profile_store" / "_kernels.c"),
+    ("asyncbench.workloads.ycsb._kernels", ROOT / "workloads" / "ycsb" / "_kernels.c"),
 ]
 
 
-@pytest.mark.parametrize(("name", "source"), EXTENSIONS, ids=["lsm", "kernels"])
+@pytest.mark.parametrize(("name", "source"), EXTENSIONS, ids=["lsm", "kernels", "ycsb"])
 def test_each_built_extension_carries_its_sources_digest(name: str, source: Path) -> None:
     module = importlib.import_module(name)  # CI builds both (a compiler is there)
     assert source_sha256(source) == module.SOURCE_SHA256
@@ -48,8 +49,9 @@ def test_a_build_from_another_source_is_named_with_the_fix(tmp_path: Path) -> No
     [
         ("asyncbench.engines.lsm.native", ROOT / "engines" / "lsm" / "_native.c"),
         ("asyncbench.workloads.profile_store.kernels", ROOT / "workloads" / "profile_store" / "_kernels.c"),
+        ("asyncbench.workloads.ycsb.kernels", ROOT / "workloads" / "ycsb" / "_kernels.c"),
     ],
-    ids=["lsm", "kernels"],
+    ids=["lsm", "kernels", "ycsb"],
 )
 def test_the_loaders_fall_back_from_a_stale_build_with_the_reason(loader: str, source: Path) -> None:
     """The real loaders, in a fresh interpreter whose source digest check sees a changed

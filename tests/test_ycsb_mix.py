@@ -37,7 +37,7 @@ from asyncbench.workloads.ycsb.operations import (
     OperationStream,
 )
 from asyncbench.workloads.ycsb.plan import Layout, layout, mix_spec
-from asyncbench.workloads.ycsb.record import Values
+from asyncbench.workloads.ycsb.record import Values, encode
 from asyncbench.workloads.ycsb.scans import scan_range
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,21 +48,22 @@ Op = tuple[int, int, int, int, int, int, int]  # index, kind, key, read field, w
 class ReferenceStore:
     """The usertable in a dict (names kept sorted for scans), executing one operation at a time."""
 
-    def __init__(self, lay: Layout, values: Values, written: set[str], stable_scans: bool = True) -> None:
+    def __init__(self, lay: Layout, values: Values, written: set[bytes], stable_scans: bool = True) -> None:
         self.lay, self.values, self.written = lay, values, written
         self.stable_scans = stable_scans
         self.records = {self.name(k): values.record(k) for k in range(lay.recordcount)}
         self.initial = sorted(self.records)
         self.names = list(self.initial)
 
-    def name(self, key: int) -> str:
-        return key_name(key, hashed=self.lay.hashed, zeropadding=self.lay.zeropadding)
+    def name(self, key: int) -> bytes:
+        return key_name(key, hashed=self.lay.hashed, zeropadding=self.lay.zeropadding).encode()
 
-    def read(self, name: str, field: int) -> list[tuple[int, bytes]]:
+    def read(self, name: bytes, field: int) -> bytes:
+        """What a read returns to the checksum: the fields read, in the canonical encoding."""
         record = self.records[name]
-        return list(enumerate(record)) if field == ALL_FIELDS else [(field, record[field])]
+        return encode(record) if field == ALL_FIELDS else encode([record[field]])
 
-    def write(self, name: str, field: int, tag: int) -> None:
+    def write(self, name: bytes, field: int, tag: int) -> None:
         record = self.records[name]
         for f in range(len(record)) if field == ALL_FIELDS else [field]:
             record[f] = self.values.value(tag, f)
@@ -284,3 +285,52 @@ def test_the_first_operations_are_pinned() -> None:
             [875, 348, 935, 776, 992, 0, 98, 403, 755, 842],  # the insert's tag is its key
         ),
     }
+
+
+async def _engine_checksums(plan: dict[str, Any], workers: int, tmp: Path) -> tuple[str, str]:
+    """The load's and the mixed phase's checksums of the real path: the memory engine's
+    usertable through the framework's phase loop (compiled kernels, KV table, digests)."""
+    from asyncbench.engine import EngineConfig
+    from asyncbench.engines.memory import MemoryEngine
+    from asyncbench.run.dispatch import run_operations
+    from asyncbench.workloads.ycsb.workload import WORKLOAD as ycsb
+
+    settings = ycsb.settings(plan["ycsb"])
+    records = plan["ycsb"]["recordcount"]
+    ycsb_plan = ycsb.draw_plan(ycsb.counts(records, 50, {}, settings), SEED)
+    engine = MemoryEngine(EngineConfig("memory", tmp))
+    await engine.open(True)
+    stores = [engine.worker(w) for w in range(workers)]
+    load, mixed = ycsb.phases["load"], ycsb.phases["mixed"]
+    hook = lambda *_: None  # noqa: E731
+    loaded = await run_operations(load, ycsb.phase_items(load, None, None, ycsb_plan, {}), stores, None, 100, hook)
+    table = {k: v for k, v in plan["phase"][1].items() if k != "kind"}
+    params = ycsb.phase_params(mixed, table, settings)
+    items = ycsb.phase_items(mixed, None, None, ycsb_plan, params)
+    ran = await run_operations(mixed, items, stores, ycsb.context(SEED), 100, hook)
+    await engine.close()
+    return loaded.checksum, ran.checksum
+
+
+@pytest.mark.parametrize("case", ["a", "b", "e", "f", "e-ordered-hotspot"])
+def test_the_engine_path_gives_the_reference_stores_checksums(case: str, tmp_path: Path) -> None:
+    """The compiled fold over the bytes an engine returned (no decode) gives exactly what the
+    reference store's fields, encoded, give: load and mixed phase, at P = 1 and 4."""
+    import anyio
+
+    from asyncbench.workloads import select, selected
+
+    plan = CASES[case]
+    lay = layout(plan)
+    names = [key_name(k, hashed=lay.hashed, zeropadding=lay.zeropadding).encode() for k in range(lay.recordcount)]
+    loaded = PhaseChecksum()
+    for k, name in enumerate(names):
+        loaded.add(op_digest(k, INSERT, name))
+    previous = selected()
+    select("ycsb")
+    try:
+        for workers in (1, 4):
+            got = anyio.run(_engine_checksums, plan, workers, tmp_path)
+            assert got == (loaded.hex(), run(plan, 1, schedule=0)[0]), workers
+    finally:
+        select(previous)

@@ -90,6 +90,7 @@ def test_a_transient_write_conflict_is_retried_and_counted() -> None:
 
     from asyncbench.engines.sql_profile_store import Dialect, SqlProfileStore, Statements
     from asyncbench.engines.sql_ycsb_store import UsertableSql
+    from asyncbench.workloads.ycsb.record import encode
 
     session = FlakySession()
     dialect = Dialect(placeholder=lambda i: "?")
@@ -98,6 +99,7 @@ def test_a_transient_write_conflict_is_retried_and_counted() -> None:
         usertable=UsertableSql("TEXT", "BLOB", dialect.placeholder),
     )  # fmt: skip
     marks: list[int] = []
-    anyio.run(store.usertable().load, [("user1", [b"a", b"b"]), ("user2", [b"c", b"d"])], marks)
+    records = [(b"user1", encode([b"a", b"b"])), (b"user2", encode([b"c", b"d"]))]
+    anyio.run(store.usertable().load, records, marks)
     assert session.rows == {"user1": (b"a", b"b"), "user2": (b"c", b"d")} and store.retries == 1
     assert len(marks) == 3

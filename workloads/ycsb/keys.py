@@ -8,6 +8,8 @@ the decimal digits with zeros to that width (default 1: no padding).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from asyncbench.workloads.common.fnv import fnvhash64
 
 PREFIX = "user"
@@ -18,3 +20,9 @@ def key_name(keynum: int, *, hashed: bool = True, zeropadding: int = 1) -> str:
     """The key of record number ``keynum`` (``buildKeyName(keynum, zeropadding, !hashed)``)."""
     value = str(fnvhash64(keynum) if hashed else keynum)
     return PREFIX + "0" * (zeropadding - len(value)) + value
+
+
+def py_key_names(keys: Iterable[int], hashed: bool, zeropadding: int) -> list[bytes]:
+    """:func:`key_name` of each key number, as the ASCII bytes an engine stores (the
+    definition the compiled ``key_names`` kernel is tested against, and its fallback)."""
+    return [key_name(k, hashed=hashed, zeropadding=zeropadding).encode() for k in keys]

@@ -11,7 +11,7 @@ returns one digest per operation; the phase checksum is their sum (:mod:`.checks
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, overload
@@ -22,8 +22,7 @@ import numpy.typing as npt
 from asyncbench.workload import Action, Fold, Group, Items, MixFigures, PhaseKind, Split, StreamUse
 from asyncbench.workloads.common.mix import Done, OwnedOps, figures
 from asyncbench.workloads.profile_store.fold import M64
-from asyncbench.workloads.ycsb.checksum import op_digest
-from asyncbench.workloads.ycsb.keys import key_name
+from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb.operations import INSERT, KINDS, READMODIFYWRITE, SCAN, UPDATE, OperationStream
 from asyncbench.workloads.ycsb.plan import Layout, mix_spec
 from asyncbench.workloads.ycsb.record import Values
@@ -61,9 +60,10 @@ class Plan:
         lay = self.counts.layout
         self.values = Values(self.seed, lay.fieldcount, lay.fieldlength)
 
-    def name(self, key: int) -> str:
+    def names(self, keys: Iterable[int]) -> list[bytes]:
+        """The key names of these key numbers (ASCII bytes), in one kernel call."""
         lay = self.counts.layout
-        return key_name(key, hashed=lay.hashed, zeropadding=lay.zeropadding)
+        return kernels.key_names(keys, lay.hashed, lay.zeropadding)
 
 
 class PhaseChecksum:
@@ -127,12 +127,11 @@ class Keys(Sequence[int]):
 
 async def _load(store: HasUsertable, items: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
     assert isinstance(items, Keys)
-    keys, plan = items, items.plan
-    numbers = np.arange(keys.keys.start, keys.keys.stop, dtype=np.int64)
-    names = [plan.name(k) for k in keys.keys]
-    records = list(zip(names, plan.values.records(numbers), strict=True))  # inside the phase time
-    await usertable(store).load(records, marks)
-    return [op_digest(k, INSERT, n) for k, n in zip(keys.keys, names, strict=True)]
+    keys, plan = items.keys, items.plan
+    names = plan.names(keys)  # keys and records built once, inside the phase time
+    await usertable(store).load(list(zip(names, plan.values.encoded(keys), strict=True)), marks)
+    digest = kernels.digest
+    return [digest(k, INSERT, n, None) for k, n in zip(keys, names, strict=True)]
 
 
 # --- the mixed phase --------------------------------------------------------------------
@@ -160,25 +159,18 @@ class MixedPhase:
         cols = ("kind", "key", "read_field", "write_field", "scan_length", "tag")
         self.columns = [np.concatenate([getattr(b, c) for b in batches]) for c in cols]
         self.kind, self.key = self.columns[0], self.columns[1]
-        self._names: dict[int, str] = {}
         #: (positions, marks) of every batch run in this process, for :func:`mix_figures`
         self.done: Done = []
 
-    def name(self, key: int) -> str:
-        found = self._names.get(key)
-        if found is None:
-            found = self._names[key] = self.plan.name(key)
-        return found
-
     @cached_property
-    def initial(self) -> list[str]:
+    def initial(self) -> list[bytes]:
         """The key names present when the phase began, sorted (the scan rule)."""
-        return sorted(self.plan.name(k) for k in range(self.plan.counts.layout.recordcount))
+        return sorted(self.plan.names(range(self.plan.counts.layout.recordcount)))
 
     @cached_property
-    def written_names(self) -> frozenset[str]:
+    def written_names(self) -> frozenset[bytes]:
         writes = np.isin(self.kind, (UPDATE, INSERT, READMODIFYWRITE))
-        return frozenset(self.plan.name(int(k)) for k in np.unique(self.key[writes]))
+        return frozenset(self.plan.names(np.unique(self.key[writes]).tolist()))
 
     def prepare(self) -> None:
         """Compute what scans need now, not inside a worker's timed batch."""
@@ -215,8 +207,11 @@ class MixedOps(OwnedOps, Sequence[tuple[int, ...]]):
         cols = [c[p].tolist() for c in self.phase.columns]
         return list(zip(p.tolist(), *cols, strict=True))
 
-    def name(self, key: int) -> str:
-        return self.phase.name(key)
+    def names(self) -> list[bytes]:
+        return self.phase.plan.names(self.phase.key[self.positions].tolist())
+
+    def record(self, tag: int) -> bytes:
+        return self.phase.plan.values.encoded((tag,))[0]
 
     def value(self, tag: int, field: int) -> bytes:
         return self.phase.plan.values.value(tag, field)
@@ -224,10 +219,10 @@ class MixedOps(OwnedOps, Sequence[tuple[int, ...]]):
     def fieldcount(self) -> int:
         return self.phase.plan.counts.layout.fieldcount
 
-    def scan_bounds(self, start: str, length: int) -> tuple[str, str] | None:
+    def scan_bounds(self, start: bytes, length: int) -> tuple[bytes, bytes] | None:
         return scan_range(self.phase.initial, start, length)
 
-    def written(self, name: str) -> bool:
+    def written(self, name: bytes) -> bool:
         return name in self.phase.written_names
 
 

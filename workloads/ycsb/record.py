@@ -7,24 +7,25 @@ its checksum is exact. A value is a window of a seeded pool of printable ASCII (
 ``RandomByteIterator``, characters ' '..'~') at an offset hashed from (tag, field): cheap
 (one slice) yet different per record and field.
 
-:func:`encode` / :func:`decode` are the canonical encoding for key/value engines: the
-record as one value, fields in index order, each length-prefixed.
+:func:`encode` / :func:`decode` (:mod:`.codec`) are the canonical encoding for key/value
+engines and for the checksum: the record as one value, fields in index order, each
+length-prefixed. Records are built encoded, once per operation, by the compiled kernels
+(:mod:`.kernels`).
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
 from asyncbench.workloads.common import draws
-from asyncbench.workloads.common.fnv import fnvhash64, fnvhash64_array
+from asyncbench.workloads.ycsb import kernels
+from asyncbench.workloads.ycsb.codec import POOL_WINDOWS, decode, encode
 
-_POOL_WINDOWS = 1 << 16
-_M64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
+__all__ = ["Values", "decode", "encode", "field_names"]
+
+_POOL_WINDOWS = POOL_WINDOWS
 
 
 def field_names(fieldcount: int, prefix: str = "field") -> list[str]:
@@ -48,57 +49,14 @@ class Values:
         self.pool = printable[: _POOL_WINDOWS + fieldlength].tobytes()
 
     def value(self, tag: int, field: int) -> bytes:
-        offset = fnvhash64((tag * _GOLDEN + field) & _M64) % _POOL_WINDOWS
-        return self.pool[offset : offset + self.fieldlength]
+        return kernels.value(self.pool, tag, self.fieldcount, self.fieldlength, field)
 
     def record(self, tag: int) -> list[bytes]:
         """All fields of the record written with ``tag`` (loaded/inserted: tag = key number)."""
         return [self.value(tag, f) for f in range(self.fieldcount)]
 
-    def records(self, tags: npt.NDArray[np.uint64] | npt.NDArray[np.int64]) -> list[list[bytes]]:
-        """:meth:`record` for many tags at once: the offsets hashed with numpy (a load phase
-        builds millions of records; per-field Python hashing would cost microseconds each)."""
-        t = np.asarray(tags).astype(np.uint64)
-        fields = np.arange(self.fieldcount, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            mixed = t[:, None] * np.uint64(_GOLDEN) + fields[None, :]
-        offsets = (fnvhash64_array(mixed) % np.uint64(_POOL_WINDOWS)).tolist()
-        pool, n = self.pool, self.fieldlength
-        return [[pool[o : o + n] for o in row] for row in offsets]
-
-
-_COUNT = struct.Struct("<H")
-_LEN = struct.Struct("<I")
-
-
-def encode(fields: Sequence[bytes]) -> bytes:
-    """The canonical record value: field count (u16), then each field's length (u32) and bytes.
-
-    Field names are implied by position (field0..), so renaming the prefix changes no value.
-    """
-    parts = [_COUNT.pack(len(fields))]
-    for value in fields:
-        parts.append(_LEN.pack(len(value)))
-        parts.append(value)
-    return b"".join(parts)
-
-
-def decode(data: bytes) -> list[bytes]:
-    """The fields of :func:`encode`'s output; ValueError on a truncated or padded value."""
-    if len(data) < _COUNT.size:
-        raise ValueError(f"a record value of {len(data)} bytes is shorter than its header")
-    (count,) = _COUNT.unpack_from(data, 0)
-    pos = _COUNT.size
-    fields = []
-    for i in range(count):
-        if pos + _LEN.size > len(data):
-            raise ValueError(f"record value truncated at field {i} of {count}")
-        (n,) = _LEN.unpack_from(data, pos)
-        pos += _LEN.size
-        if pos + n > len(data):
-            raise ValueError(f"record value truncated inside field {i} of {count}")
-        fields.append(data[pos : pos + n])
-        pos += n
-    if pos != len(data):
-        raise ValueError(f"record value has {len(data) - pos} bytes after its {count} fields")
-    return fields
+    def encoded(self, tags: Iterable[int]) -> list[bytes]:
+        """The record written with each tag, in the canonical encoding, built in one kernel
+        call (a load phase builds millions of records: per-field Python would cost
+        microseconds each)."""
+        return kernels.records(self.pool, tags, self.fieldcount, self.fieldlength)

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Sequence
 
 
-def scan_range(initial_names: Sequence[str], start: str, length: int) -> tuple[str, str] | None:
+def scan_range(initial_names: Sequence[bytes], start: bytes, length: int) -> tuple[bytes, bytes] | None:
     """(first, last) key names, inclusive, of a scan of ``length`` records from ``start``.
 
     ``initial_names`` are the key names present when the phase began, sorted. The range

@@ -1,14 +1,17 @@
-"""What an engine gives YCSB: a ``usertable`` of five calls, and the operations run over it once.
+"""What an engine gives YCSB: a ``usertable`` of four calls, and the operations run over it once.
 
 An engine's worker object (the profile store an engine's ``worker(i)`` returns) gives its
-YCSB table with ``usertable()``: :class:`Table` (read a record's fields, update some
-fields, insert a record, scan a key range in key order). The key/value engines share one
-(``engines/kv_ycsb_store.py``: a record is one value), the SQL engines another
-(``engines/sql_ycsb_store.py``: a ``usertable`` of their own). What each YCSB operation
-does with those calls and what its checksum digest folds is written here once, as
-:func:`steps`: a generator that yields each table call and receives its result, so the
-same operations run through a synchronous table (a key/value batch body, in the engine's
-thread) and an asynchronous one (a SQL session) by :func:`run_sync` and :func:`run_async`.
+YCSB table with ``usertable()``: :class:`Table` (read a record, update a field or all,
+insert a record, scan a key range in key order). Keys are the key names' ASCII bytes and
+records travel in the canonical encoding (:func:`asyncbench.workloads.ycsb.record.encode`),
+built once per operation by the compiled kernels: a key/value engine stores and returns
+them as they are (``engines/kv_ycsb_store.py``: a record is one value), a SQL engine maps
+them to and from its columns (``engines/sql_ycsb_store.py``). What each YCSB operation
+does with those calls and what its checksum digest folds (the bytes a read returned, as
+returned: :mod:`.checksum`) is written here once, as :func:`steps`: a generator that
+yields each table call and receives its result, so the same operations run through a
+synchronous table (a key/value batch body, in the engine's thread) and an asynchronous
+one (a SQL session) by :func:`run_sync` and :func:`run_async`.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from time import perf_counter_ns
 from typing import Any, Protocol
 
-from asyncbench.workloads.ycsb.checksum import op_digest, scan_digest
+from asyncbench.workloads.ycsb import kernels
+from asyncbench.workloads.ycsb.checksum import scan_digest
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS, INSERT, READ, READMODIFYWRITE, SCAN, UPDATE
 
-__all__ = ["Call", "Fields", "HasUsertable", "Marks", "Ops", "Table", "YcsbStore", "run_async", "run_sync", "steps"]
+__all__ = ["Call", "HasUsertable", "Marks", "Ops", "Record", "Table", "YcsbStore", "run_async", "run_sync", "steps"]
 
-#: (field number, value) pairs in field order
-Fields = list[tuple[int, bytes]]
+#: (key name, encoded record): a record as the load and the engines carry it
+Record = tuple[bytes, bytes]
 Marks = list[int]
 #: a table call: (method name, arguments)
 Call = tuple[str, tuple[Any, ...]]
@@ -31,30 +35,33 @@ Call = tuple[str, tuple[Any, ...]]
 
 class Table(Protocol):
     """A worker's usertable; each method is one engine call (a KV ``read``/``update`` of
-    one field reads the record's one value). Methods are sync (KV) or async (SQL)."""
+    one field reads the record's one value). Methods are sync (KV) or async (SQL). Names
+    are key names' ASCII bytes; records are in the canonical encoding."""
 
-    def read(self, name: str, field: int) -> Any:
-        """The record's fields (``field``: one, or ALL_FIELDS), or None when absent."""
+    def read(self, name: bytes, field: int) -> Any:
+        """The fields read (``field``: one, or ALL_FIELDS) as an encoded record (of that one
+        field, or of all), or None when absent."""
         ...
 
-    def update(self, name: str, fields: Fields) -> Any:
-        """Overwrite these fields of an existing record."""
+    def update(self, name: bytes, field: int, value: bytes) -> Any:
+        """Overwrite field ``field`` of an existing record with ``value``, or (ALL_FIELDS)
+        every field with those of the encoded record ``value``."""
         ...
 
-    def insert(self, name: str, values: list[bytes]) -> Any:
-        """A new record with every field."""
+    def insert(self, name: bytes, record: bytes) -> Any:
+        """A new record (encoded, every field)."""
         ...
 
-    def scan(self, first: str, last: str, field: int) -> Any:
-        """(name, fields) of every record with first <= name <= last, in key order."""
+    def scan(self, first: bytes, last: bytes, field: int) -> Any:
+        """(name, encoded record of the fields read) of every record with first <= name <=
+        last, in key order."""
         ...
-
 
 
 class YcsbStore(Protocol):
     """What a YCSB batch calls: an engine family's store over its :class:`Table`."""
 
-    async def load(self, records: Sequence[tuple[str, list[bytes]]], marks: Marks) -> None:
+    async def load(self, records: Sequence[Record], marks: Marks) -> None:
         """The load phase's inserts, one engine call per record, ``marks`` stamped after each."""
         ...
 
@@ -74,20 +81,19 @@ class Ops(Protocol):
 
     def rows(self) -> Sequence[tuple[int, int, int, int, int, int, int]]: ...
 
-    def name(self, key: int) -> str: ...
+    def names(self) -> Sequence[bytes]:
+        """The key name of each row's key, in row order (built in one kernel call)."""
+        ...
+
+    def record(self, tag: int) -> bytes: ...
 
     def value(self, tag: int, field: int) -> bytes: ...
 
     def fieldcount(self) -> int: ...
 
-    def scan_bounds(self, start: str, length: int) -> tuple[str, str] | None: ...
+    def scan_bounds(self, start: bytes, length: int) -> tuple[bytes, bytes] | None: ...
 
-    def written(self, name: str) -> bool: ...
-
-
-def _writes(ops: Ops, field: int, tag: int) -> Fields:
-    fields = range(ops.fieldcount()) if field == ALL_FIELDS else (field,)
-    return [(f, ops.value(tag, f)) for f in fields]
+    def written(self, name: bytes) -> bool: ...
 
 
 def steps(ops: Ops, marks: Marks) -> Generator[Call, Any, list[int]]:
@@ -96,27 +102,27 @@ def steps(ops: Ops, marks: Marks) -> Generator[Call, Any, list[int]]:
     ``marks`` gets the batch's start stamp, then one after each operation (the latency
     recorder's protocol), stamped where the calls run.
     """
-    mark, clock = marks.append, perf_counter_ns
+    mark, clock, digest = marks.append, perf_counter_ns, kernels.digest
     out: list[int] = []
+    rows, names = ops.rows(), ops.names()
     mark(clock())
-    for index, kind, key, rf, wf, length, tag in ops.rows():
-        name = ops.name(key)
+    for (index, kind, _, rf, wf, length, tag), name in zip(rows, names, strict=True):
         if kind == READ:
-            out.append(op_digest(index, kind, name, (yield ("read", (name, rf)))))
+            out.append(digest(index, kind, name, (yield ("read", (name, rf)))))
         elif kind == UPDATE:
-            yield ("update", (name, _writes(ops, wf, tag)))
-            out.append(op_digest(index, kind, name))
+            yield ("update", (name, wf, ops.record(tag) if wf == ALL_FIELDS else ops.value(tag, wf)))
+            out.append(digest(index, kind, name, None))
         elif kind == INSERT:
-            yield ("insert", (name, [ops.value(tag, f) for f in range(ops.fieldcount())]))
-            out.append(op_digest(index, kind, name))
+            yield ("insert", (name, ops.record(tag)))
+            out.append(digest(index, kind, name, None))
         elif kind == READMODIFYWRITE:
             read = yield ("read", (name, rf))
-            yield ("update", (name, _writes(ops, wf, tag)))
-            out.append(op_digest(index, kind, name, read))
+            yield ("update", (name, wf, ops.record(tag) if wf == ALL_FIELDS else ops.value(tag, wf)))
+            out.append(digest(index, kind, name, read))
         elif kind == SCAN:
             bounds = ops.scan_bounds(name, length)
-            found: list[tuple[str, Fields]] = [] if bounds is None else (yield ("scan", (*bounds, rf)))
-            stable = [(n, f) for n, f in found if not ops.written(n)]
+            found: list[Record] = [] if bounds is None else (yield ("scan", (*bounds, rf)))
+            stable = [(n, r) for n, r in found if not ops.written(n)]
             out.append(scan_digest(index, kind, name, stable))
         else:
             raise ValueError(f"operation {index}: unknown kind {kind}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.workload import MixFigures, PhaseKind, SettingError, Workload
+from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import plan_from_properties, plan_toml
 from asyncbench.workloads.ycsb.phases import (
@@ -104,10 +105,10 @@ class YcsbWorkload:
 
     @property
     def accelerated(self) -> bool:
-        return True  # numpy draws; no compiled kernels of its own
+        return kernels.ACCELERATED
 
     def kernels_status(self) -> str:
-        return "ycsb: numpy draws (no compiled kernels)"
+        return f"ycsb: {kernels.status_line()}"
 
     def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
         return False
