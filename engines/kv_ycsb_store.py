@@ -104,14 +104,13 @@ class DictKv:
     """An ordered KV store in a dict with a lazily sorted key list: the memory engine's
     usertable (a :class:`KvStore`)."""
 
-    __slots__ = ("data", "_sorted")
+    __slots__ = ("data", "get", "_sorted")
 
     def __init__(self) -> None:
         self.data: dict[bytes, bytes] = {}
         self._sorted: list[bytes] | None = []
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.data.get(key)
+        #: the dict's own get (``get(key)``: the value or None): no Python frame per read
+        self.get: Callable[[bytes], bytes | None] = self.data.get
 
     def put(self, key: bytes, value: bytes) -> None:
         if key not in self.data:
