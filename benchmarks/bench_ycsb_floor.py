@@ -61,7 +61,7 @@ async def profile_store(records: int, batch: int) -> dict[str, float]:
         items = phase_items(kind, "reads", None, plan)
         read = await run_operations(kind, items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, _hook)
         await engine.close()
-    return {"load": inserted.ops / inserted.seconds, "read": read.ops / read.seconds}
+    return {"load": inserted.ops / inserted.seconds, "read": read.ops / read.seconds, "reads": read.ops}
 
 
 async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
@@ -85,7 +85,7 @@ async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
         items = wl.phase_items(mixed, None, None, plan, params)  # drawn before the phase, as a run does
         ran = await run_operations(mixed, items, [engine.worker(0)], wl.context(0), batch, _hook)
         await engine.close()
-    return {"load": loaded.ops / loaded.seconds, "read": ran.ops / ran.seconds}
+    return {"load": loaded.ops / loaded.seconds, "read": ran.ops / ran.seconds, "reads": ran.ops}
 
 
 def child(which: str, args: argparse.Namespace) -> dict[str, float]:
@@ -119,7 +119,8 @@ def main() -> None:
         for which in ("profile", "ycsb") if r % 2 == 0 else ("ycsb", "profile"):
             got = child(which, args)
             runs[which].append(got)
-            print(f"  round {r + 1} {which:<8} load/insert {got['load']:>10_.0f}/s   read {got['read']:>10_.0f}/s")
+            print(f"  round {r + 1} {which:<8} load/insert {got['load']:>10_.0f}/s   "
+                  f"read {got['read']:>10_.0f}/s ({got['reads']:_.0f} reads)")  # fmt: skip
     med = {w: {k: statistics.median(x[k] for x in runs[w]) for k in ("load", "read")} for w in runs}
     read_ratio = med["ycsb"]["read"] / med["profile"]["read"]
     load_ratio = med["ycsb"]["load"] / med["profile"]["load"]
