@@ -212,3 +212,17 @@ def test_report_draws_the_same_verdicts_from_a_saved_result(sample: RunResult) -
     assert [(r.engine, r.phase, r.outcome) for r in judge_run(again)] == [
         (r.engine, r.phase, r.outcome) for r in judge_run(copy.deepcopy(sample))
     ]
+
+
+def test_an_engine_failing_early_is_named_in_every_later_group(sample: RunResult) -> None:
+    """Issue 51, finding 11: ``quick.toml --engine memory,<a plug-in that raises>`` read
+    "write: no engine completed it" for every group and never named the failure."""
+    sample.engines = [e for e in sample.engines if e.engine in ("memory", "rocksdb")]
+    rocks = sample.engines[1] if sample.engines[1].engine == "rocksdb" else sample.engines[0]
+    second = rocks.phases[1].name
+    rocks.phases = rocks.phases[:1]
+    rocks.set_status(Status.FAILED, second, "RuntimeError: boom")
+    groups = headline.build(sample).groups
+    later = [g for g in groups if g.startswith(("lookup", "scan", "query"))]
+    assert later and all(f"rocksdb FAILED in {second}" in g for g in later), groups
+    assert not any(g.endswith("no engine completed it") for g in groups), groups
