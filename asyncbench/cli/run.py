@@ -10,6 +10,7 @@ absorbed and the reports complete (exit 130), never left half-written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import textwrap
@@ -232,6 +233,8 @@ def _run_locked(
         interrupted=interrupted,
         results=[str(j) for j, _ in saver.written.values()],
         reports=[str(m) for _, m in saver.written.values()],
+        # the verdicts a reader of the log decides from, as the result JSON holds them
+        verdicts=[dataclasses.asdict(v) for r in bench.results for v in r.verdicts],
     )
     log_fh.close()
     console.message(f"log:    {log_path}")
