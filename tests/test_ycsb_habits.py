@@ -1,0 +1,94 @@
+"""YCSB users' habits: a YCSB file read as YCSB reads it (``zipfianconstant`` ignored and
+said), every refusal of a file listed at once, client and measurement properties carried
+or noted, and ``run -P FILE -p KEY=VALUE`` (issue 55)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from asyncbench.workloads.ycsb.settings import mixed_params
+
+BASE = "recordcount=1000\noperationcount=1000\nworkload=site.ycsb.workloads.CoreWorkload\n"
+
+
+def plan_cli(path: Path, capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from asyncbench.cli.main import main
+
+    code = main(["plan", "--from-ycsb", str(path)])
+    out = capfd.readouterr()
+    return code, out.out, out.err
+
+
+def test_zipfianconstant_in_a_ycsb_file_is_ignored_as_ycsb_ignores_it_and_said(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """YCSB has no zipfianconstant property (it always draws with 0.99): the plan draws
+    with 0.99 and a note names the key and says how to set a constant in a plan."""
+    path = tmp_path / "workloadz"
+    path.write_text(BASE + "requestdistribution=zipfian\nzipfianconstant=0.5\n")
+    code, out, err = plan_cli(path, capfd)
+    assert code == 0, err
+    assert tomllib.loads(out)["phase"][1]["zipfianconstant"] == 0.99
+    assert f"{path}: key 'zipfianconstant' (line 5): ignored, as YCSB ignores it" in err
+    assert "set zipfianconstant = 0.5 in the plan's mixed [[phase]]" in err
+    assert "# note: " in out  # the plan keeps the note too
+
+
+def test_a_plans_own_zipfianconstant_still_applies() -> None:
+    table = {"operations": 10, "readproportion": 1.0, "requestdistribution": "zipfian", "zipfianconstant": 0.5}
+    assert mixed_params(table, {"recordcount": 100})["zipfianconstant"] == 0.5
+
+
+def test_every_refusal_of_a_file_is_listed_at_once(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "workloadx"
+    path.write_text(BASE + "db=site.ycsb.BasicDB\nwarp=9\nfieldlengthdistribution=zipfian\nfieldcount=ten\n")
+    code, out, err = plan_cli(path, capfd)
+    assert code == 2 and out == ""
+    for named in (
+        "key 'db' (line 4): not supported",
+        "key 'warp' (line 5): unknown property",
+        "key 'fieldlengthdistribution' (line 6): not supported",
+        "key 'fieldcount' (line 7): 'ten' is not a whole number",
+    ):
+        assert f"{path}: {named}" in err, err
+
+
+HABITS = """\
+threadcount=4
+target=500
+measurementtype=hdrhistogram
+hdrhistogram.percentiles=50,95,99
+status.interval=10
+fieldlengthdistribution=constant
+core_workload_insertion_retry_limit=0
+requestdistribution=zipfian
+"""
+
+
+def test_client_and_measurement_properties_are_carried_or_noted(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The lines YCSB users write: threadcount is the run's parallelism, target the mixed
+    phase's rate, measurement settings accepted with a note naming them; the plan loads."""
+    from asyncbench.config import from_document
+
+    path = tmp_path / "workloadh"
+    path.write_text(BASE + HABITS)
+    code, out, err = plan_cli(path, capfd)
+    assert code == 0, err
+    doc = tomllib.loads(out)
+    assert doc["run"]["parallelism"] == 4 and doc["phase"][1]["rate"] == 500.0
+    assert "'measurementtype', 'hdrhistogram.percentiles', 'status.interval' accepted and ignored" in err
+    cfg = from_document(doc, str(path))
+    assert cfg.parallelism == [4] and cfg.phases[1].rate == 500.0
+
+
+def test_core_workload_insertion_properties_are_not_called_foreign(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "workloadk"
+    path.write_text(BASE + "core_workload_insertion_keep_going_on_error=true\n")
+    code, _, err = plan_cli(path, capfd)
+    assert code == 2 and "not supported: a failed insert fails the run" in err and "unknown" not in err
+
