@@ -7,6 +7,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from asyncbench.workloads.ycsb.settings import mixed_params
@@ -91,4 +92,27 @@ def test_core_workload_insertion_properties_are_not_called_foreign(
     path.write_text(BASE + "core_workload_insertion_keep_going_on_error=true\n")
     code, _, err = plan_cli(path, capfd)
     assert code == 2 and "not supported: a failed insert fails the run" in err and "unknown" not in err
+
+
+def test_workload_f_counts_a_read_modify_write_under_read_and_update_as_ycsb() -> None:
+    """YCSB's [READ] count of workload F is its reads plus its read-modify-writes (each
+    RMW's read), [UPDATE] its updates plus its RMWs; the plan's own readmodifywrite kind
+    stays beside them, and each kind's latencies are its own operations'."""
+    from asyncbench.workloads.ycsb.operations import READ, READMODIFYWRITE, UPDATE
+    from asyncbench.workloads.ycsb.phases import PHASES
+    from asyncbench.workloads.ycsb.workload import WORKLOAD
+
+    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text())
+    settings = WORKLOAD.settings(doc["ycsb"])
+    table = {k: v for k, v in doc["phase"][1].items() if k != "kind"}
+    kind = PHASES["mixed"]
+    params = WORKLOAD.phase_params(kind, table, settings)
+    plan = WORKLOAD.draw_plan(WORKLOAD.counts(1000, 0, {}, settings), 7)
+    items = WORKLOAD.phase_items(kind, None, None, plan, params)
+    figures = WORKLOAD.mix_figures(kind, items)
+    assert figures is not None
+    drawn = np.bincount(items.phase.kind[items.positions], minlength=5)  # type: ignore[attr-defined]
+    reads, updates, rmws = int(drawn[READ]), int(drawn[UPDATE]), int(drawn[READMODIFYWRITE])
+    assert reads > 0 and rmws > 0
+    assert figures.counts == {"read": reads + rmws, "update": updates + rmws, "readmodifywrite": rmws}
 

@@ -23,7 +23,9 @@ __all__ = ["MIX_NOTE", "console_lines", "csv_kinds", "markdown_lines", "skew_tex
 MIX_NOTE = (
     "A mixed phase runs several operation kinds: each kind's share of its operations and "
     "its latency (service time, µs), and the skew that was run (the share of the phase's "
-    "operations on its hottest 0.1 %, 1 % and 10 % of keys)."
+    "operations on its hottest 0.1 %, 1 % and 10 % of keys). YCSB's kinds are counted as YCSB "
+    "counts them: a read-modify-write also counts under read and under update (its latency is "
+    "the pair's, under readmodifywrite), so the shares can add up to more than 100 %."
 )
 
 
