@@ -4,6 +4,7 @@ or noted, and ``run -P FILE -p KEY=VALUE`` (issue 55)."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -116,3 +117,73 @@ def test_workload_f_counts_a_read_modify_write_under_read_and_update_as_ycsb() -
     assert reads > 0 and rmws > 0
     assert figures.counts == {"read": reads + rmws, "update": updates + rmws, "readmodifywrite": rmws}
 
+
+#: the line YCSB users' tools parse: ``[READ], 95thPercentileLatency(us), 1866``
+YCSB_LINE = re.compile(r"^\[(\w[\w-]*)\], (.+?), ([\d.]+)$")
+YCSB_MEASUREMENTS = [
+    "Operations",
+    "AverageLatency(us)",
+    "MinLatency(us)",
+    "MaxLatency(us)",
+    "95thPercentileLatency(us)",
+    "99thPercentileLatency(us)",
+    "Return=OK",
+]
+
+
+def parse_ycsb(text: str) -> list[dict[str, list[tuple[str, float]]]]:
+    """Blocks (one per '#' header) of name -> [(measurement, value)] in printed order."""
+    blocks: list[dict[str, list[tuple[str, float]]]] = []
+    for line in text.splitlines():
+        if line.startswith("# asyncbench "):
+            blocks.append({})
+            continue
+        m = YCSB_LINE.match(line)
+        if m and blocks:
+            blocks[-1].setdefault(m[1], []).append((m[2], float(m[3])))
+    return blocks
+
+
+def test_report_format_ycsb_prints_ycsbs_summary(tmp_path: Path, run_cli, capfd: pytest.CaptureFixture[str]) -> None:
+    """Workload F at 300 records: run --format ycsb prints YCSB's summary at the end, report
+    --format ycsb of its result the same lines; parsed with YCSB users' regex: [OVERALL]
+    then each kind with YCSB's measurements in YCSB's order, percentiles from the
+    result's histograms, [READ] counting every read-modify-write's read."""
+    from asyncbench.cli.main import main
+    from asyncbench.measure.latency import LatencyHistogram
+
+    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text())
+    text = (Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text()
+    plan = tmp_path / "workloadf.toml"
+    plan.write_text(text.replace("recordcount = 1000", "recordcount = 300").replace("operations = 1000", "operations = 1500"))
+    code, results, out = run_cli("run", str(plan), "--engine", "memory", "--format", "ycsb")
+    assert code == 0, out[-3000:]
+    printed = [line for line in out.splitlines() if YCSB_LINE.match(line) or line.startswith("# asyncbench ")]
+    (path,) = sorted((tmp_path / "out").glob("*-*-p*/asyncbench-*.json"))
+    assert main(["report", "--format", "ycsb", str(path)]) == 0
+    report = capfd.readouterr().out
+    assert all(YCSB_LINE.match(line) or line.startswith("# asyncbench ") for line in report.splitlines()), report
+    assert report.splitlines() == printed
+    load, mixed = parse_ycsb(report)
+    phases = results[0]["engines"][0]["phases"]
+    assert list(load) == ["OVERALL", "INSERT"] and load["INSERT"][0] == ("Operations", 300)
+    assert list(mixed) == ["OVERALL", "READ", "UPDATE", "READ-MODIFY-WRITE"]
+    assert [m for m, _ in mixed["OVERALL"]] == ["RunTime(ms)", "Throughput(ops/sec)"]
+    assert mixed["OVERALL"][0][1] == round(phases[1]["seconds"] * 1000)
+    assert mixed["OVERALL"][1][1] == pytest.approx(1500 / phases[1]["seconds"], rel=1e-3)
+    kinds = phases[1]["mix"]["kinds"]
+    # F's updates are its read-modify-writes' only: counted (YCSB's [UPDATE]) but timed whole,
+    # under READ-MODIFY-WRITE, so [UPDATE] has no latency lines of its own (none invented)
+    assert mixed["UPDATE"] == [("Operations", kinds["update"]["ops"]), ("Return=OK", kinds["update"]["ops"])]
+    for name, kind in (("READ", "read"), ("READ-MODIFY-WRITE", "readmodifywrite")):
+        got = dict(mixed[name])
+        assert [m for m, _ in mixed[name]] == YCSB_MEASUREMENTS, name
+        assert got["Operations"] == got["Return=OK"] == kinds[kind]["ops"]
+        hist = LatencyHistogram.from_encoded(kinds[kind]["latency"]["histogram"])
+        p95, p99 = hist.values_at_percentiles([95.0, 99.0])
+        assert (got["95thPercentileLatency(us)"], got["99thPercentileLatency(us)"]) == (round(p95 / 1000), round(p99 / 1000))
+        assert got["MinLatency(us)"] <= got["95thPercentileLatency(us)"] <= got["99thPercentileLatency(us)"] <= got["MaxLatency(us)"]
+    # F is reads and read-modify-writes: YCSB's [READ] counts all 1500 (each RMW's read too)
+    assert dict(mixed["READ"])["Operations"] == 1500 == phases[1]["ops"]
+    assert dict(mixed["READ-MODIFY-WRITE"])["Operations"] == dict(mixed["UPDATE"])["Operations"]
+    assert doc["phase"][1]["readmodifywriteproportion"] == 0.5

@@ -130,6 +130,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="refuse to run (exit 2) when the compiled workload kernels are not built",
     )
     p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
+    p.add_argument(
+        "--format",
+        choices=("ycsb",),
+        help="ycsb: also print YCSB's text summary ([OVERALL], [READ], ... per engine and phase) at the end",
+    )
 
 
 def add_run_key_flags(p: argparse.ArgumentParser) -> None:
@@ -252,4 +257,5 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         csv=args.csv,
         check_reference=args.check_reference,
         check_rate=args.check_rate,
+        summary_format=args.format,
     )
