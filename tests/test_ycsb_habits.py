@@ -187,3 +187,66 @@ def test_report_format_ycsb_prints_ycsbs_summary(tmp_path: Path, run_cli, capfd:
     assert dict(mixed["READ"])["Operations"] == 1500 == phases[1]["ops"]
     assert dict(mixed["READ-MODIFY-WRITE"])["Operations"] == dict(mixed["UPDATE"])["Operations"]
     assert doc["phase"][1]["readmodifywriteproportion"] == 0.5
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ycsb"
+
+
+def test_run_P_workloadb_with_p_properties_runs_ycsbs_way(run_cli) -> None:
+    """Issue 55's check: -P workloadb (the shipped plan, by YCSB's bare name) with -p
+    recordcount, operationcount and a 50/50 mix runs 4,000 operations at about 50/50 on two
+    engines, whose checksums agree."""
+    code, results, out = run_cli(
+        "run", "-P", "workloadb", "-p", "recordcount=5000", "-p", "operationcount=4000",
+        "-p", "readproportion=0.5", "-p", "updateproportion=0.5", "--engine", "memory,lsm",
+    )  # fmt: skip
+    assert code == 0, out[-3000:]
+    assert "-P workloadb: no file of that name here; running the shipped plan" in out
+    (result,) = results
+    assert result["profiles"] == 5000
+    checksums = {}
+    for engine in result["engines"]:
+        load, mixed = engine["phases"]
+        assert load["ops"] == 5000 and mixed["ops"] == 4000
+        kinds = mixed["mix"]["kinds"]
+        assert set(kinds) == {"read", "update"} and kinds["read"]["ops"] + kinds["update"]["ops"] == 4000
+        assert abs(kinds["read"]["ops"] - 2000) <= 5 * (4000 * 0.25) ** 0.5  # binomial, 5 sigma
+        checksums[engine["engine"]] = (load["checksum"], mixed["checksum"])
+    assert len(set(checksums.values())) == 1, checksums
+
+
+def test_run_P_takes_a_ycsb_file_directly(run_cli) -> None:
+    """YCSB's own workloadb file, unchanged, with -p: threadcount is the parallelism, a
+    measurement setting is noted, and the run is that of its converted plan."""
+    code, results, out = run_cli(
+        "run", "-P", str(FIXTURES / "workloadb"), "-p", "recordcount=200", "-p", "operationcount=300",
+        "-p", "threadcount=2", "-p", "measurementtype=hdrhistogram", "--engine", "memory",
+    )  # fmt: skip
+    assert code == 0, out[-3000:]
+    (result,) = results
+    assert result["parallelism"] == 2 and result["profiles"] == 200
+    assert result["engines"][0]["phases"][1]["ops"] == 300
+    assert "note: " in out and "'measurementtype' accepted and ignored" in out
+
+
+def test_a_ycsb_file_given_as_the_plan_is_recognized(run_cli) -> None:
+    code, _, out = run_cli("run", str(FIXTURES / "workloadb"), "--engine", "memory")
+    assert code == 2
+    assert f"{FIXTURES / 'workloadb'}: file: is a YCSB workload file (Java properties), not a TOML plan" in out
+    assert f"-P {FIXTURES / 'workloadb'}" in out and "syntax" not in out
+
+
+def test_p_properties_are_checked_and_every_refusal_listed(run_cli) -> None:
+    code, results, out = run_cli(
+        "run", "-P", "workloadb", "-p", "db=site.ycsb.BasicDB", "-p", "warp=9", "-p", "fieldcount=ten",
+        "--engine", "memory",
+    )  # fmt: skip
+    assert code == 2 and results == []
+    for named in (
+        "key 'db' (-p on the command line): not supported",
+        "key 'warp' (-p on the command line): unknown property",
+        "key 'fieldcount' (-p on the command line): 'ten' is not a whole number",
+    ):
+        assert named in out, out
+    code, _, out = run_cli("run", "-P", "workloadb", "-p", "recordcount", "--engine", "memory")
+    assert code == 2 and "-p: 'recordcount' is not KEY=VALUE" in out
