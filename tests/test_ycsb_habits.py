@@ -250,3 +250,30 @@ def test_p_properties_are_checked_and_every_refusal_listed(run_cli) -> None:
         assert named in out, out
     code, _, out = run_cli("run", "-P", "workloadb", "-p", "recordcount", "--engine", "memory")
     assert code == 2 and "-p: 'recordcount' is not KEY=VALUE" in out
+
+
+def test_p_properties_land_where_the_converter_puts_them_in_a_toml_plan() -> None:
+    """override_plan on the shipped workloadb.toml: the [ycsb] layout, the mixed phase's
+    keys, threadcount as parallelism, target as the rate (0: none), notes for what YCSB
+    ignores; the document still loads as a plan."""
+    from asyncbench.config import from_document
+    from asyncbench.workloads.ycsb.overrides import override_plan
+
+    shipped = Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadb.toml"
+    doc = tomllib.loads(shipped.read_text())
+    notes = override_plan(
+        doc,
+        [("recordcount", "5000"), ("operationcount", "4000"), ("requestdistribution", "uniform"),
+         ("exponential.frac", "0.5"), ("threadcount", "3"), ("target", "2000"), ("zipfianconstant", "0.7"),
+         ("hdrhistogram.percentiles", "50,99"), ("fieldlengthdistribution", "constant")],
+        "x.toml",
+    )  # fmt: skip
+    mixed = doc["phase"][1]
+    assert doc["ycsb"]["recordcount"] == 5000 and doc["run"]["parallelism"] == 3
+    assert (mixed["operations"], mixed["requestdistribution"], mixed["rate"]) == (4000, "uniform", 2000.0)
+    assert mixed["exponential_frac"] == 0.5 and mixed["zipfianconstant"] == 0.99
+    assert len(notes) == 2 and "zipfianconstant" in notes[0] and "'hdrhistogram.percentiles'" in notes[1]
+    cfg = from_document(doc, "x.toml")
+    assert cfg.parallelism == [3] and cfg.phases[1].rate == 2000.0
+    override_plan(doc, [("target", "0")], "x.toml")
+    assert "rate" not in doc["phase"][1]

@@ -55,7 +55,7 @@ def console_lines(p: PhaseResult) -> list[str]:
         figures = (
             f"p50 {fmt.latency(lat.p50):>6}  p99 {fmt.latency(lat.p99):>6}  p99.9 {fmt.latency(lat.p99_9):>6}"
             if lat is not None and lat.count
-            else "latency measured in the client processes"
+            else "no latency of its own measured here"  # client processes, or counted with another kind (YCSB F)
         )
         out.append(f"    {name:<15} {fmt.count(k.ops):>11} {_share(k.ops, p.ops):>6}  {figures}")
     skew = skew_text(p)
