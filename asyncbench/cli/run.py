@@ -84,7 +84,10 @@ def run(
     csv: bool = False,
     check_reference: bool = False,
     check_rate: bool = False,
+    summary_format: str | None = None,
 ) -> int:
+    """``summary_format``: ``"ycsb"`` prints YCSB's text summary of each result at the end
+    (:mod:`asyncbench.report.ycsb_text`)."""
     if stop is None:
         stop = StopSignals()
     if stop.interrupted:
@@ -97,7 +100,9 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        code = _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate)
+        code = _run_locked(
+            cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate, summary_format
+        )
         # every engine process has ended: a run not stopped removes the lock files it created
         locks.release(remove_created=not stop.interrupted)
         return code
@@ -202,6 +207,7 @@ def _run_locked(
     csv: bool,
     check_reference: bool,
     check_rate: bool = False,
+    summary_format: str | None = None,
 ) -> int:
     """The run, in its steps: open the log, set up the observers and the saver, announce,
     run every engine, judge and save the results, close the log; one outcome, one code."""
@@ -251,8 +257,14 @@ def _run_locked(
         level = f" · {result.profiles:_d} {workload().unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
         lines = headline.console_lines(result)
         console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
+    if summary_format == "ycsb":  # --format ycsb: YCSB's text summary, for YCSB users' scripts
+        from asyncbench.report.ycsb_text import ycsb_lines
+
+        for result in bench.results:
+            console.message("\n".join(ycsb_lines(result)))
+    for result in bench.results:  # the one answer to "does it hold my bound at my rate", last
         table = verdict_table.console_lines(result)
-        if table:  # the one answer to "does it hold my bound at my rate", last
+        if table:
             console.message("\n".join(table))
     return outcome.exit_code()
 
