@@ -111,7 +111,7 @@ def test_a_paced_phase_is_not_paired_with_a_closed_loop_one(tmp_path: Path, caps
     assert main(["compare", str(base), str(new), "--engine", "sqlite"]) == 0
     text = capsys.readouterr().out
     flat = " ".join(text.split())
-    assert "not compared: sqlite read by user id: base closed loop; new 2_000/s" in flat
+    assert "not compared, paced differently" in flat and "sqlite: base closed loop; new 2_000/s: read by user id" in flat
     assert not [ln for ln in text.splitlines() if ln.strip().startswith("read by user id ")], text
 
 

@@ -299,6 +299,22 @@ class PacedApart:
 
 
 PACED_APART_WHY = "a phase at a target rate is compared only with one at the same rate"
+PACED_APART_HEAD = f"not compared, paced differently ({PACED_APART_WHY}):"
+
+
+def _paced_apart_lines(apart: list[PacedApart], width: int) -> list[str]:
+    """The head, then per engine and change of pacing one entry naming every phase (a
+    sweep against a closed-loop run is a dozen phases: one line each said the same)."""
+    if not apart:
+        return []
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for a in apart:
+        groups.setdefault((a.engine, a.base, a.new), []).append(a.phase)
+    lines = textwrap.wrap(PACED_APART_HEAD, width)
+    for (engine, base, new), phases in groups.items():
+        text = f"  {engine}: base {base}; new {new}: {', '.join(phases)}"
+        lines += textwrap.wrap(text, width, subsequent_indent="      ", break_on_hyphens=False)
+    return lines
 
 
 def paced_apart(base: Side, new: Side) -> list[PacedApart]:
@@ -492,9 +508,7 @@ def render_text(
     width = width or max(80, shutil.get_terminal_size((80, 24)).columns)
     figures = 1 + 10 + 1 + 10 + 1 + 8 + 1 + 21  # base, new, ratio, verdict
     room = max(width - 2 - figures, 12)
-    lines = _one_sided_lines(gone, width)
-    for a in apart or []:
-        lines += textwrap.wrap(a.line(), width, subsequent_indent="    ", break_on_hyphens=False)
+    lines = _one_sided_lines(gone, width) + _paced_apart_lines(apart or [], width)
     if diffs:  # first: a reader must know before any figure that the runs measured different things
         lines += textwrap.wrap(DIFFERS_HEAD, width)
         for d in diffs:
