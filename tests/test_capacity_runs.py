@@ -142,16 +142,32 @@ def test_scorecard_ranks_engines_by_capacity_and_gates_name_each(tmp_path: Path,
     fast = copy.deepcopy(slow)
     fast["engine"] = "fast"
     fast["phases"][1]["capacity"].update(capacities=[900.0, 1100.0], capacity=1000.0, ci_low=900.0, ci_high=1100.0)
-    doc["engines"] = [none, slow, fast]
+    late = copy.deepcopy(slow)
+    late["engine"] = "late"
+    late["phases"][1]["capacity"].update(
+        capacities=[None], capacity=None, limited_by=None, inconclusive_from=2000.0, lower_bound=1000.0,
+        inconclusive="client late: schedule delay p90 7.3 ms against a bound of 50 ms (the engine's own p90 42 µs)",
+    )  # fmt: skip
+    doc["engines"] = [none, late, slow, fast]
     run = RunResult.from_json(orjson.dumps(doc))
     lines = scorecard_lines(run)
     ranked = [line.split()[1] for line in lines if line.startswith("    ") and line.strip()[0].isdigit()]
     assert any("(95% 900-1_100)" in line for line in lines if " fast " in line)
-    assert ranked == ["fast", "slow", "none"], lines
-    assert any("< 1_000/s" in line for line in lines if " none " in line)  # below the range: no capacity
+    # issue 51: a capacity below the range or inconclusive is no measurement: never ranked
+    # (the scorecard said "1. lsm < 500/s, 2. rocksdb < 500/s"), shown after, with the reason
+    assert ranked == ["fast", "slow"], lines
+    unranked = [line for line in lines if line.startswith("    -  ")]
+    assert [x.split()[1] for x in unranked] == ["none", "late"], lines
+    assert "< 1_000/s: failed at the range's lowest rate" in unranked[0]
+    assert "inconclusive from 2_000/s (passed 1_000/s): client late" in unranked[1]
     assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
     short = gate_failures(run, {"read_by_id": 500.0})
     assert [x.split(",")[0] for x in short] == ["CAPACITY BELOW REQUIRED: engine slow", "CAPACITY BELOW REQUIRED: engine none"]
+    from asyncbench.report.capacity import gate_inconclusive, markdown_lines
+
+    assert [x.split(",")[0] for x in gate_inconclusive(run, {"read_by_id": 500.0})] == ["CAPACITY INCONCLUSIVE: engine late"]
+    table = [x for x in markdown_lines(run, str) if x.startswith("| read by user id")]
+    assert [x.split(" | ")[2:4] for x in table] == [["1", "fast"], ["2", "slow"], ["-", "none"], ["-", "late"]]
 
 
 def test_scorecard_pools_the_runs_repeats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.report import headline
-from asyncbench.report.capacity import gate_failures, scorecard_lines
+from asyncbench.report.capacity import gate_failures, gate_inconclusive, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, RunResult, exit_code
@@ -274,6 +274,8 @@ def _report_capacity(results: list[RunResult], required: dict[str, float], conso
         for line in gate_failures(result, required):
             console.message(textwrap.fill(line, 80, subsequent_indent="  "))
             short = True
+        for line in gate_inconclusive(result, required):  # the client's, not the engine's: no exit 1
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
     return short
 
 

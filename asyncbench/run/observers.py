@@ -267,7 +267,14 @@ class JsonLogObserver(Observer):
             percentiles_us={k: round(v / 1000, 3) for k, v in probe.percentiles_ns.items()},
             bounds_us={b.name: round(b.ns / 1000, 3) for b in slo.bounds},
             backlog_us=round(probe.backlog_ns / 1000, 3),
-            verdict="pass" if probe.passed else "fail",
+            service_percentiles_us={k: round(v / 1000, 3) for k, v in probe.service_ns.items()},
+            delay_percentiles_us={k: round(v / 1000, 3) for k, v in probe.delay_ns.items()},
+            engine_percentiles_us={k: round(v / 1000, 3) for k, v in probe.engine_ns.items()},
+            schedule_delay_p99_us=None if probe.delay_p99_ns is None else round(probe.delay_p99_ns / 1000, 3),
+            schedule_delay_max_us=None if probe.delay_max_ns is None else round(probe.delay_max_ns / 1000, 3),
+            wait_share=None if probe.wait_share is None else round(probe.wait_share, 4),
+            verdict=probe.verdict,
+            inconclusive=probe.inconclusive,
             limit=probe.limit,
             checksum=probe.checksum,
             confirms=probe.confirms,
@@ -451,10 +458,9 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
         if result.capacity is not None:
             self._print(capacity_line(result))
-            if result.capacity.not_monotonic:
-                for line in textwrap.wrap(
-                    "NOT MONOTONIC: " + result.capacity.not_monotonic, max(40, self.width - 4)
-                ):
+            notes = [("NOT MONOTONIC: ", result.capacity.not_monotonic), ("INCONCLUSIVE: ", result.capacity.inconclusive)]
+            for label, note in notes:
+                for line in textwrap.wrap(label + note, max(40, self.width - 4)) if note else ():
                     self._print("    " + line)
         for line in mix_lines(result):  # a mixed phase: its kinds and skew
             self._print(line)
