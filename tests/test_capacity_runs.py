@@ -210,3 +210,80 @@ def test_every_probe_is_one_live_log_line(tmp_path: Path, capsys: pytest.Capture
     assert first["search"] == 0 and first["bounds_us"] == {"p90": 50_000.0} and set(first["percentiles_us"]) == {"p90"}
     assert first["achieved_ops_per_s"] > 0 and first["parallelism"] == 1 and first["repeat"] == 0
     assert not [x for x in lines if x.get("event") == "batch" and x.get("kind") == "read_by_id"]
+
+
+def test_each_probe_is_a_console_line_as_it_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51, finding 7: a search of minutes showed an empty progress bar. Each probe is
+    one console line as it is judged (no terminal here): its number, rate, the response,
+    service and schedule-delay figures at the bounded percentile and its verdict."""
+    code, out, doc = _run(tmp_path, capsys)
+    assert code == 0
+    probes = doc["engines"][0]["phases"][1]["capacity"]["probes"]
+    lines = [x for x in out.splitlines() if x.startswith("    probe ")]
+    assert len(lines) == len(probes), out
+    for line, p in zip(lines, probes, strict=True):
+        assert line.startswith(f"    probe {p['number']} · ") and f" · {round(p['rate']):_d}/s · p90 µs: resp " in line
+        assert " svc " in line and " sched " in line and len(line) <= 80, line
+        assert line.endswith(" · pass") == (p["limit"] is None), line
+    # printed before the phase's own line: as the probes run, not after
+    assert out.index("    probe 0 ") < out.index("  read by user id ")
+
+
+def test_a_capacity_search_over_10_minutes_asks_before_starting(tmp_path: Path) -> None:
+    """Issue 51, finding 7: "capacity searches: up to 63 min" started without asking. A run
+    asks on a terminal when its capacity searches' bound is over 10 minutes, as any run
+    estimated over 10 minutes does (``--yes`` skips it)."""
+    from asyncbench.cli.run import confirm_start
+    from asyncbench.config import load
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, estimate
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    cfg = load(plan)
+    cfg.output, cfg.data = tmp_path / "out", tmp_path / "data"
+    cfg.capacity_range = [10.0, 1_000_000.0]  # probes of 1_100 operations at 10/s: minutes
+    est = estimate(cfg)
+    assert est.searches_at_most is not None and est.searches_at_most > ASK_ABOVE_SECONDS
+    assert est.seconds is None or est.seconds < ASK_ABOVE_SECONDS  # the run alone would not ask
+    out = Tty()
+    assert confirm_start(cfg, yes=False, stdin=Tty("n\n"), stdout=out) is False
+    assert "(its capacity searches up to " in out.getvalue() and "not started" in out.getvalue()
+    assert confirm_start(cfg, yes=True, stdin=Tty(""), stdout=Tty()) is True
+    piped = io.StringIO()  # no terminal to answer on: it starts
+    assert confirm_start(cfg, yes=False, stdin=io.StringIO(""), stdout=piped) is True
+
+
+def test_a_stopped_search_keeps_its_probes_in_the_partial_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51, finding 7: a run stopped during a search (here by its timeout: the same
+    cancellation as Ctrl-C) left a partial report without a capacity section, its probes
+    only in the log. The partial result's phase carries the capacity with the probes done,
+    marked interrupted, and the report renders it, unranked."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    out = tmp_path / "out"
+    # probes of 1_100 reads at 300-400/s (about 3 s each; the schedule waits on the event loop,
+    # where the stop lands: a probe whose waits are all under a millisecond never yields to it)
+    flags = ["--capacity-range", "300,400", "--capacity-repeats", "50", "--timeout-seconds", "6"]
+    code = main([str(plan), "--output", str(out), "--data", str(tmp_path / "data"), *flags])
+    assert code == 1
+    (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
+    doc = orjson.loads(result.read_bytes())
+    engine = doc["engines"][0]
+    assert engine["status"] == "timed_out" and engine["phase"] == "read by user id"
+    phase = engine["phases"][-1]
+    assert phase["name"] == "read by user id"
+    cap = phase["capacity"]
+    assert cap["interrupted"] and cap["capacity"] is None and len(cap["probes"]) >= 1
+    assert phase["ops"] == len(cap["probes"]) * 1100
+    run = RunResult.from_json(result.read_bytes())  # loads back
+    assert run.engines[0].phases[-1].capacity is not None
+    text = result.with_suffix(".md").read_text()
+    assert "## Capacity under the latency bounds" in text
+    row = next(x for x in text.splitlines() if x.startswith("| read by user id | p90"))
+    assert f"| - | memory | interrupted after {len(cap['probes'])} probes" in row
+    assert "the run stopped during the search" in row
+

@@ -46,17 +46,23 @@ __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
 
 def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdout: TextIO | None = None) -> bool:
-    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
+    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes,
+    or whose capacity searches may take over 10 minutes (their bound, every capacity at the
+    range's bottom: a search cannot know ahead where it will end, issue 51)."""
     import sys
 
-    from asyncbench.run.estimate import ask_to_start, estimate
+    from asyncbench.run.estimate import ask_to_start, duration, estimate
     from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
     what = f"this run of {est.time()}" if est.seconds is not None else "this run"
-    return ask_to_start(what, est.seconds, yes, stdin, stdout)
+    longest = est.seconds
+    if est.searches_at_most is not None and est.searches_at_most > (est.seconds or 0.0):
+        what += f" (its capacity searches up to {duration(est.searches_at_most)})"
+        longest = est.searches_at_most
+    return ask_to_start(what, longest, yes, stdin, stdout)
 
 
 def utc_stamp() -> str:

@@ -106,7 +106,7 @@ from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
-from asyncbench.result import Capacity, CapacityProbe
+from asyncbench.result import Capacity, CapacityProbe, PhaseResult
 from asyncbench.slo import Slo
 from asyncbench.workload import PhaseKind
 from asyncbench.workloads import workload
@@ -137,6 +137,7 @@ __all__ = [
     "slices_at",
     "stream_checksum",
     "stream_rest",
+    "stopped_search",
     "wait_share",
     "warm_store",
     "writes",
@@ -896,10 +897,13 @@ async def capacity_of_phase(
     engine: Engine,
     ctx: object,
     on_probe: ProbeHook | None = None,
+    record: Callable[[SearchRecord], None] | None = None,
 ) -> tuple[Capacity, int, float, str | None]:
     """The in-process runner's call: the phase's capacity over the engine's P worker handles,
     under the bounds of its kind (``[slo.KIND]``, else the run's); with the operations run,
-    the seconds taken and, for a writing phase, its checksum (after the rest of its stream)."""
+    the seconds taken and, for a writing phase, its checksum (after the rest of its stream).
+    ``record`` is handed the searches' :class:`SearchRecord` before they start (what a
+    stopped run keeps)."""
     from time import perf_counter
 
     from asyncbench.config import slo_for
@@ -916,6 +920,8 @@ async def capacity_of_phase(
         return outcome.ops
 
     rec = SearchRecord(slo, cfg.capacity_range, cfg.capacity_probe_seconds)
+    if record is not None:
+        record(rec)
     warm_ops, warm_seconds = await warm_store(kind, whole_stream)
     probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
     found, ops, seconds = await measure_capacity(
@@ -931,6 +937,18 @@ async def capacity_of_phase(
     assert outcome.checksum is not None  # an operation phase folds one
     checksum = stream_checksum(found.slice_checksums, outcome.checksum)
     return found, ops + len(rest), seconds + perf_counter() - t0, checksum
+
+
+def stopped_search(
+    row: Callable[[int, float], PhaseResult], record: SearchRecord, seconds: float
+) -> PhaseResult:
+    """The phase of a search the run stopped (Ctrl-C, a timeout, an engine fault): its
+    operations so far (the probes'), ``seconds`` since it started and the capacity marked
+    ``interrupted`` with the probes it completed. ``row``: the runner's phase row maker."""
+    cap = record.capacity(interrupted=True)
+    out = row(cap.slices_taken * (record.warmup + record.judged), seconds)
+    out.capacity = cap
+    return out
 
 
 async def warm_store(kind: PhaseKind, whole_stream: Callable[[], Awaitable[int]]) -> tuple[int, float]:

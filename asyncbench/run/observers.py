@@ -332,6 +332,26 @@ def open_loop_line(result: PhaseResult) -> str:
     )
 
 
+def probe_line(probe: ProbeResult, slo: Slo) -> str:
+    """A capacity probe on the console, at most 80 columns: its number, target rate, the
+    response, service and schedule-delay figures at the tightest bounded percentile and its
+    verdict (``pass``, ``FAIL`` with what failed it, ``inconclusive`` with the client's reason)::
+
+        probe 3 · 11_180/s · p99 µs: resp 7_412 svc 43 sched 7_311 · inconclusive (client late)
+    """
+    name = slo.bounds[-1].name
+    figures = [("resp", probe.percentiles_ns.get(name)), ("svc", probe.service_ns.get(name)), ("sched", probe.delay_ns.get(name))]
+    shown = " ".join(f"{label} {format_us(v)}" for label, v in figures if v is not None)
+    again = " again" if probe.confirms is not None else ""
+    if probe.verdict == "pass":
+        verdict = "pass"
+    elif probe.verdict == "fail":
+        verdict = "FAIL " + (probe.limit or "").split(":", 1)[0]
+    else:
+        verdict = "inconclusive (" + (probe.inconclusive or "").split(":", 1)[0] + ")"
+    return f"    probe {probe.number}{again} · {fmt.count(round(probe.rate))}/s · {name} µs: {shown} · {verdict}"
+
+
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
 CONSOLE_WIDTH = 80
 #: The figures after the phase name: time, rate, p50, p99 (or one note across the last
@@ -464,6 +484,11 @@ class ConsoleObserver(Observer):
                     self._print("    " + line)
         for line in mix_lines(result):  # a mixed phase: its kinds and skew
             self._print(line)
+
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
+        """One line per capacity probe as it is judged (a terminal or not): a search of
+        minutes otherwise showed nothing but a pulsing bar (issue 51)."""
+        self._print(probe_line(probe, slo))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it
