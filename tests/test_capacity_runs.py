@@ -287,3 +287,19 @@ def test_a_stopped_search_keeps_its_probes_in_the_partial_report(tmp_path: Path,
     assert f"| - | memory | interrupted after {len(cap['probes'])} probes" in row
     assert "the run stopped during the search" in row
 
+
+def test_the_capacity_chart_draws_inconclusive_probes_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A probe the client's lateness decided is drawn hollow, labelled "client late", never
+    as a cross (the engine's failure)."""
+    from asyncbench.report.capacity_chart import capacity_figure
+
+    _, _, doc = _run(tmp_path, capsys)
+    probe = doc["engines"][0]["phases"][1]["capacity"]["probes"][0]
+    probe.update(limit="p90: 70 ms > 50 ms", inconclusive="client late: schedule delay p90 40 ms against a bound of 50 ms")
+    run = RunResult.from_json(orjson.dumps(doc))
+    fig = capacity_figure(run, lambda _engine: "#336699")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "client late" in labels
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    hollow = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+    assert [list(c.get_offsets()[0]) for c in hollow] == [[probe["rate"], probe["percentiles_ns"]["p90"] / 1e6]]

@@ -134,3 +134,21 @@ def test_injected_client_lateness_is_inconclusive_not_a_failed_engine(monkeypatc
 
     assert capacity_text(cap) == "inconclusive from 2_000/s"
     assert unmeasured_reason(cap) == cap.inconclusive
+
+
+def test_client_processes_parts_merge_with_their_figures_in_intended_order() -> None:
+    """``--processes K``: each process's share of a probe comes with its service times,
+    schedule delays and the engine's own response; the coordinator merges them in intended
+    order, so the verdict is judged on the same figures as in one process."""
+    from asyncbench.run.capacity_remote import ProbePart, merged_probe
+
+    def arr(*x: int) -> np.ndarray:
+        return np.array(x, dtype=np.int64)
+
+    a = ProbePart(0, 0.0, 1.0, {0: "00" * 8}, arr(0, 20), arr(5, 6), 2, arr(1, 2), arr(4, 4), 0.05, arr(1, 2))
+    b = ProbePart(1, 0.0, 1.0, {1: "00" * 8}, arr(10, 30), arr(7, 8), 2, arr(3, 4), arr(4, 4), 0.2, arr(3, 4))
+    run = merged_probe([a, b])
+    assert run.response_ns.tolist() == [5, 7, 6, 8]
+    assert run.service_ns.tolist() == [1, 3, 2, 4] and run.engine_ns.tolist() == [1, 3, 2, 4]
+    assert run.delay_ns.tolist() == [4, 4, 4, 4] and run.decomposed
+    assert run.wait_share == 0.2  # the most any process's client thread waited
