@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from pathlib import Path
 
 import orjson
@@ -265,10 +266,14 @@ def test_a_stopped_search_keeps_its_probes_in_the_partial_report(tmp_path: Path,
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     out = tmp_path / "out"
-    # probes of 1_100 reads at 300-400/s (about 3 s each; the schedule waits on the event loop,
-    # where the stop lands: a probe whose waits are all under a millisecond never yields to it)
-    flags = ["--capacity-range", "300,400", "--capacity-repeats", "50", "--timeout-seconds", "6"]
+    # probes of 1_100 reads at 1_000-1_200/s: every wait under a millisecond and an engine
+    # that answers without suspending, so nothing in a probe yields to the event loop, where
+    # the stop lands; it must land between probes (before, the search ran its 50 searches,
+    # 100 s, past a 4 s timeout)
+    flags = ["--capacity-range", "1k,1.2k", "--capacity-repeats", "50", "--timeout-seconds", "4"]
+    t0 = time.monotonic()
     code = main([str(plan), "--output", str(out), "--data", str(tmp_path / "data"), *flags])
+    assert time.monotonic() - t0 < 60
     assert code == 1
     (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
     doc = orjson.loads(result.read_bytes())
