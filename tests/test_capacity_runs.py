@@ -308,3 +308,35 @@ def test_the_capacity_chart_draws_inconclusive_probes_apart(tmp_path: Path, caps
     (ax,) = [a for a in fig.axes if a.get_visible()]
     hollow = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
     assert [list(c.get_offsets()[0]) for c in hollow] == [[probe["rate"], probe["percentiles_ns"]["p90"] / 1e6]]
+
+
+def test_ctrl_c_during_an_isolated_search_keeps_its_probes(tmp_path: Path) -> None:
+    """Issue 51, finding 7, as seen: Ctrl-C during a search of an isolated engine (its own
+    child process) wrote a partial report without its probes. The child's partial result
+    now holds the phase, its capacity marked interrupted with the probes completed."""
+    import signal
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    out, log = tmp_path / "out", tmp_path / "run.log"
+    cmd = [sys.executable, "-m", "asyncbench", str(plan), "--isolate", "--output", str(out), "--data", str(tmp_path / "data")]
+    cmd += ["--log-file", str(log), "--capacity-range", "1k,1.2k", "--capacity-repeats", "50", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.read_bytes().count(b'"event":"probe"') >= 2):
+            assert time.monotonic() < deadline, "no probe logged"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stdout.decode()
+    (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
+    engine = orjson.loads(result.read_bytes())["engines"][0]
+    assert engine["status"] == "interrupted" and engine["phase"] == "read by user id"
+    cap = engine["phases"][-1]["capacity"]
+    assert cap["interrupted"] and len(cap["probes"]) >= 2
+    assert "interrupted after" in result.with_suffix(".md").read_text()
