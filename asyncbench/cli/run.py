@@ -31,7 +31,7 @@ from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.measure.verdicts import exit_status, judge_run, records
 from asyncbench.report import headline, tracebacks, verdict_table
-from asyncbench.report.capacity import gate_failures, scorecard_lines
+from asyncbench.report.capacity import gate_failures, gate_inconclusive, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import (
@@ -56,17 +56,23 @@ __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
 
 def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdout: TextIO | None = None) -> bool:
-    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
+    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes,
+    or whose capacity searches may take over 10 minutes (their bound, every capacity at the
+    range's bottom: a search cannot know ahead where it will end, issue 51)."""
     import sys
 
-    from asyncbench.run.estimate import ask_to_start, estimate
+    from asyncbench.run.estimate import ask_to_start, duration, estimate
     from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
     what = f"this run of {est.time()}" if est.seconds is not None else "this run"
-    return ask_to_start(what, est.seconds, yes, stdin, stdout)
+    longest = est.seconds
+    if est.searches_at_most is not None and est.searches_at_most > (est.seconds or 0.0):
+        what += f" (its capacity searches up to {duration(est.searches_at_most)})"
+        longest = est.searches_at_most
+    return ask_to_start(what, longest, yes, stdin, stdout)
 
 
 def utc_stamp() -> str:
@@ -321,6 +327,8 @@ def _report_capacity(results: list[RunResult], required: dict[str, float], conso
         for line in gate_failures(result, required):
             console.message(textwrap.fill(line, 80, subsequent_indent="  "))
             short = True
+        for line in gate_inconclusive(result, required):  # the client's, not the engine's: no exit 1
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
     return short
 
 

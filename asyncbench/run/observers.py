@@ -315,7 +315,14 @@ class JsonLogObserver(Observer):
             percentiles_us={k: round(v / 1000, 3) for k, v in probe.percentiles_ns.items()},
             bounds_us={b.name: round(b.ns / 1000, 3) for b in slo.bounds},
             backlog_us=round(probe.backlog_ns / 1000, 3),
-            verdict="pass" if probe.passed else "fail",
+            service_percentiles_us={k: round(v / 1000, 3) for k, v in probe.service_ns.items()},
+            delay_percentiles_us={k: round(v / 1000, 3) for k, v in probe.delay_ns.items()},
+            engine_percentiles_us={k: round(v / 1000, 3) for k, v in probe.engine_ns.items()},
+            schedule_delay_p99_us=None if probe.delay_p99_ns is None else round(probe.delay_p99_ns / 1000, 3),
+            schedule_delay_max_us=None if probe.delay_max_ns is None else round(probe.delay_max_ns / 1000, 3),
+            wait_share=None if probe.wait_share is None else round(probe.wait_share, 4),
+            verdict=probe.verdict,
+            inconclusive=probe.inconclusive,
             limit=probe.limit,
             checksum=probe.checksum,
             confirms=probe.confirms,
@@ -374,6 +381,26 @@ def open_loop_line(result: PhaseResult) -> str:
         f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: response {resp}"
         f" (service {service}, client delay {format_us(ol.delay_p99_ns)})"
     )
+
+
+def probe_line(probe: ProbeResult, slo: Slo) -> str:
+    """A capacity probe on the console, at most 80 columns: its number, target rate, the
+    response, service and schedule-delay figures at the tightest bounded percentile and its
+    verdict (``pass``, ``FAIL`` with what failed it, ``inconclusive`` with the client's reason)::
+
+        probe 3 · 11_180/s · p99 µs: resp 7_412 svc 43 sched 7_311 · inconclusive (client late)
+    """
+    name = slo.bounds[-1].name
+    figures = [("resp", probe.percentiles_ns.get(name)), ("svc", probe.service_ns.get(name)), ("sched", probe.delay_ns.get(name))]
+    shown = " ".join(f"{label} {format_us(v)}" for label, v in figures if v is not None)
+    again = " again" if probe.confirms is not None else ""
+    if probe.verdict == "pass":
+        verdict = "pass"
+    elif probe.verdict == "fail":
+        verdict = "FAIL " + (probe.limit or "").split(":", 1)[0]
+    else:
+        verdict = "inconclusive (" + (probe.inconclusive or "").split(":", 1)[0] + ")"
+    return f"    probe {probe.number}{again} · {fmt.count(round(probe.rate))}/s · {name} µs: {shown} · {verdict}"
 
 
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
@@ -502,13 +529,17 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
         if result.capacity is not None:
             self._print(capacity_line(result))
-            if result.capacity.not_monotonic:
-                for line in textwrap.wrap(
-                    "NOT MONOTONIC: " + result.capacity.not_monotonic, max(40, self.width - 4)
-                ):
+            notes = [("NOT MONOTONIC: ", result.capacity.not_monotonic), ("INCONCLUSIVE: ", result.capacity.inconclusive)]
+            for label, note in notes:
+                for line in textwrap.wrap(label + note, max(40, self.width - 4)) if note else ():
                     self._print("    " + line)
         for line in mix_lines(result):  # a mixed phase: its kinds and skew
             self._print(line)
+
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
+        """One line per capacity probe as it is judged (a terminal or not): a search of
+        minutes otherwise showed nothing but a pulsing bar (issue 51)."""
+        self._print(probe_line(probe, slo))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it
