@@ -202,6 +202,32 @@ class CapacityProbe:
     #: ``next_checksums`` the later ones' in order.
     slices: int = 1
     next_checksums: list[str | None] = field(default_factory=list)
+    #: Who failed the bound (docs/capacity.md, "Whose failure"): at the same bounded
+    #: percentiles as ``percentiles_ns`` (response time, from the intended start), the
+    #: service time (from the actual start), the harness's schedule delay (how late the
+    #: client issued each operation) and the engine's own response (what a client issuing
+    #: every operation on time would have measured from the same service times).
+    #: Empty in results from before them.
+    service_percentiles_ns: dict[str, int] = field(default_factory=dict)
+    delay_percentiles_ns: dict[str, int] = field(default_factory=dict)
+    engine_percentiles_ns: dict[str, int] = field(default_factory=dict)
+    #: The schedule delay's p99 and max over the judged operations (None: not measured).
+    delay_p99_ns: int | None = None
+    delay_max_ns: int | None = None
+    #: The share of the probe's time the client's thread (the event loop's) waited for a
+    #: CPU (run-queue wait, asyncbench.run.saturation); None where the kernel does not say.
+    wait_share: float | None = None
+    #: Set when the probe failed but the client, not the engine, decided it (its schedule
+    #: delay, or a saturated machine): the reason, naming the figure. Its ``limit`` is what
+    #: broke the bound; its verdict is ``inconclusive``, never an engine's failure.
+    inconclusive: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` (the engine's) or ``inconclusive`` (the client's lateness)."""
+        if self.limit is None:
+            return "pass"
+        return "fail" if self.inconclusive is None else "inconclusive"
 
     @property
     def checksums(self) -> list[str | None]:
@@ -214,6 +240,10 @@ class CapacityProbe:
         for name in ("search", "number", "achieved", "backlog_ns"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _at_least(f"{where}.slices", self.slices, 1)
+        for name in ("delay_p99_ns", "delay_max_ns", "wait_share"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        if self.delay_p99_ns is not None and self.delay_max_ns is not None:
+            _ordered(where, [("delay_p99_ns", self.delay_p99_ns), ("delay_max_ns", self.delay_max_ns)])
         if len(self.next_checksums) != self.slices - 1:
             raise ResultError(
                 f"{where}.next_checksums: {len(self.next_checksums)} for {self.slices} slices (expected {self.slices - 1})"
@@ -251,6 +281,21 @@ class Capacity:
     #: Set when a rate passed above a rate that failed (its verdict confirmed): the
     #: response time is not monotonic in the rate, which the search assumes; says which.
     not_monotonic: str | None = None
+    #: Set when a search stopped at a rate whose failure was the client's (a probe's
+    #: ``inconclusive``): the reason. ``capacity`` is then None (no capacity was measured),
+    #: ``inconclusive_from`` the lowest such rate, ``lower_bound`` the highest rate that
+    #: passed before it (the capacity is at least that; None: none passed).
+    inconclusive: str | None = None
+    inconclusive_from: float | None = None
+    lower_bound: float | None = None
+    #: The run stopped (Ctrl-C, a timeout, an engine fault) during the search: ``probes``
+    #: are those completed, ``capacities`` the searches that ended.
+    interrupted: bool = False
+
+    @property
+    def measured(self) -> bool:
+        """A capacity every search measured: neither inconclusive, interrupted nor below the range."""
+        return self.capacity is not None and self.inconclusive is None and not self.interrupted
 
     @property
     def slices_taken(self) -> int:
@@ -265,7 +310,7 @@ class Capacity:
     def check(self, where: str) -> None:
         for name in (
             "capacity", "ci_low", "ci_high", "warmup_ops", "judged_ops", "probe_bound",
-            "store_warmup_ops", "store_warmup_seconds", "probe_seconds",
+            "store_warmup_ops", "store_warmup_seconds", "probe_seconds", "inconclusive_from", "lower_bound",
         ):  # fmt: skip
             _at_least(f"{where}.{name}", getattr(self, name), 0)
 

@@ -176,6 +176,15 @@ class MixFigures:
     hot_shares: dict[float, float]
 
 
+@dataclass(frozen=True)
+class NativePlan:
+    """A plan converted from a workload's own file format: its TOML text, and the notes
+    about what the conversion accepted without carrying (printed, never silent)."""
+
+    text: str
+    notes: tuple[str, ...] = ()
+
+
 class SettingError(ValueError):
     """A workload's own plan setting (its section, or a phase's own key) is wrong: the key as
     the plan spells it and the problem; config names the file and exits 2."""
@@ -277,9 +286,16 @@ class Workload(Protocol):
         """An empty running checksum."""
         ...
 
-    def plan_from_native(self, text: str, source: str) -> str:
+    def plan_from_native(self, text: str, source: str, overrides: Sequence[tuple[str, str]] = ()) -> NativePlan:
         """A TOML plan from the workload's own file format (YCSB's workload properties), for
-        ``asyncbench plan``; ValueError naming ``source``, the key and the problem."""
+        ``asyncbench plan`` and ``run -P``; ``overrides``: (key, value) set on the command
+        line (``-p``), replacing the file's; ValueError naming ``source``, the key and the
+        problem."""
+        ...
+
+    def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
+        """Apply the workload's own properties (``-p KEY=VALUE``) to a TOML plan document of
+        it, in place; the notes to print; ValueError naming ``source``, the key and the problem."""
         ...
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:

@@ -78,3 +78,24 @@ def test_a_searched_mix_with_client_processes_has_the_checksums_of_one_process(t
     common = sorted(set(scaled) & set(alone))
     assert common and all(scaled[k] == alone[k] for k in common), (scaled, alone)
     assert scaled_phase == alone_phase
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_a_stopped_search_with_client_processes_keeps_its_probes(tmp_path: Path) -> None:
+    """Issue 51, finding 7, scaled out: a search stopped by the run's timeout (the same
+    cancellation as Ctrl-C) leaves its phase in the partial result with the probes it
+    completed, marked interrupted."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    flags = ["--capacity-range", "300,400", "--capacity-repeats", "50", "--timeout-seconds", "25"]
+    r = run_asyncbench(tmp_path, str(plan), "--processes", "2", *flags, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (result,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.json"))
+    engine = orjson.loads(result.read_bytes())["engines"][0]
+    assert engine["status"] == "timed_out", engine["status"]
+    phase = engine["phases"][-1]
+    assert phase["name"] == "read by user id", [p["name"] for p in engine["phases"]]
+    cap = phase["capacity"]
+    assert cap["interrupted"] and cap["capacity"] is None and len(cap["probes"]) >= 1, cap
+    assert "    probe 0 · " in r.stdout and "interrupted after" in r.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from pathlib import Path
 
 import orjson
@@ -142,16 +143,32 @@ def test_scorecard_ranks_engines_by_capacity_and_gates_name_each(tmp_path: Path,
     fast = copy.deepcopy(slow)
     fast["engine"] = "fast"
     fast["phases"][1]["capacity"].update(capacities=[900.0, 1100.0], capacity=1000.0, ci_low=900.0, ci_high=1100.0)
-    doc["engines"] = [none, slow, fast]
+    late = copy.deepcopy(slow)
+    late["engine"] = "late"
+    late["phases"][1]["capacity"].update(
+        capacities=[None], capacity=None, limited_by=None, inconclusive_from=2000.0, lower_bound=1000.0,
+        inconclusive="client late: schedule delay p90 7.3 ms against a bound of 50 ms (the engine's own p90 42 µs)",
+    )  # fmt: skip
+    doc["engines"] = [none, late, slow, fast]
     run = RunResult.from_json(orjson.dumps(doc))
     lines = scorecard_lines(run)
     ranked = [line.split()[1] for line in lines if line.startswith("    ") and line.strip()[0].isdigit()]
     assert any("(95% 900-1_100)" in line for line in lines if " fast " in line)
-    assert ranked == ["fast", "slow", "none"], lines
-    assert any("< 1_000/s" in line for line in lines if " none " in line)  # below the range: no capacity
+    # issue 51: a capacity below the range or inconclusive is no measurement: never ranked
+    # (the scorecard said "1. lsm < 500/s, 2. rocksdb < 500/s"), shown after, with the reason
+    assert ranked == ["fast", "slow"], lines
+    unranked = [line for line in lines if line.startswith("    -  ")]
+    assert [x.split()[1] for x in unranked] == ["none", "late"], lines
+    assert "< 1_000/s: failed at the range's lowest rate" in unranked[0]
+    assert "inconclusive from 2_000/s (passed 1_000/s): client late" in unranked[1]
     assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
     short = gate_failures(run, {"read_by_id": 500.0})
     assert [x.split(",")[0] for x in short] == ["CAPACITY BELOW REQUIRED: engine slow", "CAPACITY BELOW REQUIRED: engine none"]
+    from asyncbench.report.capacity import gate_inconclusive, markdown_lines
+
+    assert [x.split(",")[0] for x in gate_inconclusive(run, {"read_by_id": 500.0})] == ["CAPACITY INCONCLUSIVE: engine late"]
+    table = [x for x in markdown_lines(run, str) if x.startswith("| read by user id")]
+    assert [x.split(" | ")[2:4] for x in table] == [["1", "fast"], ["2", "slow"], ["-", "none"], ["-", "late"]]
 
 
 def test_scorecard_pools_the_runs_repeats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,10 +204,140 @@ def test_every_probe_is_one_live_log_line(tmp_path: Path, capsys: pytest.Capture
     probes = [x for x in lines if x.get("event") == "probe"]
     cap = doc["engines"][0]["phases"][1]["capacity"]
     assert [(p["probe"], p["target_ops_per_s"], p["verdict"]) for p in probes] == [
-        (q["number"], round(q["rate"], 3), "pass" if q["limit"] is None else "fail") for q in cap["probes"]
+        (q["number"], round(q["rate"], 3), "pass" if q["limit"] is None else "inconclusive" if q["inconclusive"] else "fail")
+        for q in cap["probes"]
     ]
     first = probes[0]
     assert first["engine"] == "memory" and first["phase"] == "read by user id" and first["kind"] == "read_by_id"
     assert first["search"] == 0 and first["bounds_us"] == {"p90": 50_000.0} and set(first["percentiles_us"]) == {"p90"}
     assert first["achieved_ops_per_s"] > 0 and first["parallelism"] == 1 and first["repeat"] == 0
     assert not [x for x in lines if x.get("event") == "batch" and x.get("kind") == "read_by_id"]
+
+
+def test_each_probe_is_a_console_line_as_it_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51, finding 7: a search of minutes showed an empty progress bar. Each probe is
+    one console line as it is judged (no terminal here): its number, rate, the response,
+    service and schedule-delay figures at the bounded percentile and its verdict."""
+    code, out, doc = _run(tmp_path, capsys)
+    assert code == 0
+    probes = doc["engines"][0]["phases"][1]["capacity"]["probes"]
+    lines = [x for x in out.splitlines() if x.startswith("    probe ")]
+    assert len(lines) == len(probes), out
+    for line, p in zip(lines, probes, strict=True):
+        assert line.startswith(f"    probe {p['number']} · ") and f" · {round(p['rate']):_d}/s · p90 µs: resp " in line
+        assert " svc " in line and " sched " in line and len(line) <= 80, line
+        assert line.endswith(" · pass") == (p["limit"] is None), line
+    # printed before the phase's own line: as the probes run, not after
+    assert out.index("    probe 0 ") < out.index("  read by user id ")
+
+
+def test_a_capacity_search_over_10_minutes_asks_before_starting(tmp_path: Path) -> None:
+    """Issue 51, finding 7: "capacity searches: up to 63 min" started without asking. A run
+    asks on a terminal when its capacity searches' bound is over 10 minutes, as any run
+    estimated over 10 minutes does (``--yes`` skips it)."""
+    from asyncbench.cli.run import confirm_start
+    from asyncbench.config import load
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, estimate
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    cfg = load(plan)
+    cfg.output, cfg.data = tmp_path / "out", tmp_path / "data"
+    cfg.capacity_range = [10.0, 1_000_000.0]  # probes of 1_100 operations at 10/s: minutes
+    est = estimate(cfg)
+    assert est.searches_at_most is not None and est.searches_at_most > ASK_ABOVE_SECONDS
+    assert est.seconds is None or est.seconds < ASK_ABOVE_SECONDS  # the run alone would not ask
+    out = Tty()
+    assert confirm_start(cfg, yes=False, stdin=Tty("n\n"), stdout=out) is False
+    assert "(its capacity searches up to " in out.getvalue() and "not started" in out.getvalue()
+    assert confirm_start(cfg, yes=True, stdin=Tty(""), stdout=Tty()) is True
+    piped = io.StringIO()  # no terminal to answer on: it starts
+    assert confirm_start(cfg, yes=False, stdin=io.StringIO(""), stdout=piped) is True
+
+
+def test_a_stopped_search_keeps_its_probes_in_the_partial_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 51, finding 7: a run stopped during a search (here by its timeout: the same
+    cancellation as Ctrl-C) left a partial report without a capacity section, its probes
+    only in the log. The partial result's phase carries the capacity with the probes done,
+    marked interrupted, and the report renders it, unranked."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    out = tmp_path / "out"
+    # probes of 1_100 reads at 1_000-1_200/s: every wait under a millisecond and an engine
+    # that answers without suspending, so nothing in a probe yields to the event loop, where
+    # the stop lands; it must land between probes (before, the search ran its 50 searches,
+    # 100 s, past a 4 s timeout)
+    flags = ["--capacity-range", "1k,1.2k", "--capacity-repeats", "50", "--timeout-seconds", "4"]
+    t0 = time.monotonic()
+    code = main([str(plan), "--output", str(out), "--data", str(tmp_path / "data"), *flags])
+    assert time.monotonic() - t0 < 60
+    assert code == 1
+    (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
+    doc = orjson.loads(result.read_bytes())
+    engine = doc["engines"][0]
+    assert engine["status"] == "timed_out" and engine["phase"] == "read by user id"
+    phase = engine["phases"][-1]
+    assert phase["name"] == "read by user id"
+    cap = phase["capacity"]
+    assert cap["interrupted"] and cap["capacity"] is None and len(cap["probes"]) >= 1
+    assert phase["ops"] == len(cap["probes"]) * 1100
+    run = RunResult.from_json(result.read_bytes())  # loads back
+    assert run.engines[0].phases[-1].capacity is not None
+    text = result.with_suffix(".md").read_text()
+    assert "## Capacity under the latency bounds" in text
+    row = next(x for x in text.splitlines() if x.startswith("| read by user id | p90"))
+    assert f"| - | memory | interrupted after {len(cap['probes'])} probes" in row
+    assert "the run stopped during the search" in row
+
+
+def test_the_capacity_chart_draws_inconclusive_probes_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A probe the client's lateness decided is drawn hollow, labelled "client late", never
+    as a cross (the engine's failure)."""
+    from asyncbench.report.capacity_chart import capacity_figure
+
+    _, _, doc = _run(tmp_path, capsys)
+    probe = doc["engines"][0]["phases"][1]["capacity"]["probes"][0]
+    probe.update(limit="p90: 70 ms > 50 ms", inconclusive="client late: schedule delay p90 40 ms against a bound of 50 ms")
+    run = RunResult.from_json(orjson.dumps(doc))
+    fig = capacity_figure(run, lambda _engine: "#336699")
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "client late" in labels
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    hollow = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+    assert [list(c.get_offsets()[0]) for c in hollow] == [[probe["rate"], probe["percentiles_ns"]["p90"] / 1e6]]
+
+
+def test_ctrl_c_during_an_isolated_search_keeps_its_probes(tmp_path: Path) -> None:
+    """Issue 51, finding 7, as seen: Ctrl-C during a search of an isolated engine (its own
+    child process) wrote a partial report without its probes. The child's partial result
+    now holds the phase, its capacity marked interrupted with the probes completed."""
+    import signal
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    out, log = tmp_path / "out", tmp_path / "run.log"
+    cmd = [sys.executable, "-m", "asyncbench", str(plan), "--isolate", "--output", str(out), "--data", str(tmp_path / "data")]
+    cmd += ["--log-file", str(log), "--capacity-range", "1k,1.2k", "--capacity-repeats", "50", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.read_bytes().count(b'"event":"probe"') >= 2):
+            assert time.monotonic() < deadline, "no probe logged"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stdout.decode()
+    (result,) = sorted(out.glob("profiles-*/asyncbench-*.json"))
+    engine = orjson.loads(result.read_bytes())["engines"][0]
+    assert engine["status"] == "interrupted" and engine["phase"] == "read by user id"
+    cap = engine["phases"][-1]["capacity"]
+    assert cap["interrupted"] and len(cap["probes"]) >= 2
+    assert "interrupted after" in result.with_suffix(".md").read_text()

@@ -36,3 +36,13 @@ def test_log_lines_carry_worker_kind_stream_and_paths(run_cli, tmp_path: Path) -
     assert run_start["results"] == [str(json_path)] and run_start["reports"] == [str(md_path)]
     assert run_end["results"] == [str(json_path)] and run_end["reports"] == [str(md_path)]
     assert run_start["log"] == str(log)
+
+
+def test_run_end_carries_the_verdicts(run_cli, tmp_path: Path) -> None:
+    """Issue 51: the verdicts in the JSON log too (a closed-loop bound no read can fail)."""
+    log = tmp_path / "run.log"
+    code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "2k", "--slo", "p99=1s", "--log-file", str(log))
+    assert code == 0
+    (run_end,) = [e for e in (orjson.loads(x) for x in log.read_bytes().splitlines()) if e["event"] == "run_end"]
+    slo = [v for v in run_end["verdicts"] if v["judged"] == "slo"]
+    assert slo and all(v["outcome"] == "PASS" and v["engine"] == "memory" for v in slo), run_end["verdicts"]

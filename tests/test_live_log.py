@@ -22,6 +22,7 @@ from cli_process import BackgroundRun, kill_quietly, wait_for
 from asyncbench.run import logs, observers
 from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.run.observers import BatchDone, JsonLogObserver
+from asyncbench.run.paced_lines import PACED_LINE_NS
 
 PLAN = """
 [run]
@@ -205,21 +206,24 @@ def test_a_log_far_behind_holds_a_bounded_number_of_latency_stamps(tmp_path: Pat
     writer fell behind, and the log's queue held every batch's stamps until the run's end
     (110 MiB above the engine's start at 2M profiles). Past MAX_HELD_MARKS the batch's
     figures are taken at once and its stamps let go; every line is still written, with the
-    same figures the writer would have rendered."""
+    same figures the writer would have rendered. (The batches under a rate end 100 ms
+    apart, so each gets a line of its own: :mod:`asyncbench.run.paced_lines`.)"""
     log = _StuckDisk(tmp_path / "behind.log")
     observer = JsonLogObserver(None, log)
     rng = np.random.default_rng(7)
     batches = []
+    start = observers.CLOCK()
     try:
         log.msg(b'{"event":"first"}')
         wait_for(lambda: not log._queue, "the writer took the first line")  # and is now stuck
         for i in range(2_000):  # 2M operations' stamps: 16 MiB unbounded
-            marks = np.cumsum(rng.integers(100, 50_000, size=1_001)).astype(np.int64)
+            marks = start + (i + 1) * PACED_LINE_NS + np.cumsum(rng.integers(100, 50_000, size=1_001)).astype(np.int64)
             intended = marks[:-1] - rng.integers(0, 1_000, size=1_000) if i % 2 else None
             b = BatchDone("noop", "reads", i, 1_000, 0.001, (i + 1) * 1_000, 0, marks, intended)
             batches.append(b)
             observer.batch(b)
-        held = sum(item[1][0].ops for item in log._queue if item[1][0].marks is not None)
+        queued = [b for _, item in log._queue for b in (item[0] if isinstance(item[0], list) else [item[0]])]
+        held = sum(b.ops for b in queued if b.marks is not None)
         assert held <= observers.MAX_HELD_MARKS + 1_000  # operations whose stamps are held
     finally:
         log.release.set()

@@ -12,7 +12,7 @@ from conftest import mysql_configured, postgres_expected
 from tests_support_open_loop import ROOT, cli, plan_text
 
 from asyncbench.cli.main import main
-from asyncbench.config import ConfigError, load
+from asyncbench.config import ConfigError, apply_run_key, load, pace_phases
 
 
 @pytest.mark.parametrize(
@@ -174,9 +174,9 @@ def test_a_sweep_stops_above_the_level_whose_rate_dipped(tmp_path: Path) -> None
 
 
 def test_the_rate_flag_paces_every_operation_phase_and_check_rate_exits_1(tmp_path: Path) -> None:
-    """--rate on a plan without rates: every operation phase at the rate (verify untouched);
-    the stalling engine misses it, --check-rate names the phase and exits 1; without
-    --check-rate the same run exits 0."""
+    """--rate on a plan without rates: every operation phase but the insert at the rate
+    (the insert loads the store unthrottled, verify untouched); the stalling engine misses
+    it, --check-rate names the phase and exits 1; without --check-rate the same run exits 0."""
     plan = tmp_path / "plan.toml"
     plan.write_text(
         '[run]\nprofiles = 1000\nengines = ["stalling"]\nisolate = false\n'
@@ -188,7 +188,7 @@ def test_the_rate_flag_paces_every_operation_phase_and_check_rate_exits_1(tmp_pa
     assert "RATE MISSED: engine stalling, phase 'read by user id'" in proc.stdout + proc.stderr
     (result,) = sorted((tmp_path / "a" / "out").glob("profiles-*/asyncbench-*.json"))
     phases = orjson.loads(result.read_bytes())["engines"][0]["phases"]
-    assert [p["open_loop"] is not None for p in phases] == [True, True, False]
+    assert [p["open_loop"] is not None for p in phases] == [False, True, False]
     proc = cli(tmp_path / "b", str(plan), "--rate", "10k", env=env, stalling=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -202,3 +202,22 @@ def test_bad_rate_flags_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert f"command line: {flag}:" in err and reason in err
     assert not out.exists() and not data.exists()
+
+
+@pytest.mark.parametrize("rates", [[10_000.0], [2_000.0, 8_000.0]])
+def test_the_run_rate_leaves_a_ycsb_load_unthrottled_unless_the_plan_paces_it(tmp_path: Path, rates: list[float]) -> None:
+    """YCSB loads unthrottled and applies ``-target`` to the run phase: ``--rate`` (one rate
+    or a sweep) paces the mixed phase, never the load; a load with a rate of its own in the
+    plan keeps it (issue 51, finding 6: ``load 10.003 s 9_997/s`` and a failed --check-rate)."""
+    plan = ROOT / "benchmarks" / "ycsb" / "workloada.toml"
+    cfg = load(plan)
+    apply_run_key(cfg, "command line", "--rate", "rate", rates)
+    pace_phases(cfg)
+    mixed = rates[0] if len(rates) == 1 else None  # a sweep never repeats the mixed phase
+    assert [(p.kind, p.rate) for p in cfg.phases] == [("load", None), ("mixed", mixed)]
+    own = tmp_path / "paced-load.toml"
+    own.write_text(plan.read_text().replace('kind = "load"\n', 'kind = "load"\nrate = 5000\n', 1))
+    cfg = load(own)
+    apply_run_key(cfg, "command line", "--rate", "rate", [10_000.0])
+    pace_phases(cfg)
+    assert [(p.kind, p.rate) for p in cfg.phases] == [("load", 5_000.0), ("mixed", 10_000.0)]

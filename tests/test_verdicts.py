@@ -212,3 +212,34 @@ def test_report_draws_the_same_verdicts_from_a_saved_result(sample: RunResult) -
     assert [(r.engine, r.phase, r.outcome) for r in judge_run(again)] == [
         (r.engine, r.phase, r.outcome) for r in judge_run(copy.deepcopy(sample))
     ]
+
+
+def test_an_engine_failing_early_is_named_in_every_later_group(sample: RunResult) -> None:
+    """Issue 51, finding 11: ``quick.toml --engine memory,<a plug-in that raises>`` read
+    "write: no engine completed it" for every group and never named the failure."""
+    sample.engines = [e for e in sample.engines if e.engine in ("memory", "rocksdb")]
+    rocks = sample.engines[1] if sample.engines[1].engine == "rocksdb" else sample.engines[0]
+    second = rocks.phases[1].name
+    rocks.phases = rocks.phases[:1]
+    rocks.set_status(Status.FAILED, second, "RuntimeError: boom")
+    groups = headline.build(sample).groups
+    later = [g for g in groups if g.startswith(("lookup", "scan", "query"))]
+    assert later and all(f"rocksdb FAILED in {second}" in g for g in later), groups
+    assert not any(g.endswith("no engine completed it") for g in groups), groups
+
+
+def test_a_required_rate_on_an_inconclusive_capacity_is_inconclusive(sample: RunResult) -> None:
+    """A capacity the client's lateness decided (asyncbench.run.capacity) is no engine's
+    FAIL under --require-rate: INCONCLUSIVE, unless the rates that passed carry the need."""
+    from asyncbench.result import Capacity
+
+    p = next(p for e in sample.engines if e.engine == "rocksdb" for p in e.phases if p.name == "read by user id")
+    late = "client late: schedule delay p99 7.3ms against a bound of 2 ms"
+    p.capacity = Capacity({"p99": 2 * MS}, [None], None, inconclusive=late, inconclusive_from=5_000.0, lower_bound=2_000.0)
+    sample.gates = Gates(require_rate={"read_by_id": 3_000.0})
+    row = verdict(sample, "rocksdb", "capacity")
+    assert row.outcome is Outcome.INCONCLUSIVE and late in row.reason, row
+    sample.gates = Gates(require_rate={"read_by_id": 1_000.0})
+    assert verdict(sample, "rocksdb", "capacity").outcome is Outcome.PASS
+    p.capacity = Capacity({"p99": 2 * MS}, [800.0], 800.0)
+    assert verdict(sample, "rocksdb", "capacity").outcome is Outcome.FAIL

@@ -127,15 +127,61 @@ def test_latest(theta: float, wrong_theta: float) -> None:
     check(counts, latest_pmf(theta, RECORDS - 1), latest_pmf(wrong_theta, RECORDS - 1))
 
 
+def gray_pmf(n: int, zetan: float, eta: float, theta: float) -> np.ndarray:
+    """P(item k), k < n, of Gray's closed form as YCSB's ``nextLong(n)`` applies it with the
+    given zeta and eta, written out here on its own (not the library's pmf): 0 for u*zetan < 1,
+    1 below 1 + 0.5**theta, else floor(n * (eta*u - eta + 1)**(1/(1-theta)))."""
+    k = np.arange(n + 1, dtype=np.float64)
+    edge = ((k / n) ** (1 - theta) - 1 + eta) / eta  # the u where the closed form reaches k
+    u1, u2 = 1 / zetan, (1 + 0.5**theta) / zetan
+    p = np.clip(np.minimum(edge[1:], 1.0) - np.maximum(edge[:-1], u2), 0.0, None)
+    p[0] += u1
+    p[1] += u2 - u1
+    return p
+
+
+def ycsb_latest_pmf(maxkey: int, eta_recomputed: bool, theta: float = 0.99) -> np.ndarray:
+    """Keys of YCSB's SkewedLatestGenerator at ``maxkey`` (built at RECORDS - 1 items).
+
+    YCSB's ``nextLong(itemcount)`` extends zeta to the grown count and recomputes
+    eta = (1 - (2/items)**(1-theta)) / (1 - zeta(2)/zeta(itemcount)), ``items`` the built
+    count; ``eta_recomputed=False`` is the wrong law that keeps the built eta.
+    """
+    items = RECORDS - 1
+    zeta2 = 1 + 0.5**theta
+    zeta_built = math.fsum(i**-theta for i in range(1, items + 1))
+    zetan = math.fsum(i**-theta for i in range(1, maxkey + 1))
+    eta_built = (1 - (2 / items) ** (1 - theta)) / (1 - zeta2 / zeta_built)
+    eta_grown = (1 - (2 / items) ** (1 - theta)) / (1 - zeta2 / zetan)
+    values = gray_pmf(maxkey, zetan, eta_grown if eta_recomputed else eta_built, theta)
+    pmf = np.zeros(maxkey + 1)
+    pmf[maxkey - np.arange(maxkey)] = values  # value v is key maxkey - v
+    return pmf
+
+
 def test_latest_follows_inserts() -> None:
-    """After 500 inserts the newest key is the hottest, with zeta extended to the grown count."""
+    """After 500 inserts the newest key is the hottest under YCSB's law: zeta extended to the
+    grown count and eta recomputed from it; the law that keeps the built eta is rejected."""
     maxkey = RECORDS - 1 + 500
-    z = Zipfian(RECORDS - 1)
     counts = draw(d.Params("latest", RECORDS), maxkey)
-    right = np.zeros(maxkey + 1)
-    right[maxkey - np.arange(maxkey)] = z.pmf(maxkey)
-    wrong = latest_pmf(0.9, maxkey)
-    check(counts, right, wrong)
+    check(counts, ycsb_latest_pmf(maxkey, True), ycsb_latest_pmf(maxkey, False))
+
+
+def test_latest_as_keys_are_inserted_is_ycsbs_law() -> None:
+    """Workload D's situation: the key set grows draw by draw (RECORDS - 1 to 6 x that).
+    Counted by age (maxkey - key, the zipfian's value, which YCSB's law gives), the expected
+    count of each age is the sum of YCSB's law at each draw's maxkey; the chi-square accepts
+    the recomputed eta and rejects the kept one (as YCSB's own draws do)."""
+    top = 6 * (RECORDS - 1)
+    maxkey = np.sort(np.linspace(RECORDS - 1, top, DRAWS).astype(np.int64))
+    keys = d.next_keys(d.chooser(d.Params("latest", RECORDS), SEED), maxkey)
+    counts = np.bincount(maxkey - keys, minlength=top)
+    steps, per_step = np.unique(maxkey, return_counts=True)
+    right, wrong = np.zeros(top), np.zeros(top)
+    for m, c in zip(steps.tolist(), per_step.tolist(), strict=True):
+        right[:m] += c * ycsb_latest_pmf(m, True)[m:0:-1]  # age v is key m - v
+        wrong[:m] += c * ycsb_latest_pmf(m, False)[m:0:-1]
+    check(counts, right / DRAWS, wrong / DRAWS)
 
 
 def hotspot_pmf(datafraction: float, opnfraction: float) -> np.ndarray:

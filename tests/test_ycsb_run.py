@@ -263,6 +263,7 @@ def test_a_mixed_phase_runs_at_a_rate_and_is_never_swept(tmp_path: Path, run_cli
     for engine in results[0]["engines"]:
         mixed = engine["phases"][1]
         assert mixed["open_loop"]["rate"] == 20_000 and mixed["checksum"] == reference_run(doc, 1, schedule=0)[0]
+        assert engine["phases"][0]["open_loop"] is None  # the load runs unthrottled, as YCSB's
     code, results, output = run_cli(str(plan), "--engine", "sqlite", "--rate", "10k,20k", "--no-isolate", "--yes")
     assert code == 0, output
     assert [p["name"] for p in results[-1]["engines"][0]["phases"]] == ["load", "mixed"]

@@ -7,8 +7,11 @@ never by display name, so renamed phases still compare. Per engine and phase the
 shows base, new, ratio and a verdict from :func:`asyncbench.measure.stats.compare` (Welch's test
 when both sides have repeats; with one run on a side no winner is called), whether the
 checksums are equal, and, first, what differs between the two sides' configurations and
-machines (a target rate, P, K, a reused store or an engine setting: figures that may not
-compare).
+machines (a target rate, P, K, a reused store or an engine setting of an engine both sides
+ran: figures that may not compare). A phase paced differently on the two sides (a target
+rate against closed loop, or another rate) is named and not compared: its ops/s are the
+rate's on one side. A latency table (:mod:`asyncbench.report.latency_compare`) follows,
+informational as the cost and operation-kind tables.
 
 The text output fits the terminal (80 columns at least; ``COLUMNS`` honoured): it first
 names every engine and phase present on one side only (never compared, never silently
@@ -46,7 +49,7 @@ from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
-from asyncbench.report import cost_compare, mix_compare
+from asyncbench.report import cost_compare, latency_compare, mix_compare
 from asyncbench.result import EXIT_BAD_INPUT, PhaseResult, ResultError, RunResult
 from asyncbench.slo import bounds_text
 from asyncbench.workload import Action
@@ -65,6 +68,9 @@ class Side:
     samples: dict[tuple[str, PhaseKey], list[float]] = field(default_factory=lambda: defaultdict(list))
     checksums: dict[tuple[str, PhaseKey], set[str]] = field(default_factory=lambda: defaultdict(set))
     names: dict[PhaseKey, str] = field(default_factory=dict)
+    #: per (engine, phase key): how its runs were paced (``2_000/s``, or ``closed loop``)
+    pacing: dict[tuple[str, PhaseKey], set[str]] = field(default_factory=lambda: defaultdict(set))
+    latency: latency_compare.LatencySamples = field(default_factory=dict)
 
 
 def _phase_keys(run: RunResult) -> list[PhaseKey]:
@@ -154,7 +160,13 @@ def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None)
                     side.checksums[(e.engine, key)].add(p.checksum)
                 if p.action is Action.OPERATIONS and p.seconds > 0:
                     side.samples[(e.engine, key)].append(p.ops_per_s)
+                    side.pacing[(e.engine, key)].add(_pacing(p))
+                    latency_compare.add_phase(side.latency, e.engine, key, p)
     return side
+
+
+def _pacing(p: PhaseResult) -> str:
+    return f"{fmt.count(round(p.open_loop.rate))}/s" if p.open_loop is not None else "closed loop"
 
 
 def _capacity_samples(side: Side, engine: str, key: PhaseKey, p: PhaseResult) -> None:
@@ -212,8 +224,7 @@ def _rates(side: Side) -> dict[PhaseKey, str]:
         for e in r.engines:
             for p in e.phases:
                 if p.index < len(keys) and p.action is Action.OPERATIONS:
-                    rate = p.open_loop.rate if p.open_loop is not None else None
-                    found[keys[p.index]].add(f"{fmt.count(round(rate))}/s" if rate else "closed loop")
+                    found[keys[p.index]].add(_pacing(p))
     return {k: ", ".join(sorted(v)) for k, v in found.items()}
 
 
@@ -241,11 +252,16 @@ RATE_PHASES_NAMED = 3
 
 
 def _settings_differ(base: Side, new: Side) -> list[str]:
-    """Each engine setting whose value (effective, else configured) differs, by name."""
+    """Each engine setting whose value (effective, else configured) differs, by name, of
+    the engines both sides compare: an engine on one side only is named as such already,
+    and its every setting read "base WAL; new -" (six lines for one absent engine)."""
+    both = set(_engines_of(base)) & set(_engines_of(new))
     values: dict[tuple[str, str], dict[str, set[str]]] = {}
     for label, side in (("base", base), ("new", new)):
         for r in side.runs:
             for e in r.engines:
+                if e.engine not in both:
+                    continue
                 for s in e.facts.settings:
                     values.setdefault((e.engine, s.name), {}).setdefault(label, set()).add(
                         str(s.effective or s.configured)
@@ -264,17 +280,68 @@ class Row:
     phase: str
     comparison: Comparison
     checksums_equal: bool | None
+    key: PhaseKey | None = None
+
+
+@dataclass
+class PacedApart:
+    """An engine's phase both sides ran, at a target rate on one and closed loop (or at
+    another rate) on the other: its ops/s are the rate's on one side and the engine's on the
+    other (``224_884 -> 2_000 0.009x``), so it is named, not compared."""
+
+    engine: str
+    phase: str
+    base: str  # its pacing on each side: "2_000/s", "closed loop" (several: comma list)
+    new: str
+
+    def line(self) -> str:
+        return f"not compared: {self.engine} {self.phase}: base {self.base}; new {self.new} ({PACED_APART_WHY})"
+
+
+PACED_APART_WHY = "a phase at a target rate is compared only with one at the same rate"
+PACED_APART_HEAD = f"not compared, paced differently ({PACED_APART_WHY}):"
+
+
+def _paced_apart_lines(apart: list[PacedApart], width: int) -> list[str]:
+    """The head, then per engine and change of pacing one entry naming every phase (a
+    sweep against a closed-loop run is a dozen phases: one line each said the same)."""
+    if not apart:
+        return []
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for a in apart:
+        groups.setdefault((a.engine, a.base, a.new), []).append(a.phase)
+    lines = textwrap.wrap(PACED_APART_HEAD, width)
+    for (engine, base, new), phases in groups.items():
+        text = f"  {engine}: base {base}; new {new}: {', '.join(phases)}"
+        lines += textwrap.wrap(text, width, subsequent_indent="      ", break_on_hyphens=False)
+    return lines
+
+
+def paced_apart(base: Side, new: Side) -> list[PacedApart]:
+    """Each engine's phase both sides ran, paced differently."""
+    out = []
+    for engine, key in base.samples:
+        if (engine, key) not in new.samples:
+            continue
+        a, b = base.pacing.get((engine, key), set()), new.pacing.get((engine, key), set())
+        if a != b:
+            name = new.names.get(key, base.names[key])
+            out.append(PacedApart(engine, name, ", ".join(sorted(a)), ", ".join(sorted(b))))
+    return out
 
 
 def compare_sides(base: Side, new: Side, threshold: float) -> list[Row]:
+    """A row per engine and phase both sides ran, paced alike (:func:`paced_apart`)."""
     rows = []
     for engine, key in base.samples:
         if (engine, key) not in new.samples:
             continue
+        if base.pacing.get((engine, key), set()) != new.pacing.get((engine, key), set()):
+            continue
         c = compare(base.samples[(engine, key)], new.samples[(engine, key)], threshold)
         a, b = base.checksums.get((engine, key)), new.checksums.get((engine, key))
         equal = (a == b and len(a) == 1) if a and b else None
-        rows.append(Row(engine, new.names.get(key, base.names[key]), c, equal))
+        rows.append(Row(engine, new.names.get(key, base.names[key]), c, equal, key))
     return rows
 
 
@@ -430,13 +497,18 @@ def _repeats(side: str, rows: list[Row]) -> str:
 
 
 def render_text(
-    rows: list[Row], diffs: list[str], threshold: float, gone: OneSided, width: int | None = None
+    rows: list[Row],
+    diffs: list[str],
+    threshold: float,
+    gone: OneSided,
+    width: int | None = None,
+    apart: list[PacedApart] | None = None,
 ) -> str:
     """The console table: fits ``width`` columns (default: the terminal's, 80 at least)."""
     width = width or max(80, shutil.get_terminal_size((80, 24)).columns)
     figures = 1 + 10 + 1 + 10 + 1 + 8 + 1 + 21  # base, new, ratio, verdict
     room = max(width - 2 - figures, 12)
-    lines = _one_sided_lines(gone, width)
+    lines = _one_sided_lines(gone, width) + _paced_apart_lines(apart or [], width)
     if diffs:  # first: a reader must know before any figure that the runs measured different things
         lines += textwrap.wrap(DIFFERS_HEAD, width)
         for d in diffs:
@@ -487,7 +559,9 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: OneSided) -> str:
+def render_markdown(
+    rows: list[Row], diffs: list[str], threshold: float, gone: OneSided, apart: list[PacedApart] | None = None
+) -> str:
     header = ["Engine", "Phase", "Base", "New", "Ratio", "Verdict", "Checksums"]
     table = [
         [
@@ -502,6 +576,7 @@ def render_markdown(rows: list[Row], diffs: list[str], threshold: float, gone: O
         for r in rows
     ]
     lines = [f"- {line}" for line in _one_sided_lines(gone, 10_000)]
+    lines += [f"- {a.line()}" for a in apart or []]
     if diffs:
         lines += ["", DIFFERS_HEAD, ""] + [f"- {d}" for d in diffs]
     lines += ["", "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
@@ -580,7 +655,14 @@ verdict per engine and phase, on the median ops/s of each side:
            nothing)
 
 Settings the two sides measured differently (target rate, P, K, a reused
-store, limit, counts, engine settings) are named first, before any table.
+store, limit, counts, settings of the engines both ran) are named first, before
+any table. A phase at a target rate on one side and closed loop (or at another
+rate) on the other is named "not compared" and left out of every table.
+
+latency (informational: not part of the exit code): per engine and phase, the
+p50, p99 and p99.9 in µs (the response time at a target rate, else the service
+time), base against new, with the verdicts above for a time (lower, higher,
+same, n.s., one run).
 
 summary: per engine, the geometric mean of NEW/BASE ops/s over its compared
 phases, with the 95% Student t interval of the mean log ratio (the phases are
@@ -647,12 +729,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"asyncbench: command line: --engine: {unknown}", file=sys.stderr)
         return EXIT_BAD_INPUT
     rows = compare_sides(base, new, threshold)
+    apart = paced_apart(base, new)
     gone = one_sided(base, new)
     if not rows:
-        print("asyncbench: compare: the two sides have no engine and phase in common", file=sys.stderr)
-        for line in _one_sided_lines(gone, 80):
+        what = "paced alike " if apart else ""
+        print(f"asyncbench: compare: the two sides have no engine and phase {what}in common", file=sys.stderr)
+        for line in _one_sided_lines(gone, 80) + [a.line() for a in apart]:
             print(f"  {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    latency = latency_compare.latency_rows(
+        base.latency, new.latency, [(r.engine, r.key, r.phase) for r in rows], threshold
+    )
     diffs = _differences(base, new)
     costs = cost_compare.cost_changes(base.runs, new.runs, engines)
     kinds = mix_compare.kind_changes(base.runs, new.runs, engines)
@@ -675,6 +762,11 @@ def run(args: argparse.Namespace) -> int:
                 for r in rows
             ],
             "differences": diffs,
+            "not_compared": [
+                {"engine": a.engine, "phase": a.phase, "base": a.base, "new": a.new, "reason": PACED_APART_WHY}
+                for a in apart
+            ],
+            "latency": latency_compare.json_rows(latency),
             "cost": [
                 {"engine": c.engine, "figure": c.figure, "base": c.base, "new": c.new, "ratio": c.ratio} for c in costs
             ],
@@ -705,11 +797,13 @@ def run(args: argparse.Namespace) -> int:
         print(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
         if args.markdown:
-            render = render_markdown(rows, diffs, threshold, gone)
+            render = render_markdown(rows, diffs, threshold, gone, apart)
+            render += "\n".join(latency_compare.markdown_lines(latency, lambda t: t.replace("|", "\\|")))
             render += "\n".join(cost_compare.markdown_lines(costs, lambda t: t.replace("|", "\\|")))
             render += "\n".join(cost_compare.markdown_lines(kinds, lambda t: t.replace("|", "\\|"), mix_compare.TITLE))
         else:
-            render = render_text(rows, diffs, threshold, gone)
+            render = render_text(rows, diffs, threshold, gone, apart=apart)
+            render += "\n".join(["", *latency_compare.text_lines(latency)]) if latency else ""
             render += "\n".join(["", *cost_compare.text_lines(costs)]) if costs else ""
             render += "\n".join(["", *cost_compare.text_lines(kinds, title=mix_compare.TITLE)]) if kinds else ""
         print(render)

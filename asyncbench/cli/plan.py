@@ -4,7 +4,9 @@ YCSB's own files (``workloads/workloada`` ... of YCSB's repository), unchanged, 
 plan on standard output (``> plan.toml``); every property is carried or refused by name
 (docs/workloads.md). Bad input (a file that cannot be read, an unknown or unsupported
 property such as ``db``, proportions not summing to 1) is an error naming the file, the
-property and the problem, exit 2, nothing printed on standard output. The conversion is
+property and the problem (every one of the file at once), exit 2, nothing printed on
+standard output. A property accepted without being carried (``zipfianconstant``, which
+YCSB ignores; measurement settings) is a note on standard error. The conversion is
 the workload's (reached through the registry, as every workload is).
 """
 
@@ -39,9 +41,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"asyncbench: {path}: file: {exc.reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        text = workload("ycsb").plan_from_native(raw.decode("latin-1"), str(path))  # Java's .properties encoding
+        plan = workload("ycsb").plan_from_native(raw.decode("latin-1"), str(path))  # Java's .properties encoding
     except ValueError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    sys.stdout.write(text)
+    for note in plan.notes:  # also comments in the plan; said here so a redirect does not hide them
+        print(f"asyncbench: note: {note}", file=sys.stderr)
+    sys.stdout.write(plan.text)
     return EXIT_OK

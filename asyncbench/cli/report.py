@@ -7,6 +7,10 @@ device is refused, not waited on), and the Markdown and SVGs beside it are writt
 where nothing is, or where an asyncbench report or chart of the same name is, as asyncbench
 left it (its marker, and its entry in the directory's ledger: a user's annotated copy, edit
 or hard link of one is not); anything else there is left alone and the command exits 2.
+
+``--format ycsb`` writes nothing: it prints YCSB's text summary of the result
+(:mod:`asyncbench.report.ycsb_text`: ``[OVERALL], RunTime(ms), ...`` per engine and phase),
+which YCSB users' scripts parse.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("result", help="an asyncbench-<stamp>.json written by a run")
     p.add_argument("--over-time", help=RUN_KEYS["over_time"].help)
+    p.add_argument(
+        "--format",
+        choices=("markdown", "ycsb"),
+        default="markdown",
+        help="markdown (default): re-render the report and charts; ycsb: print YCSB's text summary "
+        "([OVERALL], [READ], ... lines per engine and phase) on standard output, writing nothing",
+    )
     p.add_argument(
         "--output",
         metavar="DIR",
@@ -56,6 +67,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"asyncbench: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         run.phases = [dataclasses.replace(p, over_time=True) if i in chosen else p for i, p in enumerate(run.phases)]
+    if args.format == "ycsb":
+        from asyncbench.report.ycsb_text import ycsb_lines
+
+        lines = ycsb_lines(run)
+        if not lines:
+            print(f"asyncbench: {path}: no phase of the result ran operations", file=sys.stderr)
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        return exit_code([run], judge(run).ok, interrupted=False)
     stamp = path.stem.removeprefix("asyncbench-")
     where = path.parent
     if args.output is not None:

@@ -10,6 +10,7 @@ absorbed and the reports complete (exit 130), never left half-written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import textwrap
@@ -30,7 +31,7 @@ from asyncbench.measure.provenance import mark_end
 from asyncbench.measure.stats import noise_advice, snapshot
 from asyncbench.measure.verdicts import exit_status, judge_run, records
 from asyncbench.report import headline, tracebacks, verdict_table
-from asyncbench.report.capacity import gate_failures, scorecard_lines
+from asyncbench.report.capacity import gate_failures, gate_inconclusive, scorecard_lines
 from asyncbench.report.csv_export import write_csv, write_series_csv
 from asyncbench.report.outputs import html_path, result_dir, write_run
 from asyncbench.result import (
@@ -55,17 +56,23 @@ __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
 
 def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdout: TextIO | None = None) -> bool:
-    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes."""
+    """Print the plan's estimate; on a terminal, ask before a run estimated over 10 minutes,
+    or whose capacity searches may take over 10 minutes (their bound, every capacity at the
+    range's bottom: a search cannot know ahead where it will end, issue 51)."""
     import sys
 
-    from asyncbench.run.estimate import ask_to_start, estimate
+    from asyncbench.run.estimate import ask_to_start, duration, estimate
     from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
     print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
     what = f"this run of {est.time()}" if est.seconds is not None else "this run"
-    return ask_to_start(what, est.seconds, yes, stdin, stdout)
+    longest = est.seconds
+    if est.searches_at_most is not None and est.searches_at_most > (est.seconds or 0.0):
+        what += f" (its capacity searches up to {duration(est.searches_at_most)})"
+        longest = est.searches_at_most
+    return ask_to_start(what, longest, yes, stdin, stdout)
 
 
 def utc_stamp() -> str:
@@ -83,7 +90,10 @@ def run(
     csv: bool = False,
     check_reference: bool = False,
     check_rate: bool = False,
+    summary_format: str | None = None,
 ) -> int:
+    """``summary_format``: ``"ycsb"`` prints YCSB's text summary of each result at the end
+    (:mod:`asyncbench.report.ycsb_text`)."""
     if stop is None:
         stop = StopSignals()
     if stop.interrupted:
@@ -96,7 +106,9 @@ def run(
         return EXIT_BAD_INPUT
     isolation.CONTEXT.data_fd, isolation.CONTEXT.stop = locks.data_fd, stop
     try:
-        code = _run_locked(cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate)
+        code = _run_locked(
+            cfg, log_file, no_progress, update_latest, stop, csv, check_reference, check_rate, summary_format
+        )
         # every engine process has ended: a run not stopped removes the lock files it created
         locks.release(remove_created=not stop.interrupted)
         return code
@@ -201,6 +213,7 @@ def _run_locked(
     csv: bool,
     check_reference: bool,
     check_rate: bool = False,
+    summary_format: str | None = None,
 ) -> int:
     """The run, in its steps: open the log, set up the observers and the saver, announce,
     run every engine, judge and save the results, close the log; one outcome, one code."""
@@ -232,6 +245,8 @@ def _run_locked(
         interrupted=interrupted,
         results=[str(j) for j, _ in saver.written.values()],
         reports=[str(m) for _, m in saver.written.values()],
+        # the verdicts a reader of the log decides from, as the result JSON holds them
+        verdicts=[dataclasses.asdict(v) for r in bench.results for v in r.verdicts],
     )
     log_fh.close()
     console.message(f"log:    {log_path}")
@@ -248,8 +263,14 @@ def _run_locked(
         level = f" · {result.profiles:_d} {workload().unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
         lines = headline.console_lines(result)
         console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
+    if summary_format == "ycsb":  # --format ycsb: YCSB's text summary, for YCSB users' scripts
+        from asyncbench.report.ycsb_text import ycsb_lines
+
+        for result in bench.results:
+            console.message("\n".join(ycsb_lines(result)))
+    for result in bench.results:  # the one answer to "does it hold my bound at my rate", last
         table = verdict_table.console_lines(result)
-        if table:  # the one answer to "does it hold my bound at my rate", last
+        if table:
             console.message("\n".join(table))
     return outcome.exit_code()
 
@@ -306,6 +327,8 @@ def _report_capacity(results: list[RunResult], required: dict[str, float], conso
         for line in gate_failures(result, required):
             console.message(textwrap.fill(line, 80, subsequent_indent="  "))
             short = True
+        for line in gate_inconclusive(result, required):  # the client's, not the engine's: no exit 1
+            console.message(textwrap.fill(line, 80, subsequent_indent="  "))
     return short
 
 

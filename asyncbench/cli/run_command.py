@@ -130,6 +130,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="refuse to run (exit 2) when the compiled workload kernels are not built",
     )
     p.add_argument("--keep-data", action="store_true", help="the same as --no-clean-data")
+    p.add_argument(
+        "-P",
+        dest="ycsb_file",
+        metavar="FILE",
+        help="the plan, YCSB's way: a YCSB workload file (Java properties) run directly, or a plan; "
+        "a bare name (workloadb) is the shipped benchmarks/ycsb/workloadb.toml",
+    )
+    p.add_argument(
+        "-p",
+        dest="ycsb_properties",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a YCSB property of the plan (repeatable), as YCSB's -p: recordcount, operationcount, "
+        "the proportions, requestdistribution, fieldcount, threadcount (parallelism), target (rate)...",
+    )
+    p.add_argument(
+        "--format",
+        choices=("ycsb",),
+        help="ycsb: also print YCSB's text summary ([OVERALL], [READ], ... per engine and phase) at the end",
+    )
 
 
 def add_run_key_flags(p: argparse.ArgumentParser) -> None:
@@ -209,14 +230,28 @@ def run(args: argparse.Namespace) -> int:
         stop.restore()
 
 
+def _load_plan(args: argparse.Namespace) -> BenchConfig:
+    """The positional plan, or YCSB's way (``-P FILE``, ``-p KEY=VALUE``: its notes printed)."""
+    if args.ycsb_file is None and not args.ycsb_properties:
+        return load(args.plan)
+    if args.ycsb_file is not None and args.plan is not None:
+        raise ConfigError("command line", "-P", f"a second plan beside {args.plan!r}: give the plan or -P FILE")
+    from asyncbench.config.native import load_with_properties
+
+    cfg, notes = load_with_properties(args.ycsb_file or args.plan, args.ycsb_properties)
+    for note in notes:
+        print(f"asyncbench: note: {note}", file=sys.stderr)
+    return cfg
+
+
 def _run(args: argparse.Namespace, stop: StopSignals) -> int:
-    if args.plan is None:
+    if args.plan is None and args.ycsb_file is None:
         from asyncbench.cli.plans import usage
 
         print(usage(args.parser), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        cfg = load(args.plan)
+        cfg = _load_plan(args)
         apply_flags(cfg, args)
         from asyncbench.run import preflight
 
@@ -253,4 +288,5 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         csv=args.csv,
         check_reference=args.check_reference,
         check_rate=args.check_rate,
+        summary_format=args.format,
     )

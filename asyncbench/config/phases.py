@@ -271,14 +271,21 @@ def check_phase_total(phases: list[PhaseSpec], where: str, key: str) -> None:
 
 def pace_phases(cfg: BenchConfig) -> None:
     """Apply the run's ``rate`` to every operation phase without a rate of its own (once,
-    after the flags): one rate paces the phase; a sweep expands each phase that can repeat
-    into one phase per rate (``name @ N/s``) and leaves inserts and updates closed loop."""
+    after the flags), except the insert phase (a YCSB load): one rate paces the phase; a
+    sweep expands each phase that can repeat into one phase per rate (``name @ N/s``) and
+    leaves inserts and updates closed loop.
+
+    The insert phase builds the store the measured phases run on, so it loads unthrottled
+    as YCSB's load does (YCSB applies ``-target`` to the run phase only): pacing it made a
+    100k-record load take 10 s at ``--rate 10k`` and ``--check-rate`` fail a run on a load
+    that nobody asked to measure at a rate. A plan that wants a paced load gives its insert
+    phase a ``rate`` of its own."""
     if not cfg.rate:
         return
     out: list[PhaseSpec] = []
     for spec in cfg.phases:
         kind = workload().phases[spec.kind]
-        if kind.action is not Action.OPERATIONS or spec.rate is not None:
+        if kind.action is not Action.OPERATIONS or spec.rate is not None or kind.inserts:
             out.append(spec)
             continue
         if len(cfg.rate) == 1:

@@ -6,6 +6,7 @@ Everything is checked before anything runs or is written: a bad file or flag rai
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,34 @@ def load(path: str | Path) -> BenchConfig:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        if looks_like_ycsb_file(text):
+            raise ConfigError(where, "file", ycsb_file_hint(where)) from None
         raise ConfigError(where, "syntax", str(exc)) from None
     except RecursionError:
         raise ConfigError(where, "syntax", "arrays or tables are nested too deeply") from None
     return from_document(doc, where)
+
+
+#: a line of a YCSB workload file (Java properties) that no TOML plan has: ``recordcount=1000``,
+#: ``workload=site.ycsb.workloads.CoreWorkload``, ``readproportion=0.5`` (YCSB's own keys)
+_YCSB_LINE = re.compile(
+    r"^[ \t]*(recordcount|operationcount|workload|[a-z]+proportion|requestdistribution)[ \t]*[=:][ \t]*\S",
+    re.MULTILINE,
+)
+
+
+def looks_like_ycsb_file(text: str) -> bool:
+    """A YCSB workload file given where a plan is expected (it is no TOML, or TOML without
+    ``[run]``): said so, instead of a TOML syntax error."""
+    return _YCSB_LINE.search(text) is not None
+
+
+def ycsb_file_hint(where: str) -> str:
+    return (
+        "is a YCSB workload file (Java properties), not a TOML plan: run it with "
+        f"-P {where} (and -p KEY=VALUE to set a property), or convert it with "
+        f"python -m asyncbench plan --from-ycsb {where}"
+    )
 
 
 def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
@@ -57,6 +82,8 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
     section = workload().section
     allowed = TOP_KEYS | ({section} if section else set())
     unknown = set(doc) - allowed
+    if unknown and "run" not in doc and {"recordcount", "operationcount"} & unknown:
+        raise ConfigError(where, "file", ycsb_file_hint(where))  # YCSB properties that parse as TOML
     if unknown:
         raise ConfigError(
             where, sorted(unknown)[0], f"unknown top-level key; allowed: {', '.join(sorted(allowed))}"

@@ -498,8 +498,8 @@ RUN_KEYS: dict[str, RunKey] = {
         RunKey(
             "rate",
             Checked(parse_rates),  # one rate, or a sweep's rising rates (a list, or 2k,4k,8k)
-            "target operations per second (all workers) of every operation phase without a rate of its own: "
-            "open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
+            "target operations per second (all workers) of every operation phase without a rate of its own "
+            "but the insert (load) phase, which loads unthrottled: open loop, response time from each intended start; a rising list 2k,4k,8k sweeps each "
             "read, scan and query phase (inserts, updates and mixed phases then run closed loop)",
             flag="--rate",
         ),

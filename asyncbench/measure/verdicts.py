@@ -216,6 +216,15 @@ def _capacity_row(e: EngineResult, p: PhaseResult, need: float) -> VerdictRow:
     assert cap is not None
     figures = Figures(rate=need, achieved=cap.capacity)
     required = f"required {fmt.count(round(need))}/s"
+    if cap.inconclusive is not None or cap.interrupted:  # no capacity was measured
+        low = cap.lower_bound
+        if low is not None and low >= need:  # what did pass already carries the requirement
+            return VerdictRow(e.engine, "capacity", Outcome.PASS, f"capacity at least {fmt.count(round(low))}/s "
+                              f"≥ {required} (the search stopped above it: {cap.inconclusive or 'interrupted'})",
+                              p.name, p.index, e.repeat, figures=figures)  # fmt: skip
+        why = cap.inconclusive or "the search was interrupted"
+        return VerdictRow(e.engine, "capacity", Outcome.INCONCLUSIVE, f"capacity not measured, {required}: {why}",
+                          p.name, p.index, e.repeat, figures=figures)  # fmt: skip
     if cap.capacity is not None and cap.capacity >= need:
         return VerdictRow(e.engine, "capacity", Outcome.PASS, f"capacity {fmt.count(round(cap.capacity))}/s ≥ {required}",
                           p.name, p.index, e.repeat, figures=figures)

@@ -8,6 +8,8 @@ use the same words and the same ranking; the search itself is ``asyncbench.run.c
 
 from __future__ import annotations
 
+import dataclasses
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,9 +23,11 @@ __all__ = [
     "capacity_line",
     "capacity_text",
     "gate_failures",
+    "gate_inconclusive",
     "markdown_lines",
     "scorecard",
     "scorecard_lines",
+    "unmeasured_reason",
 ]
 
 
@@ -41,8 +45,17 @@ def limit_name(limited_by: str | None) -> str:
 
 
 def capacity_text(cap: Capacity) -> str:
-    """``11_314/s (95% 10_902-11_725)``, ``≥ 64_000/s``, or ``< 100/s``."""
+    """``11_314/s (95% 10_902-11_725)``, ``≥ 64_000/s``, ``< 100/s``, ``inconclusive from
+    22_361/s (passed 11_180/s)`` or ``interrupted after 12 probes``."""
     low, high = cap.rate_range or (0.0, 0.0)
+    if cap.interrupted:
+        passed = [p.rate for p in cap.probes if p.limit is None]
+        best = f", passed up to {_rate(max(passed))}" if passed else ""
+        return f"interrupted after {len(cap.probes)} probes{best}"
+    if cap.inconclusive is not None:
+        where = "" if cap.inconclusive_from is None else f" from {_rate(cap.inconclusive_from)}"
+        below = "" if cap.lower_bound is None else f" (passed {_rate(cap.lower_bound)})"
+        return f"inconclusive{where}{below}"
     if cap.capacity is None:
         return f"< {_rate(low)}"
     text = ("≥ " if cap.at_ceiling else "") + _rate(cap.capacity)
@@ -63,19 +76,38 @@ def capacity_line(result: PhaseResult) -> str:
     )
 
 
+def unmeasured_reason(cap: Capacity) -> str | None:
+    """Why a capacity is no measurement to rank (None: it is one): the search was stopped,
+    the client decided a verdict (inconclusive), or the engine failed at the range's lowest
+    rate (the capacity is below the range: how far below is not measured)."""
+    if cap.interrupted:
+        return "the run stopped during the search"
+    if cap.inconclusive is not None:
+        return cap.inconclusive
+    if cap.capacity is None:
+        low = (cap.rate_range or [0.0])[0]
+        return f"failed at the range's lowest rate, {_rate(low)}: the capacity is somewhere below"
+    return None
+
+
 @dataclass(frozen=True)
 class ScoreRow:
-    """One engine in one searched phase of the scorecard."""
+    """One engine in one searched phase of the scorecard. ``rank``: its place among the
+    measured capacities, None for one that is no measurement (``reason`` says why: an
+    inconclusive search, one below the range, one stopped), shown unranked after them."""
 
     phase: str
     kind: str
     engine: str
-    capacity: float | None  # the mean over every measured repeat's searches; None: below the range
+    capacity: float | None  # the mean over every measured repeat's searches; None: not measured
     text: str
     limit: str
     bounds: str
     cpu_us_per_op: float | None
     write_bytes_per_op: float | None
+    rank: int | None = None
+    reason: str | None = None
+    inconclusive: bool = False  # the client decided it: neither a measurement nor the engine's failure
 
 
 def _cost(p: PhaseResult) -> tuple[float | None, float | None]:
@@ -110,6 +142,8 @@ def scorecard(run: RunResult) -> dict[int, list[ScoreRow]]:
         if len(caps) > 1:
             got = [c for c in pooled if c is not None]
             s = Summary.of(got) if got and len(got) == len(pooled) else None
+            unsure = [c for c in caps if c.inconclusive is not None]
+            lowest = min(unsure, key=lambda c: c.inconclusive_from or 0.0) if unsure else None
             merged = Capacity(
                 first.slo_ns,
                 pooled,
@@ -119,25 +153,35 @@ def scorecard(run: RunResult) -> dict[int, list[ScoreRow]]:
                 first.limited_by,
                 any(c.at_ceiling for c in caps),
                 rate_range=first.rate_range,
+                probes=[p for c in caps for p in c.probes],
+                inconclusive=None if lowest is None else lowest.inconclusive,
+                inconclusive_from=None if lowest is None else lowest.inconclusive_from,
+                lower_bound=None if lowest is None else lowest.lower_bound,
+                interrupted=any(c.interrupted for c in caps),
             )
         else:
             merged = first
+        reason = unmeasured_reason(merged)
         cpu, written = _cost(phases[0])
         out.setdefault(index, []).append(
             ScoreRow(
                 phases[0].name,
                 phases[0].kind.kind,
                 engine,
-                merged.capacity,
+                merged.capacity if reason is None else None,
                 capacity_text(merged),
                 limit_name(merged.limited_by),
                 bounds_text(merged.slo_ns),
                 cpu,
                 written,
+                reason=reason,
+                inconclusive=merged.inconclusive is not None and not merged.interrupted,
             )
         )
-    for rows in out.values():
-        rows.sort(key=lambda r: -(r.capacity if r.capacity is not None else -1.0))
+    for index, rows in out.items():
+        measured = sorted((r for r in rows if r.reason is None), key=lambda r: -(r.capacity or 0.0))
+        others = [r for r in rows if r.reason is not None]
+        out[index] = [dataclasses.replace(r, rank=n) for n, r in enumerate(measured, 1)] + others
     return dict(sorted(out.items()))
 
 
@@ -159,15 +203,21 @@ def scorecard_lines(run: RunResult) -> list[str]:
     for rows in board.values():
         lines.append(f"  {rows[0].phase} · {rows[0].bounds}")
         we = max(len(r.engine) for r in rows)
-        wt = max(len(r.text) for r in rows)
-        wl = max(len(r.limit) for r in rows)
-        for rank, r in enumerate(rows, 1):
+        ranked = [r for r in rows if r.rank is not None]
+        wt = max((len(r.text) for r in ranked), default=0)
+        wl = max((len(r.limit) for r in ranked), default=0)
+        for r in ranked:
             cost = _per_op(r.cpu_us_per_op, r.write_bytes_per_op)
-            line = f"    {rank}. {r.engine:<{we}}  {r.text:<{wt}}  limit {r.limit:<{wl}}"
+            line = f"    {r.rank}. {r.engine:<{we}}  {r.text:<{wt}}  limit {r.limit:<{wl}}"
             if len(line) + 2 + len(cost) <= WIDTH:
                 lines.append(f"{line}  {cost}".rstrip())
             else:  # an 80-column terminal: the cost on a line of its own
                 lines += [line.rstrip(), f"       {cost}"] if cost else [line.rstrip()]
+        for r in rows:  # no measurement to rank: unranked, each with its reason
+            if r.rank is None:
+                lines += textwrap.wrap(
+                    f"-  {r.engine:<{we}}  {r.text}: {r.reason}", WIDTH, initial_indent="    ", subsequent_indent="       "
+                )
     return lines
 
 
@@ -178,12 +228,27 @@ def gate_failures(run: RunResult, required: dict[str, float]) -> list[str]:
     for rows in scorecard(run).values():
         for r in rows:
             need = required.get(r.kind)
-            if need is None or (r.capacity is not None and r.capacity >= need):
-                continue
+            if need is None or (r.capacity is not None and r.capacity >= need) or r.inconclusive:
+                continue  # (an inconclusive capacity is not the engine's: gate_inconclusive names it)
             out.append(
                 f"CAPACITY BELOW REQUIRED: engine {r.engine}, phase {r.phase!r}: {r.text} under {r.bounds}, "
                 f"required {_rate(need)} (--require-rate {r.kind}={fmt.count(round(need))}); limit {r.limit}"
             )
+    return out
+
+
+def gate_inconclusive(run: RunResult, required: dict[str, float]) -> list[str]:
+    """``--require-rate`` on a capacity the client decided (inconclusive): neither met nor
+    short, one line per engine and phase naming the reason."""
+    out = []
+    for rows in scorecard(run).values():
+        for r in rows:
+            need = required.get(r.kind)
+            if need is not None and r.inconclusive:
+                out.append(
+                    f"CAPACITY INCONCLUSIVE: engine {r.engine}, phase {r.phase!r}: required {_rate(need)} "
+                    f"(--require-rate {r.kind}={fmt.count(round(need))}), {r.text}: {r.reason}"
+                )
     return out
 
 
@@ -204,13 +269,22 @@ def markdown_lines(run: RunResult, escape: Callable[[str], str]) -> list[str]:
         "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |",
     ]
     for rows in board.values():
-        for rank, r in enumerate(rows, 1):
+        for r in rows:
             cpu = "" if r.cpu_us_per_op is None else f"{r.cpu_us_per_op:.1f}"
             wr = "" if r.write_bytes_per_op is None else fmt.size(round(r.write_bytes_per_op))
+            rank = "-" if r.rank is None else str(r.rank)
+            limit = r.limit if r.reason is None else escape(r.reason)
             lines.append(
-                f"| {escape(r.phase)} | {r.bounds} | {rank} | {escape(r.engine)} | {r.text} | {r.limit} | {cpu} | {wr} |"
+                f"| {escape(r.phase)} | {r.bounds} | {rank} | {escape(r.engine)} | {r.text} | {limit} | {cpu} | {wr} |"
             )
     lines.append("")
+    if any(r.rank is None for rows in board.values() for r in rows):
+        lines += [
+            "A rank of `-`: no capacity was measured (the reason in *limited by*): the client's own lateness "
+            "decided a verdict (inconclusive), the engine failed at the range's lowest rate, or the run "
+            "stopped during the search. These are not ranked against measured capacities.",
+            "",
+        ]
     sizes = sorted(
         {(p.index, p.name, p.capacity.warmup_ops, p.capacity.judged_ops, p.capacity.probe_bound, p.capacity.store_warmup_ops,
           p.capacity.probe_seconds)

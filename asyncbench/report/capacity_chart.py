@@ -69,12 +69,16 @@ def capacity_figure(run: RunResult, colour: Callable[[str], str]) -> Figure:
             tight = list(bounds)[-1]  # the highest percentile bounded (the bounds are in rising order)
             c = colour(e.engine)
             engines += [] if e.engine in engines else [e.engine]
-            ok = [(q.rate, q.percentiles_ns[tight] / 1e6) for q in cap.probes if q.limit is None]
-            bad = [(q.rate, q.percentiles_ns[tight] / 1e6) for q in cap.probes if q.limit is not None]
+            ok = [(q.rate, q.percentiles_ns[tight] / 1e6) for q in cap.probes if q.verdict == "pass"]
+            bad = [(q.rate, q.percentiles_ns[tight] / 1e6) for q in cap.probes if q.verdict == "fail"]
+            # the client's lateness decided these (issue 51): hollow, never drawn as the engine's failures
+            unsure = [(q.rate, q.percentiles_ns[tight] / 1e6) for q in cap.probes if q.verdict == "inconclusive"]
             if ok:
                 ax.scatter(*zip(*ok, strict=True), color=c, s=22, zorder=3)
             if bad:
                 ax.scatter(*zip(*bad, strict=True), color=c, marker="x", s=26, zorder=3)
+            if unsure:
+                ax.scatter(*zip(*unsure, strict=True), facecolors="none", edgecolors=c, marker="s", s=26, zorder=3)
             if cap.capacity is not None:
                 ax.axvline(cap.capacity, color=c, linewidth=1.4)
         for label, ns in bounds.items():
@@ -98,5 +102,7 @@ def capacity_figure(run: RunResult, colour: Callable[[str], str]) -> Figure:
         Line2D([], [], color=MUTED, marker="o", linestyle="", label="passed"),
         Line2D([], [], color=MUTED, marker="x", linestyle="", label="failed"),
     ]
+    if any(q.inconclusive for e in run.engines for p in e.phases if p.capacity for q in p.capacity.probes):
+        handles.append(Line2D([], [], color=MUTED, marker="s", markerfacecolor="none", linestyle="", label="client late"))
     fig.legend(handles=handles, loc="upper right", ncols=len(handles), frameon=False, fontsize=9)
     return fig

@@ -115,13 +115,14 @@ def _ratio(r: float) -> str:
 
 
 def _failed_in(run: RunResult, indexes: list[int]) -> dict[str, str]:
-    """Engines that failed (or timed out) in one of these phases, by engine: the phase's name.
-    A failed engine never completes its group, so it is named instead of left out."""
-    names = {i: run.phases[i].name for i in indexes}
+    """Engines that failed (or timed out) before completing these phases, by engine: the
+    phase it failed in. A failed engine never completes its group, so it is named instead of
+    left out (a plug-in failing in its second phase left every later group reading "no
+    engine completed it", issue 51)."""
     out: dict[str, str] = {}
     for e in run.engines:
-        if e.broken and e.phase in names.values():
-            out.setdefault(e.engine, e.phase or "")
+        if e.broken and any(e.phase_at(i) is None for i in indexes):
+            out.setdefault(e.engine, e.phase or "start-up")
     return out
 
 
@@ -279,7 +280,9 @@ def build(run: RunResult) -> Headline:
     ran = run.without_skipped()
     ran.engines = [e for e in ran.engines if e.phases]
     floors = {e.engine for e in ran.engines if e.facts.harness_floor}
-    real = [g for g in group_runs(ran) if g.engine not in floors]
+    # the floor leaves the race to the real engines that completed (a failed one is named
+    # in each group it did not finish); with none, the floor is drawn like any engine
+    real = [g for g in group_runs(ran) if g.engine not in floors and not all(e.broken for e in g.runs)]
     groups = real or group_runs(ran)
     h = Headline()
     h.verdicts = _verdict_lines(run.without_skipped())

@@ -23,7 +23,9 @@ __all__ = ["MIX_NOTE", "console_lines", "csv_kinds", "markdown_lines", "skew_tex
 MIX_NOTE = (
     "A mixed phase runs several operation kinds: each kind's share of its operations and "
     "its latency (service time, µs), and the skew that was run (the share of the phase's "
-    "operations on its hottest 0.1 %, 1 % and 10 % of keys)."
+    "operations on its hottest 0.1 %, 1 % and 10 % of keys). YCSB's kinds are counted as YCSB "
+    "counts them: a read-modify-write also counts under read and under update (its latency is "
+    "the pair's, under readmodifywrite), so the shares can add up to more than 100 %."
 )
 
 
@@ -55,7 +57,7 @@ def console_lines(p: PhaseResult) -> list[str]:
         figures = (
             f"p50 {fmt.latency(lat.p50):>6}  p99 {fmt.latency(lat.p99):>6}  p99.9 {fmt.latency(lat.p99_9):>6}"
             if lat is not None and lat.count
-            else "latency measured in the client processes"
+            else "no latency of its own measured here"  # client processes, or counted with another kind (YCSB F)
         )
         out.append(f"    {name:<15} {fmt.count(k.ops):>11} {_share(k.ops, p.ops):>6}  {figures}")
     skew = skew_text(p)

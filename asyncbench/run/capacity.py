@@ -11,6 +11,12 @@ A *probe* runs a fixed number of the phase's operations at one target rate (open
   queue the engine leaves at the end) is within the loosest bound. An engine that falls
   behind builds a queue that grows through the probe; its last operations wait longest.
 
+**Whose failure.** Each probe also records, at the bounded percentiles, the service
+time, the harness's schedule delay and the engine's own response (a punctual client's,
+:func:`punctual_response`; split by :class:`ProbeMarks`). A failure the client's lateness
+decided (:func:`client_late`) is *inconclusive*, not the engine's, and the search stops
+there: no capacity below such a rate is reported as the engine's (docs/capacity.md).
+
 **Probe length.** A percentile q is judged on at least ``ceil(100 / (1 - q))`` operations
 (100 beyond the percentile: p99 on 10_000, p999 on 100_000), after a warm-up of a tenth of
 that (at least 100 operations) that is run at the probe's rate but not judged
@@ -94,13 +100,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.lowlevel
 import numpy as np
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
-from asyncbench.result import Capacity, CapacityProbe
+from asyncbench.result import Capacity, CapacityProbe, PhaseResult
 from asyncbench.slo import Slo
 from asyncbench.workload import PhaseKind
 from asyncbench.workloads import workload
@@ -109,6 +116,7 @@ __all__ = [
     "CapacitySearch",
     "capacity_of_phase",
     "ProbeHook",
+    "ProbeMarks",
     "ProbeResult",
     "ProbeRun",
     "judge",
@@ -119,13 +127,19 @@ __all__ = [
     "probe_bound",
     "probe_items",
     "probe_length",
+    "punctual_response",
+    "client_late",
+    "result_probe",
     "search",
+    "SearchRecord",
     "search_seconds",
     "needed_operations",
     "slice_bound",
     "slices_at",
     "stream_checksum",
     "stream_rest",
+    "stopped_search",
+    "wait_share",
     "warm_store",
     "writes",
 ]
@@ -254,13 +268,98 @@ def stream_checksum(probes: Sequence[str | None], rest: str) -> str:
 @dataclass(frozen=True)
 class ProbeRun:
     """What one probe measured: response times (ns, in operation order per the probe's
-    issue order), the achieved rate, and the checksum of its items."""
+    issue order), the achieved rate, and the checksum of its items; with, in the same
+    order, each operation's service time and the harness's schedule delay (empty: not
+    measured, as in the estimate's model), and the share of the probe's time this
+    process's threads waited for a CPU (None: not known)."""
 
     response_ns: np.ndarray
     achieved: float
     checksum: str | None
     #: A probe of several slices (a least probe duration): the later slices' checksums.
     more: tuple[str | None, ...] = ()
+    service_ns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    delay_ns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    wait_share: float | None = None
+    #: The engine's own response time per operation (:func:`punctual_response`).
+    engine_ns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    @property
+    def decomposed(self) -> bool:
+        """Service times, schedule delays and the engine's own response are there, one per operation."""
+        n = self.response_ns.size
+        return n > 0 and self.service_ns.size == self.delay_ns.size == self.engine_ns.size == n
+
+
+def punctual_response(intended: np.ndarray, service: np.ndarray) -> np.ndarray:
+    """One worker's response times had its client issued every operation on time: each
+    operation starts at its intended time or when the worker's previous one ended, whichever
+    is later, and takes its measured service time (Lindley's recursion, ``end_i = max(t_i,
+    end_{i-1}) + s_i``, solved at once: ``end_i = S_i + max_{k<=i}(t_k - S_{k-1})`` with S
+    the running sum of service times). The engine's own queueing stays (service times
+    longer than the gaps build a queue); the client's lateness and the catch-up burst it
+    causes go (a 15 ms stall at 22_000/s issued 330 operations at once, and their wait
+    behind each other was the client's doing, not the engine's)."""
+    if intended.size == 0:
+        return np.empty(0, dtype=np.int64)
+    total = np.cumsum(service)
+    before = total - service
+    ends = total + np.maximum.accumulate(intended - before)
+    own: np.ndarray = ends - intended
+    return own
+
+
+class ProbeMarks:
+    """One probe's operations as their batches end, split as the phase's open-loop figures
+    are (:meth:`asyncbench.measure.latency_recorder.PhaseRecorder._scan_intended`): per
+    operation its intended start, its response time (end minus intended start), its service
+    time (end minus its actual start: the previous operation's end in the batch, or the
+    batch's start) and the harness's schedule delay (the batch's start less when the
+    operation could have started, its intended time or the worker's previous end if later,
+    less the time the engine's calls of other workers held the event loop meanwhile); and
+    the engine's own response time, as a punctual client would have measured it
+    (:func:`punctual_response`).
+
+    Why: a probe's verdict must say who failed the bound. Response time alone mixes the
+    engine's time with the client's own lateness (a busy machine waking the client late),
+    and the seen case was all lateness (docs/capacity.md, "Whose failure")."""
+
+    def __init__(self) -> None:
+        self._prev_end: dict[int, int] = {}
+        self._worker: list[np.ndarray] = []
+        self._intended: list[np.ndarray] = []
+        self._response: list[np.ndarray] = []
+        self._service: list[np.ndarray] = []
+        self._delay: list[np.ndarray] = []
+
+    def add(self, worker: int, marks: Sequence[int], intended: Any, blocked: int = 0) -> None:
+        """One batch of ``worker``: the engine's marks (a start stamp, then each operation's
+        end), the operations' intended starts and the ns other workers' engine calls held
+        the loop since the worker's previous batch."""
+        stamps = np.asarray(marks, dtype=np.int64)
+        times = np.asarray(intended, dtype=np.int64)
+        if times.size == 0 or stamps.size != times.size + 1:
+            return
+        free = np.maximum(times, self._prev_end.get(worker, int(times[0])))
+        self._delay.append(np.maximum(int(stamps[0]) - free - max(int(blocked), 0), 0))
+        self._service.append(np.diff(stamps))
+        self._response.append(stamps[1:] - times)
+        self._intended.append(times)
+        self._worker.append(np.full(times.size, worker, dtype=np.int64))
+        self._prev_end[worker] = int(stamps[-1])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(intended, response, service, delay, the engine's own response), each ordered by
+        intended start."""
+        empty = np.empty(0, dtype=np.int64)
+        cat = [np.concatenate(x) if x else empty for x in (self._intended, self._response, self._service, self._delay, self._worker)]
+        intended, response, service, delay, workers = cat
+        own = np.empty_like(intended)
+        for w in np.unique(workers):  # each worker is one queue, its operations in issue order
+            mine = np.flatnonzero(workers == w)
+            own[mine] = punctual_response(intended[mine], service[mine])
+        order = np.argsort(intended, kind="stable")
+        return intended[order], response[order], service[order], delay[order], own[order]
 
 
 @dataclass(frozen=True)
@@ -280,6 +379,16 @@ class ProbeResult:
     #: probe duration; ``checksum`` is the first's, ``next_checksums`` the others'.
     slices: int = 1
     next_checksums: tuple[str | None, ...] = ()
+    #: At the bounded percentiles: service time, the harness's schedule delay and the
+    #: engine's own response (a punctual client's, :func:`punctual_response`); empty when not measured.
+    service_ns: dict[str, int] = field(default_factory=dict)
+    delay_ns: dict[str, int] = field(default_factory=dict)
+    engine_ns: dict[str, int] = field(default_factory=dict)
+    delay_p99_ns: int | None = None
+    delay_max_ns: int | None = None
+    wait_share: float | None = None
+    #: A failure the client decided (:func:`client_late`): the reason; None otherwise.
+    inconclusive: str | None = None
 
     @property
     def checksums(self) -> list[str | None]:
@@ -289,6 +398,13 @@ class ProbeResult:
     @property
     def passed(self) -> bool:
         return self.limit is None
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` (the engine's) or ``inconclusive`` (the client's lateness)."""
+        if self.limit is None:
+            return "pass"
+        return "fail" if self.inconclusive is None else "inconclusive"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -302,43 +418,148 @@ class ProbeResult:
             "confirms": self.confirms,
             "slices": self.slices,
             "next_checksums": list(self.next_checksums),
+            "service_ns": dict(self.service_ns),
+            "delay_ns": dict(self.delay_ns),
+            "engine_ns": dict(self.engine_ns),
+            "delay_p99_ns": self.delay_p99_ns,
+            "delay_max_ns": self.delay_max_ns,
+            "wait_share": self.wait_share,
+            "inconclusive": self.inconclusive,
         }
 
 
+#: A failed probe is the client's, not the engine's, when the harness's schedule delay at a
+#: bounded percentile is over this share of that bound (and the engine's own response, a
+#: punctual client's, meets every bound). Why a half: the bound is a budget for the whole response;
+#: a client whose own lateness takes more than half of it at the percentile judged leaves
+#: the engine less than the other half, so the verdict is decided by the client at least as
+#: much as by the engine. Below a half, the harness's usual cost (tens of µs) is part of the
+#: measurement, as with any load generator, and a failure stays the engine's.
+CLIENT_LATE_SHARE = 0.5
+#: Advice named with a client-late verdict: what gives the client its time back.
+CLIENT_LATE_ADVICE = "use --processes K, fewer engines at once, or an idle machine"
+
+
+def _duration(ns: float) -> str:
+    """``42.6 µs``, ``7.32 ms``: a figure of a verdict's reason."""
+    return f"{ns / 1e3:.3g} µs" if ns < 1e6 else f"{ns / 1e6:.3g} ms"
+
+
+def _at(values: np.ndarray, slo: Slo) -> dict[str, int]:
+    """``values`` at each bounded percentile (nearest rank above, as the verdict's)."""
+    return {b.name: int(np.quantile(values, b.q, method="higher")) if values.size else 0 for b in slo.bounds}
+
+
+def _limit(slo: Slo, pcts: dict[str, int], backlog: int) -> str | None:
+    """The first bound the percentiles break, else the backlog's, else None."""
+    for b in slo.bounds:
+        if pcts[b.name] > b.ns:
+            return f"{b.name}: {pcts[b.name] / 1e6:.3g} ms > {b.ns / 1e6:g} ms"
+    loosest = max(b.ns for b in slo.bounds)
+    if backlog > loosest:
+        return f"backlog: last operations waited {backlog / 1e6:.3g} ms > {loosest / 1e6:g} ms"
+    return None
+
+
+def client_late(
+    slo: Slo, delay: dict[str, int], engine: dict[str, int], engine_backlog: int, wait_share: float | None
+) -> str | None:
+    """Why a failed probe is inconclusive, or None when the failure is the engine's.
+
+    Only a late client can make it so: the schedule delay at a bounded percentile over
+    :data:`CLIENT_LATE_SHARE` of that bound. Then the probe is inconclusive when either
+
+    - the engine's own response (what a punctual client would have measured from the same
+      service times, :func:`punctual_response`) meets every bound and its backlog: the
+      client's lateness alone broke the bound; or
+    - the machine was saturated: the client's thread waited at least
+      :data:`~asyncbench.run.saturation.SATURATED_WAIT_SHARE` of the probe for a CPU. The
+      same waits then stretch the service times too (an engine call on the client's thread
+      preempted for 10 ms is 10 ms of service), so the engine's own response is no longer
+      the engine's alone: on the shared 2-CPU machine the LSM's point reads at 22_361/s had
+      a service p99 of 5 µs, an own response p99 of 7-8 ms, the client's thread waiting
+      76 % of the probe.
+
+    A client on time never makes a failure inconclusive, however busy the machine: the
+    engine that builds a queue (its own response over the bound, the schedule delay
+    small) fails (docs/capacity.md, "Whose failure")."""
+    from asyncbench.run.saturation import SATURATED_WAIT_SHARE
+
+    if not engine:
+        return None
+    late = next((b for b in slo.bounds if delay.get(b.name, 0) > CLIENT_LATE_SHARE * b.ns), None)
+    if late is None:
+        return None
+    figure = f"schedule delay {late.name} {_duration(delay[late.name])} against a bound of {_duration(late.ns)}"
+    if _limit(slo, engine, engine_backlog) is None:
+        return (
+            f"client late: {figure} (the engine's own {late.name} {_duration(engine[late.name])}); {CLIENT_LATE_ADVICE}"
+        )
+    if wait_share is not None and wait_share >= SATURATED_WAIT_SHARE:
+        return (
+            f"client late on a saturated machine: {figure}, the client's thread waiting {wait_share:.0%} "
+            f"of the probe for a CPU; {CLIENT_LATE_ADVICE}"
+        )
+    return None
+
+
 def judge(number: int, rate: float, slo: Slo, warmup: int, run: ProbeRun) -> ProbeResult:
-    """Pass or fail one probe by the three rules of the module's docstring."""
-    judged = run.response_ns[warmup:] if run.response_ns.size > warmup else run.response_ns
-    pcts = {
-        b.name: int(np.quantile(judged, b.q, method="higher")) if judged.size else 0 for b in slo.bounds
-    }
+    """Pass or fail one probe by the three rules of the module's docstring; a failure the
+    client decided is marked inconclusive (:func:`client_late`)."""
+    cut = warmup if run.response_ns.size > warmup else 0
+    judged = run.response_ns[cut:]
+    pcts = _at(judged, slo)
     tail = max(1, math.ceil(run.response_ns.size * BACKLOG_SHARE))
     backlog = int(run.response_ns[-tail:].max()) if run.response_ns.size else 0
-    limit = None
     if not Rate(rate).met_by(run.achieved):
-        limit = f"rate: achieved {run.achieved:,.0f}/s of {rate:,.0f}/s (more than {RATE_SHORTFALL:.0%} short)"
+        limit: str | None = f"rate: achieved {run.achieved:,.0f}/s of {rate:,.0f}/s (more than {RATE_SHORTFALL:.0%} short)"
     else:
-        for b in slo.bounds:
-            if pcts[b.name] > b.ns:
-                limit = f"{b.name}: {pcts[b.name] / 1e6:.3g} ms > {b.ns / 1e6:g} ms"
-                break
-        else:
-            loosest = max(b.ns for b in slo.bounds)
-            if backlog > loosest:
-                limit = f"backlog: last operations waited {backlog / 1e6:.3g} ms > {loosest / 1e6:g} ms"
+        limit = _limit(slo, pcts, backlog)
+    figures: dict[str, Any] = {}
+    if run.decomposed:
+        delay = run.delay_ns[cut:]
+        own = run.engine_ns
+        engine = _at(own[cut:], slo)
+        delays = _at(delay, slo)
+        p99, worst = (int(np.quantile(delay, 0.99, method="higher")), int(delay.max())) if delay.size else (0, 0)
+        figures = dict(
+            service_ns=_at(run.service_ns[cut:], slo), delay_ns=delays, engine_ns=engine,
+            delay_p99_ns=p99, delay_max_ns=worst,
+        )  # fmt: skip
+        if limit is not None:
+            figures["inconclusive"] = client_late(slo, delays, engine, int(own[-tail:].max()), run.wait_share)
     return ProbeResult(
-        number, rate, run.achieved, pcts, backlog, limit, run.checksum, slices=1 + len(run.more), next_checksums=run.more
-    )
+        number, rate, run.achieved, pcts, backlog, limit, run.checksum, slices=1 + len(run.more),
+        next_checksums=run.more, wait_share=run.wait_share, **figures,
+    )  # fmt: skip
+
+
+def _joined_share(runs: Sequence[ProbeRun]) -> float | None:
+    """The run-queue wait share of runs judged as one: weighted by their time."""
+    known = [(r.wait_share, r.response_ns.size / r.achieved) for r in runs if r.wait_share is not None and r.achieved > 0]
+    total = sum(t for _, t in known)
+    if len(known) != len(runs) or total <= 0:
+        return None
+    return sum(s * t for s, t in known) / total
+
+
+def _cat(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
 
 
 def pooled(first: ProbeRun, second: ProbeRun, warmup: int) -> ProbeRun:
     """Two probes at one rate as one judgement: both probes' operations after their
     warm-ups, in run order (so the backlog is the second's end), the achieved rate their
     operations over their summed time, the checksum the second's (its own slice's)."""
-    a, b = first.response_ns[warmup:], second.response_ns[warmup:]
+    runs = (first, second)
     ops = first.response_ns.size + second.response_ns.size
-    seconds = sum(r.response_ns.size / r.achieved for r in (first, second) if r.achieved > 0)
+    seconds = sum(r.response_ns.size / r.achieved for r in runs if r.achieved > 0)
     achieved = ops / seconds if seconds > 0 else math.inf
-    return ProbeRun(np.concatenate([a, b]), achieved, second.checksum, second.more)
+    return ProbeRun(
+        _cat([r.response_ns[warmup:] for r in runs]), achieved, second.checksum, second.more,
+        _cat([r.service_ns[warmup:] for r in runs]), _cat([r.delay_ns[warmup:] for r in runs]), _joined_share(runs),
+        _cat([r.engine_ns[warmup:] for r in runs]),
+    )  # fmt: skip
 
 
 def joined(runs: Sequence[ProbeRun]) -> ProbeRun:
@@ -351,8 +572,10 @@ def joined(runs: Sequence[ProbeRun]) -> ProbeRun:
     seconds = sum(r.response_ns.size / r.achieved for r in runs if r.achieved > 0)
     achieved = ops / seconds if seconds > 0 else math.inf
     return ProbeRun(
-        np.concatenate([r.response_ns for r in runs]), achieved, runs[0].checksum, tuple(r.checksum for r in runs[1:])
-    )
+        _cat([r.response_ns for r in runs]), achieved, runs[0].checksum, tuple(r.checksum for r in runs[1:]),
+        _cat([r.service_ns for r in runs]), _cat([r.delay_ns for r in runs]), _joined_share(runs),
+        _cat([r.engine_ns for r in runs]),
+    )  # fmt: skip
 
 
 ProbeFn = Callable[[int, float], Awaitable[ProbeRun]]
@@ -368,6 +591,11 @@ class CapacitySearch:
     limited_by: str | None
     probes: list[ProbeResult] = field(default_factory=list)
     at_ceiling: bool = False
+    #: The search stopped at a rate whose verdict the client decided (its reason, the rate,
+    #: and the highest rate passed before it): no capacity is reported below such a rate.
+    inconclusive: str | None = None
+    inconclusive_from: float | None = None
+    lower_bound: float | None = None
 
 
 async def search(
@@ -418,9 +646,17 @@ async def search(
         judged = judge(again, rate, slo, 0, both)
         return record(dataclasses.replace(judged, confirms=number))
 
+    def stop(res: ProbeResult, rate: float) -> CapacitySearch:
+        """A rate whose verdict the client decided: whatever lies above it is not measured,
+        and a capacity below it would be the client's, not the engine's."""
+        out.inconclusive, out.inconclusive_from, out.lower_bound = res.inconclusive, rate, lo
+        return out
+
     rate = start
     while lo is None or hi is None:  # the ramp: double up while passing, halve down while failing
         res = await run(rate)
+        if res.inconclusive is not None:
+            return stop(res, rate)
         if res.passed:
             lo = rate
             if hi is None and rate >= max_rate:
@@ -436,6 +672,8 @@ async def search(
     while hi / lo > 1 + precision:  # bisection on a log scale
         mid = math.sqrt(lo * hi)
         res = await run(mid)
+        if res.inconclusive is not None:
+            return stop(res, mid)
         if res.passed:
             lo = mid
         else:
@@ -461,31 +699,44 @@ def local_probe(
     operation's response time (end minus intended start), ordered by intended start."""
     from asyncbench.rate import Arrivals
     from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.saturation import thread_wait_seconds
 
     warmup, judged = probe_length(slo)
     length = warmup + judged
 
     async def probe(number: int, rate: float) -> ProbeRun:
+        # A stop (Ctrl-C, the timeout) lands here at the latest: a probe whose waits are all
+        # under a millisecond and whose engine answers without suspending never yields to the
+        # event loop, and a search of such probes ran 100 s past a 4 s timeout.
+        await anyio.lowlevel.checkpoint()
         part = probe_items(items, number, length)
-        intended_all: list[np.ndarray] = []
-        ends_all: list[np.ndarray] = []
+        marks_of = ProbeMarks()
 
         def on_batch(worker: int, index: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
             if ops:
-                intended_all.append(np.asarray(intended, dtype=np.int64))
-                ends_all.append(np.asarray(marks[1:], dtype=np.int64))
+                marks_of.add(worker, marks, intended, blocked)
 
+        waited = thread_wait_seconds()
         outcome = await run_operations(
             kind, part, stores, ctx, batch_size, on_batch, Rate(rate, arrivals or Arrivals.UNIFORM), seed, phase
         )
-        intended = np.concatenate(intended_all) if intended_all else np.empty(0, dtype=np.int64)
-        ends = np.concatenate(ends_all) if ends_all else np.empty(0, dtype=np.int64)
-        order = np.argsort(intended, kind="stable")
-        response = (ends - intended)[order]
+        _, response, service, delay, own = marks_of.arrays()
         achieved = outcome.ops / outcome.seconds if outcome.seconds > 0 else math.inf
-        return ProbeRun(response, achieved, outcome.checksum)
+        return ProbeRun(response, achieved, outcome.checksum, (), service, delay, wait_share(waited, outcome.seconds), own)
 
     return probe
+
+
+def wait_share(before: float | None, seconds: float) -> float | None:
+    """The share of the last ``seconds`` the calling thread (the event loop's: the client's)
+    waited for a CPU, from its run-queue wait read ``before`` them (None where the kernel
+    does not say)."""
+    from asyncbench.run.saturation import thread_wait_seconds
+
+    after = thread_wait_seconds()
+    if before is None or after is None or seconds <= 0:
+        return None
+    return max(after - before, 0.0) / seconds
 
 
 def start_rate(low: float, high: float) -> float:
@@ -498,6 +749,77 @@ ProbeHook = Callable[[int, ProbeResult, Slo], None]
 """Sees each probe as judged: (search number, the probe, the bounds it was judged by)."""
 
 
+def result_probe(search: int, p: ProbeResult) -> CapacityProbe:
+    """The result's record of one judged probe."""
+    return CapacityProbe(
+        search, p.number, p.rate, p.achieved, dict(p.percentiles_ns), p.backlog_ns, p.limit, p.checksum,
+        p.confirms, p.slices, list(p.next_checksums),
+        service_percentiles_ns=dict(p.service_ns), delay_percentiles_ns=dict(p.delay_ns),
+        engine_percentiles_ns=dict(p.engine_ns), delay_p99_ns=p.delay_p99_ns, delay_max_ns=p.delay_max_ns,
+        wait_share=p.wait_share, inconclusive=p.inconclusive,
+    )  # fmt: skip
+
+
+class SearchRecord:
+    """The searches of one engine's phase as they go: every probe as it is judged and each
+    search's outcome as it ends, so that a run stopped in the middle (Ctrl-C, a timeout, an
+    engine fault) still keeps the probes it completed (:meth:`capacity` with
+    ``interrupted``): the partial result's phase carries them and the report shows them."""
+
+    def __init__(self, slo: Slo, rate_range: Sequence[float], probe_seconds: float = 0.0) -> None:
+        self.slo, self.probe_seconds = slo, probe_seconds
+        self.low, self.high = rate_range
+        self.start = start_rate(self.low, self.high)
+        self.warmup, self.judged = probe_length(slo)
+        self.found: list[float | None] = []
+        self.probes: list[CapacityProbe] = []
+        self.limits: list[str] = []
+        self.at_ceiling = False
+        self.inconclusive: list[tuple[float, str, float | None]] = []  # (from, reason, lower bound)
+
+    def add_probe(self, search: int, p: ProbeResult) -> None:
+        self.probes.append(result_probe(search, p))
+
+    def end_search(self, one: CapacitySearch) -> None:
+        self.found.append(one.capacity)
+        self.at_ceiling = self.at_ceiling or one.at_ceiling
+        if one.inconclusive is not None and one.inconclusive_from is not None:
+            self.inconclusive.append((one.inconclusive_from, one.inconclusive, one.lower_bound))
+        elif one.limited_by:
+            self.limits.append(one.limited_by)
+
+    def capacity(self, interrupted: bool = False) -> Capacity:
+        """The result's :class:`~asyncbench.result.Capacity` of the searches so far."""
+        from asyncbench.measure.stats import Summary
+
+        got = [c for c in self.found if c is not None]
+        whole = bool(got) and len(got) == len(self.found) and not interrupted
+        summary = Summary.of(got) if whole else None
+        first = min(self.inconclusive, key=lambda x: x[0]) if self.inconclusive else None
+        return Capacity(
+            slo_ns={b.name: b.ns for b in self.slo.bounds},
+            capacities=list(self.found),
+            capacity=None if summary is None else summary.mean,
+            # a rate's interval: Student's t around far-apart searches (a loaded machine) can
+            # reach below zero, which no rate is
+            ci_low=None if summary is None or summary.ci_low is None else max(0.0, summary.ci_low),
+            ci_high=None if summary is None else summary.ci_high,
+            limited_by=_commonest(self.limits),
+            at_ceiling=self.at_ceiling,
+            warmup_ops=self.warmup,
+            judged_ops=self.judged,
+            probe_bound=probe_bound(self.start, self.low, self.high),
+            rate_range=[self.low, self.high],
+            probes=list(self.probes),
+            probe_seconds=self.probe_seconds,
+            not_monotonic=not_monotonic(self.probes),
+            inconclusive=None if first is None else first[1],
+            inconclusive_from=None if first is None else first[0],
+            lower_bound=None if first is None else first[2],
+            interrupted=interrupted,
+        )
+
+
 async def measure_capacity(
     probe: ProbeFn,
     slo: Slo,
@@ -505,60 +827,32 @@ async def measure_capacity(
     repeats: int,
     on_probe: ProbeHook | None = None,
     probe_seconds: float = 0.0,
+    record: SearchRecord | None = None,
 ) -> tuple[Capacity, int, float]:
     """``repeats`` searches of one engine's phase (each probe reading the next slices of the
     stream), as the result's :class:`~asyncbench.result.Capacity`, with the operations run
     and the seconds the probes took; ``on_probe`` sees every probe as it is judged;
-    ``probe_seconds``: the least probe duration (the module's docstring)."""
+    ``probe_seconds``: the least probe duration (the module's docstring); ``record``: where
+    the searches are kept as they go (a stopped run's partial result reads it)."""
     from time import perf_counter
 
-    from asyncbench.measure.stats import Summary
-
-    low, high = rate_range
-    start = start_rate(low, high)
-    warmup, judged = probe_length(slo)
-    found: list[float | None] = []
-    probes: list[CapacityProbe] = []
-    limits: list[str] = []
-    at_ceiling = False
+    rec = record or SearchRecord(slo, rate_range, probe_seconds)
     t0 = perf_counter()
     for number in range(repeats):
-        hook = None if on_probe is None else (lambda p, n=number: on_probe(n, p, slo))
-        taken = sum(p.slices for p in probes)
-        one = await search(probe, slo, start, low, high, first_number=taken, on_probe=hook, probe_seconds=probe_seconds)
-        found.append(one.capacity)
-        at_ceiling = at_ceiling or one.at_ceiling
-        if one.limited_by:
-            limits.append(one.limited_by)
-        probes += [
-            CapacityProbe(
-                number, p.number, p.rate, p.achieved, dict(p.percentiles_ns), p.backlog_ns, p.limit, p.checksum,
-                p.confirms, p.slices, list(p.next_checksums),
-            )  # fmt: skip
-            for p in one.probes
-        ]
+
+        def hook(p: ProbeResult, n: int = number) -> None:
+            rec.add_probe(n, p)
+            if on_probe is not None:
+                on_probe(n, p, slo)
+
+        taken = sum(p.slices for p in rec.probes)
+        one = await search(
+            probe, slo, rec.start, rec.low, rec.high, first_number=taken, on_probe=hook, probe_seconds=probe_seconds
+        )
+        rec.end_search(one)
     seconds = perf_counter() - t0
-    got = [c for c in found if c is not None]
-    summary = Summary.of(got) if got and len(got) == len(found) else None
-    cap = Capacity(
-        slo_ns={b.name: b.ns for b in slo.bounds},
-        capacities=found,
-        capacity=None if summary is None else summary.mean,
-        # a rate's interval: Student's t around far-apart searches (a loaded machine) can
-        # reach below zero, which no rate is
-        ci_low=None if summary is None or summary.ci_low is None else max(0.0, summary.ci_low),
-        ci_high=None if summary is None else summary.ci_high,
-        limited_by=_commonest(limits),
-        at_ceiling=at_ceiling,
-        warmup_ops=warmup,
-        judged_ops=judged,
-        probe_bound=probe_bound(start, low, high),
-        rate_range=[low, high],
-        probes=probes,
-        probe_seconds=probe_seconds,
-        not_monotonic=not_monotonic(probes),
-    )
-    return cap, cap.slices_taken * (warmup + judged), seconds
+    cap = rec.capacity()
+    return cap, cap.slices_taken * (rec.warmup + rec.judged), seconds
 
 
 #: A failure counts against monotonicity only this far below a pass: near the capacity,
@@ -575,7 +869,7 @@ def not_monotonic(probes: Sequence[CapacityProbe]) -> str | None:
     judgement)."""
     verdicts = [p for p in probes if p.limit is None or p.confirms is not None]
     passed = [p.rate for p in verdicts if p.limit is None]
-    failed = [p for p in verdicts if p.limit is not None]
+    failed = [p for p in verdicts if p.limit is not None and p.inconclusive is None]  # the engine's failures
     if not passed or not failed:
         return None
     top = max(passed)
@@ -608,10 +902,13 @@ async def capacity_of_phase(
     engine: Engine,
     ctx: object,
     on_probe: ProbeHook | None = None,
+    record: Callable[[SearchRecord], None] | None = None,
 ) -> tuple[Capacity, int, float, str | None]:
     """The in-process runner's call: the phase's capacity over the engine's P worker handles,
     under the bounds of its kind (``[slo.KIND]``, else the run's); with the operations run,
-    the seconds taken and, for a writing phase, its checksum (after the rest of its stream)."""
+    the seconds taken and, for a writing phase, its checksum (after the rest of its stream).
+    ``record`` is handed the searches' :class:`SearchRecord` before they start (what a
+    stopped run keeps)."""
     from time import perf_counter
 
     from asyncbench.config import slo_for
@@ -627,10 +924,13 @@ async def capacity_of_phase(
         outcome = await run_operations(kind, items, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)
         return outcome.ops
 
+    rec = SearchRecord(slo, cfg.capacity_range, cfg.capacity_probe_seconds)
+    if record is not None:
+        record(rec)
     warm_ops, warm_seconds = await warm_store(kind, whole_stream)
     probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
     found, ops, seconds = await measure_capacity(
-        probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe, cfg.capacity_probe_seconds
+        probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe, cfg.capacity_probe_seconds, rec
     )
     found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
     ops, seconds = ops + warm_ops, seconds + warm_seconds
@@ -642,6 +942,18 @@ async def capacity_of_phase(
     assert outcome.checksum is not None  # an operation phase folds one
     checksum = stream_checksum(found.slice_checksums, outcome.checksum)
     return found, ops + len(rest), seconds + perf_counter() - t0, checksum
+
+
+def stopped_search(
+    row: Callable[[int, float], PhaseResult], record: SearchRecord, seconds: float
+) -> PhaseResult:
+    """The phase of a search the run stopped (Ctrl-C, a timeout, an engine fault): its
+    operations so far (the probes'), ``seconds`` since it started and the capacity marked
+    ``interrupted`` with the probes it completed. ``row``: the runner's phase row maker."""
+    cap = record.capacity(interrupted=True)
+    out = row(cap.slices_taken * (record.warmup + record.judged), seconds)
+    out.capacity = cap
+    return out
 
 
 async def warm_store(kind: PhaseKind, whole_stream: Callable[[], Awaitable[int]]) -> tuple[int, float]:

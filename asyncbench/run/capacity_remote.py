@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -24,10 +24,11 @@ import numpy as np
 
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.run.batch_lines import clock_offset_ns
-from asyncbench.run.capacity import ProbeFn, ProbeRun, probe_items, stream_rest
+from asyncbench.run.capacity import ProbeFn, ProbeMarks, ProbeRun, probe_items, stream_rest, wait_share
 from asyncbench.run.dispatch import shares, split
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import run_batches, run_batches_at
+from asyncbench.run.saturation import thread_wait_seconds
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads import workload
 
@@ -48,6 +49,14 @@ class ProbePart:
     offsets: np.ndarray
     responses: np.ndarray
     ops: int = 0  # the operations its workers ran
+    #: In the order of ``responses``: each operation's service time and the harness's
+    #: schedule delay (ns, :class:`~asyncbench.run.capacity.ProbeMarks`); empty: not measured.
+    services: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    delays: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: The share of the probe this process's threads waited for a CPU (None: not known).
+    wait_share: float | None = None
+    #: The engine's own response time per operation (a punctual client's), same order.
+    owns: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 async def run_probe_part(
@@ -75,13 +84,11 @@ async def run_probe_part(
     parts = split(kind, part, workers)
     share = shares(kind, parts)
     start_ns = round(release_at * 1e9) - clock_offset_ns()
-    offsets: list[np.ndarray] = []
-    responses: list[np.ndarray] = []
+    marks_of = ProbeMarks()
 
     def on_batch(worker: int, i: int, ops: int, seconds: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
         if ops and intended is not None:  # (the closed-loop rest has no intended times)
-            offsets.append(np.asarray(intended, dtype=np.int64) - start_ns)
-            responses.append(np.asarray(marks[1:], dtype=np.int64) - np.asarray(intended, dtype=np.int64))
+            marks_of.add(worker, marks, intended, blocked)
 
     sums = {w: workload().checksum() for w in handles}
     ends: list[float] = []
@@ -100,18 +107,24 @@ async def run_probe_part(
     if wait > 0:
         await anyio.sleep(wait)
     release = time.time()
+    waited = thread_wait_seconds()
     async with anyio.create_task_group() as tg:
         for w in handles:
             tg.start_soon(worker, w)
-    empty = np.empty(0, dtype=np.int64)
+    end = max(ends, default=release)
+    intended, responses, services, delays, owns = marks_of.arrays()
     return ProbePart(
         process,
         release,
-        max(ends, default=release),
+        end,
         {w: sums[w].hex() for w in handles if len(parts[w])},
-        np.concatenate(offsets) if offsets else empty,
-        np.concatenate(responses) if responses else empty,
+        intended - start_ns,
+        responses,
         sum(len(parts[w]) for w in handles),
+        services,
+        delays,
+        wait_share(waited, end - release),
+        owns,
     )
 
 
@@ -124,7 +137,15 @@ def merged_probe(parts: Sequence[ProbePart]) -> ProbeRun:
     seconds = max(p.end for p in parts) - min(p.release for p in parts)
     sums = {w: cs for p in parts for w, cs in p.checksums.items()}
     checksum = workload().combine([sums[w] for w in sorted(sums)]) if sums else workload().checksum().hex()
-    return ProbeRun(responses[order], responses.size / seconds if seconds > 0 else float("inf"), checksum)
+    achieved = responses.size / seconds if seconds > 0 else float("inf")
+    if not all(p.services.size == p.responses.size == p.delays.size == p.owns.size for p in parts):
+        return ProbeRun(responses[order], achieved, checksum)  # (a part without the split)
+    services = np.concatenate([p.services for p in parts])[order]
+    delays = np.concatenate([p.delays for p in parts])[order]
+    owns = np.concatenate([p.owns for p in parts])[order]
+    shares = [p.wait_share for p in parts]
+    worst = None if any(x is None for x in shares) else max((x for x in shares if x is not None), default=None)
+    return ProbeRun(responses[order], achieved, checksum, (), services, delays, worst, owns)
 
 
 def coordinated_probe(

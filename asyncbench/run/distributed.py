@@ -51,7 +51,15 @@ from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
 from asyncbench.run.batch_lines import BatchLineReceiver
-from asyncbench.run.capacity import measure_capacity, probe_length, stream_checksum, warm_store, writes
+from asyncbench.run.capacity import (
+    SearchRecord,
+    measure_capacity,
+    probe_length,
+    stopped_search,
+    stream_checksum,
+    warm_store,
+    writes,
+)
 from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_probe
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
@@ -598,16 +606,24 @@ class DistributedEngineRun:
             )
             return sum(p.ops for p in parts)
 
-        warm_ops, warm_seconds = await warm_store(workload().phases[spec.kind], whole_stream)
-        probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
-        found, ops, seconds = await measure_capacity(
-            probe,
-            slo,
-            self.cfg.capacity_range,
-            self.cfg.capacity_repeats,
-            partial(self.observer.probe, self.name, spec.name),
-            self.cfg.capacity_probe_seconds,
-        )
+        record = SearchRecord(slo, self.cfg.capacity_range, self.cfg.capacity_probe_seconds)
+        started = time.perf_counter()
+        try:
+            warm_ops, warm_seconds = await warm_store(workload().phases[spec.kind], whole_stream)
+            probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
+            found, ops, seconds = await measure_capacity(
+                probe,
+                slo,
+                self.cfg.capacity_range,
+                self.cfg.capacity_repeats,
+                partial(self.observer.probe, self.name, spec.name),
+                self.cfg.capacity_probe_seconds,
+                record,
+            )
+        except BaseException:  # a stopped search keeps the probes it completed (the partial result's)
+            made = partial(phase_row, index, spec)
+            self.result.phases.append(stopped_search(made, record, time.perf_counter() - started))
+            raise
         found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
         ops, seconds = ops + warm_ops, seconds + warm_seconds
         checksum = None

@@ -26,7 +26,7 @@ from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.run import reuse
+from asyncbench.run import pacing, reuse
 from asyncbench.run.capacity import needed_operations, search_seconds, writes
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, Items
@@ -356,7 +356,8 @@ def nearest(rates: Rates, engine: str, profiles: int, parallelism: int) -> Rate 
 
 def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[Rates, str] | None:
     """Rates from the newest completed earlier run of each engine, profile count and
-    parallelism under the same plan name.
+    parallelism under the same plan name, paced as this run will be (the same target
+    rates per phase kind, or closed loop as it: :mod:`asyncbench.run.pacing`).
 
     Earlier results are inputs like any other: only regular files of bounded size that
     parse as the result model are used (never waiting on a FIFO, reading a device or
@@ -374,13 +375,14 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
     rates: Rates = {}
     seen: set[tuple[str, int, int]] = set()
     when = ""
+    planned = pacing.plan_pacing(running_phases(cfg))
     for _mtime, path in files[:HISTORY_FILES]:
         run = _earlier_result(path, warnings)
         if run is None or run.name != cfg.name:
             continue
         for e in run.engines:
             key = (e.engine, run.profiles, run.parallelism)
-            if key in seen or not e.ok or e.warmup:
+            if key in seen or not e.ok or e.warmup or not pacing.same_pacing(planned, pacing.engine_pacing(e)):
                 continue
             rate = Rate.of(e, run.profiles)
             if rate is None:
@@ -392,7 +394,8 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
         return None
     return (
         rates,
-        f"scaled from the last runs of plan {cfg.name!r} ({when}), phase by phase, with {GROWTH_NOTE}",
+        f"scaled from the last runs of plan {cfg.name!r} ({when}, {pacing.describe(planned)} as this run), "
+        f"phase by phase, with {GROWTH_NOTE}",
     )
 
 

@@ -24,6 +24,7 @@ from asyncbench.report.mix import console_lines as mix_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
 from asyncbench.run.capacity import ProbeResult
 from asyncbench.run.logs import LogFile, iso_utc
+from asyncbench.run.paced_lines import PacedLines, group_figures
 from asyncbench.slo import Slo
 from asyncbench.workload import Action
 from asyncbench.workloads import workload
@@ -154,11 +155,32 @@ def _figures(b: BatchDone) -> _Figures:
     return _Figures(batch_p99_max(marks), response, int(marks[-1]) if len(marks) else None)
 
 
+def _group_figures(group: Sequence[BatchDone]) -> _Figures:
+    return _Figures(*group_figures(group))
+
+
+def _render_group(item: tuple[Any, ...]) -> bytes:
+    """The line of a worker's batches under a rate (:mod:`asyncbench.run.paced_lines`): one
+    batch's line as ever; several's their sums, the last's index and ``done``, the figures
+    over all their operations, and ``batches``."""
+    group, kind, stream, offset_ns, figures, context = item
+    if len(group) == 1:
+        return _render_batch((group[0], kind, stream, offset_ns, figures, context))
+    last = group[-1]
+    merged = replace(
+        last, ops=sum(b.ops for b in group), seconds=sum(b.seconds for b in group), marks=None, intended=None
+    )
+    f = _group_figures(group) if figures is None else figures
+    return _render_batch((merged, kind, stream, offset_ns, f, context, len(group)))
+
+
 def _render_batch(item: tuple[Any, ...]) -> bytes:
     """A batch's log line, on the log's writer thread: its p99 and max come from its marks
     here, outside the phase's time (unless the writer was far behind and the caller took
-    them, :data:`MAX_HELD_MARKS`); its timestamp is when its last operation ended."""
-    b, kind, stream, offset_ns, figures, context = item
+    them, :data:`MAX_HELD_MARKS`); its timestamp is when its last operation ended. A
+    seventh item: the line covers that many batches (under a rate, :func:`_render_group`)."""
+    b, kind, stream, offset_ns, figures, context = item[:6]
+    covered = {"batches": item[6]} if len(item) > 6 else {}
     f = _figures(b) if figures is None else figures
     stats, seconds = f.service, b.seconds
     ended_ns = f.last_mark + offset_ns if f.last_mark is not None else time.time_ns()
@@ -177,6 +199,7 @@ def _render_batch(item: tuple[Any, ...]) -> bytes:
             # a scaled-out run's client process: its index and host
             **({} if b.process is None else {"process": b.process, "host": b.host}),
             "batch": b.index,
+            **covered,
             "ops": b.ops,
             "elapsed_ms": round(seconds * 1000, 3),
             "ops_per_s": round(b.ops / seconds) if seconds > 0 else None,  # this worker's rate
@@ -196,7 +219,9 @@ class JsonLogObserver(Observer):
 
     A batch line is live: ``batch`` only queues the batch's figures and its marks (O(1), no
     I/O), and the log's writer thread renders and writes the line well within a second, so
-    ``tail -f`` follows a phase while it runs and an interrupted phase keeps its batches."""
+    ``tail -f`` follows a phase while it runs and an interrupted phase keeps its batches.
+    Under a rate a worker gets at most one line per 100 ms, covering its batches since its
+    last line (:mod:`asyncbench.run.paced_lines`): one line per operation was 147 MB."""
 
     def __init__(self, logger: Any, log_file: LogFile) -> None:
         self.log = logger
@@ -205,6 +230,7 @@ class JsonLogObserver(Observer):
         self._phase: tuple[str | None, str | None, int] = (None, None, 0)  # kind, stream, wall - CLOCK
         #: ``repeat``, ``profiles``, ``parallelism`` of the engine run now, on every batch and phase line
         self._context: dict[str, int] = {}
+        self._paced: PacedLines[BatchDone] = PacedLines()  # batches under a rate not written yet
 
     def engine_context(self, repeat: int, profiles: int, parallelism: int) -> None:
         self._context = {"repeat": repeat, "profiles": profiles, "parallelism": parallelism}
@@ -218,12 +244,19 @@ class JsonLogObserver(Observer):
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None:
+        self._flush_paced()
         self._phase = (kind, stream, time.time_ns() - CLOCK())
+        self._paced.begin()
         self.log.info(
             "phase_start", engine=engine, phase=phase, kind=kind, stream=stream, total_ops=total_ops, **self._context
         )
 
     def batch(self, b: BatchDone) -> None:
+        if b.intended is not None:  # under a rate: a line per worker per 100 ms at most
+            group = self._paced.add(b)
+            if group is not None:
+                self._write_group(group)
+            return
         kind, stream, offset_ns = self._phase
         figures = None
         if self._backlog() * max(b.ops, 1) > MAX_HELD_MARKS:  # the writer is far behind
@@ -231,7 +264,22 @@ class JsonLogObserver(Observer):
             b = replace(b, marks=None, intended=None)
         self._later(_render_batch, (b, kind, stream, offset_ns, figures, self._context))
 
+    def _write_group(self, group: list[BatchDone]) -> None:
+        kind, stream, offset_ns = self._phase
+        figures = None
+        if self._backlog() * max(sum(b.ops for b in group), 1) > MAX_HELD_MARKS:  # the writer is far behind
+            figures = _group_figures(group)
+            group = [replace(b, marks=None, intended=None) for b in group]
+        self._later(_render_group, (group, kind, stream, offset_ns, figures, self._context))
+
+    def _flush_paced(self) -> None:
+        """Write every worker's held batches (the phase ended, or the run did without its
+        ``phase_end``): before any later line, so a phase's batch lines precede its end."""
+        for group in self._paced.drain():
+            self._write_group(group)
+
     def phase_end(self, engine: str, result: PhaseResult) -> None:
+        self._flush_paced()
         self.log.info(
             "phase_end",
             engine=engine,
@@ -267,7 +315,14 @@ class JsonLogObserver(Observer):
             percentiles_us={k: round(v / 1000, 3) for k, v in probe.percentiles_ns.items()},
             bounds_us={b.name: round(b.ns / 1000, 3) for b in slo.bounds},
             backlog_us=round(probe.backlog_ns / 1000, 3),
-            verdict="pass" if probe.passed else "fail",
+            service_percentiles_us={k: round(v / 1000, 3) for k, v in probe.service_ns.items()},
+            delay_percentiles_us={k: round(v / 1000, 3) for k, v in probe.delay_ns.items()},
+            engine_percentiles_us={k: round(v / 1000, 3) for k, v in probe.engine_ns.items()},
+            schedule_delay_p99_us=None if probe.delay_p99_ns is None else round(probe.delay_p99_ns / 1000, 3),
+            schedule_delay_max_us=None if probe.delay_max_ns is None else round(probe.delay_max_ns / 1000, 3),
+            wait_share=None if probe.wait_share is None else round(probe.wait_share, 4),
+            verdict=probe.verdict,
+            inconclusive=probe.inconclusive,
             limit=probe.limit,
             checksum=probe.checksum,
             confirms=probe.confirms,
@@ -276,6 +331,7 @@ class JsonLogObserver(Observer):
         )
 
     def engine_end(self, result: EngineResult) -> None:
+        self._flush_paced()
         self.log.info(
             "engine_end",
             engine=result.engine,
@@ -289,6 +345,7 @@ class JsonLogObserver(Observer):
         )
 
     def run_end(self, **info: Any) -> None:
+        self._flush_paced()
         self.log.info("run_end", **info)
 
     def message(self, text: str) -> None:
@@ -324,6 +381,26 @@ def open_loop_line(result: PhaseResult) -> str:
         f"    rate {fmt.count(round(ol.rate))}/s{poisson}{missed} · p99 µs: response {resp}"
         f" (service {service}, client delay {format_us(ol.delay_p99_ns)})"
     )
+
+
+def probe_line(probe: ProbeResult, slo: Slo) -> str:
+    """A capacity probe on the console, at most 80 columns: its number, target rate, the
+    response, service and schedule-delay figures at the tightest bounded percentile and its
+    verdict (``pass``, ``FAIL`` with what failed it, ``inconclusive`` with the client's reason)::
+
+        probe 3 · 11_180/s · p99 µs: resp 7_412 svc 43 sched 7_311 · inconclusive (client late)
+    """
+    name = slo.bounds[-1].name
+    figures = [("resp", probe.percentiles_ns.get(name)), ("svc", probe.service_ns.get(name)), ("sched", probe.delay_ns.get(name))]
+    shown = " ".join(f"{label} {format_us(v)}" for label, v in figures if v is not None)
+    again = " again" if probe.confirms is not None else ""
+    if probe.verdict == "pass":
+        verdict = "pass"
+    elif probe.verdict == "fail":
+        verdict = "FAIL " + (probe.limit or "").split(":", 1)[0]
+    else:
+        verdict = "inconclusive (" + (probe.inconclusive or "").split(":", 1)[0] + ")"
+    return f"    probe {probe.number}{again} · {fmt.count(round(probe.rate))}/s · {name} µs: {shown} · {verdict}"
 
 
 #: Console lines fit an 80-column terminal: a phase line never wraps or splits its checksum.
@@ -452,13 +529,17 @@ class ConsoleObserver(Observer):
             self._print(open_loop_line(result))
         if result.capacity is not None:
             self._print(capacity_line(result))
-            if result.capacity.not_monotonic:
-                for line in textwrap.wrap(
-                    "NOT MONOTONIC: " + result.capacity.not_monotonic, max(40, self.width - 4)
-                ):
+            notes = [("NOT MONOTONIC: ", result.capacity.not_monotonic), ("INCONCLUSIVE: ", result.capacity.inconclusive)]
+            for label, note in notes:
+                for line in textwrap.wrap(label + note, max(40, self.width - 4)) if note else ():
                     self._print("    " + line)
         for line in mix_lines(result):  # a mixed phase: its kinds and skew
             self._print(line)
+
+    def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
+        """One line per capacity probe as it is judged (a terminal or not): a search of
+        minutes otherwise showed nothing but a pulsing bar (issue 51)."""
+        self._print(probe_line(probe, slo))
 
     def engine_end(self, result: EngineResult) -> None:
         if result.detail == NOT_STARTED and result.status is Status.INTERRUPTED:  # a stopped run never got to it

@@ -39,7 +39,7 @@ from asyncbench.result import (
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
-from asyncbench.run.capacity import capacity_of_phase
+from asyncbench.run.capacity import SearchRecord, capacity_of_phase, stopped_search
 from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.isolation import ChildEngineRun
@@ -271,11 +271,14 @@ class EngineRun:
         if meter is not None:
             await meter.start()  # (snapshots outside the phase's time)
         found = None
+        searches: list[SearchRecord] = []  # a capacity search's probes as they go
+        started = perf_counter()
         try:
             if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
                 found, ops, seconds, checksum = await capacity_of_phase(
-                    self.cfg, index, spec, items, engine, self.ctx, partial(self.observer.probe, self.name, spec.name)
-                )
+                    self.cfg, index, spec, items, engine, self.ctx, partial(self.observer.probe, self.name, spec.name),
+                    searches.append,
+                )  # fmt: skip
                 latency = None
             else:
                 checksum, ops, retries, seconds, latency, close_seconds = await self._timed(
@@ -284,6 +287,8 @@ class EngineRun:
         except BaseException:
             if meter is not None:
                 meter.close()
+            if searches:  # a stopped search keeps the probes it completed (the partial result's)
+                self.result.phases.append(stopped_search(result, searches[0], perf_counter() - started))
             raise
         cost = None if meter is None else await meter.stop(self.engine or engine)
         pr = result(ops, seconds, checksum)

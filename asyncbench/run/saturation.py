@@ -33,6 +33,7 @@ __all__ = [
     "host_load",
     "loaded_machine_warning",
     "runqueue_wait_seconds",
+    "thread_wait_seconds",
 ]
 
 #: A process of ours that waited this fraction of a phase's time for a CPU: the machine is short of cores.
@@ -60,6 +61,19 @@ def runqueue_wait_seconds() -> float | None:
             total += int(fields[1])
             seen = True
     return total / 1e9 if seen else None
+
+
+def thread_wait_seconds() -> float | None:
+    """Seconds the calling thread has waited on a run queue while runnable, since it
+    started (Linux ``/proc/thread-self/schedstat``); None where the kernel does not say.
+    A capacity probe reads it on the event loop's thread, the client's: its wait is the
+    machine taking the client's time (asyncbench.run.capacity)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    return int(fields[1]) / 1e9 if len(fields) >= 2 else None
 
 
 def host_load() -> tuple[float | None, int]:

@@ -107,9 +107,10 @@ class Latest(Chooser):
     """YCSB's ``SkewedLatestGenerator``: maxkey - zipfian(maxkey), skewed to the newest key.
 
     Built, as YCSB's, with a zipfian over recordcount - 1 items (the counter's last value
-    at the start); as inserts raise maxkey, zeta is extended to maxkey items while eta
-    stays the one computed at the start (YCSB's ``nextLong(itemcount)``). Key 0 is never
-    drawn (the zipfian's values are 0..maxkey-1), as in YCSB.
+    at the start); as inserts raise maxkey, zeta is extended to maxkey items and eta is
+    recomputed from it (YCSB's ``nextLong(itemcount)``, :meth:`Zipfian.eta_for`), so the
+    newest keys' share shrinks as the key set grows, as in YCSB. Key 0 is never drawn
+    (the zipfian's values are 0..maxkey-1), as in YCSB.
     """
 
     def __init__(self, params: Params, seed: int) -> None:

@@ -8,7 +8,7 @@ one after each operation); this turns them into :class:`~asyncbench.workload.Mix
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -60,10 +60,20 @@ def figures(
     done: Done,
     keys: npt.NDArray[np.int64],
     keyspace: int,
+    also_counted: Mapping[str, Sequence[str]] | None = None,
 ) -> MixFigures:
     """``kind``: every operation's kind code (an index of ``names``); ``positions``: the
-    phase's operations; ``keys``: their key numbers (0-based) in a key space of ``keyspace``."""
-    counts = np.bincount(kind[positions], minlength=len(names))
+    phase's operations; ``keys``: their key numbers (0-based) in a key space of ``keyspace``.
+
+    ``also_counted``: a kind whose operations also count under other kinds, as YCSB counts
+    a read-modify-write under READ and UPDATE too (``{"readmodifywrite": ("read",
+    "update")}``); only the counts: each kind's latencies stay its own operations' (a
+    read-modify-write is timed whole, under its own kind)."""
+    own = np.bincount(kind[positions], minlength=len(names))
+    counts = own.copy()
+    for composite, parts in (also_counted or {}).items():
+        for part in parts:
+            counts[names.index(part)] += own[names.index(composite)]
     latencies: dict[str, list[npt.NDArray[np.int64]]] = {k: [] for k in names}
     for ran, marks in done:
         stamps = np.fromiter(marks, dtype=np.int64, count=len(marks))
@@ -80,7 +90,7 @@ def figures(
         latencies_ns={
             name: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             for code, (name, parts) in enumerate(latencies.items())
-            if counts[code]
+            if own[code]
         },
         hot_shares=seen.hot_shares(keyspace),
     )

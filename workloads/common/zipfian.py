@@ -6,9 +6,12 @@ closed form (``ZipfianGenerator.nextLong``), so item 0 and 1 get exactly 1/zeta(
 vectorised, and compute the probability of every item under it (:func:`pmf`) so the
 tests compare draws with what YCSB's generator really produces, not with an idealisation.
 
-YCSB quirks kept on purpose (facts, so numbers compare): ``eta`` uses the item count the
-generator was built with even after the count grows (the latest distribution grows it);
-zeta for a grown count is extended term by term.
+When the item count grows (the latest distribution grows it with every insert), YCSB's
+``nextLong(itemcount)`` extends zeta term by term to the new count *and recomputes eta*
+from the new zeta: ``eta = (1 - (2/items)**(1-theta)) / (1 - zeta2/zetan(itemcount))``.
+One YCSB quirk is kept on purpose (a fact, so numbers compare): the ``2/items`` factor of
+that recomputation is the count the generator was *built* with (YCSB's final ``items``
+field), not the grown one. :meth:`Zipfian.eta_for` is that formula.
 """
 
 from __future__ import annotations
@@ -75,7 +78,17 @@ class Zipfian:
         self.alpha = 1.0 / (1.0 - theta)
         self.zeta2 = zeta(2, theta)
         self.zetan = zeta(items, theta) if zetan is None else zetan
-        self.eta = (1 - (2.0 / items) ** (1 - theta)) / (1 - self.zeta2 / self.zetan)
+        self.eta = float(self.eta_for(self.zetan))
+
+    def eta_for(self, zetan: float | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """eta for a (possibly grown) zeta, as YCSB's ``nextLong(itemcount)`` recomputes it.
+
+        The ``2/items`` factor stays the built count's: YCSB writes ``2.0 / items`` (its final
+        field) in the recomputation too, so only zeta moves eta.
+        """
+        grown = np.asarray(zetan, dtype=np.float64)
+        eta: npt.NDArray[np.float64] = (1 - (2.0 / self.items) ** (1 - self.theta)) / (1 - self.zeta2 / grown)
+        return eta
 
     def zetan_for(self, itemcount: int) -> float:
         """zeta for a grown item count, extended from this generator's (as YCSB does)."""
@@ -92,13 +105,24 @@ class Zipfian:
         """Items for uniform doubles ``u`` in [0, 1): YCSB's ``nextLong(itemcount)``, vectorised.
 
         ``itemcount``/``zetan`` may be arrays (one per draw) when the count grows between
-        draws; by default this generator's own.
+        draws; by default this generator's own. ``zetan`` is the zeta of ``itemcount``
+        (computed by :meth:`zetan_for` when not given); eta follows it (:meth:`eta_for`).
         """
-        n = self.items if itemcount is None else itemcount
-        z = self.zetan if zetan is None else zetan
+        if itemcount is None:
+            n: int | npt.NDArray[np.int64] = self.items
+            z: float | npt.NDArray[np.float64] = self.zetan
+        else:
+            n = itemcount
+            if zetan is not None:
+                z = zetan
+            elif isinstance(itemcount, int):
+                z = self.zetan_for(itemcount)
+            else:
+                raise ValueError("an array of item counts needs the matching array of zetas")
+        eta = self.eta if itemcount is None else self.eta_for(z)
         uz = u * z
         with np.errstate(invalid="ignore"):
-            far = np.floor(n * np.power(self.eta * u - self.eta + 1, self.alpha))
+            far = np.floor(n * np.power(eta * u - eta + 1, self.alpha))
         out = np.where(uz < 1.0, 0.0, np.where(uz < 1.0 + 0.5**self.theta, 1.0, far))
         # u < 1 keeps the closed form below n; the clip only guards rounding at the top
         return cast(npt.NDArray[np.int64], np.minimum(out, np.asarray(n) - 1).astype(np.int64))
@@ -110,9 +134,10 @@ class Zipfian:
         """
         n = self.items if itemcount is None else itemcount
         z = self.zetan_for(n)
+        eta = float(self.eta_for(z))
         k = np.arange(min(n, first or n) + 1, dtype=np.float64)
         # u at which the closed form reaches item k: (k/n)**(1-theta) = eta*u - eta + 1
-        g = ((k / n) ** (1 - self.theta) - 1 + self.eta) / self.eta
+        g = ((k / n) ** (1 - self.theta) - 1 + eta) / eta
         u2 = (1.0 + 0.5**self.theta) / z
         lo = np.maximum(g[:-1], u2)
         hi = np.minimum(g[1:], 1.0)

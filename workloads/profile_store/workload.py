@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import MixFigures, PhaseKind, SettingError, Workload
+from asyncbench.workload import MixFigures, NativePlan, PhaseKind, SettingError, Workload
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
@@ -76,8 +76,11 @@ class ProfileStoreWorkload:
     def context(self, seed: int) -> PhaseContext:
         return PhaseContext.for_seed(seed)
 
-    def plan_from_native(self, text: str, source: str) -> str:
+    def plan_from_native(self, text: str, source: str, overrides: Sequence[tuple[str, str]] = ()) -> NativePlan:
         raise ValueError(f"{source}: the profile store has no file format of its own to convert")
+
+    def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
+        raise ValueError(f"{source}: -p sets a YCSB property; the profile store plan has none (use its [run] flags)")
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         """The mixed phase's kinds and skew; None for every other phase (one kind each)."""

@@ -5,17 +5,23 @@ so they are accepted unchanged and turned into the plan shape docs/workloads.md
 describes: ``[run]`` (``workload = "ycsb"``), ``[ycsb]`` (the record and key layout) and
 two phases, ``load`` then ``mixed`` (proportions and request distribution). Every
 property is accounted for: a CoreWorkload property we carry over lands in the plan; one
-we do not support, an unknown one, or a bad value is an error naming the file, the key
-and the problem, never silently dropped. ``db`` and ``exporter`` choose YCSB's binding
-and output, which asyncbench decides itself (``--engine``, its result files): refused.
-The ``asyncbench plan --from-ycsb`` command is for later; :func:`plan_from_ycsb` and
-:func:`plan_toml` are what it will call.
+YCSB itself ignores (``zipfianconstant``: YCSB always draws with 0.99) or one that only
+tunes YCSB's measurements (``measurementtype``, ``hdrhistogram.*``...) is accepted and
+ignored *with a note* saying so; ``threadcount`` becomes the run's parallelism and
+``target`` the mixed phase's rate; one we do not support, an unknown one, or a bad value
+is an error naming the file, the key and the problem, never silently dropped, and every
+such error of a file is listed at once (a file is fixed in one go, not one key per try).
+``db`` and ``exporter`` choose YCSB's binding and output, which asyncbench decides itself
+(``--engine``, its result files): refused. ``asyncbench plan --from-ycsb`` and ``run -P``
+call :func:`convert` (``-p KEY=VALUE`` are its ``overrides``) and :func:`plan_toml`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,42 +66,90 @@ UNSUPPORTED = {
     "exporter": "asyncbench writes its own result files, report and CSV",
     "table": "the table is always usertable (engines claim and mark it as their own)",
     "fieldnameprefix": "field names are always field0, field1, ...",
-    "fieldlengthdistribution": "fields have the constant length fieldlength",
+    "fieldlengthdistribution": "fields have the constant length fieldlength (only 'constant' is accepted)",
     "minfieldlength": "fields have the constant length fieldlength",
     "fieldlengthhistogram": "fields have the constant length fieldlength",
     "dataintegrity": "every read is checked already (the phase checksum)",
     "readallfieldsbyname": "a read of all fields is one operation on every engine",
     "insertstart": "one plan loads all records (scale out with --processes/--cluster)",
     "insertcount": "one plan loads all records (scale out with --processes/--cluster)",
-    "threadcount": "workers are the run's --parallelism",
-    "target": "the open loop's rate is a phase setting of the plan",
     "maxexecutiontime": "a phase runs its operations to the end",
-    "measurementtype": "latency is always an HDR histogram per phase and kind",
-    "core_workload_insertion_retry_limit": "a failed insert fails the run",
-    "core_workload_insertion_retry_interval": "a failed insert fails the run",
 }
+#: CoreWorkload's insertion error handling (``core_workload_insertion_*``): asyncbench's
+#: insert that fails fails the run, so only the values that mean that are accepted
+INSERTION_PREFIX = "core_workload_insertion_"
+INSERTION_ACCEPTED = {"core_workload_insertion_retry_limit": "0", "core_workload_insertion_keep_going_on_error": "false"}
+INSERTION_REASON = "a failed insert fails the run (asyncbench neither retries nor skips one)"
+#: Properties that only tune YCSB's measurements or status output (and prefixes of such):
+#: accepted with a note, since asyncbench always records every operation's latency in an
+#: HDR histogram per phase and kind (``report --format ycsb`` prints YCSB's summary of it)
+MEASUREMENT = {
+    "measurementtype",
+    "measurement.interval",
+    "measurement.trackjvm",
+    "measurement.raw.output_file",
+    "measurement.raw.separate_threads",
+    "histogram.buckets",
+    "timeseries.granularity",
+    "status.interval",
+    "reportlatencyforeacherror",
+    "latencytrackederrors",
+}
+MEASUREMENT_PREFIXES = ("hdrhistogram.",)
 
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_INTS = {"recordcount", "operationcount", "fieldcount", "fieldlength", "minscanlength", "maxscanlength", "zeropadding"}
+_INTS = {
+    "recordcount",
+    "operationcount",
+    "fieldcount",
+    "fieldlength",
+    "minscanlength",
+    "maxscanlength",
+    "zeropadding",
+    "threadcount",
+}
 _BOOLS = {"readallfields", "writeallfields"}
 _CHOICES: dict[str, tuple[str, ...]] = {
     "requestdistribution": NAMES,
     "scanlengthdistribution": SCAN_LENGTH_DISTRIBUTIONS,
     "insertorder": INSERT_ORDERS,
 }
-KNOWN = {"workload", "recordcount", "operationcount", *DEFAULTS}
+KNOWN = {"workload", "recordcount", "operationcount", "threadcount", "target", *DEFAULTS}
+#: the line number of a property set on the command line (``-p KEY=VALUE``), not in the file
+COMMAND_LINE = 0
 
 
 class YcsbFileError(PropertiesError):
-    """A YCSB workload file that cannot become a plan (file, key and problem in the message)."""
+    """A YCSB workload file that cannot become a plan (file, key and problem in the message;
+    one line per problem when there are several)."""
 
 
-def _value(source: str, prop: Property) -> Any:
+@dataclass
+class Conversion:
+    """A YCSB file's plan and the notes about what it accepted without carrying it (a
+    property YCSB ignores, a measurement setting), which the caller prints: never silent."""
+
+    plan: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def where_set(source: str, prop: Property) -> str:
+    """``FILE: key 'k' (line 3)``, or ``(-p on the command line)`` for an override."""
+    place = "-p on the command line" if prop.line == COMMAND_LINE else f"line {prop.line}"
+    return f"{source}: key {prop.key!r} ({place})"
+
+
+def is_measurement(key: str) -> bool:
+    """A property that only tunes YCSB's measurements or status output."""
+    return key in MEASUREMENT or key.startswith(MEASUREMENT_PREFIXES)
+
+
+def parse_value(source: str, prop: Property) -> Any:
     key, text = prop.key, prop.value
 
     def bad(problem: str) -> YcsbFileError:
-        return YcsbFileError(f"{source}: key {key!r} (line {prop.line}): {problem}")
+        return YcsbFileError(f"{where_set(source, prop)}: {problem}")
 
     if key in _INTS:
         if not _INT.fullmatch(text):
@@ -119,8 +173,6 @@ def _value(source: str, prop: Property) -> Any:
         raise bad(f"must be >= 0, got {text}")
     if key in ("hotspotdatafraction", "hotspotopnfraction") and number > 1:
         raise bad(f"a fraction must be <= 1, got {text}")
-    if key == "zipfianconstant" and not 0 < number < 1:
-        raise bad(f"must be between 0 and 1 (exclusive), got {text}")
     if key == "exponential.percentile" and not 0 < number < 100:
         raise bad(f"must be between 0 and 100 (exclusive), got {text}")
     if key == "exponential.frac" and number == 0:
@@ -128,50 +180,116 @@ def _value(source: str, prop: Property) -> Any:
     return number
 
 
-def plan_from_properties(props: list[Property], source: str) -> dict[str, Any]:
-    """The plan dict for a YCSB workload's properties; YcsbFileError on anything it cannot carry."""
+def refusal(prop: Property) -> str | None:
+    """Why a property cannot be carried (None: it can, or it is noted)."""
+    key = prop.key
+    if key == "fieldlengthdistribution" and prop.value == "constant":
+        return None  # YCSB's default, what asyncbench does
+    if key in UNSUPPORTED:
+        return f"not supported: {UNSUPPORTED[key]}"
+    if key.startswith(INSERTION_PREFIX):
+        return None if INSERTION_ACCEPTED.get(key) == prop.value else f"not supported: {INSERTION_REASON}"
+    if key not in KNOWN and not is_measurement(key):
+        return "unknown property (not one of YCSB's CoreWorkload or client properties)"
+    if key == "workload" and prop.value not in WORKLOAD_CLASSES:
+        return f"only YCSB's CoreWorkload is supported, got {prop.value!r}"
+    return None
+
+
+def zipfianconstant_note(source: str, prop: Property) -> str:
+    """What a ``zipfianconstant`` line does: nothing, in YCSB; said, and how to get one."""
+    return (
+        f"{where_set(source, prop)}: ignored, as YCSB ignores it: YCSB's zipfian generators always "
+        f"draw with {ZIPFIAN_CONSTANT} (ZipfianGenerator.ZIPFIAN_CONSTANT); to draw with "
+        f"{prop.value} instead, set zipfianconstant = {prop.value} in the plan's mixed [[phase]] "
+        "(asyncbench plan --from-ycsb FILE > plan.toml, then edit it)"
+    )
+
+
+def merged(props: Sequence[Property], overrides: Sequence[Property]) -> list[Property]:
+    """The file's properties with the command line's ``-p`` ones replacing theirs (YCSB's
+    rule: ``-p`` wins over ``-P``), file order first, then the new keys."""
+    given = {o.key: o for o in overrides}
+    out = [given.pop(p.key, p) for p in props]
+    return out + list(given.values())
+
+
+def convert(props: Sequence[Property], source: str, overrides: Sequence[Property] = ()) -> Conversion:
+    """The plan for a YCSB workload's properties (``overrides``: ``-p`` ones, line
+    :data:`COMMAND_LINE`) and its notes; YcsbFileError listing every problem at once."""
     values: dict[str, Any] = {}
     lines: dict[str, int] = {}
-    for prop in props:
-        where = f"{source}: key {prop.key!r} (line {prop.line})"
-        if prop.key in UNSUPPORTED:
-            raise YcsbFileError(f"{where}: not supported: {UNSUPPORTED[prop.key]}")
-        if prop.key not in KNOWN:
-            raise YcsbFileError(f"{where}: unknown property (not one of YCSB's CoreWorkload properties)")
-        lines[prop.key] = prop.line
-        if prop.key == "workload":
-            if prop.value not in WORKLOAD_CLASSES:
-                raise YcsbFileError(f"{where}: only YCSB's CoreWorkload is supported, got {prop.value!r}")
+    errors: list[str] = []
+    notes: list[str] = []
+    measurement: list[str] = []
+    for prop in merged(props, overrides):
+        why = refusal(prop)
+        if why is not None:
+            errors.append(f"{where_set(source, prop)}: {why}")
             continue
-        values[prop.key] = _value(source, prop)
+        lines[prop.key] = prop.line
+        if prop.key == "workload" or prop.key.startswith(INSERTION_PREFIX) or prop.key == "fieldlengthdistribution":
+            continue
+        if is_measurement(prop.key):
+            measurement.append(prop.key)
+            continue
+        if prop.key == "zipfianconstant":
+            notes.append(zipfianconstant_note(source, prop))
+            continue
+        try:
+            values[prop.key] = parse_value(source, prop)
+        except YcsbFileError as exc:
+            errors.append(str(exc))
+    if measurement:
+        notes.append(
+            f"{source}: {', '.join(repr(k) for k in measurement)} accepted and ignored: "
+            f"{'they tune' if len(measurement) > 1 else 'it tunes'} YCSB's measurements; asyncbench "
+            "records every operation's latency in an HDR histogram per phase and kind "
+            "(asyncbench report --format ycsb RESULT.json prints YCSB's summary of it)"
+        )
     for required in ("recordcount", "operationcount"):
-        if required not in values:
-            raise YcsbFileError(f"{source}: key {required!r}: missing (YCSB's client needs it)")
-    v = {**DEFAULTS, **values}
+        if required not in values and required not in lines:
+            errors.append(f"{source}: key {required!r}: missing (YCSB's client needs it)")
+    if not errors:
+        _cross_check({**DEFAULTS, **values}, lines, source, errors)
+    if errors:
+        raise YcsbFileError("\n".join(errors))
+    return Conversion(_plan(source, {**DEFAULTS, **values}), notes)
 
-    def bad(key: str, problem: str) -> YcsbFileError:
-        line = f" (line {lines[key]})" if key in lines else " (default)"
-        return YcsbFileError(f"{source}: key {key!r}{line}: {problem}")
+
+def _cross_check(v: dict[str, Any], lines: dict[str, int], source: str, errors: list[str]) -> None:
+    """The rules between values (proportions, scan lengths, distribution parameters)."""
+
+    def bad(key: str, problem: str) -> None:
+        place = " (default)"
+        if key in lines:
+            place = " (-p on the command line)" if lines[key] == COMMAND_LINE else f" (line {lines[key]})"
+        errors.append(f"{source}: key {key!r}{place}: {problem}")
 
     total = math.fsum(v[p] for p in PROPORTIONS)
     if abs(total - 1.0) > 1e-9:
         named = [p for p in PROPORTIONS if p in lines] or list(PROPORTIONS)
-        raise bad(named[0], f"the proportions ({', '.join(PROPORTIONS)}) sum to {total:g}, not 1")
+        bad(named[0], f"the proportions ({', '.join(PROPORTIONS)}) sum to {total:g}, not 1")
     scanning = v["scanproportion"] > 0
     if scanning and v["minscanlength"] > v["maxscanlength"]:
-        raise bad("minscanlength", f"{v['minscanlength']} is above maxscanlength {v['maxscanlength']}")
+        bad("minscanlength", f"{v['minscanlength']} is above maxscanlength {v['maxscanlength']}")
     if scanning and v["maxscanlength"] > v["recordcount"]:
-        raise bad("maxscanlength", f"{v['maxscanlength']} is past the record count {v['recordcount']}")
+        bad("maxscanlength", f"{v['maxscanlength']} is past the record count {v['recordcount']}")
     dist = v["requestdistribution"]
     if dist == "latest" and v["recordcount"] < 2:
-        raise bad("recordcount", "the latest distribution needs at least 2 records")
+        bad("recordcount", "the latest distribution needs at least 2 records")
     if dist == "hotspot":
         hot = int(v["recordcount"] * v["hotspotdatafraction"])
         if hot == 0 and v["hotspotopnfraction"] > 0:
-            raise bad("hotspotdatafraction", f"leaves no hot key of {v['recordcount']} records")
+            bad("hotspotdatafraction", f"leaves no hot key of {v['recordcount']} records")
         if hot == v["recordcount"] and v["hotspotopnfraction"] < 1:
-            raise bad("hotspotdatafraction", "leaves no cold key for the operations off the hot set")
+            bad("hotspotdatafraction", "leaves no cold key for the operations off the hot set")
 
+
+def _plan(source: str, v: dict[str, Any]) -> dict[str, Any]:
+    """The plan dict of checked values (YCSB's defaults filled in)."""
+    dist = v["requestdistribution"]
+    scanning = v["scanproportion"] > 0
     mixed: dict[str, Any] = {"kind": "mixed", "operations": v["operationcount"]}
     mixed.update({p: float(v[p]) for p in PROPORTIONS})
     mixed["requestdistribution"] = dist
@@ -189,8 +307,13 @@ def plan_from_properties(props: list[Property], source: str) -> dict[str, Any]:
         mixed["minscanlength"] = v["minscanlength"]
         mixed["maxscanlength"] = v["maxscanlength"]
         mixed["scanlengthdistribution"] = v["scanlengthdistribution"]
+    if v.get("target"):  # YCSB's -target: operations per second of the whole run (0: unthrottled)
+        mixed["rate"] = v["target"]
+    run: dict[str, Any] = {"name": f"ycsb-{Path(source).name}", "workload": "ycsb", "seed": DEFAULT_SEED}
+    if "threadcount" in v:  # YCSB's client threads: the workers of each phase
+        run["parallelism"] = v["threadcount"]
     return {
-        "run": {"name": f"ycsb-{Path(source).name}", "workload": "ycsb", "seed": DEFAULT_SEED},
+        "run": run,
         "ycsb": {
             "recordcount": v["recordcount"],
             "fieldcount": v["fieldcount"],
@@ -202,9 +325,10 @@ def plan_from_properties(props: list[Property], source: str) -> dict[str, Any]:
     }
 
 
-def plan_from_ycsb(path: Path) -> dict[str, Any]:
+
+def plan_from_ycsb(path: Path) -> Conversion:
     """The plan for YCSB workload file ``path`` (YcsbFileError/PropertiesError naming file and key)."""
-    return plan_from_properties(read_properties(path), str(path))
+    return convert(read_properties(path), str(path))
 
 
 def _toml_value(value: Any) -> str:
@@ -217,11 +341,13 @@ def _toml_value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def plan_toml(plan: dict[str, Any], source_name: str) -> str:
-    """The plan as TOML text (tables in the shape docs/workloads.md describes)."""
+def plan_toml(plan: dict[str, Any], source_name: str, notes: Sequence[str] = ()) -> str:
+    """The plan as TOML text (tables in the shape docs/workloads.md describes); ``notes``
+    (what the conversion accepted without carrying) as comments at the top."""
     lines = [
         f"# YCSB's {source_name}, converted by asyncbench.workloads.ycsb.convert (docs/workloads.md).",
         "# Record, key and phase settings are YCSB's; seed is asyncbench's (YCSB files have none).",
+        *(f"# note: {note}" for note in notes),
         "",
     ]
     for table in ("run", "ycsb"):

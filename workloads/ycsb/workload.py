@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asyncbench.workload import MixFigures, PhaseKind, SettingError, Workload
+from asyncbench.workload import MixFigures, NativePlan, PhaseKind, SettingError, Workload
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
-from asyncbench.workloads.ycsb.convert import plan_from_properties, plan_toml
+from asyncbench.workloads.ycsb.convert import COMMAND_LINE, convert, plan_toml
+from asyncbench.workloads.ycsb.overrides import override_plan
 from asyncbench.workloads.ycsb.phases import (
     PHASES,
     Counts,
@@ -27,7 +28,7 @@ from asyncbench.workloads.ycsb.phases import (
     mix_figures,
     phase_items,
 )
-from asyncbench.workloads.ycsb.properties import parse_properties
+from asyncbench.workloads.ycsb.properties import Property, parse_properties
 
 __all__ = ["WORKLOAD", "YcsbWorkload"]
 
@@ -74,11 +75,16 @@ class YcsbWorkload:
     def context(self, seed: int) -> int:
         return seed
 
-    def plan_from_native(self, text: str, source: str) -> str:
+    def plan_from_native(self, text: str, source: str, overrides: Sequence[tuple[str, str]] = ()) -> NativePlan:
         """YCSB's workload file (Java properties) as a plan (:mod:`.convert`: every property
-        carried or refused by name)."""
-        plan = plan_from_properties(parse_properties(text, source), source)
-        return plan_toml(plan, Path(source).name)
+        carried, noted or refused by name), ``-p`` properties replacing the file's."""
+        given = [Property(k, v, COMMAND_LINE) for k, v in overrides]
+        done = convert(parse_properties(text, source), source, given)
+        return NativePlan(plan_toml(done.plan, Path(source).name, done.notes), tuple(done.notes))
+
+    def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
+        """``-p`` YCSB properties on a TOML YCSB plan (:mod:`.overrides`)."""
+        return override_plan(doc, overrides, source)
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         return mix_figures(items) if isinstance(items, MixedOps) else None
