@@ -209,8 +209,9 @@ def configuration(run: RunResult) -> list[str]:
         if key.report is None or key.result is None:
             continue
         shown = key.shown(getattr(run, key.result))
-        if shown is not None:
-            rows.append([key.report, md.text(shown)])
+        if shown is not None:  # the size is named by what the workload counts (YCSB: Records)
+            label = workload(run.workload).unit.capitalize() if key.result == "profiles" else key.report
+            rows.append([label, md.text(shown)])
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(md.text(p.name) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
@@ -422,9 +423,11 @@ def skipped_line(skipped: Sequence[EngineResult]) -> str:
 
 
 def title(run: RunResult) -> str:
-    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``."""
+    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``, the size named
+    by what the run's workload counts (``Benchmark 1K Records`` for YCSB: it holds no profile)."""
     system = run.environment.get("os") or "unknown OS"
-    return f"Benchmark {fmt.short_count(run.profiles)} Profiles / P{run.parallelism} - {system}"
+    unit = workload(run.workload).unit.capitalize()
+    return f"Benchmark {fmt.short_count(run.profiles)} {unit} / P{run.parallelism} - {system}"
 
 
 def cost_section(run: RunResult) -> list[str]:
