@@ -527,10 +527,10 @@ def resource_footprint(run: RunResult) -> Figure:
         vals = [value(e) for e in engines]
         top = max((v for v in vals if v), default=0) / fmt.MB or 1.0
         for y, e, v in zip(ys, engines, vals, strict=True):
-            if v is None:
-                ax.text(
-                    0, y, "  not measured", va="center", ha="left", fontsize=8, color=MUTED, style="italic"
-                )
+            off = value is panels[0][1] and e.storage_off_disk  # a store that holds no data yet: no bar
+            if v is None or off:
+                why = f"{fmt.size(v)}: not on disk yet" if off else "not measured"
+                ax.text(0, y, f"  {why}", va="center", ha="left", fontsize=8, color=MUTED, style="italic")
                 continue
             ax.barh(
                 y,

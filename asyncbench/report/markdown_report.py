@@ -104,7 +104,7 @@ TOTAL_BY_ENGINE: list[Column[EngineResult]] = [
     Column("Run time", "r", lambda e: fmt.ms(e.run_seconds)),
     Column("Completed phase time", "r", lambda e: fmt.ms(completed_phase_seconds(e))),
     *_maintenance_columns(),
-    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes)),
+    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes) + (" (not on disk yet)" if e.storage_off_disk else "")),
     Column("Process peak memory", "r", lambda e: fmt.size(e.peak_rss_bytes)),
     Column("Final checksum", "l", _checksum_cell),
 ]

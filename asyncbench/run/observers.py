@@ -552,7 +552,8 @@ class ConsoleObserver(Observer):
             self._print(f"  !! {result.status_text()}")
         self._print(
             f"  run {result.run_seconds:.2f} s · storage {fmt.size(result.storage_bytes)}"
-            f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
+            + (" (not on disk yet)" if result.storage_off_disk else "")
+            + f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
         )
         for line in console_lines(result, self.width):
             self._print(line)
