@@ -20,6 +20,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
+from asyncbench.measure.too_short import TOO_SHORT, too_short, too_short_note
 from asyncbench.report import chart_limit, headline, verdict_table
 from asyncbench.report import markdown as md
 from asyncbench.report.capacity import capacity_text
@@ -168,7 +169,7 @@ def _engine_phase_columns(groups: dict[str, EngineRuns], engine: str) -> list[Co
     return [
         Column("Phase", "l", lambda p: md.text(p.name)),
         Column("Operations", "r", lambda p: fmt.count(p.ops)),
-        Column("Time", "r", lambda p: fmt.ms(p.seconds)),
+        Column("Time", "r", lambda p: fmt.ms(p.seconds) + (f" ({TOO_SHORT})" if too_short(p) else "")),
         Column("Throughput", "r", rate),
         Column("Checksum", "l", lambda p: "per probe" if p.capacity is not None else f"`{p.checksum}`"),
     ]
@@ -184,7 +185,9 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
         def engine_column(e: EngineResult) -> Column[int]:
             def cell(i: int) -> str:
                 p = e.phase_at(i)
-                return _rate(groups, e.engine, p) if p else "n/a"
+                if p is None:
+                    return "n/a"
+                return _rate(groups, e.engine, p) + (f" ({TOO_SHORT})" if too_short(p) else "")
 
             return Column(md.text(e.engine), "r", cell)
 
@@ -199,6 +202,8 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
         if verify:
             rows.append(verify)
         out += markdown(_engine_phase_columns(groups, e.engine), rows) + [""]
+    if any(too_short(p) for e in run.engines for p in _ops_phases(e)):
+        out += [f"> {md.text(too_short_note())}", ""]
     return out
 
 
