@@ -95,3 +95,18 @@ def test_a_ycsb_a_run_on_lsm_shows_not_on_disk_yet_everywhere_and_charts_no_bar(
     (footprint,) = folder.glob("*-resource-footprint.svg")
     _, _, drawn = svg_texts(footprint)
     assert "B: not on disk yet" in drawn
+
+
+def test_the_csv_leaves_the_amplification_empty_and_says_why() -> None:
+    import csv
+    import io
+
+    from asyncbench.report.csv_export import csv_text
+
+    run = RunResult.from_json((ROOT / "tests" / "fixtures" / "result-sample.json").read_bytes())
+    e = _engine(784)
+    run.engines = [e]
+    (row, *_) = list(csv.DictReader(io.StringIO(csv_text(run))))
+    assert row["write_amplification"] == "" and row["space_amplification"] == "", row
+    assert "write_amplification: not on disk yet" in row["cost_not_measured"]
+    assert "space_amplification: not on disk yet" in row["cost_not_measured"]
