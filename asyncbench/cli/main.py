@@ -20,12 +20,13 @@ __all__ = ["COMMANDS", "DEFAULT_COMMAND", "build_parser", "main", "parse_args"]
 
 
 class Command:
-    """One row of :data:`COMMANDS`: the module with ``add_arguments`` and ``run``, its
-    one-line help, and whether its ``--help`` shows the module's docstring as written
-    (a tool whose docstring is its manual) instead of the one line."""
+    """One row of :data:`COMMANDS`: the module with ``add_arguments`` and ``run``, and its
+    one-line help, which is also its ``--help``'s description (a command says more in the
+    epilog its ``add_arguments`` sets: a few plain lines, pointing at the docs; never a
+    module docstring, whose Sphinx markup and length are a developer's, not a user's)."""
 
-    def __init__(self, module: str, help: str, manual: bool = False, runs_engines: bool = False) -> None:
-        self.module, self.help, self.manual = module, help, manual
+    def __init__(self, module: str, help: str, runs_engines: bool = False) -> None:
+        self.module, self.help = module, help
         #: It runs engines: every plug-in is imported and checked before it starts.
         self.runs_engines = runs_engines
 
@@ -41,7 +42,6 @@ COMMANDS: dict[str, Command] = {
     "floor": Command(
         "asyncbench.tools.floor",
         "what the harness costs per phase kind, against the plainest loop",
-        manual=True,
         runs_engines=True,
     ),
 }
@@ -71,13 +71,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, prog=prog, help=row.help)  # listed; its arguments are not needed
             continue
         module = importlib.import_module(row.module)
-        raw = row.manual or name == DEFAULT_COMMAND  # run's epilog is laid out by hand
         p = sub.add_parser(
             name,
             prog=prog,
             help=row.help,
-            description=module.__doc__ if row.manual else row.help[0].upper() + row.help[1:] + ".",
-            formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter,
+            description=row.help[0].upper() + row.help[1:] + ".",
+            # run's epilog is laid out by hand; another command's is reflowed unless it says
+            # otherwise (its add_arguments may set a raw formatter for its examples)
+            formatter_class=argparse.RawDescriptionHelpFormatter if name == DEFAULT_COMMAND else argparse.HelpFormatter,
         )
         module.add_arguments(p)
         p.set_defaults(handler=module.run, parser=p)

@@ -11,6 +11,10 @@ or hard link of one is not); anything else there is left alone and the command e
 ``--format ycsb`` writes nothing: it prints YCSB's text summary of the result
 (:mod:`asyncbench.report.ycsb_text`: ``[OVERALL], RunTime(ms), ...`` per engine and phase),
 which YCSB users' scripts parse.
+
+Its exit status is the saved run's (as the run exited: 1 when an engine failed or timed out
+or the checksums disagree), and a non-zero status always comes with its reason on stderr:
+a report re-rendered without a word and exit 1 read as the report command failing.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from pathlib import Path
 from asyncbench.config import RUN_KEYS, ConfigError, PhaseSelection, selected_phases
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.ownership import NotOwned
-from asyncbench.measure.correctness import judge
+from asyncbench.measure.correctness import Verdict, judge
 from asyncbench.report import tracebacks
 from asyncbench.report.outputs import html_path, write_run
-from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, ResultError, RunResult, exit_code
+from asyncbench.result import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, ResultError, RunResult, exit_code
 
 __all__ = ["add_arguments", "run"]
 
@@ -45,6 +49,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--output",
         metavar="DIR",
         help="write the report and charts into DIR (created if missing) instead of beside the JSON",
+    )
+    p.epilog = (
+        "exit codes: 0 the saved run passed; 1 the saved run failed (an engine failed or timed "
+        "out, or checksums disagree: the reason is printed; the report is written all the same), "
+        "or the report could not be written; 2 bad input (not a result, a bad flag, a file in the "
+        "way that is not asyncbench's)."
     )
 
 
@@ -74,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if not lines:
             print(f"asyncbench: {path}: no phase of the result ran operations", file=sys.stderr)
         sys.stdout.write("".join(f"{line}\n" for line in lines))
-        return exit_code([run], judge(run).ok, interrupted=False)
+        return _saved_status(run)
     stamp = path.stem.removeprefix("asyncbench-")
     where = path.parent
     if args.output is not None:
@@ -92,5 +102,22 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     traced = f"\ntraceback: {tracebacks.traceback_path(md)}" if tracebacks.failed_engines(run) else ""
     print(f"report: {md}\nhtml:   {html_path(md)}{traced}")
-    return exit_code([run], judge(run).ok, interrupted=False)
+    return _saved_status(run)
+
+
+def _saved_status(run: RunResult) -> int:
+    """The saved run's exit status, with its reason on stderr when it is not 0."""
+    verdict = judge(run)
+    code = exit_code([run], verdict.ok, interrupted=False)
+    if code != EXIT_OK:
+        print(f"asyncbench: exit {code}: {_why_failed(run, verdict)}", file=sys.stderr)
+    return code
+
+
+def _why_failed(run: RunResult, verdict: Verdict) -> str:
+    """Why the saved run's exit status is not 0: each engine that failed or timed out (its
+    status line), each checksum mismatch, as the run said them."""
+    reasons = [f"{e.engine}: {e.status_text()}" for e in run.engines if e.broken]
+    reasons += verdict.failures
+    return "the saved run failed (the status it exited with): " + "; ".join(reasons or ["the checksums disagree"])
 

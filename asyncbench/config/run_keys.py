@@ -484,7 +484,7 @@ RUN_KEYS: dict[str, RunKey] = {
             "clean_data",
             Bool(),
             "delete each engine's store (its own files or tables only) after its run; the default. "
-            "--no-clean-data keeps them under DATA/profiles-N/<engine>",
+            "--no-clean-data keeps them under DATA/profiles-N/<engine> (YCSB: DATA/records-N/<engine>)",
             flag="--clean-data",
         ),
         RunKey(

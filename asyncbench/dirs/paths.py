@@ -1,7 +1,8 @@
 """Every path a run will write, checked before anything runs or is created (exit 2).
 
-A run writes under ``--output`` (``profiles-N/`` with its results, the default log,
-``latest.*``), under ``--data`` (``profiles-N/<engine>/``, the engines' stores) and to
+A run writes under ``--output`` (``profiles-N-pP/`` with its results, the default log,
+``latest.*``), under ``--data`` (``profiles-N/<engine>/``, the engines' stores; YCSB's are
+``records-N-pP/`` and ``records-N/<engine>/``) and to
 ``--log-file``. Finding out at the end that one of them cannot be written loses the whole
 benchmark; finding out that one of them is the plan, a result or a store corrupts it. So:
 
@@ -45,7 +46,7 @@ from asyncbench.fs.ownership import Proof, is_own_log, ownership_problem
 from asyncbench.parse import check_printable
 from asyncbench.workloads import workload
 
-__all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir"]
+__all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir", "store_root"]
 
 
 def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
@@ -55,6 +56,14 @@ def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
     return output / f"{workload().unit}-{profiles}-p{parallelism}"
 
 
+def store_root(data: Path, profiles: int) -> Path:
+    """``DATA/profiles-N``: the folder of one size's engine stores (``DATA/profiles-N/<engine>``),
+    named by what the workload counts as :func:`result_dir` is (``records-N`` for YCSB, whose
+    store holds records). The profile store's keeps its name, so its kept stores are still
+    found, reused and proven its own. Every path to a store is built here."""
+    return data / f"{workload().unit}-{profiles}"
+
+
 def output_run_dirs(cfg: BenchConfig) -> list[Path]:
     """``OUTPUT/profiles-N-pP`` of every (profiles, parallelism) level of the run."""
     return [result_dir(cfg.output, level.profiles, level.parallelism) for level in cfg.levels()]
@@ -62,7 +71,7 @@ def output_run_dirs(cfg: BenchConfig) -> list[Path]:
 
 def engine_dirs(cfg: BenchConfig) -> list[Path]:
     """``DATA/profiles-N/<engine>`` of every profile count and engine of the run."""
-    return [cfg.data / f"profiles-{n}" / name for n in cfg.profiles for name in cfg.engines]
+    return [store_root(cfg.data, n) / name for n in cfg.profiles for name in cfg.engines]
 
 
 def check_run_paths(
@@ -82,7 +91,7 @@ def check_run_paths(
         _ledger(where, "output", run_dir)
     _ledger(where, "output", cfg.output)  # the default log's, and latest.*'s
     for n in cfg.profiles:
-        _own_subdir(where, "data", cfg.data / f"profiles-{n}")
+        _own_subdir(where, "data", store_root(cfg.data, n))
     stores = [_real(d) for d in engine_dirs(cfg)]
     _outside_stores(where, "output", cfg.output, stores)
     if log_file is not None:

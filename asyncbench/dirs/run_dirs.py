@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from asyncbench.config import BenchConfig
-from asyncbench.dirs.paths import output_run_dirs
+from asyncbench.dirs.paths import output_run_dirs, store_root
 from asyncbench.fs.locks import DirLock, acquire
 
 __all__ = ["RunLocks", "lock_run", "make_real_dir"]
@@ -80,7 +80,7 @@ def lock_run(cfg: BenchConfig, update_latest: bool = False) -> RunLocks:
             make_real_dir(out)
             locks.held.append(acquire(out, out / OUTPUT_LOCK))
         for n in cfg.profiles:
-            data = cfg.data / f"profiles-{n}"
+            data = store_root(cfg.data, n)
             make_real_dir(data)
             for name in cfg.engines:
                 lock = acquire(data / name, data / f".{name}.lock")

@@ -1,7 +1,9 @@
 """The cost chart: per engine, what its run cost beyond time (three panels: CPU µs per
 operation over the whole run, client and server stacked with the engine's own threads
 marked inside the client's; write amplification of each write phase and of the run;
-space amplification at the end). Drawn only for results that measured cost.
+space amplification at the end). Drawn only for results that measured cost. A figure of
+data not on disk yet (:func:`asyncbench.result.off_disk`) is no bar but the words "not on
+disk yet": as a 0.00 bar it read as the best.
 
 Its own module so that :mod:`asyncbench.report.charts` only registers it; the rows are
 :mod:`asyncbench.report.cost_table`'s, so the chart, the report's table and ``compare``
@@ -15,8 +17,8 @@ from collections.abc import Callable
 from matplotlib.figure import Figure
 
 from asyncbench.report.chart_style import AXIS_IN, MUTED, TEXT, figure_frame
-from asyncbench.report.cost_table import CostRow, cost_rows
-from asyncbench.result import EngineResult, RunResult
+from asyncbench.report.cost_table import CostRow, cost_rows, off_disk_note
+from asyncbench.result import ON_DISK_SHARE, EngineResult, RunResult
 from asyncbench.workload import Group
 
 __all__ = ["draw", "wanted"]
@@ -39,7 +41,9 @@ def draw(run: RunResult, colour: Callable[[EngineResult], str]) -> Figure:
         "(solid; the engine's own background threads hatched inside it) then the server's processes on "
         "this machine (lighter). Write amplification: device bytes written over the logical bytes the "
         "workload wrote (docs/workload.md's encoding), per write phase and over the run. Space "
-        "amplification: storage over the live data's logical bytes, at the end. 'not measured' is never 0.",
+        "amplification: storage over the live data's logical bytes, at the end. 'not measured' is never 0; "
+        f"'not on disk yet': the engine still held the data in memory (under {ON_DISK_SHARE:.0%} of its logical "
+        "bytes on disk), so there is nothing to compare.",
     ]
     body = max(len(engines), 1) * (0.45 + 0.18 * len(writes)) + AXIS_IN
     fig = figure_frame("Cost", "What each engine's operations cost beyond time · lower is better", body, notes, run)
@@ -68,16 +72,20 @@ def draw(run: RunResult, colour: Callable[[EngineResult], str]) -> Figure:
         bars = [(name, rows[name].write_amplification if name in rows else None) for name in writes]
         bars.append(("run", t.write_amplification))
         step = 0.8 / len(bars)
+        off = off_disk_note(e) is not None  # a figure of data not on disk yet: never a bar (it read as best)
         for i, (name, amp) in enumerate(bars):
             yy = y - 0.4 + step * (i + 0.5)
             if amp is None:
-                write_ax.text(0, yy, f"  {name}: not measured", va="center", fontsize=7, color=MUTED, style="italic")
+                row = t if name == "run" else rows.get(name)
+                why = "not on disk yet" if off and row is not None and row.writes_off_disk else "not measured"
+                write_ax.text(0, yy, f"  {name}: {why}", va="center", fontsize=7, color=MUTED, style="italic")
                 continue
             write_ax.barh(yy, amp, height=step * 0.85, color=c, alpha=1.0 if name == "run" else 0.6, linewidth=0)
             write_ax.text(amp, yy, f"  {name} {amp:.2f}", va="center", fontsize=7, color=TEXT)
         space = t.space_amplification
         if space is None:
-            space_ax.text(0, y, "  not measured", va="center", fontsize=8, color=MUTED, style="italic")
+            why = "not on disk yet" if off else "not measured"
+            space_ax.text(0, y, f"  {why}", va="center", fontsize=8, color=MUTED, style="italic")
         else:
             space_ax.barh(y, space, height=0.62, color=c, linewidth=0)
             space_ax.text(space, y, f"  {space:.2f}", va="center", fontsize=8, color=TEXT)

@@ -15,10 +15,12 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from asyncbench.result import EngineResult, PhaseCost, PhaseResult
+from asyncbench import fmt
+from asyncbench.facts import StorageMethod
+from asyncbench.result import ON_DISK_SHARE, EngineResult, PhaseCost, PhaseResult, off_disk
 from asyncbench.workload import Action, Group
 
-__all__ = ["COST_NOTE", "CostRow", "console_lines", "cost_rows", "markdown_lines", "not_measured"]
+__all__ = ["COST_NOTE", "CostRow", "console_lines", "cost_rows", "markdown_lines", "not_measured", "off_disk_note"]
 
 #: Read phases are summed by group under these labels.
 _GROUP_LABELS = {
@@ -86,9 +88,14 @@ class CostRow:
 
     @property
     def write_amplification(self) -> float | None:
-        if self.write_bytes is None or not self.logical_write_bytes:
+        """None when not measured or when the data did not reach the device (``off_disk``)."""
+        if self.write_bytes is None or not self.logical_write_bytes or self.writes_off_disk:
             return None
         return self.write_bytes / self.logical_write_bytes
+
+    @property
+    def writes_off_disk(self) -> bool:
+        return off_disk(self.write_bytes, self.logical_write_bytes)
 
     @property
     def read_bytes_per_op(self) -> float | None:
@@ -108,7 +115,7 @@ class CostRow:
         self.stall_s = _add(self.stall_s, c.stall_seconds)
         if c.engine_written:
             self.engine_written_bytes = (self.engine_written_bytes or 0) + sum(c.engine_written.values())
-        if c.space_amplification is not None:  # the latest measured
+        if _measured_space(c):  # the latest measured (None: not on disk yet)
             self.space_amplification = c.space_amplification
         for key in self.nodes.keys() - c.server_nodes.keys():  # a phase without the node
             self.nodes[key] = NodeRow(phases=self.phases)
@@ -151,21 +158,59 @@ def cost_rows(e: EngineResult) -> list[CostRow]:
             continue  # four operations: nothing to read in it
         rows.append(row)
     # the read groups after the phases they follow in the plan: after the last write phase
-    total.space_amplification = next(
-        (c.space_amplification for _, c in reversed(costed) if c.space_amplification is not None), None
-    )
+    # the last measured, even when it is "not on disk yet" (None): an earlier figure would
+    # pass for the store's at the end
+    total.space_amplification = next((c.space_amplification for _, c in reversed(costed) if _measured_space(c)), None)
     return rows + [groups[g] for g in _GROUP_LABELS if g in groups] + [total]
 
 
+def _measured_space(c: PhaseCost) -> bool:
+    """The phase measured a storage figure against live data (a write phase, settle)."""
+    return c.storage_bytes is not None and bool(c.logical_live_bytes)
+
+
 def not_measured(e: EngineResult) -> dict[str, str]:
-    """Figure label -> why it was not measured, over the engine's phases (first reason)."""
+    """Figure label -> why it was not measured, over the engine's phases (first reason);
+    an amplification whose data was not on disk yet (``off_disk``) among them."""
     out: dict[str, str] = {}
     for p in e.phases:
         if p.cost is None:
             continue
         for key, why in p.cost.not_measured.items():
             out.setdefault(_FIGURE_LABELS.get(key, key), why)
+    note = off_disk_note(e)
+    if note is not None:
+        out.setdefault("amplification", note)
     return out
+
+
+def off_disk_note(e: EngineResult) -> str | None:
+    """Why the engine's write or space amplification (or storage) is not shown: the data
+    was not on disk yet where it was measured; None when every figure measured the data."""
+    if e.facts.storage_method is StorageMethod.NONE:
+        stored = [p for p in e.phases if p.cost and (p.cost.storage_off_disk or p.cost.writes_off_disk)]
+        return f"{e.engine} stores nothing on disk" if stored else None
+    where: list[str] = []
+    for p in e.phases:
+        c = p.cost
+        if c is None or p.skipped:
+            continue
+        if c.storage_off_disk:
+            where.append(
+                f"{p.name}: {fmt.size(c.storage_bytes)} stored for {fmt.size(c.logical_live_bytes)} of live data"
+            )
+        elif c.writes_off_disk:
+            where.append(
+                f"{p.name}: {fmt.size(c.write_bytes)} reached the device of {fmt.size(c.logical_write_bytes)} written"
+            )
+    if not where and not e.storage_off_disk:
+        return None
+    if not where:
+        where.append(f"the end: {fmt.size(e.storage_bytes)} stored for {fmt.size(e.live_logical_bytes())} of live data")
+    return (
+        f"not on disk yet ({'; '.join(where)}: under {ON_DISK_SHARE:.0%} of the logical bytes, so the engine "
+        "still held the data in memory then, e.g. in a memtable not flushed yet)"
+    )
 
 
 # --- the console's table (80 columns) ----------------------------------------------------

@@ -38,9 +38,14 @@ def _round(value: float | None) -> float | None:
 
 
 def _not_measured(cost: PhaseCost | None) -> str | None:
-    if cost is None or not cost.not_measured:
+    if cost is None:
         return None
-    return "; ".join(f"{figure}: {why}" for figure, why in cost.not_measured.items())
+    why = dict(cost.not_measured)
+    if cost.writes_off_disk:  # an amplification of data not on disk yet: empty, and why
+        why["write_amplification"] = "not on disk yet (the engine still held the data in memory)"
+    if cost.storage_off_disk:
+        why["space_amplification"] = "not on disk yet (the engine still held the data in memory)"
+    return "; ".join(f"{figure}: {text}" for figure, text in why.items()) or None
 
 
 def _series_cost(cost: PhaseCost, row: list[float]) -> tuple[float | int | None, ...]:

@@ -20,6 +20,7 @@ from asyncbench.measure.correctness import judge
 from asyncbench.measure.environment import rows as env_rows
 from asyncbench.measure.latency import format_us
 from asyncbench.measure.stats import Summary
+from asyncbench.measure.too_short import TOO_SHORT, too_short, too_short_note
 from asyncbench.report import chart_limit, headline, verdict_table
 from asyncbench.report import markdown as md
 from asyncbench.report.capacity import capacity_text
@@ -104,7 +105,7 @@ TOTAL_BY_ENGINE: list[Column[EngineResult]] = [
     Column("Run time", "r", lambda e: fmt.ms(e.run_seconds)),
     Column("Completed phase time", "r", lambda e: fmt.ms(completed_phase_seconds(e))),
     *_maintenance_columns(),
-    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes)),
+    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes) + (" (not on disk yet)" if e.storage_off_disk else "")),
     Column("Process peak memory", "r", lambda e: fmt.size(e.peak_rss_bytes)),
     Column("Final checksum", "l", _checksum_cell),
 ]
@@ -168,7 +169,7 @@ def _engine_phase_columns(groups: dict[str, EngineRuns], engine: str) -> list[Co
     return [
         Column("Phase", "l", lambda p: md.text(p.name)),
         Column("Operations", "r", lambda p: fmt.count(p.ops)),
-        Column("Time", "r", lambda p: fmt.ms(p.seconds)),
+        Column("Time", "r", lambda p: fmt.ms(p.seconds) + (f" ({TOO_SHORT})" if too_short(p) else "")),
         Column("Throughput", "r", rate),
         Column("Checksum", "l", lambda p: "per probe" if p.capacity is not None else f"`{p.checksum}`"),
     ]
@@ -184,7 +185,9 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
         def engine_column(e: EngineResult) -> Column[int]:
             def cell(i: int) -> str:
                 p = e.phase_at(i)
-                return _rate(groups, e.engine, p) if p else "n/a"
+                if p is None:
+                    return "n/a"
+                return _rate(groups, e.engine, p) + (f" ({TOO_SHORT})" if too_short(p) else "")
 
             return Column(md.text(e.engine), "r", cell)
 
@@ -199,6 +202,8 @@ def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -
         if verify:
             rows.append(verify)
         out += markdown(_engine_phase_columns(groups, e.engine), rows) + [""]
+    if any(too_short(p) for e in run.engines for p in _ops_phases(e)):
+        out += [f"> {md.text(too_short_note())}", ""]
     return out
 
 
@@ -209,8 +214,9 @@ def configuration(run: RunResult) -> list[str]:
         if key.report is None or key.result is None:
             continue
         shown = key.shown(getattr(run, key.result))
-        if shown is not None:
-            rows.append([key.report, md.text(shown)])
+        if shown is not None:  # the size is named by what the workload counts (YCSB: Records)
+            label = workload(run.workload).unit.capitalize() if key.result == "profiles" else key.report
+            rows.append([label, md.text(shown)])
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(md.text(p.name) for p in run.phases)])
     return _table(["Setting", "Value"], rows, "ll")
@@ -422,9 +428,11 @@ def skipped_line(skipped: Sequence[EngineResult]) -> str:
 
 
 def title(run: RunResult) -> str:
-    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``."""
+    """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``, the size named
+    by what the run's workload counts (``Benchmark 1K Records`` for YCSB: it holds no profile)."""
     system = run.environment.get("os") or "unknown OS"
-    return f"Benchmark {fmt.short_count(run.profiles)} Profiles / P{run.parallelism} - {system}"
+    unit = workload(run.workload).unit.capitalize()
+    return f"Benchmark {fmt.short_count(run.profiles)} {unit} / P{run.parallelism} - {system}"
 
 
 def cost_section(run: RunResult) -> list[str]:

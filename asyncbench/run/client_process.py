@@ -34,6 +34,7 @@ from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from asyncbench.config import BenchConfig, Level, from_json
+from asyncbench.dirs.paths import store_root
 from asyncbench.engine import Engine, EngineConfig
 from asyncbench.engines import engine_class, server_lock
 from asyncbench.facts import EngineFacts
@@ -194,7 +195,7 @@ class ClientProcess:
         assert cfg is not None and level is not None
         return EngineConfig(
             name=self._name,
-            data_dir=cfg.data / f"profiles-{level.profiles}" / self._name,
+            data_dir=store_root(cfg.data, level.profiles) / self._name,
             settings=cfg.engine_settings.get(self._name, {}),
             limit=cfg.limit,
             seed=cfg.seed,

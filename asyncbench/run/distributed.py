@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 import anyio
 
 from asyncbench.config import BenchConfig, Level, PhaseSpec, slo_for, to_json
+from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
@@ -842,7 +843,7 @@ def _worker_addresses(dask_scheduler: Any) -> list[str]:
 def _probe_config(cfg: BenchConfig, level: Level, name: str) -> EngineConfig:
     return EngineConfig(
         name=name,
-        data_dir=cfg.data / f"profiles-{level.profiles}" / name,
+        data_dir=store_root(cfg.data, level.profiles) / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
         seed=cfg.seed,

@@ -26,6 +26,7 @@ import anyio
 import orjson
 
 from asyncbench.config import BenchConfig, Level, to_json
+from asyncbench.dirs.paths import store_root
 from asyncbench.result import EngineResult, ResultError, Status, write_atomic
 from asyncbench.run.observers import Observer
 from asyncbench.run.parent_watch import parent_pipe
@@ -95,7 +96,7 @@ class ChildEngineRun:
                 write_atomic(cfg_file, to_json(self.cfg))
             except OSError as exc:
                 return self._setup_failed(f"cannot write the engine process's config: {exc}")
-            engine_dir = self.cfg.data / f"profiles-{self.level.profiles}" / self.name
+            engine_dir = store_root(self.cfg.data, self.level.profiles) / self.name
             lock_fd = CONTEXT.data_fd(engine_dir)
             watch_fd, alive_fd = parent_pipe()  # the child watches watch_fd; alive_fd stays here
             try:

@@ -17,6 +17,7 @@ import orjson
 
 from asyncbench import fmt
 from asyncbench.measure.latency import CLOCK, BatchLatency, batch_p99_max, format_us, response_p99_max
+from asyncbench.measure.too_short import MIN_PHASE_SECONDS, TOO_SHORT, too_short
 from asyncbench.rate import Arrivals
 from asyncbench.report.capacity import capacity_line
 from asyncbench.report.cost_table import console_lines
@@ -550,9 +551,17 @@ class ConsoleObserver(Observer):
             return
         if not result.ok:
             self._print(f"  !! {result.status_text()}")
+        short = [p.name for p in result.phases if p.action is Action.OPERATIONS and too_short(p)]
+        if short:  # their throughput is no figure to compare: said once, not under every phase
+            ops = sum(p.action is Action.OPERATIONS and not p.skipped for p in result.phases)
+            which = ", ".join(short) if len(short) <= 3 else f"{len(short)} of {ops} operation phases"
+            text = f"{TOO_SHORT} (under {MIN_PHASE_SECONDS:g} s, not compared): {which}"
+            for line in textwrap.wrap(text, max(40, self.width - 4), initial_indent="  ", subsequent_indent="    "):
+                self._print(line)
         self._print(
             f"  run {result.run_seconds:.2f} s · storage {fmt.size(result.storage_bytes)}"
-            f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
+            + (" (not on disk yet)" if result.storage_off_disk else "")
+            + f" · peak RSS {fmt.size(result.peak_rss_bytes)}"
         )
         for line in console_lines(result, self.width):
             self._print(line)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 
 from asyncbench.config import BenchConfig, ConfigError
+from asyncbench.dirs.paths import store_root
 
 __all__ = [
     "check_accelerator",
@@ -104,7 +105,7 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
                 where, key, f"engine {name!r} keeps no store to reuse (no fingerprint of what built it); run it without reuse"
             )
         for profiles in cfg.profiles:
-            store = cfg.data / f"profiles-{profiles}" / name
+            store = store_root(cfg.data, profiles) / name
             if not os.path.lexists(store):
                 raise ConfigError(
                     where, key, f"there is no {name} store to reuse at {store}; build it first with a --keep-data run"

@@ -97,7 +97,7 @@ def expectations(
         if e.get("kind") == "verify" and e["checksum"] != verify:
             raise StoreMismatch(
                 f"{where}: the fingerprint records verify checksum {e['checksum']} for this store, but its plan "
-                f"(seed {cfg.seed}, {plan.counts.profiles:_d} profiles, its write phases) gives {verify}: the "
+                f"(seed {cfg.seed}, {plan.counts.profiles:_d} {workload().unit}, its write phases) gives {verify}: the "
                 "marker was edited or belongs to another store; it is left as it is"
             )
     for index, spec in runs:

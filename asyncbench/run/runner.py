@@ -19,6 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.config import BenchConfig, Level, PhaseSpec
+from asyncbench.dirs.paths import store_root
 from asyncbench.dirs.run_dirs import make_real_dir
 from asyncbench.engine import Engine, EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
@@ -86,7 +87,7 @@ class EngineRun:
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
             name=self.name,
-            data_dir=self.cfg.data / f"profiles-{self.level.profiles}" / self.name,
+            data_dir=store_root(self.cfg.data, self.level.profiles) / self.name,
             settings=self.cfg.engine_settings.get(self.name, {}),
             limit=self.cfg.limit,
             seed=self.cfg.seed,
@@ -535,5 +536,5 @@ class Benchmark:
     async def _draw(self, counts: PlanCounts) -> DrawnPlan:
         t0 = perf_counter()
         plan = await anyio.to_thread.run_sync(workload().draw_plan, counts, self.cfg.seed)
-        self.observer.message(f"plan for {counts.profiles:_d} profiles drawn in {perf_counter() - t0:.2f} s")
+        self.observer.message(f"plan for {counts.profiles:_d} {workload().unit} drawn in {perf_counter() - t0:.2f} s")
         return plan

@@ -424,8 +424,26 @@ def _kinds(text: str) -> set[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The floor command's flags (every value checked here, so bad input exits 2 from argparse)."""
+    """The floor command's flags (every value checked here, so bad input exits 2 from argparse)
+    and its short help's epilog: what it prints, its exit codes, two examples and where the
+    method is written down (this module's docstring is the developer's manual, not --help)."""
     p = parser
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog's lines as written
+    p.epilog = """\
+Times each phase kind through the real phase loop (A) against the plainest loop
+with the same binding (B), interleaved on one store, and prints per engine a
+table of µs per operation and the A/B ratios. It says how long it will take
+first, and asks on a terminal when that is over 10 minutes (--yes: do not ask).
+
+exit codes: 0 every A/B check held; 1 A's and B's results or stores differ;
+2 bad arguments; 130 stopped (Ctrl-C, SIGTERM, SIGHUP).
+
+examples:
+  python -m asyncbench floor --profiles 200k --repeats 5 --pin 0
+  python -m asyncbench floor --engine sqlite --kinds update
+
+The method and a recorded run: README.md (Measurements) and
+docs/results/floor-200k.md."""
     p.add_argument(
         "--engine", default=_engines("rocksdb,sqlite"), type=_engines, help=f"comma separated: {', '.join(FLOORS)}"
     )
