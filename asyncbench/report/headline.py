@@ -23,6 +23,7 @@ from asyncbench import fmt
 from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
+from asyncbench.measure.too_short import MIN_PHASE_SECONDS, TOO_SHORT, too_short
 from asyncbench.measure.verdicts import Outcome, judge_run, overall
 from asyncbench.report.capacity import scorecard
 from asyncbench.result import NO_SERVER, NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
@@ -137,17 +138,24 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
         return None
     failed = _failed_in(run, indexes)
     failed_note = "".join(f"; {engine} FAILED in {phase}" for engine, phase in failed.items())
-    timed = [i for i in indexes if not _at_rate(run, i)]
+    paced = [i for i in indexes if _at_rate(run, i)]
     label = group.value
-    if not timed:
+    if len(paced) == len(indexes):
         return _rates_line(label, groups, indexes, failed)
+    # a phase some engine ran in under MIN_PHASE_SECONDS is no race: a 35 ms phase ranked an
+    # engine "2.50x faster" (issue 51)
+    short = [i for i in indexes if i not in paced and any((p := e.phase_at(i)) and too_short(p) for e in run.engines)]
+    timed = [i for i in indexes if i not in paced and i not in short]
+    if not timed:
+        return f"{label}: {TOO_SHORT} (under {MIN_PHASE_SECONDS:g} s): not ranked{failed_note}"
     done = [(g.engine, s) for g in groups if g.engine not in failed and (s := _samples(g, timed))]
     if not done:
         return f"{label}: no engine completed it{failed_note}"
     median = {name: statistics.median(s) for name, s in done}
     done.sort(key=lambda d: median[d[0]])
     first, first_s = done[0]
-    rate_note = " (phases at a target rate left out)" if len(timed) < len(indexes) else ""
+    left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short)) if n]
+    rate_note = f" (phases {' or '.join(left_out)} left out)" if left_out else ""
     if len(done) == 1:
         return f"{label}: {first} {fmt.ms(median[first])}{rate_note}; no other engine to compare with{failed_note}"
     second, second_s = done[1]
