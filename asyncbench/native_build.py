@@ -14,10 +14,15 @@ the module, and nothing to compare.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import os
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["REBUILD", "source_sha256", "stale_build"]
+__all__ = ["KERNELS_DISABLE_ENV", "REBUILD", "load_extension", "source_sha256", "stale_build"]
+
+#: Set (to anything but ``0``) it keeps every workload on its pure-Python kernels.
+KERNELS_DISABLE_ENV = "ASYNCBENCH_NO_KERNELS"
 
 #: What a user does about a stale build.
 REBUILD = "rebuild it: pip install -e ."
@@ -40,3 +45,17 @@ def stale_build(module: ModuleType, source: Path) -> str | None:
         return None
     was = "without a source digest" if built is None else "from another version of its source"
     return f"the compiled {module.__name__} was built {was} ({source.name} has changed since): {REBUILD}"
+
+
+def load_extension(name: str, source: Path, disable_env: str = KERNELS_DISABLE_ENV) -> tuple[ModuleType | None, str | None]:
+    """The compiled module ``name`` built from ``source``, or None with why not: disabled by
+    ``disable_env``, not built (no compiler, another Python), or stale. One loader for every
+    workload's kernels, so each falls back, and says why, the same way."""
+    if os.environ.get(disable_env, "") not in ("", "0"):
+        return None, f"disabled by {disable_env}={os.environ[disable_env]}"
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:  # not built (no compiler), or built for another Python
+        return None, f"{type(exc).__name__}: {exc}"
+    stale = stale_build(module, source)
+    return (None, stale) if stale else (module, None)

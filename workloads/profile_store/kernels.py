@@ -26,29 +26,16 @@ Set ``ASYNCBENCH_NO_KERNELS=1`` to use the fallbacks even when the extension is 
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
-from asyncbench.native_build import stale_build
+from asyncbench.native_build import KERNELS_DISABLE_ENV, load_extension
 
-DISABLE_ENV = "ASYNCBENCH_NO_KERNELS"
-
-
-def _load() -> tuple[ModuleType | None, str | None]:
-    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
-        return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
-    try:
-        module = importlib.import_module("asyncbench.workloads.profile_store._kernels")
-    except ImportError as exc:  # not built (no compiler), or built for another Python
-        return None, f"{type(exc).__name__}: {exc}"
-    stale = stale_build(module, Path(__file__).with_name("_kernels.c"))
-    return (None, stale) if stale else (module, None)
+DISABLE_ENV = KERNELS_DISABLE_ENV  # the name tests and docs use
 
 
-_compiled, FALLBACK_REASON = _load()
+_compiled, FALLBACK_REASON = load_extension("asyncbench.workloads.profile_store._kernels", Path(__file__).with_name("_kernels.c"))
 #: True when the compiled kernels are in use.
 ACCELERATED: bool = _compiled is not None
 

@@ -3,7 +3,7 @@
 A record value, for the key/value engines and for every checksum alike: the field count
 (u16), then each field's length (u32) and bytes, in field order. ``py_records``,
 ``py_value`` and ``py_splice`` are the executable definitions the compiled kernels
-(``_kernels.c``) are tested against and their fallback; :mod:`.kernels` picks one or the
+(the C source beside them) are tested against and their fallback; :mod:`.kernels` picks one or the
 other. This module never imports the kernels (no import cycle).
 
 A field value is a window of the plan's printable pool at an offset hashed from (tag,

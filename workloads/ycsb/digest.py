@@ -8,7 +8,7 @@ then its little-endian 8-byte words (the last zero padded), and finishes with mu
 ``fmix64`` so every input bit reaches every output bit. One pass over the value bytes an
 engine returned: nothing is decoded or re-encoded.
 
-These ``py_*`` are the definitions the compiled kernels (``_kernels.c``) are tested against
+These ``py_*`` are the definitions the compiled kernels (the C source beside them) are tested against
 and their fallback; :mod:`.kernels` picks one or the other.
 """
 

@@ -24,30 +24,14 @@ Without the extension everything runs and every checksum is the same, only slowe
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import ModuleType
 
-from asyncbench.native_build import stale_build
-from asyncbench.workloads.profile_store.kernels import DISABLE_ENV
+from asyncbench.native_build import load_extension
 from asyncbench.workloads.ycsb import codec, keys
 from asyncbench.workloads.ycsb import digest as digests
 
-
-def _load() -> tuple[ModuleType | None, str | None]:
-    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
-        return None, f"disabled by {DISABLE_ENV}={os.environ[DISABLE_ENV]}"
-    try:
-        module = importlib.import_module("asyncbench.workloads.ycsb._kernels")
-    except ImportError as exc:  # not built (no compiler), or built for another Python
-        return None, f"{type(exc).__name__}: {exc}"
-    stale = stale_build(module, Path(__file__).with_name("_kernels.c"))
-    return (None, stale) if stale else (module, None)
-
-
-_compiled, FALLBACK_REASON = _load()
+_compiled, FALLBACK_REASON = load_extension("asyncbench.workloads.ycsb._kernels", Path(__file__).with_name("_kernels.c"))
 #: True when the compiled kernels are in use.
 ACCELERATED: bool = _compiled is not None
 
