@@ -243,3 +243,13 @@ def test_a_required_rate_on_an_inconclusive_capacity_is_inconclusive(sample: Run
     assert verdict(sample, "rocksdb", "capacity").outcome is Outcome.PASS
     p.capacity = Capacity({"p99": 2 * MS}, [800.0], 800.0)
     assert verdict(sample, "rocksdb", "capacity").outcome is Outcome.FAIL
+
+
+def test_a_run_with_nothing_asked_still_has_a_verdict(sample: RunResult) -> None:
+    """'People decide from the verdict line: PASS, FAIL or INCONCLUSIVE, always' (issue 51)."""
+    lines = headline.build(sample).lines()
+    assert any(x.startswith("verdict: PASS: every engine completed and the checksums agree") for x in lines), lines
+    sample.engines[1].set_status(Status.FAILED, sample.engines[1].phases[-1].name, "OSError: disk full")
+    lines = headline.build(sample).lines()
+    assert lines[0].startswith(f"{sample.engines[1].engine} FAILED in"), lines
+    assert any(x.startswith("verdict: FAIL") for x in lines), lines

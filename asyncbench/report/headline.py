@@ -190,19 +190,29 @@ def _checksums(run: RunResult) -> str:
     return line
 
 
+def _failed_lines(run: RunResult) -> list[str]:
+    """Each failed engine: the headline's first lines, the one thing a reader must not miss."""
+    return [
+        f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run, r.engine)}"
+        for r in judge_run(run)
+        if r.check == "engine" and r.outcome is Outcome.FAIL
+    ]
+
+
 def _verdict_lines(run: RunResult) -> list[str]:
-    """The headline's first lines: each failed engine (the one thing a reader must not
-    miss), then, when the run judged anything (bounds, rates, capacities), the overall
-    verdict and every verdict that is not a PASS (the Verdicts table holds them all)."""
+    """The overall verdict (always one), then, when the run judged bounds, rates or
+    capacities, every verdict that is not a PASS (the Verdicts table holds them all)."""
     rows = judge_run(run)
-    out = []
-    for r in rows:
-        if r.check == "engine" and r.outcome is Outcome.FAIL:
-            out.append(f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run, r.engine)}")
+    out: list[str] = []
     judged = [r for r in rows if r.check in ("slo", "rate", "capacity")]
-    if not judged:
-        return out
     worst = overall(rows)
+    if not judged:  # nothing asked beyond completing and agreeing: say so, a verdict still
+        asked = "--slo, --check-rate or --require-rate judge latency, rates and capacities"
+        if worst is None:
+            out.append(f"verdict: PASS: every engine completed and the checksums agree; nothing else was asked ({asked})")
+        else:
+            out.append(f"verdict: {worst.value} (see above; {asked})")
+        return out
     counts = ", ".join(f"{sum(r.outcome is o for r in judged)} {o.value}" for o in Outcome if any(r.outcome is o for r in judged))
     bounds = f" under {bounds_text(run.gates.slo_ns)}" if run.gates.slo_ns else ""
     out.append(f"verdict: {worst.value if worst else 'none gated'}{bounds} ({counts}; see Verdicts)")
@@ -293,9 +303,9 @@ def build(run: RunResult) -> Headline:
     real = [g for g in group_runs(ran) if g.engine not in floors and not all(e.broken for e in g.runs)]
     groups = real or group_runs(ran)
     h = Headline()
-    h.verdicts = _verdict_lines(run.without_skipped())
-    if run.interrupted:
-        h.groups.append(_partial(run))
+    judged = run.without_skipped()
+    # failed engines first, then a stopped run's line, then the overall verdict
+    h.verdicts = _failed_lines(judged) + ([_partial(run)] if run.interrupted else []) + _verdict_lines(judged)
     for group in GROUPS:
         line = _group_line(ran, groups, group)
         if line:
