@@ -445,11 +445,26 @@ def cost_section(run: RunResult) -> list[str]:
     return out
 
 
+#: A headline line that is a verdict starts with one of these words (or names a failed engine).
+_VERDICT_WORDS = ("PASS", "FAIL", "INCONCLUSIVE", "verdict:")
+
+
+def _strong_verdict(line: str) -> str:
+    """A headline line as Markdown, its verdict word (or a failed engine's name and FAILED)
+    in bold: the words a reader decides from stand out in the report and the page."""
+    head, sep, rest = line.partition(" ")
+    if head in _VERDICT_WORDS:
+        return f"**{md.text(head)}**{sep}{md.text(rest)}"
+    if rest.startswith("FAILED "):
+        return f"**{md.text(head)} FAILED**{md.text(rest.removeprefix('FAILED'))}"
+    return md.text(line)
+
+
 def headline_section(run: RunResult) -> list[str]:
     """The report's first paragraph: the headline's lines (:mod:`asyncbench.report.headline`)
     as bullets, and a single run's loaded-machine warning (also printed on the console)."""
     h = headline.build(run)
-    out = ["**Headline**", ""] + [f"- {md.text(x)}" for x in h.lines()] + [""]
+    out = ["**Headline**", ""] + [f"- {_strong_verdict(x)}" for x in h.lines()] + [""]
     return out + [f"> **{md.text(w)}**" for w in h.warnings] + ([""] if h.warnings else [])
 
 
