@@ -348,7 +348,17 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
 
 
 def check_phase_counts(cfg: BenchConfig, where: str) -> None:
-    """A phase ``count`` may not ask for more items than its stream holds at every profile count."""
+    """A phase ``count`` may not ask for more items than its stream holds at every profile
+    count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
+    two records, a scan no longer than the records: ``Workload.check_size``)."""
+    params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]
+    for profiles in cfg.profiles:
+        try:
+            workload().check_size(profiles, params)
+        except SettingError as exc:
+            i = next((i for i, ph in enumerate(cfg.phases) if exc.key in dict(ph.params)), None)
+            key = f"phase[{i}].{exc.key}" if i is not None else exc.key
+            raise ConfigError(where, key, f"{exc.problem} (at {profiles:_d} {workload().unit})") from None
     for i, ph in enumerate(cfg.phases):
         if ph.count is None or ph.stream is None:
             continue
