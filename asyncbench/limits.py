@@ -13,6 +13,7 @@ __all__ = [
     "INT32_MIN",
     "MAX_OPERATIONS",
     "MAX_PARALLELISM",
+    "MAX_NAME_CHARS",
     "MAX_PROFILES",
     "MAX_RECORD_BYTES",
     "MAX_TIMEOUT_SECONDS",
@@ -24,6 +25,10 @@ __all__ = [
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_PARALLELISM = 1024
 MAX_PROFILES = 1_000_000_000
+#: The longest name a plan or a result may give a phase or an engine: a name is shown in
+#: tables and titles and makes part of chart file names (issue 52: a 200-byte phase name
+#: ran the whole run, then could not save its charts, ``File name too long``).
+MAX_NAME_CHARS = 100
 #: A per-engine timeout beyond a year is a typo (and ``inf`` cannot be stored in JSON).
 MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: The most operations one mixed phase draws (the stream is drawn before the phase's clock).
