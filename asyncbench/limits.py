@@ -8,7 +8,10 @@ checks the same bounds the plan reader enforces, from here.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "ENGINE_NAME",
     "INT32_MAX",
     "INT32_MIN",
     "MAX_OPERATIONS",
@@ -16,6 +19,10 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_PROFILES",
     "MAX_RECORD_BYTES",
+    "MAX_RESULT_BYTES",
+    "MAX_RESULT_ENGINES",
+    "MAX_RESULT_NAME_CHARS",
+    "MAX_RESULT_PHASES",
     "MAX_TIMEOUT_SECONDS",
     "SIZE_BOUNDS",
     "record_problem",
@@ -29,6 +36,21 @@ MAX_PROFILES = 1_000_000_000
 #: tables and titles and makes part of chart file names (issue 52: a 200-byte phase name
 #: ran the whole run, then could not save its charts, ``File name too long``).
 MAX_NAME_CHARS = 100
+#: A phase name in a result: the plan's, plus what the run adds (`` (2)`` to a repeated
+#: automatic name, `` @ 20k/s`` to a sweep level's).
+MAX_RESULT_NAME_CHARS = MAX_NAME_CHARS + 40
+#: An engine name is also its data directory's name: one plain path component (so no
+#: ``/``, ``..`` at its start, NUL or newline), at most :data:`MAX_NAME_CHARS`.
+ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+#: What a result may hold, checked when it is loaded (``report``, ``compare``): real
+#: results are a few hundred kB (a 10-engine, 20-phase run with over-time series: well
+#: under 10 MB) and name a few engines and tens of phases; ``report`` of what a damaged or
+#: crafted file claims (1,000 engines: 562 s; 100k phases: over 15 minutes; 250 MB: 3 GB
+#: of memory, issue 52) is refused with a message naming the bound instead.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+MAX_RESULT_ENGINES = 256  # runs of engines: engines x repeats
+MAX_RESULT_PHASES = 1_000
 #: A per-engine timeout beyond a year is a typo (and ``inf`` cannot be stored in JSON).
 MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 #: The most operations one mixed phase draws (the stream is drawn before the phase's clock).
