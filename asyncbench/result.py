@@ -38,7 +38,7 @@ from asyncbench.limits import (
     MAX_RESULT_PHASES,
     MAX_TIMEOUT_SECONDS,
 )
-from asyncbench.parse import check_printable
+from asyncbench.parse import check_printable, load_json
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.workload import Action, Group, PhaseKind
 from asyncbench.workloads import DEFAULT, select, workload
@@ -729,9 +729,9 @@ class RunResult:
         if len(data) > MAX_RESULT_BYTES:
             raise ResultError(f"{len(data):_d} bytes, more than the {MAX_RESULT_BYTES:_d} a result may have")
         try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ResultError(f"not JSON ({exc})") from None
+            doc = load_json(data)  # a key twice in one object is refused, not resolved by the last
+        except ValueError as exc:
+            raise ResultError(f"not JSON as asyncbench writes it ({exc})") from None
         if not isinstance(doc, dict):
             raise ResultError(f"not a result object (a JSON {type(doc).__name__})")
         schema = doc.get("schema")
