@@ -17,10 +17,13 @@ would rewrite the terminal, so :func:`check_printable` refuses them.
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 import unicodedata
+from typing import Any
 
-__all__ = ["check_printable", "escape_unprintable", "parse_count", "parse_int", "parse_seconds"]
+__all__ = ["check_printable", "escape_unprintable", "load_json", "parse_count", "parse_int", "parse_seconds"]
 
 _DIGITS = r"[0-9]+(?:_[0-9]+)*"
 #: ``20k``, ``2M``, ``2_000_000``, ``1.5M`` (a fraction only where the result is whole).
@@ -76,7 +79,32 @@ def parse_seconds(text: str) -> float:
         raise ValueError(f"{text!r} is not a number of seconds (ASCII digits, an optional .fraction)")
     if len(s) > MAX_DIGITS * 2:
         raise ValueError(f"{text[:40]!r}... has more than {MAX_DIGITS * 2} digits: too large a number")
-    return float(s.replace("_", ""))
+    value = float(s.replace("_", ""))
+    written_nonzero = any(c in "123456789" for c in re.split("[eE]", s)[0])
+    if written_nonzero and abs(value) < sys.float_info.min:
+        # 1e-400 reads as 0.0 (a timeout of 0 is "none") and 1e-320 as a denormal: neither is what was written
+        raise ValueError(f"{text!r} is too small a number of seconds to hold (it underflows)")
+    return value
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key[:60]!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def load_json(data: bytes | str) -> Any:
+    """JSON as asyncbench writes it: ValueError on a key twice in one object (which other
+    readers resolve silently, the last one winning: a result whose second ``engines`` was
+    empty rendered as an empty report) and on ``NaN``/``Infinity``."""
+    return json.loads(data, object_pairs_hook=_unique, parse_constant=_no_constant)
 
 
 def check_printable(text: str) -> str | None:

@@ -28,7 +28,18 @@ from hdrh.histogram import HdrHistogram
 
 from asyncbench.facts import EngineFacts, StorageMethod
 from asyncbench.fs.ownership import write_atomic  # the one file writer; re-exported here
-from asyncbench.limits import MAX_PARALLELISM, MAX_PROFILES, MAX_TIMEOUT_SECONDS
+from asyncbench.limits import (
+    ENGINE_NAME,
+    MAX_NAME_CHARS,
+    MAX_PARALLELISM,
+    MAX_PROFILES,
+    MAX_RESULT_BYTES,
+    MAX_RESULT_ENGINES,
+    MAX_RESULT_NAME_CHARS,
+    MAX_RESULT_PHASES,
+    MAX_TIMEOUT_SECONDS,
+)
+from asyncbench.parse import check_printable, load_json
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.slo import PERCENTILES
 from asyncbench.workload import Action, Group, PhaseKind
@@ -99,6 +110,7 @@ class PlanPhase:
     over_time: bool = False
 
     def check(self, where: str) -> None:
+        _check_name(f"{where}.name", self.name)
         if self.stream is not None and self.stream not in self.kind.streams:
             raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
         _at_least(f"{where}.count", self.count, 1)
@@ -563,6 +575,7 @@ class PhaseResult:
         return self.open_loop is not None and self.ops > 0 and not self.open_loop.met_by(self.ops_per_s)
 
     def check(self, where: str) -> None:
+        _check_name(f"{where}.name", self.name)
         if self.stream is not None and self.stream not in self.kind.streams:
             raise ResultError(f"{where}.stream: {self.stream!r} is not a stream of phase kind {self.kind.kind!r}")
         if self.group is Group.QUERY and self.kind.mixes:
@@ -730,6 +743,7 @@ class EngineResult:
             "repeat",
         ):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _check_engine_name(f"{where}.engine", self.engine)
         seen: set[int] = set()
         for i, p in enumerate(self.phases):
             if p.index in seen:
@@ -863,6 +877,11 @@ class RunResult:
         ):  # the plan reader's bounds: no run could have recorded more
             _at_most(f"{where}.{name}", getattr(self, name), high)
         _check_started(f"{where}.started_utc", self.started_utc)
+        for key, items, most in (("engines", self.engines, MAX_RESULT_ENGINES), ("phases", self.phases, MAX_RESULT_PHASES)):
+            if len(items) > most:
+                raise ResultError(f"{where}.{key}: {len(items):_d} entries, more than the {most:_d} a result may hold")
+        for engine in self.throughput:
+            _check_engine_name(f"{where}.throughput", engine)
         for key, value in self.counts.items():
             _at_least(f"{where}.counts.{key}", value, 0)
         for i, e in enumerate(self.engines):
@@ -883,10 +902,12 @@ class RunResult:
 
     @classmethod
     def from_json(cls, data: bytes) -> RunResult:
+        if len(data) > MAX_RESULT_BYTES:
+            raise ResultError(f"{len(data):_d} bytes, more than the {MAX_RESULT_BYTES:_d} a result may have")
         try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ResultError(f"not JSON ({exc})") from None
+            doc = load_json(data)  # a key twice in one object is refused, not resolved by the last
+        except ValueError as exc:
+            raise ResultError(f"not JSON as asyncbench writes it ({exc})") from None
         if not isinstance(doc, dict):
             raise ResultError(f"not a result object (a JSON {type(doc).__name__})")
         schema = doc.get("schema")
@@ -899,6 +920,10 @@ class RunResult:
         if not isinstance(name, str) or name not in WORKLOADS:
             raise ResultError(f"result.workload: unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
         select(name)  # its phase kinds are what the result's phases name
+        for key, most in (("engines", MAX_RESULT_ENGINES), ("phases", MAX_RESULT_PHASES)):
+            items = doc.get(key)  # counted before anything is built from them (cost grows with them)
+            if isinstance(items, list) and len(items) > most:
+                raise ResultError(f"result.{key}: {len(items):_d} entries, more than the {most:_d} a result may hold")
         loaded: RunResult = _load(cls, doc, "result")
         return loaded
 
@@ -956,6 +981,28 @@ def _at_most(where: str, value: float | None, high: float) -> None:
 EARLIEST_START = datetime(2020, 1, 1, tzinfo=UTC)
 #: Clocks disagree a little between machines; a run starting further ahead is not a run.
 CLOCK_SLACK = timedelta(days=1)
+
+
+def _check_name(where: str, name: str) -> None:
+    """A phase name as a run records it: at most MAX_RESULT_NAME_CHARS printable
+    characters (no NUL, newline or other control character)."""
+    if len(name) > MAX_RESULT_NAME_CHARS:
+        raise ResultError(
+            f"{where}: {len(name):_d} characters, more than the {MAX_RESULT_NAME_CHARS} a name may have"
+        )
+    problem = check_printable(name)
+    if problem is not None:
+        raise ResultError(f"{where}: {name[:40]!r}: {problem}")
+
+
+def _check_engine_name(where: str, name: str) -> None:
+    """An engine name as the plan reader allows it: one plain path component (no ``/``,
+    ``../``, NUL or newline), at most MAX_NAME_CHARS characters."""
+    if len(name) > MAX_NAME_CHARS or not ENGINE_NAME.fullmatch(name):
+        raise ResultError(
+            f"{where}: engine name {name[:40]!r} is not a plain name (letters, digits, '_', '-', '.', "
+            f"starting with a letter or digit, at most {MAX_NAME_CHARS} characters)"
+        )
 
 
 def _check_started(where: str, text: str) -> None:

@@ -256,6 +256,11 @@ class Workload(Protocol):
         estimate and the latency-mark check read it)."""
         ...
 
+    def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """The phases' params (kind, params) against a size the run will use: ``--profiles``
+        overrides the size they were checked with at load (SettingError naming the key)."""
+        ...
+
     def stream_count(self, stream: str) -> str:
         """The count that sizes a phase's stream (its name in the plan's counts)."""
         ...

@@ -29,6 +29,7 @@ import os
 from typing import Any
 
 from asyncbench.engine import Engine, EngineUnavailable
+from asyncbench.limits import ENGINE_NAME, MAX_NAME_CHARS
 
 #: The shipped engines, name -> "module:Class", in report order.
 BUILTIN: dict[str, str] = {
@@ -54,6 +55,18 @@ PLUGINS: dict[str, str] = {}
 PLUGIN_ERRORS: list[str] = []
 
 
+def name_problem(name: str) -> str | None:
+    """Why a plug-in's engine name is refused, or None: it names the engine's data
+    directory, so it is one plain path component (no ``../``, ``/``, NUL or newline),
+    as the plan reader and the result loader require (``asyncbench.limits``)."""
+    if len(name) > MAX_NAME_CHARS or not ENGINE_NAME.fullmatch(name):
+        return (
+            "the engine name is not a plain name (letters, digits, '_', '-', '.', starting with a letter "
+            f"or digit, at most {MAX_NAME_CHARS} characters): it names the engine's data directory"
+        )
+    return None
+
+
 def _register_entry_points() -> None:
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist.name if ep.dist is not None else "an unknown distribution"
@@ -61,6 +74,10 @@ def _register_entry_points() -> None:
         if ep.name in REGISTRY:
             other = f"by {PLUGINS[ep.name]}" if ep.name in PLUGINS else "by a built-in engine"
             PLUGIN_ERRORS.append(f"{origin}: {ep.name} = {ep.value}: the engine name {ep.name!r} is taken {other}")
+            continue
+        problem = name_problem(ep.name)
+        if problem is not None:
+            PLUGIN_ERRORS.append(f"{origin}: {ep.name[:80]!r}: {problem}")
             continue
         module, colon, cls = ep.value.partition(":")
         if not colon or not module.strip() or not cls.strip():
@@ -77,6 +94,10 @@ def _register_from_env() -> None:
         module, colon, cls = target.partition(":")
         if not sep or not name or not colon or not module or not cls:
             PLUGIN_ERRORS.append(f"{ENV_VAR}: {item!r} is not name=module:Class")
+            continue
+        problem = name_problem(name)
+        if problem is not None:
+            PLUGIN_ERRORS.append(f"{ENV_VAR}: {item[:80]!r}: {problem}")
             continue
         REGISTRY[name] = target
         PLUGINS[name] = ENV_VAR

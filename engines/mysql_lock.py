@@ -7,7 +7,13 @@ dropped. Empty means no object of any kind (:func:`objects`: tables, views, sequ
 functions, procedures, packages, events, triggers), except our Galera lock table
 ``asyncbench_lock`` when it is ours: our columns, our row name (a user's table of that
 name is a user's table). The check sees what the configured user may see:
-MySQL hides routines, events and triggers from a user without privileges on them.
+MySQL hides routines, events and triggers from a user without privileges on them, so a
+database holding only another user's procedure, function or event looked empty and was
+claimed (issue 52). So a database is claimed only when the user can see every kind
+(:func:`hidden_kinds`: ``EXECUTE``, ``ALTER ROUTINE`` or ``CREATE ROUTINE`` show its
+routines, ``EVENT`` its events; a trigger sits on a table, which is seen); otherwise it
+is refused, naming what the user cannot see and the grant that would show it
+(``scripts/mysql-server`` grants them).
 
 **Lock on one server: ``GET_LOCK``.** A named lock held by a connection of its own,
 released by ``RELEASE_LOCK`` or, if the process dies, by the server when the connection
@@ -142,6 +148,27 @@ async def objects(conn: Any) -> list[tuple[str, str]]:
     return found
 
 
+#: Per kind of object MySQL hides from a user without rights on it: the database-level
+#: (or global) privileges of which one shows them in information_schema.
+REVEALING = {
+    "procedures and functions": ("EXECUTE", "ALTER ROUTINE", "CREATE ROUTINE"),
+    "events": ("EVENT",),
+}
+
+
+async def hidden_kinds(conn: Any) -> list[str]:
+    """The kinds of object (of :data:`REVEALING`) the connection's user cannot see in its
+    database: it holds none of the privileges that would show them, on this database (a
+    grant's database name is a LIKE pattern) or globally."""
+    rows = await _query(
+        conn,
+        "SELECT privilege_type FROM information_schema.schema_privileges WHERE DATABASE() LIKE table_schema "
+        "UNION SELECT privilege_type FROM information_schema.user_privileges",
+    )
+    held = {str(r[0]).upper() for r in rows}
+    return [kind for kind, privileges in REVEALING.items() if not held & set(privileges)]
+
+
 #: The lock table's columns, in order (LOCK_SCHEMA): how ours is told from a user's table.
 LOCK_COLUMNS = ["name", "token", "holder", "heartbeat", "beats"]
 
@@ -185,6 +212,15 @@ async def claim(conn: Any, where: str) -> None:
         foreign.remove(("table", LOCK_TABLE))
     if foreign:
         raise not_empty(where, foreign, "database", "[engines.mysql] database")
+    hidden = await hidden_kinds(conn)
+    if hidden:
+        grants = " and ".join(f"{' or '.join(REVEALING[k])} (for {k})" for k in hidden)
+        raise NotOurs(
+            f"{where}: the MySQL user cannot see this database's {' or '.join(hidden)} (MySQL hides them "
+            f"from a user without rights on them), so asyncbench cannot prove it holds nothing of someone "
+            f"else's; refusing to claim it: grant the user {grants} on it, or give [engines.mysql] "
+            "database a name of its own"
+        )
     await _execute(conn, MARKER_SCHEMA)
     await _execute(
         conn,

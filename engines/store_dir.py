@@ -56,6 +56,8 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 
+from asyncbench.parse import load_json
+
 __all__ = ["MARKER", "MarkedStore", "StoreDamaged", "StoreDir", "StoreDirError", "StoreLayout", "StoreMissing"]
 
 MARKER = ".asyncbench-store"
@@ -344,7 +346,7 @@ class StoreDir:
         finally:
             os.close(fd)
         try:
-            doc = json.loads(raw)
+            doc = load_json(raw)  # a key twice is no marker asyncbench wrote (the last would win)
         except ValueError:
             doc = None
         if (

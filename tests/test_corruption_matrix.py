@@ -196,10 +196,12 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
     refusals: Counter[str] = Counter()  # by the error's class
     reproduced: list[str] = []
     silent: list[str] = []
+    outcomes: dict[str, str] = {}
 
-    def case(label: str) -> None:
-        res = run(reuse)
+    def case(label: str, plan: BenchConfig = reuse) -> None:
+        res = run(plan)
         result = outcome(res, reference, store)
+        outcomes[label] = result
         counts[result] += 1
         if result == "refused":
             refusals[(res.detail or "").partition(":")[0]] += 1
@@ -247,12 +249,31 @@ def test_corruption_matrix(tmp_path: Path, engine: str) -> None:
         shutil.copytree(store_of(other, engine), store)
         forge(store, seed=SEED, keep_verify=keep_verify)
         case(label)
+    # issue 52: the fingerprint stripped of its checksums (the store's own, then another
+    # seed's with its seed forged), and a forged seed under a plan with no verify phase,
+    # so only the fingerprint can refuse it before the phases read the wrong data
+    no_verify = dataclasses.replace(reuse, phases=[p for p in reuse.phases if p.kind != "verify"])
+    for label, source, seed, strip, plan in (
+        ("checksums stripped", store, SEED, "all", reuse),
+        ("forged seed, checksums stripped", store_of(other, engine), SEED, "all", reuse),
+        ("forged seed, no verify phase", store_of(other, engine), SEED, "none", no_verify),
+        ("forged seed, no recorded verify, no verify phase", store_of(other, engine), SEED, "verify", no_verify),
+        ("forged seed, checksums stripped, no verify phase", store_of(other, engine), SEED, "all", no_verify),
+    ):
+        if source != store:
+            shutil.rmtree(store)
+            shutil.copytree(source, store)
+        forge(store, seed=seed, keep_verify=strip == "none", strip_all=strip == "all")
+        case(label, plan)
     print(
         f"\n{engine}: {dict(counts)}; refused by {dict(refusals)}; reproduced: {', '.join(reproduced)}; "
         f"{counts['silent wrong result']} silent wrong results"
         + (f" ({', '.join(silent)})" if silent else "")
     )
     assert counts["silent wrong result"] == 0, silent
+    # a fingerprint without its proof, or with a forged seed, is refused before any phase
+    forged = {label: o for label, o in outcomes.items() if "stripped" in label or "forged" in label}
+    assert set(forged.values()) == {"refused"}, forged
     assert counts["refused"] > 0 and counts["reproduced"] >= 2  # intact, and the same plan's store
 
 
@@ -278,11 +299,13 @@ def rerecord(store: Path, engine: str) -> bool:
     return True
 
 
-def forge(store: Path, seed: int, keep_verify: bool) -> None:
+def forge(store: Path, seed: int, keep_verify: bool, strip_all: bool = False) -> None:
     marker = store / store_dir.MARKER
     doc = json.loads(marker.read_text())
     doc["fingerprint"]["seed"] = seed
-    if not keep_verify:
+    if strip_all:
+        del doc["fingerprint"]["checksums"]
+    elif not keep_verify:
         doc["fingerprint"]["checksums"] = [c for c in doc["fingerprint"].get("checksums", []) if c["kind"] != "verify"]
     marker.write_text(json.dumps(doc))
 

@@ -320,3 +320,71 @@ def test_a_store_file_with_a_second_hard_link_is_not_deleted(tmp_path: Path) -> 
     with pytest.raises(StoreDirError, match="profiles.db"):
         StoreDir(store, LAYOUT).reset()
     assert _state(store / "profiles.db") == before
+
+
+# --- a user's save landing between the check and the replace (issue 52 item 2) ------------
+
+
+def _save_while_writing(monkeypatch: pytest.MonkeyPatch, target: Path, change) -> list[tuple[bytes, int, int, int]]:
+    """Force the window: when asyncbench creates its temporary file for ``target`` (after
+    checking the target is its own, before putting the new file in place), the user saves
+    ``target`` (``change``). Returns, once the save happened, the state it left."""
+    real = ownership.tempfile.mkstemp
+    saved: list[tuple[bytes, int, int, int]] = []
+
+    def mkstemp(*args, **kwargs):
+        if not saved and kwargs.get("prefix") == f".{target.name}.":
+            change(target)
+            saved.append(_state(target))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ownership.tempfile, "mkstemp", mkstemp)
+    return saved
+
+
+@pytest.mark.parametrize("change", [_annotated_copy, _in_place], ids=["saved-as-new-file", "written-in-place"])
+def test_report_keeps_a_users_save_landing_between_its_check_and_its_replace(tmp_path: Path, monkeypatch, capsys, change) -> None:
+    assert _run(tmp_path, monkeypatch) == 0
+    result = _result(tmp_path)
+    target = result.with_suffix(".md")
+    saved = _save_while_writing(monkeypatch, target, change)
+    capsys.readouterr()
+    assert _report(result, monkeypatch) == 2
+    assert saved and _state(target) == saved[0]  # the user's save, untouched
+    assert f"{target} changed after asyncbench checked it" in capsys.readouterr().err
+    assert not [p for p in target.parent.iterdir() if p.name.endswith((".tmp", ".old"))]
+
+
+@pytest.mark.parametrize("change", [_annotated_copy, _in_place], ids=["saved-as-new-file", "written-in-place"])
+def test_update_latest_keeps_a_users_save_landing_between_its_check_and_its_replace(tmp_path: Path, monkeypatch, capsys, change) -> None:
+    assert _run(tmp_path, monkeypatch, "--update-latest") == 0
+    target = tmp_path / "out/latest.md"
+    saved = _save_while_writing(monkeypatch, target, change)
+    capsys.readouterr()
+    assert _run(tmp_path, monkeypatch, "--update-latest") == 1  # checked at the start; the save fails
+    assert saved and _state(target) == saved[0]
+    out, err = capsys.readouterr()
+    assert f"could not save the results in {tmp_path / RUN_DIR}: [Errno 17] {target} changed after" in out + err
+    assert not [p for p in target.parent.iterdir() if p.name.endswith((".tmp", ".old"))]
+
+
+def test_a_file_written_into_during_the_rename_is_put_back(tmp_path: Path, monkeypatch) -> None:
+    """The narrower window: the old file written into after it was held, before the rename
+    (forced by a hook on ``os.replace``): it goes back to its name."""
+    target = tmp_path / "report.md"
+    monkeypatch.setattr(ownership, "_created", set())
+    ownership.write_atomic(target, b"first\n")
+    real = ownership.os.replace
+    done: list[bool] = []
+
+    def replace(src, dst, *args, **kwargs):
+        if not done and str(dst) == str(target):
+            done.append(True)
+            _in_place(target)
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(ownership.os, "replace", replace)
+    with pytest.raises(ownership.NotOwned, match="changed after asyncbench checked it"):
+        ownership.write_atomic(target, b"second\n")
+    assert target.read_bytes() == b"first\n\nmy note, appended in place\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".old"))]

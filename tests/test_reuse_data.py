@@ -172,12 +172,10 @@ def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run
         assert str(store(tmp_path, e["engine"])) in e["detail"]
 
 
-def test_a_forged_fingerprint_without_a_recorded_verify_fails_at_the_first_phase_it_reads(
-    run_cli, tmp_path: Path
-) -> None:
-    """The same forgery with the recorded verify result removed too: the phases that run
-    compare with the build's recorded checksums (of the seed-5 plan), and verify with the
-    plan's arithmetic; the engine fails naming the first phase that differs."""
+def test_a_forged_fingerprint_without_a_recorded_verify_is_refused_at_open(run_cli, tmp_path: Path) -> None:
+    """The same forgery with the recorded verify result removed too: a fingerprint without
+    its verify checksum proves nothing and is refused before any phase reads (issue 52:
+    it used to fail only at the first phase that differed, after reading)."""
     build(run_cli, "sqlite", extra=("--seed", "5"))
     doc = json.loads((store(tmp_path, "sqlite") / MARKER).read_text())
     kept = [c for c in doc["fingerprint"]["checksums"] if c["kind"] != "verify"]
@@ -185,8 +183,8 @@ def test_a_forged_fingerprint_without_a_recorded_verify_fails_at_the_first_phase
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
     assert code == 1, output
     (e,) = runs[-1]["engines"]
-    assert e["status"] == "failed" and e["phase"] == "post-update read by user id", e
-    assert "StoreContentMismatch" in e["detail"] and "recorded by the store's build" in e["detail"]
+    assert e["status"] == "failed" and e["phase"] == "open", e
+    assert "StoreMismatch" in e["detail"] and "carries no verify checksum" in e["detail"], e["detail"]
 
 
 def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(run_cli, tmp_path: Path) -> None:
@@ -211,7 +209,8 @@ def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a
     run_cli, tmp_path: Path
 ) -> None:
     """Rows deleted and the record recomputed, on a store whose build recorded no phase
-    result at all: verify's checksum comes from the plan alone."""
+    result but verify's (which every fingerprint carries): verify's checksum comes from
+    the plan alone."""
     import sqlite3
 
     build(run_cli, "sqlite")
@@ -220,7 +219,9 @@ def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a
         conn.execute("DELETE FROM profiles WHERE user_id > 990")
     conn.close()
     rerecord(store(tmp_path, "sqlite"), "sqlite")
-    edit_fingerprint(store(tmp_path, "sqlite"), checksums=[])
+    doc = json.loads((store(tmp_path, "sqlite") / MARKER).read_text())
+    only_verify = [c for c in doc["fingerprint"]["checksums"] if c["kind"] == "verify"]
+    edit_fingerprint(store(tmp_path, "sqlite"), checksums=only_verify)
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
     assert code == 1, output
     (e,) = runs[-1]["engines"]
@@ -412,3 +413,31 @@ def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--keep-data")
     assert code == 1 and "holds entries asyncbench did not write" in output, output
     assert (db.parent / "profiles.db-wal").exists()
+
+
+def test_a_build_without_a_verify_phase_carries_the_plans_verify_and_a_stripped_fingerprint_is_refused(
+    run_cli, tmp_path: Path
+) -> None:
+    """Issue 52 item 1: every reusable store's fingerprint carries a verify checksum (the
+    plan's, when the build ran no verify phase), and one without its ``checksums`` list is
+    refused at open, naming the store and the key, with the store untouched."""
+    text = (ROOT / "benchmarks" / "quick.toml").read_text()
+    plan = tmp_path / "no-verify.toml"
+    plan.write_text(text[: text.rindex("[[phase]]")])  # quick.toml ends with its verify phase
+    code, _, output = run_cli(str(plan), "--engine", "sqlite", *FAST, "--keep-data")
+    assert code == 0, output
+    marker = store(tmp_path, "sqlite") / MARKER
+    doc = json.loads(marker.read_text())
+    assert [e["kind"] for e in doc["fingerprint"]["checksums"]].count("verify") == 1
+    code, _, output = run_cli(str(plan), "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 0, output
+    del doc["fingerprint"]["checksums"]
+    marker.write_text(json.dumps(doc))
+    before = snapshot(store(tmp_path, "sqlite"))
+    code, runs, output = run_cli(str(plan), "--engine", "sqlite", *FAST, "--reuse-data")
+    assert code == 1, output
+    (e,) = runs[-1]["engines"]
+    assert e["status"] == "failed" and e["phase"] == "open", e
+    assert "StoreMismatch" in e["detail"] and "'checksums'" in e["detail"], e["detail"]
+    assert str(store(tmp_path, "sqlite")) in e["detail"]
+    assert snapshot(store(tmp_path, "sqlite")) == before

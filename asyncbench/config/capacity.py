@@ -57,6 +57,11 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
             for s in cfg.phases
         ]
     searched = {s.kind for s in cfg.phases if s.capacity}
+    if cfg.capacity and not searched:  # an insert-only plan: the flag would do nothing, silently
+        raise ConfigError(
+            where, "capacity", "the plan has no read, scan, query or mixed phase without a rate of its own, "
+            "so there is no capacity to search"
+        )
     if searched and cfg.rate:
         raise ConfigError(where, "capacity", "a capacity search chooses its own rates; it contradicts the run's rate")
     for kind in sorted(searched):

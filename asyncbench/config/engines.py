@@ -6,14 +6,13 @@ anything runs, so a broken one is a bad-input error naming it, not a failed run.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.readers import is_int
-
-#: An engine name is also its data directory's name: one plain path component.
-ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+from asyncbench.limits import (
+    ENGINE_NAME as ENGINE_NAME,  # one plain path component (the result loader's rule too)
+)
 
 
 def validate_engine_names(where: str, key: str, names: object) -> tuple[list[str], set[str]]:

@@ -14,7 +14,7 @@ from asyncbench import fmt
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig, PhaseSpec
 from asyncbench.config.readers import parse_rates, read_arrivals, read_bool, read_int, read_shown, read_str
-from asyncbench.limits import MAX_PROFILES
+from asyncbench.limits import MAX_NAME_CHARS, MAX_PROFILES
 from asyncbench.workload import Action, Group, PhaseKind, SettingError
 from asyncbench.workloads import workload
 
@@ -179,6 +179,10 @@ class _Names:
         where = self.where
         if "name" in table:
             name = read_shown(where, f"{key}.name", read_str(where, f"{key}.name", table["name"]))
+            if len(name) > MAX_NAME_CHARS:
+                raise ConfigError(
+                    where, f"{key}.name", f"{name[:40]!r}... is {len(name):_d} characters, at most {MAX_NAME_CHARS}"
+                )
             if name in self.explicit or name in self.auto:
                 raise ConfigError(where, f"{key}.name", f"{name!r} is already the name of another phase; names must differ")
             self.explicit[name] = key
@@ -355,7 +359,17 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
 
 
 def check_phase_counts(cfg: BenchConfig, where: str) -> None:
-    """A phase ``count`` may not ask for more items than its stream holds at every profile count."""
+    """A phase ``count`` may not ask for more items than its stream holds at every profile
+    count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
+    two records, a scan no longer than the records: ``Workload.check_size``)."""
+    params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]
+    for profiles in cfg.profiles:
+        try:
+            workload().check_size(profiles, params)
+        except SettingError as exc:
+            i = next((i for i, ph in enumerate(cfg.phases) if exc.key in dict(ph.params)), None)
+            key = f"phase[{i}].{exc.key}" if i is not None else exc.key
+            raise ConfigError(where, key, f"{exc.problem} (at {profiles:_d} {workload().unit})") from None
     for i, ph in enumerate(cfg.phases):
         if ph.count is None or ph.stream is None:
             continue

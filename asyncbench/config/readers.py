@@ -44,11 +44,19 @@ def read_shown(where: str, key: str, v: str) -> str:
     return v
 
 
+#: The shortest duration a plan or flag may give (a timeout, a probe): 1 ms.
+MIN_SECONDS = 0.001
+#: The lowest target rate: one operation in 1_000 seconds.
+MIN_RATE = 0.001
+
+
 def read_seconds(where: str, key: str, v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(where, key, f"must be a number, got {type(v).__name__} {v!r}")
     if not v > 0:
         raise ConfigError(where, key, f"must be positive, got {v!r}")
+    if v < MIN_SECONDS:  # 1e-300 s is positive, and no duration a run can keep
+        raise ConfigError(where, key, f"must be at least {MIN_SECONDS:g} seconds (1 ms), got {v!r}")
     if not math.isfinite(v) or v > MAX_TIMEOUT_SECONDS:
         raise ConfigError(where, key, f"must be at most {MAX_TIMEOUT_SECONDS:_.0f} seconds (a year), got {v!r}")
     return float(v)
@@ -66,6 +74,8 @@ def parse_rate(where: str, key: str, v: object) -> float:
         raise ConfigError(where, key, f"must be operations per second (a number), got {type(v).__name__} {v!r}")
     if not (v > 0 and math.isfinite(v)) or v > MAX_RATE:
         raise ConfigError(where, key, f"must be between 0 and {MAX_RATE:_d} operations per second, got {v!r}")
+    if v < MIN_RATE:  # 1e-9/s is positive, and one operation in 30 years
+        raise ConfigError(where, key, f"must be at least {MIN_RATE:g} operations per second, got {v!r}")
     return float(v)
 
 

@@ -186,6 +186,8 @@ class RateRequirements(ValueType[dict[str, float]]):
                     kind, rate = parse_requirement(item)
                 except ValueError as exc:
                     raise ConfigError(where, key, str(exc)) from None
+                if kind in out:
+                    raise ConfigError(where, key, f"names phase kind {kind!r} twice; give each kind one rate")
                 out[kind] = rate
             v = out
         if not isinstance(v, dict) or not v:

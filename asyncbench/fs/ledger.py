@@ -36,6 +36,8 @@ from typing import Any
 
 import orjson
 
+from asyncbench.parse import load_json
+
 __all__ = ["LEDGER", "LedgerError", "check_directory", "entry_problem", "record", "record_open"]
 
 #: The ledger's name in each directory asyncbench writes files in.
@@ -165,8 +167,8 @@ def _load(directory: Path, dfd: int) -> dict[str, Any]:
     if len(raw) > MAX_LEDGER_BYTES:
         raise LedgerError(errno.EFBIG, f"{path} is larger than any ledger asyncbench writes; asyncbench leaves it alone")
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        doc = load_json(raw)  # a key twice is no ledger asyncbench wrote (it would pick one silently)
+    except ValueError:
         doc = None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), dict):
         raise LedgerError(errno.EEXIST, f"{path} is not a ledger asyncbench wrote; asyncbench leaves it alone")

@@ -16,6 +16,13 @@ the target must not exist yet (so a file created meanwhile is never replaced), w
 ``rename`` when replacing a file this process created or proved its own. A reader sees
 the old file or the new one, never half of one.
 
+The check and the rename are not one step: a user's save may land between them. So right
+before the rename the file at the target is kept under a second name (a hard link) and
+compared with the one checked (inode, size, modification time): another file, or the same
+one written since, is left in place (:class:`NotOwned`); and if it is written into during
+the rename, it is put back. What remains: a new file renamed over the target between that
+link and the rename (two system calls apart) is replaced.
+
 :func:`write_set` does the same for files that belong together (a report and its
 charts): every target is checked, then every new file written beside its target, and
 only then are they put in place, so a refusal or a failure (a full disk, a signal)
@@ -112,7 +119,10 @@ def write_atomic(path: Path, data: bytes, own: Proof | None = None) -> None:
             fh.flush()
             written = os.fstat(fh.fileno())
         if replace:
+            assert st is not None
+            backup = _hold(path, st)
             os.replace(tmp, path)
+            _release(backup, path, st)
         else:
             _create_from(tmp, path, own)
     except BaseException:
@@ -133,17 +143,17 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
     in place, so that a failure while swapping puts every old file back. Only a process
     killed in the middle of the swap (a few renames) can leave a mixed set.
     """
-    replace: list[bool] = []
+    replace: list[os.stat_result | None] = []  # per file, what was checked (None: nothing there)
     for directory in {path.parent for path, _, _ in files}:
         _check_ledger(directory)  # where they will be recorded: before anything is written
     for path, _, own in files:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
-            replace.append(False)
+            replace.append(None)
             continue
         _check_replaceable(path, st, own, created=os.path.abspath(path) in _created)
-        replace.append(True)
+        replace.append(st)
     temps: list[str] = []
     written: list[os.stat_result] = []
     backups: list[tuple[str, Path]] = []  # (backup, target) of the files replaced so far
@@ -157,25 +167,27 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
                 fh.write(data)
                 fh.flush()
                 written.append(os.fstat(fh.fileno()))
-        for (path, _, own), tmp, existed in zip(files, temps, replace, strict=True):
-            if existed:
-                backup = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.old")
+        held: list[tuple[str, Path, os.stat_result]] = []
+        for (path, _, own), tmp, checked in zip(files, temps, replace, strict=True):
+            if checked is not None:
                 try:
-                    os.link(path, backup, follow_symlinks=False)
+                    backup = _hold(path, checked)
                 except FileNotFoundError:  # one of ours, removed since: nothing to keep
                     os.replace(tmp, path)
                     placed.append(path)
                     continue
-                except OSError as exc:
-                    if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
-                        raise
+                if backup is None:
                     os.replace(tmp, path)  # no hard links here: swapped with no way back
                     continue
                 backups.append((backup, path))
+                held.append((backup, path, checked))
                 os.replace(tmp, path)
             else:
                 _create_from(tmp, path, own)
                 placed.append(path)
+        for backup, path, checked in held:  # a file written in place while being swapped
+            if _changed(checked, os.lstat(backup)):
+                raise NotOwned(path, _CHANGED)  # every old file goes back, that one included
     except BaseException:
         for backup, path in reversed(backups):  # the old files go back where they were
             with contextlib.suppress(OSError):
@@ -195,6 +207,57 @@ def write_set(files: Sequence[tuple[Path, bytes, Proof | None]]) -> None:
     for path, _, _ in files:
         _created.add(os.path.abspath(path))
     ledger.record([(path, st, data) for (path, data, _), st in zip(files, written, strict=True)])
+
+
+_CHANGED = "changed after asyncbench checked it (a save landed while it was writing)"
+
+
+def _changed(checked: os.stat_result, now: os.stat_result) -> bool:
+    """Whether ``now`` is another file than ``checked``, or the same one written since."""
+    return (checked.st_dev, checked.st_ino, checked.st_size, checked.st_mtime_ns) != (
+        now.st_dev,
+        now.st_ino,
+        now.st_size,
+        now.st_mtime_ns,
+    )
+
+
+def _hold(path: Path, checked: os.stat_result) -> str | None:
+    """Keep the file now at ``path`` under a second, temporary name, right before it is
+    replaced, and prove it is still the file that was checked (``checked``): a user's save
+    that landed between the check and now (a new file renamed over it, or a write into it)
+    raises :class:`NotOwned` and stays in place. Returns the temporary name, for
+    :func:`_release`; None where hard links are unsupported (then only a stat right before
+    the rename guards it). FileNotFoundError: nothing is there any more.
+
+    The window left: a save landing between this link and the rename that follows (one
+    system call apart) is replaced. Linux has no rename-if-unchanged; that window is
+    microseconds, where the check, the rendering and the writing used to lie between."""
+    backup = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.old")
+    try:
+        os.link(path, backup, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if _changed(checked, os.lstat(path)):
+            raise NotOwned(path, _CHANGED) from None
+        return None
+    if _changed(checked, os.lstat(backup)):
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+        raise NotOwned(path, _CHANGED)
+    return backup
+
+
+def _release(backup: str | None, path: Path, checked: os.stat_result) -> None:
+    """After the rename: drop the old file's temporary name, or, if it was written into
+    between :func:`_hold` and the rename, put it back at ``path`` and raise NotOwned."""
+    if backup is None:
+        return
+    if _changed(checked, os.lstat(backup)):
+        os.replace(backup, path)
+        raise NotOwned(path, _CHANGED)
+    os.unlink(backup)
 
 
 def _create_from(tmp: str, path: Path, own: Proof | None) -> None:

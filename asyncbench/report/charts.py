@@ -13,6 +13,7 @@ by :mod:`.cost_chart`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -85,11 +86,29 @@ class Chart:
         if self.per_phase is None:
             return [(self.slug, self.title, partial(self.draw, run))]
         out: list[Drawing] = []
+        taken: set[str] = set()
         for i in self.per_phase(run):
             name = run.phases[i].name
-            words = "-".join(name.replace("/", " ").replace("@", " ").split())
-            out.append((f"{self.slug}-{words}", f"{self.title}: {name}", partial(self.draw, run, i)))
+            slug = f"{self.slug}-{phase_slug(name)}"
+            if slug in taken:  # two names alike but for characters a file name leaves out
+                slug = f"{slug}-{i + 1}"
+            taken.add(slug)
+            out.append((slug, f"{self.title}: {name}", partial(self.draw, run, i)))
         return out
+
+
+#: The longest phase part of a chart's file name (a name is bounded at load too, but a
+#: file name must hold whatever a result says).
+MAX_SLUG_CHARS = 80
+
+
+def phase_slug(name: str) -> str:
+    """A phase name as part of a file name: its words of ASCII letters, digits and ``_ .
+    ( ) +`` joined by ``-`` (so no ``/ < > " ' # @``, space or control character), at most
+    :data:`MAX_SLUG_CHARS`, never empty, never starting with a dot."""
+    words = re.split(r"[^A-Za-z0-9_.()+-]+", name)
+    slug = "-".join(w for w in words if w)[:MAX_SLUG_CHARS].strip("-").lstrip(".")
+    return slug or "phase"
 
 
 def _incomplete(e: EngineResult) -> bool:

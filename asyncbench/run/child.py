@@ -9,19 +9,31 @@ one module for each direction keeps the import graph acyclic.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from pathlib import Path
+import signal
 
-import anyio
-import orjson
+#: Stop signals that arrive while the imports below run (half a second or more on a loaded
+#: machine), before :func:`main` installs the run's handlers: recorded here, then handled
+#: by :class:`StopSignals` as if they came after (issue 52: three SIGINTs to the process
+#: group during a child's start printed a ``KeyboardInterrupt`` traceback from its
+#: imports). The interpreter's own start, before this line, is the window left.
+EARLY_SIGNALS: list[int] = []
+if __name__ == "__main__":
+    for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(_sig, lambda signum, _frame: EARLY_SIGNALS.append(signum))
 
-from asyncbench.result import EngineResult, PhaseResult, Status, write_atomic
-from asyncbench.run.isolation import TEMP_PREFIX
-from asyncbench.run.observers import Observer
-from asyncbench.run.parent_watch import ParentWatch
-from asyncbench.run.signals import StopSignals
+import os  # noqa: E402  (after the signal recorder: see EARLY_SIGNALS)
+import shutil  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import anyio  # noqa: E402
+import orjson  # noqa: E402
+
+from asyncbench.result import EngineResult, PhaseResult, Status, write_atomic  # noqa: E402
+from asyncbench.run.isolation import TEMP_PREFIX  # noqa: E402
+from asyncbench.run.observers import Observer  # noqa: E402
+from asyncbench.run.parent_watch import ParentWatch  # noqa: E402
+from asyncbench.run.signals import StopSignals  # noqa: E402
 
 
 class PartialResultWriter(Observer):
@@ -150,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     stop = StopSignals()
+    stop.quiet = True  # one Ctrl-C, one line: the parent's
     stop.install()  # first: no signal may take its default action from here on
+    for signum in EARLY_SIGNALS:  # those that came during the imports (a third SIGINT exits here)
+        stop.handle(signum)
+    EARLY_SIGNALS.clear()
     from asyncbench.config import ConfigError
     from asyncbench.run.child_args import child_args
 

@@ -35,12 +35,24 @@ from asyncbench.result import PhaseResult
 from asyncbench.workload import Action, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
 
-__all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "skip_reason"]
+__all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "proof_problem", "rewrites", "skip_reason"]
 
 #: Version of the fingerprint and of what a store holds for a given fingerprint. 2: the
 #: build's phase checksums (``checksums``) and the limit, so a reuse run proves its data
-#: (``asyncbench.run.reuse_proof``); a format-1 store is refused (rebuild it).
+#: (``asyncbench.run.reuse_proof``); a format-1 store is refused (rebuild it). A format-2
+#: fingerprint must carry that list, well formed and with the verify checksum, or the store
+#: is refused: a proof that can be removed proves nothing (issue 52: a fingerprint stripped
+#: of its ``checksums`` and given another seed passed every check).
 FORMAT = 2
+
+#: The fields every entry of a fingerprint's ``checksums`` holds, and their types.
+ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "kind": str,
+    "stream": (str, type(None)),
+    "count": (int, type(None)),
+    "workers": int,
+    "checksum": str,
+}
 
 def _update_counts() -> tuple[str, ...]:
     """The counts whose streams are drawn before (and including) the updates: they decide
@@ -67,11 +79,21 @@ def _writes(kind: PhaseKind) -> bool:
 
 
 def fingerprint(
-    cfg: BenchConfig, engine: str, counts: PlanCounts, workers: int = 1, phases: list[PhaseResult] | None = None
+    cfg: BenchConfig,
+    engine: str,
+    counts: PlanCounts,
+    workers: int = 1,
+    phases: list[PhaseResult] | None = None,
+    plan_verify: str | None = None,
 ) -> dict[str, Any]:
     """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
     ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
-    of a store (no checksums)."""
+    of a store (no checksums). ``plan_verify``: the verify checksum the plan gives
+    (``Workload.verify_expected``), recorded when the build ran no verify phase after its
+    last write, so every reusable store's fingerprint carries one (:func:`proof_problem`)."""
+    checksums = final_checksums(cfg.phases, workers, phases or [])
+    if plan_verify is not None and not any(e["kind"] == "verify" for e in checksums):
+        checksums.append({"kind": "verify", "stream": None, "count": None, "workers": workers, "checksum": plan_verify})
     return {
         "format": FORMAT,
         "engine": engine,
@@ -80,7 +102,7 @@ def fingerprint(
         "counts": plan_counts(counts),
         "limit": cfg.limit,  # the counts were drawn at it (Workload.counts)
         "writes": writes(cfg.phases),
-        "checksums": final_checksums(cfg.phases, workers, phases or []),
+        "checksums": checksums,
     }
 
 
@@ -104,6 +126,31 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
     return out
 
 
+def rewrites(writes: Any) -> list[tuple[str, int | None]]:
+    """The (stream, count) of the phases among ``writes`` that rewrote stored profiles:
+    what the verify checksum of the store depends on besides the seed and the count."""
+    phases = workload().phases
+    return [(w[1], w[2]) for w in writes or [] if w and w[0] in phases and phases[w[0]].rewrites]
+
+
+def proof_problem(found: dict[str, Any]) -> str | None:
+    """What is wrong with the fingerprint's ``checksums`` (None: it carries its proof): it
+    must be a list of entries with every field of :data:`ENTRY_FIELDS`, one of them the
+    verify checksum, which ties the fingerprint's seed, count and writes to the plan."""
+    raw = found.get("checksums")
+    if not isinstance(raw, list):
+        return "carries no list of checksums (key 'checksums')"
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or set(entry) != set(ENTRY_FIELDS):
+            return f"has checksums entry #{i + 1} of another shape (keys: {', '.join(ENTRY_FIELDS)})"
+        for key, typ in ENTRY_FIELDS.items():
+            if not isinstance(entry[key], typ) or isinstance(entry[key], bool):
+                return f"has checksums entry #{i + 1} whose {key!r} is {entry[key]!r}"
+    if not any(e["kind"] == "verify" for e in raw):
+        return "carries no verify checksum (its checksums list was edited, or it predates this check)"
+    return None
+
+
 def updated(found: dict[str, Any]) -> bool:
     """Whether the build ran a phase that rewrote stored profiles (an update, a mixed phase)."""
     phases = workload().phases
@@ -117,6 +164,12 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
         version = found.get("format") if isinstance(found, dict) else None
         raise StoreMismatch(
             f"{where}: the store's fingerprint has format {version!r}, this asyncbench reads format {FORMAT}; rebuild it"
+        )
+    problem = proof_problem(found)
+    if problem is not None:
+        raise StoreMismatch(
+            f"{where}: the store's fingerprint {problem}: nothing proves what the store holds; "
+            "it is left as it is (rebuild it with --keep-data)"
         )
     diffs = [
         f"{key} {found.get(key)!r} (this run: {expected[key]!r})"

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
+from asyncbench.run import reuse
 from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
 from asyncbench.workload import Action, DrawnPlan
 from asyncbench.workloads import workload
 
-__all__ = ["Proof", "StoreContentMismatch", "expectations"]
+__all__ = ["Proof", "StoreContentMismatch", "build_verify", "expectations"]
 
 FROM_PLAN = "computed from the plan"
 FROM_BUILD = "recorded by the store's build"
@@ -73,6 +74,18 @@ def _entries(found: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in raw if isinstance(e, dict) and isinstance(e.get("checksum"), str)]
 
 
+def build_verify(cfg: BenchConfig, plan: DrawnPlan) -> str | None:
+    """The verify checksum ``plan`` gives for the store a build of ``cfg`` leaves, recorded
+    in the fingerprint of a build that ran no verify phase after its last write (so every
+    reusable store carries one: ``reuse.proof_problem``); None for a workload whose stores
+    are not reused (YCSB)."""
+    found = {"writes": reuse.writes(cfg.phases)}
+    try:
+        return workload().verify_expected(plan, reuse.rewrites(found["writes"]) if reuse.updated(found) else [])
+    except NotImplementedError:
+        return None
+
+
 def expectations(
     cfg: BenchConfig, found: dict[str, Any], plan: DrawnPlan, workers: int, store_updated: bool, where: Path
 ) -> Proof:
@@ -82,11 +95,7 @@ def expectations(
     proof = Proof(where)
     comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == cfg.limit
     # the store's update phases (reuse.check matched them with this plan's when it updated)
-    rewrites = (
-        [(w[1], w[2]) for w in found.get("writes", []) if w[0] in workload().phases and workload().phases[w[0]].rewrites]
-        if store_updated
-        else []
-    )
+    rewrites = reuse.rewrites(found.get("writes")) if store_updated else []
     recorded = _entries(found)
     runs = [(i, s) for i, s in enumerate(cfg.phases) if skip_reason(s, store_updated) is None]
     need_verify = any(workload().phases[s.kind].action is Action.VERIFY for _, s in runs) or any(

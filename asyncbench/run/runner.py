@@ -220,6 +220,11 @@ class EngineRun:
         fp = reuse.fingerprint(self.cfg, self.name, self.plan.counts, self.level.workers, self.result.phases)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             try:
+                if not any(e["kind"] == "verify" for e in fp["checksums"]):  # no verify phase after the writes
+                    verify = await anyio.to_thread.run_sync(reuse_proof.build_verify, self.cfg, self.plan)
+                    fp = reuse.fingerprint(
+                        self.cfg, self.name, self.plan.counts, self.level.workers, self.result.phases, verify
+                    )
                 await self.engine.write_fingerprint(fp)
             except Exception as exc:  # the run's results stand; the store is just not reusable
                 self.result.notes.append(f"the store's fingerprint was not written: {type(exc).__name__}: {exc}")

@@ -106,6 +106,7 @@ class StopSignals:
             files = self.partial_files()
         where = "; ".join(files) if files else "none written yet"
         self._say(f"asyncbench: {name} again: forced exit without finishing the report; partial files: {where}")
+        _kill_children()
         os._exit(EXIT_INTERRUPTED)
 
     async def watch(self, scope: anyio.CancelScope) -> None:
@@ -117,6 +118,19 @@ class StopSignals:
             await anyio.sleep_forever()
         finally:
             self._loop = self._scope = None
+
+
+def _kill_children() -> None:
+    """SIGKILL every process this one started (and theirs), so none outlives a forced exit:
+    the registered cleanups kill the engine children they know, but a child being started
+    at that moment (between the fork and ``open_process`` returning) is known to none
+    (issue 52: a process was still alive 1 s after the forced exit)."""
+    with contextlib.suppress(Exception):  # leaving now matters more than any one child
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
 
 
 def _say(text: str) -> None:

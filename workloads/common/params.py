@@ -12,13 +12,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asyncbench.limits import MAX_PROFILES
+from asyncbench.limits import MAX_OPERATIONS, size_bound
 from asyncbench.workload import SettingError
 
 __all__ = ["MAX_OPERATIONS", "Rows", "check_distribution", "read"]
-
-#: the most operations one mixed phase draws (the stream is drawn before the phase's clock)
-MAX_OPERATIONS = MAX_PROFILES * 10
 #: key -> (kind, default): kind is int, bool, choice, number or fraction; default None: required
 Rows = Mapping[str, tuple[str, Any]]
 
@@ -27,7 +24,7 @@ def _typed(key: str, kind: str, v: Any, choices: Mapping[str, tuple[str, ...]]) 
     if kind == "int":
         if isinstance(v, bool) or not isinstance(v, int):
             raise SettingError(key, f"must be a whole number, got {v!r}")
-        hi = MAX_OPERATIONS if key == "operations" else MAX_PROFILES
+        hi = size_bound(key)  # one table of bounds, the converter's too (asyncbench/limits.py)
         if not 1 <= v <= hi:
             raise SettingError(key, f"must be between 1 and {hi:_d}, got {v:_d}")
         return v

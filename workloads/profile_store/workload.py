@@ -52,6 +52,9 @@ class ProfileStoreWorkload:
     def size(self, settings: Mapping[str, Any]) -> int | None:
         return None
 
+    def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        return None  # its mixed phase's values do not depend on the profile count
+
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
         if kind.mixes:
             return mixed_params(table)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asyncbench.limits import record_problem, size_bound
 from asyncbench.workloads.common.distributions import NAMES
 from asyncbench.workloads.common.zipfian import ZIPFIAN_CONSTANT
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
@@ -154,9 +155,13 @@ def parse_value(source: str, prop: Property) -> Any:
     if key in _INTS:
         if not _INT.fullmatch(text):
             raise bad(f"{text!r} is not a whole number")
+        if len(text.lstrip("+-0")) > 30:  # int() of a huge digit string is slow, and refused below anyway
+            raise bad(f"must be between 1 and {size_bound(key):_d}, got {text[:20]}... ({len(text)} digits)")
         whole = int(text)
         if whole < 1:
             raise bad(f"must be >= 1, got {whole}")
+        if whole > size_bound(key):  # the plan reader's bounds (asyncbench/limits.py)
+            raise bad(f"must be between 1 and {size_bound(key):_d}, got {whole:_d}")
         return whole
     if key in _BOOLS:
         if text.lower() not in ("true", "false"):
@@ -266,6 +271,9 @@ def _cross_check(v: dict[str, Any], lines: dict[str, int], source: str, errors: 
             place = " (-p on the command line)" if lines[key] == COMMAND_LINE else f" (line {lines[key]})"
         errors.append(f"{source}: key {key!r}{place}: {problem}")
 
+    record = record_problem(v["fieldcount"], v["fieldlength"])
+    if record is not None:
+        raise bad("fieldlength" if "fieldlength" in lines else "fieldcount", record)
     total = math.fsum(v[p] for p in PROPORTIONS)
     if abs(total - 1.0) > 1e-9:
         named = [p for p in PROPORTIONS if p in lines] or list(PROPORTIONS)

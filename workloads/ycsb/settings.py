@@ -11,16 +11,17 @@ records (:func:`cross_check` is shared with it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from asyncbench.limits import record_problem
 from asyncbench.workload import SettingError
 from asyncbench.workloads.common import params
 from asyncbench.workloads.common.distributions import NAMES
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
 
-__all__ = ["MIX_DEFAULTS", "PROPORTIONS", "cross_check", "mixed_params", "section"]
+__all__ = ["MIX_DEFAULTS", "PROPORTIONS", "check_records", "cross_check", "mixed_params", "section"]
 
 PROPORTIONS = tuple(f"{kind}proportion" for kind in KINDS)
 #: The ``[ycsb]`` table: key -> (kind, default); recordcount is required.
@@ -56,7 +57,19 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 
 def section(table: Mapping[str, Any]) -> dict[str, Any]:
     """The ``[ycsb]`` table with YCSB's defaults filled in (SettingError naming the key)."""
-    return params.read(table, SECTION, "[ycsb]", _CHOICES)
+    out = params.read(table, SECTION, "[ycsb]", _CHOICES)
+    record = record_problem(out["fieldcount"], out["fieldlength"])  # the converter's check too
+    if record is not None:
+        raise SettingError("fieldlength" if "fieldlength" in table else "fieldcount", record)
+    return out
+
+
+def check_records(phases: Sequence[tuple[str, Mapping[str, Any]]], records: int) -> None:
+    """The mixed phases' values against ``records`` (``--profiles`` overrides the
+    recordcount the phases were checked with at load): SettingError naming the key."""
+    for kind, v in phases:
+        if kind == "mixed":
+            cross_check(v, records, SettingError)
 
 
 def cross_check(v: Mapping[str, Any], recordcount: int, bad: Callable[[str, str], Exception]) -> None:

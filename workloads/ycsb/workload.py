@@ -50,6 +50,9 @@ class YcsbWorkload:
     def size(self, settings: Mapping[str, Any]) -> int | None:
         return int(settings["recordcount"])
 
+    def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        ycsb_settings.check_records(phases, profiles)
+
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
         if kind.kind == "mixed":
             return ycsb_settings.mixed_params(table, settings)
