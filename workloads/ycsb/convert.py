@@ -272,8 +272,9 @@ def _cross_check(v: dict[str, Any], lines: dict[str, int], source: str, errors: 
         errors.append(f"{source}: key {key!r}{place}: {problem}")
 
     record = record_problem(v["fieldcount"], v["fieldlength"])
-    if record is not None:
-        raise bad("fieldlength" if "fieldlength" in lines else "fieldcount", record)
+    if record is not None:  # a record past the bound: no further rule needs checking
+        bad("fieldlength" if "fieldlength" in lines else "fieldcount", record)
+        return
     total = math.fsum(v[p] for p in PROPORTIONS)
     if abs(total - 1.0) > 1e-9:
         named = [p for p in PROPORTIONS if p in lines] or list(PROPORTIONS)
