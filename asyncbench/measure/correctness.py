@@ -24,6 +24,8 @@ class Verdict:
     #: Engines whose checksums differ from the published reference (fails the run only
     #: under ``--check-reference``); None when no published reference applies.
     published_mismatch: list[str] | None = None
+    #: Those engines' lines of ``failures`` (they fail the run only under ``--check-reference``).
+    published_failures: list[str] = field(default_factory=list)
 
 
 def is_reference_run(run: RunResult) -> bool:
@@ -169,10 +171,12 @@ def _published(run: RunResult, v: Verdict) -> None:
         who = _label(run, e)
         if differ:
             v.published_mismatch.append(who)
-            v.failures.append(
+            line = (
                 f"{who} differs from the published reference in {len(differ)} phase(s): "
                 f"{', '.join(differ)} ({matched}/{len(want)} match)"
             )
+            v.failures.append(line)
+            v.published_failures.append(line)
         elif matched == len(want):
             v.lines.append(f"{who} matches the published reference ({matched}/{len(want)}).")
         else:

@@ -102,7 +102,8 @@ class VerdictRow:
     def line(self) -> str:
         """``FAIL rocksdb · mixed: p99 5.1 ms > 2 ms (...)`` for the console and the report."""
         where = f"{self.engine} · {self.phase}" if self.phase else self.engine
-        note = "" if self.gating else " (shown, not gated: add --check-rate)"
+        flag = "--check-reference" if self.check == "checksums" else "--check-rate"
+        note = "" if self.gating else f" (shown, not gated: add {flag})"
         return f"{self.outcome.value} {where}: {self.reason}{note}"
 
 
@@ -258,7 +259,12 @@ def judge_run(run: RunResult) -> list[VerdictRow]:
     rows = [r for e in engines if (r := _engine_row(e)) is not None]
     rows.sort(key=lambda r: -_RANK[r.outcome])
     correctness = judge(run)
-    rows += [VerdictRow(RUN, "checksums", Outcome.FAIL, line) for line in correctness.failures]
+    # engines disagreeing fail the run; a difference from the published reference only under
+    # --check-reference (the run command gates that itself): shown, not gated here
+    rows += [
+        VerdictRow(RUN, "checksums", Outcome.FAIL, line, gating=line not in correctness.published_failures)
+        for line in correctness.failures
+    ]
     for e in engines:
         if not e.warmup:
             rows += _phase_rows(run, e, loaded)
