@@ -157,7 +157,8 @@ def looked_at(page: Path, tmp_path: Path) -> dict:
 def test_the_page_in_chromium_at_1280_px(real_run: Path, tmp_path: Path) -> None:
     facts = looked_at(real_run, tmp_path)
     assert facts["width"] == WIDTH
-    assert "write: sqlite fastest" in facts["headline"] or "write: sqlite" in facts["headline"], facts["headline"]
+    # at 2_000 profiles a write phase may be under the too-short floor: then it is not ranked
+    assert any(w in facts["headline"] for w in ("write: sqlite", "write: too short to measure")), facts["headline"]
     assert "checksums: All 2 engines agree" in facts["headline"] and facts["headlineHeight"] > 0
     charts = len(re.findall(r"!\[[^\]]*\]\(", real_run.with_suffix(".md").read_text()))
     assert len(facts["images"]) == charts >= 6
@@ -179,5 +180,5 @@ def test_update_latest_writes_the_page_beside_latest_md(tmp_path: Path) -> None:
     assert is_own_html_report(page)
     text = page.read_text()
     assert text.count('<img src="data:image/svg+xml;base64,') == md.read_text().count("![")
-    assert "rocksdb fastest" in text
+    assert "checksums: All 3 engines agree" in text and "verdict:" in text  # the headline, as latest.md's
     assert (page, is_own_html_report, "report") in outputs.latest_files(tmp_path, [directory])

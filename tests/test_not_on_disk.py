@@ -5,6 +5,7 @@ space amplification 0.00, drawn as the shortest bars."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -84,7 +85,8 @@ def test_a_ycsb_a_run_on_lsm_shows_not_on_disk_yet_everywhere_and_charts_no_bar(
     assert lsm.storage_off_disk, lsm.storage_bytes  # the premise: 1k records stay in its memtable
     lsm_part = output[output.index("== lsm") : output.index("== sqlite")]
     assert "(not on disk yet)" in lsm_part.splitlines()[[i for i, x in enumerate(lsm_part.splitlines()) if "peak RSS" in x][0]]
-    assert "0.00" not in lsm_part and "not on disk yet" in lsm_part
+    # no amplification cell of 0.00 (a phase time of 0.004 s may hold the digits)
+    assert not re.search(r"(?<![\d.])0\.00(?![\d])", lsm_part) and "not on disk yet" in lsm_part, lsm_part
     folder = tmp_path / "out" / "records-1000-p1"
     (report,) = folder.glob("asyncbench-*.md")
     text = report.read_text()

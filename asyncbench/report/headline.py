@@ -156,11 +156,11 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     first, first_s = done[0]
     left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short)) if n]
     rate_note = f" (phases {' or '.join(left_out)} left out)" if left_out else ""
+    if median[first] <= 0:  # stabilizations an engine needs none of: nothing was timed
+        return f"{label}: no measurable time ({', '.join(n for n, _ in done)}){rate_note}{failed_note}"
     if len(done) == 1:
         return f"{label}: {first} {fmt.ms(median[first])}{rate_note}; no other engine to compare with{failed_note}"
     second, second_s = done[1]
-    if median[first] <= 0:
-        return f"{label}: no measurable time ({first}, {second}){failed_note}"
     ratio = _ratio(median[second] / median[first])
     times = f"({fmt.ms(median[first])} vs {fmt.ms(median[second])})"
     c = compare(second_s, first_s, higher_is_better=False)
