@@ -122,7 +122,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--check-rate",
         action="store_true",
-        help="exit 1 when a phase run at a target rate achieved more than 5 %% less than its target",
+        help="a phase run at a target rate that achieved more than 5 %% less gates the exit status: 1 when "
+        "the engine missed it, 3 when the client did (docs/verdicts.md)",
     )
     p.add_argument(
         "--require-accelerator",

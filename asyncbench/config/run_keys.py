@@ -528,8 +528,9 @@ RUN_KEYS: dict[str, RunKey] = {
         RunKey(
             "slo",
             Checked(slo_bounds),  # a table {p99 = "2ms"} or the flag's p99=2ms,p999=10ms
-            "response-time bounds of the capacity search for every phase kind: p99=2ms,p999=10ms (us, ms or s); "
-            "[slo.KIND] in the plan for one kind",
+            "response-time bounds, p99=2ms,p999=10ms (us, ms or s): a gate on every read, scan, query and mixed "
+            "phase (PASS, FAIL or INCONCLUSIVE; exit 1 on a FAIL, 3 when only inconclusive: docs/verdicts.md), "
+            "and the bound a capacity search meets; [slo.KIND] in the plan for one kind",
             flag="--slo",
         ),
         RunKey(
