@@ -58,7 +58,9 @@ def test_status_lines_and_the_closing_summary(tmp_path: Path, isolate: str) -> N
     out = proc.stdout.splitlines()
     assert "All 2 engines agree on every phase checksum they completed (2 phases compared)." in out
     end = out.index("== headline")  # the headline is last (test_headline), the files just before it
-    assert out[end + 1].startswith("  write: "), out[end:]
+    # the verdict line first (issue 51), then the groups
+    assert out[end + 1].startswith("  verdict: PASS"), out[end:]
+    assert any(x.startswith("  write: ") for x in out[end:]), out[end:]
     files = {line.split(":", 1)[0]: Path(line.split(":", 1)[1].strip()) for line in out[end - 6:end - 1]}
     assert list(files) == ["report", "html", "result", "csv", "log"], out[end - 7:end]
     assert all(path.is_file() for path in files.values()), files
