@@ -190,12 +190,17 @@ def test_charts_draw_a_bounded_number_of_engines_and_say_so(tmp_path: Path) -> N
         named = {f"e{i:04d}" for i in range(1000) if f"e{i:04d}" in texts}
         assert named and named <= {f"e{i:04d}" for i in range(cap)}, slug
         assert f"first {cap} of 1_000 engines" in texts, slug
+    # a result may hold at most MAX_RESULT_ENGINES engine runs (issue 52): report the most
+    from asyncbench.limits import MAX_RESULT_ENGINES
+
     path = tmp_path / "asyncbench-many.json"
-    path.write_bytes(run.to_json())
+    path.write_bytes(_many_engines(MAX_RESULT_ENGINES).to_json())
     assert main(["report", str(path)]) == 0
     text = path.with_suffix(".md").read_text()
-    assert f"Charts show the first {cap} of 1\\_000 engines" in text or f"Charts show the first {cap} of 1_000" in text
-    assert "e0999" in text
+    assert f"Charts show the first {cap} of {MAX_RESULT_ENGINES} engines" in text
+    assert f"e{MAX_RESULT_ENGINES - 1:04d}" in text
+    path.write_bytes(run.to_json())  # 1_000 engines: refused at load, exit 2
+    assert main(["report", str(path)]) == 2
 
 
 def test_latency_charts_draw_at_most_the_capped_engines_panels() -> None:

@@ -224,7 +224,7 @@ class Tty(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize(("run_lines", "flags"), [("", ["--rate", "5", "--profiles", "20k"]), ("rate = 1e-6", [])])
+@pytest.mark.parametrize(("run_lines", "flags"), [("", ["--rate", "5", "--profiles", "20k"]), ("rate = 0.01", [])])
 def test_a_slow_rate_makes_the_estimate_a_lower_bound_and_asks(tmp_path: Path, run_lines, flags) -> None:
     from asyncbench.cli.run import confirm_start
     from asyncbench.cli.run_command import apply_flags

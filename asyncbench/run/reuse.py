@@ -147,7 +147,10 @@ def proof_problem(found: dict[str, Any]) -> str | None:
             if not isinstance(entry[key], typ) or isinstance(entry[key], bool):
                 return f"has checksums entry #{i + 1} whose {key!r} is {entry[key]!r}"
     if not any(e["kind"] == "verify" for e in raw):
-        return "carries no verify checksum (its checksums list was edited, or it predates this check)"
+        return (
+            "carries no verify checksum (its checksums list was edited, it predates this check, or its "
+            "workload keeps no verify proof: a YCSB store is not reused)"
+        )
     return None
 
 
