@@ -67,8 +67,10 @@ class Outcome(StrEnum):
     FAIL = "FAIL"
     INCONCLUSIVE = "INCONCLUSIVE"
 
-
-_RANK = {Outcome.PASS: 0, Outcome.INCONCLUSIVE: 1, Outcome.FAIL: 2}
+    @property
+    def rank(self) -> int:
+        """How bad: a FAIL outranks an INCONCLUSIVE, which outranks a PASS (the worst decides)."""
+        return {"PASS": 0, "INCONCLUSIVE": 1, "FAIL": 2}[self.value]
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def _bound_row(e: EngineResult, p: PhaseResult, bounds: dict[str, int], loaded: 
             rows.append((Outcome.INCONCLUSIVE, f"{said} > {ns_text(bound)}{detail}, but {loaded}", figures))
         else:
             rows.append((Outcome.FAIL, f"{said} > {ns_text(bound)}{detail}", figures))
-    outcome, reason, figures = max(rows, key=lambda r: _RANK[r[0]])
+    outcome, reason, figures = max(rows, key=lambda r: r[0].rank)
     return VerdictRow(e.engine, "slo", outcome, reason, p.name, p.index, e.repeat, figures=figures)
 
 
@@ -257,7 +259,7 @@ def judge_run(run: RunResult) -> list[VerdictRow]:
     engines = [e for e in run.engines if e.status is not Status.SKIPPED]
     loaded = machine_loaded(run)
     rows = [r for e in engines if (r := _engine_row(e)) is not None]
-    rows.sort(key=lambda r: -_RANK[r.outcome])
+    rows.sort(key=lambda r: -r.outcome.rank)
     correctness = judge(run)
     # engines disagreeing fail the run; a difference from the published reference only under
     # --check-reference (the run command gates that itself): shown, not gated here
@@ -274,7 +276,7 @@ def judge_run(run: RunResult) -> list[VerdictRow]:
 def overall(rows: Sequence[VerdictRow]) -> Outcome | None:
     """The worst gating outcome; None when nothing was judged."""
     gating = [r.outcome for r in rows if r.gating]
-    return max(gating, key=lambda o: _RANK[o]) if gating else None
+    return max(gating, key=lambda o: o.rank) if gating else None
 
 
 def exit_status(rows: Sequence[VerdictRow]) -> int:

@@ -24,7 +24,7 @@ from asyncbench.measure.aggregate import EngineRuns, group_runs
 from asyncbench.measure.correctness import judge
 from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
 from asyncbench.measure.too_short import MIN_PHASE_SECONDS, TOO_SHORT, too_short
-from asyncbench.measure.verdicts import Outcome, judge_run, overall
+from asyncbench.measure.verdicts import Outcome, VerdictRow, judge_run, overall
 from asyncbench.report.capacity import scorecard
 from asyncbench.result import NO_SERVER, NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
 from asyncbench.slo import bounds_text
@@ -190,19 +190,18 @@ def _checksums(run: RunResult) -> str:
     return line
 
 
-def _failed_lines(run: RunResult) -> list[str]:
+def _failed_lines(run: RunResult, rows: list[VerdictRow]) -> list[str]:
     """Each failed engine: the headline's first lines, the one thing a reader must not miss."""
     return [
         f"{r.engine} FAILED in {r.phase or 'start-up'}: {r.reason}{_traceback_note(run, r.engine)}"
-        for r in judge_run(run)
+        for r in rows
         if r.check == "engine" and r.outcome is Outcome.FAIL
     ]
 
 
-def _verdict_lines(run: RunResult) -> list[str]:
+def _verdict_lines(run: RunResult, rows: list[VerdictRow]) -> list[str]:
     """The overall verdict (always one), then, when the run judged bounds, rates or
     capacities, every verdict that is not a PASS (the Verdicts table holds them all)."""
-    rows = judge_run(run)
     out: list[str] = []
     judged = [r for r in rows if r.check in ("slo", "rate", "capacity")]
     worst = overall(rows)
@@ -305,7 +304,8 @@ def build(run: RunResult) -> Headline:
     h = Headline()
     judged = run.without_skipped()
     # failed engines first, then a stopped run's line, then the overall verdict
-    h.verdicts = _failed_lines(judged) + ([_partial(run)] if run.interrupted else []) + _verdict_lines(judged)
+    verdicts = judge_run(judged)  # once: the failed engines' lines and the overall verdict read the same rows
+    h.verdicts = _failed_lines(judged, verdicts) + ([_partial(run)] if run.interrupted else []) + _verdict_lines(judged, verdicts)
     for group in GROUPS:
         line = _group_line(ran, groups, group)
         if line:

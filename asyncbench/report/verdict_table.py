@@ -18,7 +18,6 @@ from asyncbench.slo import bounds_text
 
 __all__ = ["console_lines", "markdown_lines"]
 
-_RANK = {Outcome.PASS: 0, Outcome.INCONCLUSIVE: 1, Outcome.FAIL: 2}
 #: What an exit status of a gated run means, printed under the table.
 EXIT_NOTE = "exit status: 0 all PASS, 1 a FAIL, 3 no FAIL but an INCONCLUSIVE"
 
@@ -59,7 +58,7 @@ def _cells(rows: Sequence[VerdictRow], repeats: bool) -> list[_Cells]:
             if r.gating and not c.gated:
                 c.outcome, c.gated = r.outcome, True
             else:
-                c.outcome = max(c.outcome, r.outcome, key=lambda o: _RANK[o])
+                c.outcome = max(c.outcome, r.outcome, key=lambda o: o.rank)
     return list(out.values())
 
 
