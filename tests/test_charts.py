@@ -133,6 +133,7 @@ def test_failed_engine_missing_phases_still_renders(sample: RunResult, tmp_path:
     # issue 51: a failed engine's completed phases are less work; its short bar read as the
     # fastest engine's (0.35x): it is drawn without a bar, not ranked
     assert "FAILED in" in exec_time and "not ranked" in exec_time, exec_time
+    assert "sqlite (no bar, not ranked)" in exec_time and "(hatched)" not in exec_time, exec_time
     assert not any(x.startswith("0.") and "sqlite" in x for x in exec_time.split("  ")), exec_time
 
 

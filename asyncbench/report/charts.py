@@ -115,10 +115,11 @@ def _incomplete(e: EngineResult) -> bool:
     return not e.ok
 
 
-def _status_note(e: EngineResult) -> str:
+def _status_note(e: EngineResult, drawn: str = "hatched") -> str:
+    """An incomplete engine's note under a chart; ``drawn``: how the chart shows it."""
     text = e.status_text()
     status = text if len(text) <= 150 else text[:147] + "..."
-    return f"{e.engine} (hatched): {status} — charted phases are the ones it completed."
+    return f"{e.engine} ({drawn}): {status} — charted phases are the ones it completed."
 
 
 def _style_axis(ax: Axes) -> None:
@@ -178,7 +179,7 @@ def execution_time(run: RunResult) -> Figure:
     baseline_pool = [times[e.engine] for e in engines if not _incomplete(e) and times[e.engine] > 0]
     fastest = min(baseline_pool, default=0.0)
     order = sorted(engines, key=lambda e: (_incomplete(e), times[e.engine]))
-    notes = [_status_note(e) for e in order if _incomplete(e)]
+    notes = [_status_note(e, "no bar, not ranked") for e in order if _incomplete(e)]
     if any(p.open_loop is not None for e in run.engines for p in e.phases):
         notes.append("Phases at a target rate are left out: the rate, not the engine, sets their time.")
     notes += [_floor_note(e, f"{fmt.ms(times[e.engine])} phases") for e in floors]
