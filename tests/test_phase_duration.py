@@ -240,3 +240,24 @@ def test_a_duration_on_the_load_phase_or_before_another_phase_is_refused(tmp_pat
 def test_a_scaled_out_run_refuses_a_duration(tmp_path: Path, run_cli) -> None:
     code, _, output = run_cli(str(plan(tmp_path, "a", ops=1000)), "--engine", "memory", "--processes", "2", "--yes")
     assert code == 2 and "--processes: phase[1] ('mixed') runs for a duration" in output, output
+
+
+def test_compare_does_not_call_two_runs_of_a_duration_phase_different(tmp_path: Path, run_cli, capfd) -> None:
+    """Two runs of one engine stop at different points of the stream: their checksums are
+    of different prefixes, which ``compare`` must not report as CHECKSUMS DIFFER."""
+    from asyncbench.cli.main import main
+
+    path = plan(tmp_path, "a", ops=200_000, extra='duration = "0.3s"\n')
+    files = []
+    for side in ("base", "new"):
+        code, _, output = run_cli(str(path), "--engine", "sqlite", "--batch-size", "7", "--no-isolate", "--yes")
+        assert code == 0, output
+        (result,) = (tmp_path / "out").glob("*/asyncbench-*.json")
+        files.append(result.rename(tmp_path / f"{side}.json"))
+    completes = {RunResult.from_json(f.read_bytes()).engines[0].phases[1].prefix.complete for f in files}
+    assert len(completes) == 2, completes  # the case this tests: each run stopped elsewhere
+    code = main(["compare", str(files[0]), str(files[1])])
+    captured = capfd.readouterr()
+    out = captured.out + captured.err
+    assert "mixed" in out and code != 2, out
+    assert "CHECKSUMS DIFFER" not in out and "DIFFER" not in out, out

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads import workload
 
-__all__ = ["Verdict", "is_reference_run", "judge", "reference_identity"]
+__all__ = ["Verdict", "common_prefix", "is_reference_run", "judge", "reference_identity"]
 
 
 @dataclass
@@ -67,7 +67,7 @@ def judge(run: RunResult) -> Verdict:
         name = next(iter(phases.values())).name
         where = ""
         if any(p.prefix is not None for p in phases.values()):
-            common = _common_prefix(phases)
+            common = common_prefix(phases)
             if common is None:
                 v.uncompared.append(_uncompared_line(name, index, phases))
                 continue
@@ -126,7 +126,7 @@ def judge(run: RunResult) -> Verdict:
     return v
 
 
-def _common_prefix(phases: dict[str, PhaseResult]) -> tuple[dict[str, str], int] | None:
+def common_prefix(phases: dict[str, PhaseResult]) -> tuple[dict[str, str], int] | None:
     """The engines' checksums of a phase run for a duration at the longest prefix of its
     stream that every one of them ran whole and has a checksum for (its whole prefix, or a
     checkpoint), and that prefix's length; None when they share none (the shortest ran no
