@@ -261,3 +261,15 @@ def test_compare_does_not_call_two_runs_of_a_duration_phase_different(tmp_path: 
     out = captured.out + captured.err
     assert "mixed" in out and code != 2, out
     assert "CHECKSUMS DIFFER" not in out and "DIFFER" not in out, out
+
+
+def test_the_estimate_stops_a_duration_phase_at_its_duration(tmp_path: Path) -> None:
+    """At 1 op/s 100k operations take 28 h; with duration = "2s" the phase takes 2 s, and
+    the start prompt must not ask about a day-long run."""
+    from asyncbench.config import load
+    from asyncbench.run.estimate import paced_seconds
+
+    cfg = load(plan(tmp_path, "a", ops=100_000, extra='duration = "2s"\nrate = 1\n'))
+    assert paced_seconds(cfg, 2000) == 2.0
+    cfg = load(plan(tmp_path, "b", ops=100_000, extra="rate = 1\n"))
+    assert paced_seconds(cfg, 2000) == 100_000.0
