@@ -159,7 +159,7 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     median = {name: statistics.median(s) for name, s in done}
     done.sort(key=lambda d: median[d[0]])
     first, first_s = done[0]
-    left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short)) if n]
+    left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short), ("run for a duration", bounded)) if n]
     rate_note = f" (phases {' or '.join(left_out)} left out)" if left_out else ""
     if median[first] <= 0:  # stabilizations an engine needs none of: nothing was timed
         return f"{label}: no measurable time ({', '.join(n for n, _ in done)}){rate_note}{failed_note}"
