@@ -168,6 +168,12 @@ def _result(tmp_path: Path, run_cli) -> RunResult:
 
 def test_a_wrong_checkpoint_is_a_mismatch_at_the_prefix_and_none_is_no_agreement(tmp_path: Path, run_cli) -> None:
     run = _result(tmp_path, run_cli)
+    (report,) = (tmp_path / "out").glob("*/asyncbench-*.md")
+    for e in run.engines:  # the report says of which operations each stopped phase's checksum is
+        p = e.phases[1]
+        assert p.prefix is not None
+        if p.prefix.stopped:
+            assert f"`{p.checksum}` (first {p.prefix.complete:_d} operations)" in report.read_text()
     v = judge(run)
     assert v.ok and not v.uncompared, v.failures
     short = min((e.phases[1] for e in run.engines), key=lambda p: p.prefix.complete if p.prefix else 0)
