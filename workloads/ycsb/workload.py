@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asyncbench.workload import MixFigures, NativePlan, PhaseKind, Prefix, SettingError, Workload
+from asyncbench.workload import (
+    MixFigures,
+    NativePlan,
+    PhaseKind,
+    Prefix,
+    RecordMemory,
+    SettingError,
+    Workload,
+)
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import COMMAND_LINE, convert, plan_toml
@@ -53,6 +61,9 @@ class YcsbWorkload:
 
     def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         ycsb_settings.check_records(phases, profiles)
+
+    def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
+        return ycsb_settings.record_memory(settings)
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
         if kind.kind == "mixed":
