@@ -14,6 +14,7 @@ import importlib
 import sys
 
 import asyncbench
+from asyncbench.cli.console_pipe import guard_stdout
 from asyncbench.result import EXIT_BAD_INPUT
 
 __all__ = ["COMMANDS", "DEFAULT_COMMAND", "build_parser", "main", "parse_args"]
@@ -121,5 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         if broken:
             return EXIT_BAD_INPUT
     args = parse_args(argv)
+    guard_stdout()  # `asyncbench run PLAN | head`: the run goes on without its console
     code: int = args.handler(args)
     return code
