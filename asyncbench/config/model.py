@@ -25,6 +25,16 @@ def default_engines() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class CrashPoint:
+    """A write phase's ``crash``: the engine's process is killed once ``after`` of the
+    phase's operations are acknowledged (``how``: ``kill``), and a ``recover`` phase checks
+    what survived (docs/durability.md)."""
+
+    after: int
+    how: str = "kill"
+
+
+@dataclass(frozen=True)
 class PhaseSpec:
     """One validated ``[[phase]]``: its identity is (position, kind, stream, count)."""
 
@@ -46,6 +56,8 @@ class PhaseSpec:
     #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
     #: by the workload (``Workload.phase_params``), as sorted (key, value) pairs.
     params: tuple[tuple[str, object], ...] = ()
+    #: Crash the engine's process at this point of the phase (a write phase only), or None.
+    crash: CrashPoint | None = None
 
     @property
     def operations(self) -> int | None:

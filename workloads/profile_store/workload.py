@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import MixFigures, NativePlan, PhaseKind, SettingError, Workload
+from asyncbench.workload import MixFigures, NativePlan, PhaseKind, RecoveryCounts, SettingError, Workload
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
@@ -24,6 +24,7 @@ from asyncbench.workloads.profile_store.phases import (
     verify_checksum,
 )
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts, Plan, draw_plan, stream_count
+from asyncbench.workloads.profile_store.recovery import CRASH_KINDS, check_recovery
 from asyncbench.workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
     REFERENCE_PROFILES,
@@ -105,6 +106,15 @@ class ProfileStoreWorkload:
 
     def verify_expected(self, plan: Plan, rewrites: Sequence[tuple[str, int | None]]) -> str:
         return verify_expected(plan, rewrites)
+
+    def can_crash(self, kind: PhaseKind) -> bool:
+        return kind.kind in CRASH_KINDS
+
+    async def check_recovery(
+        self, store: ProfileStore, plan: Plan, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+    ) -> RecoveryCounts:
+        items = phase_items(kind, stream, count, plan)
+        return await check_recovery(store, plan, kind, items, acknowledged)
 
     @property
     def accelerated(self) -> bool:

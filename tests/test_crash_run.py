@@ -1,0 +1,93 @@
+"""A crash in a run, end to end (issue 57): the engine's process is SIGKILLed once the crash
+point's operations are acknowledged, the recover phase opens the store again and checks it
+profile by profile, and the result, the report and the verdict carry one durability row
+per engine. Engines whose setting syncs every commit lose nothing; whatever an engine
+loses, present and lost add up to exactly what was acknowledged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROFILES, AFTER = 300, 200
+
+SYNCED = f"""[run]
+profiles = {PROFILES}
+batch_size = 50
+engines = ["lsm", "rocksdb", "sqlite"]
+
+[engines.lsm]
+wal_mode = "sync"
+[engines.rocksdb]
+sync = true
+[engines.sqlite]
+synchronous = "FULL"
+
+[[phase]]
+kind = "insert"
+crash = {{ after = {AFTER}, how = "kill" }}
+
+[[phase]]
+kind = "recover"
+"""
+
+
+def rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["engine"]: e["durability"][0] for e in result["engines"] if e["durability"]}
+
+
+def test_engines_that_sync_every_commit_lose_no_acknowledged_write(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.toml"
+    plan.write_text(SYNCED)
+    code, results, output = run_cli(str(plan), "--no-progress")
+    assert code == 0, output
+    (result,) = results
+    assert [e["status"] for e in result["engines"]] == ["ok"] * 3, output
+    for name, d in rows(result).items():
+        figures = (d["acknowledged"], d["acknowledged_present"], d["acknowledged_lost"], d["torn"], d["opened"])
+        assert figures == (AFTER, AFTER, 0, 0, True), (name, d)
+        assert d["synced_commits"] and d["checked"] == AFTER, (name, d)
+    assert [p["ops"] for p in result["engines"][0]["phases"]] == [AFTER, AFTER]  # acknowledged, then checked
+    report = next((tmp_path / "out").glob("profiles-*/asyncbench-*.md")).read_text()
+    section = report.split("## Durability After A Crash", 1)[1]
+    for name in ("lsm", "rocksdb", "sqlite"):
+        assert f"| {name} | kill in insert profiles" in section
+    assert "**FAIL**" not in section and section.count("| PASS |") == 3
+    assert "| **PASS** | sqlite | insert profiles | durability | kill crash: lost 0 of 200 acknowledged" in report
+    html = next((tmp_path / "out").glob("profiles-*/asyncbench-*.html")).read_text()
+    assert "Durability After A Crash" in html
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_what_an_engine_loses_adds_up_to_what_was_acknowledged(tmp_path: Path, run_cli, isolate: bool) -> None:  # type: ignore[no-untyped-def]
+    """lsm's default log is written by a background task about once a second: a kill loses
+    the acknowledged writes still in the process, counted exactly (present + lost)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        f'[run]\nprofiles = {PROFILES}\nengines = ["lsm"]\n[[phase]]\nkind = "insert"\n[[phase]]\nkind = "update"\n'
+        f'crash = {{ after = {AFTER} }}\n[[phase]]\nkind = "recover"\n[[phase]]\nkind = "reopen"\n'
+    )
+    flags = () if isolate else ("--no-isolate",)
+    code, (result,), output = run_cli(str(plan), "--no-progress", *flags)
+    assert code == 0, output
+    d = rows(result)["lsm"]
+    assert d["acknowledged"] == AFTER and d["opened"] and d["torn"] == 0
+    assert d["acknowledged_present"] + d["acknowledged_lost"] == AFTER
+    assert not d["synced_commits"] and d["promise"].startswith("about once a second")
+    assert (d["lost_seconds"] is None) == (d["acknowledged_lost"] == 0)
+    assert [p["name"] for p in result["engines"][0]["phases"]] == ["insert profiles", "update profiles", "recover", "reopen"]
+
+
+def test_a_server_engine_is_refused_by_name(tmp_path: Path) -> None:
+    """A kill crash of a server engine needs the server killed: refused, saying so."""
+    from asyncbench.engine import EngineConfig
+    from asyncbench.engines import engine_class
+    from asyncbench.run.crash import refusal
+
+    engine = engine_class("postgres")(EngineConfig("postgres", tmp_path, {}, limit=50, seed=1))
+    why = refusal(engine)
+    assert why is not None and "server" in why and "not built yet" in why
+    memory = engine_class("memory")(EngineConfig("memory", tmp_path, {}, limit=50, seed=1))
+    assert "nothing to check" in (refusal(memory) or "")
