@@ -91,3 +91,41 @@ def test_a_server_engine_is_refused_by_name(tmp_path: Path) -> None:
     assert why is not None and "server" in why and "not built yet" in why
     memory = engine_class("memory")(EngineConfig("memory", tmp_path, {}, limit=50, seed=1))
     assert "nothing to check" in (refusal(memory) or "")
+
+
+def test_the_crash_point_and_what_was_acknowledged_repeat_exactly(tmp_path: Path) -> None:
+    """The kill follows the acknowledgement of exactly ``after`` operations (the last batch
+    is cut there), in plan order: the same prefix every time, and sqlite's WAL, written to
+    the operating system at each commit, loses none of it to a process kill."""
+    import anyio
+
+    from asyncbench.config import load
+    from asyncbench.dirs.paths import store_root
+    from asyncbench.engine import EngineConfig
+    from asyncbench.engines import engine_class
+    from asyncbench.run.crash import crash_phase, recover_phase
+    from asyncbench.workloads import workload
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(f'[run]\nprofiles = {PROFILES}\nbatch_size = 50\nengines = ["sqlite"]\n[[phase]]\n'
+                         'kind = "insert"\ncrash = { after = 130 }\n[[phase]]\nkind = "recover"\n')  # fmt: skip
+
+    async def once(data: Path) -> tuple[list[int], tuple[int, int, int]]:
+        cfg = load(plan_file)
+        cfg.data = data
+        level = cfg.level(PROFILES, 1)
+        econf = EngineConfig("sqlite", store_root(data, PROFILES) / "sqlite", {}, limit=50, seed=cfg.seed)
+        econf.data_dir.mkdir(parents=True)
+        async with anyio.create_task_group() as tg:
+            engine = engine_class("sqlite")(econf)
+            await engine.open(True, tg)
+            record = await crash_phase(cfg, level, 0, engine)
+            fresh = engine_class("sqlite")(econf)
+            row, _ = await recover_phase(record, workload().draw_plan(level.counts, cfg.seed), engine, fresh, tg)
+            await fresh.close()
+            tg.cancel_scope.cancel()
+        return [done for done, _ in record.acks], (row.acknowledged_present, row.acknowledged_lost, row.checked)
+
+    first = anyio.run(once, tmp_path / "a")
+    assert first == ([0, 50, 100, 130], (130, 0, 130))
+    assert anyio.run(once, tmp_path / "b") == first
