@@ -20,6 +20,7 @@ which is not built yet, and is refused naming it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ import orjson
 from asyncbench.config import BenchConfig, Level, PhaseSpec, to_json
 from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
+from asyncbench.run.power_mount import power_cut_mount
 from asyncbench.workload import DrawnPlan
 from asyncbench.workloads import workload
 
@@ -89,29 +91,13 @@ async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine
     with tempfile.TemporaryDirectory(prefix="asyncbench-crash-") as tmp:
         config, spec_file = Path(tmp) / "config.json", Path(tmp) / "crash.json"
         write_atomic(config, to_json(cfg))
-        job = {"config": str(config), "engine": engine.name, "phase": index, "profiles": level.profiles,
-               "parallelism": level.parallelism}  # fmt: skip
-        write_atomic(spec_file, orjson.dumps(job))
-        cmd = [sys.executable, "-m", "asyncbench.run.crash_worker", str(spec_file)]
-        async with await anyio.open_process(cmd, stdin=subprocess.DEVNULL) as proc:
-            assert proc.stdout is not None and proc.stderr is not None
-            err = bytearray()
-
-            async def drain() -> None:
-                assert proc.stderr is not None
-                async for chunk in proc.stderr:
-                    err.extend(chunk)
-                    del err[:-STDERR_TAIL]
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(drain)
-                pending = b""
-                async for chunk in proc.stdout:
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        _read_line(record, line)
-                await proc.wait()
+        async with contextlib.AsyncExitStack() as stack:
+            # a power crash: the worker's store on the power-cut layer, cut when this block ends
+            mount = await stack.enter_async_context(power_cut_mount(engine.data_dir)) if spec.crash.how == "power" else None
+            job = {"config": str(config), "engine": engine.name, "phase": index, "profiles": level.profiles,
+                   "parallelism": level.parallelism, "data_dir": str(mount) if mount else None}  # fmt: skip
+            write_atomic(spec_file, orjson.dumps(job))
+            proc, err = await _run_worker(spec_file, record)
     if proc.returncode != -signal.SIGKILL:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no error output"]
         raise RuntimeError(f"the crash worker ended with status {proc.returncode} before its kill: {tail[0]}")
@@ -120,6 +106,31 @@ async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine
     if record.acks:
         record.seconds = (record.acks[-1][1] - record.acks[0][1]) / 1e9
     return record
+
+
+async def _run_worker(spec_file: Path, record: CrashRecord) -> tuple[anyio.abc.Process, bytearray]:
+    """The worker, to its end: each acknowledgement into ``record``; its stderr's tail."""
+    cmd = [sys.executable, "-m", "asyncbench.run.crash_worker", str(spec_file)]
+    err = bytearray()
+    async with await anyio.open_process(cmd, stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        stderr = proc.stderr
+
+        async def drain() -> None:
+            async for chunk in stderr:
+                err.extend(chunk)
+                del err[:-STDERR_TAIL]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            pending = b""
+            async for chunk in proc.stdout:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    _read_line(record, line)
+            await proc.wait()
+    return proc, err
 
 
 def _read_line(record: CrashRecord, line: bytes) -> None:

@@ -57,7 +57,8 @@ async def _run(spec: dict[str, object]) -> None:
     ctx = workload().context(cfg.seed)
     econf = EngineConfig(
         name=name,
-        data_dir=store_root(cfg.data, level.profiles) / name,
+        # the store's own directory, or (a power crash) the power-cut filesystem's mount of it
+        data_dir=Path(str(spec["data_dir"])) if spec.get("data_dir") else store_root(cfg.data, level.profiles) / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
         seed=cfg.seed,
