@@ -27,8 +27,9 @@ def default_engines() -> tuple[str, ...]:
 @dataclass(frozen=True)
 class CrashPoint:
     """A write phase's ``crash``: the engine's process is killed once ``after`` of the
-    phase's operations are acknowledged (``how``: ``kill``), and a ``recover`` phase checks
-    what survived (docs/durability.md)."""
+    phase's operations are acknowledged (``how``: ``kill``, or ``power``: on a filesystem
+    that then drops every unsynced write), and a ``recover`` phase checks what survived
+    (docs/durability.md)."""
 
     after: int
     how: str = "kill"

@@ -16,9 +16,10 @@ __all__ = ["DURABILITY_NOTE", "markdown_lines"]
 DURABILITY_NOTE = (
     "A `kill` crash is SIGKILL of the engine's process once the crash point's operations are "
     "acknowledged: it loses what the engine itself buffered, never what reached the operating "
-    "system (a power cut, which also drops unsynced pages, is another test; docs/durability.md). "
-    "Acknowledged writes lost FAIL an engine that promises synced commits; a store that does not "
-    "open, or a torn or corrupt record, FAILs any engine."
+    "system. A `power` crash is the same kill with the store on a filesystem that then drops every "
+    "write not yet synced, as a power cut does (docs/durability.md). Acknowledged writes lost FAIL "
+    "an engine that promises synced commits; a store that does not open, or a torn or corrupt "
+    "record, FAILs any engine."
 )
 
 Row = tuple[EngineResult, DurabilityRow]

@@ -13,8 +13,12 @@ every record back against the plan (``Workload.check_recovery``). What it found 
 the engine's :class:`~asyncbench.result.DurabilityRow`, beside the promise the engine
 states (``Durability.synced_commits``).
 
+A ``power`` crash runs the worker on the power-cut filesystem mounted over the store
+(:mod:`asyncbench.run.power_mount`), cut after the worker's kill: the store keeps exactly
+what was synced.
+
 Only engines that run in this process's machine and keep their store in files are
-crashed here (lsm, rocksdb, sqlite); a server engine's kill needs the server killed,
+crashed here (lsm, rocksdb, sqlite); a server engine's crash needs the server killed,
 which is not built yet, and is refused naming it.
 """
 
@@ -72,8 +76,9 @@ def refusal(engine: Engine) -> str | None:
         return f"{engine.name} keeps nothing beyond its process: a crash has nothing to check"
     if type(engine).needs_server:
         return (
-            f"{engine.name} runs in a server: a kill crash needs the server killed, which is not built yet "
-            "(docs/durability.md); crash lsm, rocksdb or sqlite"
+            f"{engine.name} runs in a server: its crash needs the server killed (and for a power cut its data "
+            "directory on the power-cut filesystem), which is not built yet (docs/durability.md); crash lsm, "
+            "rocksdb or sqlite"
         )
     return None
 
