@@ -80,3 +80,15 @@ def test_the_run_rate_leaves_a_crashed_phase_closed_loop(tmp_path: Path) -> None
     cfg.rate = [500.0]
     pace_phases(cfg)
     assert cfg.phases[1].rate is None
+
+
+def test_a_crash_is_refused_with_client_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Scaled-out client processes run phases of their own, with no crash: refused before
+    anything starts (a server engine, which --processes accepts)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(RUN.replace('"sqlite"', '"postgres"') + INSERT_CRASH + RECOVER)
+    out = tmp_path / "out"
+    assert main([str(plan), "--processes", "2", "--parallelism", "2", "--output", str(out), "--data", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "phase[0].crash: a crash runs the engine in one process" in err
+    assert not out.exists()

@@ -178,3 +178,31 @@ def test_the_verdict_fails_a_broken_promise_a_torn_record_and_a_store_that_does_
     (verdict,) = [r for r in judge_run(run) if r.check == "durability"]
     assert verdict.outcome is (Outcome.FAIL if fails else Outcome.PASS)
     assert "kill crash: " in verdict.reason
+
+
+def test_a_store_that_does_not_open_is_the_finding_not_a_failure(tmp_path: Path) -> None:
+    """The recover phase's open failing is what the crash did: the row says so (opened
+    false, the error), and the verdict FAILs it, whatever the engine promised."""
+    from asyncbench.config.model import CrashPoint, PhaseSpec
+    from asyncbench.run.crash import CrashRecord, recover_phase
+
+    sqlite = engine_class("sqlite")
+
+    class Unopenable(sqlite):  # type: ignore[misc, valid-type]
+        async def open(self, reset: bool, background: object) -> None:
+            raise RuntimeError("database disk image is malformed")
+
+    spec = PhaseSpec(kind="insert", name="insert profiles", crash=CrashPoint(after=10, how="power"))
+    record = CrashRecord(spec, acknowledged=10, seconds=0.5, acks=[(0, 0), (10, 500_000_000)])
+    econf = EngineConfig("sqlite", tmp_path, {"synchronous": "FULL"}, limit=50, seed=SEED)
+
+    async def recover() -> DurabilityRow:
+        async with anyio.create_task_group() as tg:
+            row, _ = await recover_phase(record, plan(), sqlite(econf), Unopenable(econf), tg)
+        return row
+
+    row = anyio.run(recover)
+    assert (row.opened, row.open_error, row.how, row.synced_commits) == (
+        False, "RuntimeError: database disk image is malformed", "power", True
+    )
+    assert durability_failed(row)

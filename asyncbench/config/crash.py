@@ -92,10 +92,15 @@ def check_crashes(phases: Sequence[PhaseSpec], where: str) -> None:
 
 
 def check_crash_sizes(cfg: BenchConfig, where: str) -> None:
-    """``crash.after`` within the crashed phase's operations at every profile count."""
+    """``crash.after`` within the crashed phase's operations at every profile count, and a
+    crash in one process (the scaled-out client processes run no crash)."""
     for i, spec in enumerate(cfg.phases):
         if spec.crash is None:
             continue
+        if cfg.processes is not None or cfg.cluster is not None:
+            raise ConfigError(
+                where, f"phase[{i}].crash", "a crash runs the engine in one process: remove --processes and --cluster"
+            )
         for profiles in cfg.profiles:
             counts = cfg.counts_for(profiles)
             ops = profiles if spec.stream is None else getattr(counts, workload().stream_count(spec.stream))
