@@ -164,3 +164,39 @@ def test_o_direct_writes_promise_nothing_without_a_sync(fs: Mounted) -> None:
     fs.cut()
     assert (fs.backing / "direct").read_bytes() == b""
     assert (fs.backing / "synced-direct").read_bytes() == block
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie left for a parent that never reaps it is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_the_layer_dies_with_its_parent(tmp_path: Path) -> None:
+    """A runner killed outright leaves no layer holding pending bytes (PR_SET_PDEATHSIG)."""
+    backing, mount = tmp_path / "backing", tmp_path / "mount"
+    backing.mkdir()
+    mount.mkdir()
+    starter = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-m', 'asyncbench.fs.power_cut', "
+               f"{str(backing)!r}, {str(mount)!r}]); print(p.pid, flush=True); time.sleep(120)")  # fmt: skip
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pid = int(parent.stdout.readline())
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.ismount(mount):
+            assert time.monotonic() < deadline, "the power-cut filesystem did not mount"
+            time.sleep(0.05)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the layer outlived its parent"
+            time.sleep(0.05)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        subprocess.run(["fusermount3", "-u", "-z", str(mount)], check=False)

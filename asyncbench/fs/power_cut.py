@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PAGE", "Pending", "main", "power_cut_fs"]
+__all__ = ["PAGE", "Pending", "die_with_parent", "main", "power_cut_fs"]
 
 PAGE = 4096
 
@@ -264,7 +264,18 @@ def power_cut_fs() -> type:
     return PowerCutFs
 
 
+def die_with_parent() -> None:
+    """Linux: SIGKILL to this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), so
+    a runner killed outright leaves no worker writing and no layer holding pending bytes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m asyncbench.fs.power_cut BACKING MOUNT", file=sys.stderr)

@@ -31,6 +31,7 @@ from asyncbench.config import from_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
+from asyncbench.fs.power_cut import die_with_parent
 from asyncbench.workloads import workload
 
 __all__ = ["main"]
@@ -78,6 +79,7 @@ async def _run(spec: dict[str, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()  # a runner killed outright: no orphan writing on to its point
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m asyncbench.run.crash_worker SPEC.json", file=sys.stderr)
