@@ -9,7 +9,7 @@ Where engines come from, in this order (a name is taken once):
   declares ``[project.entry-points."asyncbench.engines"] mine = "mypackage.module:MyEngine"``
   in its ``pyproject.toml`` (the ecosystem's plug-in convention, as pytest's ``pytest11``);
 - ``ASYNCBENCH_ENGINES="name=module:Class,..."``. Kept beside the entry points because it
-  needs no install: a module on ``PYTHONPATH`` (a file being written, the README's example,
+  needs no install: a module on ``PYTHONPATH`` (a file being written, docs/extending.md's example,
   the test suite's deliberately broken engines) becomes an engine, and, being in the
   environment, it reaches the child process that runs each engine of an isolated run as
   it is. It may name a built-in engine to replace it; an entry point may not.

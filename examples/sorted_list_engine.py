@@ -1,6 +1,6 @@
 """A complete engine in one file: five sorted key lists, and nothing of the workload.
 
-It is the example of the README's "Writing an engine" section: copy it, replace the
+It is the example of docs/extending.md's "Writing an engine" section: copy it, replace the
 sorted lists with your store's calls, register it (an ``asyncbench.engines`` entry point
 in your package, or ``ASYNCBENCH_ENGINES="mine=mypackage.module:MyEngine"``) and run any
 plan with ``--engine mine``. ``tests/test_example_engine.py`` runs the spec's reference
@@ -82,7 +82,7 @@ async def _on_loop(body: Callable[..., Any], *args: Any) -> Any:
 
 
 class SortedListEngine(Engine):
-    """Five sorted key lists in memory (the README's example engine)."""
+    """Five sorted key lists in memory (docs/extending.md's example engine)."""
 
     name = "sorted-list"
     persistent = False  # nothing survives the process: reopen keeps this object

@@ -1,6 +1,6 @@
 """A complete SQL engine in one file: Python's sqlite3, in memory, and nothing of the workload.
 
-The SQL counterpart of ``sorted_list_engine.py`` (the README's "Writing an engine"): copy
+The SQL counterpart of ``sorted_list_engine.py`` (docs/extending.md's "Writing an engine"): copy
 it, replace the sqlite3 calls with your driver's, register it (an ``asyncbench.engines``
 entry point, or ``ASYNCBENCH_ENGINES="mine=mypackage.module:MyEngine"``) and run any plan
 with ``--engine mine``. ``tests/test_example_engine.py`` runs the spec's reference plan
@@ -85,7 +85,7 @@ async def _on_loop(body: Callable[..., Coroutine[Any, Any, Any]], *args: Any) ->
 
 
 class SqliteMemoryEngine(Engine):
-    """One in-memory SQLite database shared by every worker (the README's SQL example)."""
+    """One in-memory SQLite database shared by every worker (docs/extending.md's SQL example)."""
 
     name = "sqlite-memory"
     persistent = False  # nothing survives the process: reopen keeps this object

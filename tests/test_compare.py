@@ -311,3 +311,21 @@ def test_a_named_path_too_long_to_look_up_is_bad_input(
     good = str(write(tmp_path, "good", sample()))
     assert main(["compare", str(tmp_path / name), good]) == 2
     assert "File name too long" in capsys.readouterr().err
+
+
+def test_results_of_two_workloads_are_refused_naming_both(run_cli, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 54: YCSB's ``mixed`` and the profile store's ``mixed`` share a phase kind's name;
+    compare set one against the other and called their checksums different (exit 1)."""
+    code, _, out = run_cli("run", "-P", "workloadc", "-p", "recordcount=1000", "-p", "operationcount=2000", "--engine", "memory", "--no-isolate")
+    assert code == 0, out
+    (ycsb,) = (tmp_path / "out").glob("records-*/asyncbench-*.json")
+    code, _, out = run_cli(str(ROOT / "benchmarks" / "profile-mix.toml"), "--engine", "memory", "--profiles", "1k", "--no-isolate")
+    assert code == 0, out
+    (profiles,) = (tmp_path / "out").glob("profiles-*/asyncbench-*.json")
+    for a, b in ((ycsb, profiles), (profiles, ycsb)):
+        assert main(["compare", str(a), str(b)]) == 2
+        err = capfd.readouterr().err
+        assert "two workloads, " in err and "ycsb" in err and "profile_store" in err and str(b.name) in err
+    assert main(["compare", str(tmp_path / "out"), str(ycsb)]) == 2  # a side that holds both
+    assert "two workloads" in capfd.readouterr().err
+    assert main(["compare", str(ycsb), str(ycsb)]) == 0

@@ -1,29 +1,62 @@
-"""The README's commands and links must work from a fresh clone."""
+"""The README's commands and links, and the docs pages', must work from a fresh clone."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from conftest import ROOT
+
+#: The README is a front page (issue 54: it was 52.8 KB doing a docs site's work).
+README_MAX_BYTES = 15 * 1024
 
 
 def _readme() -> str:
     return (ROOT / "README.md").read_text()
 
 
-def test_readme_links_point_at_files_in_the_repository() -> None:
-    for target in re.findall(r"\]\(([^)#:]+)\)", _readme()):
-        assert (ROOT / target).exists(), f"README links {target}, which is not in the repository"
-    assert "shared/spec" not in _readme()
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def test_running_section_uses_the_virtual_environment() -> None:
-    section = _readme().split("## Running", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```sh", 1)[1].split("```", 1)[0]
-    commands = [line for line in block.splitlines() if line.strip()]
-    assert commands and all(line.startswith(".venv/bin/python -m asyncbench") for line in commands)
-    assert "`python -m asyncbench" not in section  # inline mentions use the venv's python too
-    assert "source .venv/bin/activate" in section
+def test_readme_and_docs_links_point_at_files_in_the_repository() -> None:
+    broken = [
+        f"{page.relative_to(ROOT)} -> {target}"
+        for page in _pages()
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text())
+        if not (page.parent / target).exists()
+    ]
+    assert not broken, broken
+    assert all("shared/spec" not in page.read_text() for page in _pages())
+
+
+def test_readme_is_a_front_page_and_the_index_reaches_every_page() -> None:
+    assert len(_readme().encode()) <= README_MAX_BYTES
+    assert "](docs/index.md)" in _readme()
+    index = (ROOT / "docs" / "index.md").read_text()
+    unlisted = [
+        p.relative_to(ROOT / "docs").as_posix()
+        for p in sorted((ROOT / "docs").rglob("*.md"))
+        if p.name != "index.md" and f"]({p.relative_to(ROOT / 'docs').as_posix()})" not in index
+    ]
+    assert not unlisted, f"docs/index.md does not link {unlisted}"
+
+
+def test_every_lab_note_states_its_date_commit_and_machine() -> None:
+    for note in sorted((ROOT / "docs" / "results").glob("*.md")):
+        opening = note.read_text().split("\n\n", 2)[1]
+        assert re.search(r"\b20\d\d-\d\d-\d\d\b", opening), note.name
+        assert re.search(r"\bcommit [0-9a-f]{7,}\b", opening), note.name
+        assert "vCPU" in opening or "CPU" in opening, note.name
+
+
+def test_running_page_and_readme_examples_use_the_virtual_environment() -> None:
+    for text in (_readme().split("## More of what it does", 1)[1], (ROOT / "docs" / "cli.md").read_text()):
+        block = text.split("```sh", 1)[1].split("```", 1)[0]
+        commands = [line for line in block.splitlines() if line.strip()]
+        assert commands and all(line.startswith(".venv/bin/python -m asyncbench") for line in commands)
+        assert "`python -m asyncbench" not in text  # inline mentions use the venv's python too
+        assert "source .venv/bin/activate" in text
 
 
 def test_workload_spec_states_the_reference_checksums() -> None:
@@ -37,7 +70,7 @@ def test_workload_spec_states_the_reference_checksums() -> None:
 def test_readme_and_help_say_what_counts_redraw() -> None:
     from asyncbench.cli.main import build_parser
 
-    plans = _readme().split("## Plans", 1)[1].split("\n## ", 1)[0]
+    plans = (ROOT / "docs" / "plans.md").read_text()
     assert "changing a count re-draws that stream and every stream" in plans
     help_text = " ".join(build_parser().format_help().split())
     assert "Changing a count under [counts] re-draws that stream and every stream drawn after it" in help_text
@@ -82,13 +115,13 @@ def test_result_schema_documents_every_result_field() -> None:
 
 def test_readme_counts_the_charts_without_guessing() -> None:
     """Issue 39: the README said "8 or 9 charts" for the full plan."""
-    readme = (ROOT / "README.md").read_text()
-    assert "8 or 9" not in readme and "9 or 10" not in readme
+    for page in _pages():
+        assert "8 or 9" not in page.read_text() and "9 or 10" not in page.read_text(), page.name
 
 
 def test_readme_documents_the_log_lines_grouping_fields() -> None:
     """Issue 39: the log's batch and phase lines carry ``repeat``, ``profiles`` and
-    ``parallelism``; the README says so where it describes the log."""
-    readme = (ROOT / "README.md").read_text()
+    ``parallelism``; docs/outputs.md says so where it describes the log."""
+    readme = (ROOT / "docs" / "outputs.md").read_text()
     log = readme[readme.index("`OUTPUT/asyncbench-<stamp>.log`") :][:1200]
     assert all(f"`{name}`" in log for name in ("repeat", "profiles", "parallelism", "worker", "done", "p99_us"))

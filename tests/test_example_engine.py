@@ -1,4 +1,4 @@
-"""The README's example engines (a key/value one and a SQL one), registered the way a user
+"""docs/extending.md's example engines (a key/value one and a SQL one), registered the way a user
 registers one, reproduce the spec's 17 reference checksums through the real CLI (isolated
 child included)."""
 

@@ -165,6 +165,24 @@ def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None)
     return side
 
 
+def one_workload(base: Side, new: Side) -> None:
+    """Both sides hold results of one workload, or a :class:`ResultError` names the files.
+
+    Phase kinds are a workload's vocabulary: YCSB's ``mixed`` and the profile store's
+    ``mixed`` are different phases, and before this check ``compare`` set one against the
+    other (and called their checksums different)."""
+    first: dict[str, Path] = {}
+    for side, label in ((base, "BASE"), (new, "NEW")):
+        for path, run in zip(side.files, side.runs, strict=True):
+            first.setdefault(run.workload, path)
+            if len(first) > 1:
+                (a, pa), (b, pb) = first.items()
+                raise ResultError(
+                    f"the results are of two workloads, {a} ({_short(pa)}) and {b} ({_short(pb)}, in {label}): "
+                    "compare compares runs of one workload"
+                )
+
+
 def _pacing(p: PhaseResult) -> str:
     return f"{fmt.count(round(p.open_loop.rate))}/s" if p.open_loop is not None else "closed loop"
 
@@ -719,6 +737,7 @@ def run(args: argparse.Namespace) -> int:
     warn: list[str] = []
     try:
         base, new = load_side(args.base, engines, warn), load_side(args.new, engines, warn)
+        one_workload(base, new)
     except ResultError as exc:
         _warn(warn)
         print(f"asyncbench: compare: {exc}", file=sys.stderr)

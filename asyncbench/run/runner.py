@@ -44,6 +44,7 @@ from asyncbench.run.capacity import SearchRecord, capacity_of_phase, stopped_sea
 from asyncbench.run.crash import CrashRecord, crash_phase, recover_phase
 from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
+from asyncbench.run.gc_policy import harness_frozen
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
@@ -98,6 +99,12 @@ class EngineRun:
         )
 
     async def run(self) -> EngineResult:
+        # The harness's objects are frozen before the engine makes its first: no garbage
+        # collection inside a phase walks them (asyncbench.run.gc_policy).
+        with harness_frozen():
+            return await self._run()
+
+    async def _run(self) -> EngineResult:
         res = self.result
         started = perf_counter()
         interrupted = False

@@ -442,7 +442,7 @@ examples:
   python -m asyncbench floor --profiles 200k --repeats 5 --pin 0
   python -m asyncbench floor --engine sqlite --kinds update
 
-The method and a recorded run: README.md (Measurements) and
+The method and a recorded run: docs/measurements.md and
 docs/results/floor-200k.md."""
     p.add_argument(
         "--engine", default=_engines("rocksdb,sqlite"), type=_engines, help=f"comma separated: {', '.join(FLOORS)}"

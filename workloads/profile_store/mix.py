@@ -91,7 +91,7 @@ class MixedPhase:
         last = np.full(n, profiles - 1, dtype=np.int64)  # no inserts: every profile exists
         self.uid = next_keys(chooser(dist, seed), last) + 1
         self.profiles = profiles
-        self.done: Done = []
+        self.done = Done()
 
 
 class MixedOps(OwnedOps, Sequence[tuple[int, int]]):
@@ -135,7 +135,7 @@ async def run_mixed(store: ProfileStore, ops: Sequence[Any], transform: Any, mar
         else:
             records.extend(await store.update(uids[a:b], transform, own))
         marks.extend(own if a == 0 else own[1:])  # one start stamp, then one per operation
-    ops.phase.done.append((ops.positions, marks))
+    ops.phase.done.append(ops.positions, marks)
     return records
 
 

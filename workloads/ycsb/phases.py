@@ -160,7 +160,7 @@ class MixedPhase:
         self.columns = [np.concatenate([getattr(b, c) for b in batches]) for c in cols]
         self.kind, self.key = self.columns[0], self.columns[1]
         #: (positions, marks) of every batch run in this process, for :func:`mix_figures`
-        self.done: Done = []
+        self.done = Done()
 
     @cached_property
     def initial(self) -> list[bytes]:
@@ -229,7 +229,7 @@ class MixedOps(OwnedOps, Sequence[tuple[int, ...]]):
 async def _mixed(store: HasUsertable, ops: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
     assert isinstance(ops, MixedOps)
     digests = await usertable(store).run(ops, marks)
-    ops.phase.done.append((ops.positions, marks))  # O(1): per-kind latency after the phase
+    ops.phase.done.append(ops.positions, marks)  # O(1): per-kind latency after the phase
     return digests
 
 
