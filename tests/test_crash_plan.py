@@ -31,6 +31,12 @@ BAD = [
      "phase[0].crash.after", "exceeds the phase's 100 operations"),
     ("crash-how-unknown", RUN + '[[phase]]\nkind = "insert"\ncrash = { after = 5, how = "unplug" }\n' + RECOVER,
      "phase[0].crash.how", "not a way to crash"),
+    ("crash-points-zero", RUN + '[[phase]]\nkind = "insert"\ncrash = { after = 5, points = 0 }\n' + RECOVER,
+     "phase[0].crash.points", "between"),
+    ("crash-points-too-many", RUN + '[[phase]]\nkind = "insert"\ncrash = { after = 90, points = 101 }\n' + RECOVER,
+     "phase[0].crash.points", "between"),
+    ("crash-points-beyond-after", RUN + '[[phase]]\nkind = "insert"\ncrash = { after = 3, points = 4 }\n' + RECOVER,
+     "phase[0].crash.points", "need at least 4 operations"),
     ("crash-without-recover", RUN + INSERT_CRASH, "phase[0].crash", "needs a 'recover' phase directly after it"),
     ("recover-without-crash", RUN + '[[phase]]\nkind = "insert"\n' + RECOVER, "phase[1].kind", "after a crash"),
     ("read-after-recover", RUN + INSERT_CRASH + RECOVER + '[[phase]]\nkind = "read_by_id"\n', "phase[2].kind",
@@ -67,6 +73,8 @@ def test_a_crash_and_its_recovery_load_and_travel_to_the_child(tmp_path: Path) -
     assert from_json(to_json(cfg)).phases == cfg.phases  # the crash point reaches the isolated engine
     plan.write_text(RUN + '[[phase]]\nkind = "insert"\ncrash = { after = 7, how = "power" }\n' + RECOVER)
     assert load(plan).phases[0].crash == CrashPoint(after=7, how="power")
+    assert CrashPoint(after=200, points=3).at() == [66, 133, 200]
+    assert CrashPoint(after=7).at() == [7]
 
 
 def test_the_run_rate_leaves_a_crashed_phase_closed_loop(tmp_path: Path) -> None:

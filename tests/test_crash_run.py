@@ -119,9 +119,10 @@ def test_the_crash_point_and_what_was_acknowledged_repeat_exactly(tmp_path: Path
         async with anyio.create_task_group() as tg:
             engine = engine_class("sqlite")(econf)
             await engine.open(True, tg)
-            record = await crash_phase(cfg, level, 0, engine)
+            drawn = workload().draw_plan(level.counts, cfg.seed)
+            record = await crash_phase(cfg, level, 0, engine, drawn)
             fresh = engine_class("sqlite")(econf)
-            row, _ = await recover_phase(record, workload().draw_plan(level.counts, cfg.seed), engine, fresh, tg)
+            row, _ = await recover_phase(record, drawn, engine, fresh, tg)
             await fresh.close()
             tg.cancel_scope.cancel()
         return [done for done, _ in record.acks], (row.acknowledged_present, row.acknowledged_lost, row.checked)
@@ -206,9 +207,10 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
         async with anyio.create_task_group() as tg:
             engine = engine_class("sqlite")(econf)
             await engine.open(True, tg)
-            record = await crash_phase(cfg, level, 0, engine)
+            drawn = workload().draw_plan(level.counts, cfg.seed)
+            record = await crash_phase(cfg, level, 0, engine, drawn)
             fresh = engine_class("sqlite")(econf)
-            row, _ = await recover_phase(record, workload().draw_plan(level.counts, cfg.seed), engine, fresh, tg)
+            row, _ = await recover_phase(record, drawn, engine, fresh, tg)
             await fresh.close()
             tg.cancel_scope.cancel()
         assert row.opened and row.synced_commits, row
@@ -216,3 +218,23 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
 
     for after in points:
         assert anyio.run(cut_at, after) == (after, 0, 0)
+
+
+def test_several_crash_points_in_one_run_each_on_a_copy_of_the_store(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """``crash.points = 3``: points at a third, two thirds and all of ``after``, each a row;
+    the earlier ones run on copies of the store as the phase found it, deleted after."""
+    from asyncbench.run.power_mount import missing
+
+    if missing():
+        pytest.skip(f"a power crash needs {missing()}")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(POWER.replace('how = "power" }', 'how = "power", points = 3 }').replace("AFTER", str(AFTER)))
+    assert "points = 3" in plan.read_text()
+    code, (result,), output = run_cli(str(plan), "--no-progress", "--keep-data")
+    assert code == 0, output
+    by_engine = {e["engine"]: e["durability"] for e in result["engines"]}
+    assert [(d["after"], d["acknowledged_lost"]) for d in by_engine["sqlite"]] == [(66, 0), (133, 0), (200, 0)]
+    assert [(d["after"], d["acknowledged_lost"]) for d in by_engine["rocksdb"]] == [(66, 66), (133, 133), (200, 200)]
+    assert all(d["opened"] and d["torn"] == 0 for rows in by_engine.values() for d in rows)
+    stores = next((tmp_path / "data").glob("profiles-*"))
+    assert sorted(p.name for p in stores.iterdir()) == ["rocksdb", "sqlite"]  # the copies are gone

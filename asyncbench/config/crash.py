@@ -20,7 +20,9 @@ from asyncbench.workloads import workload
 
 __all__ = ["CRASH_HOWS", "CRASH_KEYS", "check_crash_sizes", "check_crashes", "read_crash"]
 
-CRASH_KEYS = ("after", "how")
+CRASH_KEYS = ("after", "how", "points")
+#: The most crash points one crashed phase runs (each reruns the phase up to its point).
+MAX_POINTS = 100
 #: How a crash is made: ``kill`` (SIGKILL of the engine's process) or ``power`` (the same,
 #: with the store on the power-cut filesystem, which then drops every unsynced write:
 #: asyncbench/fs/power_cut.py, docs/durability.md).
@@ -48,7 +50,10 @@ def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: obj
     how = read_str(where, f"{key}.crash.how", value.get("how", "kill"))
     if how not in CRASH_HOWS:
         raise ConfigError(where, f"{key}.crash.how", f"{how!r} is not a way to crash; use {' or '.join(CRASH_HOWS)}")
-    return CrashPoint(after=after, how=how)
+    points = read_int(where, f"{key}.crash.points", value.get("points", 1), 1, MAX_POINTS)
+    if points > after:
+        raise ConfigError(where, f"{key}.crash.points", f"{points} points need at least {points} operations; after is {after}")
+    return CrashPoint(after=after, how=how, points=points)
 
 
 def check_crashes(phases: Sequence[PhaseSpec], where: str) -> None:

@@ -33,6 +33,13 @@ class CrashPoint:
 
     after: int
     how: str = "kill"
+    #: Crash points in one run: ``after * i // points`` for i = 1..points, each on its own
+    #: copy of the store as the phase found it (the last on the store itself).
+    points: int = 1
+
+    def at(self) -> list[int]:
+        """Every crash point, rising; the last is ``after``."""
+        return [max(1, self.after * i // self.points) for i in range(1, self.points + 1)]
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,14 @@ which is not built yet, and is refused naming it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 
@@ -58,6 +61,8 @@ class CrashRecord:
     seconds: float = 0.0  # from the worker's first operation to its last acknowledgement
     #: (operations acknowledged so far, monotonic ns) per batch, the worker's start first
     acks: list[tuple[int, int]] = field(default_factory=list)
+    #: The rows of the earlier crash points (``crash.points``), each checked on its copy.
+    earlier: list[DurabilityRow] = field(default_factory=list)
 
     def lost_seconds(self, first_lost: int | None) -> float | None:
         """From the start of the batch holding operation ``first_lost`` (0-based) to the crash."""
@@ -83,31 +88,73 @@ def refusal(engine: Engine) -> str | None:
     return None
 
 
-async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine) -> CrashRecord:
+async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine, plan: DrawnPlan) -> CrashRecord:
     """Close ``engine``, run phase ``index`` in a worker process until its crash, return
-    what was acknowledged. Raises RuntimeError when the worker did not die by the kill."""
+    what was acknowledged. Raises RuntimeError when the worker did not die by the kill.
+
+    Several points (``crash.points``): every point but the last runs on a copy of the store
+    as the phase found it, is checked there (its row in ``CrashRecord.earlier``) and the copy
+    deleted; the last runs on the store itself, for the recover phase."""
     spec = cfg.phases[index]
     assert spec.crash is not None
     why = refusal(engine)
     if why is not None:
         raise RuntimeError(why)
     await engine.close()
-    record = CrashRecord(spec)
+    points = spec.crash.at()
+    earlier: list[DurabilityRow] = []
+    for point in points[:-1]:
+        earlier.append(await _point_on_a_copy(cfg, level, index, engine, plan, point))
+    record = await _crash_once(cfg, level, index, engine, engine.data_dir, points[-1])
+    record.earlier = earlier
+    return record
+
+
+async def _point_on_a_copy(
+    cfg: BenchConfig, level: Level, index: int, engine: Engine, plan: DrawnPlan, point: int
+) -> DurabilityRow:
+    """One earlier crash point, on a copy of the store beside it, checked, then deleted."""
+    copy = engine.data_dir.with_name(f"{engine.data_dir.name}.crash-point-{point}")
+    if copy.exists() or copy.is_symlink():  # never over anything: an earlier run's copy is the user's to look at
+        raise RuntimeError(f"{copy} exists (left by a stopped run?); a crash point's copy of the store goes there")
+    await anyio.to_thread.run_sync(partial(shutil.copytree, engine.data_dir, copy, symlinks=True))
+    try:
+        record = await _crash_once(cfg, level, index, engine, copy, point)
+        fresh = type(engine)(dataclasses.replace(engine.config, data_dir=copy))
+        async with anyio.create_task_group() as background:
+            try:
+                row, _ = await recover_phase(record, plan, engine, fresh, background)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await fresh.close()
+                background.cancel_scope.cancel()
+        return row
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(partial(shutil.rmtree, copy, ignore_errors=True))
+
+
+async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine, store: Path, point: int) -> CrashRecord:
+    """The worker on ``store`` until ``point`` operations are acknowledged, then its kill
+    (and, for a power crash, the cut)."""
+    spec = cfg.phases[index]
+    assert spec.crash is not None
+    record = CrashRecord(dataclasses.replace(spec, crash=dataclasses.replace(spec.crash, after=point)))
     with tempfile.TemporaryDirectory(prefix="asyncbench-crash-") as tmp:
         config, spec_file = Path(tmp) / "config.json", Path(tmp) / "crash.json"
         write_atomic(config, to_json(cfg))
         async with contextlib.AsyncExitStack() as stack:
             # a power crash: the worker's store on the power-cut layer, cut when this block ends
-            mount = await stack.enter_async_context(power_cut_mount(engine.data_dir)) if spec.crash.how == "power" else None
+            mount = await stack.enter_async_context(power_cut_mount(store)) if spec.crash.how == "power" else None
             job = {"config": str(config), "engine": engine.name, "phase": index, "profiles": level.profiles,
-                   "parallelism": level.parallelism, "data_dir": str(mount) if mount else None}  # fmt: skip
+                   "parallelism": level.parallelism, "data_dir": str(mount or store), "after": point}  # fmt: skip
             write_atomic(spec_file, orjson.dumps(job))
             proc, err = await _run_worker(spec_file, record)
     if proc.returncode != -signal.SIGKILL:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no error output"]
         raise RuntimeError(f"the crash worker ended with status {proc.returncode} before its kill: {tail[0]}")
-    if record.acknowledged != spec.crash.after:
-        raise RuntimeError(f"the crash worker acknowledged {record.acknowledged:_d} of {spec.crash.after:_d} operations")
+    if record.acknowledged != point:
+        raise RuntimeError(f"the crash worker acknowledged {record.acknowledged:_d} of {point:_d} operations")
     if record.acks:
         record.seconds = (record.acks[-1][1] - record.acks[0][1]) / 1e9
     return record

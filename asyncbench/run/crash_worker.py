@@ -58,7 +58,7 @@ async def _run(spec: dict[str, object]) -> None:
     ctx = workload().context(cfg.seed)
     econf = EngineConfig(
         name=name,
-        # the store's own directory, or (a power crash) the power-cut filesystem's mount of it
+        # the store (or a crash point's copy), or its mount by the power-cut filesystem
         data_dir=Path(str(spec["data_dir"])) if spec.get("data_dir") else store_root(cfg.data, level.profiles) / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
@@ -66,7 +66,7 @@ async def _run(spec: dict[str, object]) -> None:
         workers=1,
     )
     engine = engine_class(name)(econf)
-    after, batch = phase.crash.after, cfg.batch_size
+    after, batch = int(str(spec.get("after") or phase.crash.after)), cfg.batch_size  # this crash point
     async with anyio.create_task_group() as background:
         await engine.open(False, background)
         store = engine.worker(0)

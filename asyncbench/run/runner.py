@@ -334,7 +334,7 @@ class EngineRun:
         """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
         self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)
         if spec.crash is not None:
-            self.crash = record = await crash_phase(self.cfg, self.level, index, engine)
+            self.crash = record = await crash_phase(self.cfg, self.level, index, engine, self.plan)
             pr = phase_row(index, spec, record.acknowledged, record.seconds, None, False, None)
             self.result.notes.append(
                 f"{spec.name}: {spec.crash.how} after {record.acknowledged:_d} acknowledged operations; the store "
@@ -346,7 +346,7 @@ class EngineRun:
             fresh = type(engine)(engine.config)
             self.engine = fresh
             row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background)
-            self.result.durability.append(row)
+            self.result.durability += [*self.crash.earlier, row]  # the earlier points, checked on copies
             pr = phase_row(index, spec, row.checked, seconds, None, False, None)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
