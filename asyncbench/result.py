@@ -58,6 +58,7 @@ __all__ = [
     "CapacityProbe",
     "PhaseCost",
     "off_disk",
+    "PhasePrefix",
     "PhaseResult",
     "PlanPhase",
     "ClientProcess",
@@ -522,6 +523,51 @@ class PhaseMix:
 
 
 @dataclass
+class PhasePrefix:
+    """A time-bounded phase (``duration``): it stopped at the first batch boundary after
+    its duration, so its engines may each have run a different number of its operations.
+    ``complete``: the longest prefix of the phase's stream that ran whole (the phase's
+    ``checksum`` is that prefix's); ``checkpoints[j]``: the checksum of the first
+    ``(j + 1) * every`` operations, for every such count up to ``complete``. Engines are
+    compared at the shortest ``complete`` among them (asyncbench.measure.correctness)."""
+
+    duration_seconds: float
+    operations: int  # the phase's stream: its upper bound
+    complete: int
+    every: int
+    checkpoints: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> bool:
+        """The duration ended the phase before its last operation."""
+        return self.complete < self.operations
+
+    def at(self, count: int, checksum: str | None) -> str | None:
+        """The checksum of the stream's first ``count`` operations, if this phase has it
+        (``checksum``: the phase's, at ``complete``)."""
+        if count == self.complete:
+            return checksum
+        if count > 0 and count % self.every == 0 and count // self.every <= len(self.checkpoints):
+            return self.checkpoints[count // self.every - 1]
+        return None
+
+    def check(self, where: str) -> None:
+        _at_least(f"{where}.duration_seconds", self.duration_seconds, 0)
+        _at_least(f"{where}.operations", self.operations, 0)
+        _at_least(f"{where}.every", self.every, 1)
+        _at_least(f"{where}.complete", self.complete, 0)
+        _at_most(f"{where}.complete", self.complete, self.operations)
+        if len(self.checkpoints) != self.complete // self.every:
+            raise ResultError(
+                f"{where}.checkpoints: {len(self.checkpoints)} checksums; {self.complete:_d} operations "
+                f"every {self.every:_d} make {self.complete // self.every}"
+            )
+        for i, cs in enumerate(self.checkpoints):
+            if not (len(cs) == 16 and all(c in "0123456789ABCDEF" for c in cs)):
+                raise ResultError(f"{where}.checkpoints[{i}]: {cs[:40]!r} is not a 16-digit hex checksum")
+
+
+@dataclass
 class PhaseResult:
     index: int  # position in the plan: the phase's identity within a run
     name: str
@@ -565,6 +611,9 @@ class PhaseResult:
     capacity: Capacity | None = None
     #: A mixed phase only: per operation kind counts and latency, and the skew run.
     mix: PhaseMix | None = None
+    #: A time-bounded phase only (``duration``): how far its stream ran whole, and the
+    #: checksums at its prefixes; ``ops`` is what ran, ``checksum`` the whole prefix's.
+    prefix: PhasePrefix | None = None
 
     @property
     def ops_per_s(self) -> float:

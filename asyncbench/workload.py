@@ -32,6 +32,7 @@ __all__ = [
     "MixFigures",
     "RecoveryCounts",
     "PhaseKind",
+    "Prefix",
     "SettingError",
     "Split",
     "StreamUse",
@@ -129,6 +130,12 @@ class PhaseKind:
     #: when neither ``split`` rule fits (YCSB: each worker owns the keys it writes); the
     #: dispatcher uses it wherever the phase runs.
     partition: Callable[[Sequence[Any], int], list[Sequence[Any]]] | None = None
+    #: It may run for a ``duration`` instead of to its end (YCSB's mixed phase): every
+    #: operation has a position in one seeded stream and its checksum is a sum of
+    #: per-operation digests independent of the worker that ran it, so the checksum of the
+    #: stream's first N operations is the same on every engine and P
+    #: (``Workload.prefix_checksums``).
+    bounded: bool = False
 
     @property
     def streams(self) -> tuple[str, ...]:
@@ -195,6 +202,21 @@ class RecoveryCounts:
     torn: int = 0  # records that are no version the plan ever wrote (never allowed)
     first_lost: int | None = None
     torn_examples: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What a time-bounded phase ran, as its checksums can be compared across engines: the
+    operations that ran (``ran``, in any order over the workers), the longest prefix of the
+    stream that ran whole (operations ``0..complete-1``), the checksum of that prefix, and
+    the checksums of the prefixes ``every``, ``2*every``, ... up to ``complete`` (the
+    checkpoints another engine, stopped elsewhere, is compared at)."""
+
+    ran: int
+    complete: int
+    checksum: str
+    every: int
+    checkpoints: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -322,6 +344,14 @@ class Workload(Protocol):
     def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
         """Apply the workload's own properties (``-p KEY=VALUE``) to a TOML plan document of
         it, in place; the notes to print; ValueError naming ``source``, the key and the problem."""
+        ...
+
+    def prefix_checksums(
+        self, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+    ) -> Prefix:
+        """After a time-bounded phase (a ``bounded`` kind) stopped: its :class:`Prefix` from
+        the batches that ran, (batch items, what the batch call returned) each; a later
+        ``mix_figures`` of ``items`` counts only the operations that ran."""
         ...
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:

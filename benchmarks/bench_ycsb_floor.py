@@ -12,7 +12,7 @@ machine's load hits both alike:
 
 - profile store: insert profiles 1..N, then the reference plan's ``read_by_id`` phase
   (its ``reads`` stream);
-- YCSB: load N records, then ``benchmarks/ycsb/workloadc.toml``'s mixed phase (100 %
+- YCSB: load N records, then ``benchmarks/ycsb/workloadc-smoke.toml``'s mixed phase (100 %
   zipfian reads of every field) of ``--operations`` operations.
 
 It prints each round, the medians and the two ratios against the targets, and the load
@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-PLAN = Path(__file__).resolve().parent / "ycsb" / "workloadc.toml"
+PLAN = Path(__file__).resolve().parent / "ycsb" / "workloadc-smoke.toml"
 READ_TARGET, LOAD_TARGET = 0.5, 0.7
 
 

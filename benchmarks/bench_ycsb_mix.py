@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--workload", default="a", choices=list("abcdef"))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    doc = tomllib.loads((PLANS / f"workload{args.workload}.toml").read_text())
+    doc = tomllib.loads((PLANS / f"workload{args.workload}-smoke.toml").read_text())
     best = {False: float("inf"), True: float("inf")}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):

@@ -23,7 +23,7 @@ from asyncbench.workloads import select
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.phases import PHASES, Counts, MixedOps, Plan, phase_items
 
-B = ROOT / "benchmarks" / "ycsb" / "workloadb.toml"
+B = ROOT / "benchmarks" / "ycsb" / "workloadb-smoke.toml"
 
 
 def _plan(tmp_path: Path, ops: int, searched: bool = True, then_mixed: bool = True, records: int = 300) -> Path:

@@ -47,7 +47,7 @@ def test_capacity_with_client_processes_has_the_checksums_of_one_process(tmp_pat
     assert all(scaled[k] == alone[k] for k in common), (scaled, alone)
 
 
-MIX = (ROOT / "benchmarks" / "ycsb" / "workloadb.toml").read_text().replace("recordcount = 1000", "recordcount = 2000").replace(
+MIX = (ROOT / "benchmarks" / "ycsb" / "workloadb-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 2000").replace(
     "operations = 1000", "operations = 14000"
 ).replace('kind = "mixed"', 'kind = "mixed"\ncapacity = true').replace(
     "[run]\n", '[run]\nengines = ["postgres"]\nparallelism = 4\n'

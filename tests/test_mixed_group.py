@@ -14,7 +14,7 @@ from asyncbench.cli.main import main
 
 def test_a_mixed_phase_is_labelled_mixed_not_query(tmp_path: Path, run_cli) -> None:
     plan = tmp_path / "a.toml"
-    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada.toml").read_text().replace("recordcount = 1000", "recordcount = 300"))
+    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 300"))
     code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
     assert code == 0, output
     assert "queries (all)" not in output and "mixed (all)" in output, output
@@ -28,7 +28,7 @@ def test_a_mixed_phase_is_labelled_mixed_not_query(tmp_path: Path, run_cli) -> N
 
 def test_a_result_written_when_a_mixed_phase_was_a_query_still_loads(tmp_path: Path, run_cli) -> None:
     plan = tmp_path / "a.toml"
-    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada.toml").read_text().replace("recordcount = 1000", "recordcount = 300"))
+    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 300"))
     code, _, output = run_cli(str(plan), "--engine", "memory", "--no-isolate", "--yes")
     assert code == 0, output
     (path,) = (tmp_path / "out").glob("*/asyncbench-*.json")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-YCSB_A = ROOT / "benchmarks" / "ycsb" / "workloada.toml"
-YCSB_D = ROOT / "benchmarks" / "ycsb" / "workloadd.toml"
+YCSB_A = ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml"
+YCSB_D = ROOT / "benchmarks" / "ycsb" / "workloadd-smoke.toml"
 PROFILE_MIX = ROOT / "benchmarks" / "profile-mix.toml"
 
 

@@ -209,7 +209,7 @@ def test_the_run_rate_leaves_a_ycsb_load_unthrottled_unless_the_plan_paces_it(tm
     """YCSB loads unthrottled and applies ``-target`` to the run phase: ``--rate`` (one rate
     or a sweep) paces the mixed phase, never the load; a load with a rate of its own in the
     plan keeps it (issue 51, finding 6: ``load 10.003 s 9_997/s`` and a failed --check-rate)."""
-    plan = ROOT / "benchmarks" / "ycsb" / "workloada.toml"
+    plan = ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml"
     cfg = load(plan)
     apply_run_key(cfg, "command line", "--rate", "rate", rates)
     pace_phases(cfg)

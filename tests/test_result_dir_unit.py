@@ -14,7 +14,7 @@ from conftest import ROOT
 
 def test_a_ycsb_run_writes_records_n_pp_and_its_next_run_is_scaled_from_it(tmp_path: Path, run_cli) -> None:
     plan = tmp_path / "a.toml"
-    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
+    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
     code, results, output = run_cli(str(plan), "--engine", "memory", "--parallelism", "2", "--no-isolate", "--yes")
     assert code == 0, output
     out = tmp_path / "out"
@@ -35,7 +35,7 @@ def test_a_profile_store_run_still_writes_profiles_n_pp(tmp_path: Path, run_cli)
 
 def _ycsb_plan(tmp_path: Path) -> Path:
     plan = tmp_path / "a.toml"
-    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
+    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
     return plan
 
 

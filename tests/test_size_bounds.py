@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from asyncbench.cli.main import main
 
-WORKLOADD = ROOT / "benchmarks" / "ycsb" / "workloadd.toml"
+WORKLOADD = ROOT / "benchmarks" / "ycsb" / "workloadd-smoke.toml"
 BASE = "recordcount=1000\noperationcount=100\nworkload=site.ycsb.workloads.CoreWorkload\n"
 
 

@@ -35,7 +35,7 @@ def test_what_is_not_a_timed_race_is_never_too_short() -> None:
 
 def test_a_short_run_says_so_in_the_console_and_the_report(tmp_path: Path, run_cli) -> None:
     plan = tmp_path / "a.toml"  # 400 records, 1000 operations: every phase ends in milliseconds
-    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
+    plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 400"))
     code, (result,), output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
     assert code == 0, output
     times = {(e["engine"], p["name"]): p["seconds"] for e in result["engines"] for p in e["phases"]}

@@ -103,7 +103,7 @@ def test_workload_f_counts_a_read_modify_write_under_read_and_update_as_ycsb() -
     from asyncbench.workloads.ycsb.phases import PHASES
     from asyncbench.workloads.ycsb.workload import WORKLOAD
 
-    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text())
+    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf-smoke.toml").read_text())
     settings = WORKLOAD.settings(doc["ycsb"])
     table = {k: v for k, v in doc["phase"][1].items() if k != "kind"}
     kind = PHASES["mixed"]
@@ -152,8 +152,8 @@ def test_report_format_ycsb_prints_ycsbs_summary(tmp_path: Path, run_cli, capfd:
     from asyncbench.cli.main import main
     from asyncbench.measure.latency import LatencyHistogram
 
-    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text())
-    text = (Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf.toml").read_text()
+    doc = tomllib.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf-smoke.toml").read_text())
+    text = (Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadf-smoke.toml").read_text()
     plan = tmp_path / "workloadf.toml"
     plan.write_text(text.replace("recordcount = 1000", "recordcount = 300").replace("operations = 1000", "operations = 1500"))
     code, results, out = run_cli("run", str(plan), "--engine", "memory", "--format", "ycsb")
@@ -253,13 +253,13 @@ def test_p_properties_are_checked_and_every_refusal_listed(run_cli) -> None:
 
 
 def test_p_properties_land_where_the_converter_puts_them_in_a_toml_plan() -> None:
-    """override_plan on the shipped workloadb.toml: the [ycsb] layout, the mixed phase's
+    """override_plan on the shipped workloadb-smoke.toml: the [ycsb] layout, the mixed phase's
     keys, threadcount as parallelism, target as the rate (0: none), notes for what YCSB
     ignores; the document still loads as a plan."""
     from asyncbench.config import from_document
     from asyncbench.workloads.ycsb.overrides import override_plan
 
-    shipped = Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadb.toml"
+    shipped = Path(__file__).resolve().parent.parent / "benchmarks" / "ycsb" / "workloadb-smoke.toml"
     doc = tomllib.loads(shipped.read_text())
     notes = override_plan(
         doc,

@@ -155,7 +155,7 @@ def run(
 
 
 def shipped(letter: str, records: int, ops: int, **mixed: Any) -> dict[str, Any]:
-    plan = tomllib.loads((ROOT / "benchmarks" / "ycsb" / f"workload{letter}.toml").read_text())
+    plan = tomllib.loads((ROOT / "benchmarks" / "ycsb" / f"workload{letter}-smoke.toml").read_text())
     plan["ycsb"]["recordcount"] = records
     plan["phase"][1]["operations"] = ops
     plan["phase"][1].update(mixed)

@@ -1,6 +1,6 @@
 """YCSB's workloads A-F run through the CLI on every serverless engine: one checksum per phase.
 
-Each shipped plan (``benchmarks/ycsb/workload{a..f}.toml``) at a small size runs on memory,
+Each shipped plan (``benchmarks/ycsb/workload{a..f}-smoke.toml``) at a small size runs on memory,
 lsm, rocksdb and sqlite at P = 1, 4 and 16; every phase checksum must be the same on every
 engine and level, and the mixed phase's must equal the dict-backed reference store's of
 ``tests/test_ycsb_mix.py`` (an independent execution of the same operations), so an
@@ -23,7 +23,7 @@ ENGINES = "memory,lsm,rocksdb,sqlite"
 
 def small_plan(tmp_path: Path, letter: str, records: int = 300, ops: int = 1500, **mixed: Any) -> tuple[Path, dict]:
     """The shipped plan at ``records`` records and ``ops`` operations (scans at most 20 long)."""
-    text = (PLANS / f"workload{letter}.toml").read_text()
+    text = (PLANS / f"workload{letter}-smoke.toml").read_text()
     doc = tomllib.loads(text)
     text = text.replace("recordcount = 1000", f"recordcount = {records}")
     text = text.replace("operations = 1000", f"operations = {ops}")
@@ -114,7 +114,7 @@ REPLACEMENTS = {
 def test_bad_plan_names_file_key_and_problem_exits_2_and_creates_nothing(
     old: str, key: str, problem: str, tmp_path: Path, run_cli
 ) -> None:
-    text = (PLANS / "workloada.toml").read_text()
+    text = (PLANS / "workloada-smoke.toml").read_text()
     assert old in text
     plan = tmp_path / "bad.toml"
     plan.write_text(text.replace(old, REPLACEMENTS[old], 1))
@@ -219,7 +219,7 @@ def test_plan_from_ycsb_prints_the_shipped_plan(letter: str, capfd) -> None:
 
     assert main(["plan", "--from-ycsb", str(ROOT / "tests" / "fixtures" / "ycsb" / f"workload{letter}")]) == 0
     out = capfd.readouterr()
-    assert out.out == (PLANS / f"workload{letter}.toml").read_text() and out.err == ""
+    assert out.out == (PLANS / f"workload{letter}-smoke.toml").read_text() and out.err == ""
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ from asyncbench import fmt
 from asyncbench.config import RUN_KEYS
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.fs.walk import TooManyEntries, find
+from asyncbench.measure.correctness import common_prefix
 from asyncbench.measure.stats import Comparison, Verdict, compare, exit_code, t_critical
 from asyncbench.report import cost_compare, latency_compare, mix_compare
 from asyncbench.result import EXIT_BAD_INPUT, PhaseResult, ResultError, RunResult
@@ -67,6 +68,9 @@ class Side:
     runs: list[RunResult] = field(default_factory=list)
     samples: dict[tuple[str, PhaseKey], list[float]] = field(default_factory=lambda: defaultdict(list))
     checksums: dict[tuple[str, PhaseKey], set[str]] = field(default_factory=lambda: defaultdict(set))
+    #: phases run for a duration: each run stopped elsewhere in the stream, so their
+    #: checksums compare only at the common prefix (asyncbench.measure.correctness)
+    prefixed: dict[tuple[str, PhaseKey], list[PhaseResult]] = field(default_factory=lambda: defaultdict(list))
     names: dict[PhaseKey, str] = field(default_factory=dict)
     #: per (engine, phase key): how its runs were paced (``2_000/s``, or ``closed loop``)
     pacing: dict[tuple[str, PhaseKey], set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -156,7 +160,9 @@ def load_side(arg: str, engines: set[str] | None, warn: list[str] | None = None)
                     _capacity_samples(side, e.engine, key, p)
                     continue
                 side.names.setdefault(key, p.name)
-                if p.checksum:
+                if p.checksum and p.prefix is not None:
+                    side.prefixed[(e.engine, key)].append(p)
+                elif p.checksum:
                     side.checksums[(e.engine, key)].add(p.checksum)
                 if p.action is Action.OPERATIONS and p.seconds > 0:
                     side.samples[(e.engine, key)].append(p.ops_per_s)
@@ -359,8 +365,18 @@ def compare_sides(base: Side, new: Side, threshold: float) -> list[Row]:
         c = compare(base.samples[(engine, key)], new.samples[(engine, key)], threshold)
         a, b = base.checksums.get((engine, key)), new.checksums.get((engine, key))
         equal = (a == b and len(a) == 1) if a and b else None
+        timed = base.prefixed.get((engine, key), []) + new.prefixed.get((engine, key), [])
+        if timed:
+            equal = _prefix_equal(timed) if not a and not b else None
         rows.append(Row(engine, new.names.get(key, base.names[key]), c, equal, key))
     return rows
+
+
+def _prefix_equal(phases: list[PhaseResult]) -> bool | None:
+    """Runs of a phase run for a duration agree when their checksums at the common prefix
+    of its stream are one; None when they share no checkpoint (nothing compared)."""
+    common = common_prefix({str(i): p for i, p in enumerate(phases)})
+    return None if common is None else len(set(common[0].values())) == 1
 
 
 @dataclass

@@ -30,6 +30,7 @@ from asyncbench.config import (
     load,
     pace_phases,
 )
+from asyncbench.config.durations import check_durations
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 from asyncbench.run.scale import check_scale
@@ -196,6 +197,8 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         cfg.clean_data = False
     cfg.check_rate = bool(getattr(args, "check_rate", False))
     check_capacity(cfg, where if args.capacity or args.slo or args.require_rate else cfg.source)
+    scaled_by_flag = getattr(args, "processes", None) is not None or getattr(args, "cluster", None) is not None
+    check_durations(cfg, where if scaled_by_flag else cfg.source)
     if args.arrivals is not None:
         check_pacing(cfg, where, "--arrivals")
     else:

@@ -64,6 +64,9 @@ class PhaseSpec:
     #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
     #: by the workload (``Workload.phase_params``), as sorted (key, value) pairs.
     params: tuple[tuple[str, object], ...] = ()
+    #: Run for at most this many seconds (``duration``): the phase stops at the first batch
+    #: boundary after it (its operations are the upper bound); None: to its end.
+    duration: float | None = None
     #: Crash the engine's process at this point of the phase (a write phase only), or None.
     crash: CrashPoint | None = None
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from asyncbench import fmt
 from asyncbench.config.crash import check_crash_sizes, check_crashes, read_crash
+from asyncbench.config.durations import check_kind, read_duration
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig, PhaseSpec
 from asyncbench.config.readers import parse_rates, read_arrivals, read_bool, read_int, read_shown, read_str
@@ -19,7 +20,7 @@ from asyncbench.limits import MAX_NAME_CHARS, MAX_PROFILES
 from asyncbench.workload import Action, Group, PhaseKind, SettingError
 from asyncbench.workloads import workload
 
-PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "crash"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "duration", "crash"}
 #: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
 #: has 17; thousands are a generated mistake whose run would never end.
 MAX_PHASES = 1000
@@ -65,6 +66,9 @@ def _phase(
     name = names.name(key, table, use.name)
     post = use.post_update if kind.takes_stream else order.seen_update and not kind.rewrites
     rates = _rates(where, key, kind_name, kind, table)
+    capacity = _capacity(where, key, kind_name, kind, table, rates)
+    duration = _duration(where, key, kind_name, kind, table, capacity)
+    order.after_duration(where, key, kind_name, duration)
     spec = PhaseSpec(
         kind=kind_name,
         name=name,
@@ -74,11 +78,28 @@ def _phase(
         rate=rates[0] if rates else None,
         arrivals=read_arrivals(where, f"{key}.arrivals", table["arrivals"]) if "arrivals" in table else "uniform",
         over_time=_over_time(where, key, kind_name, kind, table),
-        capacity=_capacity(where, key, kind_name, kind, table, rates),
+        capacity=capacity,
         params=tuple(sorted(params.items())),
+        duration=duration,
         crash=read_crash(where, key, kind_name, kind, table["crash"]) if "crash" in table else None,
     )
     return spec, rates
+
+
+def _duration(
+    where: str,
+    key: str,
+    kind_name: str,
+    kind: PhaseKind,
+    table: Mapping[str, object],
+    capacity: bool,
+) -> float | None:
+    """``duration``: run for this long at most (seconds), on a kind that can stop early."""
+    if "duration" not in table:
+        return None
+    seconds = read_duration(where, f"{key}.duration", table["duration"])
+    check_kind(where, f"{key}.duration", kind_name, kind, capacity)
+    return seconds
 
 
 def _kind(where: str, key: str, table: Mapping[str, object]) -> tuple[str, PhaseKind]:
@@ -148,6 +169,21 @@ class _Order:
     seen_update: bool = False
     seen_mixed: str | None = None  # the first mixed phase's key
     mixed_inserts: str | None = None  # the first mixed phase that inserts
+    timed: str | None = None  # the first phase with a duration
+
+    def after_duration(self, where: str, key: str, kind_name: str, duration: float | None) -> None:
+        """Only maintenance follows a phase with a duration: how far it ran differs between
+        engines, so what a later phase would read (and its checksum) would differ too."""
+        if self.timed is not None and workload().phases[kind_name].action not in _AFTER_MIXED:
+            raise ConfigError(
+                where,
+                f"{key}.kind",
+                f"{kind_name!r} comes after {self.timed}, which runs for a duration: how far it ran differs "
+                "between engines, so this phase would read a different store on each; only stabilize, settle "
+                "and reopen may follow it",
+            )
+        if duration is not None:
+            self.timed = self.timed or key
 
     def place(self, where: str, key: str, kind_name: str, kind: PhaseKind, params: Mapping[str, object]) -> None:
         inserts = kind.mixes and _positive(params.get("insertproportion"))  # YCSB's mix key

@@ -3,6 +3,13 @@
 Phases are matched by identity (their position in the plan, which fixes kind, stream and
 count), never by display name; the reference check asks the phase table for the
 reference identity of a phase's (kind, stream) and skips phases limited by ``count``.
+
+A phase that ran for a ``duration`` (:class:`~asyncbench.result.PhasePrefix`) may have run
+a different number of operations on each engine: its engines are compared at the common
+prefix of its stream, the first N operations where N is the shortest engine's whole
+prefix (or, when an engine has no checksum at exactly N, the last checkpoint below it),
+and the verdict says at which N; a common prefix of no operation is compared nowhere and
+said so (:attr:`Verdict.uncompared`), never counted as an agreement.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from dataclasses import dataclass, field
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workloads import workload
 
-__all__ = ["Verdict", "is_reference_run", "judge", "reference_identity"]
+__all__ = ["Verdict", "common_prefix", "is_reference_run", "judge", "reference_identity"]
 
 
 @dataclass
@@ -26,6 +33,9 @@ class Verdict:
     published_mismatch: list[str] | None = None
     #: Those engines' lines of ``failures`` (they fail the run only under ``--check-reference``).
     published_failures: list[str] = field(default_factory=list)
+    #: Phases run for a duration whose engines share no checkpoint to compare at (one of
+    #: them stopped before the first): neither an agreement nor a mismatch.
+    uncompared: list[str] = field(default_factory=list)
 
 
 def is_reference_run(run: RunResult) -> bool:
@@ -49,20 +59,33 @@ def judge(run: RunResult) -> Verdict:
     engine, that completed it."""
     v = Verdict(ok=True)
     indexes = sorted({p.index for e in run.engines for p in e.phases if p.checksum})
-    compared = 0
+    compared = at_prefix = 0
     for index in indexes:
-        by_engine = {_label(run, e): p.checksum for e in run.engines if (p := e.phase_at(index)) and p.checksum}
-        if len(by_engine) < 2:
+        phases = {_label(run, e): p for e in run.engines if (p := e.phase_at(index)) and p.checksum}
+        if len(phases) < 2:
             continue
+        name = next(iter(phases.values())).name
+        where = ""
+        if any(p.prefix is not None for p in phases.values()):
+            common = common_prefix(phases)
+            if common is None:
+                v.uncompared.append(_uncompared_line(name, index, phases))
+                continue
+            by_engine, count = common
+            if any(p.prefix is not None and p.prefix.stopped for p in phases.values()):
+                at_prefix += 1
+                where = f" at its first {count:_d} operations"
+                v.lines.append(_prefix_line(name, index, phases, count))
+        else:
+            by_engine = {label: p.checksum for label, p in phases.items() if p.checksum}
         compared += 1
         outliers = _outliers(by_engine)
         if not outliers:
             continue
         v.ok = False
-        name = next(p.name for e in run.engines if (p := e.phase_at(index)))
         for engine, cs, others in outliers:
             v.failures.append(
-                f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}): {cs} (others: {others})"
+                f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}){where}: {cs} (others: {others})"
             )
     probes = _probes(run, v)
     if is_reference_run(run):
@@ -90,16 +113,61 @@ def judge(run: RunResult) -> Verdict:
     done = list(dict.fromkeys(e.engine for e in run.engines if e.phases))
     if v.ok:
         if len(done) >= 2:
+            prefixes = f", {at_prefix} of them at the common prefix of a phase run for a duration" if at_prefix else ""
             v.lines.insert(
                 0,
                 f"All {len(done)} engines agree on every phase checksum they completed "
-                f"({compared} phases compared).",
+                f"({compared} phases compared{prefixes}).",
             )
         elif done:
             v.lines.insert(0, f"Only {done[0]} ran; there was nothing to compare its checksums with.")
         if probes:
             v.lines.insert(1, f"Their capacity probes agree too ({probes} probes compared by slice of the stream).")
     return v
+
+
+def common_prefix(phases: dict[str, PhaseResult]) -> tuple[dict[str, str], int] | None:
+    """The engines' checksums of a phase run for a duration at the longest prefix of its
+    stream that every one of them ran whole and has a checksum for (its whole prefix, or a
+    checkpoint), and that prefix's length; None when they share none (the shortest ran no
+    checkpoint's worth). An engine without a prefix (it ran the phase to its end, in a
+    result written without one) is taken at its whole stream."""
+    spans = [p.prefix for p in phases.values() if p.prefix is not None]
+    shortest = min(pre.complete for pre in spans)
+    every = spans[0].every
+    for count in (shortest, shortest - shortest % every):
+        if count <= 0:
+            break
+        got = {label: _at(p, count) for label, p in phases.items()}
+        if all(got.values()):
+            return {label: cs for label, cs in got.items() if cs}, count
+    return None
+
+
+def _at(p: PhaseResult, count: int) -> str | None:
+    if p.prefix is None:
+        return None  # ran to the end with no checkpoints: comparable only with one that did too
+    return p.prefix.at(count, p.checksum)
+
+
+def _prefix_line(name: str, index: int, phases: dict[str, PhaseResult], count: int) -> str:
+    ran = ", ".join(f"{label} {p.prefix.complete:_d}" for label, p in phases.items() if p.prefix is not None)
+    duration = next(p.prefix.duration_seconds for p in phases.values() if p.prefix is not None)
+    return (
+        f"Phase {name!r} (#{index + 1}) ran for a duration ({duration:g} s): each engine ran a different part of "
+        f"its stream, so checksums are compared at the common prefix, its first {count:_d} operations "
+        f"(whole prefix run: {ran})."
+    )
+
+
+def _uncompared_line(name: str, index: int, phases: dict[str, PhaseResult]) -> str:
+    spans = [(label, p.prefix) for label, p in phases.items() if p.prefix is not None]
+    label, short = min(spans, key=lambda s: s[1].complete)
+    return (
+        f"Phase {name!r} (#{index + 1}) ran for a duration and its checksums were not compared: {label} ran only "
+        f"the first {short.complete:_d} operations of its stream whole, short of the first checkpoint "
+        f"({short.every:_d} operations) the engines share; give the phase a longer duration"
+    )
 
 
 def _probes(run: RunResult, v: Verdict) -> int:

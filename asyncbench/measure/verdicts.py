@@ -298,6 +298,7 @@ def judge_run(run: RunResult) -> list[VerdictRow]:
         VerdictRow(RUN, "checksums", Outcome.FAIL, line, gating=line not in correctness.published_failures)
         for line in correctness.failures
     ]
+    rows += [VerdictRow(RUN, "checksums", Outcome.INCONCLUSIVE, line) for line in correctness.uncompared]
     for e in engines:
         if not e.warmup:
             rows += _phase_rows(run, e, loaded)

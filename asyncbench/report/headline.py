@@ -26,6 +26,7 @@ from asyncbench.measure.stats import CLIENT_BOUND_BUSY, Verdict, compare
 from asyncbench.measure.too_short import MIN_PHASE_SECONDS, TOO_SHORT, too_short
 from asyncbench.measure.verdicts import Outcome, VerdictRow, judge_run, overall
 from asyncbench.report.capacity import scorecard
+from asyncbench.report.duration_race import duration_line, run_for_duration
 from asyncbench.result import NO_SERVER, NOT_STARTED, EngineResult, PhaseResult, RunResult, Status
 from asyncbench.slo import bounds_text
 from asyncbench.workload import Action, Group
@@ -142,6 +143,10 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     label = group.value
     if len(paced) == len(indexes):
         return _rates_line(label, groups, indexes, failed)
+    bounded = [i for i in indexes if i not in paced and run_for_duration(run, i)]
+    if bounded and len(bounded) + len(paced) == len(indexes):  # a race of rates: every engine ran as long
+        return duration_line(label, groups, bounded, list(failed))
+    indexes = [i for i in indexes if i not in bounded]  # the rest race in time
     # a phase some engine ran in under MIN_PHASE_SECONDS is no race: a 35 ms phase ranked an
     # engine "2.50x faster" (issue 51)
     short = [i for i in indexes if i not in paced and any((p := e.phase_at(i)) and too_short(p) for e in run.engines)]
@@ -154,7 +159,7 @@ def _group_line(run: RunResult, groups: list[EngineRuns], group: Group) -> str |
     median = {name: statistics.median(s) for name, s in done}
     done.sort(key=lambda d: median[d[0]])
     first, first_s = done[0]
-    left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short)) if n]
+    left_out = [w for w, n in (("at a target rate", paced), (TOO_SHORT, short), ("run for a duration", bounded)) if n]
     rate_note = f" (phases {' or '.join(left_out)} left out)" if left_out else ""
     if median[first] <= 0:  # stabilizations an engine needs none of: nothing was timed
         return f"{label}: no measurable time ({', '.join(n for n, _ in done)}){rate_note}{failed_note}"

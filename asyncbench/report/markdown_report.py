@@ -172,8 +172,18 @@ def _engine_phase_columns(groups: dict[str, EngineRuns], engine: str) -> list[Co
         Column("Operations", "r", lambda p: fmt.count(p.ops)),
         Column("Time", "r", lambda p: fmt.ms(p.seconds) + (f" ({TOO_SHORT})" if too_short(p) else "")),
         Column("Throughput", "r", rate),
-        Column("Checksum", "l", lambda p: "per probe" if p.capacity is not None else f"`{p.checksum}`"),
+        Column("Checksum", "l", _checksum),
     ]
+
+
+def _checksum(p: PhaseResult) -> str:
+    """A phase's checksum; a phase stopped by its duration: of which first operations (the
+    engines' differ, and are compared at their common prefix, not here)."""
+    if p.capacity is not None:
+        return "per probe"
+    if p.prefix is not None and p.prefix.stopped:
+        return f"`{p.checksum}` (first {fmt.count(p.prefix.complete)} operations)"
+    return f"`{p.checksum}`"
 
 
 def phase_results(run: RunResult, groups: dict[str, EngineRuns] | None = None) -> list[str]:

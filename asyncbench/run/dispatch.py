@@ -27,7 +27,9 @@ from asyncbench.rate import Rate
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import (
     BatchHook,
+    Deadline,
     PhaseOutcome,
+    RanBatches,
     bucket_by_uid,
     partition,
     run_batches,
@@ -86,6 +88,10 @@ class OperationPhase:
     workers: int  # P: all the phase's workers, over every process
     #: worker -> its fraction of the operations, for an uneven split (:func:`shares`)
     shares: Mapping[int, float] | None = None
+    #: A time-bounded phase: its duration (ns from the release) and the list its workers'
+    #: batches go to (:class:`~asyncbench.run.phase_loop.Deadline`); None: run to the end.
+    duration_ns: int | None = None
+    ran: RanBatches | None = None
 
 
 async def run_workers(
@@ -106,11 +112,19 @@ async def run_workers(
     alone = len(parts) == 1  # nothing else of the benchmark's on this loop
     ends: dict[int, float] = {}
     origin = 0
+    deadline: Deadline | None = None
+
+    def start(at: int) -> None:
+        nonlocal origin, deadline
+        origin = at
+        if phase.duration_ns is not None:
+            assert phase.ran is not None
+            deadline = Deadline(at + phase.duration_ns, phase.ran)
 
     async def worker(w: int) -> None:
         if phase.rate is None:
             await run_batches(
-                phase.kind, stores[w], parts[w], phase.ctx, sums[w], phase.batch_size, phase.on_batch, w
+                phase.kind, stores[w], parts[w], phase.ctx, sums[w], phase.batch_size, phase.on_batch, w, deadline
             )
         else:
             share = None if phase.shares is None else phase.shares[w]
@@ -127,11 +141,12 @@ async def run_workers(
                 w,
                 alone,
                 ledger,
+                deadline,
             )
         ends[w] = time.time()
 
     if alone:
-        origin = await release()
+        start(await release())
         await worker(next(iter(parts)))
         return ends
     gate = anyio.Event()
@@ -148,7 +163,7 @@ async def run_workers(
             tg.start_soon(parked, w)
         while ready < len(parts):  # every worker is parked at the gate before the clock starts
             await anyio.sleep(0)
-        origin = await release()
+        start(await release())
         gate.set()
     return ends
 
@@ -163,13 +178,16 @@ async def run_operations(
     rate: Rate | None = None,
     seed: int = 0,
     phase: int = 0,
+    duration: float | None = None,
 ) -> PhaseOutcome:
     """An operation phase in this process: one worker per store handle, released together.
 
     The phase checksum is the fold of the active workers' hex checksums in worker order
     (one active worker: its own checksum). With a ``rate`` (ops/s over all workers), each
     worker issues its operations at intended times from the release
-    (:mod:`asyncbench.run.schedule`); without one, closed loop.
+    (:mod:`asyncbench.run.schedule`); without one, closed loop. With a ``duration``
+    (seconds, a ``bounded`` kind), no batch starts after it: the outcome's ``ops`` are the
+    operations that ran and ``ran`` their batches (the checksum folds what ran).
     """
     workers = len(stores)
     parts = split(kind, items, workers)
@@ -181,13 +199,19 @@ async def run_operations(
         t0 = perf_counter()
         return CLOCK()
 
-    op = OperationPhase(kind, ctx, batch_size, on_batch, rate, seed, phase, workers, shares(kind, parts))
+    ran: RanBatches | None = None if duration is None else []
+    duration_ns = None if duration is None else round(duration * 1e9)
+    op = OperationPhase(
+        kind, ctx, batch_size, on_batch, rate, seed, phase, workers, shares(kind, parts), duration_ns, ran
+    )
     await run_workers(op, dict(enumerate(parts)), dict(enumerate(stores)), sums, release)
     seconds = perf_counter() - t0
+    ops = len(items) if ran is None else sum(len(chunk) for chunk, _ in ran)
     if workers == 1:
-        return PhaseOutcome(ops=len(items), checksum=sums[0].hex(), seconds=seconds)
+        return PhaseOutcome(ops=ops, checksum=sums[0].hex(), seconds=seconds, ran=ran)
     active = [sums[w].hex() for w in range(workers) if len(parts[w])]
-    return PhaseOutcome(ops=len(items), checksum=workload().combine(active) if active else workload().checksum().hex(), seconds=seconds)
+    checksum = workload().combine(active) if active else workload().checksum().hex()
+    return PhaseOutcome(ops=ops, checksum=checksum, seconds=seconds, ran=ran)
 
 
 # --- the actions that are not operation batches ---------------------------------------------

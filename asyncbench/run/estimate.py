@@ -129,7 +129,9 @@ def paced_seconds(cfg: BenchConfig, profiles: int) -> float:
     5 ops/s makes its reads last for hours. A capacity search: its probes at the highest
     rates they can take (:func:`~asyncbench.run.capacity.search_seconds`), per search."""
     searches = sum(_search_seconds(cfg, spec, math.inf) for spec in running_phases(cfg) if spec.capacity)
-    return searches + sum(ops / spec.rate for spec, ops in phase_operations(cfg, profiles) if spec.rate)
+    return searches + sum(
+        min(ops / spec.rate, spec.duration or math.inf) for spec, ops in phase_operations(cfg, profiles) if spec.rate
+    )
 
 
 def _search_seconds(cfg: BenchConfig, spec: PhaseSpec, sustained: float) -> float:
@@ -265,7 +267,8 @@ class Rate:
                 total += searched + max(0, ops - probes) * per_op
             elif kind.action is Action.OPERATIONS:
                 measured = ops * self.per_op.get(spec.kind, mean_op) * grow
-                total += max(measured, ops / spec.rate) if spec.rate else measured
+                took = max(measured, ops / spec.rate) if spec.rate else measured
+                total += took if spec.duration is None else min(took, spec.duration)  # stops at it
             else:
                 total += self.per_phase.get(spec.kind, mean_maint) * scale**MAINTENANCE_GROWTH
         return total

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
+import anyio.lowlevel
+
 from asyncbench.measure.latency import CLOCK
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
 
-__all__ = ["BatchHook", "PhaseOutcome", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]
+__all__ = ["BatchHook", "Deadline", "PhaseOutcome", "RanBatches", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]
 
 BatchHook = Callable[..., None]
 """Called after every batch with (worker, batch index, ops in batch, batch seconds, marks);
@@ -29,11 +31,31 @@ workers held the event loop between this worker's previous batch and this one
 (:mod:`asyncbench.run.loop_ledger`: taken out of the harness's delay)."""
 
 
+#: The batches a worker ran, (items, what the batch call returned) each: kept only for a
+#: time-bounded phase, whose checksums at a prefix of its stream are computed from them.
+RanBatches = list[tuple[Sequence[Any], Sequence[Any]]]
+
+
 @dataclass
 class PhaseOutcome:
-    ops: int
+    ops: int  # the operations that ran (a time-bounded phase: at most its items)
     checksum: str | None
     seconds: float
+    #: A time-bounded phase only: every worker's batches (:data:`RanBatches`), worker order.
+    ran: RanBatches | None = None
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A time-bounded phase's end: a worker starts no batch once ``at`` (ns on the marks'
+    clock, :data:`~asyncbench.measure.latency.CLOCK`) has passed, so the phase stops at the
+    first batch boundary after its duration; ``ran`` keeps each batch for the checksums."""
+
+    at: int
+    ran: RanBatches
+
+    def passed(self) -> bool:
+        return CLOCK() >= self.at
 
 
 def partition(items: Sequence[object], workers: int) -> list[Sequence[object]]:
@@ -73,22 +95,35 @@ async def run_batches(
     batch_size: int,
     on_batch: BatchHook,
     worker: int = 0,
+    deadline: Deadline | None = None,
 ) -> int:
-    """One worker's loop: a batch call and a fold per batch; returns the operation count."""
+    """One worker's loop: a batch call and a fold per batch; returns the operations run
+    (all of ``items``, or fewer when ``deadline`` passed first)."""
     call = kind.call
     assert call is not None, f"{kind.kind} is not an operation phase"
     fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
     clock = perf_counter
     t0 = clock()
     total = len(items)
+    done = 0
     for index, start in enumerate(range(0, total, batch_size)):
+        if deadline is not None and deadline.passed():
+            break
         chunk = items[start : start + batch_size]
         marks: list[int] = []
-        fold(await call(store, chunk, ctx, marks))
+        result = await call(store, chunk, ctx, marks)
+        fold(result)
         t1 = clock()
         on_batch(worker, index, len(chunk), t1 - t0, marks)
+        done += len(chunk)
+        if deadline is not None:
+            deadline.ran.append((chunk, result))
+            # an engine whose calls never suspend (memory) would run this worker alone until
+            # the deadline and the others not at all: the workers take turns, batch by batch
+            await anyio.lowlevel.checkpoint()
+            t1 = clock()
         t0 = t1
-    return total
+    return done
 
 
 async def run_batches_at(
@@ -103,12 +138,14 @@ async def run_batches_at(
     worker: int = 0,
     alone: bool = True,
     ledger: LoopLedger | None = None,
+    deadline: Deadline | None = None,
 ) -> int:
     """One worker's loop under a rate: each batch is the operations due now (at most
     ``batch_size``), issued back to back in plan order; then it waits for the next due time.
     Behind schedule, the batches grow and nothing is skipped. Same items, same order, same
     folds as :func:`run_batches`: only when they start differs. ``ledger``: the engine's time
-    on the loop, shared by the phase's workers on this loop (one of its own if none)."""
+    on the loop, shared by the phase's workers on this loop (one of its own if none).
+    ``deadline``: no batch starts after it (the operations run are returned)."""
     call = kind.call
     assert call is not None, f"{kind.kind} is not an operation phase"
     fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
@@ -120,6 +157,8 @@ async def run_batches_at(
     seen = ledger.total  # the loop's engine time when this worker last stopped running its own
     while done < total:
         due = schedule.next_due()
+        if deadline is not None and (deadline.passed() or due >= deadline.at):
+            break  # the next batch is due after the end: it would start past the duration
         if due > clock():
             await wait_until(due, alone)
         t0 = clock()
@@ -131,7 +170,9 @@ async def run_batches_at(
         result = await timed(call(store, chunk, ctx, marks))
         seen = ledger.total
         fold(result)
+        if deadline is not None:
+            deadline.ran.append((chunk, result))
         on_batch(worker, index, n, (clock() - t0) / 1e9, marks, intended, blocked)
         done += n
         index += 1
-    return total
+    return done

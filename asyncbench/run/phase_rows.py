@@ -18,11 +18,20 @@ from asyncbench.config import PhaseSpec
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
-from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhaseResult
+from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhasePrefix, PhaseResult
 from asyncbench.workload import MixFigures, PhaseKind
 from asyncbench.workloads import workload
 
-__all__ = ["add_figures", "kind_histograms", "merge_kind_latencies", "phase_mix", "phase_rate", "phase_row", "sweep_dipped"]
+__all__ = [
+    "add_figures",
+    "kind_histograms",
+    "merge_kind_latencies",
+    "phase_mix",
+    "phase_prefix",
+    "phase_rate",
+    "phase_row",
+    "sweep_dipped",
+]
 
 
 def hot_label(fraction: float) -> str:
@@ -43,6 +52,18 @@ def phase_mix(figures: MixFigures | None) -> PhaseMix | None:
             stats = LatencyHistogram.from_values(took).summary()
         kinds[name] = KindFigures(ops, stats)
     return PhaseMix(kinds, {hot_label(f): share for f, share in figures.hot_shares.items()})
+
+
+def phase_prefix(
+    spec: PhaseSpec, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+) -> tuple[PhasePrefix, str]:
+    """A phase that ran for a duration (after its clock stopped): how far its stream ran
+    whole, its checkpoints, and its checksum (the whole prefix's: what another engine that
+    ran as far agrees on, whatever else it ran past it)."""
+    assert spec.duration is not None
+    got = workload().prefix_checksums(kind, items, ran)
+    prefix = PhasePrefix(spec.duration, len(items), got.complete, got.every, list(got.checkpoints))
+    return prefix, got.checksum
 
 
 def kind_histograms(kind: PhaseKind, items: Sequence[Any]) -> dict[str, str] | None:

@@ -47,7 +47,15 @@ from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary
 from asyncbench.run.gc_policy import harness_frozen
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
-from asyncbench.run.phase_rows import add_figures, phase_mix, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.phase_loop import RanBatches
+from asyncbench.run.phase_rows import (
+    add_figures,
+    phase_mix,
+    phase_prefix,
+    phase_rate,
+    phase_row,
+    sweep_dipped,
+)
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
@@ -292,6 +300,7 @@ class EngineRun:
         if meter is not None:
             await meter.start()  # (snapshots outside the phase's time)
         found = None
+        ran: RanBatches | None = None
         searches: list[SearchRecord] = []  # a capacity search's probes as they go
         started = perf_counter()
         try:
@@ -302,7 +311,7 @@ class EngineRun:
                 )  # fmt: skip
                 latency = None
             else:
-                checksum, ops, retries, seconds, latency, close_seconds = await self._timed(
+                checksum, ops, retries, seconds, latency, close_seconds, ran = await self._timed(
                     index, spec, items, rate, engine
                 )
         except BaseException:
@@ -312,7 +321,11 @@ class EngineRun:
                 self.result.phases.append(stopped_search(result, searches[0], perf_counter() - started))
             raise
         cost = None if meter is None else await meter.stop(self.engine or engine)
+        prefix = None
+        if ran is not None:  # a phase that ran for a duration: its checksum is its whole prefix's
+            prefix, checksum = phase_prefix(spec, kind, items, ran)
         pr = result(ops, seconds, checksum)
+        pr.prefix = prefix
         pr.retries = retries
         pr.capacity = found
         if kind.action is Action.SETTLE:
@@ -398,13 +411,15 @@ class EngineRun:
 
     async def _timed(
         self, index: int, spec: PhaseSpec, items: Sequence[object], rate: Rate | None, engine: Engine
-    ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None]:
-        """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds)."""
+    ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None, RanBatches | None]:
+        """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds,
+        and a phase with a duration its batches)."""
         kind = workload().phases[spec.kind]
         checksum: str | None = None
         ops = retries = 0
         close_seconds: float | None = None
         latency = None
+        ran = None
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
             # that many connections, and the phase runs that many workers
@@ -422,11 +437,12 @@ class EngineRun:
                     rate,
                     self.cfg.seed,
                     index,
+                    spec.duration,
                 )
             except BaseException:
                 latency.close()
                 raise
-            ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
+            ops, checksum, seconds, ran = outcome.ops, outcome.checksum, outcome.seconds, outcome.ran
             retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
             assert self.background is not None
@@ -434,7 +450,7 @@ class EngineRun:
                 kind.action, Host(engine, self.background, self._adopt, self.plan.counts.profiles)
             )
             checksum, ops, seconds, close_seconds = done.checksum, done.ops, done.seconds, done.close_seconds
-        return checksum, ops, retries, seconds, latency, close_seconds
+        return checksum, ops, retries, seconds, latency, close_seconds, ran
 
     def _adopt(self, engine: Engine | None) -> None:
         """A reopen's fresh adapter (None while it is made: a failing constructor must not

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from asyncbench.workload import MixFigures, NativePlan, PhaseKind, RecoveryCounts, SettingError, Workload
+from asyncbench.workload import (
+    MixFigures,
+    NativePlan,
+    PhaseKind,
+    Prefix,
+    RecoveryCounts,
+    SettingError,
+    Workload,
+)
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
@@ -85,6 +93,13 @@ class ProfileStoreWorkload:
 
     def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
         raise ValueError(f"{source}: -p sets a YCSB property; the profile store plan has none (use its [run] flags)")
+
+    def prefix_checksums(
+        self, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+    ) -> Prefix:
+        """No profile store phase is ``bounded``: its checksums fold in order (an FNV chain
+        per worker), so a prefix of the stream has no checksum another P could match."""
+        raise NotImplementedError(f"the profile store's {kind.kind!r} phase cannot run for a duration")
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         """The mixed phase's kinds and skew; None for every other phase (one kind each)."""

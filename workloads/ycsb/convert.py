@@ -8,7 +8,7 @@ property is accounted for: a CoreWorkload property we carry over lands in the pl
 YCSB itself ignores (``zipfianconstant``: YCSB always draws with 0.99) or one that only
 tunes YCSB's measurements (``measurementtype``, ``hdrhistogram.*``...) is accepted and
 ignored *with a note* saying so; ``threadcount`` becomes the run's parallelism and
-``target`` the mixed phase's rate; one we do not support, an unknown one, or a bad value
+``target`` the mixed phase's rate and ``maxexecutiontime`` its ``duration``; one we do not support, an unknown one, or a bad value
 is an error naming the file, the key and the problem, never silently dropped, and every
 such error of a file is listed at once (a file is fixed in one go, not one key per try).
 ``db`` and ``exporter`` choose YCSB's binding and output, which asyncbench decides itself
@@ -74,7 +74,6 @@ UNSUPPORTED = {
     "readallfieldsbyname": "a read of all fields is one operation on every engine",
     "insertstart": "one plan loads all records (scale out with --processes/--cluster)",
     "insertcount": "one plan loads all records (scale out with --processes/--cluster)",
-    "maxexecutiontime": "a phase runs its operations to the end",
 }
 #: CoreWorkload's insertion error handling (``core_workload_insertion_*``): asyncbench's
 #: insert that fails fails the run, so only the values that mean that are accepted
@@ -116,7 +115,16 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "scanlengthdistribution": SCAN_LENGTH_DISTRIBUTIONS,
     "insertorder": INSERT_ORDERS,
 }
-KNOWN = {"workload", "recordcount", "operationcount", "threadcount", "target", *DEFAULTS}
+KNOWN = {"workload", "recordcount", "operationcount", "threadcount", "target", "maxexecutiontime", *DEFAULTS}
+#: The longest ``maxexecutiontime`` a plan takes: a year, as a phase's ``duration``.
+MAX_EXECUTION_SECONDS = 365 * 24 * 3600
+
+
+def duration_text(seconds: int) -> str:
+    """YCSB's ``maxexecutiontime`` (whole seconds) as a phase's ``duration``."""
+    return f"{seconds}s"
+
+
 #: the line number of a property set on the command line (``-p KEY=VALUE``), not in the file
 COMMAND_LINE = 0
 
@@ -152,12 +160,25 @@ def parse_value(source: str, prop: Property) -> Any:
     def bad(problem: str) -> YcsbFileError:
         return YcsbFileError(f"{where_set(source, prop)}: {problem}")
 
+    if key == "maxexecutiontime":  # YCSB's: whole seconds, 0 (its default) no limit
+        if not _INT.fullmatch(text) or len(text.lstrip("+-0")) > 30:
+            raise bad(f"{text!r} is not a whole number of seconds")
+        seconds = int(text)
+        if not 0 <= seconds <= MAX_EXECUTION_SECONDS:
+            raise bad(f"must be between 0 (no limit) and {MAX_EXECUTION_SECONDS:_d} seconds, got {seconds:_d}")
+        return seconds
     if key in _INTS:
         if not _INT.fullmatch(text):
             raise bad(f"{text!r} is not a whole number")
         if len(text.lstrip("+-0")) > 30:  # int() of a huge digit string is slow, and refused below anyway
             raise bad(f"must be between 1 and {size_bound(key):_d}, got {text[:20]}... ({len(text)} digits)")
         whole = int(text)
+        if whole < 1 and key == "operationcount":
+            raise bad(
+                f"must be >= 1, got {whole}: asyncbench draws the run phase's operations before it starts, so "
+                "operationcount is their number (with maxexecutiontime, their upper bound); YCSB's 0, "
+                "'run until maxexecutiontime', has no equal: give the most operations the time could take"
+            )
         if whole < 1:
             raise bad(f"must be >= 1, got {whole}")
         if whole > size_bound(key):  # the plan reader's bounds (asyncbench/limits.py)
@@ -316,6 +337,8 @@ def _plan(source: str, v: dict[str, Any]) -> dict[str, Any]:
         mixed["minscanlength"] = v["minscanlength"]
         mixed["maxscanlength"] = v["maxscanlength"]
         mixed["scanlengthdistribution"] = v["scanlengthdistribution"]
+    if v.get("maxexecutiontime"):  # YCSB's time bound on the run (0: none); operationcount bounds it too
+        mixed["duration"] = duration_text(v["maxexecutiontime"])
     if v.get("target"):  # YCSB's -target: operations per second of the whole run (0: unthrottled)
         mixed["rate"] = v["target"]
     run: dict[str, Any] = {"name": f"ycsb-{Path(source).name}", "workload": "ycsb", "seed": DEFAULT_SEED}

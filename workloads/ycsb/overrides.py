@@ -5,7 +5,8 @@ A YCSB file given to ``-P`` is converted with its ``-p`` properties merged in
 (:func:`.convert.convert`); a TOML YCSB plan (the shipped ``benchmarks/ycsb/workloadb.toml``)
 takes them here, each landing where the converter would have put it: the record layout
 in ``[ycsb]``, the operation count, proportions and distribution in every ``mixed``
-phase, ``threadcount`` in ``[run] parallelism``, ``target`` as the mixed phases' rate.
+phase, ``threadcount`` in ``[run] parallelism``, ``target`` as the mixed phases' rate,
+``maxexecutiontime`` as their ``duration``.
 The values are checked as the converter checks a file's (one shared parser), the rules
 between them by the plan's own checks when it loads; every refusal is listed at once.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from asyncbench.workloads.ycsb.convert import (
     COMMAND_LINE,
     YcsbFileError,
+    duration_text,
     is_measurement,
     parse_value,
     refusal,
@@ -78,7 +80,7 @@ def override_plan(doc: dict[str, Any], overrides: Sequence[tuple[str, str]], sou
             measurement.append(key)
         elif key == "zipfianconstant":
             notes.append(zipfianconstant_note(source, prop))
-        elif (key in MIXED_KEYS or key == "target") and not mixed:
+        elif (key in MIXED_KEYS or key in ("target", "maxexecutiontime")) and not mixed:
             errors.append(f"{where}: the plan has no mixed phase to set it on")
         else:
             try:
@@ -90,6 +92,12 @@ def override_plan(doc: dict[str, Any], overrides: Sequence[tuple[str, str]], sou
                 _table(doc, "ycsb", source)[key] = value
             elif key == "threadcount":
                 _table(doc, "run", source)["parallelism"] = value
+            elif key == "maxexecutiontime":
+                for phase in mixed:
+                    if value:
+                        phase["duration"] = duration_text(value)
+                    else:  # YCSB's 0: no time limit
+                        phase.pop("duration", None)
             elif key == "target":
                 for phase in mixed:
                     if value:

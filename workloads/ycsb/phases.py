@@ -19,17 +19,18 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from asyncbench.workload import Action, Fold, Group, Items, MixFigures, PhaseKind, Split, StreamUse
+from asyncbench.workload import Action, Fold, Group, Items, MixFigures, PhaseKind, Prefix, Split, StreamUse
 from asyncbench.workloads.common.mix import Done, OwnedOps, figures
 from asyncbench.workloads.profile_store.fold import M64
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb.operations import INSERT, KINDS, READMODIFYWRITE, SCAN, UPDATE, OperationStream
 from asyncbench.workloads.ycsb.plan import Layout, mix_spec
+from asyncbench.workloads.ycsb.prefix import prefix_checksums
 from asyncbench.workloads.ycsb.record import Values
 from asyncbench.workloads.ycsb.scans import scan_range
 from asyncbench.workloads.ycsb.store import HasUsertable, Marks, YcsbStore
 
-__all__ = ["PHASES", "Counts", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
+__all__ = ["PHASES", "Counts", "bounded_prefix", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,9 @@ class MixedPhase:
         self.kind, self.key = self.columns[0], self.columns[1]
         #: (positions, marks) of every batch run in this process, for :func:`mix_figures`
         self.done = Done()
+        #: A time-bounded phase (:func:`bounded_prefix`): the positions that ran, sorted;
+        #: :func:`mix_figures` counts these instead of the whole sequence
+        self.ran_positions: npt.NDArray[np.int64] | None = None
 
     @cached_property
     def initial(self) -> list[bytes]:
@@ -244,13 +248,27 @@ def mix_figures(ops: MixedOps) -> MixFigures:
     (:data:`YCSB_ALSO_COUNTED`; the plan's own ``readmodifywrite`` kind beside them), each
     kind's latencies (from the marks of the batches this process ran) and the share of its
     operations on the hottest 0.1/1/10 % of the keys (YCSB's key space at the phase's end:
-    the records and its inserts)."""
+    the records and its inserts). A time-bounded phase that stopped counts the operations
+    that ran (:func:`bounded_prefix`)."""
     phase = ops.phase
-    inserts = int(np.count_nonzero(phase.kind[ops.positions] == INSERT))
+    positions = ops.positions if phase.ran_positions is None else phase.ran_positions
+    inserts = int(np.count_nonzero(phase.kind[positions] == INSERT))
+    keys = phase.key[positions]
     keyspace = phase.plan.counts.profiles + inserts
-    return figures(
-        KINDS, phase.kind, ops.positions, phase.done, phase.key[ops.positions], keyspace, YCSB_ALSO_COUNTED
-    )
+    if phase.ran_positions is not None and len(keys):
+        # workers stopped at different points: a key inserted late in the sequence ran while
+        # an earlier insert (another worker's) did not; the key space is up to the highest key
+        keyspace = max(keyspace, int(keys.max()) + 1)
+    return figures(KINDS, phase.kind, positions, phase.done, keys, keyspace, YCSB_ALSO_COUNTED)
+
+
+def bounded_prefix(ops: MixedOps, ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> Prefix:
+    """A time-bounded mixed phase's checksums at the prefixes of its sequence
+    (:mod:`.prefix`); the phase's figures then count what ran."""
+    phase = ops.phase
+    prefix, positions = prefix_checksums(lambda chunk: chunk.positions, len(phase.index), ran)
+    phase.ran_positions = positions
+    return prefix
 
 
 def _use(stream: str | None, name: str) -> StreamUse:
@@ -281,6 +299,7 @@ PHASES: dict[str, PhaseKind] = {
             Split.BY_UID,
             repeatable=False,  # its updates and inserts change what a second run reads
             mixes=True,
+            bounded=True,  # digests summed, each the same on any worker: a prefix has one checksum
         ),
         PhaseKind("stabilize", Action.STABILIZE, Group.MAINTENANCE, (_use(None, "stabilize"),), needs_data=False,
                   columns=("Stabilize",)),

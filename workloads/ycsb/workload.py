@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from asyncbench.workload import MixFigures, NativePlan, PhaseKind, RecoveryCounts, SettingError, Workload
+from asyncbench.workload import (
+    MixFigures,
+    NativePlan,
+    PhaseKind,
+    Prefix,
+    RecoveryCounts,
+    SettingError,
+    Workload,
+)
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import COMMAND_LINE, convert, plan_toml
@@ -24,6 +32,7 @@ from asyncbench.workloads.ycsb.phases import (
     MixedOps,
     PhaseChecksum,
     Plan,
+    bounded_prefix,
     combine,
     mix_figures,
     phase_items,
@@ -88,6 +97,13 @@ class YcsbWorkload:
     def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
         """``-p`` YCSB properties on a TOML YCSB plan (:mod:`.overrides`)."""
         return override_plan(doc, overrides, source)
+
+    def prefix_checksums(
+        self, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+    ) -> Prefix:
+        if not isinstance(items, MixedOps):
+            raise TypeError(f"the ycsb {kind.kind!r} phase cannot run for a duration")
+        return bounded_prefix(items, ran)
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         return mix_figures(items) if isinstance(items, MixedOps) else None
