@@ -33,6 +33,7 @@ __all__ = [
     "RecoveryCounts",
     "PhaseKind",
     "Prefix",
+    "RecordMemory",
     "SettingError",
     "Split",
     "StreamUse",
@@ -228,6 +229,23 @@ class NativePlan:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RecordMemory:
+    """One record's bytes in memory, as a workload states them for the estimate's memory
+    figure. Why stated by the workload: a profile is a tuple of nine Python objects, a YCSB
+    record one ``bytes`` whose size the plan's ``fieldcount`` and ``fieldlength`` set, and
+    only the workload knows which. Both are measured (``benchmarks/bench_memory_per_record.py``
+    and the workload's own docstring say how)."""
+
+    #: One record as a worker's batch holds it while the engine writes it (the load's
+    #: records are built one batch at a time, each worker its own batch). Never more than
+    #: it takes: a plan is refused when these bytes alone cannot fit the machine.
+    built: int
+    #: What a store held in the process (the memory engine: a dict of records and its
+    #: indexes) keeps per record: the record and the store's own bookkeeping of it.
+    kept: int
+
+
 class SettingError(ValueError):
     """A workload's own plan setting (its section, or a phase's own key) is wrong: the key as
     the plan spells it and the problem; config names the file and exits 2."""
@@ -290,6 +308,11 @@ class Workload(Protocol):
 
     def size(self, settings: Mapping[str, Any]) -> int | None:
         """The records the settings name (the default of ``profiles``), or None."""
+        ...
+
+    def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
+        """What one record costs in memory with these settings (the estimate's memory
+        figure, ``asyncbench.run.memory_need``): measured, each workload its own."""
         ...
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:

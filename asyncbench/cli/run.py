@@ -62,11 +62,12 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdo
     import sys
 
     from asyncbench.run.estimate import ask_to_start, duration, estimate
+    from asyncbench.run.memory_need import memory_lines
     from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
-    print("\n".join([*est.lines(cfg), *notes(cfg)]), file=stdout, flush=True)
+    print("\n".join([*est.lines(cfg), *memory_lines(cfg), *notes(cfg)]), file=stdout, flush=True)
     what = f"this run of {est.time()}" if est.seconds is not None else "this run"
     longest = est.seconds
     if est.searches_at_most is not None and est.searches_at_most > (est.seconds or 0.0):

@@ -33,6 +33,7 @@ from asyncbench.config import (
 from asyncbench.config.durations import check_durations
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+from asyncbench.run.memory_need import check_memory
 from asyncbench.run.scale import check_scale
 from asyncbench.run.signals import StopSignals
 
@@ -222,6 +223,8 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         latest = latest_files(cfg.output, output_run_dirs(cfg))
     check_run_paths(cfg, args.log_file, latest, where)
     check_scale(cfg, profiles_from_flag=args.profiles is not None)
+    given = {"--profiles": args.profiles, "--parallelism": args.parallelism, "--batch-size": args.batch_size}
+    check_memory(cfg, flags=frozenset(flag for flag, value in given.items() if value is not None))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -122,6 +122,7 @@ __all__ = [
     "judge",
     "measure_capacity",
     "not_monotonic",
+    "out_of_reach",
     "start_rate",
     "local_probe",
     "probe_bound",
@@ -389,6 +390,9 @@ class ProbeResult:
     wait_share: float | None = None
     #: A failure the client decided (:func:`client_late`): the reason; None otherwise.
     inconclusive: str | None = None
+    #: The median service time of the judged operations (None: not measured): what
+    #: :func:`out_of_reach` reads.
+    service_median_ns: int | None = None
 
     @property
     def checksums(self) -> list[str | None]:
@@ -425,6 +429,7 @@ class ProbeResult:
             "delay_max_ns": self.delay_max_ns,
             "wait_share": self.wait_share,
             "inconclusive": self.inconclusive,
+            "service_median_ns": self.service_median_ns,
         }
 
 
@@ -503,6 +508,32 @@ def client_late(
     return None
 
 
+def out_of_reach(slo: Slo, res: ProbeResult, min_rate: float) -> str | None:
+    """Why a search that has passed no rate yet stops at this failed one, or None.
+
+    Issue 52: ``--slo p99=1us`` ran the ramp down to the range's bottom, each rate missing
+    the bound, ~100 s a probe at the lowest rates (a probe's operations at 100/s), over 400
+    s in all, for an answer known at the first rate: the engine's own operations are slower
+    than the bound. So when more than half of a confirmed failed probe's operations take
+    longer than a bound (of a percentile of p50 or above) by their service time alone (the
+    engine's time per operation, no queue, no client delay), a lower rate would mostly
+    repeat the miss: the search stops there, its capacity *below* that rate, how far below
+    not measured (INCONCLUSIVE, never ranked; docs/capacity.md). An engine whose service
+    time grows with the rate may pass lower: that is what is left unmeasured, and the
+    reason says so. A miss by queueing (service time within the bound) searches on."""
+    if res.confirms is None or res.service_median_ns is None:
+        return None
+    missed = next((b for b in slo.bounds if b.q >= 0.5 and res.service_median_ns > b.ns), None)
+    if missed is None:
+        return None
+    return (
+        f"out of reach: the engine's median service time {_duration(res.service_median_ns)} misses "
+        f"{missed.name} <= {_duration(missed.ns)} at {fmt.count(round(res.rate))}/s with no queue; the "
+        f"capacity is below {fmt.count(round(res.rate))}/s, the rates down to {fmt.count(round(min_rate))}/s "
+        "not probed"
+    )
+
+
 def judge(number: int, rate: float, slo: Slo, warmup: int, run: ProbeRun) -> ProbeResult:
     """Pass or fail one probe by the three rules of the module's docstring; a failure the
     client decided is marked inconclusive (:func:`client_late`)."""
@@ -522,9 +553,11 @@ def judge(number: int, rate: float, slo: Slo, warmup: int, run: ProbeRun) -> Pro
         engine = _at(own[cut:], slo)
         delays = _at(delay, slo)
         p99, worst = (int(np.quantile(delay, 0.99, method="higher")), int(delay.max())) if delay.size else (0, 0)
+        service = run.service_ns[cut:]
         figures = dict(
-            service_ns=_at(run.service_ns[cut:], slo), delay_ns=delays, engine_ns=engine,
+            service_ns=_at(service, slo), delay_ns=delays, engine_ns=engine,
             delay_p99_ns=p99, delay_max_ns=worst,
+            service_median_ns=int(np.median(service)) if service.size else None,
         )  # fmt: skip
         if limit is not None:
             figures["inconclusive"] = client_late(slo, delays, engine, int(own[-tail:].max()), run.wait_share)
@@ -657,6 +690,10 @@ async def search(
         res = await run(rate)
         if res.inconclusive is not None:
             return stop(res, rate)
+        reach = None if res.passed or lo is not None or rate <= min_rate else out_of_reach(slo, res, min_rate)
+        if reach is not None:
+            out.inconclusive, out.inconclusive_from = reach, rate
+            return out
         if res.passed:
             lo = rate
             if hi is None and rate >= max_rate:

@@ -15,7 +15,8 @@ import signal
 #: machine), before :func:`main` installs the run's handlers: recorded here, then handled
 #: by :class:`StopSignals` as if they came after (issue 52: three SIGINTs to the process
 #: group during a child's start printed a ``KeyboardInterrupt`` traceback from its
-#: imports). The interpreter's own start, before this line, is the window left.
+#: imports). The interpreter's own start, before this line, runs with SIGINT ignored: the
+#: parent starts this process so (:mod:`asyncbench.run.child_command`), and this line takes it back.
 EARLY_SIGNALS: list[int] = []
 if __name__ == "__main__":
     for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ import orjson
 from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.result import EngineResult, ResultError, Status, write_atomic
+from asyncbench.run.child_command import child_command
 from asyncbench.run.observers import Observer
 from asyncbench.run.parent_watch import parent_pipe
 from asyncbench.run.signals import StopSignals
@@ -100,13 +100,15 @@ class ChildEngineRun:
             lock_fd = CONTEXT.data_fd(engine_dir)
             watch_fd, alive_fd = parent_pipe()  # the child watches watch_fd; alive_fd stays here
             try:
-                cmd = [
-                    *(sys.executable, "-m", "asyncbench.run.child", str(cfg_file)),
-                    *("--engine", self.name, "--profiles", str(self.level.profiles)),
-                    *("--parallelism", str(self.level.parallelism), "--repeat", str(self.repeat)),
-                    *("--result-file", str(result_file), "--log-file", str(self.log_path)),
-                    *("--parent-pipe", str(watch_fd)),
-                ]
+                cmd = child_command(
+                    [
+                        str(cfg_file),
+                        *("--engine", self.name, "--profiles", str(self.level.profiles)),
+                        *("--parallelism", str(self.level.parallelism), "--repeat", str(self.repeat)),
+                        *("--result-file", str(result_file), "--log-file", str(self.log_path)),
+                        *("--parent-pipe", str(watch_fd)),
+                    ]
+                )
                 inherit = [watch_fd] + ([lock_fd] if lock_fd is not None else [])
                 try:
                     proc = await anyio.open_process(cmd, stdin=None, stdout=None, stderr=None, pass_fds=inherit)

@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from asyncbench.limits import record_problem
-from asyncbench.workload import SettingError
+from asyncbench.workload import RecordMemory, SettingError
 from asyncbench.workloads.common import params
 from asyncbench.workloads.common.distributions import NAMES
 from asyncbench.workloads.ycsb.keys import INSERT_ORDERS
 from asyncbench.workloads.ycsb.operations import KINDS, SCAN_LENGTH_DISTRIBUTIONS
 
-__all__ = ["MIX_DEFAULTS", "PROPORTIONS", "check_records", "cross_check", "mixed_params", "section"]
+__all__ = ["MIX_DEFAULTS", "PROPORTIONS", "check_records", "cross_check", "mixed_params", "record_memory", "section"]
 
 PROPORTIONS = tuple(f"{kind}proportion" for kind in KINDS)
 #: The ``[ycsb]`` table: key -> (kind, default); recordcount is required.
@@ -91,3 +91,22 @@ def mixed_params(table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[
     v = params.read(table, MIX_DEFAULTS, "a mixed phase", _CHOICES)
     cross_check(v, settings["recordcount"], SettingError)
     return v
+
+
+#: A ``bytes`` object's own header (CPython, 64-bit): what a record's value costs beyond its bytes.
+BYTES_HEADER = 33
+#: What the memory engine's usertable (a dict of key name to record, and its sorted key
+#: list) keeps per record beyond the record's bytes: measured with
+#: ``benchmarks/bench_memory_per_record.py --plan benchmarks/ycsb/workloadc.toml --sizes
+#: 50k,100k`` (and ``-p fieldlength=1000`` at 10k,20k; ``-p fieldlength=100000`` at
+#: 500,1000): the memory engine's peak RSS grew 1_247, 10_199 and 1_000_407 bytes a record
+#: for records of 1_042, 10_042 and 1_000_042 bytes, so 160-370 bytes beyond them; with margin.
+KEPT_OVERHEAD = 400
+
+
+def record_memory(settings: Mapping[str, Any]) -> RecordMemory:
+    """One record in memory: its canonical encoding (the field count as u16, each field's
+    length as u32 and its bytes: :func:`asyncbench.workloads.ycsb.codec.encode`) as one
+    ``bytes`` object; kept in the memory engine's usertable, :data:`KEPT_OVERHEAD` more."""
+    built = 2 + int(settings["fieldcount"]) * (4 + int(settings["fieldlength"])) + BYTES_HEADER
+    return RecordMemory(built=built, kept=built + KEPT_OVERHEAD)

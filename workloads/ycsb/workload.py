@@ -18,6 +18,7 @@ from asyncbench.workload import (
     NativePlan,
     PhaseKind,
     Prefix,
+    RecordMemory,
     RecoveryCounts,
     SettingError,
     Workload,
@@ -61,6 +62,9 @@ class YcsbWorkload:
 
     def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         ycsb_settings.check_records(phases, profiles)
+
+    def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
+        return ycsb_settings.record_memory(settings)
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
         if kind.kind == "mixed":
