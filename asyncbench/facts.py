@@ -48,6 +48,9 @@ class Durability:
     write_unit: str = ""  # what one acknowledged write covers, e.g. "one transaction per insert"
     after_crash: str = ""  # what a crash loses or what open repairs
     parameters: dict[str, str] = field(default_factory=dict)  # effective knobs behind the above
+    #: Every acknowledged write is synced before it is acknowledged: a crash may lose none
+    #: (a crash test that finds one lost is a FAIL, asyncbench.measure.verdicts).
+    synced_commits: bool = False
 
 
 @dataclass

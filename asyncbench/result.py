@@ -62,6 +62,7 @@ __all__ = [
     "PhaseResult",
     "PlanPhase",
     "ClientProcess",
+    "DurabilityRow",
     "Gates",
     "ResultError",
     "RunResult",
@@ -685,6 +686,38 @@ NOT_STARTED = "not started"
 
 
 @dataclass
+class DurabilityRow:
+    """What one crash cost (docs/durability.md): the crashed phase and point, what the store
+    held when opened again, record by record against the plan, and the engine's promise.
+
+    ``lost_seconds``: the window of acknowledged work lost, from the start of the batch
+    holding the earliest lost acknowledged operation to the crash (None: nothing lost, or
+    lost writes of no operation of the crashed phase)."""
+
+    phase: str
+    how: str
+    after: int  # the crash point: operations to acknowledge before the crash
+    acknowledged: int  # operations the engine acknowledged before the crash
+    crash_seconds: float  # from the phase's first operation to the crash
+    opened: bool  # the store opened again
+    open_error: str | None = None
+    checked: int = 0  # records read back
+    acknowledged_present: int = 0
+    acknowledged_lost: int = 0
+    unacknowledged_present: int = 0
+    torn: int = 0
+    lost_seconds: float | None = None
+    promise: str = ""  # the engine's stated sync, e.g. "per write"
+    synced_commits: bool = False  # the engine promises every acknowledged write survives a crash
+    torn_examples: list[str] = field(default_factory=list)
+
+    def check(self, where: str) -> None:
+        for name in ("after", "acknowledged", "checked", "acknowledged_present", "acknowledged_lost",
+                     "unacknowledged_present", "torn", "crash_seconds", "lost_seconds"):  # fmt: skip
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+
+
+@dataclass
 class EngineResult:
     engine: str
     status: Status = Status.OK
@@ -710,6 +743,8 @@ class EngineResult:
     warmup: bool = False  # a declared warm-up repeat: kept here, left out of the statistics
     #: Scaled-out runs: the client processes in process order (empty: this one process).
     client_processes: list[ClientProcess] = field(default_factory=list)
+    #: One row per crash the plan made (``crash`` on a write phase, then ``recover``).
+    durability: list[DurabilityRow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

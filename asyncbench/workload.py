@@ -14,7 +14,7 @@ This module imports nothing of the package: workloads build on it, the framework
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import Field, dataclass
+from dataclasses import Field, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "Group",
     "Items",
     "MixFigures",
+    "RecoveryCounts",
     "PhaseKind",
     "Prefix",
     "RecordMemory",
@@ -48,6 +49,7 @@ class Action(StrEnum):
     SETTLE = "settle"  # engine makes everything durable; storage is measured after it
     REOPEN = "reopen"  # close, then open the same store without reset
     VERIFY = "verify"  # the workload's final checksum
+    RECOVER = "recover"  # after a crash: open the store again and check it record by record
 
 
 class Group(StrEnum):
@@ -182,6 +184,25 @@ class MixFigures:
     counts: dict[str, int]
     latencies_ns: dict[str, npt.NDArray[np.int64]]  # kind -> its operations' latencies
     hot_shares: dict[float, float]
+
+
+@dataclass
+class RecoveryCounts:
+    """What a store held after a crash, record by record against the plan (the workload's
+    :meth:`Workload.check_recovery`): the writes the crashed phase's acknowledged operations
+    made, found or lost, and what else the store held.
+
+    ``first_lost``: the plan position (0-based, in the phase's order) of the earliest
+    acknowledged operation whose write is gone, or None; the runner turns it into the time
+    window lost. ``torn_examples``: a few torn or corrupt records, described, for the report."""
+
+    checked: int = 0  # records read back
+    acknowledged_present: int = 0
+    acknowledged_lost: int = 0
+    unacknowledged_present: int = 0  # writes issued but never acknowledged, found (allowed)
+    torn: int = 0  # records that are no version the plan ever wrote (never allowed)
+    first_lost: int | None = None
+    torn_examples: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -378,6 +399,19 @@ class Workload(Protocol):
     def verify_expected(self, plan: Any, rewrites: Sequence[tuple[str, int | None]]) -> str:
         """The verify checksum of a store built by ``plan``'s insert and the update phases
         ``rewrites`` (stream, count): what a reused store must read."""
+        ...
+
+    def can_crash(self, kind: PhaseKind) -> bool:
+        """Whether a phase of ``kind`` may end in a crash (``crash`` in the plan): the
+        workload can tell, record by record, what its operations wrote."""
+        ...
+
+    def check_recovery(
+        self, store: Any, plan: Any, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+    ) -> Awaitable[RecoveryCounts]:
+        """After a crash in a phase of ``kind`` whose first ``acknowledged`` operations (in
+        the phase's plan order) were acknowledged and no later one issued: read ``store`` back
+        and count, against the plan, what survived (:class:`RecoveryCounts`)."""
         ...
 
     @property

@@ -581,6 +581,7 @@ class RocksDbEngine(MarkedStore, Engine):
             sync="per write" if sync else "by the OS (WriteOptions.sync=false)",
             write_unit="a profile is five puts into five databases, no WriteBatch across them",
             after_crash="open repairs the four indexes from the profiles database",
+            synced_commits=bool(sync),
             parameters={
                 "write_buffer_size": _mb(eff.get("write_buffer_size")) or f"{mb} MB",
                 "max_write_buffer_number": eff.get(

@@ -534,6 +534,9 @@ class SqliteEngine(MarkedStore, Engine):
                 write_unit="one autocommit transaction per insert and per update",
                 after_crash="every committed transaction that reached the disk survives",
                 parameters={"journal_mode": s["journal_mode"], "synchronous": s["synchronous"]},
+                # FULL and EXTRA sync every commit; NORMAL does too with a rollback journal, but
+                # in WAL mode only at checkpoints (sqlite.org/pragma.html#pragma_synchronous)
+                synced_commits=s["synchronous"] in ("FULL", "EXTRA") or (s["synchronous"] == "NORMAL" and not wal),
             ),
             versions=self.library_versions(),
             colour="#2f6fb0",

@@ -11,7 +11,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from asyncbench.config.model import BenchConfig, PhaseSpec
+from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
 from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
 from asyncbench.workloads import select
 
@@ -49,5 +49,10 @@ def from_json(data: bytes) -> BenchConfig:
         elif typing.get_origin(hint) is set:
             doc[name] = set(value)
         elif hint == list[PhaseSpec]:
-            doc[name] = [PhaseSpec(**{**p, "params": tuple(map(tuple, p.get("params", ())))}) for p in value]
+            doc[name] = [PhaseSpec(**{**p, "params": tuple(map(tuple, p.get("params", ()))), "crash": _crash(p)}) for p in value]
     return BenchConfig(**doc)
+
+
+def _crash(phase: dict[str, Any]) -> CrashPoint | None:
+    crash = phase.get("crash")
+    return None if crash is None else CrashPoint(**crash)

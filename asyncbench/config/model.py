@@ -25,6 +25,24 @@ def default_engines() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class CrashPoint:
+    """A write phase's ``crash``: the engine's process is killed once ``after`` of the
+    phase's operations are acknowledged (``how``: ``kill``, or ``power``: on a filesystem
+    that then drops every unsynced write), and a ``recover`` phase checks what survived
+    (docs/durability.md)."""
+
+    after: int
+    how: str = "kill"
+    #: Crash points in one run: ``after * i // points`` for i = 1..points, each on its own
+    #: copy of the store as the phase found it (the last on the store itself).
+    points: int = 1
+
+    def at(self) -> list[int]:
+        """Every crash point, rising; the last is ``after``."""
+        return [max(1, self.after * i // self.points) for i in range(1, self.points + 1)]
+
+
+@dataclass(frozen=True)
 class PhaseSpec:
     """One validated ``[[phase]]``: its identity is (position, kind, stream, count)."""
 
@@ -49,6 +67,8 @@ class PhaseSpec:
     #: Run for at most this many seconds (``duration``): the phase stops at the first batch
     #: boundary after it (its operations are the upper bound); None: to its end.
     duration: float | None = None
+    #: Crash the engine's process at this point of the phase (a write phase only), or None.
+    crash: CrashPoint | None = None
 
     @property
     def operations(self) -> int | None:

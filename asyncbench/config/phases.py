@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from asyncbench import fmt
+from asyncbench.config.crash import check_crash_sizes, check_crashes, read_crash
 from asyncbench.config.durations import check_kind, read_duration
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig, PhaseSpec
@@ -19,7 +20,7 @@ from asyncbench.limits import MAX_NAME_CHARS, MAX_PROFILES
 from asyncbench.workload import Action, Group, PhaseKind, SettingError
 from asyncbench.workloads import workload
 
-PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "duration"}
+PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "duration", "crash"}
 #: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
 #: has 17; thousands are a generated mistake whose run would never end.
 MAX_PHASES = 1000
@@ -36,6 +37,7 @@ def read_phases(where: str, items: object, settings: Mapping[str, object] | None
         spec, rates = _phase(where, key, table, settings or {}, order, names)
         phases.extend(_levels(spec, rates, first=len(phases)))
     check_phase_total(phases, where, "phase")
+    check_crashes(phases, where)
     return phases
 
 
@@ -79,6 +81,7 @@ def _phase(
         capacity=capacity,
         params=tuple(sorted(params.items())),
         duration=duration,
+        crash=read_crash(where, key, kind_name, kind, table["crash"]) if "crash" in table else None,
     )
     return spec, rates
 
@@ -325,7 +328,7 @@ def pace_phases(cfg: BenchConfig) -> None:
     out: list[PhaseSpec] = []
     for spec in cfg.phases:
         kind = workload().phases[spec.kind]
-        if kind.action is not Action.OPERATIONS or spec.rate is not None or kind.inserts:
+        if kind.action is not Action.OPERATIONS or spec.rate is not None or kind.inserts or spec.crash is not None:
             out.append(spec)
             continue
         if len(cfg.rate) == 1:
@@ -398,6 +401,7 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
     """A phase ``count`` may not ask for more items than its stream holds at every profile
     count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
     two records, a scan no longer than the records: ``Workload.check_size``)."""
+    check_crash_sizes(cfg, where)
     params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]
     for profiles in cfg.profiles:
         try:

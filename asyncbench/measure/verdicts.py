@@ -19,6 +19,9 @@ What is judged, per engine (every measured repeat; a warm-up repeat only for a f
 - ``rate``: every phase run at a target rate: the achieved rate within 5 % of it. It gates
   the exit status only under ``--check-rate``; without it the row says so.
 - ``capacity``: a searched phase's capacity against ``--require-rate``.
+- ``durability``: a crash in the plan (docs/durability.md): a store that does not open again
+  or holds a torn record FAILs; a lost acknowledged write FAILs an engine whose stated
+  promise is synced commits (``Durability.synced_commits``).
 
 The client's own lateness is never an engine's failure. A bound missed while the harness's
 schedule delay at that percentile took at least half of it (:func:`asyncbench.slo.client_late`)
@@ -44,6 +47,7 @@ from asyncbench.result import (
     EXIT_FAILED,
     EXIT_INCONCLUSIVE,
     EXIT_OK,
+    DurabilityRow,
     EngineResult,
     LatencyStats,
     PhaseResult,
@@ -54,7 +58,7 @@ from asyncbench.result import (
 from asyncbench.slo import PERCENTILES, client_late, ns_text
 from asyncbench.workload import Action
 
-__all__ = ["Figures", "Outcome", "VerdictRow", "exit_status", "judge_run", "overall", "records"]
+__all__ = ["Figures", "Outcome", "VerdictRow", "durability_failed", "durability_text", "exit_status", "judge_run", "overall", "records"]
 
 #: What to do about a client that was late, in the words the console prints.
 CLIENT_ADVICE = "use --processes K, fewer engines at once, or an idle machine"
@@ -236,6 +240,33 @@ def _capacity_row(e: EngineResult, p: PhaseResult, need: float) -> VerdictRow:
                       figures=figures)
 
 
+def durability_text(d: DurabilityRow) -> str:
+    """``lost 3_212 of 50_000 acknowledged, the last 0.94 s (promise: synced about once a
+    second)``: what a crash cost beside what the engine promised."""
+    promise = f"promise: synced {d.promise}" if d.promise else "promise: not stated"
+    if not d.opened:
+        return f"the store did not open after the {d.how}: {d.open_error} ({promise})"
+    said = f"lost {fmt.count(d.acknowledged_lost)} of {fmt.count(d.acknowledged)} acknowledged"
+    if d.lost_seconds is not None:
+        said += f", the last {d.lost_seconds:.2f} s"
+    if d.torn:
+        said += f"; {fmt.count(d.torn)} torn or corrupt records"
+    return f"{said} ({promise})"
+
+
+def durability_failed(d: DurabilityRow) -> bool:
+    """A crash's verdict: a store that does not open or holds a torn record FAILs whatever
+    was promised; an acknowledged write lost FAILs an engine that promised synced commits,
+    and is within the promise of one that did not (the count says what it cost)."""
+    return not d.opened or d.torn > 0 or (d.synced_commits and d.acknowledged_lost > 0)
+
+
+def _durability_row(e: EngineResult, d: DurabilityRow) -> VerdictRow:
+    text = durability_text(d)
+    outcome = Outcome.FAIL if durability_failed(d) else Outcome.PASS
+    return VerdictRow(e.engine, "durability", outcome, f"{d.how} crash: {text}", d.phase, repeat=e.repeat)
+
+
 def _phase_rows(run: RunResult, e: EngineResult, loaded: str | None) -> Iterable[VerdictRow]:
     gates = run.gates
     for p in e.phases:
@@ -271,6 +302,7 @@ def judge_run(run: RunResult) -> list[VerdictRow]:
     for e in engines:
         if not e.warmup:
             rows += _phase_rows(run, e, loaded)
+            rows += [_durability_row(e, d) for d in e.durability]
     return rows
 
 

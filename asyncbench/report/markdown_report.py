@@ -28,6 +28,7 @@ from asyncbench.report.capacity import markdown_lines as capacity_section
 from asyncbench.report.columns import Column, markdown
 from asyncbench.report.cost_table import COST_NOTE
 from asyncbench.report.cost_table import markdown_lines as cost_markdown
+from asyncbench.report.durability_table import markdown_lines as durability_section
 from asyncbench.report.mix import MIX_NOTE
 from asyncbench.report.mix import markdown_lines as mix_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
@@ -541,5 +542,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     lines += ["## Environment", ""] + environment(run) + [""]
     lines += ["## Engine Settings", ""] + engine_settings(run)
     lines += ["## Durability Settings", ""] + durability(run) + [""]
+    crashes = durability_section(full, md.text)
+    if crashes:
+        lines += ["## Durability After A Crash", ""] + crashes
     lines += ["## Interpretation Notes", ""] + interpretation_notes(run) + [""]
     return "\n".join(lines)

@@ -41,6 +41,7 @@ from asyncbench.result import (
 )
 from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.capacity import SearchRecord, capacity_of_phase, stopped_search
+from asyncbench.run.crash import CrashRecord, crash_phase, recover_phase
 from asyncbench.run.dispatch import Host, run_action, run_operations
 from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
 from asyncbench.run.gc_policy import harness_frozen
@@ -92,6 +93,8 @@ class EngineRun:
         self.background: TaskGroup | None = None
         self.ctx = workload().context(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
+        #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
+        self.crash: CrashRecord | None = None
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -232,6 +235,8 @@ class EngineRun:
         later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse``)."""
         if self.engine is None or not self.opened or not self.completed or self.cfg.clean_data:
             return
+        if self.crash is not None:  # a crash left a store the plan does not describe
+            return
         fp = reuse.fingerprint(self.cfg, self.name, self.plan.counts, self.level.workers, self.result.phases)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
             try:
@@ -283,6 +288,9 @@ class EngineRun:
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
+        if spec.crash is not None or kind.action is Action.RECOVER:
+            await self._crash_or_recover(index, spec, engine)
+            return
         items = workload().phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
         # a capacity search's operations are its probes', not known ahead: a pulsing bar
         self.observer.phase_start(self.name, spec.name, 0 if spec.capacity else len(items), spec.kind, spec.stream)
@@ -332,6 +340,27 @@ class EngineRun:
         sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
         if self.proof is not None and checksum is not None:  # a reused store proves its data
             self.proof.check(index, spec, checksum)
+        self.result.phases.append(pr)
+        self.observer.phase_end(self.name, pr)
+
+    async def _crash_or_recover(self, index: int, spec: PhaseSpec, engine: Engine) -> None:
+        """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
+        self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)
+        if spec.crash is not None:
+            self.crash = record = await crash_phase(self.cfg, self.level, index, engine, self.plan)
+            pr = phase_row(index, spec, record.acknowledged, record.seconds, None, False, None)
+            self.result.notes.append(
+                f"{spec.name}: {spec.crash.how} after {record.acknowledged:_d} acknowledged operations; the store "
+                "is then no longer the one the plan builds (no fingerprint, no reuse)"
+            )
+        else:
+            assert self.crash is not None and self.background is not None  # (the plan's order is checked)
+            self.engine = None  # a failing constructor must not leave the closed engine to close again
+            fresh = type(engine)(engine.config)
+            self.engine = fresh
+            row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background)
+            self.result.durability += [*self.crash.earlier, row]  # the earlier points, checked on copies
+            pr = phase_row(index, spec, row.checked, seconds, None, False, None)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 

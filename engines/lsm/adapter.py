@@ -209,6 +209,7 @@ class LsmEngine(MarkedStore, Engine):
             if mode != "sync"
             else "open repairs the four indexes from the profiles tree",
             parameters={"wal_mode": mode},
+            synced_commits=mode == "sync",
         )
         facts.colour = "#2a9d5c"
         return facts

@@ -201,6 +201,13 @@ PHASES: dict[str, PhaseKind] = {
             columns=("Reopen (open)",),
         ),
         PhaseKind("verify", Action.VERIFY, Group.VERIFY, (_use(None, "final (verify)"),), columns=("Verify",)),
+        PhaseKind(
+            "recover",  # after a phase's crash: open the store again, check it profile by profile
+            Action.RECOVER,
+            Group.MAINTENANCE,
+            (_use(None, "recover"),),
+            columns=("Recover (open)",),
+        ),
     )
 }
 

@@ -16,6 +16,7 @@ from asyncbench.workload import (
     PhaseKind,
     Prefix,
     RecordMemory,
+    RecoveryCounts,
     SettingError,
     Workload,
 )
@@ -32,6 +33,7 @@ from asyncbench.workloads.profile_store.phases import (
     verify_checksum,
 )
 from asyncbench.workloads.profile_store.plan import COUNT_NAMES, Counts, Plan, draw_plan, stream_count
+from asyncbench.workloads.profile_store.recovery import CRASH_KINDS, check_recovery
 from asyncbench.workloads.profile_store.reference import (
     REFERENCE_CHECKSUMS,
     REFERENCE_PROFILES,
@@ -129,6 +131,15 @@ class ProfileStoreWorkload:
 
     def verify_expected(self, plan: Plan, rewrites: Sequence[tuple[str, int | None]]) -> str:
         return verify_expected(plan, rewrites)
+
+    def can_crash(self, kind: PhaseKind) -> bool:
+        return kind.kind in CRASH_KINDS
+
+    async def check_recovery(
+        self, store: ProfileStore, plan: Plan, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+    ) -> RecoveryCounts:
+        items = phase_items(kind, stream, count, plan)
+        return await check_recovery(store, plan, kind, items, acknowledged)
 
     @property
     def accelerated(self) -> bool:
