@@ -19,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("CI"):  # CI installs fuse3 and mfusepy (.ci/run): there it must not skip
+    import mfusepy  # noqa: F401
+
+    assert Path("/dev/fuse").exists() and shutil.which("fusermount3"), "CI: /dev/fuse or fusermount3 (fuse3) missing"
 pytest.importorskip("mfusepy")
 if not (Path("/dev/fuse").exists() and shutil.which("fusermount3")):
     pytest.skip("needs /dev/fuse and fusermount3 (Debian: fuse3)", allow_module_level=True)
