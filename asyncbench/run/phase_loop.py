@@ -15,6 +15,7 @@ from time import perf_counter
 from typing import Any
 
 from asyncbench.measure.latency import CLOCK
+from asyncbench.result import StallRecord
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
@@ -34,6 +35,7 @@ class PhaseOutcome:
     ops: int
     checksum: str | None
     seconds: float
+    stalls: StallRecord | None = None
 
 
 def partition(items: Sequence[object], workers: int) -> list[Sequence[object]]:
@@ -73,8 +75,10 @@ async def run_batches(
     batch_size: int,
     on_batch: BatchHook,
     worker: int = 0,
+    ledger: LoopLedger | None = None,
 ) -> int:
-    """One worker's loop: a batch call and a fold per batch; returns the operation count."""
+    """One worker's loop: a batch call and a fold per batch; returns the operation count.
+    ``ledger``: each call's steps timed, for the phase's holds of the loop (None: not)."""
     call = kind.call
     assert call is not None, f"{kind.kind} is not an operation phase"
     fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
@@ -84,7 +88,11 @@ async def run_batches(
     for index, start in enumerate(range(0, total, batch_size)):
         chunk = items[start : start + batch_size]
         marks: list[int] = []
-        fold(await call(store, chunk, ctx, marks))
+        if ledger is None:
+            fold(await call(store, chunk, ctx, marks))
+        else:
+            fold(await ledger.timed(call(store, chunk, ctx, marks)))
+            ledger.batch_done(marks)
         t1 = clock()
         on_batch(worker, index, len(chunk), t1 - t0, marks)
         t0 = t1
@@ -130,6 +138,7 @@ async def run_batches_at(
         marks: list[int] = []
         result = await timed(call(store, chunk, ctx, marks))
         seen = ledger.total
+        ledger.batch_done(marks)
         fold(result)
         on_batch(worker, index, n, (clock() - t0) / 1e9, marks, intended, blocked)
         done += n

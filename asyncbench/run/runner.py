@@ -37,6 +37,7 @@ from asyncbench.result import (
     PhaseResult,
     PlanPhase,
     RunResult,
+    StallRecord,
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
@@ -83,6 +84,7 @@ class EngineRun:
         self.background: TaskGroup | None = None
         self.ctx = workload().context(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
+        self._stalls: StallRecord | None = None  # the running phase's holds of the loop (_timed's)
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -299,6 +301,7 @@ class EngineRun:
         cost = None if meter is None else await meter.stop(self.engine or engine)
         pr = result(ops, seconds, checksum)
         pr.retries = retries
+        pr.stalls, self._stalls = self._stalls, None
         pr.capacity = found
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
@@ -386,11 +389,13 @@ class EngineRun:
                     rate,
                     self.cfg.seed,
                     index,
+                    stalls=True,
                 )
             except BaseException:
                 latency.close()
                 raise
             ops, checksum, seconds = outcome.ops, outcome.checksum, outcome.seconds
+            self._stalls = outcome.stalls
             retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
             assert self.background is not None
