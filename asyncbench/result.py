@@ -157,16 +157,19 @@ class StallRecord:
     the longest hold (ns) and the holds of at least 1, 10 and 100 ms, and the holds of 10 ms
     or more as (end s from the phase's start, ms), the first 500. A hold is an operation of
     a batch run on the loop, or the loop late for its timer while no worker ran (the
-    engine's background tasks: a lower bound, by up to 2 ms)."""
+    engine's background tasks: a lower bound, by up to 2 ms). ``cpu_wait_ns``: how long
+    the loop's thread waited for a CPU in the phase (the machine's share of any hold: a
+    loaded machine's holds are not all the engine's); None where the kernel does not say."""
 
     longest_ns: int = 0
     over_1ms: int = 0
     over_10ms: int = 0
     over_100ms: int = 0
     marks: list[list[float]] = field(default_factory=list)
+    cpu_wait_ns: int | None = None
 
     def check(self, where: str) -> None:
-        for name in ("longest_ns", "over_1ms", "over_10ms", "over_100ms"):
+        for name in ("longest_ns", "over_1ms", "over_10ms", "over_100ms", "cpu_wait_ns"):
             _at_least(f"{where}.{name}", getattr(self, name), 0)
         _ordered(where, [("over_100ms", self.over_100ms), ("over_10ms", self.over_10ms), ("over_1ms", self.over_1ms)])
         for i, mark in enumerate(self.marks):

@@ -80,7 +80,10 @@ def main() -> None:
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(anyio.run(measure, args.one, args.records, args.operations, args.rounds, args.batch)))
+        from asyncbench.run.signals import backend_options  # the run's event loop: uvloop where installed
+
+        got = anyio.run(measure, args.one, args.records, args.operations, args.rounds, args.batch, backend_options=backend_options())
+        print(json.dumps(got))
         return
     before = os.getloadavg()
     print(f"YCSB C run phase, {args.records:_d} records, {args.operations:_d} operations, batch {args.batch}, "

@@ -21,7 +21,7 @@ from asyncbench.engine import opened
 from asyncbench.result import PhaseResult, ResultError, StallRecord, load_as
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.loop_ledger import longest_gap
-from asyncbench.run.loop_stalls import INTERVAL_NS, SLACK_NS, LoopHolds
+from asyncbench.run.loop_stalls import INTERVAL_NS, SLACK_NS, LoopHolds, cpu_wait_ns
 from asyncbench.tools.store import load, new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PhaseContext
@@ -139,6 +139,14 @@ def test_a_closed_loop_that_never_yields_is_no_stall() -> None:
     assert min(r.over_10ms for r in records) == 0
 
 
+def test_the_loop_threads_wait_for_a_cpu_is_recorded() -> None:
+    """Linux says how long the loop's thread waited for a core: the phase records it."""
+    if cpu_wait_ns() is None:
+        pytest.skip("the kernel gives no schedstat here")
+    record = anyio.run(_reads, None)
+    assert record.cpu_wait_ns is not None and record.cpu_wait_ns >= 0
+
+
 def test_holds_count_each_threshold() -> None:
     holds = LoopHolds(origin=0)
     for ms in (0.5, 2, 15, 150):
@@ -161,7 +169,7 @@ def _phase_doc(**extra: Any) -> dict[str, Any]:
 def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Path) -> None:
     old = load_as(PhaseResult, _phase_doc(), "phases[0]")
     assert old.stalls is None
-    rec = {"longest_ns": 31_000_000, "over_1ms": 1, "over_10ms": 1, "over_100ms": 0, "marks": [[0.5, 31.0]]}
+    rec = {"longest_ns": 31_000_000, "over_1ms": 1, "over_10ms": 1, "over_100ms": 0, "marks": [[0.5, 31.0]], "cpu_wait_ns": 5}
     new = load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]")
     assert new.stalls == StallRecord(**rec)  # type: ignore[arg-type]
 
@@ -172,6 +180,7 @@ def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Pa
         ({"over_1ms": 1, "over_10ms": 2}, "over_10ms"),
         ({"longest_ns": -1}, "longest_ns"),
         ({"marks": [[1.0]]}, "marks[0]"),
+        ({"cpu_wait_ns": -1}, "cpu_wait_ns"),
     ],
 )
 def test_a_damaged_record_is_refused_naming_the_key(rec: dict[str, Any], says: str) -> None:

@@ -24,10 +24,12 @@ STALL_NOTE = (
     "batch run on the loop, or the engine's own work there between batches (a flush, a merge; "
     "seen by a 1 ms timer running late, a lower bound by up to 2 ms). Over the measured repeats: "
     "the longest hold, and how many lasted at least 1, 10 and 100 ms. Holds of 10 ms or more are "
-    "marked on the latency-over-time charts."
+    "marked on the latency-over-time charts. The last column is how long the loop's thread "
+    "waited for a CPU in the phase (the most of any repeat): on a loaded machine that share of "
+    "the holds is the machine's, not the engine's."
 )
 
-HEADER = ["Phase", "Longest ms", "≥ 1 ms", "≥ 10 ms", "≥ 100 ms"]
+HEADER = ["Phase", "Longest ms", "≥ 1 ms", "≥ 10 ms", "≥ 100 ms", "Loop waited for a CPU ms"]
 
 
 def stall_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:
@@ -51,4 +53,6 @@ def cells(records: list[StallRecord]) -> list[str]:
     """Longest (ms) and the counts over 1 / 10 / 100 ms, over ``records``."""
     longest = max(r.longest_ns for r in records)
     counts = [sum(getattr(r, name) for r in records) for name in ("over_1ms", "over_10ms", "over_100ms")]
-    return [f"{longest / 1e6:.1f}"] + [fmt.count(c) for c in counts]
+    waits = [r.cpu_wait_ns for r in records if r.cpu_wait_ns is not None]
+    waited = f"{max(waits) / 1e6:.0f}" if waits else "–"
+    return [f"{longest / 1e6:.1f}"] + [fmt.count(c) for c in counts] + [waited]

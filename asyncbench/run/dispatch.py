@@ -116,7 +116,7 @@ async def run_workers(
         nonlocal origin
         origin = at = await release()
         if monitor is not None and holds is not None:
-            holds.origin = at
+            holds.begin(at)
             monitor.start()
         return at
 

@@ -30,13 +30,14 @@ progress line, the memory sampler) take microseconds and stay under the 1 ms flo
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Generator
 from typing import Any, TypeVar, cast
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.result import StallRecord
 
-__all__ = ["INTERVAL_NS", "MAX_MARKS", "SLACK_NS", "LoopHolds", "StallMonitor", "timed_steps"]
+__all__ = ["INTERVAL_NS", "MAX_MARKS", "SLACK_NS", "LoopHolds", "StallMonitor", "cpu_wait_ns", "timed_steps"]
 
 T = TypeVar("T")
 
@@ -52,17 +53,35 @@ INTERVAL_NS = 1_000_000
 SLACK_NS = 1_000_000
 
 
+def cpu_wait_ns() -> int | None:
+    """How long this thread has waited for a CPU while runnable (ns, Linux's schedstat), or
+    None where the kernel does not say. Why: on a shared machine a hold of the loop is
+    partly the machine's (the loop's thread was ready and no core was free); the phase's
+    total of that wait, beside its holds, says how much (two reads a phase: free)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class LoopHolds:
     """The holds of one phase: the longest, the counts over each threshold and the marked
     ones (end time from :attr:`origin`, ns; length, ns)."""
 
-    __slots__ = ("longest", "over", "marks", "origin")
+    __slots__ = ("longest", "over", "marks", "origin", "_waited")
 
     def __init__(self, origin: int | None = None) -> None:
         self.longest = 0
         self.over = [0, 0, 0]
         self.marks: list[tuple[int, int]] = []
         self.origin = CLOCK() if origin is None else origin
+        self._waited: int | None = None
+
+    def begin(self, origin: int) -> None:
+        """The phase starts now (``origin``: ns on the marks' clock), on the loop's thread."""
+        self.origin = origin
+        self._waited = cpu_wait_ns()
 
     def add(self, ns: int, end: int | None = None) -> None:
         """One hold of ``ns`` that ended at ``end`` (now if None)."""
@@ -78,7 +97,11 @@ class LoopHolds:
             self.marks.append(((CLOCK() if end is None else end) - self.origin, ns))
 
     def record(self) -> StallRecord:
+        """The record, taken on the loop's thread when the phase ended."""
+        now = cpu_wait_ns()
+        waited = None if now is None or self._waited is None else max(0, now - self._waited)
         return StallRecord(
+            cpu_wait_ns=waited,
             longest_ns=self.longest,
             over_1ms=self.over[0],
             over_10ms=self.over[1],
