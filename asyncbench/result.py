@@ -66,6 +66,7 @@ __all__ = [
     "Gates",
     "ResultError",
     "RunResult",
+    "StallRecord",
     "Status",
     "ThroughputRow",
     "VerdictRecord",
@@ -150,6 +151,32 @@ class LatencyStats:
             raise ResultError(f"{where}.histogram: not an HdrHistogram ({type(exc).__name__}: {exc})") from None
         if total != self.count:
             raise ResultError(f"{where}.histogram: holds {total} operations, count says {self.count}")
+
+
+@dataclass
+class StallRecord:
+    """How long the engine held the event loop in a phase (:mod:`asyncbench.run.loop_stalls`):
+    the longest hold (ns) and the holds of at least 1, 10 and 100 ms, and the holds of 10 ms
+    or more as (end s from the phase's start, ms), the first 500. A hold is an operation of
+    a batch run on the loop, or the loop late for its timer while no worker ran (the
+    engine's background tasks: a lower bound, by up to 2 ms). ``cpu_wait_ns``: how long
+    the loop's thread waited for a CPU in the phase (the machine's share of any hold: a
+    loaded machine's holds are not all the engine's); None where the kernel does not say."""
+
+    longest_ns: int = 0
+    over_1ms: int = 0
+    over_10ms: int = 0
+    over_100ms: int = 0
+    marks: list[list[float]] = field(default_factory=list)
+    cpu_wait_ns: int | None = None
+
+    def check(self, where: str) -> None:
+        for name in ("longest_ns", "over_1ms", "over_10ms", "over_100ms", "cpu_wait_ns"):
+            _at_least(f"{where}.{name}", getattr(self, name), 0)
+        _ordered(where, [("over_100ms", self.over_100ms), ("over_10ms", self.over_10ms), ("over_1ms", self.over_1ms)])
+        for i, mark in enumerate(self.marks):
+            if len(mark) != 2 or any(not isinstance(v, int | float) or v < 0 for v in mark):
+                raise ResultError(f"{where}.marks[{i}]: expected [seconds, ms], two non-negative numbers, got {mark!r}")
 
 
 @dataclass
@@ -614,6 +641,9 @@ class PhaseResult:
     #: A time-bounded phase only (``duration``): how far its stream ran whole, and the
     #: checksums at its prefixes; ``ops`` is what ran, ``checksum`` the whole prefix's.
     prefix: PhasePrefix | None = None
+    #: Every operation phase run in one process: the engine's holds of the event loop
+    #: (StallRecord); None in older results and in scaled-out runs.
+    stalls: StallRecord | None = None
 
     @property
     def ops_per_s(self) -> float:

@@ -127,3 +127,39 @@ def test_the_log_writer_waits_between_frames_and_a_stabilization_wakes_it(
     assert len(frames) <= 20, frames  # a frame a wait (~10 in 1 s of WAL_POLL_S = 0.1), not one a turn
     assert woke < 5.0
     tree.close()
+
+
+def test_writers_wait_for_a_log_writer_behind_instead_of_writing_its_backlog_on_the_loop(tmp_path: Path) -> None:
+    """Issue 53: at a YCSB load of 1M records (1 KB each) the log writer fell behind, and the
+    append that found 200_000 records queued wrote them all itself, on the event loop: 2.5
+    to 3 s of the loop held (the stall record's longest hold). The writers now wait, between
+    batches (``throttle``, as they wait for the flusher), while a log's backlog is at
+    ``WAL_THROTTLE_RECORDS``: the writer's thread drains it and the loop stays free."""
+    from asyncbench.engines.lsm.maintainer import WAL_THROTTLE_RECORDS
+    from asyncbench.engines.lsm.wal import INLINE_FLUSH_RECORDS
+
+    assert WAL_THROTTLE_RECORDS < INLINE_FLUSH_RECORDS  # the wait comes before the inline write
+    tree = LsmTree(tmp_path, TreeOptions(mutable_segment_max_item_count=10_000_000))
+
+    async def run() -> None:
+        maint = Maintainer([tree], 60_000)
+        async with anyio.create_task_group() as tg:
+            maint.start(tg)
+            for i in range(WAL_THROTTLE_RECORDS + 10):  # one long synchronous batch: no writer turn
+                tree.upsert(b"%08d" % i, b"v")
+            assert tree.wal.backlog() >= WAL_THROTTLE_RECORDS
+            inline: list[int] = []
+            real = tree.wal.write_now
+            tree.wal.write_now = lambda: inline.append(1) or real()  # type: ignore[method-assign]
+            await maint.throttle()  # what the adapter does after every batch
+            assert tree.wal.backlog() < WAL_THROTTLE_RECORDS  # taken by the log writer's task
+            for i in range(WAL_THROTTLE_RECORDS - 10):  # the next batch: below the inline bound
+                tree.upsert(b"%08d" % i, b"w")
+            assert inline == []
+            await maint.wait_idle()
+            assert tree.wal.logged > 0 and tree.wal.backlog() == 0  # written by its thread
+            maint.stop()
+            tg.cancel_scope.cancel()
+
+    anyio.run(run)
+    tree.close()

@@ -45,6 +45,11 @@ COMMANDS: dict[str, Command] = {
         "what the harness costs per phase kind, against the plainest loop",
         runs_engines=True,
     ),
+    "floor-ycsb": Command(
+        "asyncbench.tools.floor_ycsb",
+        "what the harness costs on YCSB's load and run phases, against the plainest loop",
+        runs_engines=True,
+    ),
 }
 DEFAULT_COMMAND = "run"
 #: Flags of the top-level parser itself (anything else before a command means ``run``).

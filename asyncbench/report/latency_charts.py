@@ -217,6 +217,7 @@ def latency_over_time_figure(
     colours: Mapping[str, str] | None = None,
     responses: Mapping[str, Sequence[OverTimePoint]] | None = None,
     costs: Mapping[str, PhaseCost] | None = None,
+    stalls: Mapping[str, Sequence[Sequence[float]]] | None = None,
 ) -> Figure:
     """One phase's latency over time as small multiples: ``series`` is engine -> points
     (``(t_s, p50_ns, p99_ns, max_ns)`` per time bucket); one panel per engine, on one time
@@ -227,6 +228,8 @@ def latency_over_time_figure(
     ``responses`` (same shape): under a rate, the response time's points, whose p99 is
     drawn dashed. ``costs`` (engine -> the phase's ``PhaseCost``, with its series): the CPU cores the client
     and server used and the device MB/s written, second by second, on two right-hand axes.
+    ``stalls`` (engine -> ``[end s, ms]`` of each hold of the event loop of 10 ms or more,
+    ``StallRecord.marks``): each drawn as a shaded span with a tick at the panel's top.
     Call inside ``matplotlib.rc_context(RC)``."""
     engine_colour = _colour_of(colours)
     title = f"Latency Over Time: {phase}"
@@ -247,6 +250,12 @@ def latency_over_time_figure(
         "max right after it is the stalled operation (a memtable flush, compaction or merge).",
         "Per-operation latency measured inside each engine's own loop; p50/p99/max exact per slice.",
     ]
+    held = {e: marks for e, marks in (stalls or {}).items() if marks}
+    if held:
+        notes.append(
+            "Red spans with a tick at the top: the engine held the event loop for 10 ms or more there "
+            "(every operation waited; the report's Loop Stalls section counts them)."
+        )
     if costs:
         notes.append(
             "Right-hand axes, per second: CPU cores used by the client process and the server's processes "
@@ -271,6 +280,9 @@ def latency_over_time_figure(
             _t, _p50, rp99, _mx = _with_gaps(response)
             ax.plot(_t, rp99, color=colour, linewidth=1.4, linestyle="--", **dots)
         ax.set_xlim(0, max(max(lengths.values()) if shared else lengths[engine], 1e-3))
+        for end, ms in held.get(engine, ()):
+            ax.axvspan(max(end - ms / 1e3, 0.0), end, color=_STALL_COLOUR, alpha=0.18, linewidth=0)
+            ax.plot([end], [1.0], marker="v", markersize=4, color=_STALL_COLOUR, transform=ax.get_xaxis_transform(), clip_on=False)
         cost = (costs or {}).get(engine)
         if cost is not None and cost.series:
             _cost_axes(ax, cost)
@@ -284,6 +296,8 @@ def latency_over_time_figure(
     ]
     if responses:
         handles.append(Line2D([], [], color=MUTED, linewidth=1.4, linestyle="--", label="response p99"))
+    if held:
+        handles.append(Line2D([], [], color=_STALL_COLOUR, marker="v", linestyle="", label="loop held ≥ 10 ms"))
     axes[0].legend(
         handles=handles,
         loc="lower right",
@@ -297,6 +311,7 @@ def latency_over_time_figure(
 
 
 _CPU_COLOUR, _WRITE_COLOUR = "#7f7f7f", "#8c564b"
+_STALL_COLOUR = "#c0392b"
 
 
 def _cost_axes(ax: Axes, cost: PhaseCost) -> None:

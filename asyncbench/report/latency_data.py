@@ -160,9 +160,15 @@ def over_time_phases(run: RunResult) -> list[int]:
 
 def over_time(run: RunResult, i: int) -> Figure:
     """The latency over time of the phase at ``i`` (:func:`.latency_charts.latency_over_time_figure`)."""
-    points, over_response, costs = _over_time_data(run, group_runs(run), i)
+    groups = group_runs(run)
+    points, over_response, costs = _over_time_data(run, groups, i)
+    stalls = {}
+    for g in groups:  # the first measured repeat's, as the points
+        p = g.first.phase_at(i)
+        if p is not None and p.stalls is not None and p.stalls.marks:
+            stalls[g.engine] = p.stalls.marks
     return latency_charts.latency_over_time_figure(
-        points, run.phases[i].name, _subtitle(run), _colours(run), over_response or None, costs or None
+        points, run.phases[i].name, _subtitle(run), _colours(run), over_response or None, costs or None, stalls or None
     )
 
 

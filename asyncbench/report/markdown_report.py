@@ -32,6 +32,7 @@ from asyncbench.report.durability_table import markdown_lines as durability_sect
 from asyncbench.report.mix import MIX_NOTE
 from asyncbench.report.mix import markdown_lines as mix_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
+from asyncbench.report.stalls import STALL_NOTE, stall_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workload import Action, Group, PhaseKind, StreamUse
 from asyncbench.workloads import workload
@@ -529,6 +530,9 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     latency = latency_tables(run, groups)
     if latency:
         lines += ["## Latency", "", "Per operation, measured inside the engine's own loop (µs).", ""] + latency
+    stalls = stall_tables(run, groups)
+    if stalls:
+        lines += ["## Loop Stalls", "", STALL_NOTE, ""] + stalls
     kinds = mix_markdown(run)
     if kinds:
         lines += ["## Operation Kinds", "", MIX_NOTE, ""] + kinds + [""]

@@ -25,6 +25,7 @@ from asyncbench.engine import Engine
 from asyncbench.measure.latency import CLOCK
 from asyncbench.rate import Rate
 from asyncbench.run.loop_ledger import LoopLedger
+from asyncbench.run.loop_stalls import LoopHolds, StallMonitor
 from asyncbench.run.phase_loop import (
     BatchHook,
     Deadline,
@@ -100,6 +101,7 @@ async def run_workers(
     stores: Mapping[int, Any],
     sums: Mapping[int, FoldTarget],
     release: Callable[[], Awaitable[int]],
+    holds: LoopHolds | None = None,
 ) -> dict[int, float]:
     """Run the hosted workers (the keys of ``parts``) on this loop, each folding its own
     partition into its own checksum; returns when each ended (wall clock).
@@ -107,8 +109,11 @@ async def run_workers(
     Every worker is parked at a gate first; ``release()`` is awaited once they all are (it
     starts the caller's clock and returns the schedules' origin, ns on the marks' clock),
     then the gate opens. One hosted worker runs in the caller's task, with no gate.
+    ``holds``: where the engine's holds of the loop go from the release on
+    (:mod:`asyncbench.run.loop_stalls`); None: not measured.
     """
-    ledger = LoopLedger()  # the workers share the loop, and so its engine time
+    ledger = LoopLedger(holds)  # the workers share the loop, and so its engine time
+    monitor = None if holds is None else StallMonitor(holds)
     alone = len(parts) == 1  # nothing else of the benchmark's on this loop
     ends: dict[int, float] = {}
     origin = 0
@@ -121,10 +126,34 @@ async def run_workers(
             assert phase.ran is not None
             deadline = Deadline(at + phase.duration_ns, phase.ran)
 
+    async def released() -> int:
+        at = await release()
+        start(at)
+        if monitor is not None and holds is not None:
+            holds.begin(at)
+            monitor.start()
+        return at
+
     async def worker(w: int) -> None:
+        if monitor is not None:
+            await monitor.worker(work(w))
+        else:
+            await work(w)
+        ends[w] = time.time()
+
+    async def work(w: int) -> None:
         if phase.rate is None:
             await run_batches(
-                phase.kind, stores[w], parts[w], phase.ctx, sums[w], phase.batch_size, phase.on_batch, w, deadline
+                phase.kind,
+                stores[w],
+                parts[w],
+                phase.ctx,
+                sums[w],
+                phase.batch_size,
+                phase.on_batch,
+                w,
+                deadline,
+                None if holds is None else ledger,
             )
         else:
             share = None if phase.shares is None else phase.shares[w]
@@ -143,12 +172,26 @@ async def run_workers(
                 ledger,
                 deadline,
             )
-        ends[w] = time.time()
 
+    try:
+        await _run_hosted(parts, worker, released, alone)
+    finally:
+        if monitor is not None:
+            monitor.stop()
+    return ends
+
+
+async def _run_hosted(
+    parts: Mapping[int, Sequence[object]],
+    worker: Callable[[int], Awaitable[None]],
+    release: Callable[[], Awaitable[int]],
+    alone: bool,
+) -> None:
+    """Release the hosted workers together (one: in the caller's task) and wait for them."""
     if alone:
-        start(await release())
+        await release()
         await worker(next(iter(parts)))
-        return ends
+        return
     gate = anyio.Event()
     ready = 0
 
@@ -163,9 +206,8 @@ async def run_workers(
             tg.start_soon(parked, w)
         while ready < len(parts):  # every worker is parked at the gate before the clock starts
             await anyio.sleep(0)
-        start(await release())
+        await release()
         gate.set()
-    return ends
 
 
 async def run_operations(
@@ -179,6 +221,7 @@ async def run_operations(
     seed: int = 0,
     phase: int = 0,
     duration: float | None = None,
+    stalls: bool = False,
 ) -> PhaseOutcome:
     """An operation phase in this process: one worker per store handle, released together.
 
@@ -188,6 +231,8 @@ async def run_operations(
     (:mod:`asyncbench.run.schedule`); without one, closed loop. With a ``duration``
     (seconds, a ``bounded`` kind), no batch starts after it: the outcome's ``ops`` are the
     operations that ran and ``ran`` their batches (the checksum folds what ran).
+    ``stalls``: the engine's holds of the loop measured (:mod:`asyncbench.run.loop_stalls`)
+    into the outcome.
     """
     workers = len(stores)
     parts = split(kind, items, workers)
@@ -204,14 +249,16 @@ async def run_operations(
     op = OperationPhase(
         kind, ctx, batch_size, on_batch, rate, seed, phase, workers, shares(kind, parts), duration_ns, ran
     )
-    await run_workers(op, dict(enumerate(parts)), dict(enumerate(stores)), sums, release)
+    holds = LoopHolds() if stalls else None
+    await run_workers(op, dict(enumerate(parts)), dict(enumerate(stores)), sums, release, holds)
     seconds = perf_counter() - t0
+    record = None if holds is None else holds.record()
     ops = len(items) if ran is None else sum(len(chunk) for chunk, _ in ran)
     if workers == 1:
-        return PhaseOutcome(ops=ops, checksum=sums[0].hex(), seconds=seconds, ran=ran)
+        return PhaseOutcome(ops=ops, checksum=sums[0].hex(), seconds=seconds, ran=ran, stalls=record)
     active = [sums[w].hex() for w in range(workers) if len(parts[w])]
     checksum = workload().combine(active) if active else workload().checksum().hex()
-    return PhaseOutcome(ops=ops, checksum=checksum, seconds=seconds, ran=ran)
+    return PhaseOutcome(ops=ops, checksum=checksum, seconds=seconds, ran=ran, stalls=record)
 
 
 # --- the actions that are not operation batches ---------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import anyio.lowlevel
 
 from asyncbench.measure.latency import CLOCK
+from asyncbench.result import StallRecord
 from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
@@ -43,6 +44,7 @@ class PhaseOutcome:
     seconds: float
     #: A time-bounded phase only: every worker's batches (:data:`RanBatches`), worker order.
     ran: RanBatches | None = None
+    stalls: StallRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,11 @@ async def run_batches(
     on_batch: BatchHook,
     worker: int = 0,
     deadline: Deadline | None = None,
+    ledger: LoopLedger | None = None,
 ) -> int:
     """One worker's loop: a batch call and a fold per batch; returns the operations run
-    (all of ``items``, or fewer when ``deadline`` passed first)."""
+    (all of ``items``, or fewer when ``deadline`` passed first). ``ledger``: each call's
+    steps timed, for the phase's holds of the loop (None: not)."""
     call = kind.call
     assert call is not None, f"{kind.kind} is not an operation phase"
     fold = checksum.add_ints if kind.fold is Fold.IDS else checksum.add_profiles
@@ -111,7 +115,11 @@ async def run_batches(
             break
         chunk = items[start : start + batch_size]
         marks: list[int] = []
-        result = await call(store, chunk, ctx, marks)
+        if ledger is None:
+            result = await call(store, chunk, ctx, marks)
+        else:
+            result = await ledger.timed(call(store, chunk, ctx, marks))
+            ledger.batch_done(marks)
         fold(result)
         t1 = clock()
         on_batch(worker, index, len(chunk), t1 - t0, marks)
@@ -169,6 +177,7 @@ async def run_batches_at(
         marks: list[int] = []
         result = await timed(call(store, chunk, ctx, marks))
         seen = ledger.total
+        ledger.batch_done(marks)
         fold(result)
         if deadline is not None:
             deadline.ran.append((chunk, result))

@@ -37,6 +37,7 @@ from asyncbench.result import (
     PhaseResult,
     PlanPhase,
     RunResult,
+    StallRecord,
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
@@ -95,6 +96,7 @@ class EngineRun:
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
         self.crash: CrashRecord | None = None
+        self._stalls: StallRecord | None = None  # the running phase's holds of the loop (_timed's)
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -327,6 +329,7 @@ class EngineRun:
         pr = result(ops, seconds, checksum)
         pr.prefix = prefix
         pr.retries = retries
+        pr.stalls, self._stalls = self._stalls, None
         pr.capacity = found
         if kind.action is Action.SETTLE:
             self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
@@ -438,11 +441,13 @@ class EngineRun:
                     self.cfg.seed,
                     index,
                     spec.duration,
+                    stalls=True,
                 )
             except BaseException:
                 latency.close()
                 raise
             ops, checksum, seconds, ran = outcome.ops, outcome.checksum, outcome.seconds, outcome.ran
+            self._stalls = outcome.stalls
             retries = engine.take_retries()  # the phase's retried writes, over all workers
         else:
             assert self.background is not None

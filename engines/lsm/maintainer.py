@@ -33,8 +33,9 @@ from anyio.abc import TaskGroup, TaskStatus
 from .commit import Commit
 from .lanes import Lane
 from .tree import Job, LsmTree
+from .wal import INLINE_FLUSH_RECORDS
 
-__all__ = ["HELD_POLL_S", "MAX_FROZEN", "WAL_FRAME_RECORDS", "Maintainer", "run_job_on_loop"]
+__all__ = ["HELD_POLL_S", "MAX_FROZEN", "WAL_FRAME_RECORDS", "WAL_THROTTLE_RECORDS", "Maintainer", "run_job_on_loop"]
 
 #: Records per compressed WAL frame at most.
 WAL_FRAME_RECORDS = 16_384
@@ -51,6 +52,12 @@ WAL_FRAME_RECORDS = 16_384
 WAL_POLL_S = 0.1
 #: Frozen memtables a tree may hold before writers wait for the flusher.
 MAX_FROZEN = 2
+#: Records a tree's log may hold queued before writers wait for its log writer (issue 53):
+#: half of ``wal.INLINE_FLUSH_RECORDS``, where an append writes the whole backlog itself,
+#: on the event loop. A YCSB load of 1 KB records outran the writer at 1M records, and
+#: that inline write held the loop for 2.5-3 s; waiting here, between batches, keeps the
+#: loop free while the writer's thread drains the log (bounded memory all the same).
+WAL_THROTTLE_RECORDS = INLINE_FLUSH_RECORDS // 2
 #: A segment no get or scan reached for this long (seconds) has its mapped pages released
 #: from the RSS (a phase that reads other trees: the update's index trees at 10M).
 IDLE_RELEASE_S = 5.0
@@ -254,9 +261,12 @@ class Maintainer:
         return any(t.frozen or t.needs_merge() or t.wal.has_work() for t in self.trees)
 
     async def throttle(self) -> None:
-        """Let the flusher catch up when writers outpace it (bounded memory)."""
-        while any(len(t.frozen) > MAX_FROZEN for t in self.trees):
+        """Let the flusher catch up when writers outpace it (bounded memory), and the log
+        writers when a log's backlog reaches ``WAL_THROTTLE_RECORDS`` (so that no append
+        writes it inline, on the loop)."""
+        while any(len(t.frozen) > MAX_FROZEN or t.wal.backlog() >= WAL_THROTTLE_RECORDS for t in self.trees):
             self.check()
+            self._wal_wake.set()  # a writer in its pause takes the backlog now
             await anyio.sleep(0.001)
 
     async def wait_idle(self) -> None:
