@@ -37,7 +37,6 @@ import psutil
 
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, ConfigError
-from asyncbench.engine import EngineUnavailable
 from asyncbench.engines import engine_class
 from asyncbench.workloads import workload
 
@@ -78,8 +77,8 @@ def _in_process(name: str) -> bool:
     """The engine keeps its store in this process's memory (nothing persists)."""
     try:
         return not engine_class(name).persistent
-    except (KeyError, EngineUnavailable):
-        return False  # unknown here: the run names it; nothing is assumed of it
+    except Exception:  # unknown, unavailable, or a plug-in that cannot be built (any error):
+        return False  # the run names it and fails that engine at its open; nothing is assumed
 
 
 def _writes_records(cfg: BenchConfig) -> bool:
