@@ -404,14 +404,18 @@ def _cpu(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _engines(text: str) -> list[str]:
+def engine_names(text: str, known: Sequence[str], which: str) -> list[str]:
+    """``--engine a,b`` of a floor command: names among ``known`` (``which`` says what they
+    are, for the refusal), at least one."""
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FLOORS]
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"{', '.join(unknown) or repr(text)}: not one of {', '.join(FLOORS)} (the engines with a plain loop)"
-        )
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or repr(text)}: not one of {', '.join(known)} ({which})")
     return names
+
+
+def _engines(text: str) -> list[str]:
+    return engine_names(text, list(FLOORS), "the engines with a plain loop")
 
 
 def _kinds(text: str) -> set[str]:

@@ -54,7 +54,7 @@ from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.observers import BatchDone
-from asyncbench.tools.floor import OBSERVER, Sample, add, slices_of
+from asyncbench.tools.floor import OBSERVER, Sample, add, engine_names, slices_of
 from asyncbench.tools.store import new_engine
 from asyncbench.workloads import select
 
@@ -341,13 +341,7 @@ def _count(most: int) -> Callable[[str], int]:
 
 
 def _engines(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ENGINES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"{', '.join(unknown) or repr(text)}: not one of {', '.join(ENGINES)} (the engines with a key/value usertable)"
-        )
-    return names
+    return engine_names(text, list(ENGINES), "the engines with a key/value usertable")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
