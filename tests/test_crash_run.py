@@ -100,32 +100,13 @@ def test_the_crash_point_and_what_was_acknowledged_repeat_exactly(tmp_path: Path
     the operating system at each commit, loses none of it to a process kill."""
     import anyio
 
-    from asyncbench.config import load
-    from asyncbench.dirs.paths import store_root
-    from asyncbench.engine import EngineConfig
-    from asyncbench.engines import engine_class
-    from asyncbench.run.crash import crash_phase, recover_phase
-    from asyncbench.workloads import workload
 
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(f'[run]\nprofiles = {PROFILES}\nbatch_size = 50\nengines = ["sqlite"]\n[[phase]]\n'
                          'kind = "insert"\ncrash = { after = 130 }\n[[phase]]\nkind = "recover"\n')  # fmt: skip
 
     async def once(data: Path) -> tuple[list[int], tuple[int, int, int]]:
-        cfg = load(plan_file)
-        cfg.data = data
-        level = cfg.level(PROFILES, 1)
-        econf = EngineConfig("sqlite", store_root(data, PROFILES) / "sqlite", {}, limit=50, seed=cfg.seed)
-        econf.data_dir.mkdir(parents=True)
-        async with anyio.create_task_group() as tg:
-            engine = engine_class("sqlite")(econf)
-            await engine.open(True, tg)
-            drawn = workload().draw_plan(level.counts, cfg.seed)
-            record = await crash_phase(cfg, level, 0, engine, drawn)
-            fresh = engine_class("sqlite")(econf)
-            row, _ = await recover_phase(record, drawn, engine, fresh, tg)
-            await fresh.close()
-            tg.cancel_scope.cancel()
+        record, row = await _crash_then_recover(plan_file, data)
         return [done for done, _ in record.acks], (row.acknowledged_present, row.acknowledged_lost, row.checked)
 
     first = anyio.run(once, tmp_path / "a")
@@ -183,13 +164,7 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
 
     import anyio
 
-    from asyncbench.config import load
-    from asyncbench.dirs.paths import store_root
-    from asyncbench.engine import EngineConfig
-    from asyncbench.engines import engine_class
-    from asyncbench.run.crash import crash_phase, recover_phase
     from asyncbench.run.power_mount import missing
-    from asyncbench.workloads import workload
 
     if missing():
         assert not os.environ.get("CI"), f"CI: a power crash needs {missing()}"  # .ci/run installs it
@@ -201,21 +176,7 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
         plan_file.write_text(f'[run]\nprofiles = {PROFILES}\nbatch_size = 25\nengines = ["sqlite"]\n'
                              '[engines.sqlite]\nsynchronous = "FULL"\n[[phase]]\nkind = "insert"\n'
                              f'crash = {{ after = {after}, how = "power" }}\n[[phase]]\nkind = "recover"\n')  # fmt: skip
-        cfg = load(plan_file)
-        cfg.data = tmp_path / f"data-{after}"
-        level = cfg.level(PROFILES, 1)
-        econf = EngineConfig("sqlite", store_root(cfg.data, PROFILES) / "sqlite", cfg.engine_settings["sqlite"],
-                             limit=50, seed=cfg.seed)  # fmt: skip
-        econf.data_dir.mkdir(parents=True)
-        async with anyio.create_task_group() as tg:
-            engine = engine_class("sqlite")(econf)
-            await engine.open(True, tg)
-            drawn = workload().draw_plan(level.counts, cfg.seed)
-            record = await crash_phase(cfg, level, 0, engine, drawn)
-            fresh = engine_class("sqlite")(econf)
-            row, _ = await recover_phase(record, drawn, engine, fresh, tg)
-            await fresh.close()
-            tg.cancel_scope.cancel()
+        _, row = await _crash_then_recover(plan_file, tmp_path / f"data-{after}")
         assert row.opened and row.synced_commits, row
         return row.acknowledged, row.acknowledged_lost, row.torn
 
@@ -242,3 +203,33 @@ def test_several_crash_points_in_one_run_each_on_a_copy_of_the_store(tmp_path: P
     assert all(d["opened"] and d["torn"] == 0 for rows in by_engine.values() for d in rows)
     stores = next((tmp_path / "data").glob("profiles-*"))
     assert sorted(p.name for p in stores.iterdir()) == ["rocksdb", "sqlite"]  # the copies are gone
+
+
+async def _crash_then_recover(plan_file: Path, data: Path) -> tuple[Any, Any]:
+    """The plan's crashed insert on a fresh sqlite store under ``data`` (the plan's sqlite
+    settings), then its recover phase: the crash record and the durability row."""
+    import anyio
+
+    from asyncbench.config import load
+    from asyncbench.dirs.paths import store_root
+    from asyncbench.engine import EngineConfig
+    from asyncbench.engines import engine_class
+    from asyncbench.run.crash import crash_phase, recover_phase
+    from asyncbench.workloads import workload
+
+    cfg = load(plan_file)
+    cfg.data = data
+    level = cfg.level(PROFILES, 1)
+    econf = EngineConfig("sqlite", store_root(data, PROFILES) / "sqlite", cfg.engine_settings.get("sqlite", {}),
+                         limit=50, seed=cfg.seed)  # fmt: skip
+    econf.data_dir.mkdir(parents=True)
+    async with anyio.create_task_group() as tg:
+        engine = engine_class("sqlite")(econf)
+        await engine.open(True, tg)
+        drawn = workload().draw_plan(level.counts, cfg.seed)
+        record = await crash_phase(cfg, level, 0, engine, drawn)
+        fresh = engine_class("sqlite")(econf)
+        row, _ = await recover_phase(record, drawn, engine, fresh, tg)
+        await fresh.close()
+        tg.cancel_scope.cancel()
+    return record, row
