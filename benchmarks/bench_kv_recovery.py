@@ -21,9 +21,10 @@ import anyio
 
 from asyncbench.engine import Engine, EngineConfig, opened
 from asyncbench.engines import engine_class
-from asyncbench.engines.clean_shutdown import CleanShutdownMarker, KvView, profile_indexes, repair
+from asyncbench.engines.clean_shutdown import CleanShutdownMarker
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import KvView, profile_indexes, repair
 from asyncbench.workloads.profile_store.stores import profile_store
 
 SEED = 570123434

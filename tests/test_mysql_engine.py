@@ -177,7 +177,7 @@ async def test_schema_indexes_and_binary_collation(loaded: MySqlEngine) -> None:
 @needs_server
 async def test_index_queries_read_their_index_in_order(loaded: MySqlEngine) -> None:
     """No full scan and no filesort, whatever the state of the statistics."""
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
         (sql.scan_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),
         (sql.query_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),

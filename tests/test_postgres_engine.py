@@ -231,7 +231,7 @@ async def test_schema_indexes_and_byte_collation(loaded: PostgresEngine) -> None
 async def test_index_queries_read_their_index_in_order(loaded: PostgresEngine) -> None:
     """No sort and no sequential scan, with or without statistics (the table was just
     loaded: autovacuum may or may not have analyzed it yet)."""
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
         (sql.scan_country_status, ("US", "active"), "idx_profiles_country_status"),
         (sql.query_country_status, ("US", "active"), "idx_profiles_country_status"),
@@ -310,7 +310,7 @@ async def test_one_prepared_execution_per_operation(loaded: PostgresEngine) -> N
                 return await _fn(*args)
 
             table[text] = counted
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
         (store_of(loaded).read_by_id, [1, 2, 10**9, 3], [sql.by_id] * 4),
         (store_of(loaded).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], [sql.by_email] * 2),
