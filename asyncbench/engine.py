@@ -1,9 +1,11 @@
 """The engine lifecycle every adapter implements, and the facts it states.
 
-What an engine does for a *workload* is the workload's protocol (for the profile store,
-:class:`asyncbench.workloads.profile_store.store.ProfileStore`); this module holds only what every
-engine has whatever it runs: open / close / stabilize / settle / storage, per-worker
-handles, settings and :class:`~asyncbench.facts.EngineFacts`.
+An engine knows no workload: what it gives one is its store primitives
+(:mod:`asyncbench.store`: named key/value stores, or a SQL session and dialect, and where
+a batch runs), handed out per worker by :meth:`Engine.worker`; the workload builds its own
+store over them (``Workload.store``). This module holds what every engine has whatever it
+runs: open / close / stabilize / settle / storage, per-worker primitives, settings and
+:class:`~asyncbench.facts.EngineFacts`.
 
 Lifetime follows anyio's structured concurrency: ``open`` receives the task group that
 outlives ``open() .. close()`` as an argument, so an engine with background work (merges,
@@ -19,15 +21,12 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.facts import EngineFacts, Setting
-
-if TYPE_CHECKING:  # the workload's protocol, for annotations only: engine.py stays workload-free at run time
-    from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = [
     "COST_GROWTH_KNEE",
@@ -307,13 +306,16 @@ class Engine(abc.ABC):
         so); engines that write nothing return True."""
         return not self.persistent
 
-    def worker(self, index: int) -> ProfileStore:
-        """The workload's store worker ``index`` (of ``config.workers``) calls, opened in
-        ``open`` (the verify phase uses worker 0's). The shipped engines return the shared
-        stores of ``asyncbench.engines`` (one per engine, or one per worker's connection)
-        and write no workload method themselves; an engine that is its own store (the
-        in-memory one) keeps this default, ``self``."""
-        return cast("ProfileStore", self)
+    def worker(self, index: int) -> object:
+        """The primitives worker ``index`` (of ``config.workers``) runs on, opened in
+        ``open`` (the verify phase uses worker 0's): :class:`~asyncbench.store.KvPrimitives`,
+        :class:`~asyncbench.store.SqlPrimitives` or :class:`~asyncbench.store.InProcess`,
+        over which each workload builds its own store (``Workload.store``), so an engine
+        runs every workload that maps onto its kind. The same object for workers that
+        share one store (an embedded engine), one per connection otherwise. A plug-in
+        engine that implements a workload's store itself (the profile store's ten
+        operations) keeps this default, ``self``, and runs that workload only."""
+        return self
 
     # --- cost (what a phase costs beyond its time: asyncbench.measure.cost) --------------
     def background_threads(self) -> BackgroundThreads | str:

@@ -349,6 +349,20 @@ class Workload(Protocol):
         """The operations a phase will run (lazy where the plan is); ``params``: the phase's own keys."""
         ...
 
+    def store(self, primitives: Any, limit: int) -> Any:
+        """The workload's store over one engine worker's primitives (``Engine.worker(i)``,
+        :mod:`asyncbench.store`), built once per set of primitives: what its batch calls,
+        ``verify_checksum`` and ``check_recovery`` receive. ``limit``: the plan's rows per
+        scan or query. TypeError naming what the engine gave when the workload has no
+        mapping onto it."""
+        ...
+
+    def own_store_problem(self, engine_class: type) -> str | None:
+        """Why an engine class that is its own store (keeps ``Engine.worker``: it
+        implements the workload's operations itself instead of handing out primitives)
+        cannot run this workload, naming what it lacks; None when it can."""
+        ...
+
     def context(self, seed: int) -> object:
         """What a batch call needs besides the store and its items (opaque to the framework)."""
         ...

@@ -33,6 +33,7 @@ from asyncbench.run.signals import backend_options
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, new_engine
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS
 from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
+from asyncbench.workloads.profile_store.stores import profile_store
 
 
 async def main(name: str, profiles: int, parallelism: int, batch: int) -> None:
@@ -60,7 +61,7 @@ async def measure(
     print(f"engine {name}, profiles {profiles:_d}, P{parallelism}, batch {batch:_d}")
     print(f"{'phase kind':<24}{'ops':>8}{'wall µs':>10}{'CPU µs':>9}{'CPU/wall':>10}{'ceiling ops/s':>15}")
     async with opened(engine, reset=True):
-        handles = [engine.worker(w) for w in range(parallelism)]
+        handles = [profile_store(engine.worker(w), engine.limit) for w in range(parallelism)]
         for kind, stream in OPERATION_PHASES:  # insert first: it loads the store, timed
             items = phase_items(KINDS[kind], stream, None, plan)
             t, cpu = time.perf_counter(), time.process_time()

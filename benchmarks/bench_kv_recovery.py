@@ -21,9 +21,11 @@ import anyio
 
 from asyncbench.engine import Engine, EngineConfig, opened
 from asyncbench.engines import engine_class
-from asyncbench.engines.kv_recovery import CleanShutdownMarker, KvView, profile_indexes, repair
+from asyncbench.engines.clean_shutdown import CleanShutdownMarker
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import KvView, profile_indexes, repair
+from asyncbench.workloads.profile_store.stores import profile_store
 
 SEED = 570123434
 
@@ -36,7 +38,7 @@ async def build(name: str, data: Path, n: int, batch: int) -> None:
     engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED))
     async with opened(engine, reset=True):
         for start in range(1, n + 1, batch):
-            await engine.worker(0).insert(create_many(start, min(batch, n - start + 1), SEED), [])
+            await profile_store(engine.worker(0), engine.limit).insert(create_many(start, min(batch, n - start + 1), SEED), [])
         await engine.stabilize()  # the store as the read phases see it
 
 

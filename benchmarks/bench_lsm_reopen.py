@@ -26,6 +26,7 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.tools.store import load, new_engine
+from asyncbench.workloads.profile_store.stores import profile_store
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -37,7 +38,7 @@ async def main_async(args: argparse.Namespace) -> None:
         if not mark.exists():
             t0 = time.perf_counter()
             await engine.open(True, tg)
-            await load([engine.worker(0)], n)
+            await load([profile_store(engine.worker(0), engine.limit)], n)
             await engine.stabilize()
             await engine.settle()
             await engine.close()

@@ -26,6 +26,7 @@ from asyncbench.engine import opened  # noqa: E402
 from asyncbench.fmt import parse_count  # noqa: E402
 from asyncbench.run.signals import backend_options  # noqa: E402
 from asyncbench.tools.store import draw, load, new_engine  # noqa: E402
+from asyncbench.workloads.profile_store.stores import profile_store  # noqa: E402
 
 FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssFile")
 
@@ -53,17 +54,17 @@ async def one(engine: str, profiles: int, batch: int) -> None:
     with tempfile.TemporaryDirectory(prefix="asyncbench-memory-") as tmp:
         e = new_engine(engine, Path(tmp) / engine)
         async with opened(e, reset=True):
-            await load([e.worker(0)], profiles, batch)
+            await load([profile_store(e.worker(0), e.limit)], profiles, batch)
             show(engine, "after insert")
             await e.stabilize()
             show(engine, "after stabilization")
             reads = plan.stream("reads")
             for i in range(0, len(reads), batch):
-                await e.worker(0).read_by_id(reads[i : i + batch], [])
+                await profile_store(e.worker(0), e.limit).read_by_id(reads[i : i + batch], [])
             show(engine, "after read by user id")
             queries = plan.stream("queries")
             for i in range(0, len(queries), batch):
-                await e.worker(0).query_country_status(queries[i : i + batch], [])
+                await profile_store(e.worker(0), e.limit).query_country_status(queries[i : i + batch], [])
             show(engine, "after query country/status")
 
 

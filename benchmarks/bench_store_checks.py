@@ -36,6 +36,7 @@ from asyncbench.engines.sqlite import LAYOUT, SCHEMA, SqliteEngine, pragma_state
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+from asyncbench.workloads.profile_store.stores import profile_store
 
 SEED = 570123434
 
@@ -130,7 +131,7 @@ def rocksdb_scans(d: Path, n: int, rounds: int, nq: int) -> None:
 
     async def main() -> None:
         async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED)), False) as e:
-            s = e.worker(0)
+            s = profile_store(e.worker(0), e.limit)
             bodies = {
                 "scan_country_status": lambda: s._scan_country_status(queries, []),
                 "scan_created_at": lambda: s._scan_created_at(ranges, []),
@@ -166,7 +167,7 @@ def rocksdb_scans(d: Path, n: int, rounds: int, nq: int) -> None:
 async def build_rocksdb(d: Path, n: int) -> None:
     async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED)), True) as e:
         for start in range(1, n + 1, 1000):
-            await e.worker(0).insert(create_many(start, min(1000, n + 1 - start), SEED), [])
+            await profile_store(e.worker(0), e.limit).insert(create_many(start, min(1000, n + 1 - start), SEED), [])
         await e.stabilize()
 
 

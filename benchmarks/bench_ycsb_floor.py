@@ -50,16 +50,17 @@ async def profile_store(records: int, batch: int) -> dict[str, float]:
     from asyncbench.tools.store import SEED, draw, load, new_engine
     from asyncbench.workloads import select
     from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
+    from asyncbench.workloads.profile_store.stores import profile_store as store_over
 
     select("profile_store")
     plan = draw(records)
     with tempfile.TemporaryDirectory() as tmp:
         engine = new_engine("memory", Path(tmp))
         await engine.open(True)
-        inserted = await load([engine.worker(0)], records, batch)
+        inserted = await load([store_over(engine.worker(0), engine.limit)], records, batch)
         kind = PHASES["read_by_id"]
         items = phase_items(kind, "reads", None, plan)
-        read = await run_operations(kind, items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, _hook)
+        read = await run_operations(kind, items, [store_over(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, _hook)
         await engine.close()
     return {"load": inserted.ops / inserted.seconds, "read": read.ops / read.seconds, "reads": read.ops}
 
@@ -81,9 +82,9 @@ async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         engine = MemoryEngine(EngineConfig("memory", Path(tmp)))
         await engine.open(True)
-        loaded = await run_operations(load, wl.phase_items(load, None, None, plan, {}), [engine.worker(0)], None, batch, _hook)
+        loaded = await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook)
         items = wl.phase_items(mixed, None, None, plan, params)  # drawn before the phase, as a run does
-        ran = await run_operations(mixed, items, [engine.worker(0)], wl.context(0), batch, _hook)
+        ran = await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook)
         await engine.close()
     return {"load": loaded.ops / loaded.seconds, "read": ran.ops / ran.seconds, "reads": ran.ops}
 

@@ -38,6 +38,7 @@ import anyio
 
 from asyncbench.fmt import parse_count
 from asyncbench.tools.store import draw, load, new_engine
+from asyncbench.workloads.profile_store.stores import profile_store
 
 
 def freeze_heap() -> int:
@@ -68,7 +69,7 @@ def measure(engine_name: str, profiles: int, freeze: bool) -> dict[str, Any]:
                 before = gc.get_stats()
                 gc.callbacks.append(on_gc)
                 w0, c0 = time.perf_counter(), time.process_time()
-                await load([engine.worker(0)], profiles)
+                await load([profile_store(engine.worker(0), engine.limit)], profiles)
                 w1, c1 = time.perf_counter(), time.process_time()
                 gc.callbacks.remove(on_gc)
                 after = gc.get_stats()

@@ -27,6 +27,7 @@ from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS
 from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 from asyncbench.workloads.profile_store.profiles import update
+from asyncbench.workloads.profile_store.stores import profile_store
 
 
 async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
@@ -34,9 +35,9 @@ async def bare(kind: str, engine: MemoryEngine, items, batch: int) -> float:
     for i in range(0, len(items), batch):
         chunk = items[i : i + batch]
         if kind == "insert":
-            await engine.worker(0).insert(create_many(chunk.start, len(chunk), SEED), [])
+            await profile_store(engine.worker(0), engine.limit).insert(create_many(chunk.start, len(chunk), SEED), [])
         elif kind == "update":
-            await engine.worker(0).update(chunk, lambda p: update(p, SEED), [])
+            await profile_store(engine.worker(0), engine.limit).update(chunk, lambda p: update(p, SEED), [])
         elif kind.endswith("_top_reputation"):
             await getattr(engine, kind)(len(chunk), [])
         else:
@@ -48,7 +49,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
     plan = draw(profiles)
     engine = new_engine("memory", Path(tempfile.gettempdir()) / "harness-overhead-memory")  # writes nothing
     await engine.open(True)
-    await load([engine.worker(0)], profiles, batch)
+    await load([profile_store(engine.worker(0), engine.limit)], profiles, batch)
     hook_calls = 0
 
     def hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:
@@ -62,7 +63,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
         fulls, bares = [], []
         for _ in range(repeat):  # alternate so drift hits both alike
             t0 = perf_counter()
-            await run_operations(KINDS[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
+            await run_operations(KINDS[kind], items, [profile_store(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, hook)
             fulls.append(perf_counter() - t0)
             bares.append(await bare(kind, engine, items, batch))
         n = len(items)

@@ -32,6 +32,7 @@ from asyncbench.engines import engine_class
 from asyncbench.fmt import parse_count
 from asyncbench.workloads.profile_store.phases import PHASES, Action, PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+from asyncbench.workloads.profile_store.stores import profile_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +64,7 @@ async def run(args: argparse.Namespace) -> None:
                 prof.enable()
             if kind.action is Action.OPERATIONS:
                 items = phase_items(kind, use.stream, None, plan)
-                store = engine.worker(0)
+                store = profile_store(engine.worker(0), engine.limit)
                 assert kind.call is not None
                 for a in range(0, len(items), args.batch):
                     await kind.call(store, items[a : a + args.batch], ctx, [])
@@ -76,7 +77,7 @@ async def run(args: argparse.Namespace) -> None:
                 t0 = time.perf_counter()
                 await engine.open(False, args.tg)
             else:
-                await engine.worker(0).count()
+                await profile_store(engine.worker(0), engine.limit).count()
             dt = time.perf_counter() - t0
             if prof is not None:
                 prof.disable()

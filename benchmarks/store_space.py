@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from asyncbench.engines.kv_profile_store import STORE_NAMES
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 
 #: RocksDB's default number of levels.
 _LEVELS = 7

@@ -28,7 +28,8 @@ from asyncbench.engines.server_lock import DEFAULT_LOCK_WAIT_S, Lease, is_held
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from asyncbench.engines.sql_profile_store import SqlProfileStore
+    from asyncbench.engines.sql_retry import Retrier
+    from asyncbench.store import SqlPrimitives
 
 __all__ = [
     "Endpoint",
@@ -162,13 +163,17 @@ class hybridmethod:
 
 class PooledSession(Protocol):
     """What :class:`SessionPoolEngine` needs of an engine's session: the endpoint it is
-    connected to, its shared SQL store (for the retry count) and a close."""
+    connected to, the primitives a workload's store runs over, their retry (for the retry
+    count) and a close."""
 
     @property
     def endpoint(self) -> Endpoint | None: ...
 
     @property
-    def store(self) -> SqlProfileStore: ...
+    def primitives(self) -> SqlPrimitives: ...
+
+    @property
+    def retrier(self) -> Retrier: ...
 
     async def close(self) -> None: ...
 
@@ -180,7 +185,7 @@ T = TypeVar("T")
 class SessionPoolEngine(Engine, Generic[S]):
     """The connections of a client/server engine: one session per worker (``open`` makes
     them: worker 0's in ``_session``, the others' in ``_worker_sessions``), handed out by
-    :meth:`worker` as their shared SQL stores, closed together, their retries summed; per-endpoint facts in ``_nodes``;
+    :meth:`worker` as their SQL primitives, closed together, their retries summed; per-endpoint facts in ``_nodes``;
     the storage figure ``measure_storage`` queries, cached in ``_storage_bytes``.
 
     A subclass sets :attr:`product`, opens the sessions and says, in :meth:`_probe` and
@@ -283,9 +288,9 @@ class SessionPoolEngine(Engine, Generic[S]):
                     await session.close()
         return out
 
-    def worker(self, index: int) -> SqlProfileStore:
-        """The shared SQL store over worker ``index``'s own session."""
-        return (self._db if index == 0 else self._worker_sessions[index - 1]).store
+    def worker(self, index: int) -> SqlPrimitives:
+        """The SQL primitives over worker ``index``'s own session."""
+        return (self._db if index == 0 else self._worker_sessions[index - 1]).primitives
 
     # --- cost: the server's processes on this machine ------------------------------------
     async def _server_pids(self, sessions: list[S]) -> list[int] | str:
@@ -360,8 +365,8 @@ class SessionPoolEngine(Engine, Generic[S]):
     def take_retries(self) -> int:
         total = 0
         for session in self._sessions():
-            total += session.store.retries
-            session.store.retries = 0
+            total += session.retrier.retries
+            session.retrier.retries = 0
         return total
 
     def storage_bytes(self) -> int:

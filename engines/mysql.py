@@ -71,17 +71,9 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, mysql_ident
-from asyncbench.engines.sql_profile_store import (
-    TABLE,
-    UNIQUE_EMAIL,
-    Dialect,
-    SqlProfileStore,
-    Statements,
-    create_table,
-    index_keys,
-)
-from asyncbench.engines.sql_ycsb_store import UsertableSql, drop_usertable
+from asyncbench.engines.sql_retry import Retrier
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
+from asyncbench.store import Dialect, SqlPrimitives
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
 COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
@@ -89,32 +81,28 @@ COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
 #: Column sizes hold the generator's strings with room to spare; strict SQL mode (set per
 #: session) turns any overflow into an error instead of a silent truncation. ``{collation}``
 #: is filled in at open.
-SCHEMA = create_table(
-    {
-        "user_id": "BIGINT NOT NULL",
-        "email": "VARCHAR(255) NOT NULL",
-        "country": "VARCHAR(16) NOT NULL",
-        "status": "VARCHAR(16) NOT NULL",
-        "created_at": "BIGINT NOT NULL",
-        "last_login": "BIGINT NOT NULL",
-        "reputation": "INT NOT NULL",
-        "display_name": "VARCHAR(255) NOT NULL",
-        "bio": "VARCHAR(4096) NOT NULL",
-    },
-    ["PRIMARY KEY (user_id)", f"UNIQUE KEY {UNIQUE_EMAIL} (email)", *index_keys()],
-    indent="    ",
-    close=")",
-    suffix=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}",
-)
-
-#: YCSB's usertable (engines/sql_ycsb_store.py): ASCII keys compared as bytes, each field a
-#: LONGBLOB; made by the YCSB load in the database claimed and marked as asyncbench's.
-USERTABLE = UsertableSql(
-    key_type="VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
-    field_type="LONGBLOB NOT NULL",
-    placeholder=lambda i: "%s",
-    table_suffix=" ENGINE=InnoDB",
-)
+SCHEMA = """CREATE TABLE IF NOT EXISTS profiles (
+    user_id BIGINT NOT NULL,
+    email VARCHAR(255) NOT NULL,
+    country VARCHAR(16) NOT NULL,
+    status VARCHAR(16) NOT NULL,
+    created_at BIGINT NOT NULL,
+    last_login BIGINT NOT NULL,
+    reputation INT NOT NULL,
+    display_name VARCHAR(255) NOT NULL,
+    bio VARCHAR(4096) NOT NULL,
+    PRIMARY KEY (user_id),
+    UNIQUE KEY idx_profiles_email (email),
+    KEY idx_profiles_country_status (country, status, user_id),
+    KEY idx_profiles_created_at (created_at, user_id),
+    KEY idx_profiles_reputation (reputation DESC, user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}"""
+#: The tables the engine's open creates and its reset and delete_store drop, in its own
+#: database (claimed and marked as asyncbench's): the profile store's, made at open, and
+#: YCSB's usertable, made by its load (``workloads/ycsb/sql_store.py``). (Named here until
+#: the workloads declare their tables to the engines: docs/architecture.md.)
+TABLE = "profiles"
+TABLES = (TABLE, "usertable")
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
 #: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of a missing table gives a Note.
@@ -143,7 +131,15 @@ STMT_CACHE_SIZE = 32
 #: and filesort it (seen for the full-row top-reputation query: ~1.2 ms instead of ~0.15 ms
 #: per query), so the plan, and the number, would depend on timing. The hint changes no
 #: result: WHERE, ORDER BY and LIMIT are the shared SQL store's.
-DIALECT = Dialect(placeholder=lambda i: "%s", index_hint=lambda index: f"FORCE INDEX ({index}) ")
+DIALECT = Dialect(
+    placeholder=lambda i: "%s",
+    index_hint=lambda index: f"FORCE INDEX ({index}) ",
+    # YCSB's usertable: ASCII keys compared as bytes, each field a LONGBLOB
+    key_text="VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
+    integer="BIGINT NOT NULL",
+    blob="LONGBLOB NOT NULL",
+    table_suffix=" ENGINE=InnoDB",
+)
 
 
 #: Global variables read back from every endpoint for the report (missing ones: not a Galera
@@ -228,19 +224,20 @@ async def pick_collation(session: Session) -> str:
 
 
 class Session:
-    """One connection and its cursor, as the shared SQL store's :class:`SqlSession`; its
-    ``store`` is what the engine's ``worker(i)`` returns.
+    """One connection and its cursor, as a :class:`~asyncbench.store.SqlSession`; its
+    ``primitives`` are what the engine's ``worker(i)`` returns.
 
     A worker owns one session; with P workers the engine would hold P of them (asyncmy
     connections are not safe to share between concurrent tasks).
     """
 
-    def __init__(self, conn: Any, sql: Statements, endpoint: Endpoint | None = None) -> None:
+    def __init__(self, conn: Any, endpoint: Endpoint | None = None) -> None:
         self.conn = conn
         self.cur = conn.cursor()
         self.endpoint = endpoint
         self.galera = False  # set at open: wsrep_on=ON on this connection's server
-        self.store = SqlProfileStore(self, sql, retryable=retryable, barrier=self.barrier, usertable=USERTABLE)
+        self.retrier = Retrier(retryable)
+        self.primitives = SqlPrimitives(self, DIALECT, barrier=self.barrier, retry=self.retrier)
 
     async def barrier(self) -> None:
         """On Galera, one causal read: later reads see every write committed cluster-wide
@@ -340,7 +337,6 @@ class MySqlEngine(SessionPoolEngine[Session]):
         super().__init__(config)
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints = resolve_endpoints(self.settings)
-        self.sql = Statements.build(DIALECT, self.limit)
         self.collation: str | None = None
 
     # --- ownership and the run lock (engines/server_lock.py, engines/mysql_lock.py) --------
@@ -357,7 +353,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
         (GET_LOCK is node-local there); on a connection of its own."""
         conn = await self.connect(self.endpoints[0])
         try:
-            rows = await Session(conn, self.sql).query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+            rows = await Session(conn).query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
             wait = lock_wait_seconds(self.settings)
             if rows and str(rows[0][1]).upper() == "ON":
                 return await GaleraLockRow.take(conn, wait, self.where)
@@ -415,7 +411,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
 
     async def _session_to(self, endpoint: Endpoint) -> Session:
         """A session on ``endpoint`` that knows whether its server is a Galera node."""
-        session = Session(await self.connect(endpoint), self.sql, endpoint)
+        session = Session(await self.connect(endpoint), endpoint)
         try:
             rows = await session.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
             session.galera = bool(rows) and str(rows[0][1]).upper() == "ON"
@@ -434,8 +430,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
                     raise NotOurs(
                         f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
                     )
-                await session.query(f"DROP TABLE IF EXISTS {TABLE}")
-                await session.query(drop_usertable())  # YCSB's, beside it in our database
+                for table in TABLES:
+                    await session.query(f"DROP TABLE IF EXISTS {table}")
             finally:
                 await session.close()
         return True
@@ -446,8 +442,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
             self.collation = await pick_collation(session)
             await claim(session.conn, self.where)  # refuses a database that is not ours
             if reset:
-                await session.query(f"DROP TABLE IF EXISTS {TABLE}")
-                await session.query(drop_usertable())  # YCSB's, made by its load (sql_ycsb_store)
+                for table in TABLES:
+                    await session.query(f"DROP TABLE IF EXISTS {table}")
             await session.query(SCHEMA.format(collation=self.collation))
         except BaseException:
             await session.close()

@@ -4,27 +4,20 @@ checked before anything runs.
 A plug-in is the user's own code: an import error is about their module and their
 PYTHONPATH or install (never "pip install" advice), and a class that misses part of the
 engine lifecycle is refused up front instead of failing after the last phase. An engine
-normally hands out a workload store from ``worker(i)`` (the shared key/value or SQL store
-over its primitives, see ``examples/sorted_list_engine.py``), which exists only once the
-engine is open; an engine that keeps ``Engine.worker`` is its own store and must implement
-every :class:`ProfileStore` method itself, which is checked here.
+normally hands out primitives from ``worker(i)`` (key/value stores or a SQL session, see
+``examples/sorted_list_engine.py``), over which every workload builds its store; an
+engine that keeps ``Engine.worker`` is its own store, and the run's preflight checks it
+implements that workload's operations (``Workload.own_store_problem``).
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import traceback
 
 from asyncbench.engine import Engine, EngineUnavailable, cost_growth_problem
-from asyncbench.workloads.profile_store.store import ProfileStore
 
 __all__ = ["PluginError", "load_plugin"]
-
-#: What the runner calls on a store: the ProfileStore protocol's methods.
-STORE_METHODS = tuple(
-    name for name, _ in inspect.getmembers(ProfileStore, inspect.isfunction) if not name.startswith("_")
-)
 
 
 class PluginError(EngineUnavailable):
@@ -56,15 +49,6 @@ def load_plugin(name: str, module_name: str, class_name: str, origin: str) -> ty
     abstract = sorted(getattr(cls, "__abstractmethods__", ()))
     if abstract:
         raise PluginError(f"{where}: {class_name} does not implement {', '.join(abstract)}")
-    # A class that overrides worker() hands out its stores once open; one that keeps
-    # Engine.worker is its own store.
-    is_own_store = cls.worker is Engine.worker
-    missing = [m for m in STORE_METHODS if is_own_store and not callable(getattr(cls, m, None))]
-    if missing:
-        raise PluginError(
-            f"{where}: {class_name} lacks the ProfileStore method(s) {', '.join(missing)} "
-            "(workloads/profile_store/store.py)"
-        )
     if not getattr(cls, "name", None):
         raise PluginError(f"{where}: {class_name} sets no class attribute 'name'")
     problem = cost_growth_problem(cls.cost_growth)

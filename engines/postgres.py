@@ -76,43 +76,43 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, pg_ident
-from asyncbench.engines.sql_profile_store import (
-    TABLE,
-    UNIQUE_EMAIL,
-    Dialect,
-    SqlProfileStore,
-    Statements,
-    create_indexes,
-    create_table,
-)
-from asyncbench.engines.sql_ycsb_store import USERTABLE as USERTABLE_NAME
-from asyncbench.engines.sql_ycsb_store import UsertableSql, drop_usertable
+from asyncbench.engines.sql_retry import Retrier
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
+from asyncbench.store import Dialect, SqlPrimitives
 
 #: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
 #: and last_login are milliseconds since 1970, reputation at most 1_000_000).
 SCHEMA = (
-    create_table(
-        {
-            "user_id": "BIGINT NOT NULL PRIMARY KEY",
-            "email": 'TEXT COLLATE "C" NOT NULL',
-            "country": 'TEXT COLLATE "C" NOT NULL',
-            "status": 'TEXT COLLATE "C" NOT NULL',
-            "created_at": "BIGINT NOT NULL",
-            "last_login": "BIGINT NOT NULL",
-            "reputation": "INTEGER NOT NULL",
-            "display_name": 'TEXT COLLATE "C" NOT NULL',
-            "bio": 'TEXT COLLATE "C" NOT NULL',
-        },
-        [f"CONSTRAINT {UNIQUE_EMAIL} UNIQUE (email)"],
-    ),
-    *create_indexes(),
+    """CREATE TABLE IF NOT EXISTS profiles (
+        user_id BIGINT NOT NULL PRIMARY KEY,
+        email TEXT COLLATE "C" NOT NULL,
+        country TEXT COLLATE "C" NOT NULL,
+        status TEXT COLLATE "C" NOT NULL,
+        created_at BIGINT NOT NULL,
+        last_login BIGINT NOT NULL,
+        reputation INTEGER NOT NULL,
+        display_name TEXT COLLATE "C" NOT NULL,
+        bio TEXT COLLATE "C" NOT NULL,
+        CONSTRAINT idx_profiles_email UNIQUE (email)
+    )""",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
 )
+#: The tables the engine's open creates and its reset and delete_store drop, in its own
+#: schema (claimed and marked as asyncbench's): the profile store's, made at open, and
+#: YCSB's usertable, made by its load (``workloads/ycsb/sql_store.py``). (Named here until
+#: the workloads declare their tables to the engines: docs/architecture.md.)
+TABLE = "profiles"
+TABLES = (TABLE, "usertable")
 
-DIALECT = Dialect(placeholder=lambda i: f"${i}")
-#: YCSB's usertable (engines/sql_ycsb_store.py): keys collate as bytes ("C"), fields BYTEA;
-#: made by the YCSB load in the schema claimed and marked as asyncbench's.
-USERTABLE = UsertableSql(key_type='TEXT COLLATE "C" NOT NULL', field_type="BYTEA NOT NULL", placeholder=DIALECT.placeholder)
+#: Text keys collate as bytes ("C"), fields BYTEA (YCSB's usertable).
+DIALECT = Dialect(
+    placeholder=lambda i: f"${i}",
+    key_text='TEXT COLLATE "C" NOT NULL',
+    integer="BIGINT NOT NULL",
+    blob="BYTEA NOT NULL",
+)
 
 DEFAULTS: dict[str, Any] = {
     "host": "127.0.0.1",
@@ -259,28 +259,25 @@ def is_background_title(title: str) -> bool:
 
 
 class Session:
-    """One asyncpg connection with the store's statements prepared on it, as the shared
-    SQL store's :class:`SqlSession` (a worker owns one: a connection runs one query at a
-    time)."""
+    """One asyncpg connection with a workload's statements prepared on it, as a
+    :class:`~asyncbench.store.SqlSession` (a worker owns one: a connection runs one query
+    at a time); its ``primitives`` are what the engine's ``worker(i)`` returns."""
 
-    def __init__(self, conn: asyncpg.Connection, endpoint: Endpoint, sql: Statements) -> None:
+    def __init__(self, conn: asyncpg.Connection, endpoint: Endpoint) -> None:
         self.conn = conn
         self.endpoint = endpoint
-        self.sql = sql
         self._fetchrow: dict[str, Any] = {}
         self._fetch: dict[str, Any] = {}
         self._fetchval: dict[str, Any] = {}
-        self.store = SqlProfileStore(self, sql, retryable=retryable, usertable=USERTABLE)
+        self.retrier = Retrier(retryable)
+        self.primitives = SqlPrimitives(self, DIALECT, retry=self.retrier, prepare=self.prepare)
 
-    async def prepare(self) -> None:
-        """Prepare every statement once (the table must exist): later executions only bind."""
-        for text in self.sql.texts():
-            stmt = await self.conn.prepare(text)
-            self._fetchrow[text], self._fetch[text], self._fetchval[text] = (
-                stmt.fetchrow,
-                stmt.fetch,
-                stmt.fetchval,
-            )
+    async def prepare(self, texts: Sequence[str]) -> None:
+        """Prepare each statement once (its table must exist): later executions only bind
+        (a workload's store calls it before its first batch)."""
+        for text in texts:
+            if text not in self._fetchrow:
+                await self._prepare(text)
 
     async def close(self) -> None:
         conn, self.conn = self.conn, None
@@ -292,7 +289,7 @@ class Session:
             conn.terminate()  # the transport is gone or broken: just drop it
 
     async def _prepare(self, text: str) -> None:
-        """A statement not prepared at open (YCSB's, built for its field count): once."""
+        """A statement not prepared yet (YCSB's, built for its field count): once."""
         stmt = await self.conn.prepare(text)
         self._fetchrow[text], self._fetch[text], self._fetchval[text] = stmt.fetchrow, stmt.fetch, stmt.fetchval
 
@@ -352,7 +349,6 @@ class PostgresEngine(SessionPoolEngine[Session]):
         validate_settings(self.settings)
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
-        self.sql = Statements.build(DIALECT, self.limit)
 
     # --- ownership and the run lock (engines/server_lock.py, engines/postgres_lock.py) -----
     @property
@@ -389,12 +385,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
                     raise NotOurs(
                         f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
                     )
-                await conn.execute(
-                    f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{TABLE}"
-                )
-                await conn.execute(  # YCSB's, beside it in our schema
-                    f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{USERTABLE_NAME}"
-                )
+                for table in TABLES:
+                    await conn.execute(f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{table}")
             finally:
                 await conn.close()
         return True
@@ -469,16 +461,15 @@ class PostgresEngine(SessionPoolEngine[Session]):
 
     async def _open(self, reset: bool) -> None:
         first = self.endpoints[0]
-        session = Session(await self.connect(first, 0), first, self.sql)
+        session = Session(await self.connect(first, 0), first)
         try:
             await self._check_checkpoint_allowed(session.conn)
             await claim(session.conn, self.conn_settings["schema"], self.where)  # refuses a schema not ours
             if reset:
-                await session.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-                await session.conn.execute(drop_usertable())  # YCSB's, made by its load (sql_ycsb_store)
+                for table in TABLES:
+                    await session.conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in SCHEMA:
                 await session.conn.execute(statement)
-            await session.prepare()
         except BaseException:
             await session.close()
             raise
@@ -489,9 +480,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 if w == 0:
                     continue
                 endpoint = self.endpoints[e]
-                extra = Session(await self.connect(endpoint, w), endpoint, self.sql)
+                extra = Session(await self.connect(endpoint, w), endpoint)
                 self._worker_sessions.append(extra)
-                await extra.prepare()
             await self._read_nodes()
         except BaseException:
             await self.close()
@@ -514,7 +504,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
     async def _probe(self, endpoint: Endpoint) -> Session:
         """A connection named ``asyncbench-probe``, without prepared statements (it only
         reads settings)."""
-        return Session(await self.connect(endpoint, None), endpoint, self.sql)
+        return Session(await self.connect(endpoint, None), endpoint)
 
     async def _node_values(self, session: Session) -> dict[str, str]:
         """``server_version``, every :data:`READ_BACK` setting as ``SHOW`` gives it, and the

@@ -1,4 +1,4 @@
-"""A complete engine in one file: five sorted key lists, and nothing of the workload.
+"""A complete engine in one file: sorted key lists, and nothing of any workload.
 
 It is the example of docs/extending.md's "Writing an engine" section: copy it, replace the
 sorted lists with your store's calls, register it (an ``asyncbench.engines`` entry point
@@ -7,22 +7,20 @@ plan with ``--engine mine``. ``tests/test_example_engine.py`` runs the spec's re
 plan through the real CLI with it and checks all 17 checksums.
 
 What an engine implements:
-- its primitives: here an ordered key/value store (:class:`SortedListKv`: get, put,
-  delete, the first keys from a key, every item, a count), one per store the workload
-  needs (``STORE_NAMES``);
+- its primitives (:mod:`asyncbench.store`): here ordered key/value stores
+  (:class:`SortedListKv`: get, put, delete, the first keys from a key, every item, a
+  count), made on first use under the names a workload asks for (:class:`SortedListStores`);
 - the lifecycle of :class:`asyncbench.engine.Engine` (``open``/``close``; ``stabilize``,
-  ``settle`` and ``storage_bytes`` have defaults) and ``worker(i)``, which returns the
-  shared :class:`~asyncbench.engines.kv_profile_store.KvProfileStore` over those
-  primitives. That store maps the workload onto the keys once for every key/value engine
-  (one store operation per workload operation, per-operation latency stamps); the engine
-  only says where a batch runs (:class:`~asyncbench.engines.kv_profile_store.Placement`):
-  here on the event loop, with a turn for other tasks after each batch;
+  ``settle`` and ``storage_bytes`` have defaults) and ``worker(i)``, which returns those
+  primitives as a :class:`~asyncbench.store.KvPrimitives`, with where a batch runs (a
+  :class:`~asyncbench.store.Placement`: here on the event loop, with a turn for other
+  tasks after each batch). Each workload builds its own store over them (the profile
+  store maps its profiles and four indexes onto five named stores, YCSB its records onto
+  one): one store operation per workload operation, per-operation latency stamps;
 - optionally ``facts()``, what the report should know (durability, memory scope...).
 
-A SQL engine does the same with ``asyncbench.engines.sql_profile_store.SqlProfileStore``
-(driver calls and dialect: ``sqlite_memory_engine.py`` beside this file); an engine that wants to write the ten workload operations
-itself keeps ``worker``'s default and implements the ``ProfileStore`` protocol on the
-engine (``engines/memory.py``).
+A SQL engine does the same with :class:`~asyncbench.store.SqlPrimitives` (driver calls and
+dialect: ``sqlite_memory_engine.py`` beside this file).
 """
 
 from __future__ import annotations
@@ -35,10 +33,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
 from asyncbench.facts import Durability, EngineFacts, StorageMethod
+from asyncbench.store import KvPrimitives, Placement
 
-__all__ = ["SortedListEngine", "SortedListKv"]
+__all__ = ["SortedListEngine", "SortedListKv", "SortedListStores"]
 
 
 class SortedListKv:
@@ -74,6 +72,14 @@ class SortedListKv:
         return len(self.keys)
 
 
+class SortedListStores(dict[str, SortedListKv]):
+    """The engine's stores by name, each made when a workload first asks for it."""
+
+    def __missing__(self, name: str) -> SortedListKv:
+        made = self[name] = SortedListKv()
+        return made
+
+
 async def _on_loop(body: Callable[..., Any], *args: Any) -> Any:
     """Run a batch right here, then give other tasks a turn."""
     out = body(*args)
@@ -82,32 +88,30 @@ async def _on_loop(body: Callable[..., Any], *args: Any) -> Any:
 
 
 class SortedListEngine(Engine):
-    """Five sorted key lists in memory (docs/extending.md's example engine)."""
+    """Sorted key lists in memory (docs/extending.md's example engine)."""
 
     name = "sorted-list"
     persistent = False  # nothing survives the process: reopen keeps this object
 
     def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config)
-        self._stores = [SortedListKv() for _ in STORE_NAMES]
-        self._store: KvProfileStore | None = None
+        self._primitives = KvPrimitives(SortedListStores(), Placement.everywhere(_on_loop))
+        self._open = False
 
     # --- lifecycle ----------------------------------------------------------------------
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
-        if reset:
-            self._stores = [SortedListKv() for _ in STORE_NAMES]
-        self._store = KvProfileStore(
-            self._stores, self.limit, index_values_are_pks=True, place=Placement.everywhere(_on_loop)
-        )
+        if reset:  # new primitives: a workload builds its store over them anew
+            self._primitives = KvPrimitives(SortedListStores(), Placement.everywhere(_on_loop))
+        self._open = True
 
     async def close(self) -> None:
-        self._store = None
+        self._open = False
 
-    def worker(self, index: int) -> KvProfileStore:
-        """Every worker shares the one store."""
-        if self._store is None:
+    def worker(self, index: int) -> KvPrimitives:
+        """Every worker shares the one set of stores."""
+        if not self._open:
             raise RuntimeError("sorted-list engine is not open")
-        return self._store
+        return self._primitives
 
     def storage_bytes(self) -> int:
         return 0

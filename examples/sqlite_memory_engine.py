@@ -1,4 +1,4 @@
-"""A complete SQL engine in one file: Python's sqlite3, in memory, and nothing of the workload.
+"""A complete SQL engine in one file: Python's sqlite3, in memory.
 
 The SQL counterpart of ``sorted_list_engine.py`` (docs/extending.md's "Writing an engine"): copy
 it, replace the sqlite3 calls with your driver's, register it (an ``asyncbench.engines``
@@ -7,18 +7,18 @@ with ``--engine mine``. ``tests/test_example_engine.py`` runs the spec's referen
 through the real CLI with it and checks all 17 checksums.
 
 What a SQL engine implements:
-- a session (:class:`MemorySqlSession`): the three driver calls the shared
-  :class:`~asyncbench.engines.sql_profile_store.SqlProfileStore` needs (fetch one row,
-  fetch all rows, execute), ``async`` for any driver; a synchronous one like sqlite3
-  never suspends in them;
-- its schema: the ``profiles`` table and indexes are written once in
-  ``asyncbench.engines.sql_profile_store`` (:func:`create_table`, :func:`create_indexes`);
-  the engine gives only its column types;
-- its dialect (placeholders, optional index hints), from which :class:`Statements` builds
-  every SQL string once;
+- a session (:class:`MemorySqlSession`): the three driver calls a workload's SQL store
+  needs (fetch one row, fetch all rows, execute), ``async`` for any driver; a synchronous
+  one like sqlite3 never suspends in them;
+- its dialect (:class:`~asyncbench.store.Dialect`: placeholders, optional index hints, the
+  column types of a key, an integer and bytes), from which each workload writes its
+  statements once (YCSB also its ``usertable``, made by its load);
+- the profile store's table (:data:`SCHEMA`), made at open: named by the engine until the
+  workloads declare their tables to engines (docs/architecture.md);
 - where a batch runs: here on the event loop, driven to its end in one go
-  (:func:`run_to_completion`), then a turn for other tasks;
-- the lifecycle of :class:`asyncbench.engine.Engine` and ``worker(i)``.
+  (:func:`~asyncbench.store.run_to_completion`), then a turn for other tasks;
+- the lifecycle of :class:`asyncbench.engine.Engine` and ``worker(i)``, which returns its
+  :class:`~asyncbench.store.SqlPrimitives`.
 """
 
 from __future__ import annotations
@@ -31,34 +31,28 @@ import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import Engine
-from asyncbench.engines.sql_profile_store import (
-    Dialect,
-    SqlProfileStore,
-    Statements,
-    create_indexes,
-    create_table,
-    run_to_completion,
-)
 from asyncbench.facts import Durability, EngineFacts, StorageMethod
+from asyncbench.store import Dialect, SqlPrimitives, run_to_completion
 
 __all__ = ["MemorySqlSession", "SqliteMemoryEngine"]
 
 SCHEMA = (
-    create_table(
-        {
-            "user_id": "INTEGER PRIMARY KEY",
-            "email": "TEXT NOT NULL UNIQUE",
-            "country": "TEXT NOT NULL",
-            "status": "TEXT NOT NULL",
-            "created_at": "INTEGER NOT NULL",
-            "last_login": "INTEGER NOT NULL",
-            "reputation": "INTEGER NOT NULL",
-            "display_name": "TEXT NOT NULL",
-            "bio": "TEXT NOT NULL",
-        }
-    ),
-    *create_indexes(),
+    """CREATE TABLE IF NOT EXISTS profiles (
+        user_id INTEGER PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        country TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_login INTEGER NOT NULL,
+        reputation INTEGER NOT NULL,
+        display_name TEXT NOT NULL,
+        bio TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
+    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
 )
+DIALECT = Dialect(placeholder=lambda i: "?", key_text="TEXT NOT NULL", integer="INTEGER NOT NULL", blob="BLOB NOT NULL")
 
 
 class MemorySqlSession:
@@ -93,7 +87,7 @@ class SqliteMemoryEngine(Engine):
     def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config)
         self._conn: sqlite3.Connection | None = None
-        self._store: SqlProfileStore | None = None
+        self._primitives: SqlPrimitives | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
     async def open(self, reset: bool, background: TaskGroup | None = None) -> None:
@@ -103,17 +97,16 @@ class SqliteMemoryEngine(Engine):
             self._conn = sqlite3.connect(":memory:", isolation_level=None)  # autocommit
             for statement in SCHEMA:
                 self._conn.execute(statement)
-        sql = Statements.build(Dialect(placeholder=lambda i: "?"), self.limit)
-        self._store = SqlProfileStore(MemorySqlSession(self._conn), sql, hop=_on_loop)
+        self._primitives = SqlPrimitives(MemorySqlSession(self._conn), DIALECT, hop=_on_loop)
 
     async def close(self) -> None:
-        self._store = None  # the database stays for a reopen (it lives as long as the object)
+        self._primitives = None  # the database stays for a reopen (it lives as long as the object)
 
-    def worker(self, index: int) -> SqlProfileStore:
+    def worker(self, index: int) -> SqlPrimitives:
         """Every worker shares the one connection (batches never interleave on the loop)."""
-        if self._store is None:
+        if self._primitives is None:
             raise RuntimeError("sqlite-memory engine is not open")
-        return self._store
+        return self._primitives
 
     def storage_bytes(self) -> int:
         return 0

@@ -25,6 +25,8 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from conftest import store_of  # noqa: E402
+
 from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from asyncbench.engines import engine_class  # noqa: E402
 from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
@@ -61,7 +63,7 @@ class Tripwire:
 
 
 def arm(engine: Engine, store: str, method: str, at: int) -> None:
-    kv = engine._store  # type: ignore[attr-defined]
+    kv = store_of(engine)  # the workload's store over the engine's primitives
     attr = STORE_ATTRS[store]
     setattr(kv, attr, Tripwire(getattr(kv, attr), method, at))
 
@@ -80,14 +82,14 @@ async def run(spec: dict[str, Any]) -> None:
             arm(engine, die["store"], die["method"], die["at"])
         for start in range(1, n + 1, batch):
             count = min(batch, n - start + 1)
-            await engine.worker(0).insert(create_many(start, count, seed), [])
+            await store_of(engine).insert(create_many(start, count, seed), [])
             print("insert", start + count - 1, flush=True)
         if spec.get("update"):
             if die and die["phase"] == "update":
                 arm(engine, die["store"], die["method"], die["at"])
             for start in range(1, n + 1, batch):
                 uids = list(range(start, min(n, start + batch - 1) + 1))
-                await engine.worker(0).update(uids, transform, [])
+                await store_of(engine).update(uids, transform, [])
                 print("update", uids[-1], flush=True)
     print("done", flush=True)
 

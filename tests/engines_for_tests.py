@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 
 import anyio
+from plugins.own_store_engine import OwnStoreMemoryEngine
 
-from asyncbench.engines.memory import MemoryEngine
 
-
-class FaultyEngine(MemoryEngine):
+class FaultyEngine(OwnStoreMemoryEngine):
     """Raises in the middle of the country/status query phase."""
 
     name = "faulty"
@@ -25,7 +24,7 @@ class FaultyEngine(MemoryEngine):
         return await super().query_country_status(queries, marks)
 
 
-class WrongEngine(MemoryEngine):
+class WrongEngine(OwnStoreMemoryEngine):
     """Returns one profile too few from each email lookup batch: a silent bug made loud."""
 
     name = "wrong"
@@ -34,7 +33,7 @@ class WrongEngine(MemoryEngine):
         return (await super().lookup_by_email(emails, marks))[:-1]
 
 
-class SlowEngine(MemoryEngine):
+class SlowEngine(OwnStoreMemoryEngine):
     """Each read batch takes a long time, so a small timeout interrupts the read phase."""
 
     name = "slow"
@@ -44,7 +43,7 @@ class SlowEngine(MemoryEngine):
         return await super().read_by_id(uids, marks)
 
 
-class CrashingEngine(MemoryEngine):
+class CrashingEngine(OwnStoreMemoryEngine):
     """Kills its own process with SIGKILL during the lookup phase: a hard crash."""
 
     name = "crashing"
@@ -77,7 +76,7 @@ class SlowCloseEngine(SlowEngine):
         await super().close()
 
 
-class LateWrongEngine(MemoryEngine):
+class LateWrongEngine(OwnStoreMemoryEngine):
     """Right on its first email lookup batch, one profile short on every later one: a
     mismatch only a later phase of the same kind can see."""
 
@@ -93,7 +92,7 @@ class LateWrongEngine(MemoryEngine):
         return out if self.lookups == 1 else out[:-1]
 
 
-class BrokenConstructorEngine(MemoryEngine):
+class BrokenConstructorEngine(OwnStoreMemoryEngine):
     """A plug-in whose constructor fails: a failure before open."""
 
     name = "brokenctor"
@@ -129,7 +128,9 @@ def _variants() -> dict[str, type]:
 
     def overriding(base: type, **methods):  # type: ignore[no-untyped-def]
         def worker(self, index):  # type: ignore[no-untyped-def]
-            return _Overridden(base.worker(self, index), **methods)
+            from asyncbench.workloads.profile_store.stores import profile_store
+
+            return _Overridden(profile_store(base.worker(self, index), self.limit), **methods)
 
         return worker
 
@@ -157,7 +158,7 @@ VARIANTS = {
 }
 
 
-class RetryingEngine(MemoryEngine):
+class RetryingEngine(OwnStoreMemoryEngine):
     """States a pretend two-node cluster and reports one retried write per update batch,
     so the runner's per-phase retries and the report's Cluster note can be checked
     without a cluster."""
@@ -183,7 +184,7 @@ class RetryingEngine(MemoryEngine):
         return facts
 
 
-class PacedEngine(MemoryEngine):
+class PacedEngine(OwnStoreMemoryEngine):
     """Each read batch takes ``ASYNCBENCH_TEST_PACE`` seconds (default 0.3) before its reads,
     so a read phase lasts seconds and a test can watch it while it runs (the live log)."""
 
@@ -196,7 +197,7 @@ class PacedEngine(MemoryEngine):
         return await super().read_by_id(uids, marks)
 
 
-class SlowStorageEngine(MemoryEngine):
+class SlowStorageEngine(OwnStoreMemoryEngine):
     """The storage figure after the last phase waits for the test's gate (the file named by
     ``ASYNCBENCH_TEST_CLOSE_GATE``; at most 60 s), so a signal can arrive once every phase
     has ended; ``<gate>.measuring`` tells the test it is waiting."""
@@ -219,7 +220,7 @@ class SlowStorageEngine(MemoryEngine):
         return await super().measure_storage()
 
 
-class StallingEngine(MemoryEngine):
+class StallingEngine(OwnStoreMemoryEngine):
     """Pauses 200 ms inside every ``ASYNCBENCH_TEST_STALL_EVERY``-th read (default 500):
     one operation's service time holds the stall. Closed loop it is one slow sample; under
     a rate every operation intended during it waits (coordinated omission made visible)."""
@@ -249,7 +250,7 @@ class StallingEngine(MemoryEngine):
         return out
 
 
-class StatefulStorageEngine(MemoryEngine):
+class StatefulStorageEngine(OwnStoreMemoryEngine):
     """Its storage figure changes what later phases measure (as MySQL's ANALYZE TABLE
     does), so the cost measurement may take it at settle only."""
 
@@ -257,18 +258,18 @@ class StatefulStorageEngine(MemoryEngine):
     storage_changes_state = "measuring this engine's storage refreshes its statistics"
 
 
-class SteepGrowthEngine(MemoryEngine):
+class SteepGrowthEngine(OwnStoreMemoryEngine):
     """States its own cost growth with the store (test_estimate_growth)."""
 
     name = "steep"
     cost_growth = 0.5
 
 
-class NoYcsbEngine(MemoryEngine):
-    """A plug-in written for the profile store only: its store has no YCSB usertable."""
+class NoYcsbEngine(OwnStoreMemoryEngine):
+    """A plug-in written for the profile store only: it is its own profile store (the ten
+    operations), so it hands out no primitives a YCSB store could be built over."""
 
     name = "noycsb"
-    usertable = None  # type: ignore[assignment]
 
 
 class FixedServiceWorker:
@@ -316,7 +317,7 @@ class FixedServiceWorker:
         return [0] * n
 
 
-class HoggingEngine(MemoryEngine):
+class HoggingEngine(OwnStoreMemoryEngine):
     """The memory engine beside a thread that spins in Python holding the GIL (from the first
     read on, for ``ASYNCBENCH_TEST_HOG_SECONDS``, default 20): the event loop waits for the
     interpreter up to a switch interval at every wake-up, so the harness issues its

@@ -6,13 +6,13 @@ import time
 from collections.abc import Sequence
 from time import perf_counter_ns
 
-from asyncbench.engines.memory import MemoryEngine
+from plugins.own_store_engine import OwnStoreMemoryEngine
 
 #: Every read takes FAST_S, except every SLOW_EVERY-th, which takes SLOW_S.
 FAST_S, SLOW_S, SLOW_EVERY = 0.002, 0.030, 100
 
 
-class SleepyEngine(MemoryEngine):
+class SleepyEngine(OwnStoreMemoryEngine):
     name = "sleepy"
 
     async def read_by_id(self, uids: Sequence[int], marks: list[int]) -> list:
@@ -28,7 +28,7 @@ class SleepyEngine(MemoryEngine):
         return out
 
 
-class SlowReadsEngine(MemoryEngine):
+class SlowReadsEngine(OwnStoreMemoryEngine):
     """The memory engine with every point read 20 µs slower: a regression to catch."""
 
     name = "memory"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.client_server import SessionPoolEngine
@@ -30,7 +31,7 @@ async def results_equal_the_memory_engine(
     id; on one server with disjoint rows nothing is retried."""
     ref = MemoryEngine(EngineConfig("memory", data_dir, {}, limit, seed))
     await ref.open(reset=True)
-    await ref.worker(0).insert(create_many(1, profiles, seed), [])
+    await store_of(ref).insert(create_many(1, profiles, seed), [])
     plan = draw_plan(Counts.for_profiles(profiles, queries=60, post_queries=60), seed)
     pairs = [(c, s) for c in COUNTRIES for s in STATUSES]
     ranges = [*plan.stream("ranges"), (0, 1), (create(profiles, seed)[4], 2**62)]
@@ -41,8 +42,8 @@ async def results_equal_the_memory_engine(
         return update(p, seed)
 
     async def same(method: str, arg) -> None:  # type: ignore[no-untyped-def]
-        got = await getattr(loaded.worker(0), method)(arg, [])
-        want = await getattr(ref.worker(0), method)(arg, [])
+        got = await getattr(store_of(loaded), method)(arg, [])
+        want = await getattr(store_of(ref), method)(arg, [])
         assert got == want, method
 
     async def compare_all() -> None:
@@ -54,12 +55,12 @@ async def results_equal_the_memory_engine(
         await same("query_created_at", ranges)
         await same("scan_top_reputation", 3)
         await same("query_top_reputation", 3)
-        assert await loaded.worker(0).count() == await ref.worker(0).count()
+        assert await store_of(loaded).count() == await store_of(ref).count()
 
     await compare_all()
     updates = plan.stream("updates", 150)
     ids = [*updates, updates[0], profiles + 50]  # a repeated id and a missing one
-    assert await loaded.worker(0).update(ids, transform, []) == await ref.worker(0).update(ids, transform, [])
+    assert await store_of(loaded).update(ids, transform, []) == await store_of(ref).update(ids, transform, [])
     await compare_all()
     assert loaded.take_retries() == 0  # one server, disjoint rows: nothing to retry
 
@@ -69,20 +70,20 @@ async def reopen_keeps_data_and_reset_wipes_it(
 ) -> None:
     """``loaded`` holds profiles 1..``profiles``; ``make`` builds another engine on the same
     database: after close, a reopen sees every row (an update included), a reset none."""
-    changed = await loaded.worker(0).update([3], lambda p: update(p, seed), [])
+    changed = await store_of(loaded).update([3], lambda p: update(p, seed), [])
     await loaded.close()
     again = make()
     await again.open(reset=False)
     try:
-        assert await again.worker(0).count() == profiles
-        assert await again.worker(0).read_by_id([3, profiles], []) == [*changed, create(profiles, seed)]
+        assert await store_of(again).count() == profiles
+        assert await store_of(again).read_by_id([3, profiles], []) == [*changed, create(profiles, seed)]
     finally:
         await again.close()
     fresh = make()
     await fresh.open(reset=True)
     try:
-        assert await fresh.worker(0).count() == 0
-        assert await fresh.worker(0).read_by_id([1], []) == []
+        assert await store_of(fresh).count() == 0
+        assert await store_of(fresh).read_by_id([1], []) == []
     finally:
         await fresh.close()
 
@@ -120,8 +121,8 @@ async def an_endpoint_no_worker_uses_is_probed_and_closed(
         assert probes[0].conn is None  # closed by its session's close
         assert list(engine._nodes) == hosts[:2]  # each endpoint once, in order
         assert [str(s.endpoint) for s in engine._sessions()] == [hosts[0]]
-        await engine.worker(0).insert(create_many(1, 2, engine.config.seed), [])
-        assert await engine.worker(0).count() == 2
+        await store_of(engine).insert(create_many(1, 2, engine.config.seed), [])
+        assert await store_of(engine).count() == 2
         facts = engine.facts()
         assert facts.endpoints == hosts
         assert {f"server {hosts[0]}", f"server {hosts[1]}"} <= set(facts.versions)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from conftest import store_of
+
 from asyncbench.engine import Engine
-from asyncbench.engines.kv_recovery import profile_indexes
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import profile_indexes
 from asyncbench.workloads.profile_store.profiles import (
     COUNTRIES,
     INT63_MAX,
@@ -64,11 +66,11 @@ async def check_store(
     the generator creates); index expectations come from what is actually stored.
     """
     assert engine.limit >= HUGE_LIMIT, "build the engine with EngineConfig(limit=10**9)"
-    count = await engine.worker(0).count()
+    count = await store_of(engine).count()
     stored: dict[int, Profile] = {}
     for start in range(1, n + 1, batch):
         uids = list(range(start, min(n, start + batch - 1) + 1))
-        for record in await engine.worker(0).read_by_id(uids, []):
+        for record in await store_of(engine).read_by_id(uids, []):
             p = as_profile(record)
             assert p[0] not in stored, f"uid {p[0]} returned twice"
             stored[p[0]] = p
@@ -86,22 +88,22 @@ async def check_store(
     by_pair: dict[tuple[str, str], list[int]] = {pair: [] for pair in pairs}
     for p in profiles:
         by_pair[(p[2], p[3])].append(p[0])
-    got = await engine.worker(0).scan_country_status(pairs, [])
+    got = await store_of(engine).scan_country_status(pairs, [])
     want = [uid for pair in pairs for uid in by_pair[pair]]
     _same_ids("country/status index", got, want)
     # created-at: one range over everything, in (created_at, uid) order
-    got = await engine.worker(0).scan_created_at([(0, INT63_MAX)], [])
+    got = await store_of(engine).scan_created_at([(0, INT63_MAX)], [])
     want = [p[0] for p in sorted(profiles, key=lambda p: (p[4], p[0]))]
     _same_ids("created-at index", got, want)
     # reputation: the top-"everything" scan, by reputation desc then uid
-    got = await engine.worker(0).scan_top_reputation(1, [])
+    got = await store_of(engine).scan_top_reputation(1, [])
     want = [p[0] for p in sorted(profiles, key=lambda p: (-p[6], p[0]))]
     _same_ids("reputation index", got, want)
     # email: every planned uid's email; only the stored ones answer, in request order
     found: list[Profile] = []
     for start in range(1, n + 1, batch):
         emails = [email_of(uid) for uid in range(start, min(n, start + batch - 1) + 1)]
-        found += [as_profile(r) for r in await engine.worker(0).lookup_by_email(emails, [])]
+        found += [as_profile(r) for r in await store_of(engine).lookup_by_email(emails, [])]
     assert found == profiles, f"email lookups of 1..{n} returned {len(found)} profiles, expected {k}"
     check_raw_indexes(engine, profiles)
     return StoreState(count=count, profiles=stored)

@@ -1,5 +1,6 @@
 """Adding a phase kind is one phase-table row plus one method in each of the three stores
-(the key/value store, the SQL store and the in-memory engine): this test adds a kind
+(the key/value store, the SQL store and the in-memory store, all in the workload's own
+package: no engine file changes, engines hand out primitives): this test adds a kind
 through exactly those places and runs it through the real runner on memory, lsm, rocksdb
 and sqlite, whose checksums of the new phase must agree (README: "Adding a phase kind")."""
 
@@ -18,11 +19,11 @@ import orjson
 import pytest
 from conftest import ROOT
 
-from asyncbench.engines.kv_profile_store import KvProfileStore
-from asyncbench.engines.memory import MemoryEngine
-from asyncbench.engines.sql_profile_store import SqlProfileStore
 from asyncbench.workloads.profile_store import phases
+from asyncbench.workloads.profile_store.kv_store import KvProfileStore
+from asyncbench.workloads.profile_store.memory_store import MemoryProfileStore
 from asyncbench.workloads.profile_store.profiles import primary_key
+from asyncbench.workloads.profile_store.sql_store import SqlProfileStore
 from asyncbench.workloads.profile_store.store import Marks
 
 KIND = "exists_by_id"  # per requested id: the id when a profile is stored under it
@@ -89,7 +90,7 @@ async def sql_exists_by_id(self: SqlProfileStore, uids: Sequence[int], marks: Ma
     return await self._reading(body, uids, marks)
 
 
-async def memory_exists_by_id(self: MemoryEngine, uids: Sequence[int], marks: Marks) -> list[int]:
+async def memory_exists_by_id(self: MemoryProfileStore, uids: Sequence[int], marks: Marks) -> list[int]:
     marks.append(perf_counter_ns())
     out = []
     for uid in uids:
@@ -110,7 +111,7 @@ def new_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(phases.PHASES, KIND, row)
     monkeypatch.setattr(KvProfileStore, KIND, kv_exists_by_id, raising=False)
     monkeypatch.setattr(SqlProfileStore, KIND, sql_exists_by_id, raising=False)
-    monkeypatch.setattr(MemoryEngine, KIND, memory_exists_by_id, raising=False)
+    monkeypatch.setattr(MemoryProfileStore, KIND, memory_exists_by_id, raising=False)
 
 
 def test_a_new_kind_runs_on_every_engine_with_one_checksum(new_kind: None, tmp_path: Path, run_cli) -> None:
@@ -170,7 +171,7 @@ KIND_EDITS = {
     "workloads/profile_store/phases.py": f'''
 PHASES["{COPY_KIND}"] = _ops("{COPY_KIND}", Group.LOOKUP, Fold.IDS, (_use("{STREAM}", "id exists"),))
 ''',
-    "engines/kv_profile_store.py": f'''
+    "workloads/profile_store/kv_store.py": f'''
 
 async def _{COPY_KIND}(self: KvProfileStore, uids: Sequence[int], marks: Marks) -> list[int]:
     def body(uids: Sequence[int], marks: Marks) -> list[int]:
@@ -192,7 +193,7 @@ async def _{COPY_KIND}(self: KvProfileStore, uids: Sequence[int], marks: Marks) 
 
 KvProfileStore.{COPY_KIND} = _{COPY_KIND}  # type: ignore[attr-defined]
 ''',
-    "engines/sql_profile_store.py": f'''
+    "workloads/profile_store/sql_store.py": f'''
 
 async def _{COPY_KIND}(self: SqlProfileStore, uids: Sequence[int], marks: Marks) -> list[int]:
     async def body(uids: Sequence[int], marks: Marks) -> list[int]:
@@ -212,9 +213,9 @@ async def _{COPY_KIND}(self: SqlProfileStore, uids: Sequence[int], marks: Marks)
 
 SqlProfileStore.{COPY_KIND} = _{COPY_KIND}  # type: ignore[attr-defined]
 ''',
-    "engines/memory.py": f'''
+    "workloads/profile_store/memory_store.py": f'''
 
-async def _{COPY_KIND}(self: MemoryEngine, uids: Sequence[int], marks: Marks) -> list[int]:
+async def _{COPY_KIND}(self: MemoryProfileStore, uids: Sequence[int], marks: Marks) -> list[int]:
     marks.append(perf_counter_ns())
     out = []
     for uid in uids:
@@ -224,7 +225,7 @@ async def _{COPY_KIND}(self: MemoryEngine, uids: Sequence[int], marks: Marks) ->
     return out
 
 
-MemoryEngine.{COPY_KIND} = _{COPY_KIND}  # type: ignore[attr-defined]
+MemoryProfileStore.{COPY_KIND} = _{COPY_KIND}  # type: ignore[attr-defined]
 ''',
 }
 
@@ -301,6 +302,7 @@ def test_a_new_kind_with_a_new_stream_runs_in_child_processes_touching_few_files
     _add_kind(src)
     kind_files = _changed(with_stream, src)
     assert kind_files == sorted(KIND_EDITS), kind_files
+    assert all(f.startswith("workloads/") for f in kind_files)  # no engine file: engines know no kind
     assert len(kind_files) <= KIND_FILE_BOUND
 
     code, results, output = _run(src, tmp_path, "after")

@@ -328,7 +328,9 @@ async def test_local_postgres_server_cpu_and_client_cpu(tmp_path: Path) -> None:
         await meter.start()
         me = psutil.Process()
         before = me.cpu_times()
-        await engine.worker(0).insert(create_many(1, 2000, SEED), [])
+        from conftest import store_of
+
+        await store_of(engine).insert(create_many(1, 2000, SEED), [])
         end = time.process_time() + 0.6  # client CPU the reading must see
         while time.process_time() < end:
             pass

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 import rocksdict
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
@@ -99,7 +100,7 @@ def test_update_counts_each_profiles_acknowledged_updates() -> None:
 async def _sqlite_store(data: Path, synchronous: str = "NORMAL") -> None:
     engine = engine_class("sqlite")(EngineConfig("sqlite", data, {"synchronous": synchronous}, limit=50, seed=SEED))
     async with opened(engine, reset=True):
-        await engine.worker(0).insert(create_many(1, N, SEED), [])
+        await store_of(engine).insert(create_many(1, N, SEED), [])
 
 
 def left_by_a_crash(data: Path) -> None:
@@ -115,7 +116,7 @@ async def _check_engine(name: str, data: Path) -> RecoveryCounts:
     engine = engine_class(name)(EngineConfig(name, data, {}, limit=50, seed=SEED))
     async with opened(engine, reset=False):
         w = workload()
-        return await w.check_recovery(engine.worker(0), plan(), w.phases["insert"], None, None, N)
+        return await w.check_recovery(store_of(engine), plan(), w.phases["insert"], None, None, N)
 
 
 def test_a_corrupt_row_in_a_real_sqlite_store_is_torn(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_a_corrupt_value_in_a_real_rocksdb_store_is_torn(tmp_path: Path) -> None
     async def build() -> None:
         engine = engine_class("rocksdb")(EngineConfig("rocksdb", tmp_path, {}, limit=50, seed=SEED))
         async with opened(engine, reset=True):
-            await engine.worker(0).insert(create_many(1, N, SEED), [])
+            await store_of(engine).insert(create_many(1, N, SEED), [])
 
     anyio.run(build)
     db = rocksdict.Rdict(str(tmp_path / "profiles"), rocksdict.Options(raw_mode=True))

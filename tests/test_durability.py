@@ -7,7 +7,8 @@ exactly profiles 1..k, with k >= the last acknowledged uid wherever the engine p
 that across a process kill, and every index agrees with the profiles.
 
 The key/value engines write one profile as five separate puts, so a kill can cut a
-profile in half; their adapters repair that at the next open (``engines/kv_recovery.py``).
+profile in half; the profile store repairs that when built after the next open (the engine
+says its last close was not clean: ``workloads/profile_store/kv_recovery.py``).
 The deterministic cases make the child kill itself before one chosen write, so the torn
 state is known and the repair's report can be checked exactly.
 """
@@ -25,7 +26,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, mysql_configured, postgres_expected
+from conftest import ROOT, mysql_configured, postgres_expected, store_of
 from store_checks import (
     HUGE_LIMIT,
     as_profile,
@@ -35,9 +36,9 @@ from store_checks import (
 
 from asyncbench.engine import Engine, EngineConfig, opened
 from asyncbench.engines import engine_class
-from asyncbench.engines.kv_recovery import repair
 from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import repair
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
     reputation_key,
@@ -229,7 +230,7 @@ def test_rocksdb_update_torn_between_delete_and_put_of_same_key_is_repaired(tmp_
 async def read_one(data: Path, uid: int) -> Any:
     engine = make("rocksdb", data)
     async with opened(engine, reset=False):
-        (record,) = await engine.worker(0).read_by_id([uid], [])
+        (record,) = await store_of(engine).read_by_id([uid], [])
         return as_profile(record)
 
 
@@ -250,6 +251,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
     async def main() -> tuple[int, Any]:
         engine = make("lsm", data, wal_mode="sync")
         async with opened(engine, reset=False):
+            store_of(engine)  # the workload's store: built over the primitives, it repairs first
             report = engine.recovery
             state = await check_store(engine, 3000, SEED)
             return state.count, report
@@ -267,7 +269,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
 
 
 def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import asyncbench.engines.kv_profile_store as rocksdb_module  # where the engines call repair
+    import asyncbench.workloads.profile_store.kv_store as rocksdb_module  # where the engines call repair
 
     scans: list[str] = []
 
@@ -281,11 +283,12 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
     async def main() -> None:
         engine = make("rocksdb", data)
         async with opened(engine, reset=True):
-            await engine.worker(0).insert(create_many(1, 500, SEED), [])
+            await store_of(engine).insert(create_many(1, 500, SEED), [])
         assert engine.recovery is None and scans == []  # a fresh store is not scanned
         for _ in range(2):  # close + reopen, as the runner's reopen phase does
             engine = make("rocksdb", data)
             async with opened(engine, reset=False):
+                store_of(engine)
                 assert engine.recovery is None
                 await check_store(engine, 600, SEED)
         assert scans == []
@@ -294,6 +297,7 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
         (data / MARKER).write_text(json.dumps({**marker, "in_use": True}))  # ... after its open
         engine = make("rocksdb", data)
         async with opened(engine, reset=False):
+            store_of(engine)  # the workload's store repairs before its first batch
             assert engine.recovery is not None and engine.recovery.changed == 0
         assert scans == ["repair"]
 

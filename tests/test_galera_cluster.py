@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import unescaped
+from conftest import store_of, unescaped
 
 from asyncbench.engines import server_lock
 
@@ -298,12 +298,12 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
         try:
             async with lock.cursor() as cur:
                 await cur.execute("FLUSH TABLES WITH READ LOCK")
-            await writer.worker(0).insert([create(1, seed)], [])
+            await store_of(writer).insert([create(1, seed)], [])
             plain = await query(
                 h3, p3, env, "SELECT user_id FROM asyncbench_galera.profiles WHERE user_id = 1"
             )
             assert plain == [[]], "node 3 is not lagging: the test proves nothing"
-            task = asyncio.ensure_future(reader.worker(0).read_by_id([1], []))
+            task = asyncio.ensure_future(store_of(reader).read_by_id([1], []))
             await asyncio.sleep(0.5)
             assert not task.done(), "the read did not wait for node 3 to catch up"
             async with lock.cursor() as cur:
@@ -339,7 +339,7 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     async def scenario() -> tuple[int, int]:
         engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 1), 50, seed))
         await engine.open(reset=True)
-        await engine.worker(0).insert([create(1, seed)], [])
+        await store_of(engine).insert([create(1, seed)], [])
         (h2, p2), env = cluster.hosts[1], cluster.exports
         stop = asyncio.Event()
         hammered = 0
@@ -375,7 +375,7 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
         try:
             deadline = time.monotonic() + 60
             while retries == 0 and time.monotonic() < deadline:
-                got = await engine.worker(0).update([1] * 50, lambda p: update(p, seed), [])
+                got = await store_of(engine).update([1] * 50, lambda p: update(p, seed), [])
                 assert len(got) == 50
                 updates += 50
                 retries += engine.take_retries()
@@ -586,16 +586,16 @@ def test_two_mysql_engines_on_two_galera_nodes_one_is_refused(cluster: Cluster, 
         second = MySqlEngine(EngineConfig("mysql", tmp_path / "b", settings, 50, seed))
         await first.open(reset=True)
         try:
-            await first.worker(0).insert(create_many(1, 20, seed), [])
+            await store_of(first).insert(create_many(1, 20, seed), [])
             with pytest.raises(ServerBusy, match="holds the cluster's lock row"):
                 await second.open(reset=True)
-            assert await first.worker(0).count() == 20
+            assert await store_of(first).count() == 20
         finally:
             await first.close()
         assert await lock_rows(cluster) == []
         await second.open(reset=False)
         try:
-            assert await second.worker(0).count() == 20
+            assert await store_of(second).count() == 20
         finally:
             await second.close()
 

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncbench.engines.kv_recovery import (
-    CleanShutdownMarker,
+from asyncbench.engines.clean_shutdown import CleanShutdownMarker
+from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import (
     Digests,
     KvView,
     UidSet,
@@ -19,7 +20,6 @@ from asyncbench.engines.kv_recovery import (
     repair,
     stale_entries,
 )
-from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
     created_at_key,

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from conftest import run_asyncbench
+from conftest import run_asyncbench, store_of
 from engines_latency import FAST_S, SLOW_EVERY, SLOW_S
 
 from asyncbench.engine import EngineConfig, opened
@@ -26,16 +26,16 @@ def test_every_engine_stamps_one_mark_per_operation_plus_the_start(tmp_path: Pat
         e = engine_class(name)(EngineConfig(name, tmp_path / name, {}, 5, SEED))
         async with opened(e):
             calls = [
-                ("insert", lambda m: e.worker(0).insert(create_many(1, 300, SEED), m), 300),
-                ("read_by_id", lambda m: e.worker(0).read_by_id([1, 2, 999_999], m), 3),
-                ("lookup_by_email", lambda m: e.worker(0).lookup_by_email(["nobody@example.com"] * 4, m), 4),
-                ("scan_country_status", lambda m: e.worker(0).scan_country_status([("US", "active")] * 5, m), 5),
-                ("query_country_status", lambda m: e.worker(0).query_country_status([("US", "active")] * 2, m), 2),
-                ("scan_created_at", lambda m: e.worker(0).scan_created_at([(0, 2**62)] * 3, m), 3),
-                ("query_created_at", lambda m: e.worker(0).query_created_at([(0, 2**62)] * 2, m), 2),
-                ("scan_top_reputation", lambda m: e.worker(0).scan_top_reputation(6, m), 6),
-                ("query_top_reputation", lambda m: e.worker(0).query_top_reputation(2, m), 2),
-                ("update", lambda m: e.worker(0).update([1, 2, 999_999], lambda p: update(p, SEED), m), 3),
+                ("insert", lambda m: store_of(e).insert(create_many(1, 300, SEED), m), 300),
+                ("read_by_id", lambda m: store_of(e).read_by_id([1, 2, 999_999], m), 3),
+                ("lookup_by_email", lambda m: store_of(e).lookup_by_email(["nobody@example.com"] * 4, m), 4),
+                ("scan_country_status", lambda m: store_of(e).scan_country_status([("US", "active")] * 5, m), 5),
+                ("query_country_status", lambda m: store_of(e).query_country_status([("US", "active")] * 2, m), 2),
+                ("scan_created_at", lambda m: store_of(e).scan_created_at([(0, 2**62)] * 3, m), 3),
+                ("query_created_at", lambda m: store_of(e).query_created_at([(0, 2**62)] * 2, m), 2),
+                ("scan_top_reputation", lambda m: store_of(e).scan_top_reputation(6, m), 6),
+                ("query_top_reputation", lambda m: store_of(e).query_top_reputation(2, m), 2),
+                ("update", lambda m: store_of(e).update([1, 2, 999_999], lambda p: update(p, SEED), m), 3),
             ]
             for what, call, ops in calls:
                 marks: list[int] = []

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import opened
 from asyncbench.result import PhaseResult, ResultError, StallRecord, load_as
@@ -67,8 +68,8 @@ class _BlockingReads:
 async def _reads(blocking_batch: int | None, background_at: int | None = None) -> StallRecord:
     engine = new_engine("memory")
     async with opened(engine):
-        await load([engine.worker(0)], PROFILES)
-        handle = _BlockingReads(engine.worker(0), blocking_batch, background_at)
+        await load([store_of(engine)], PROFILES)
+        handle = _BlockingReads(store_of(engine), blocking_batch, background_at)
         uids = list(range(1, PROFILES + 1)) * 4
         outcome = await run_operations(
             workload().phases["read_by_id"], uids, [handle], PhaseContext.for_seed(7), 100, _no_hook, stalls=True
@@ -122,11 +123,11 @@ def test_a_closed_loop_that_never_yields_is_no_stall() -> None:
     async def main() -> StallRecord:
         engine = new_engine("memory")
         async with opened(engine):
-            outcome = await load([engine.worker(0)], 20_000)
+            outcome = await load([store_of(engine)], 20_000)
             assert outcome.stalls is None  # not asked for
             items = list(range(1, 20_001))
             out = await run_operations(
-                workload().phases["read_by_id"], items, [engine.worker(0)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True
+                workload().phases["read_by_id"], items, [store_of(engine)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True
             )
         assert out.stalls is not None
         return out.stalls

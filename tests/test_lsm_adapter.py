@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.lsm import CorruptMeta, parallel_open
@@ -50,40 +51,40 @@ async def workload(path: Path, settings: dict, background: bool) -> None:
         await phases(lsm, mem, background)
     again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
     async with maybe_opened(again, False, background):
-        assert await again.worker(0).count() == N
+        assert await store_of(again).count() == N
         ids = list(range(0, N + 10, 7))
-        assert records(await again.worker(0).read_by_id(ids, [])) == await mem.worker(0).read_by_id(ids, [])
+        assert records(await store_of(again).read_by_id(ids, [])) == await store_of(mem).read_by_id(ids, [])
         queries = [("US", "active"), ("DE", "pending")]
-        assert await again.worker(0).scan_country_status(queries, []) == await mem.worker(0).scan_country_status(queries, [])
-        assert await again.worker(0).scan_top_reputation(1, []) == await mem.worker(0).scan_top_reputation(1, [])
+        assert await store_of(again).scan_country_status(queries, []) == await store_of(mem).scan_country_status(queries, [])
+        assert await store_of(again).scan_top_reputation(1, []) == await store_of(mem).scan_top_reputation(1, [])
 
 
 async def phases(lsm: LsmEngine, mem: MemoryEngine, background: bool) -> None:
     for start in range(1, N + 1, 100):
         batch = create_many(start, 100, SEED)
-        await lsm.worker(0).insert(batch, [])
-        await mem.worker(0).insert(batch, [])
+        await store_of(lsm).insert(batch, [])
+        await store_of(mem).insert(batch, [])
     await lsm.stabilize()
     assert all(len(t.segments) <= 1 and not t.frozen for t in lsm._trees)  # stabilized: one each
     ids = list(range(0, N + 10, 7))
-    assert records(await lsm.worker(0).read_by_id(ids, [])) == await mem.worker(0).read_by_id(ids, [])
+    assert records(await store_of(lsm).read_by_id(ids, [])) == await store_of(mem).read_by_id(ids, [])
     emails = [p[1] for p in create_many(1, 50, SEED)] + ["nobody@example.com"]
-    assert records(await lsm.worker(0).lookup_by_email(emails, [])) == await mem.worker(0).lookup_by_email(emails, [])
+    assert records(await store_of(lsm).lookup_by_email(emails, [])) == await store_of(mem).lookup_by_email(emails, [])
     queries = [("US", "active"), ("DE", "pending"), ("GR", "deleted"), ("XX", "active")]
-    assert await lsm.worker(0).scan_country_status(queries, []) == await mem.worker(0).scan_country_status(queries, [])
+    assert await store_of(lsm).scan_country_status(queries, []) == await store_of(mem).scan_country_status(queries, [])
     p = create_many(100, 1, SEED)[0]
     ranges = [(p[4], p[4] + 30_000), (0, 1), (p[4], p[4])]
-    assert await lsm.worker(0).scan_created_at(ranges, []) == await mem.worker(0).scan_created_at(ranges, [])
-    assert records(await lsm.worker(0).query_created_at(ranges, [])) == await mem.worker(0).query_created_at(ranges, [])
+    assert await store_of(lsm).scan_created_at(ranges, []) == await store_of(mem).scan_created_at(ranges, [])
+    assert records(await store_of(lsm).query_created_at(ranges, [])) == await store_of(mem).query_created_at(ranges, [])
     for _ in range(3):  # updates land in memtables, flushes and merges run meanwhile
         ups = list(range(1, N + 1, 3)) + [N + 5]
-        got = await lsm.worker(0).update(ups, lambda q: update(q, SEED), [])
-        assert got == await mem.worker(0).update(ups, lambda q: update(q, SEED), [])
-        assert await lsm.worker(0).scan_top_reputation(2, []) == await mem.worker(0).scan_top_reputation(2, [])
-        assert records(await lsm.worker(0).query_country_status(queries, [])) == await mem.worker(0).query_country_status(
+        got = await store_of(lsm).update(ups, lambda q: update(q, SEED), [])
+        assert got == await store_of(mem).update(ups, lambda q: update(q, SEED), [])
+        assert await store_of(lsm).scan_top_reputation(2, []) == await store_of(mem).scan_top_reputation(2, [])
+        assert records(await store_of(lsm).query_country_status(queries, [])) == await store_of(mem).query_country_status(
             queries, []
         )
-    assert records(await lsm.worker(0).query_top_reputation(1, [])) == await mem.worker(0).query_top_reputation(1, [])
+    assert records(await store_of(lsm).query_top_reputation(1, [])) == await store_of(mem).query_top_reputation(1, [])
     if background:
         assert lsm._maint is not None and any(len(t.segments) for t in lsm._trees)
     await lsm.settle()
@@ -101,13 +102,13 @@ def test_matches_memory_engine(tmp_path: Path, backend: tuple, wal_mode: str) ->
 def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
     async def run() -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
-            await e.worker(0).insert(create_many(1, 300, SEED), [])
+            await store_of(e).insert(create_many(1, 300, SEED), [])
         # memtables were not flushed; the log carries them
         assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN", MARKER}
         assert not list(tmp_path.glob("*/seg-*"))
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
-            assert await e.worker(0).count() == 300
-            assert len(await e.worker(0).read_by_id(range(1, 301), [])) == 300
+            assert await store_of(e).count() == 300
+            assert len(await store_of(e).read_by_id(range(1, 301), [])) == 300
 
     anyio.run(run)
 
@@ -132,14 +133,14 @@ def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
             with anyio.move_on_after(60):
                 await e.open(True, tg)
                 for s in range(1, 2001, 250):
-                    await e.worker(0).insert(create_many(s, 250, SEED), [])
+                    await store_of(e).insert(create_many(s, 250, SEED), [])
             with anyio.CancelScope(shield=True):
                 await e.close()
             assert e._maint is None  # close stopped and awaited the background task
             tg.cancel_scope.cancel()
         e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
         async with opened(e, False):
-            assert await e.worker(0).count() == 2000
+            assert await store_of(e).count() == 2000
 
     anyio.run(run, backend=backend[0], backend_options=backend[1])
 
@@ -166,7 +167,7 @@ def test_a_failed_open_closes_the_trees_it_already_opened(
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.worker(0).insert(create_many(1, 300, SEED), [])
+            await store_of(e).insert(create_many(1, 300, SEED), [])
             await e.stabilize()  # the frozen memtables flushed: every tree has segments
 
     anyio.run(build)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
-from asyncbench.engines.kv_recovery import CleanShutdownMarker
+from asyncbench.engines.clean_shutdown import CleanShutdownMarker
 from asyncbench.engines.lsm import (
     CorruptLog,
     CorruptMeta,
@@ -192,7 +193,7 @@ def test_engine_reopen_refuses_a_replaced_meta(tmp_path: Path) -> None:
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.worker(0).insert(create_many(1, 300, 1), [])
+            await store_of(e).insert(create_many(1, 300, 1), [])
             await e.stabilize()
 
     async def reopen() -> None:
@@ -456,7 +457,7 @@ def test_damaged_log_after_clean_close_fails_the_engine_open(tmp_path: Path) -> 
 
     async def run() -> None:
         async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "sync"}, 50, 1)), False) as e:
-            await e.worker(0).count()
+            await store_of(e).count()
 
     raised: list[BaseException] = []
     try:
@@ -575,11 +576,11 @@ def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> No
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.worker(0).insert(create_many(1, 50, 1), [])
+            await store_of(e).insert(create_many(1, 50, 1), [])
 
     async def reopen() -> None:
         async with opened(LsmEngine(cfg), False) as e:
-            await e.worker(0).count()
+            await store_of(e).count()
 
     anyio.run(build)
     tree = cfg.data_dir / TREE_NAMES[1]  # an index tree

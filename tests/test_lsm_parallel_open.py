@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.lsm import CorruptSegment, parallel_open
@@ -102,12 +103,12 @@ def test_the_engine_reopen_refuses_a_damaged_index_segment(tmp_path: Path) -> No
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
-            await e.worker(0).insert(create_many(1, 300, 1), [])
+            await store_of(e).insert(create_many(1, 300, 1), [])
             await e.stabilize()
 
     async def count() -> int:
         async with opened(LsmEngine(cfg), False) as e:
-            return await e.worker(0).count()
+            return await store_of(e).count()
 
     anyio.run(build)
     assert anyio.run(count) == 300

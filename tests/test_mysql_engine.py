@@ -15,6 +15,7 @@ from pathlib import Path
 
 import asyncmy
 import pytest
+from conftest import store_of
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
     reopen_keeps_data_and_reset_wipes_it,
@@ -24,10 +25,10 @@ from sql_engine_checks import (
 
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
-from asyncbench.engines.sql_profile_store import Statements
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.profiles import update
+from asyncbench.workloads.profile_store.sql_store import Statements
 
 SEED = 570123434
 LIMIT = 7
@@ -81,7 +82,7 @@ async def fetch(conn, sql: str, args: tuple = ()) -> list[tuple]:  # type: ignor
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.worker(0).insert(create_many(1, N, SEED), [])
+    await store_of(engine).insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -176,7 +177,7 @@ async def test_schema_indexes_and_binary_collation(loaded: MySqlEngine) -> None:
 @needs_server
 async def test_index_queries_read_their_index_in_order(loaded: MySqlEngine) -> None:
     """No full scan and no filesort, whatever the state of the statistics."""
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
         (sql.scan_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),
         (sql.query_country_status, ("'US'", "'active'"), "idx_profiles_country_status"),
@@ -198,20 +199,20 @@ async def test_strings_compare_as_bytes(loaded: MySqlEngine) -> None:
     p = create(N + 1, SEED)
     upper = (N + 2, p[1].upper(), p[2].lower(), *p[3:])  # same letters, other case
     padded = (N + 3, p[1] + " ", *p[2:])  # trailing space: a different byte key
-    await loaded.worker(0).insert([p, upper, padded], [])
-    assert await loaded.worker(0).lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
-    assert await loaded.worker(0).lookup_by_email([p[1].title()], []) == []
+    await store_of(loaded).insert([p, upper, padded], [])
+    assert await store_of(loaded).lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
+    assert await store_of(loaded).lookup_by_email([p[1].title()], []) == []
     # country "us" (lower case) is not "US"
-    got = await loaded.worker(0).scan_country_status([(p[2].lower(), p[3])], [])
+    got = await store_of(loaded).scan_country_status([(p[2].lower(), p[3])], [])
     assert got == [N + 2]
 
 
 @needs_server
 async def test_rows_are_python_ints_and_strs(loaded: MySqlEngine) -> None:
-    (row,) = await loaded.worker(0).read_by_id([5], [])
+    (row,) = await store_of(loaded).read_by_id([5], [])
     assert row == create(5, SEED)
     assert [type(v) for v in row] == [int, str, str, str, int, int, int, str, str]
-    top = await loaded.worker(0).query_top_reputation(1, [])
+    top = await store_of(loaded).query_top_reputation(1, [])
     assert len(top) == LIMIT and all(type(r[0]) is int and type(r[6]) is int for r in top)
 
 
@@ -220,8 +221,8 @@ async def test_every_write_commits_on_its_own(loaded: MySqlEngine) -> None:
     (autocommit,) = (await loaded._db.query("SELECT @@autocommit"))[0]
     assert int(autocommit) == 1
     before = await status(loaded, "Handler_commit", "Com_stmt_execute")
-    await loaded.worker(0).insert(create_many(N + 1, 5, SEED), [])
-    updated = await loaded.worker(0).update([N + 1, N + 3, 10**9], transform, [])
+    await store_of(loaded).insert(create_many(N + 1, 5, SEED), [])
+    updated = await store_of(loaded).update([N + 1, N + 3, 10**9], transform, [])
     after = await status(loaded, "Handler_commit", "Com_stmt_execute")
     # 5 INSERTs + 3 SELECTs + 2 UPDATEs, each its own statement and its own transaction.
     assert after["Com_stmt_execute"] - before["Com_stmt_execute"] == 10
@@ -239,12 +240,12 @@ async def test_every_write_commits_on_its_own(loaded: MySqlEngine) -> None:
 @needs_server
 async def test_one_statement_per_operation(loaded: MySqlEngine) -> None:
     cases = [
-        (loaded.worker(0).read_by_id, [1, 2, 10**9, 3], 4),
-        (loaded.worker(0).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], 2),
-        (loaded.worker(0).scan_country_status, [("US", "active"), ("DE", "pending"), ("GR", "deleted")], 3),
-        (loaded.worker(0).query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], 1),
-        (loaded.worker(0).scan_top_reputation, 4, 4),
-        (loaded.worker(0).query_top_reputation, 2, 2),
+        (store_of(loaded).read_by_id, [1, 2, 10**9, 3], 4),
+        (store_of(loaded).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], 2),
+        (store_of(loaded).scan_country_status, [("US", "active"), ("DE", "pending"), ("GR", "deleted")], 3),
+        (store_of(loaded).query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], 1),
+        (store_of(loaded).scan_top_reputation, 4, 4),
+        (store_of(loaded).query_top_reputation, 2, 2),
     ]
     for method, arg, statements in cases:
         before = await status(loaded, "Com_stmt_execute")
@@ -302,8 +303,8 @@ async def test_missing_database_is_created(tmp_path: Path) -> None:
     engine = make(tmp_path, database=f"{TEST_DB}_created")
     await engine.open(reset=False)
     try:
-        await engine.worker(0).insert(create_many(1, 2, SEED), [])
-        assert await engine.worker(0).count() == 2
+        await store_of(engine).insert(create_many(1, 2, SEED), [])
+        assert await store_of(engine).count() == 2
         await engine._db.query(f"DROP DATABASE {TEST_DB}_created")
     finally:
         await engine.close()

@@ -14,6 +14,7 @@ import anyio
 import numpy as np
 import pytest
 from engines_for_tests import StallingEngine
+from plugins.own_store_engine import OwnStoreMemoryEngine
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.memory import MemoryEngine
@@ -254,7 +255,7 @@ def test_a_catch_up_batch_after_the_engine_kept_the_worker_is_not_harness_delay(
     assert summary is not None and summary["delay_max_ns"] == pytest.approx(200_000, rel=1e-2)
 
 
-class LoopBlockingEngine(MemoryEngine):
+class LoopBlockingEngine(OwnStoreMemoryEngine):
     """Every 200th read holds the event loop 40 ms (a synchronous call inside the engine's
     batch): the other workers' operations due meanwhile wait for the engine, not the harness."""
 

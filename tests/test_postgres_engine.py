@@ -18,7 +18,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from conftest import REFERENCE_PLAN, postgres_expected, status_line
+from conftest import REFERENCE_PLAN, postgres_expected, status_line, store_of
 from sql_engine_checks import (
     an_endpoint_no_worker_uses_is_probed_and_closed,
     reopen_keeps_data_and_reset_wipes_it,
@@ -31,10 +31,10 @@ from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines.client_server import Endpoint
 from asyncbench.engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
-from asyncbench.engines.sql_profile_store import Statements
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.profiles import update
+from asyncbench.workloads.profile_store.sql_store import Statements
 
 SEED = 570123434
 LIMIT = 7
@@ -75,7 +75,7 @@ async def other_connection() -> asyncpg.Connection:
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.worker(0).insert(create_many(1, N, SEED), [])
+    await store_of(engine).insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -231,7 +231,7 @@ async def test_schema_indexes_and_byte_collation(loaded: PostgresEngine) -> None
 async def test_index_queries_read_their_index_in_order(loaded: PostgresEngine) -> None:
     """No sort and no sequential scan, with or without statistics (the table was just
     loaded: autovacuum may or may not have analyzed it yet)."""
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
         (sql.scan_country_status, ("US", "active"), "idx_profiles_country_status"),
         (sql.query_country_status, ("US", "active"), "idx_profiles_country_status"),
@@ -253,10 +253,10 @@ async def test_strings_compare_as_bytes(loaded: PostgresEngine) -> None:
     p = create(N + 1, SEED)
     upper = (N + 2, p[1].upper(), p[2].lower(), *p[3:])  # same letters, other case
     padded = (N + 3, p[1] + " ", *p[2:])  # trailing space: a different byte key
-    await loaded.worker(0).insert([p, upper, padded], [])
-    assert await loaded.worker(0).lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
-    assert await loaded.worker(0).lookup_by_email([p[1].title()], []) == []
-    assert await loaded.worker(0).scan_country_status([(p[2].lower(), p[3])], []) == [N + 2]
+    await store_of(loaded).insert([p, upper, padded], [])
+    assert await store_of(loaded).lookup_by_email([p[1], p[1].upper(), p[1] + " "], []) == [p, upper, padded]
+    assert await store_of(loaded).lookup_by_email([p[1].title()], []) == []
+    assert await store_of(loaded).scan_country_status([(p[2].lower(), p[3])], []) == [N + 2]
     # The column's own order is code point order ("USER..." before "user...", which a
     # linguistic collation such as en_US would reverse), as Python's str order is.
     got = await loaded._db.conn.fetchval(
@@ -268,17 +268,17 @@ async def test_strings_compare_as_bytes(loaded: PostgresEngine) -> None:
 
 @needs_server
 async def test_rows_are_python_ints_and_strs(loaded: PostgresEngine) -> None:
-    (row,) = await loaded.worker(0).read_by_id([5], [])
+    (row,) = await store_of(loaded).read_by_id([5], [])
     assert row == create(5, SEED)
     assert [type(v) for v in row] == [int, str, str, str, int, int, int, str, str]
-    top = await loaded.worker(0).query_top_reputation(1, [])
+    top = await store_of(loaded).query_top_reputation(1, [])
     assert len(top) == LIMIT and all(type(r) is tuple and type(r[6]) is int for r in top)
 
 
 @needs_server
 async def test_every_write_is_its_own_committed_transaction(loaded: PostgresEngine) -> None:
-    await loaded.worker(0).insert(create_many(N + 1, 5, SEED), [])
-    updated = await loaded.worker(0).update([N + 1, N + 3, 10**9], transform, [])
+    await store_of(loaded).insert(create_many(N + 1, 5, SEED), [])
+    updated = await store_of(loaded).update([N + 1, N + 3, 10**9], transform, [])
     assert updated == [transform(create(N + 1, SEED)), transform(create(N + 3, SEED))]
     conn = await other_connection()  # sees them without any explicit commit
     try:
@@ -310,15 +310,15 @@ async def test_one_prepared_execution_per_operation(loaded: PostgresEngine) -> N
                 return await _fn(*args)
 
             table[text] = counted
-    sql = loaded.sql
+    sql = store_of(loaded).sql  # the profile store's statements over the engine's dialect
     cases = [
-        (loaded.worker(0).read_by_id, [1, 2, 10**9, 3], [sql.by_id] * 4),
-        (loaded.worker(0).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], [sql.by_email] * 2),
-        (loaded.worker(0).scan_country_status, [("US", "active"), ("DE", "pending")], [sql.scan_country_status] * 2),
-        (loaded.worker(0).query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], [sql.query_created_at]),
-        (loaded.worker(0).scan_top_reputation, 4, [sql.scan_top_reputation] * 4),
-        (loaded.worker(0).insert, create_many(N + 1, 2, SEED), [sql.insert] * 2),
-        (lambda ids, m: loaded.worker(0).update(ids, transform, m), [1, 10**9], [sql.by_id, sql.update, sql.by_id]),
+        (store_of(loaded).read_by_id, [1, 2, 10**9, 3], [sql.by_id] * 4),
+        (store_of(loaded).lookup_by_email, [create(7, SEED)[1], "nobody@example.com"], [sql.by_email] * 2),
+        (store_of(loaded).scan_country_status, [("US", "active"), ("DE", "pending")], [sql.scan_country_status] * 2),
+        (store_of(loaded).query_created_at, [(create(1, SEED)[4], create(30, SEED)[4])], [sql.query_created_at]),
+        (store_of(loaded).scan_top_reputation, 4, [sql.scan_top_reputation] * 4),
+        (store_of(loaded).insert, create_many(N + 1, 2, SEED), [sql.insert] * 2),
+        (lambda ids, m: store_of(loaded).update(ids, transform, m), [1, 10**9], [sql.by_id, sql.update, sql.by_id]),
     ]
     for method, arg, statements in cases:
         calls.clear()
@@ -385,7 +385,7 @@ async def test_workers_spread_round_robin_over_endpoints(tmp_path: Path) -> None
     engine = make(tmp_path, workers=3, hosts=hosts)
     await engine.open(reset=True)
     try:
-        views = [engine.worker(w) for w in range(3)]
+        views = [store_of(engine, w) for w in range(3)]
         assert [str(v.session.endpoint) for v in views] == [hosts[0], hosts[1], hosts[0]]
         names = [await v.session.conn.fetchval("SHOW application_name") for v in views]
         assert names == ["asyncbench-w0", "asyncbench-w1", "asyncbench-w2"]
@@ -418,8 +418,8 @@ async def test_missing_database_is_created(tmp_path: Path) -> None:
     engine = make(tmp_path, database=name)
     await engine.open(reset=False)
     try:
-        await engine.worker(0).insert(create_many(1, 2, SEED), [])
-        assert await engine.worker(0).count() == 2
+        await store_of(engine).insert(create_many(1, 2, SEED), [])
+        assert await store_of(engine).count() == 2
     finally:
         await engine.close()
     conn = await other_connection()

@@ -6,12 +6,12 @@ import time
 
 import pytest
 from conftest import REFERENCE_PLAN
+from plugins.own_store_engine import OwnStoreMemoryEngine
 
 from asyncbench import engines
-from asyncbench.engines.memory import MemoryEngine
 
 
-class SlowCloseEngine(MemoryEngine):
+class SlowCloseEngine(OwnStoreMemoryEngine):
     """Closing takes 0.3 s, opening is instant: a reopen that timed the close would show it."""
 
     name = "slowclose"

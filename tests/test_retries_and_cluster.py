@@ -26,13 +26,15 @@ from asyncbench.engines.client_server import (
 from asyncbench.engines.mysql import DIALECT as MYSQL_DIALECT
 from asyncbench.engines.mysql import resolve_endpoints
 from asyncbench.engines.mysql import retryable as mysql_retryable
-from asyncbench.engines.sql_profile_store import MAX_ATTEMPTS, SqlProfileStore, Statements
+from asyncbench.engines.sql_retry import MAX_ATTEMPTS, Retrier
 from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run.phase_loop import bucket_by_uid
+from asyncbench.store import SqlPrimitives
 from asyncbench.workloads.profile_store.generate import create
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import update
+from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
 
 SEED = 570123434
 pytestmark = pytest.mark.anyio
@@ -82,10 +84,22 @@ class ScriptedSession:
             self.rows[uid] = (uid, old[1], args[0], args[1], old[4], args[2], args[3], args[4], args[5])
 
 
-def store_over(error: type[Exception] = Conflict) -> tuple[SqlProfileStore, ScriptedSession]:
+class Counted(SqlProfileStore):
+    """The profile store over a scripted session, with the engine's retry (its count)."""
+
+    def __init__(self, session: ScriptedSession, retrier: Retrier) -> None:
+        super().__init__(SqlPrimitives(session, MYSQL_DIALECT, retry=retrier), 5)
+        self.retrier = retrier
+
+    @property
+    def retries(self) -> int:
+        return self.retrier.retries
+
+
+def store_over(error: type[Exception] = Conflict) -> tuple[Counted, ScriptedSession]:
     sql = Statements.build(MYSQL_DIALECT, 5)
     session = ScriptedSession(sql, error)
-    return SqlProfileStore(session, sql, retryable=lambda exc: isinstance(exc, Conflict)), session
+    return Counted(session, Retrier(lambda exc: isinstance(exc, Conflict))), session
 
 
 def transform(p):  # type: ignore[no-untyped-def]
@@ -125,7 +139,7 @@ async def test_other_errors_are_not_retried_and_retries_are_bounded() -> None:
     with pytest.raises(Conflict):
         await store.insert([create(1, SEED)], [])
     assert store.retries == MAX_ATTEMPTS - 1 and len(session.log) == MAX_ATTEMPTS
-    no_policy = SqlProfileStore(session, store.sql)  # an engine without a retry rule
+    no_policy = SqlProfileStore(SqlPrimitives(session, MYSQL_DIALECT), 5)  # an engine without a retry rule
     session.fail[store.sql.insert] = 1
     with pytest.raises(Conflict):
         await no_policy.insert([create(1, SEED)], [])

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import store_of
 
 pytest.importorskip("rocksdict")
 
@@ -50,8 +51,8 @@ async def pair(path: Path, n: int = N) -> tuple[RocksDbEngine, MemoryEngine]:
     await memory.open(reset=True)
     for start in range(1, n + 1, 250):
         batch = create_many(start, min(250, n + 1 - start), SEED)
-        await rocks.worker(0).insert(batch, [])
-        await memory.worker(0).insert(batch, [])
+        await store_of(rocks).insert(batch, [])
+        await store_of(memory).insert(batch, [])
     return rocks, memory
 
 
@@ -63,12 +64,12 @@ def test_reads_in_request_order_skip_missing(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
         uids = [5, 1, N, 0, N + 1, 5, 300]
-        got = await rocks.worker(0).read_by_id(uids, [])
-        assert got == encoded(await memory.worker(0).read_by_id(uids, []))
+        got = await store_of(rocks).read_by_id(uids, [])
+        assert got == encoded(await store_of(memory).read_by_id(uids, []))
         assert [int(v.split(b"|", 1)[0]) for v in got] == [5, 1, N, 5, 300]
         emails = [p[1] for p in create_many(10, 3, SEED)] + ["nobody@example.com"]
-        assert await rocks.worker(0).lookup_by_email(emails, []) == encoded(await memory.worker(0).lookup_by_email(emails, []))
-        assert len(await rocks.worker(0).lookup_by_email(emails, [])) == 3
+        assert await store_of(rocks).lookup_by_email(emails, []) == encoded(await store_of(memory).lookup_by_email(emails, []))
+        assert len(await store_of(rocks).lookup_by_email(emails, [])) == 3
         await rocks.close()
 
     run(main)
@@ -78,12 +79,12 @@ def test_country_status_prefix_scans_match_reference(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
         queries = [(c, s) for c in COUNTRIES for s in STATUSES]
-        ids = await rocks.worker(0).scan_country_status(queries, [])
-        assert ids == await memory.worker(0).scan_country_status(queries, [])
+        ids = await store_of(rocks).scan_country_status(queries, [])
+        assert ids == await store_of(memory).scan_country_status(queries, [])
         # some prefixes have fewer than LIMIT entries: the scan stopped on the prefix end
         assert len(ids) < LIMIT * len(queries)
-        assert await rocks.worker(0).query_country_status(queries, []) == encoded(
-            await memory.worker(0).query_country_status(queries, [])
+        assert await store_of(rocks).query_country_status(queries, []) == encoded(
+            await store_of(memory).query_country_status(queries, [])
         )
         await rocks.close()
 
@@ -108,12 +109,12 @@ def test_created_at_range_boundaries_are_inclusive(tmp_path: Path) -> None:
         for _ in range(50):
             lo = rng.randrange(at[1] - 5000, at[N] + 5000)
             ranges.append((lo, lo + rng.randrange(0, 20_000)))
-        ids = await rocks.worker(0).scan_created_at(ranges, [])
-        assert ids == await memory.worker(0).scan_created_at(ranges, [])
-        per_range = [await rocks.worker(0).scan_created_at([r], []) for r in ranges[:7]]
+        ids = await store_of(rocks).scan_created_at(ranges, [])
+        assert ids == await store_of(memory).scan_created_at(ranges, [])
+        per_range = [await store_of(rocks).scan_created_at([r], []) for r in ranges[:7]]
         assert per_range[:6] == [[10], [11], [10, 11], [1, 2, 3], [N - 2, N - 1, N], []]
         assert per_range[6] == list(range(100, 100 + LIMIT))
-        assert await rocks.worker(0).query_created_at(ranges, []) == encoded(await memory.worker(0).query_created_at(ranges, []))
+        assert await store_of(rocks).query_created_at(ranges, []) == encoded(await store_of(memory).query_created_at(ranges, []))
         await rocks.close()
 
     run(main)
@@ -122,13 +123,13 @@ def test_created_at_range_boundaries_are_inclusive(tmp_path: Path) -> None:
 def test_top_reputation_matches_reference(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
-        ids = await rocks.worker(0).scan_top_reputation(3, [])
-        assert ids == await memory.worker(0).scan_top_reputation(3, [])
+        ids = await store_of(rocks).scan_top_reputation(3, [])
+        assert ids == await store_of(memory).scan_top_reputation(3, [])
         assert len(ids) == 3 * LIMIT
         reps = {p[0]: p[6] for p in create_many(1, N, SEED)}
         top = ids[:LIMIT]
         assert [reps[i] for i in top] == sorted((reps[i] for i in top), reverse=True)
-        assert await rocks.worker(0).query_top_reputation(2, []) == encoded(await memory.worker(0).query_top_reputation(2, []))
+        assert await store_of(rocks).query_top_reputation(2, []) == encoded(await store_of(memory).query_top_reputation(2, []))
         await rocks.close()
 
     run(main)
@@ -137,8 +138,8 @@ def test_top_reputation_matches_reference(tmp_path: Path) -> None:
 def test_top_reputation_on_tiny_store_stops_at_index_end(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path, n=3)
-        assert await rocks.worker(0).scan_top_reputation(2, []) == await memory.worker(0).scan_top_reputation(2, [])
-        assert len(await rocks.worker(0).scan_top_reputation(1, [])) == 3
+        assert await store_of(rocks).scan_top_reputation(2, []) == await store_of(memory).scan_top_reputation(2, [])
+        assert len(await store_of(rocks).scan_top_reputation(1, [])) == 3
         await rocks.close()
 
     run(main)
@@ -152,13 +153,13 @@ def test_update_moves_index_entries(tmp_path: Path) -> None:
             return update(p, SEED)
 
         uids = [4, 8, 4, 13, 999_999, 8, 100]  # repeats and a missing id
-        got = await rocks.worker(0).update(uids, transform, [])
-        assert got == await memory.worker(0).update(uids, transform, [])
+        got = await store_of(rocks).update(uids, transform, [])
+        assert got == await store_of(memory).update(uids, transform, [])
         assert [p[0] for p in got] == [4, 8, 4, 13, 8, 100]
         # uid 4 was updated twice from its stored value, not from the original
         original = create_many(4, 1, SEED)[0]
         assert got[2] == update(update(original, SEED), SEED)
-        assert await rocks.worker(0).read_by_id([4], []) == [encode(got[2])]
+        assert await store_of(rocks).read_by_id([4], []) == [encode(got[2])]
         # the status of uid % 4 == 0 moved: old country/status entry gone, new one present
         old_key = f"{original[2]}|{original[3]}|{4:020d}".encode()
         new_key = f"{got[2][2]}|{got[2][3]}|{4:020d}".encode()
@@ -167,9 +168,9 @@ def test_update_moves_index_entries(tmp_path: Path) -> None:
         assert cs_db.get(old_key) is None
         assert cs_db.get(new_key) == b"%020d" % 4
         queries = [(c, s) for c in COUNTRIES for s in STATUSES]
-        assert await rocks.worker(0).scan_country_status(queries, []) == await memory.worker(0).scan_country_status(queries, [])
-        assert await rocks.worker(0).scan_top_reputation(1, []) == await memory.worker(0).scan_top_reputation(1, [])
-        assert await rocks.worker(0).count() == N
+        assert await store_of(rocks).scan_country_status(queries, []) == await store_of(memory).scan_country_status(queries, [])
+        assert await store_of(rocks).scan_top_reputation(1, []) == await store_of(memory).scan_top_reputation(1, [])
+        assert await store_of(rocks).count() == N
         await rocks.close()
 
     run(main)
@@ -178,18 +179,18 @@ def test_update_moves_index_entries(tmp_path: Path) -> None:
 def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
     async def main() -> None:
         rocks, memory = await pair(tmp_path)
-        await rocks.worker(0).update([6], lambda p: update(p, SEED), [])
+        await store_of(rocks).update([6], lambda p: update(p, SEED), [])
         await rocks.settle()
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*DB_NAMES, MARKER])
         assert rocks.storage_bytes() > 0
-        expected = await rocks.worker(0).read_by_id([1, 6, N // 2, N], [])
+        expected = await store_of(rocks).read_by_id([1, 6, N // 2, N], [])
         await rocks.close()
 
         again = make(tmp_path)
         await again.open(reset=False)
-        assert await again.worker(0).count() == N
-        assert await again.worker(0).read_by_id([1, 6, N // 2, N], []) == expected
-        assert await again.worker(0).scan_top_reputation(1, []) != []
+        assert await store_of(again).count() == N
+        assert await store_of(again).read_by_id([1, 6, N // 2, N], []) == expected
+        assert await store_of(again).scan_top_reputation(1, []) != []
         await again.close()
 
         # A file the engine did not write: the reset refuses and deletes nothing.
@@ -201,9 +202,9 @@ def test_reopen_persists_and_reset_wipes(tmp_path: Path) -> None:
         (tmp_path / "stray.txt").unlink()
         wiped = make(tmp_path)
         await wiped.open(reset=True)
-        assert await wiped.worker(0).count() == 0
-        assert await wiped.worker(0).read_by_id([1, N], []) == []
-        assert await wiped.worker(0).scan_top_reputation(1, []) == []
+        assert await store_of(wiped).count() == 0
+        assert await store_of(wiped).read_by_id([1, N], []) == []
+        assert await store_of(wiped).scan_top_reputation(1, []) == []
         await wiped.close()
 
     run(main)
@@ -213,11 +214,11 @@ def test_writes_after_close_reach_disk_without_settle(tmp_path: Path) -> None:
     async def main() -> None:
         rocks = make(tmp_path)
         await rocks.open(reset=True)
-        await rocks.worker(0).insert(create_many(1, 20, SEED), [])
+        await store_of(rocks).insert(create_many(1, 20, SEED), [])
         await rocks.close()
         again = make(tmp_path)
         await again.open(reset=False)
-        assert await again.worker(0).count() == 20
+        assert await store_of(again).count() == 20
         await again.close()
 
     run(main)
@@ -233,10 +234,10 @@ def test_concurrent_tasks_share_one_engine(tmp_path: Path) -> None:
             start = 1 + w * 200
             batch = create_many(start, 200, SEED)
             for i in range(0, 200, 50):
-                await rocks.worker(0).insert(batch[i : i + 50], [])
+                await store_of(rocks).insert(batch[i : i + 50], [])
             results[w] = (
-                await rocks.worker(0).read_by_id(list(range(start, start + 200)), []),
-                await rocks.worker(0).scan_top_reputation(5, []),
+                await store_of(rocks).read_by_id(list(range(start, start + 200)), []),
+                await store_of(rocks).scan_top_reputation(5, []),
             )
 
         async with anyio.create_task_group() as tg:
@@ -245,7 +246,7 @@ def test_concurrent_tasks_share_one_engine(tmp_path: Path) -> None:
         for w in range(4):
             assert results[w][0] == encoded(create_many(1 + w * 200, 200, SEED))
             assert len(results[w][1]) == 5 * LIMIT
-        assert await rocks.worker(0).count() == 800
+        assert await store_of(rocks).count() == 800
         await rocks.close()
 
     run(main)
@@ -316,16 +317,16 @@ def test_event_loop_keeps_running_during_engine_calls(tmp_path: Path) -> None:
 
         calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
             ("open", lambda: rocks.open(reset=True)),
-            ("insert", lambda: rocks.worker(0).insert(create_many(1, 300, SEED), [])),
-            ("read_by_id", lambda: rocks.worker(0).read_by_id(list(range(1, 300)), [])),
-            ("lookup_by_email", lambda: rocks.worker(0).lookup_by_email([p[1] for p in create_many(1, 50, SEED)], [])),
-            ("scan_country_status", lambda: rocks.worker(0).scan_country_status([("US", "active")] * 20, [])),
-            ("query_created_at", lambda: rocks.worker(0).query_created_at([(0, 2**62)] * 20, [])),
-            ("query_top_reputation", lambda: rocks.worker(0).query_top_reputation(20, [])),
-            ("update", lambda: rocks.worker(0).update(list(range(1, 100)), lambda p: update(p, SEED), [])),
+            ("insert", lambda: store_of(rocks).insert(create_many(1, 300, SEED), [])),
+            ("read_by_id", lambda: store_of(rocks).read_by_id(list(range(1, 300)), [])),
+            ("lookup_by_email", lambda: store_of(rocks).lookup_by_email([p[1] for p in create_many(1, 50, SEED)], [])),
+            ("scan_country_status", lambda: store_of(rocks).scan_country_status([("US", "active")] * 20, [])),
+            ("query_created_at", lambda: store_of(rocks).query_created_at([(0, 2**62)] * 20, [])),
+            ("query_top_reputation", lambda: store_of(rocks).query_top_reputation(20, [])),
+            ("update", lambda: store_of(rocks).update(list(range(1, 100)), lambda p: update(p, SEED), [])),
             ("stabilize", rocks.stabilize),
             ("settle", rocks.settle),
-            ("count", lambda: rocks.worker(0).count()),
+            ("count", lambda: store_of(rocks).count()),
             ("close", rocks.close),
         ]
         async with anyio.create_task_group() as tg:
@@ -358,13 +359,13 @@ def test_point_reads_run_on_the_loop_thread_and_the_rest_in_a_worker(
         rocks = make(tmp_path)
         await rocks.open(reset=True)
         try:
-            await rocks.worker(0).insert(create_many(1, 20, SEED), [])
+            await store_of(rocks).insert(create_many(1, 20, SEED), [])
             hops.clear()
-            got = await rocks.worker(0).read_by_id([1, 2, 3], [])
-            got += await rocks.worker(0).lookup_by_email([p[1] for p in create_many(1, 2, SEED)], [])
+            got = await store_of(rocks).read_by_id([1, 2, 3], [])
+            got += await store_of(rocks).lookup_by_email([p[1] for p in create_many(1, 2, SEED)], [])
             assert len(got) == 5 and hops == []
-            await rocks.worker(0).scan_top_reputation(1, [])
-            await rocks.worker(0).update([1], lambda p: update(p, SEED), [])
+            await store_of(rocks).scan_top_reputation(1, [])
+            await store_of(rocks).update([1], lambda p: update(p, SEED), [])
             assert hops == ["_scan_top_reputation", "_update"]  # the shared store's batch bodies
         finally:
             await rocks.close()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, mysql_configured, postgres_expected, status_line
+from conftest import ROOT, mysql_configured, postgres_expected, status_line, store_of
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.server_lock import NotOurs, ServerBusy
@@ -340,20 +340,20 @@ async def test_a_second_engine_waits_then_is_refused_and_the_first_table_is_inta
     first = make(kind, tmp_path, **server.settings(place))
     await first.open(reset=True)
     try:
-        await first.worker(0).insert(create_many(1, 50, SEED), [])
+        await store_of(first).insert(create_many(1, 50, SEED), [])
         second = make(kind, tmp_path, **server.settings(place, lock_wait_seconds=0.5))
         t0 = time.monotonic()
         with pytest.raises(ServerBusy, match="another asyncbench run holds the"):
             await second.open(reset=True)
         assert 0.4 < time.monotonic() - t0 < 10  # waited its bounded time, then refused
-        assert await first.worker(0).count() == 50  # nothing dropped
+        assert await store_of(first).count() == 50  # nothing dropped
     finally:
         await first.close()
     # released at close: the second opens now, on the first one's (marked) table
     second = make(kind, tmp_path, **server.settings(place, lock_wait_seconds=0))
     await second.open(reset=False)
     try:
-        assert await second.worker(0).count() == 50
+        assert await store_of(second).count() == 50
     finally:
         await second.close()
     assert await second.delete_store()  # ours (marked): dropped
@@ -370,7 +370,7 @@ async def test_the_clean_up_refuses_a_table_whose_marker_is_gone(
     server = Server(kind)
     engine = make(kind, tmp_path, **server.settings(place))
     await engine.open(reset=True)
-    await engine.worker(0).insert(create_many(1, 3, SEED), [])
+    await store_of(engine).insert(create_many(1, 3, SEED), [])
     await engine.close()
     q = f"`{place}`" if kind == "mysql" else f'"{place}"'
     await server.sql(f"DROP TABLE {q}.asyncbench_owner")

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from asyncbench.engines import mysql, postgres, sqlite
-from asyncbench.engines.sql_profile_store import COLUMNS, INDEXES, TABLE, UNIQUE_EMAIL, create_table
+from asyncbench.workloads.profile_store.sql_store import COLUMNS, INDEXES, TABLE, UNIQUE_EMAIL, create_table
 
 SCHEMAS = {
     "sqlite": "\n".join(sqlite.SCHEMA),

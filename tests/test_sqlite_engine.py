@@ -9,10 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.memory import MemoryEngine
-from asyncbench.engines.sql_profile_store import SqlProfileStore, Statements
 from asyncbench.engines.sqlite import (
     DIALECT,
     SqliteEngine,
@@ -21,8 +21,10 @@ from asyncbench.engines.sqlite import (
     validate_settings,
 )
 from asyncbench.engines.store_dir import StoreDirError
+from asyncbench.store import SqlPrimitives
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
+from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
 
 SEED = 570123434
 LIMIT = 20
@@ -65,7 +67,7 @@ async def traced(engine: SqliteEngine, coro_fn, *args):  # type: ignore[no-untyp
 async def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.worker(0).insert(create_many(1, N, SEED), [])
+    await store_of(engine).insert(create_many(1, N, SEED), [])
     yield engine
     await engine.close()
 
@@ -131,10 +133,10 @@ async def test_schema(tmp_path: Path) -> None:
         assert indexes["idx_profiles_created_at"] == (0, [("created_at", 0), ("user_id", 0)])
         assert indexes["idx_profiles_reputation"] == (0, [("reputation", 1), ("user_id", 0)])
         assert (1, [("email", 0)]) in indexes.values()  # UNIQUE email
-        await engine.worker(0).insert([create(1, SEED)], [])
+        await store_of(engine).insert([create(1, SEED)], [])
         dup = (2,) + create(1, SEED)[1:]
         with pytest.raises(sqlite3.IntegrityError):
-            await engine.worker(0).insert([dup], [])
+            await store_of(engine).insert([dup], [])
     finally:
         await engine.close()
 
@@ -181,7 +183,7 @@ async def test_each_insert_is_its_own_transaction(tmp_path: Path) -> None:
     try:
         await sql(engine, "PRAGMA wal_autocheckpoint=0")  # keep every frame in the WAL
         before = await engine._db.run(lambda c: c.total_changes)
-        _, log = await traced(engine, engine.worker(0).insert, create_many(1, n, SEED))
+        _, log = await traced(engine, store_of(engine).insert, create_many(1, n, SEED))
         assert await engine._db.run(lambda c: c.in_transaction) is False
         assert await engine._db.run(lambda c: c.total_changes) - before == n
         assert len(log) == n and all(s.startswith("INSERT INTO profiles") for s in log)
@@ -203,18 +205,18 @@ async def test_each_insert_is_its_own_transaction(tmp_path: Path) -> None:
 
 async def test_update_is_select_then_one_update_per_id(loaded: SqliteEngine) -> None:
     uids = [5, 9, 5, N + 10, 12]  # a repeat and a missing id
-    out, log = await traced(loaded, loaded.worker(0).update, uids, transform)
+    out, log = await traced(loaded, store_of(loaded).update, uids, transform)
     first = transform(create(5, SEED))
     assert out == [first, transform(create(9, SEED)), transform(first), transform(create(12, SEED))]
     kinds = [s.split()[0] for s in log]
     assert kinds == ["SELECT", "UPDATE", "SELECT", "UPDATE", "SELECT", "UPDATE", "SELECT", "SELECT", "UPDATE"]
     assert await loaded._db.run(lambda c: c.in_transaction) is False
-    assert await loaded.worker(0).read_by_id([5, 9], []) == [transform(first), transform(create(9, SEED))]
+    assert await store_of(loaded).read_by_id([5, 9], []) == [transform(first), transform(create(9, SEED))]
 
 
 async def test_update_refuses_to_change_keys_that_never_change(loaded: SqliteEngine) -> None:
     with pytest.raises(ValueError):
-        await loaded.worker(0).update([3], lambda p: (p[0], "x@y.z", *p[2:]), [])
+        await store_of(loaded).update([3], lambda p: (p[0], "x@y.z", *p[2:]), [])
 
 
 # --- reads ----------------------------------------------------------------------------------
@@ -222,11 +224,11 @@ async def test_update_refuses_to_change_keys_that_never_change(loaded: SqliteEng
 
 async def test_point_reads_one_statement_each_in_request_order(loaded: SqliteEngine) -> None:
     ids = [7, 3, N + 1, 7, 1]
-    rows, log = await traced(loaded, loaded.worker(0).read_by_id, ids)
+    rows, log = await traced(loaded, store_of(loaded).read_by_id, ids)
     assert rows == [create(7, SEED), create(3, SEED), create(7, SEED), create(1, SEED)]
     assert len(log) == len(ids)
     emails = [create(4, SEED)[1], "nobody@example.com", create(2, SEED)[1]]
-    rows, log = await traced(loaded, loaded.worker(0).lookup_by_email, emails)
+    rows, log = await traced(loaded, store_of(loaded).lookup_by_email, emails)
     assert rows == [create(4, SEED), create(2, SEED)]
     assert len(log) == len(emails)
 
@@ -236,12 +238,12 @@ async def test_one_statement_per_query(loaded: SqliteEngine) -> None:
     lo = create(100, SEED)[4]
     ranges = [(lo, lo + 400_000), (lo, lo)]
     for fn, arg, n in (
-        (loaded.worker(0).scan_country_status, qs, 3),
-        (loaded.worker(0).query_country_status, qs, 3),
-        (loaded.worker(0).scan_created_at, ranges, 2),
-        (loaded.worker(0).query_created_at, ranges, 2),
-        (loaded.worker(0).scan_top_reputation, 4, 4),
-        (loaded.worker(0).query_top_reputation, 4, 4),
+        (store_of(loaded).scan_country_status, qs, 3),
+        (store_of(loaded).query_country_status, qs, 3),
+        (store_of(loaded).scan_created_at, ranges, 2),
+        (store_of(loaded).query_created_at, ranges, 2),
+        (store_of(loaded).scan_top_reputation, 4, 4),
+        (store_of(loaded).query_top_reputation, 4, 4),
     ):
         _, log = await traced(loaded, fn, arg)
         assert len(log) == n, fn.__name__
@@ -252,24 +254,24 @@ async def test_results_equal_reference_engine(loaded: SqliteEngine, tmp_path: Pa
     after updates that move rows in the country/status and reputation indexes."""
     ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
     await ref.open(reset=True)
-    await ref.worker(0).insert(create_many(1, N, SEED), [])
+    await store_of(ref).insert(create_many(1, N, SEED), [])
     qs = [(c, s) for c in COUNTRIES[:8] for s in STATUSES]
     ranges = [(create(u, SEED)[4], create(min(N, u + 60), SEED)[4]) for u in (1, 50, 700, N - 5)]
 
     async def compare() -> None:
-        assert await loaded.worker(0).scan_country_status(qs, []) == await ref.worker(0).scan_country_status(qs, [])
-        assert await loaded.worker(0).query_country_status(qs, []) == await ref.worker(0).query_country_status(qs, [])
-        assert await loaded.worker(0).scan_created_at(ranges, []) == await ref.worker(0).scan_created_at(ranges, [])
-        assert await loaded.worker(0).query_created_at(ranges, []) == await ref.worker(0).query_created_at(ranges, [])
-        assert await loaded.worker(0).scan_top_reputation(2, []) == await ref.worker(0).scan_top_reputation(2, [])
-        assert await loaded.worker(0).query_top_reputation(2, []) == await ref.worker(0).query_top_reputation(2, [])
-        assert await loaded.worker(0).count() == await ref.worker(0).count()
+        assert await store_of(loaded).scan_country_status(qs, []) == await store_of(ref).scan_country_status(qs, [])
+        assert await store_of(loaded).query_country_status(qs, []) == await store_of(ref).query_country_status(qs, [])
+        assert await store_of(loaded).scan_created_at(ranges, []) == await store_of(ref).scan_created_at(ranges, [])
+        assert await store_of(loaded).query_created_at(ranges, []) == await store_of(ref).query_created_at(ranges, [])
+        assert await store_of(loaded).scan_top_reputation(2, []) == await store_of(ref).scan_top_reputation(2, [])
+        assert await store_of(loaded).query_top_reputation(2, []) == await store_of(ref).query_top_reputation(2, [])
+        assert await store_of(loaded).count() == await store_of(ref).count()
 
     await compare()
-    assert len(await loaded.worker(0).scan_top_reputation(1, [])) == LIMIT
+    assert len(await store_of(loaded).scan_top_reputation(1, [])) == LIMIT
     # Update every id divisible by 4 (status moves) plus the current top ids (reputation moves).
-    uids = list(range(4, N + 1, 4)) + await ref.worker(0).scan_top_reputation(1, [])
-    assert await loaded.worker(0).update(uids, transform, []) == await ref.worker(0).update(uids, transform, [])
+    uids = list(range(4, N + 1, 4)) + await store_of(ref).scan_top_reputation(1, [])
+    assert await store_of(loaded).update(uids, transform, []) == await store_of(ref).update(uids, transform, [])
     await compare()
 
 
@@ -299,17 +301,17 @@ async def test_index_plans(loaded: SqliteEngine) -> None:
 async def test_reopen_keeps_data(tmp_path: Path) -> None:
     engine = make(tmp_path)
     await engine.open(reset=True)
-    await engine.worker(0).insert(create_many(1, 300, SEED), [])
-    updated = await engine.worker(0).update([4, 8], transform, [])
+    await store_of(engine).insert(create_many(1, 300, SEED), [])
+    updated = await store_of(engine).update([4, 8], transform, [])
     await engine.close()
     current = {p[0]: p for p in create_many(1, 300, SEED)} | {p[0]: p for p in updated}
     again = make(tmp_path)
     await again.open(reset=False)
     try:
-        assert await again.worker(0).count() == 300
-        assert await again.worker(0).read_by_id([1, 4, 8, 300], []) == [current[u] for u in (1, 4, 8, 300)]
+        assert await store_of(again).count() == 300
+        assert await store_of(again).read_by_id([1, 4, 8, 300], []) == [current[u] for u in (1, 4, 8, 300)]
         top = sorted(current, key=lambda u: (-current[u][6], u))[:LIMIT]
-        assert await again.worker(0).scan_top_reputation(1, []) == top
+        assert await store_of(again).scan_top_reputation(1, []) == top
     finally:
         await again.close()
 
@@ -318,12 +320,12 @@ async def test_reset_removes_db_wal_and_shm(tmp_path: Path) -> None:
     engine = make(tmp_path)
     await engine.open(reset=True)  # marks the directory as the engine's store
     try:
-        await engine.worker(0).insert(create_many(1, 10, SEED), [])
+        await store_of(engine).insert(create_many(1, 10, SEED), [])
     finally:
         await engine.close()  # records the files it leaves
     await engine.open(reset=True)  # removes exactly those
     try:
-        assert await engine.worker(0).count() == 0
+        assert await store_of(engine).count() == 0
     finally:
         await engine.close()
 
@@ -348,18 +350,18 @@ async def test_settle_truncates_wal_and_storage_counts_only_db_files(loaded: Sql
     await loaded.settle()
     assert wal.stat().st_size == 0
     assert loaded.storage_bytes() == db.stat().st_size + shm.stat().st_size
-    assert await loaded.worker(0).count() == N
+    assert await store_of(loaded).count() == N
 
 
 async def test_closed_engine_refuses_operations(tmp_path: Path) -> None:
     engine = make(tmp_path)
     with pytest.raises(RuntimeError):
-        await engine.worker(0).read_by_id([1], [])
+        await store_of(engine).read_by_id([1], [])
     await engine.open(reset=True)
     await engine.close()
     await engine.close()  # idempotent
     with pytest.raises(RuntimeError):
-        await engine.worker(0).count()
+        await store_of(engine).count()
 
 
 # --- threads and concurrency ------------------------------------------------------------------
@@ -374,11 +376,11 @@ async def test_batches_run_on_one_connection_thread(loaded: SqliteEngine) -> Non
 async def test_concurrent_calls_on_one_engine(loaded: SqliteEngine) -> None:
     qs = [(c, s) for c in COUNTRIES[:4] for s in STATUSES]
     ids = list(range(1, N + 1, 7))
-    expected = (await loaded.worker(0).read_by_id(ids, []), await loaded.worker(0).query_country_status(qs, []))
+    expected = (await store_of(loaded).read_by_id(ids, []), await store_of(loaded).query_country_status(qs, []))
     results: list = [None] * 8
 
     async def worker(i: int) -> None:
-        results[i] = (await loaded.worker(0).read_by_id(ids, []), await loaded.worker(0).query_country_status(qs, []))
+        results[i] = (await store_of(loaded).read_by_id(ids, []), await store_of(loaded).query_country_status(qs, []))
 
     async with anyio.create_task_group() as tg:
         for i in range(len(results)):
@@ -397,13 +399,15 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
 
         async def write(i: int) -> None:
             for start in range(1 + i * 300, 1 + (i + 1) * 300, 100):
-                await SqlProfileStore(conns[i], SQL, hop=conns[i].run_batch).insert(create_many(start, 100, SEED), [])
+                await SqlProfileStore(SqlPrimitives(conns[i], DIALECT, hop=conns[i].run_batch), LIMIT).insert(
+                    create_many(start, 100, SEED), []
+                )
 
         async with anyio.create_task_group() as tg:
             for i in range(len(conns)):
                 tg.start_soon(write, i)
-        assert await engine.worker(0).count() == 900
-        assert await engine.worker(0).read_by_id([1, 450, 900], []) == [create(u, SEED) for u in (1, 450, 900)]
+        assert await store_of(engine).count() == 900
+        assert await store_of(engine).read_by_id([1, 450, 900], []) == [create(u, SEED) for u in (1, 450, 900)]
     finally:
         for c in conns:
             await c.close()
@@ -416,7 +420,7 @@ async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
 
     engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3))
     async with opened(engine):
-        handles = [engine.worker(w) for w in range(3)]
+        handles = [store_of(engine, w) for w in range(3)]
         conns = {id(h.session) for h in handles}
         assert len(conns) == 3
         from asyncbench.workloads.profile_store.generate import create_many

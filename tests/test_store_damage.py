@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class, store_dir
@@ -31,7 +32,7 @@ def config(engine: str, directory: Path) -> EngineConfig:
 def build(engine: str, directory: Path) -> None:
     async def main() -> None:
         async with opened(engine_class(engine)(config(engine, directory)), True) as e:
-            await e.worker(0).insert(create_many(1, N, SEED), [])
+            await store_of(e).insert(create_many(1, N, SEED), [])
             await e.stabilize()
 
     anyio.run(main)
@@ -42,7 +43,7 @@ def read_back(engine: str, directory: Path) -> tuple[int, list[bytes | tuple], l
 
     async def main() -> tuple[int, list, list[int]]:
         async with opened(engine_class(engine)(config(engine, directory)), False) as e:
-            w = e.worker(0)
+            w = store_of(e)
             return await w.count(), await w.read_by_id(list(range(1, N + 1)), []), await w.scan_top_reputation(1, [])
 
     return anyio.run(main)

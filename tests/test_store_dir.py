@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ROOT, status_line
+from conftest import ROOT, status_line, store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
@@ -32,12 +32,12 @@ def make(name: str, directory: Path):  # noqa: ANN201 - an engine of the named k
 
 async def _create(name: str, directory: Path, n: int = 50) -> None:
     async with opened(make(name, directory), reset=True) as engine:
-        await engine.worker(0).insert(create_many(1, n, SEED), [])
+        await store_of(engine).insert(create_many(1, n, SEED), [])
 
 
 async def _count(name: str, directory: Path) -> int:
     async with opened(make(name, directory), reset=False) as engine:
-        return await engine.worker(0).count()
+        return await store_of(engine).count()
 
 
 def run(fn, *args):  # noqa: ANN001, ANN201 - anyio.run, with a lone error out of its task groups

@@ -9,8 +9,8 @@ from types import ModuleType
 
 from conftest import ROOT
 
-from asyncbench.engines.kv_profile_store import STORE_NAMES
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 
 
 def _tool() -> ModuleType:

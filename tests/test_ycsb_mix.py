@@ -300,7 +300,7 @@ async def _engine_checksums(plan: dict[str, Any], workers: int, tmp: Path) -> tu
     ycsb_plan = ycsb.draw_plan(ycsb.counts(records, 50, {}, settings), SEED)
     engine = MemoryEngine(EngineConfig("memory", tmp))
     await engine.open(True)
-    stores = [engine.worker(w) for w in range(workers)]
+    stores = [ycsb.store(engine.worker(w), 50) for w in range(workers)]
     load, mixed = ycsb.phases["load"], ycsb.phases["mixed"]
     hook = lambda *_: None  # noqa: E731
     loaded = await run_operations(load, ycsb.phase_items(load, None, None, ycsb_plan, {}), stores, None, 100, hook)

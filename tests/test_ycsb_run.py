@@ -273,16 +273,20 @@ def test_a_mixed_phase_runs_at_a_rate_and_is_never_swept(tmp_path: Path, run_cli
     assert code == 2 and f"{swept}: phase[1].rate: a sweep repeats the phase" in output, output
 
 
-def test_an_engine_without_a_usertable_fails_saying_so(tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_that_is_its_own_profile_store_is_refused_before_anything_runs(
+    tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in written for the profile store only (it implements the ten operations
+    itself instead of handing out primitives) gives YCSB nothing to map: refused up front
+    (exit 2, nothing run), where it used to fail at the load phase."""
     from asyncbench import engines
 
     monkeypatch.setitem(engines.REGISTRY, "noycsb", "engines_for_tests:NoYcsbEngine")
     plan, _ = small_plan(tmp_path, "a")
     code, results, output = run_cli(str(plan), "--engine", "noycsb", "--no-isolate", "--yes")
-    assert code == 1, output
-    (engine,) = results[0]["engines"]
-    assert engine["status"] == "failed" and engine["phase"] == "load"
-    assert "NoYcsbEngine has no usertable(): this engine cannot run the ycsb workload" in engine["detail"]
+    assert code == 2 and not results, output
+    assert "engine 'noycsb': NoYcsbEngine is its own store (it keeps Engine.worker)" in output
+    assert "it cannot run the ycsb workload" in output
 
 
 def test_a_load_phase_has_no_capacity_search(tmp_path: Path, run_cli) -> None:

@@ -88,18 +88,17 @@ def test_a_transient_write_conflict_is_retried_and_counted() -> None:
     the YCSB writes are retried as the profile store's are, and counted as retries."""
     import anyio
 
-    from asyncbench.engines.sql_profile_store import Dialect, SqlProfileStore, Statements
-    from asyncbench.engines.sql_ycsb_store import UsertableSql
+    from asyncbench.engines.sql_retry import Retrier
+    from asyncbench.store import Dialect, SqlPrimitives
     from asyncbench.workloads.ycsb.record import encode
+    from asyncbench.workloads.ycsb.stores import ycsb_store
 
     session = FlakySession()
-    dialect = Dialect(placeholder=lambda i: "?")
-    store = SqlProfileStore(
-        session, Statements.build(dialect, 5), retryable=lambda e: "1213" in str(e),
-        usertable=UsertableSql("TEXT", "BLOB", dialect.placeholder),
-    )  # fmt: skip
+    retrier = Retrier(lambda e: "1213" in str(e))
+    dialect = Dialect(placeholder=lambda i: "?", key_text="TEXT", blob="BLOB")
+    store = ycsb_store(SqlPrimitives(session, dialect, retry=retrier))
     marks: list[int] = []
     records = [(b"user1", encode([b"a", b"b"])), (b"user2", encode([b"c", b"d"]))]
-    anyio.run(store.usertable().load, records, marks)
-    assert session.rows == {"user1": (b"a", b"b"), "user2": (b"c", b"d")} and store.retries == 1
+    anyio.run(store.load, records, marks)
+    assert session.rows == {"user1": (b"a", b"b"), "user2": (b"c", b"d")} and retrier.retries == 1
     assert len(marks) == 3

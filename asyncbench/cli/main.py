@@ -112,9 +112,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from asyncbench.engines import PLUGIN_ERRORS
+    from asyncbench.workloads import WORKLOAD_ERRORS
 
-    if PLUGIN_ERRORS and not {"-h", "--help", "--version"} & set(argv):
-        for error in PLUGIN_ERRORS:
+    if (PLUGIN_ERRORS or WORKLOAD_ERRORS) and not {"-h", "--help", "--version"} & set(argv):
+        for error in [*PLUGIN_ERRORS, *WORKLOAD_ERRORS]:
             print(f"asyncbench: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     command = COMMANDS.get(argv[0] if argv else DEFAULT_COMMAND, COMMANDS[DEFAULT_COMMAND])

@@ -264,6 +264,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
 
         preflight.check_placement(cfg)
         preflight.check_environment(cfg)
+        preflight.check_own_stores(cfg)
         preflight.check_capacity_stream(cfg)
         if args.reuse_data:
             preflight.check_reuse(cfg, "command line", "--reuse-data")

@@ -299,7 +299,10 @@ class WorkloadName(ValueType[str]):
         name = read_str(where, key, v)
         if name not in WORKLOADS:
             raise ConfigError(where, key, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
-        select(name)
+        try:
+            select(name)
+        except (ImportError, AttributeError, TypeError) as exc:  # a plug-in workload that cannot be loaded
+            raise ConfigError(where, key, f"{type(exc).__name__}: {exc}") from None
         return name
 
 

@@ -117,11 +117,21 @@ def total_by_engine(run: RunResult) -> list[str]:
     return markdown(TOTAL_BY_ENGINE, run.engines)
 
 
+def _op_of(e: EngineResult, kind: PhaseKind) -> PhaseResult | None:
+    return next((p for p in e.phases if p.kind is kind), None)
+
+
 def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
     """Four columns per write kind: its time, the stabilization after it, both together,
-    and the throughput counting both."""
+    and the throughput counting both; a workload with no stabilize kind (nothing to bring
+    to rest between its phases) has its time and throughput only."""
     label = write.kind.capitalize()
-    stabilize = next(k for k in workload().phases.values() if k.action is Action.STABILIZE)
+    stabilize = next((k for k in workload().phases.values() if k.action is Action.STABILIZE), None)
+    if stabilize is None:
+        return [
+            Column(label, "r", lambda e: "n/a" if (p := _op_of(e, write)) is None else fmt.ms(p.seconds)),
+            Column(f"{label} throughput", "r", lambda e: "n/a" if (p := _op_of(e, write)) is None else fmt.rate(p.ops, p.seconds)),
+        ]
     after = next(c for u, c in zip(stabilize.uses, stabilize.columns, strict=True) if u.post_update != write.inserts)
 
     def op(e: EngineResult) -> PhaseResult | None:

@@ -108,6 +108,7 @@ from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
 from asyncbench.result import Capacity, CapacityProbe, PhaseResult
+from asyncbench.run.stores import worker_stores
 from asyncbench.slo import Slo
 from asyncbench.workload import PhaseKind
 from asyncbench.workloads import workload
@@ -955,7 +956,7 @@ async def capacity_of_phase(
 
     kind = workload().phases[spec.kind]
     slo = make_slo(slo_for(cfg, spec.kind))
-    handles = [engine.worker(w) for w in range(engine.config.workers)]
+    handles = worker_stores(workload(), engine)
 
     async def whole_stream() -> int:
         outcome = await run_operations(kind, items, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)

@@ -45,6 +45,7 @@ from asyncbench.run.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
 from asyncbench.run.phase_rows import kind_histograms, phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
+from asyncbench.run.stores import worker_store
 from asyncbench.workload import Action, DrawnPlan
 from asyncbench.workloads import workload
 
@@ -223,13 +224,6 @@ class ClientProcess:
         if key is not None:  # the coordinator holds the run's server lock (Engine.exclusive)
             server_lock.adopt(key)
         await engine.open(reset, self._background)
-        # One untimed read of an id no plan draws (0) on every connection: a driver may
-        # leave a freshly prepared session inside an implicit transaction holding table
-        # locks (asyncpg's prepare does), which would block the next process's open (its
-        # CREATE ... IF NOT EXISTS) until that session's first statement. Reads change
-        # nothing, so no checksum can see it.
-        for w in range(level.workers):
-            await engine.worker(w).read_by_id([0], [])
 
     async def _host(self, ready: anyio.Event) -> None:
         """The engine's background task group, from before open until after close."""
@@ -263,7 +257,7 @@ class ClientProcess:
             "items": items,  # a mixed phase's per-kind latencies are read from it after the phase
             "parts": {w: parts[w] for w in self._hosted},
             "shares": shares(kind, parts),
-            "handles": {w: engine.worker(w) for w in self._hosted},
+            "handles": {w: worker_store(workload(), engine, w) for w in self._hosted},
         }
         return sum(len(p) for p in self._prepared["parts"].values())
 
@@ -368,7 +362,7 @@ class ClientProcess:
         spec = cfg.phases[index]
         kind = workload().phases[spec.kind]
         items = workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
-        handles = {w: engine.worker(w) for w in self._hosted}
+        handles = {w: worker_store(workload(), engine, w) for w in self._hosted}
         return await run_probe_part(
             self._k, kind, items, handles, ctx, self._level.workers, cfg.batch_size, spec.arrivals,
             cfg.seed, index, number, rate, length, release_at,

@@ -43,6 +43,7 @@ from asyncbench.config import BenchConfig, Level, PhaseSpec, to_json
 from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
 from asyncbench.run.power_mount import power_cut_mount
+from asyncbench.run.stores import worker_store
 from asyncbench.workload import DrawnPlan
 from asyncbench.workloads import workload
 
@@ -215,7 +216,7 @@ async def recover_phase(
     seconds = perf_counter() - t0
     row.opened = True
     kind = workload().phases[spec.kind]
-    found = await workload().check_recovery(open_store.worker(0), plan, kind, spec.stream, spec.count, record.acknowledged)
+    found = await workload().check_recovery(worker_store(workload(), open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
     row.checked, row.torn, row.torn_examples = found.checked, found.torn, found.torn_examples
     row.acknowledged_present, row.acknowledged_lost = found.acknowledged_present, found.acknowledged_lost
     row.unacknowledged_present = found.unacknowledged_present

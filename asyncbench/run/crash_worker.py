@@ -32,6 +32,7 @@ from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.fs.power_cut import die_with_parent
+from asyncbench.run.stores import worker_store
 from asyncbench.workloads import workload
 
 __all__ = ["main"]
@@ -69,7 +70,7 @@ async def _run(spec: dict[str, object]) -> None:
     after, batch = int(str(spec.get("after") or phase.crash.after)), cfg.batch_size  # this crash point
     async with anyio.create_task_group() as background:
         await engine.open(False, background)
-        store = engine.worker(0)
+        store = worker_store(workload(), engine, 0)
         _say(f"start {time.monotonic_ns()}")
         for start in range(0, after, batch):
             chunk = items[start : min(after, start + batch)]

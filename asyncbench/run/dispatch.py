@@ -37,6 +37,7 @@ from asyncbench.run.phase_loop import (
     run_batches_at,
 )
 from asyncbench.run.schedule import WorkerSchedule
+from asyncbench.run.stores import worker_store
 from asyncbench.workload import Action, FoldTarget, PhaseKind, Split
 from asyncbench.workloads import workload
 
@@ -308,7 +309,7 @@ async def _reopen(host: Host, out: OtherDone) -> None:
 
 
 async def _verify(host: Host, out: OtherDone) -> None:
-    out.checksum = await workload().verify_checksum(host.engine.worker(0), host.profiles)
+    out.checksum = await workload().verify_checksum(worker_store(workload(), host.engine, 0), host.profiles)
     out.ops = workload().verify_ops
 
 

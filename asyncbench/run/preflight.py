@@ -19,6 +19,7 @@ __all__ = [
     "check_accelerator",
     "check_capacity_stream",
     "check_environment",
+    "check_own_stores",
     "check_placement",
     "check_published",
     "check_reuse",
@@ -83,6 +84,26 @@ def check_environment(cfg: BenchConfig, environ: Mapping[str, str] | None = None
         except ValueError as exc:
             variable, _, reason = str(exc).partition(" ")
             raise ConfigError("environment", variable, reason) from None
+
+
+def check_own_stores(cfg: BenchConfig) -> None:
+    """An engine that is its own store (a plug-in that keeps ``Engine.worker``: it
+    implements a workload's operations itself, not primitives) must implement this run's
+    workload's; refused here, naming what it lacks, rather than at its first phase."""
+    from asyncbench.engine import Engine
+    from asyncbench.engines import engine_class
+    from asyncbench.workloads import workload
+
+    for name in cfg.engines:
+        try:
+            cls = engine_class(name)
+        except Exception:  # noqa: BLE001 - not installed, or not an engine: the run's row reports it (Failed: open)
+            continue
+        if cls.worker is not Engine.worker:
+            continue  # it hands out primitives: every workload maps onto them
+        problem = workload().own_store_problem(cls)
+        if problem is not None:
+            raise ConfigError(cfg.source, "engines", f"engine {name!r}: {problem}")
 
 
 def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:

@@ -57,6 +57,7 @@ from asyncbench.run.phase_rows import (
     phase_row,
     sweep_dipped,
 )
+from asyncbench.run.stores import worker_stores
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
 from asyncbench.workloads import workload
@@ -426,7 +427,7 @@ class EngineRun:
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
             # that many connections, and the phase runs that many workers
-            handles = [engine.worker(w) for w in range(engine.config.workers)]
+            handles = worker_stores(workload(), engine)
             # the marks go to unnamed temporary files (the system's temporary directory), not memory
             latency = PhaseRecorder(len(handles))
             try:

@@ -98,6 +98,7 @@ from asyncbench.run.dispatch import run_operations
 from asyncbench.run.estimate import ask_to_start, duration
 from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
 from asyncbench.run.signals import StopSignals, backend_options
+from asyncbench.run.stores import worker_store
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
 from asyncbench.tools.store import LIMIT, OPERATION_PHASES, SEED, draw
@@ -148,7 +149,7 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
     OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
     cpu0 = time.process_time()
     with recorder:
-        outcome = await run_operations(workload().phases[kind], items, [engine.worker(0)], PhaseContext.for_seed(SEED), batch, hook)
+        outcome = await run_operations(workload().phases[kind], items, [worker_store(workload(), engine, 0)], PhaseContext.for_seed(SEED), batch, hook)
     cpu = time.process_time() - cpu0
     return Sample(outcome.seconds, cpu, engine_ns), outcome.checksum
 

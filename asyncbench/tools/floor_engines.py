@@ -32,6 +32,7 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
+from asyncbench.workloads.profile_store.stores import profile_store
 
 __all__ = ["FLOORS", "Floor"]
 
@@ -89,7 +90,7 @@ class RocksFloor(Floor):
         self.root, self.batch = root, batch
         self.engine = new_engine("rocksdb", root / "main")
         await self.engine.open(True)
-        await load([self.engine.worker(0)], plan.counts.profiles, batch)
+        await load([profile_store(self.engine.worker(0), LIMIT)], plan.counts.profiles, batch)
         await self.engine.stabilize()
         self.dbs = list(self.engine._dbs)  # B reads the engine's own handles
 
@@ -294,7 +295,7 @@ class SqliteFloor(Floor):
         self.mod, self.root, self.batch = mod, root, batch
         self.engine = new_engine("sqlite", root / "main")
         await self.engine.open(True)
-        await load([self.engine.worker(0)], plan.counts.profiles, batch)
+        await load([profile_store(self.engine.worker(0), LIMIT)], plan.counts.profiles, batch)
         await self.engine.settle()  # checkpoint: B's connection reads the same pages
         self.conn = self._connect(self.engine.path)
 

@@ -23,7 +23,7 @@ both slice by slice (so a read of either sees the same state); the untimed check
 proves B's results fold to A's checksum. Then ``--repeats`` timed rounds of ``--slices``
 slices, A and B back to back in alternating order, as ``floor`` does.
 
-Engines: those whose YCSB usertable is a key/value table (``engines/kv_ycsb_store.py``):
+Engines: those whose YCSB usertable is a key/value table (``workloads/ycsb/kv_store.py``):
 memory, lsm, rocksdb. Exit 0 when every check held, 1 when A and B disagree, 2 on bad
 arguments (a plan file that is not a YCSB plan named with the key at fault).
 
@@ -57,6 +57,8 @@ from asyncbench.run.observers import BatchDone
 from asyncbench.tools.floor import OBSERVER, Sample, add, engine_names, slices_of
 from asyncbench.tools.store import new_engine
 from asyncbench.workloads import select
+from asyncbench.workloads.ycsb.kv_store import KvYcsbStore
+from asyncbench.workloads.ycsb.stores import ycsb_store
 
 __all__ = ["ENGINES", "FloorYcsbMismatch", "add_arguments", "main", "run"]
 
@@ -262,6 +264,14 @@ def _loader(kind: Any, store: Any, batch: int) -> Callable[[Any], Awaitable[Samp
     return a
 
 
+def _kv_store(engine: Any) -> KvYcsbStore:
+    """YCSB's store over the engine's worker 0, a key/value one (B calls its table)."""
+    store = ycsb_store(engine.worker(0))
+    if not isinstance(store, KvYcsbStore):
+        raise TypeError(f"{engine.name}: YCSB's store is a {type(store).__name__}, not a key/value one")
+    return store
+
+
 async def measure_load(name: str, s: Setup, root: Path, args: argparse.Namespace) -> Row:
     row = Row("load", len(s.keys))
     parts = slices_of(s.keys, args.slices, args.batch)
@@ -269,12 +279,12 @@ async def measure_load(name: str, s: Setup, root: Path, args: argparse.Namespace
         async with contextlib.AsyncExitStack() as stack:
             ea = await stack.enter_async_context(opened(new_engine(name, root / f"load-a-{r}")))
             eb = await stack.enter_async_context(opened(new_engine(name, root / f"load-b-{r}")))
-            sa, tb = ea.worker(0), eb.worker(0).usertable().table
+            sa, tb = _kv_store(ea), _kv_store(eb).table
 
             one = Row("load", row.ops)
             await _interleaved(one, parts, 1, _loader(s.load, sa, args.batch), plain_load(tb, s.plan))
             if r == 0:
-                da, db = store_digest(sa.usertable().table, s.plan, s.keys), store_digest(tb, s.plan, s.keys)
+                da, db = store_digest(sa.table, s.plan, s.keys), store_digest(tb, s.plan, s.keys)
                 if da != db:
                     raise FloorYcsbMismatch(f"{name} load: A's and B's stores differ ({da} vs {db})")
             else:
@@ -288,11 +298,11 @@ async def measure_run(name: str, s: Setup, root: Path, args: argparse.Namespace)
     async with contextlib.AsyncExitStack() as stack:
         ea = await stack.enter_async_context(opened(new_engine(name, root / "run-a")))
         eb = await stack.enter_async_context(opened(new_engine(name, root / "run-b")))
-        sa, sb = ea.worker(0), eb.worker(0)
+        sa, sb = _kv_store(ea), _kv_store(eb)
         for engine, store in ((ea, sa), (eb, sb)):  # both loaded alike, as a run loads, then stabilized
             await run_a(s.load, store, s.keys, None, args.batch)
             await engine.stabilize()
-        tb = sb.usertable().table
+        tb = sb.table
         ctx = s.wl.context(SEED)
         parts = slices_of(s.ops, args.slices, args.batch)
         for part in parts:  # the untimed check, slice by slice so both stores stay alike

@@ -1,14 +1,12 @@
-"""The native LSM engine adapter: the profile workload as five LSM trees.
+"""The native LSM engine adapter: five LSM trees as key/value primitives.
 
-Trees (one directory each under the data dir):
-``profiles`` (primary key -> encoded profile), ``email-index`` (email -> primary key),
-``country-status-index``, ``created-at-index`` and ``reputation-index`` (key -> empty
-value; the user id is the key's last 20 digits). The adapter maintains the indexes as
-the spec says: insert writes all five, an update rewrites the profile and deletes the
-old / writes the new country-status and reputation keys.
+Trees (one directory each under the data dir), named :data:`TREE_NAMES`: the profile
+store keeps ``profiles`` (primary key -> encoded profile), ``email-index`` (email ->
+primary key) and three ordered indexes whose keys end with the user id, with empty values
+(``KvPrimitives.empty_index_values``); a YCSB run keeps its records in the first.
 
-The workload's operations are :class:`~asyncbench.engines.kv_profile_store.KvProfileStore`'s
-(``worker(i)`` returns it); this adapter supplies the trees as its primitives
+The workload's operations are its own (``workloads/profile_store/kv_store.py``, built
+over what ``worker(i)`` returns); this adapter supplies the trees as its primitives
 (:class:`LsmKv`) and where a batch runs. The engine is pure Python on the event loop, so a
 batch runs synchronously; after every batch the adapter yields (and, if memtables pile up, waits for the flusher) so the
 background flush / merge / log-writer tasks get turns. Those tasks run in one task that
@@ -28,10 +26,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
-from asyncbench.engines.kv_profile_store import STORE_NAMES, KvProfileStore, Placement
-from asyncbench.engines.kv_recovery import CleanShutdownMarker, RepairReport
+from asyncbench.engines.clean_shutdown import CleanShutdownMarker
 from asyncbench.engines.store_dir import MarkedStore, StoreDir, StoreLayout
 from asyncbench.facts import Durability, EngineFacts
+from asyncbench.store import KvPrimitives, Placement
 
 from .maintainer import Maintainer
 from .parallel_open import open_trees
@@ -39,7 +37,10 @@ from .tree import DEFAULT_COMPRESSION_THRESHOLD_MB, LsmTree, TreeOptions
 
 T = TypeVar("T")
 
-TREE_NAMES = STORE_NAMES
+#: The trees, one directory each: the profile store's five stores (a YCSB run keeps its
+#: records in the first). (Named here until the workloads declare their stores to the
+#: engines: docs/architecture.md.)
+TREE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
 #: What the engine's directory holds (``engines.store_dir``): a reset removes only these.
 LAYOUT = StoreLayout(
     engine="lsm",
@@ -64,8 +65,6 @@ class LsmEngine(MarkedStore, Engine):
     #: both (docs/results/estimate.md, "Points, not one exponent").
     cost_growth = ((2_000_000, 1.06), (10_000_000, 1.55))
     in_all = True
-    #: What the last open's crash repair did (None: the previous close was clean).
-    recovery: RepairReport | None = None
     needs_stabilization = True
     default_settings = {
         "mutable_segment_max_item_count": 250_000,
@@ -106,12 +105,14 @@ class LsmEngine(MarkedStore, Engine):
         # each checked as it is alone; a failure closes the others (``parallel_open``).
         trees = open_trees([self.data_dir / name for name in TREE_NAMES], self.options, create_if_missing=reset)
         try:
-            self._store = KvProfileStore([LsmKv(t) for t in trees], self.limit, index_values_are_pks=False, place=self._placement)
-            # A profile is five writes to five trees; after an unclean stop (no marker from
-            # close) the indexes are repaired from the profiles tree before anything runs.
-            self.recovery = None
+            # Index entries keep empty values: the key alone carries the user id.
+            self._primitives = KvPrimitives(
+                dict(zip(TREE_NAMES, (LsmKv(t) for t in trees), strict=True)), self._placement, empty_index_values=True
+            )
+            # A record may be several writes to several trees; after an unclean stop (no
+            # marker from close) the workload's store repairs before its first batch.
             if not self._marker.take() and not reset:
-                self.recovery = self._store.repair()
+                self._primitives.unclean = True
         except BaseException:
             # The engine never held these trees, so its close cannot release them: close
             # them here (segment mmaps, log files), keeping the error that stopped the open.
@@ -232,15 +233,23 @@ class LsmEngine(MarkedStore, Engine):
         await self._yield()
         return out
 
-    def worker(self, index: int) -> KvProfileStore:
-        """Every worker shares the one store (the trees live on the event loop)."""
+    def worker(self, index: int) -> KvPrimitives:
+        """Every worker shares the one set of trees (they live on the event loop), so the
+        workload builds one store over them."""
         if not self._trees:
             raise RuntimeError("lsm engine is not open")
-        return self._store
+        return self._primitives
+
+    @property
+    def recovery(self) -> object | None:
+        """What the workload's crash repair did after this open (None: the store was
+        closed cleanly, or no workload store was built yet)."""
+        primitives = getattr(self, "_primitives", None)
+        return None if primitives is None else primitives.repaired
 
 
 class LsmKv:
-    """An LSM tree as a :class:`~asyncbench.engines.kv_profile_store.KvStore`: its own bound methods,
+    """An LSM tree as a :class:`~asyncbench.store.KvStore`: its own bound methods,
     and a scan that is the tree's merged key-range read."""
 
     __slots__ = ("tree", "get", "put", "delete", "items", "count")

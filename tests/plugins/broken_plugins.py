@@ -1,9 +1,9 @@
 """Plug-in engines that are wrong in the ways users get them wrong (for test_plugins)."""
 
-from asyncbench.engines.memory import MemoryEngine
+from own_store_engine import OwnStoreMemoryEngine
 
 
-class NoCount(MemoryEngine):
+class NoCount(OwnStoreMemoryEngine):
     """Forgot count(): the verify phase would fail after every other phase ran."""
 
     name = "nocount"
@@ -14,28 +14,28 @@ class NotAnEngine:
     pass
 
 
-class GrowthAtTheKnee(MemoryEngine):
+class GrowthAtTheKnee(OwnStoreMemoryEngine):
     """A measured point at the estimate's knee: the line's first stretch has no length."""
 
     name = "atknee"
     cost_growth = ((200_000, 1.2),)
 
 
-class GrowthOutOfOrder(MemoryEngine):
+class GrowthOutOfOrder(OwnStoreMemoryEngine):
     """Points out of increasing size."""
 
     name = "unordered"
     cost_growth = ((10_000_000, 1.5), (2_000_000, 1.1))
 
 
-class GrowthOfZero(MemoryEngine):
+class GrowthOfZero(OwnStoreMemoryEngine):
     """A factor of 0: no cost at all, and no logarithm of it."""
 
     name = "zerofactor"
     cost_growth = ((2_000_000, 0.0),)
 
 
-class GrowthNotANumber(MemoryEngine):
+class GrowthNotANumber(OwnStoreMemoryEngine):
     """An exponent read from somewhere that gave NaN."""
 
     name = "nanexp"
@@ -47,7 +47,7 @@ def _lookup_in_a_corrupt_index(uid: int) -> int:
     raise IndexError(f"array index out of range (uid {uid})")
 
 
-class FailsMidRun(MemoryEngine):
+class FailsMidRun(OwnStoreMemoryEngine):
     """Inserts fine, then fails on its first read, deep in its own code: a failure whose
     one line does not say where it came from (issue 51)."""
 

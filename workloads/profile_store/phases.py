@@ -9,9 +9,9 @@ charts and the correctness check all read this table, through the workload inter
 (:mod:`.workload`); none of them parses display names.
 
 Adding a phase kind is one row here plus one method of the kind's name in each store
-that implements :class:`ProfileStore`: the shared key/value and SQL stores
-(``engines/kv_profile_store.py``, ``engines/sql_profile_store.py``) and the in-memory
-engine; engine adapters supply primitives only (README: "Adding a phase kind").
+that implements :class:`ProfileStore`, all in this package: the key/value and SQL stores
+(:mod:`.kv_store`, :mod:`.sql_store`) and the in-memory one (:mod:`.memory_store`); engines
+supply primitives only (docs/extending.md: "Adding a phase kind").
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from asyncbench.workloads.profile_store.reference import (
     REFERENCE_SEED,
 )
 from asyncbench.workloads.profile_store.store import ProfileStore
+from asyncbench.workloads.profile_store.stores import own_store_problem, profile_store
 
 __all__ = ["WORKLOAD", "ProfileStoreWorkload"]
 
@@ -120,6 +121,12 @@ class ProfileStoreWorkload:
 
     def combine(self, hexes: Sequence[str]) -> str:
         return combine(list(hexes))
+
+    def store(self, primitives: Any, limit: int) -> ProfileStore:
+        return profile_store(primitives, limit)
+
+    def own_store_problem(self, engine_class: type) -> str | None:
+        return own_store_problem(engine_class)
 
     async def verify_checksum(self, store: ProfileStore, records: int) -> str:
         return await verify_checksum(store, records)

@@ -28,7 +28,7 @@ from asyncbench.workloads.ycsb.plan import Layout, mix_spec
 from asyncbench.workloads.ycsb.prefix import prefix_checksums
 from asyncbench.workloads.ycsb.record import Values
 from asyncbench.workloads.ycsb.scans import scan_range
-from asyncbench.workloads.ycsb.store import HasUsertable, Marks, YcsbStore
+from asyncbench.workloads.ycsb.store import Marks, YcsbStore
 
 __all__ = ["PHASES", "Counts", "bounded_prefix", "Keys", "MixedOps", "Plan", "PhaseChecksum", "phase_items"]
 
@@ -91,19 +91,6 @@ def combine(hexes: Sequence[str]) -> str:
     return f"{sum(int(h, 16) for h in hexes) & M64:016X}"
 
 
-def usertable(store: Any) -> YcsbStore:
-    """The engine's YCSB store, or an error saying the engine has none (a plug-in written
-    for the profile store only)."""
-    get = getattr(store, "usertable", None)
-    if get is None:
-        raise TypeError(
-            f"{type(store).__name__} has no usertable(): this engine cannot run the ycsb workload "
-            "(docs/workloads.md: where the records live)"
-        )
-    table: YcsbStore = get()
-    return table
-
-
 # --- the load phase ---------------------------------------------------------------------
 
 
@@ -126,11 +113,11 @@ class Keys(Sequence[int]):
         return self.keys[i]
 
 
-async def _load(store: HasUsertable, items: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
+async def _load(store: YcsbStore, items: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
     assert isinstance(items, Keys)
     keys, plan = items.keys, items.plan
     names = plan.names(keys)  # keys and records built once, inside the phase time
-    await usertable(store).load(list(zip(names, plan.values.encoded(keys), strict=True)), marks)
+    await store.load(list(zip(names, plan.values.encoded(keys), strict=True)), marks)
     digest = kernels.digest
     return [digest(k, INSERT, n, None) for k, n in zip(keys, names, strict=True)]
 
@@ -230,9 +217,9 @@ class MixedOps(OwnedOps, Sequence[tuple[int, ...]]):
         return name in self.phase.written_names
 
 
-async def _mixed(store: HasUsertable, ops: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
+async def _mixed(store: YcsbStore, ops: Sequence[Any], ctx: Any, marks: Marks) -> list[int]:
     assert isinstance(ops, MixedOps)
-    digests = await usertable(store).run(ops, marks)
+    digests = await store.run(ops, marks)
     ops.phase.done.append(ops.positions, marks)  # O(1): per-kind latency after the phase
     return digests
 

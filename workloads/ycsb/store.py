@@ -1,12 +1,12 @@
 """What an engine gives YCSB: a ``usertable`` of four calls, and the operations run over it once.
 
-An engine's worker object (the profile store an engine's ``worker(i)`` returns) gives its
-YCSB table with ``usertable()``: :class:`Table` (read a record, update a field or all,
-insert a record, scan a key range in key order). Keys are the key names' ASCII bytes and
+The workload builds its store over an engine's primitives (:mod:`.stores`), a
+:class:`Table` of four calls (read a record, update a field or all, insert a record, scan
+a key range in key order). Keys are the key names' ASCII bytes and
 records travel in the canonical encoding (:func:`asyncbench.workloads.ycsb.record.encode`),
 built once per operation by the compiled kernels: a key/value engine stores and returns
-them as they are (``engines/kv_ycsb_store.py``: a record is one value), a SQL engine maps
-them to and from its columns (``engines/sql_ycsb_store.py``). What each YCSB operation
+them as they are (:mod:`.kv_store`: a record is one value), a SQL engine maps them to and
+from its columns (:mod:`.sql_store`). What each YCSB operation
 does with those calls and what its checksum digest folds (the bytes a read returned, as
 returned: :mod:`.checksum`) is written here once, as :func:`steps`: a generator that
 yields each table call and receives its result, so the same operations run through a
@@ -24,7 +24,7 @@ from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb.checksum import scan_digest
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS, INSERT, READ, READMODIFYWRITE, SCAN, UPDATE
 
-__all__ = ["Call", "HasUsertable", "Marks", "Ops", "Record", "Table", "YcsbStore", "run_async", "run_sync", "steps"]
+__all__ = ["Call", "Marks", "Ops", "Record", "Table", "YcsbStore", "run_async", "run_sync", "steps"]
 
 #: (key name, encoded record): a record as the load and the engines carry it
 Record = tuple[bytes, bytes]
@@ -68,12 +68,6 @@ class YcsbStore(Protocol):
     async def run(self, ops: Ops, marks: Marks) -> list[int]:
         """A share of a mixed phase (:func:`run_sync` or :func:`run_async` over its table)."""
         ...
-
-
-class HasUsertable(Protocol):
-    """An engine's worker object that can run YCSB."""
-
-    def usertable(self) -> YcsbStore: ...
 
 
 class Ops(Protocol):

@@ -39,6 +39,8 @@ from asyncbench.workloads.ycsb.phases import (
     phase_items,
 )
 from asyncbench.workloads.ycsb.properties import Property, parse_properties
+from asyncbench.workloads.ycsb.store import YcsbStore
+from asyncbench.workloads.ycsb.stores import ycsb_store
 
 __all__ = ["WORKLOAD", "YcsbWorkload"]
 
@@ -117,6 +119,15 @@ class YcsbWorkload:
 
     def combine(self, hexes: Sequence[str]) -> str:
         return combine(hexes)
+
+    def store(self, primitives: Any, limit: int) -> YcsbStore:
+        return ycsb_store(primitives)
+
+    def own_store_problem(self, engine_class: type) -> str | None:
+        return (
+            f"{engine_class.__name__} is its own store (it keeps Engine.worker) and gives no key/value, SQL or "
+            "in-process primitives (asyncbench.store): it cannot run the ycsb workload"
+        )
 
     async def verify_checksum(self, store: Any, records: int) -> str:
         raise NotImplementedError("the YCSB workload has no verify phase")

@@ -7,9 +7,10 @@ statement (an update: its SELECT plus its UPDATE), every write its own autocommi
 transaction; the same WHERE / ORDER BY / LIMIT as the key/value engines' index walks.
 
 :class:`SqlProfileStore` is a complete :class:`~asyncbench.workloads.profile_store.store.ProfileStore`
-(an engine's ``worker(i)`` returns the one over worker ``i``'s connection). Engines keep
-only their driver calls (a :class:`SqlSession`: fetch one row, fetch all rows, execute)
-and dialect (placeholders, index hints), and say where a batch runs:
+over a SQL engine's primitives (:class:`asyncbench.store.SqlPrimitives`: worker ``i``'s
+connection). Engines keep only their driver calls (a :class:`~asyncbench.store.SqlSession`:
+fetch one row, fetch all rows, execute), dialect (placeholders, index hints) and retry
+policy, and say where a batch runs:
 - an asyncio driver (MySQL, PostgreSQL) runs a batch on the event loop, awaiting each
   statement;
 - a synchronous DB-API connection (SQLite) runs the whole batch in one hop on its
@@ -21,32 +22,25 @@ So every batch loop is written once, here, whatever the driver. Every loop appen
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar
 
-import anyio
-
+from asyncbench.store import Dialect, SqlPrimitives
 from asyncbench.workloads.profile_store.profiles import Profile
 from asyncbench.workloads.profile_store.store import Marks, Transform
-
-if TYPE_CHECKING:  # a YCSB run only: the store is imported when first asked for
-    from asyncbench.workloads.ycsb.store import YcsbStore
 
 __all__ = [
     "COLUMNS",
     "INDEXES",
     "TABLE",
     "UNIQUE_EMAIL",
-    "Dialect",
     "SqlProfileStore",
-    "SqlSession",
     "Statements",
     "create_indexes",
     "create_table",
     "index_keys",
-    "run_to_completion",
     "update_params",
 ]
 
@@ -98,14 +92,6 @@ def create_indexes() -> tuple[str, ...]:
 def index_keys() -> list[str]:
     """The secondary indexes as table constraints (MySQL's ``KEY name (columns)``)."""
     return [f"KEY {name} ({cols})" for name, cols in INDEXES.items()]
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """What differs between SQL engines in the statements themselves."""
-
-    placeholder: Callable[[int], str]  # 1-based parameter position -> "?", "%s" or "$1"
-    index_hint: Callable[[str], str] = lambda index: ""  # e.g. MySQL's FORCE INDEX (...)
 
 
 @dataclass(frozen=True)
@@ -167,120 +153,44 @@ def update_params(old: Sequence[Any], new: Profile, uid: int) -> tuple[Any, ...]
     return (new[2], new[3], new[5], new[6], new[7], new[8], uid)
 
 
-# --- the driver's side ----------------------------------------------------------------------
-
-
-class SqlSession(Protocol):
-    """One connection of a SQL driver, as the store needs it. A synchronous driver's
-    methods are ``async`` too but never suspend (see :func:`run_to_completion`)."""
-
-    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None: ...
-
-    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]: ...
-
-    async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
-
-
-class Hop(Protocol):
-    """Runs one batch: ``await hop(body, *args)`` returns ``await body(*args)``, wherever the
-    driver needs it run (e.g. on a synchronous driver's connection thread)."""
-
-    def __call__(self, body: Callable[..., Awaitable[T]], /, *args: Any) -> Awaitable[T]: ...
-
-
-async def _on_loop(body: Callable[..., Awaitable[T]], *args: Any) -> T:
-    return await body(*args)
-
-
-async def _no_barrier() -> None:
-    return None
-
-
-def run_to_completion(body: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-    """``body(*args)`` driven to its end right here, for a synchronous driver whose
-    session methods never suspend (a batch on SQLite's connection thread). A batch that
-    does suspend is a bug in that session, and an error, never a silent partial batch."""
-    coro = body(*args)
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return cast(T, done.value)  # StopIteration.value is typed Any
-    coro.close()
-    raise RuntimeError(f"{getattr(body, '__qualname__', body)} suspended on a synchronous SQL session")
-
-
-#: Attempts of one write (or update unit) that keeps failing with a retryable error.
-MAX_ATTEMPTS = 20
-#: Pause before retry n: RETRY_PAUSE_S * n (a conflicting writer on another node commits first).
-RETRY_PAUSE_S = 0.001
-
-
 class SqlProfileStore:
-    """The workload's operations over one :class:`SqlSession` (one per worker).
+    """The workload's operations over one worker's SQL primitives.
 
-    ``hop`` runs a whole batch where the driver needs it (default: on the event loop);
-    ``barrier`` (optional) is awaited before every batch that reads, outside its marks
-    (MySQL on Galera: one causal read, so the batch sees every write committed before it).
-    ``row`` turns a driver's row into the profile tuple the checksum folds.
+    The engine's ``hop`` runs a whole batch where the driver needs it (the event loop, a
+    synchronous driver's connection thread); its ``barrier`` is awaited before every batch
+    that reads, outside its marks (MySQL on Galera: one causal read, so the batch sees
+    every write committed before it); its ``row`` turns a driver's row into the profile
+    tuple the checksum folds.
 
-    ``retryable`` (optional) says whether a write's error is a transient conflict to retry,
-    e.g. a Galera certification failure (MySQL error 1213) or a PostgreSQL serialization
-    failure: an insert is then retried as the same single statement, an update as its whole
-    SELECT + UPDATE unit (the row is read again, so the write is based on what committed).
-    Each retry adds one to ``retries``, which the engine reports per phase. Reads are never
-    retried: in autocommit they take no write locks and cannot fail certification. (A
-    synchronous driver passes no ``retryable``: a retry pauses, which it cannot do.)
+    A write that fails goes to the engine's ``retry``, which re-raises it unless it is a
+    transient conflict (a Galera certification failure, MySQL error 1213, a PostgreSQL
+    serialization failure): an insert is then retried as the same single statement, an
+    update as its whole SELECT + UPDATE unit (the row is read again, so the write is based
+    on what committed), and the engine counts each retry and reports them per phase.
+    Reads are never retried: in autocommit they take no write locks and cannot fail
+    certification.
     """
 
-    def __init__(
-        self,
-        session: SqlSession,
-        sql: Statements,
-        row: Callable[[Sequence[Any]], Any] = tuple,
-        retryable: Callable[[BaseException], bool] | None = None,
-        *,
-        hop: Hop = _on_loop,
-        barrier: Callable[[], Awaitable[None]] = _no_barrier,
-        usertable: Any = None,
-    ) -> None:
-        self.session, self.sql, self.row = session, sql, row
-        #: the engine's usertable dialect (engines/sql_ycsb_store.UsertableSql), for YCSB
-        self.usertable_sql = usertable
-        self._usertable: YcsbStore | None = None
-        self.limit = sql.limit
-        self.retryable = retryable
-        self.retries = 0
-        self.hop, self.barrier = hop, barrier
+    def __init__(self, primitives: SqlPrimitives, limit: int) -> None:
+        self.session, self.row = primitives.session, primitives.row
+        self.sql = Statements.build(primitives.dialect, limit)
+        self.limit = self.sql.limit
+        self._retry = primitives.retry
+        self.hop, self._barrier = primitives.hop, primitives.barrier
+        self._prepare = primitives.prepare
+
+    async def barrier(self) -> None:
+        """Before a batch, outside its marks: the statements prepared (once, on a driver
+        that prepares them), then the engine's barrier."""
+        if self._prepare is not None:
+            prepare, self._prepare = self._prepare, None
+            await prepare(self.sql.texts())
+        await self._barrier()
 
     async def _reading(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
         """One batch that reads: the barrier, then the batch in one hop."""
         await self.barrier()
         return await self.hop(body, *args)
-
-    async def _retry(self, exc: Exception, op: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Called with the first failure of ``op(*args)``: re-raise it unless it is retryable,
-        else run ``op`` again (counting each retry) up to :data:`MAX_ATTEMPTS` in all."""
-        for attempt in range(1, MAX_ATTEMPTS):
-            if self.retryable is None or not self.retryable(exc):
-                raise exc
-            self.retries += 1
-            await anyio.sleep(RETRY_PAUSE_S * attempt)
-            try:
-                return await op(*args)
-            except Exception as again:
-                exc = again
-        raise exc
-
-    def usertable(self) -> YcsbStore:
-        """YCSB's usertable over this worker's session, run by the same hop
-        (engines/sql_ycsb_store.py)."""
-        if self._usertable is None:
-            from asyncbench.engines.sql_ycsb_store import usertable_of
-
-            self._usertable = usertable_of(
-                self, self.session, self.usertable_sql, self.hop, self.barrier, self._retry
-            )
-        return self._usertable
 
     # --- the batch loops, once for every driver -------------------------------------------
     async def _insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
@@ -358,6 +268,8 @@ class SqlProfileStore:
 
     # --- the ProfileStore: one hop per batch ----------------------------------------------
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
+        if self._prepare is not None:
+            await self.barrier()
         await self.hop(self._insert, profiles, marks)
 
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:

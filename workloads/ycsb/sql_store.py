@@ -11,36 +11,27 @@ lives, in the store the engine has claimed and marked as its own (a SQLite file 
 MySQL's database and PostgreSQL's schema holding asyncbench's marker table), and it is
 dropped where and when ``profiles`` is (a reset, ``delete_store``): never anywhere else.
 
-Engines give only their column types and placeholders (:class:`UsertableSql`); the
-statements, the operations and where a batch runs are the shared SQL store's
-(:class:`~asyncbench.engines.sql_profile_store.SqlProfileStore`: its session, its hop).
+Engines give only their primitives (:class:`asyncbench.store.SqlPrimitives`: a session,
+their :class:`~asyncbench.store.Dialect`'s key and bytes column types and placeholders,
+where a batch runs, the barrier and the retry of a write that lost a conflict); the
+statements and the operations are written here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
+from asyncbench.store import Dialect, Retry, SqlPrimitives, SqlSession
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.record import decode, encode
 from asyncbench.workloads.ycsb.store import Marks, Ops, Record, run_async
 
-__all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "UsertableSql"]
+__all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "create_usertable"]
 
-
-
-class SqlSession(Protocol):
-    """A worker's driver calls (``sql_profile_store.SqlSession``, which imports this module)."""
-
-    async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None: ...
-
-    async def fetch_all(self, statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]: ...
-
-    async def execute(self, statement: str, args: Sequence[Any]) -> None: ...
 
 
 USERTABLE = "usertable"
@@ -49,29 +40,20 @@ USERTABLE = "usertable"
 CREATE_ATTEMPTS = 10
 CREATE_PAUSE_S = 0.05
 KEY = "ycsb_key"
-#: What a batch body is run by (the shared SQL store's hop: the event loop, a connection thread).
-Hop = Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class UsertableSql:
-    """An engine's dialect for the usertable: key and field column types, placeholders."""
-
-    key_type: str  # e.g. 'TEXT COLLATE "C"': byte order, as the KV engines' scans
-    field_type: str  # bytes: BLOB, BYTEA, LONGBLOB
-    placeholder: Callable[[int], str]
-    table_suffix: str = ""  # e.g. MySQL's ENGINE=InnoDB
-
-    def create(self, fieldcount: int) -> str:
-        fields = ", ".join(f"field{i} {self.field_type}" for i in range(fieldcount))
-        return f"CREATE TABLE IF NOT EXISTS {USERTABLE} ({KEY} {self.key_type} PRIMARY KEY, {fields}){self.table_suffix}"
+def create_usertable(dialect: Dialect, fieldcount: int) -> str:
+    """The usertable's DDL in the engine's column types: the key compared as bytes (as the
+    key/value engines' scans), each field bytes."""
+    fields = ", ".join(f"field{i} {dialect.blob}" for i in range(fieldcount))
+    return f"CREATE TABLE IF NOT EXISTS {USERTABLE} ({KEY} {dialect.key_text} PRIMARY KEY, {fields}){dialect.table_suffix}"
 
 
 class _Statements:
     """Every statement of one field count: a read, an update and a scan per field and for
     all fields (key ALL_FIELDS), and the insert."""
 
-    def __init__(self, dialect: UsertableSql, fieldcount: int) -> None:
+    def __init__(self, dialect: Dialect, fieldcount: int) -> None:
         p, self.n = dialect.placeholder, fieldcount
         self.read: dict[int, str] = {}
         self.update: dict[int, str] = {}
@@ -95,11 +77,6 @@ class _Statements:
     def texts(self) -> list[str]:
         """Every statement (what a driver that prepares statements prepares)."""
         return [*self.read.values(), *self.update.values(), *self.scan.values(), self.insert]
-
-
-#: ``retry(exc, op, *args)``: the shared SQL store's retry of a write that failed with a
-#: transient conflict (a Galera certification failure, error 1213), counted in its retries.
-Retry = Callable[..., Awaitable[Any]]
 
 
 class SqlTable:
@@ -133,23 +110,18 @@ class SqlTable:
 
 
 class SqlYcsbStore:
-    """A worker's YCSB store over its SQL session (``usertable()`` of the shared SQL store)."""
+    """A worker's YCSB store over its SQL primitives (``Workload.store`` builds it)."""
 
-    def __init__(
-        self,
-        session: SqlSession,
-        dialect: UsertableSql,
-        hop: Hop,
-        barrier: Callable[[], Awaitable[None]],
-        retry: Retry,
-    ) -> None:
-        self.session, self.dialect, self.hop, self.barrier, self.retry = session, dialect, hop, barrier, retry
+    def __init__(self, primitives: SqlPrimitives) -> None:
+        self.primitives = primitives
+        self.session, self.dialect, self.hop = primitives.session, primitives.dialect, primitives.hop
+        self.barrier, self.retry = primitives.barrier, primitives.retry
         self._table: SqlTable | None = None
 
     async def _ensure(self, fieldcount: int) -> SqlTable:
         """The table (created if missing: the load's first batch of each worker)."""
         if self._table is None:
-            statement = self.dialect.create(fieldcount)
+            statement = create_usertable(self.dialect, fieldcount)
             for attempt in range(1, CREATE_ATTEMPTS + 1):
                 try:
                     await self.hop(self.session.execute, statement, ())
@@ -183,25 +155,3 @@ class SqlYcsbStore:
         await self.barrier()  # Galera: the batch sees every write committed before it (the load's)
         result: list[int] = await self.hop(run_async, table, ops, marks)
         return result
-
-
-def usertable_of(
-    store: Any,
-    session: SqlSession,
-    dialect: UsertableSql | None,
-    hop: Hop,
-    barrier: Callable[[], Awaitable[None]],
-    retry: Retry,
-) -> SqlYcsbStore:
-    """The SQL store's YCSB store (an engine that gave no dialect cannot run YCSB)."""
-    if dialect is None:
-        raise RuntimeError(f"{type(store).__name__}: this SQL engine gives no usertable dialect")
-    return SqlYcsbStore(session, dialect, hop, barrier, retry)
-
-
-def drop_usertable() -> str:
-    """The reset's (and delete_store's) statement, beside ``DROP TABLE ... profiles``."""
-    return f"DROP TABLE IF EXISTS {USERTABLE}"
-
-
-__all__ += ["drop_usertable", "usertable_of"]

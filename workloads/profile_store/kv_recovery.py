@@ -35,12 +35,10 @@ code serves rocksdict databases, LSM trees and, in tests, dicts.
 
 from __future__ import annotations
 
-import os
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from asyncbench.workloads.profile_store.profiles import (
     Profile,
@@ -329,44 +327,3 @@ def repair(profiles: KvView, indexes: Sequence[tuple[IndexSpec, KvView]]) -> Rep
             ix.added = len(fixes)
     report.seconds = time.perf_counter() - t0
     return report
-
-
-class CleanShutdownMarker:
-    """A file written last by a successful close and removed first by open.
-
-    Its absence at open means the previous session did not close cleanly (killed, crashed,
-    or its close failed), so the store may hold a profile's writes only in part.
-    """
-
-    NAME = "CLEAN_SHUTDOWN"
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / self.NAME
-
-    def take(self) -> bool:
-        """Remove the mark; True if it was there. Durable before the caller writes."""
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            return False
-        _fsync_dir(self.directory)
-        return True
-
-    def set(self) -> None:
-        """Write the mark durably (after every store closed without error); never through
-        a symlink planted in its place."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(b"closed cleanly\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        _fsync_dir(self.directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -1,33 +1,41 @@
 """The profile store over five ordered key/value stores, written once for every KV engine.
 
-:class:`KvProfileStore` is a complete :class:`~asyncbench.workloads.profile_store.store.ProfileStore`:
-an engine's ``worker(i)`` returns it, and the engine supplies only its primitives. The
-RocksDB and LSM adapters differ only in their store (a rocksdict database, an LSM tree:
-get, put, delete and a scan from a key, see :class:`KvStore`) and in where a batch runs
+:class:`KvProfileStore` is a complete :class:`~asyncbench.workloads.profile_store.store.ProfileStore`
+over a key/value engine's primitives (:class:`asyncbench.store.KvPrimitives`): the engine
+supplies only its stores (get, put, delete and a scan from a key) and where a batch runs
 (a worker thread, the event loop followed by a turn for background work: a
-:class:`Placement`). Adding a phase kind adds one method here, not one per engine. The mapping of the
-workload onto keys and values is the spec's and lives here: profiles under the 20-digit
-primary key, the email index mapping email -> primary key, and three ordered indexes
-whose keys end with the user id. Writes follow the crash-safe order of
-:mod:`asyncbench.engines.kv_recovery` (index entries before the profile on insert; new keys, profile,
-old keys on update), so a crash leaves only extra entries for the repair to remove.
+:class:`~asyncbench.store.Placement`), and knows nothing of profiles. Adding a phase kind
+adds one method here, not one per engine. The mapping of the workload onto keys and
+values is the spec's and lives here: profiles under the 20-digit primary key, the email
+index mapping email -> primary key, and three ordered indexes whose keys end with the user
+id. Writes follow the crash-safe order of :mod:`.kv_recovery` (index entries before the
+profile on insert; new keys, profile, old keys on update), so a crash leaves only extra
+entries for the repair to remove; the repair runs when the engine says its last close was
+not clean (``KvPrimitives.unclean``), before the first batch.
 
 Every batch body (the ``_``-prefixed methods) is synchronous and does one store operation
 per item (no multi-get, no write batch); after each *workload* operation it appends
 ``perf_counter_ns()`` to ``marks`` (see :mod:`asyncbench.workloads.profile_store.store`).
-The public methods hand a whole body to the engine's :class:`Placement` in one call, so a
-thread hop (RocksDB) is paid once per batch. The primitives are synchronous on purpose: an
+The public methods hand a whole body to the engine's placement in one call, so a thread
+hop (RocksDB) is paid once per batch. The primitives are synchronous on purpose: an
 ``await`` per get would cost more than a RocksDB get itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any
 
-from asyncbench.engines.kv_recovery import KvView, RepairReport, profile_indexes, repair, write_update
+from asyncbench.store import KvPrimitives, KvStore
+from asyncbench.workloads.profile_store.kv_recovery import (
+    STORE_NAMES,
+    KvView,
+    RepairReport,
+    profile_indexes,
+    repair,
+    write_update,
+)
 from asyncbench.workloads.profile_store.profiles import (
     Profile,
     country_status_key,
@@ -41,82 +49,38 @@ from asyncbench.workloads.profile_store.profiles import (
 )
 from asyncbench.workloads.profile_store.store import Marks, Transform
 
-if TYPE_CHECKING:  # a YCSB run only: the store is imported when first asked for
-    from asyncbench.workloads.ycsb.store import YcsbStore
-
-__all__ = ["STORE_NAMES", "KvProfileStore", "KvStore", "Placement"]
-
-#: The five stores, in the reference's names and order.
-STORE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
+__all__ = ["STORE_NAMES", "KvProfileStore"]
 
 #: Index keys are ASCII; a key that continues a prefix sorts before ``prefix + 0xFF``.
 _PREFIX_END = b"\xff"
 
-T = TypeVar("T")
-
-
-class KvStore(Protocol):
-    """One ordered key/value store, implemented natively by each engine."""
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def put(self, key: bytes, value: bytes) -> None: ...
-
-    def delete(self, key: bytes) -> None: ...
-
-    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
-        """The first ``limit`` keys >= ``start`` and <= ``last`` (None: no upper bound),
-        in key order: one iteration from ``start``."""
-        ...
-
-    def items(self) -> Iterable[tuple[bytes, bytes]]:
-        """Every (key, value) in key order (crash repair)."""
-        ...
-
-    def count(self) -> int:
-        """How many keys the store holds (the verify phase's count)."""
-        ...
-
-
-class Place(Protocol):
-    """Runs one synchronous batch body, ``body(*args)``, where the engine runs batches."""
-
-    def __call__(self, body: Callable[..., T], /, *args: Any) -> Awaitable[T]: ...
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where an engine runs each class of batch: ``writes`` (insert, update), ``reads``
-    (point reads) and ``scans`` (scans, queries, count). Each is called as
-    ``await place(body, *args)`` and returns what the body returns: e.g. in a worker
-    thread (``anyio.to_thread.run_sync``), or on the event loop followed by a turn for
-    the engine's background work."""
-
-    writes: Place
-    reads: Place
-    scans: Place
-
-    @classmethod
-    def everywhere(cls, place: Place) -> Placement:
-        """Every batch the same way."""
-        return cls(place, place, place)
-
-
 class KvProfileStore:
-    """The workload's operations over five :class:`KvStore` objects, placed by ``place``."""
+    """The workload's operations over the engine's five stores named :data:`STORE_NAMES`,
+    placed by its placement. Built once per set of primitives (``Workload.store``); when
+    the engine's last close was not clean, the indexes are repaired here first."""
 
-    def __init__(
-        self, stores: Sequence[KvStore], limit: int, index_values_are_pks: bool, place: Placement
-    ) -> None:
+    def __init__(self, primitives: KvPrimitives, limit: int) -> None:
+        stores = []
+        for name in STORE_NAMES:  # each by its own name: five stores, never one for another
+            try:
+                stores.append(primitives.stores[name])
+            except KeyError:
+                raise RuntimeError(
+                    f"the engine holds no key/value store named {name!r} "
+                    f"(it has {', '.join(map(repr, primitives.stores)) or 'none'})"
+                ) from None
         self.profiles, self.emails, self.country_status, self.created_at, self.reputation = stores
-        self.stores = list(stores)
+        self.stores = stores
         self.limit = limit
-        self.place = place
-        self._usertable: YcsbStore | None = None
+        self.place = primitives.place
+        index_values_are_pks = not primitives.empty_index_values
         self.values_are_pks = index_values_are_pks
         self._index_value: Callable[[bytes], bytes] = (
             (lambda pk: pk) if index_values_are_pks else (lambda pk: b"")
         )
+        if primitives.unclean:  # a profile is five puts: a crash may have left some
+            primitives.repaired = self.repair()
+            primitives.unclean = False
 
     # --- writes -----------------------------------------------------------------------
     def _insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
@@ -250,15 +214,6 @@ class KvProfileStore:
 
     def _count(self) -> int:
         return self.profiles.count()
-
-    def usertable(self) -> YcsbStore:
-        """YCSB's usertable in the ``profiles`` store, placed as this store's batches are
-        (engines/kv_ycsb_store.py; a YCSB run writes no profile, so the store is its own)."""
-        if self._usertable is None:
-            from asyncbench.engines.kv_ycsb_store import KvYcsbStore
-
-            self._usertable = KvYcsbStore(self.profiles, self.place)
-        return self._usertable
 
     # --- the ProfileStore: one placed call per batch ------------------------------------
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:

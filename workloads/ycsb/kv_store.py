@@ -7,41 +7,24 @@ field is the value itself: nothing decoded). Each YCSB operation
 is engine calls on that one store, one per record touched, no multi-get and no batch: a
 read is one get; an update of one field or all is a get and a put (a record is one
 value); an insert one put; a scan one key-range scan then a get per record. A batch body
-is synchronous and handed whole to the engine's :class:`~asyncbench.engines.kv_profile_store.Placement`
-(a RocksDB worker thread, the LSM's event loop), as the profile store's are.
+is synchronous and handed whole to the engine's :class:`~asyncbench.store.Placement`
+(a RocksDB worker thread, the LSM's event loop), as the profile store's are. The records
+live in the engine's store named ``usertable`` (``KvPrimitives.store``).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter_ns
-from typing import Any, Protocol
 
+from asyncbench.store import KvStore, Placement
 from asyncbench.workloads.ycsb.codec import field_record
 from asyncbench.workloads.ycsb.kernels import splice
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.store import Marks, Ops, Record, run_sync
 
 __all__ = ["DictKv", "KvTable", "KvYcsbStore"]
-
-
-class KvStore(Protocol):
-    """What the usertable needs of an engine's ordered store (a subset of
-    :class:`asyncbench.engines.kv_profile_store.KvStore`, which imports this module)."""
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def put(self, key: bytes, value: bytes) -> None: ...
-
-    def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]: ...
-
-
-class Placement(Protocol):
-    """Where the engine runs a write batch (``kv_profile_store.Placement``)."""
-
-    @property
-    def writes(self) -> Callable[..., Awaitable[Any]]: ...
 
 
 class KvTable:
@@ -78,7 +61,7 @@ class KvTable:
 
 
 class KvYcsbStore:
-    """A worker's YCSB store over a KV engine (``usertable()`` of its worker object)."""
+    """A worker's YCSB store over a KV engine's store (``Workload.store`` builds it)."""
 
     def __init__(self, kv: KvStore, place: Placement) -> None:
         self.table = KvTable(kv)
