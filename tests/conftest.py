@@ -86,12 +86,13 @@ def unescaped(markdown: str) -> str:
     return re.sub(r"\\(.)", r"\1", markdown)
 
 
-def status_line(engine_doc: dict) -> str:
+def status_line(engine_doc: dict, workload: str = "profile_store") -> str:
     """The human status line of an engine result as saved in JSON (status is data there:
-    an enum plus phase and detail)."""
+    an enum plus phase and detail); ``workload``: the run's (its phase kinds), the profile
+    store's in every test that calls this."""
     from asyncbench.result import EngineResult
 
-    return EngineResult.from_dict(engine_doc).status_text()
+    return EngineResult.from_dict(engine_doc, workload).status_text()
 
 
 def run_asyncbench(

@@ -167,10 +167,10 @@ def _phase_doc(**extra: Any) -> dict[str, Any]:
 
 
 def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Path) -> None:
-    old = load_as(PhaseResult, _phase_doc(), "phases[0]")
+    old = load_as(PhaseResult, _phase_doc(), "phases[0]", workload("profile_store").phases)
     assert old.stalls is None
     rec = {"longest_ns": 31_000_000, "over_1ms": 1, "over_10ms": 1, "over_100ms": 0, "marks": [[0.5, 31.0]], "cpu_wait_ns": 5}
-    new = load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]")
+    new = load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]", workload("profile_store").phases)
     assert new.stalls == StallRecord(**rec)  # type: ignore[arg-type]
 
 
@@ -185,7 +185,7 @@ def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Pa
 )
 def test_a_damaged_record_is_refused_naming_the_key(rec: dict[str, Any], says: str) -> None:
     with pytest.raises(ResultError, match=rf"phases\[0\]\.stalls.*{re.escape(says)}"):
-        load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]")
+        load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]", workload("profile_store").phases)
 
 
 def test_longest_gap_finds_every_interval_over_the_floor() -> None:

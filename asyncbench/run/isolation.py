@@ -160,7 +160,7 @@ class ChildEngineRun:
 
     def _collect(self, result_file: Path, returncode: int | None, reason: str | None) -> None:
         try:
-            self.result = EngineResult.from_dict(orjson.loads(result_file.read_bytes()))
+            self.result = EngineResult.from_dict(orjson.loads(result_file.read_bytes()), self.cfg.workload)
         except FileNotFoundError:
             pass
         except (ValueError, ResultError) as exc:
