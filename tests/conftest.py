@@ -39,16 +39,10 @@ def run_environment_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _run_environment_restored() -> Iterator[None]:
-    """Every test: :func:`run_environment_restored`, and the process's workload selection
-    (a plan or result read in this process selects its workload) back at its default, as
-    a fresh process starts."""
-    from asyncbench.workloads import select, selected
-
-    before = selected()
+    """Every test: :func:`run_environment_restored` (a plan or result carries its own
+    workload: there is no process-wide selection to restore)."""
     with run_environment_restored():
         yield
-    if selected() != before:
-        select(before)
 
 
 @pytest.fixture

@@ -71,7 +71,8 @@ async def _reads(blocking_batch: int | None, background_at: int | None = None) -
         handle = _BlockingReads(engine.worker(0), blocking_batch, background_at)
         uids = list(range(1, PROFILES + 1)) * 4
         outcome = await run_operations(
-            workload().phases["read_by_id"], uids, [handle], PhaseContext.for_seed(7), 100, _no_hook, stalls=True
+            workload("profile_store").phases["read_by_id"], uids, [handle], PhaseContext.for_seed(7), 100, _no_hook, stalls=True,
+            wl=workload("profile_store"),
         )
     assert outcome.stalls is not None
     return outcome.stalls
@@ -126,7 +127,8 @@ def test_a_closed_loop_that_never_yields_is_no_stall() -> None:
             assert outcome.stalls is None  # not asked for
             items = list(range(1, 20_001))
             out = await run_operations(
-                workload().phases["read_by_id"], items, [engine.worker(0)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True
+                workload("profile_store").phases["read_by_id"], items, [engine.worker(0)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True,
+                wl=workload("profile_store"),
             )
         assert out.stalls is not None
         return out.stalls
