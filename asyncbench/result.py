@@ -16,7 +16,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
@@ -42,8 +42,8 @@ from asyncbench.limits import (
 from asyncbench.parse import check_printable, load_json
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.slo import PERCENTILES
-from asyncbench.workload import Action, Group, PhaseKind
-from asyncbench.workloads import DEFAULT, select, workload
+from asyncbench.workload import Action, Group, PhaseKind, Workload
+from asyncbench.workloads import DEFAULT, workload
 from asyncbench.workloads import REGISTRY as WORKLOADS
 
 __all__ = [
@@ -858,8 +858,10 @@ class EngineResult:
         return orjson.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, doc: Any) -> EngineResult:
-        loaded: EngineResult = _load(cls, doc, "engine")
+    def from_dict(cls, doc: Any, workload_name: str) -> EngineResult:
+        """An engine's result as :meth:`to_dict` wrote it, its phase kinds those of the
+        workload its plan ran (``BenchConfig.workload``)."""
+        loaded: EngineResult = _load(cls, doc, "engine", workload(workload_name).phases)
         return loaded
 
     def check(self, where: str) -> None:
@@ -990,6 +992,12 @@ class RunResult:
     verdicts: list[VerdictRecord] = field(default_factory=list)
     schema: int = SCHEMA
 
+    @property
+    def workload_impl(self) -> Workload:
+        """The workload this result ran (its phase kinds, unit, reference tables): this
+        result's own, whatever else the process has loaded."""
+        return workload(self.workload)
+
     def to_json(self) -> bytes:
         return orjson.dumps(_dump(self), option=orjson.OPT_INDENT_2)
 
@@ -1049,12 +1057,11 @@ class RunResult:
         name = doc.get("workload", DEFAULT)
         if not isinstance(name, str) or name not in WORKLOADS:
             raise ResultError(f"result.workload: unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
-        select(name)  # its phase kinds are what the result's phases name
         for key, most in (("engines", MAX_RESULT_ENGINES), ("phases", MAX_RESULT_PHASES)):
             items = doc.get(key)  # counted before anything is built from them (cost grows with them)
             if isinstance(items, list) and len(items) > most:
                 raise ResultError(f"result.{key}: {len(items):_d} entries, more than the {most:_d} a result may hold")
-        loaded: RunResult = _load(cls, doc, "result")
+        loaded: RunResult = _load(cls, doc, "result", workload(name).phases)  # its own workload's kinds
         return loaded
 
     def failed(self) -> bool:
@@ -1170,98 +1177,165 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def load_as(tp: Any, value: Any, where: str) -> Any:
-    """``value`` (parsed JSON) checked and built as ``tp``; :class:`ResultError` names the key."""
-    return _load(tp, value, where)
+#: The phase kinds of a model that holds none (a provenance record): a PhaseKind in it is unknown.
+NO_PHASE_KINDS: Mapping[str, PhaseKind] = types.MappingProxyType({})
 
 
-def _load(tp: Any, value: Any, where: str) -> Any:
+def load_as(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind] = NO_PHASE_KINDS) -> Any:
+    """``value`` (parsed JSON) checked and built as ``tp``; :class:`ResultError` names the key.
+    ``kinds``: the phase kinds a phase's ``kind`` names, its own workload's (``Workload.phases``)."""
+    return _load(tp, value, where, kinds)
+
+
+def _load(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> Any:
+    """One value by its type: each shape of type has its own reader below."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return _load(arg, value, where)
-            except ResultError as exc:
-                errors.append(str(exc))
-        raise ResultError(errors[0] if errors else f"{where}: unexpected {value!r}")
-    if typing.is_typeddict(tp):  # an open record: its declared keys are checked, others kept
-        if not isinstance(value, dict):
-            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        hints = _hints(tp)
-        missing = sorted(k for k in tp.__required_keys__ if k not in value)
-        if missing:
-            raise ResultError(f"{where}: missing field {missing[0]!r}")
-        return {k: _load(hints[k], v, f"{where}.{k}") if k in hints else v for k, v in value.items()}
+        return _load_union(tp, value, where, kinds)
+    if typing.is_typeddict(tp):
+        return _load_typeddict(tp, value, where, kinds)
     if tp is PhaseKind:
-        if not isinstance(value, str) or value not in workload().phases:
-            raise ResultError(f"{where}: unknown phase kind {value!r}; known: {', '.join(workload().phases)}")
-        return workload().phases[value]
+        return _load_phase_kind(value, where, kinds)
     if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        cls: Any = tp  # is_dataclass narrowed tp to "a dataclass or an instance"; it is a class here
-        hints = _hints(cls)
-        fields = [f for f in dataclasses.fields(cls) if f.init]
-        names = {f.name for f in fields}
-        unknown = set(value) - names
-        if unknown:
-            raise ResultError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-        missing = [
-            f.name
-            for f in fields
-            if f.name not in value
-            and f.default is dataclasses.MISSING
-            and f.default_factory is dataclasses.MISSING
-        ]
-        if missing:
-            raise ResultError(f"{where}: missing field {missing[0]!r}")
-        obj = cls(**{k: _load(hints[k], v, f"{where}.{k}") for k, v in value.items()})
-        check = getattr(obj, "check", None)
-        if check is not None:
-            try:
-                check(where)
-            except ResultError:
-                raise
-            except ValueError as exc:  # a lower layer's model (facts) cannot name ResultError
-                raise ResultError(str(exc)) from None
-        return obj
+        return _load_dataclass(tp, value, where, kinds)
     if origin is list:
-        if not isinstance(value, list):
-            raise ResultError(f"{where}: expected a list, got {type(value).__name__}")
-        (arg,) = typing.get_args(tp)
-        return [_load(arg, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return _load_list(tp, value, where, kinds)
     if origin is dict:
-        if not isinstance(value, dict):
-            raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
-        _, arg = typing.get_args(tp)
-        return {k: _load(arg, v, f"{where}.{k}") for k, v in value.items()}
+        return _load_dict(tp, value, where, kinds)
     if isinstance(tp, type) and issubclass(tp, Enum):
+        return _load_enum(tp, value, where)
+    reader = _SCALARS.get(tp)
+    if reader is None:
+        raise ResultError(f"{where}: cannot read a value of type {tp!r}")
+    return reader(tp, value, where)
+
+
+def _load_union(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> Any:
+    """``X | None`` and other unions: None if allowed, else the first member that reads it
+    (the first member's error if none does)."""
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    errors = []
+    for arg in (a for a in args if a is not type(None)):
         try:
-            return tp(value)
-        except ValueError:
-            raise ResultError(f"{where}: {value!r} is not one of {', '.join(m.value for m in tp)}") from None
-    if tp is Any:
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ResultError(f"{where}: expected a number, got {value!r}")
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if not math.isfinite(number):
-            raise ResultError(f"{where}: expected a finite number, got {value!r}")
-        return number
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ResultError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp in (str, bool):
-        if not isinstance(value, tp):
-            raise ResultError(f"{where}: expected {tp.__name__}, got {value!r}")
-        return value
-    raise ResultError(f"{where}: cannot read a value of type {tp!r}")
+            return _load(arg, value, where, kinds)
+        except ResultError as exc:
+            errors.append(str(exc))
+    raise ResultError(errors[0] if errors else f"{where}: unexpected {value!r}")
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ResultError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _load_typeddict(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> dict[str, Any]:
+    """An open record: its declared keys are checked, others kept."""
+    doc = _object(value, where)
+    hints = _hints(tp)
+    missing = sorted(k for k in tp.__required_keys__ if k not in doc)
+    if missing:
+        raise ResultError(f"{where}: missing field {missing[0]!r}")
+    return {k: _load(hints[k], v, f"{where}.{k}", kinds) if k in hints else v for k, v in doc.items()}
+
+
+def _load_phase_kind(value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> PhaseKind:
+    """A phase kind by its name, a row of the result's own workload's table."""
+    if not isinstance(value, str) or value not in kinds:
+        raise ResultError(f"{where}: unknown phase kind {value!r}; known: {', '.join(kinds)}")
+    return kinds[value]
+
+
+def _load_dataclass(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> Any:
+    """A model: its fields by their types (no unknown key, no missing required one), then
+    the model's own ``check(where)``."""
+    doc = _object(value, where)
+    cls: Any = tp  # is_dataclass narrowed tp to "a dataclass or an instance"; it is a class here
+    _check_field_names(cls, doc, where)
+    hints = _hints(cls)
+    obj = cls(**{k: _load(hints[k], v, f"{where}.{k}", kinds) for k, v in doc.items()})
+    _run_check(obj, where)
+    return obj
+
+
+def _check_field_names(cls: Any, doc: dict[str, Any], where: str) -> None:
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    unknown = set(doc) - {f.name for f in fields}
+    if unknown:
+        raise ResultError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    missing = [
+        f.name
+        for f in fields
+        if f.name not in doc and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ResultError(f"{where}: missing field {missing[0]!r}")
+
+
+def _run_check(obj: Any, where: str) -> None:
+    """The model's own ``check(where)``, if it has one; a lower layer's ValueError (facts
+    cannot name ResultError) becomes a ResultError."""
+    check = getattr(obj, "check", None)
+    if check is None:
+        return
+    try:
+        check(where)
+    except ResultError:
+        raise
+    except ValueError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def _load_list(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> list[Any]:
+    if not isinstance(value, list):
+        raise ResultError(f"{where}: expected a list, got {type(value).__name__}")
+    (arg,) = typing.get_args(tp)
+    return [_load(arg, v, f"{where}[{i}]", kinds) for i, v in enumerate(value)]
+
+
+def _load_dict(tp: Any, value: Any, where: str, kinds: Mapping[str, PhaseKind]) -> dict[str, Any]:
+    doc = _object(value, where)
+    _, arg = typing.get_args(tp)
+    return {k: _load(arg, v, f"{where}.{k}", kinds) for k, v in doc.items()}
+
+
+def _load_enum(tp: type[Enum], value: Any, where: str) -> Enum:
+    try:
+        return tp(value)
+    except ValueError:
+        raise ResultError(f"{where}: {value!r} is not one of {', '.join(str(m.value) for m in tp)}") from None
+
+
+def _load_any(_tp: Any, value: Any, _where: str) -> Any:
+    return value
+
+
+def _load_float(_tp: Any, value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ResultError(f"{where}: expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ResultError(f"{where}: expected a finite number, got {value!r}")
+    return number
+
+
+def _load_int(_tp: Any, value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ResultError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def _load_plain(tp: Any, value: Any, where: str) -> Any:
+    """A str or a bool: exactly that JSON type."""
+    if not isinstance(value, tp):
+        raise ResultError(f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+#: The readers of the leaf types, by type.
+_SCALARS: dict[object, Callable[[Any, Any, str], Any]] = {Any: _load_any, float: _load_float, int: _load_int, str: _load_plain, bool: _load_plain}

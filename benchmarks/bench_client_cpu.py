@@ -31,6 +31,7 @@ from asyncbench.engine import opened
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.signals import backend_options
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, new_engine
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS
 from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
 from asyncbench.workloads.profile_store.stores import profile_store
@@ -65,7 +66,7 @@ async def measure(
         for kind, stream in OPERATION_PHASES:  # insert first: it loads the store, timed
             items = phase_items(KINDS[kind], stream, None, plan)
             t, cpu = time.perf_counter(), time.process_time()
-            outcome = await run_operations(KINDS[kind], items, handles, ctx, batch, hook)
+            outcome = await run_operations(KINDS[kind], items, handles, ctx, batch, hook, wl=workload("profile_store"))
             wall_us = (time.perf_counter() - t) / outcome.ops * 1e6
             cpu_us = (time.process_time() - cpu) / outcome.ops * 1e6
             print(

@@ -43,9 +43,9 @@ async def measure(engine_name: str, records: int, operations: int, rounds: int, 
     from asyncbench.engine import opened
     from asyncbench.run.dispatch import run_operations
     from asyncbench.tools.store import new_engine
-    from asyncbench.workloads import select
+    from asyncbench.workloads import workload
 
-    wl = select("ycsb")
+    wl = workload("ycsb")
     doc = tomllib.loads(PLAN.read_text())
     settings = wl.settings({**doc["ycsb"], "recordcount": records})
     plan = wl.draw_plan(wl.counts(records, 50, {}, settings), doc["run"]["seed"])
@@ -56,14 +56,14 @@ async def measure(engine_name: str, records: int, operations: int, rounds: int, 
     with tempfile.TemporaryDirectory(prefix="asyncbench-stall-overhead-") as tmp:
         engine = new_engine(engine_name, Path(tmp))
         async with opened(engine):
-            await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook)
+            await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook, wl=wl)
             await engine.stabilize()
             items = wl.phase_items(mixed, None, None, plan, params)
-            await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook)  # warm-up, not counted
+            await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook, wl=wl)  # warm-up, not counted
             for r in range(2 * rounds):
                 stalls = (r % 4) in (0, 3)  # on, off, off, on, on, off, ...
                 cpu = time.process_time()
-                ran = await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook, stalls=stalls)
+                ran = await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook, stalls=stalls, wl=wl)
                 cpu = time.process_time() - cpu
                 out["on" if stalls else "off"].append(ran.ops / ran.seconds)
                 out["on_cpu" if stalls else "off_cpu"].append(ran.ops / cpu)

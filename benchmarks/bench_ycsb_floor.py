@@ -48,11 +48,10 @@ async def profile_store(records: int, batch: int) -> dict[str, float]:
     """ops/s of the profile store's insert and read_by_id on the memory engine."""
     from asyncbench.run.dispatch import run_operations
     from asyncbench.tools.store import SEED, draw, load, new_engine
-    from asyncbench.workloads import select
+    from asyncbench.workloads import workload
     from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
     from asyncbench.workloads.profile_store.stores import profile_store as store_over
 
-    select("profile_store")
     plan = draw(records)
     with tempfile.TemporaryDirectory() as tmp:
         engine = new_engine("memory", Path(tmp))
@@ -60,7 +59,9 @@ async def profile_store(records: int, batch: int) -> dict[str, float]:
         inserted = await load([store_over(engine.worker(0), engine.limit)], records, batch)
         kind = PHASES["read_by_id"]
         items = phase_items(kind, "reads", None, plan)
-        read = await run_operations(kind, items, [store_over(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, _hook)
+        read = await run_operations(
+            kind, items, [store_over(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, _hook, wl=workload("profile_store")
+        )
         await engine.close()
     return {"load": inserted.ops / inserted.seconds, "read": read.ops / read.seconds, "reads": read.ops}
 
@@ -70,9 +71,9 @@ async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
     from asyncbench.engine import EngineConfig
     from asyncbench.engines.memory import MemoryEngine
     from asyncbench.run.dispatch import run_operations
-    from asyncbench.workloads import select
+    from asyncbench.workloads import workload
 
-    wl = select("ycsb")
+    wl = workload("ycsb")
     doc = tomllib.loads(PLAN.read_text())
     settings = wl.settings({**doc["ycsb"], "recordcount": records})
     plan = wl.draw_plan(wl.counts(records, 50, {}, settings), doc["run"]["seed"])
@@ -82,9 +83,9 @@ async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         engine = MemoryEngine(EngineConfig("memory", Path(tmp)))
         await engine.open(True)
-        loaded = await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook)
+        loaded = await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook, wl=wl)
         items = wl.phase_items(mixed, None, None, plan, params)  # drawn before the phase, as a run does
-        ran = await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook)
+        ran = await run_operations(mixed, items, [wl.store(engine.worker(0), engine.limit)], wl.context(0), batch, _hook, wl=wl)
         await engine.close()
     return {"load": loaded.ops / loaded.seconds, "read": ran.ops / ran.seconds, "reads": ran.ops}
 

@@ -46,7 +46,7 @@ async def _loaded(records: int, doc: dict[str, Any], tmp: Path) -> tuple[MemoryE
     engine = MemoryEngine(EngineConfig("memory", tmp))
     await engine.open(True)
     load = ycsb.phases["load"]
-    await run_operations(load, ycsb.phase_items(load, None, None, plan, {}), [ycsb.store(engine.worker(0), engine.limit)], None, BATCH, _hook)
+    await run_operations(load, ycsb.phase_items(load, None, None, plan, {}), [ycsb.store(engine.worker(0), engine.limit)], None, BATCH, _hook, wl=ycsb)
     return engine, plan, ycsb
 
 
@@ -65,7 +65,7 @@ async def one(records: int, ops: int, doc: dict[str, Any], separate: bool, tmp: 
         parts = [p for p in parts if len(p)]
     seconds = 0.0
     for part in parts:
-        outcome = await run_operations(mixed, part, [ycsb.store(engine.worker(0), engine.limit)], ycsb.context(0), BATCH, _hook)
+        outcome = await run_operations(mixed, part, [ycsb.store(engine.worker(0), engine.limit)], ycsb.context(0), BATCH, _hook, wl=ycsb)
         seconds += outcome.seconds
     await engine.close()
     return seconds

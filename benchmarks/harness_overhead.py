@@ -23,6 +23,7 @@ import anyio
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.run.dispatch import run_operations
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, load, new_engine
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS
 from asyncbench.workloads.profile_store.phases import PhaseContext, phase_items
@@ -63,7 +64,7 @@ async def main(profiles: int, repeat: int, batch: int) -> None:
         fulls, bares = [], []
         for _ in range(repeat):  # alternate so drift hits both alike
             t0 = perf_counter()
-            await run_operations(KINDS[kind], items, [profile_store(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, hook)
+            await run_operations(KINDS[kind], items, [profile_store(engine.worker(0), engine.limit)], PhaseContext.for_seed(SEED), batch, hook, wl=workload("profile_store"))
             fulls.append(perf_counter() - t0)
             bares.append(await bare(kind, engine, items, batch))
         n = len(items)

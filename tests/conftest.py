@@ -39,16 +39,10 @@ def run_environment_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _run_environment_restored() -> Iterator[None]:
-    """Every test: :func:`run_environment_restored`, and the process's workload selection
-    (a plan or result read in this process selects its workload) back at its default, as
-    a fresh process starts."""
-    from asyncbench.workloads import select, selected
-
-    before = selected()
+    """Every test: :func:`run_environment_restored` (a plan or result carries its own
+    workload: there is no process-wide selection to restore)."""
     with run_environment_restored():
         yield
-    if selected() != before:
-        select(before)
 
 
 @pytest.fixture
@@ -86,12 +80,13 @@ def unescaped(markdown: str) -> str:
     return re.sub(r"\\(.)", r"\1", markdown)
 
 
-def status_line(engine_doc: dict) -> str:
+def status_line(engine_doc: dict, workload: str = "profile_store") -> str:
     """The human status line of an engine result as saved in JSON (status is data there:
-    an enum plus phase and detail)."""
+    an enum plus phase and detail); ``workload``: the run's (its phase kinds), the profile
+    store's in every test that calls this."""
     from asyncbench.result import EngineResult
 
-    return EngineResult.from_dict(engine_doc).status_text()
+    return EngineResult.from_dict(engine_doc, workload).status_text()
 
 
 def run_asyncbench(

@@ -22,6 +22,7 @@ from asyncbench.run.capacity import (
     search,
 )
 from asyncbench.slo import parse_slo_text
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 
 
@@ -97,7 +98,7 @@ def test_fixed_service_time_capacity_is_workers_over_service_time() -> None:
     slo = parse_slo_text("p90=100ms")  # 10x the service time: queueing, not service, breaks it
     stores = [FixedServiceWorker() for _ in range(workers)]
     items = list(range(1, 5001))
-    probe = local_probe(PHASES["read_by_id"], items, stores, PhaseContext.for_seed(1), 100, slo)
+    probe = local_probe(PHASES["read_by_id"], items, stores, PhaseContext.for_seed(1), 100, slo, wl=workload("profile_store"))
     start, low, high = 250.0, 10.0, 8000.0
     found = anyio.run(search, probe, slo, start, low, high)
     assert found.capacity is not None

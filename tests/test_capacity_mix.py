@@ -19,7 +19,7 @@ from engines_for_tests import FixedServiceWorker
 from asyncbench.run.capacity import local_probe, probe_bound, search
 from asyncbench.run.capacity_remote import run_probe_part
 from asyncbench.slo import parse_slo_text
-from asyncbench.workloads import select
+from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.phases import PHASES, Counts, MixedOps, Plan, phase_items
 
@@ -134,7 +134,6 @@ def test_a_mix_too_short_for_its_search_is_refused_nothing_created(tmp_path: Pat
 
 
 def _mixed_items(records: int, operations: int, distribution: str = "zipfian", seed: int = 7) -> MixedOps:
-    select("ycsb")
     doc: dict[str, Any] = {"recordcount": records, "fieldcount": 2, "fieldlength": 8, "insertorder": "hashed", "zeropadding": 1}
     settings = ycsb_settings.section(doc)
     params = ycsb_settings.mixed_params(
@@ -171,7 +170,7 @@ def test_a_client_process_runs_its_probe_share_by_key_owner() -> None:
     workers = 4
     stores = {w: _KeyRecorder() for w in (1, 3)}  # this process hosts workers 1 and 3 of 4
     part = anyio.run(
-        run_probe_part, 1, PHASES["mixed"], items, stores, 0, workers, 50, "uniform", 1, 1, 0, 1e6, 1000, time.time(),
+        run_probe_part, 1, PHASES["mixed"], items, stores, 0, workers, 50, "uniform", 1, 1, 0, 1e6, 1000, time.time(), workload("ycsb"),
     )  # fmt: skip
     for w, store in stores.items():
         assert store.keys and all(k % workers == w for k in store.keys), (w, store.keys[:20])
@@ -190,7 +189,7 @@ def test_fixed_service_time_mix_capacity_is_workers_over_service_time() -> None:
     busiest = max(len(s) for s in shares) / len(items)
     expected = 1 / (busiest * FixedServiceWorker.SERVICE)  # the busiest worker saturates first
     stores = [FixedServiceWorker() for _ in range(workers)]
-    probe = local_probe(PHASES["mixed"], items, stores, 0, 100, slo)
+    probe = local_probe(PHASES["mixed"], items, stores, 0, 100, slo, wl=workload("ycsb"))
     start, low, high = 250.0, 10.0, 8000.0
     found = anyio.run(search, probe, slo, start, low, high)
     assert found.capacity is not None

@@ -20,6 +20,7 @@ from asyncbench.run.capacity import (
     punctual_response,
 )
 from asyncbench.slo import parse_slo_text
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
 
 MS = 1_000_000
@@ -118,7 +119,7 @@ def test_injected_client_lateness_is_inconclusive_not_a_failed_engine(monkeypatc
 
     monkeypatch.setattr(phase_loop, "wait_until", late_wait)
     slo = parse_slo_text("p90=5ms")
-    probe = local_probe(PHASES["read_by_id"], list(range(1, 2001)), [QuickStore()], PhaseContext.for_seed(1), 100, slo)
+    probe = local_probe(PHASES["read_by_id"], list(range(1, 2001)), [QuickStore()], PhaseContext.for_seed(1), 100, slo, wl=workload("profile_store"))
     cap, _, _ = anyio.run(measure_capacity, probe, slo, [1000.0, 4000.0], 1)
     assert waits > 0
     first = cap.probes[0]
@@ -147,7 +148,7 @@ def test_client_processes_parts_merge_with_their_figures_in_intended_order() -> 
 
     a = ProbePart(0, 0.0, 1.0, {0: "00" * 8}, arr(0, 20), arr(5, 6), 2, arr(1, 2), arr(4, 4), 0.05, arr(1, 2))
     b = ProbePart(1, 0.0, 1.0, {1: "00" * 8}, arr(10, 30), arr(7, 8), 2, arr(3, 4), arr(4, 4), 0.2, arr(3, 4))
-    run = merged_probe([a, b])
+    run = merged_probe([a, b], workload("profile_store"))
     assert run.response_ns.tolist() == [5, 7, 6, 8]
     assert run.service_ns.tolist() == [1, 3, 2, 4] and run.engine_ns.tolist() == [1, 3, 2, 4]
     assert run.delay_ns.tolist() == [4, 4, 4, 4] and run.decomposed

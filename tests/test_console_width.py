@@ -127,7 +127,7 @@ def test_the_name_column_fits_the_names_on_a_wide_terminal() -> None:
 
     console = ConsoleObserver(Out(), width=200)  # type: ignore[arg-type]
     console.fit_names(["insert profiles", "post-update scan country/status index"])
-    console.engine_start("memory", 1000)
+    console.engine_start("memory", 1000, "profiles")
     header = next(line for line in lines if "checksum" in line)
     assert header.index("time s") <= 2 + len("post-update scan country/status index") + 8, header
     from asyncbench.run.observers import phase_header

@@ -31,7 +31,7 @@ N = 300
 
 
 def plan(profiles: int = N):  # type: ignore[no-untyped-def]
-    return workload().draw_plan(Counts.for_profiles(profiles, limit=50), SEED)
+    return workload("profile_store").draw_plan(Counts.for_profiles(profiles, limit=50), SEED)
 
 
 class DictStore:
@@ -45,7 +45,7 @@ class DictStore:
 
 
 def check(stored: dict[int, bytes], kind: str, acknowledged: int, p=None) -> RecoveryCounts:  # type: ignore[no-untyped-def]
-    w = workload()
+    w = workload("profile_store")
     return anyio.run(w.check_recovery, DictStore(stored), p or plan(), w.phases[kind], None if kind == "insert" else "updates",
                      None, acknowledged)  # fmt: skip
 
@@ -80,7 +80,7 @@ def test_update_counts_each_profiles_acknowledged_updates() -> None:
     """Profile u's version j is its creation and j updates: behind its acknowledged updates
     it lost the difference, ahead of them it holds unacknowledged ones."""
     p = plan()
-    items = workload().phase_items(workload().phases["update"], "updates", None, p, {})
+    items = workload("profile_store").phase_items(workload("profile_store").phases["update"], "updates", None, p, {})
     acked = 60
     done: dict[int, Profile] = created()
     for uid in items[:acked]:
@@ -115,7 +115,7 @@ def left_by_a_crash(data: Path) -> None:
 async def _check_engine(name: str, data: Path) -> RecoveryCounts:
     engine = engine_class(name)(EngineConfig(name, data, {}, limit=50, seed=SEED))
     async with opened(engine, reset=False):
-        w = workload()
+        w = workload("profile_store")
         return await w.check_recovery(store_of(engine), plan(), w.phases["insert"], None, None, N)
 
 
@@ -199,7 +199,7 @@ def test_a_store_that_does_not_open_is_the_finding_not_a_failure(tmp_path: Path)
 
     async def recover() -> DurabilityRow:
         async with anyio.create_task_group() as tg:
-            row, _ = await recover_phase(record, plan(), sqlite(econf), Unopenable(econf), tg)
+            row, _ = await recover_phase(record, plan(), sqlite(econf), Unopenable(econf), tg, workload("profile_store"))
         return row
 
     row = anyio.run(recover)

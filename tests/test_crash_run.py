@@ -215,21 +215,20 @@ async def _crash_then_recover(plan_file: Path, data: Path) -> tuple[Any, Any]:
     from asyncbench.engine import EngineConfig
     from asyncbench.engines import engine_class
     from asyncbench.run.crash import crash_phase, recover_phase
-    from asyncbench.workloads import workload
 
     cfg = load(plan_file)
     cfg.data = data
     level = cfg.level(PROFILES, 1)
-    econf = EngineConfig("sqlite", store_root(data, PROFILES) / "sqlite", cfg.engine_settings.get("sqlite", {}),
+    econf = EngineConfig("sqlite", store_root(data, PROFILES, "profiles") / "sqlite", cfg.engine_settings.get("sqlite", {}),
                          limit=50, seed=cfg.seed)  # fmt: skip
     econf.data_dir.mkdir(parents=True)
     async with anyio.create_task_group() as tg:
         engine = engine_class("sqlite")(econf)
         await engine.open(True, tg)
-        drawn = workload().draw_plan(level.counts, cfg.seed)
+        drawn = cfg.workload_impl.draw_plan(level.counts, cfg.seed)
         record = await crash_phase(cfg, level, 0, engine, drawn)
         fresh = engine_class("sqlite")(econf)
-        row, _ = await recover_phase(record, drawn, engine, fresh, tg)
+        row, _ = await recover_phase(record, drawn, engine, fresh, tg, cfg.workload_impl)
         await fresh.close()
         tg.cancel_scope.cancel()
     return record, row

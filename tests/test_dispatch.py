@@ -42,7 +42,7 @@ def test_the_dispatcher_runs_each_worker_on_its_own_part() -> None:
         seen.setdefault(worker, []).append(ops)
 
     async def main() -> str | None:
-        out = await run_operations(_kind(_odd_first), list(range(1, 11)), [object(), object()], None, 2, on_batch)
+        out = await run_operations(_kind(_odd_first), list(range(1, 11)), [object(), object()], None, 2, on_batch, wl=workload("profile_store"))
         assert out.ops == 10
         return out.checksum
 
@@ -51,8 +51,8 @@ def test_the_dispatcher_runs_each_worker_on_its_own_part() -> None:
     parts = [[2, 4, 6, 8, 10], [9, 7, 5, 3, 1]]
     sums = []
     for part in parts:
-        c = workload().checksum()
+        c = workload("profile_store").checksum()
         for start in range(0, len(part), 2):
             c.add_ints(part[start : start + 2])
         sums.append(c.hex())
-    assert checksum == workload().combine(sums)
+    assert checksum == workload("profile_store").combine(sums)

@@ -40,9 +40,12 @@ from asyncbench.run.distributed import (
 )
 from asyncbench.run.observers import Observer, ObserverGroup
 from asyncbench.run.runner import EngineRun
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 from asyncbench.workloads.profile_store.plan import draw_plan
+
+PROFILE_STORE = workload("profile_store")
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = 1_000
@@ -104,7 +107,7 @@ def test_merge_phase_combines_in_worker_order_and_merges_histograms() -> None:
         _part(1, 100.002, [(2, hexes[2], 10, 101.0), (3, hexes[3], 10, 101.5)], [3000] * 20),
         _part(0, 100.000, [(0, hexes[0], 10, 100.9), (1, hexes[1], 10, 101.2)], [1000] * 10 + [2000] * 10),
     ]
-    merged = merge_phase(parts, 4)
+    merged = merge_phase(parts, 4, PROFILE_STORE)
     assert merged.checksum == combine(hexes)
     assert merged.ops == 40
     assert merged.seconds == pytest.approx(1.5)  # first release to the last worker's end
@@ -114,13 +117,13 @@ def test_merge_phase_combines_in_worker_order_and_merges_histograms() -> None:
     assert merged.latency.min == 1000 and merged.latency.max >= 3000
     # an empty partition takes no part in the checksum, as in the single-process loop
     parts[1].workers[1].items = 0  # worker 1 (process 0)
-    assert merge_phase(parts, 4).checksum == combine([hexes[0], hexes[2], hexes[3]])
+    assert merge_phase(parts, 4, PROFILE_STORE).checksum == combine([hexes[0], hexes[2], hexes[3]])
 
 
 def test_merge_phase_refuses_a_missing_worker() -> None:
     parts = [_part(0, 1.0, [(0, "0" * 16, 1, 2.0), (2, "0" * 16, 1, 2.0)], [])]
     with pytest.raises(RuntimeError, match="expected 0..2"):
-        merge_phase(parts, 3)
+        merge_phase(parts, 3, PROFILE_STORE)
 
 
 @pytest.mark.parametrize("engine", ["memory", "sqlite", "lsm", "rocksdb"])
@@ -152,7 +155,7 @@ async def test_one_client_process_hosting_every_worker_matches_the_runner(tmp_pa
             if action is Action.OPERATIONS:
                 await actor.prepare(index)
                 part = await actor.go(time.time() + 0.01)
-                got.append(merge_phase([part], 4).checksum)
+                got.append(merge_phase([part], 4, PROFILE_STORE).checksum)
             elif action is Action.STABILIZE:
                 got.append(None)  # the memory engine needs none: the runner skips it
             else:

@@ -48,10 +48,12 @@ def test_a_result_the_parent_cannot_read_is_named_as_such(tmp_path: Path) -> Non
     interval below zero did so) failed its row as "child process ended without a
     result": the reason the parent had (in a note nobody sees on the console) must be
     the row's reason."""
+    from asyncbench.config import BenchConfig
     from asyncbench.result import EngineResult, Status
     from asyncbench.run.isolation import ChildEngineRun
 
     run = ChildEngineRun.__new__(ChildEngineRun)  # only the result collection is exercised
+    run.cfg = BenchConfig(source="plan.toml")  # its workload's phase kinds read the child's result
     run.result = EngineResult(engine="lsm", status=Status.RUNNING)
     bad = tmp_path / "result.json"
     bad.write_text('{"engine": "lsm", "status": "ok", "phases": "not a list"}')

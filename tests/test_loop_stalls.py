@@ -72,7 +72,8 @@ async def _reads(blocking_batch: int | None, background_at: int | None = None) -
         handle = _BlockingReads(store_of(engine), blocking_batch, background_at)
         uids = list(range(1, PROFILES + 1)) * 4
         outcome = await run_operations(
-            workload().phases["read_by_id"], uids, [handle], PhaseContext.for_seed(7), 100, _no_hook, stalls=True
+            workload("profile_store").phases["read_by_id"], uids, [handle], PhaseContext.for_seed(7), 100, _no_hook, stalls=True,
+            wl=workload("profile_store"),
         )
     assert outcome.stalls is not None
     return outcome.stalls
@@ -127,7 +128,8 @@ def test_a_closed_loop_that_never_yields_is_no_stall() -> None:
             assert outcome.stalls is None  # not asked for
             items = list(range(1, 20_001))
             out = await run_operations(
-                workload().phases["read_by_id"], items, [store_of(engine)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True
+                workload("profile_store").phases["read_by_id"], items, [store_of(engine)], PhaseContext.for_seed(7), 1_000, _no_hook, stalls=True,
+                wl=workload("profile_store"),
             )
         assert out.stalls is not None
         return out.stalls
@@ -168,10 +170,10 @@ def _phase_doc(**extra: Any) -> dict[str, Any]:
 
 
 def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Path) -> None:
-    old = load_as(PhaseResult, _phase_doc(), "phases[0]")
+    old = load_as(PhaseResult, _phase_doc(), "phases[0]", workload("profile_store").phases)
     assert old.stalls is None
     rec = {"longest_ns": 31_000_000, "over_1ms": 1, "over_10ms": 1, "over_100ms": 0, "marks": [[0.5, 31.0]], "cpu_wait_ns": 5}
-    new = load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]")
+    new = load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]", workload("profile_store").phases)
     assert new.stalls == StallRecord(**rec)  # type: ignore[arg-type]
 
 
@@ -186,7 +188,7 @@ def test_the_record_round_trips_and_an_older_phase_loads_without_it(tmp_path: Pa
 )
 def test_a_damaged_record_is_refused_naming_the_key(rec: dict[str, Any], says: str) -> None:
     with pytest.raises(ResultError, match=rf"phases\[0\]\.stalls.*{re.escape(says)}"):
-        load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]")
+        load_as(PhaseResult, _phase_doc(stalls=rec), "phases[0]", workload("profile_store").phases)
 
 
 def test_longest_gap_finds_every_interval_over_the_floor() -> None:

@@ -23,8 +23,11 @@ from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import OpenLoop, PhaseResult
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.schedule import WorkerSchedule
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+
+PROFILE_STORE = workload("profile_store")
 
 MS = 1_000_000
 
@@ -112,14 +115,16 @@ async def _read_phase(
     await eng.open(True)
     ctx = PhaseContext.for_seed(1)
     insert = PHASES["insert"]
-    await run_operations(insert, phase_items(insert, None, None, plan), [eng], ctx, 1000, lambda *a: None)
+    await run_operations(insert, phase_items(insert, None, None, plan), [eng], ctx, 1000, lambda *a: None, wl=PROFILE_STORE)
     kind = PHASES["read_by_id"]
     rec = PhaseRecorder(workers)
 
     def hook(w: int, i: int, n: int, s: float, marks: list[int], intended: Any = None, blocked: int = 0) -> None:
         rec.add(w, n, s, marks, intended, blocked)
 
-    out = await run_operations(kind, phase_items(kind, "reads", None, plan), [eng] * workers, ctx, batch, hook, rate, 1, 2)
+    out = await run_operations(
+        kind, phase_items(kind, "reads", None, plan), [eng] * workers, ctx, batch, hook, rate, 1, 2, wl=PROFILE_STORE
+    )
     return out, rec
 
 
@@ -212,7 +217,7 @@ def test_a_dip_at_a_sweeps_last_level_claims_no_skipped_rates() -> None:
     levels = [PhaseSpec("read_by_id", f"reads @ {r}/s", "reads", rate=r, sweep=1) for r in (1000.0, 2000.0)]
 
     def dipped_row(index: int, spec: PhaseSpec) -> PhaseResult:
-        pr = phase_row(index, spec, 100, 1.0, "0" * 16)  # 100/s: far below either rate
+        pr = phase_row(index, spec, PHASES[spec.kind], 100, 1.0, "0" * 16)  # 100/s: far below either rate
         pr.open_loop = OpenLoop(rate=spec.rate or 0.0, arrivals=Arrivals.UNIFORM)
         return pr
 

@@ -20,6 +20,7 @@ from asyncbench.rate import Arrivals, Rate
 from asyncbench.report.chart_style import RC
 from asyncbench.report.latency_charts import latency_over_time_figure
 from asyncbench.run.phase_rows import add_figures, phase_row
+from asyncbench.workloads.profile_store.phases import PHASES
 
 
 def _recorder(seconds: float, ops: int, rate: bool = False) -> PhaseRecorder:
@@ -42,7 +43,7 @@ def test_slice_width_follows_the_phase_length() -> None:
 
 def test_a_short_read_phase_gets_a_line_over_time() -> None:
     spec = PhaseSpec(kind="read_by_id", name="read by user id")
-    pr = phase_row(1, spec, 2_000, 0.3)
+    pr = phase_row(1, spec, PHASES[spec.kind], 2_000, 0.3)
     rec = _recorder(0.3, 2_000)
     add_figures(pr, rec, None)
     rec.close()
@@ -53,7 +54,7 @@ def test_a_short_read_phase_gets_a_line_over_time() -> None:
 
 def test_a_write_phase_is_sliced_by_its_length_not_in_100_parts() -> None:
     spec = PhaseSpec(kind="insert", name="insert profiles")
-    pr = phase_row(0, spec, 2_000, 0.05)
+    pr = phase_row(0, spec, PHASES[spec.kind], 2_000, 0.05)
     rec = _recorder(0.05, 2_000)
     add_figures(pr, rec, None)
     rec.close()
@@ -63,7 +64,7 @@ def test_a_write_phase_is_sliced_by_its_length_not_in_100_parts() -> None:
 
 def test_a_short_phase_at_a_rate_gets_its_response_time_in_the_same_slices() -> None:
     spec = PhaseSpec(kind="read_by_id", name="read by user id", rate=10_000.0)
-    pr = phase_row(1, spec, 2_000, 0.2)
+    pr = phase_row(1, spec, PHASES[spec.kind], 2_000, 0.2)
     rec = _recorder(0.2, 2_000, rate=True)
     add_figures(pr, rec, Rate(10_000.0, Arrivals.UNIFORM))
     rec.close()

@@ -32,7 +32,7 @@ def forced_console() -> tuple[Console, io.StringIO]:
 def test_one_bar_per_phase_with_ops_rate_and_eta() -> None:
     console, buf = forced_console()
     obs = ProgressObserver(console)
-    obs.engine_start("sqlite", 2000)
+    obs.engine_start("sqlite", 2000, "profiles")
     obs.phase_start("sqlite", "read by user id", 2000)
     task = obs.tasks[("sqlite", "read by user id")]
     for i in range(3):
@@ -68,7 +68,7 @@ def test_console_lines_print_through_the_progress_console() -> None:
     obs = ProgressObserver(console)
     lines = ConsoleObserver(obs.stream)
     fan = ObserverGroup(obs, lines)
-    fan.engine_start("memory", 2000)
+    fan.engine_start("memory", 2000, "profiles")
     fan.phase_start("memory", "insert profiles", 2000)
     fan.batch(BatchDone("memory", "insert profiles", 0, 2000, 0.01, 2000, 0, []))
     fan.phase_end(

@@ -184,7 +184,7 @@ def test_mysql_endpoint_precedence() -> None:
 def test_old_phase_results_load_without_retries() -> None:
     doc = EngineResult(engine="x", phases=[PhaseResult(0, "p", PHASES["insert"], Action.OPERATIONS, Group.WRITE, 1, 1.0)]).to_dict()
     del doc["phases"][0]["retries"]  # a result file written before the field existed
-    assert EngineResult.from_dict(doc).phases[0].retries == 0
+    assert EngineResult.from_dict(doc, "profile_store").phases[0].retries == 0
 
 
 def test_runner_stores_retries_per_phase_and_report_notes_the_cluster(

@@ -303,11 +303,11 @@ async def _engine_checksums(plan: dict[str, Any], workers: int, tmp: Path) -> tu
     stores = [ycsb.store(engine.worker(w), 50) for w in range(workers)]
     load, mixed = ycsb.phases["load"], ycsb.phases["mixed"]
     hook = lambda *_: None  # noqa: E731
-    loaded = await run_operations(load, ycsb.phase_items(load, None, None, ycsb_plan, {}), stores, None, 100, hook)
+    loaded = await run_operations(load, ycsb.phase_items(load, None, None, ycsb_plan, {}), stores, None, 100, hook, wl=ycsb)
     table = {k: v for k, v in plan["phase"][1].items() if k != "kind"}
     params = ycsb.phase_params(mixed, table, settings)
     items = ycsb.phase_items(mixed, None, None, ycsb_plan, params)
-    ran = await run_operations(mixed, items, stores, ycsb.context(SEED), 100, hook)
+    ran = await run_operations(mixed, items, stores, ycsb.context(SEED), 100, hook, wl=ycsb)
     await engine.close()
     return loaded.checksum, ran.checksum
 
@@ -318,19 +318,12 @@ def test_the_engine_path_gives_the_reference_stores_checksums(case: str, tmp_pat
     reference store's fields, encoded, give: load and mixed phase, at P = 1 and 4."""
     import anyio
 
-    from asyncbench.workloads import select, selected
-
     plan = CASES[case]
     lay = layout(plan)
     names = [key_name(k, hashed=lay.hashed, zeropadding=lay.zeropadding).encode() for k in range(lay.recordcount)]
     loaded = PhaseChecksum()
     for k, name in enumerate(names):
         loaded.add(op_digest(k, INSERT, name))
-    previous = selected()
-    select("ycsb")
-    try:
-        for workers in (1, 4):
-            got = anyio.run(_engine_checksums, plan, workers, tmp_path)
-            assert got == (loaded.hex(), run(plan, 1, schedule=0)[0]), workers
-    finally:
-        select(previous)
+    for workers in (1, 4):
+        got = anyio.run(_engine_checksums, plan, workers, tmp_path)
+        assert got == (loaded.hex(), run(plan, 1, schedule=0)[0]), workers

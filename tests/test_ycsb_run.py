@@ -175,11 +175,7 @@ def test_a_ycsb_result_is_read_back_by_report_and_compare(tmp_path: Path, run_cl
     code, _, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
     assert code == 0, output
     (result,) = (tmp_path / "out").glob("records-*/asyncbench-*.json")
-    from asyncbench.workloads import select
-
-    select("profile_store")  # a fresh process: the default workload until the result names one
     assert main(["report", str(result)]) == 0
-    select("profile_store")
     capfd.readouterr()
     assert main(["compare", str(result), str(result)]) == 0
     shown = capfd.readouterr().out

@@ -28,7 +28,7 @@ import re
 
 from asyncbench.workload import Workload
 
-__all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "ENV_VAR", "REGISTRY", "WORKLOAD_ERRORS", "select", "selected", "workload"]
+__all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "ENV_VAR", "REGISTRY", "WORKLOAD_ERRORS", "workload"]
 
 #: The shipped workloads, name -> "module:attribute".
 BUILTIN: dict[str, str] = {
@@ -69,28 +69,14 @@ def _register_from_env() -> None:
 _register_from_env()
 
 
-#: The workload this process runs: one plan runs one workload, and every process that runs
-#: a part of it (an isolated engine's child, a client process) loads the same plan, whose
-#: ``[run] workload`` selects it (asyncbench.config), so a bare :func:`workload` is the plan's.
-_selected = DEFAULT
+def workload(name: str) -> Workload:
+    """The workload registered as ``name`` (imported on first use; KeyError: unknown).
 
-
-def select(name: str) -> Workload:
-    """Make ``name`` the workload a bare :func:`workload` returns (KeyError: unknown)."""
-    global _selected
-    found = _load(name)
-    _selected = name
-    return found
-
-
-def selected() -> str:
-    """The name of the workload a bare :func:`workload` returns."""
-    return _selected
-
-
-def workload(name: str | None = None) -> Workload:
-    """The workload registered as ``name``, or the selected one (imported on first use)."""
-    return _load(_selected if name is None else name)
+    The name always comes from the value in hand (a plan's ``BenchConfig.workload``, a
+    result's ``RunResult.workload``), never from process state: one process may hold a
+    profile-store plan and a YCSB result at once, and each must read its own phase kinds.
+    """
+    return _load(name)
 
 
 @functools.cache

@@ -12,7 +12,6 @@ from pathlib import Path
 from asyncbench import fmt
 from asyncbench.config import ConfigError, load
 from asyncbench.parse import escape_unprintable
-from asyncbench.workloads import workload
 
 #: Where plans live, relative to the directory a user runs in (the repository root).
 PLAN_GLOBS = ("benchmarks.toml", "benchmarks/*.toml", "*.toml")
@@ -35,7 +34,7 @@ def describe(path: Path) -> str:
     except ConfigError as exc:
         return f"(not a valid plan: {escape_unprintable(exc.reason)})"
     counts = ", ".join(fmt.count(n) for n in cfg.profiles)
-    return f"{counts} {workload().unit}, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}"
+    return f"{counts} {cfg.workload_impl.unit}, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}"
 
 
 def usage(parser: argparse.ArgumentParser, root: Path | None = None) -> str:

@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
         selection = PhaseSelection()  # the over_time row's type, read as run reads its flag
         try:
             words = selection.read("command line", "--over-time", selection.from_text("command line", "--over-time", args.over_time))
-            chosen = selected_phases(words, [(p.kind.kind, p.name, p.sweep) for p in run.phases], "command line", "--over-time")
+            chosen = selected_phases(
+                words, [(p.kind.kind, p.name, p.sweep) for p in run.phases], run.workload_impl.phases, "command line", "--over-time"
+            )
         except ConfigError as exc:
             print(f"asyncbench: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

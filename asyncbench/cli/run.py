@@ -50,7 +50,6 @@ from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.runner import Benchmark
 from asyncbench.run.saturation import loaded_machine_warning
 from asyncbench.run.signals import StopSignals, backend_options
-from asyncbench.workloads import workload
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
@@ -170,7 +169,7 @@ class ResultSaver:
             warning = loaded_machine_warning(snapshot(0.1), start[0] if start else None)
             if warning:
                 result.environment["noise_advice"] = [warning]
-        directory = result_dir(cfg.output, result.profiles, result.parallelism)
+        directory = result_dir(cfg.output, result.profiles, result.parallelism, cfg.workload_impl.unit)
         level = result.profiles, result.parallelism
         try:
             written[level] = write_run(result, directory, stamp, charts=final)
@@ -261,7 +260,7 @@ def _run_locked(
     elif stop.interrupted:
         console.message(f"asyncbench: {stop.interrupted} while the reports were written; they are complete")
     for result in bench.results:  # last, the verdict a reader came for (the report's first paragraph)
-        level = f" · {result.profiles:_d} {workload().unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
+        level = f" · {result.profiles:_d} {result.workload_impl.unit}, P{result.parallelism}" if len(bench.results) > 1 else ""
         lines = headline.console_lines(result)
         console.message("\n".join([lines[0], lines[1] + level, *lines[2:]]))
     if summary_format == "ycsb":  # --format ycsb: YCSB's text summary, for YCSB users' scripts
@@ -289,9 +288,9 @@ def _observers(logger: Any, log_fh: LogFile, no_progress: bool) -> tuple[Console
 def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: ConsoleObserver, observer: ObserverGroup) -> None:
     """The run's first console lines and its run_start event (the files it will write)."""
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
-    if not workload().accelerated:
-        console.message(f"asyncbench: WARNING: {workload().kernels_status()}")
-    planned = [result_dir(cfg.output, lv.profiles, lv.parallelism) / f"asyncbench-{stamp}" for lv in cfg.levels()]
+    if not cfg.workload_impl.accelerated:
+        console.message(f"asyncbench: WARNING: {cfg.workload_impl.kernels_status()}")
+    planned = [result_dir(cfg.output, lv.profiles, lv.parallelism, cfg.workload_impl.unit) / f"asyncbench-{stamp}" for lv in cfg.levels()]
     observer.run_start(
         plan=cfg.source,
         engines=cfg.engines,

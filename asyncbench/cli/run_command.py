@@ -273,7 +273,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:
-            preflight.check_accelerator()
+            preflight.check_accelerator(cfg)
     except ConfigError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

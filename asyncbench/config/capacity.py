@@ -13,7 +13,6 @@ from asyncbench.config.model import BenchConfig
 from asyncbench.config.phases import searchable
 from asyncbench.config.run_keys import RateRequirements, slo_bounds
 from asyncbench.slo import PERCENTILES
-from asyncbench.workloads import workload
 
 
 def slo_table(cfg: BenchConfig, where: str, table: object) -> None:
@@ -27,9 +26,9 @@ def slo_table(cfg: BenchConfig, where: str, table: object) -> None:
         if k in PERCENTILES:
             continue
         if k == "require":
-            cfg.require_rate = RateRequirements().read(where, key, v)  # the require_rate row's type
-        elif k in workload().phases:
-            if not searchable(workload().phases[k]):
+            cfg.require_rate = RateRequirements().read_in(cfg, where, key, v)  # the require_rate row's type
+        elif k in cfg.workload_impl.phases:
+            if not searchable(cfg.workload_impl.phases[k]):
                 raise ConfigError(where, key, f"phase kind {k!r} is no read, scan, query or mixed phase: it has no capacity to search")
             cfg.slo_kinds[k] = slo_bounds(where, key, v)
         else:
@@ -52,7 +51,7 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
     if cfg.capacity:
         cfg.phases = [
             dataclasses.replace(s, capacity=True)
-            if searchable(workload().phases[s.kind]) and s.rate is None
+            if searchable(cfg.workload_impl.phases[s.kind]) and s.rate is None
             else s
             for s in cfg.phases
         ]
@@ -70,7 +69,7 @@ def check_capacity(cfg: BenchConfig, where: str) -> None:
                 where, "slo", f"the capacity of {kind!r} is searched under a latency bound, and none is set: "
                 "give one (--slo p99=2ms, or [slo] p99 = \"2ms\")"
             )
-    if (cfg.slo or cfg.slo_kinds) and not any(searchable(workload().phases[s.kind]) for s in cfg.phases):
+    if (cfg.slo or cfg.slo_kinds) and not any(searchable(cfg.workload_impl.phases[s.kind]) for s in cfg.phases):
         raise ConfigError(
             where, "--slo" if where == "command line" else "slo",
             "bounds the latency of read, scan, query and mixed phases, and this plan has none "

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
-from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
-from asyncbench.workloads import select
 
 
 def to_json(cfg: BenchConfig) -> bytes:
@@ -36,11 +34,11 @@ def to_json(cfg: BenchConfig) -> bytes:
 
 
 def from_json(data: bytes) -> BenchConfig:
-    """The config :func:`to_json` wrote, field by field from the dataclass's own types."""
+    """The config :func:`to_json` wrote, field by field from the dataclass's own types; its
+    workload travels in it (``workload``), as every other ``[run]`` key does."""
     import orjson
 
     doc = orjson.loads(data)
-    select(doc.get("workload", DEFAULT_WORKLOAD))  # this process runs the plan's workload
     hints = typing.get_type_hints(BenchConfig)
     for name, value in doc.items():
         hint = hints[name]

@@ -10,7 +10,7 @@ from asyncbench import fmt
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.readers import read_int
 from asyncbench.limits import MAX_PROFILES
-from asyncbench.workloads import workload
+from asyncbench.workload import Workload
 
 
 def count_text(where: str, flag: str, text: str) -> int:
@@ -20,13 +20,13 @@ def count_text(where: str, flag: str, text: str) -> int:
         raise ConfigError(where, flag, str(exc)) from None
 
 
-def read_counts(where: str, table: object) -> dict[str, int]:
-    """``[counts]``: explicit overrides of the workload's counts (the others follow its defaults)."""
+def read_counts(where: str, table: object, wl: Workload) -> dict[str, int]:
+    """``[counts]``: explicit overrides of the counts of workload ``wl`` (the plan's) (the others follow its defaults)."""
     if not isinstance(table, dict):
         raise ConfigError(where, "counts", "must be a table")
     out: dict[str, int] = {}
     for k, v in table.items():
-        if k not in workload().count_names:
-            raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(workload().count_names)}")
+        if k not in wl.count_names:
+            raise ConfigError(where, f"counts.{k}", f"unknown count; known: {', '.join(wl.count_names)}")
         out[k] = read_int(where, f"counts.{k}", v, 1, MAX_PROFILES * 10)
     return out

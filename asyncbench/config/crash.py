@@ -15,8 +15,7 @@ from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
 from asyncbench.config.readers import read_int, read_str
 from asyncbench.limits import MAX_PROFILES
-from asyncbench.workload import Action, PhaseKind
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, PhaseKind, Workload
 
 __all__ = ["CRASH_HOWS", "CRASH_KEYS", "check_crash_sizes", "check_crashes", "read_crash"]
 
@@ -31,11 +30,11 @@ CRASH_HOWS = ("kill", "power")
 _AFTER_RECOVER = (Action.STABILIZE, Action.SETTLE, Action.REOPEN)
 
 
-def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: object) -> CrashPoint:
+def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: object, wl: Workload) -> CrashPoint:
     """``<key>.crash``: a table of ``after`` (operations acknowledged before the kill) and
-    ``how``, on a phase kind the workload can check after a crash."""
-    if not workload().can_crash(kind):
-        kinds = [k for k, row in workload().phases.items() if workload().can_crash(row)]
+    ``how``, on a phase kind the workload ``wl`` can check after a crash."""
+    if not wl.can_crash(kind):
+        kinds = [k for k, row in wl.phases.items() if wl.can_crash(row)]
         raise ConfigError(
             where, f"{key}.crash", f"phase kind {kind_name!r} cannot crash; a crash ends one of: {', '.join(kinds) or 'none of this workload'}"
         )
@@ -56,10 +55,10 @@ def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: obj
     return CrashPoint(after=after, how=how, points=points)
 
 
-def check_crashes(phases: Sequence[PhaseSpec], where: str) -> None:
+def check_crashes(phases: Sequence[PhaseSpec], where: str, wl: Workload) -> None:
     """Across the phase list: a crashed phase runs closed loop, once, and is followed
     directly by ``recover``; ``recover`` follows a crash; after it only maintenance."""
-    kinds = workload().phases
+    kinds = wl.phases
     recovered_at: int | None = None
     rewritten: int | None = None  # the first phase that changed stored records
     for i, spec in enumerate(phases):
@@ -106,14 +105,15 @@ def check_crash_sizes(cfg: BenchConfig, where: str) -> None:
             raise ConfigError(
                 where, f"phase[{i}].crash", "a crash runs the engine in one process: remove --processes and --cluster"
             )
+        wl = cfg.workload_impl
         for profiles in cfg.profiles:
             counts = cfg.counts_for(profiles)
-            ops = profiles if spec.stream is None else getattr(counts, workload().stream_count(spec.stream))
+            ops = profiles if spec.stream is None else getattr(counts, wl.stream_count(spec.stream))
             if spec.count is not None:
                 ops = min(ops, spec.count)
             if spec.crash.after > ops:
                 raise ConfigError(
                     where,
                     f"phase[{i}].crash.after",
-                    f"{spec.crash.after:_d} exceeds the phase's {ops:_d} operations at {profiles:_d} {workload().unit}",
+                    f"{spec.crash.after:_d} exceeds the phase's {ops:_d} operations at {profiles:_d} {wl.unit}",
                 )

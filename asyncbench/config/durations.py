@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig
 from asyncbench.limits import MAX_TIMEOUT_SECONDS
 from asyncbench.parse import parse_seconds
 from asyncbench.workload import PhaseKind
-from asyncbench.workloads import workload
 
 __all__ = ["check_durations", "read_duration"]
 
@@ -51,11 +51,12 @@ def read_duration(where: str, key: str, v: object) -> float:
     return seconds
 
 
-def check_kind(where: str, key: str, kind_name: str, kind: PhaseKind, capacity: bool) -> None:
+def check_kind(where: str, key: str, kind_name: str, kind: PhaseKind, capacity: bool, kinds: Mapping[str, PhaseKind]) -> None:
     """A duration on a phase that can take one: a ``bounded`` kind and no capacity search
-    (its operation count, the upper bound, is at least 1 by the workload's own check)."""
+    (its operation count, the upper bound, is at least 1 by the workload's own check);
+    ``kinds``: the workload's phase kinds, named in the error."""
     if not kind.bounded:
-        takes = [k for k, row in workload().phases.items() if row.bounded]
+        takes = [k for k, row in kinds.items() if row.bounded]
         raise ConfigError(
             where,
             key,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asyncbench.workload import PlanCounts
+from asyncbench.workload import PlanCounts, Workload
 from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
 from asyncbench.workloads import workload
 
@@ -86,7 +86,10 @@ class BenchConfig:
 
     source: str
     name: str = "profile-store"
-    workload: str = DEFAULT_WORKLOAD  # the registry name of the workload the plan runs
+    #: The registry name of the workload the plan runs (``[run] workload``); the object is
+    #: :attr:`workload_impl`. A name, so the config pickles and copies to a child process,
+    #: a client process or a Dask worker as plain data, each resolving it in its registry.
+    workload: str = DEFAULT_WORKLOAD
     #: The workload's own section (YCSB's ``[ycsb]``), checked by the workload.
     workload_settings: dict[str, object] = field(default_factory=dict)
     profiles: list[int] = field(default_factory=lambda: [2_000_000])
@@ -130,6 +133,12 @@ class BenchConfig:
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     phases: list[PhaseSpec] = field(default_factory=list)
 
+    @property
+    def workload_impl(self) -> Workload:
+        """The workload this plan runs: its phase kinds, counts, plan and checksums. Read
+        from the plan in hand, never from the process: a process may hold several plans."""
+        return workload(self.workload)
+
     def levels(self) -> list[Level]:
         """Every (profiles, parallelism) level the plan runs, in order: one result each."""
         return [Level(n, p, self.counts_for(n)) for n in self.profiles for p in self.parallelism]
@@ -143,7 +152,7 @@ class BenchConfig:
 
     def counts_for(self, profiles: int) -> PlanCounts:
         """Spec defaults rescaled to ``profiles``, with the file's explicit counts on top."""
-        return workload().counts(profiles, self.limit, self.counts, self.workload_settings)
+        return self.workload_impl.counts(profiles, self.limit, self.counts, self.workload_settings)
 
 
 @dataclass(frozen=True)

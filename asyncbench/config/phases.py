@@ -17,8 +17,7 @@ from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig, PhaseSpec
 from asyncbench.config.readers import parse_rates, read_arrivals, read_bool, read_int, read_shown, read_str
 from asyncbench.limits import MAX_NAME_CHARS, MAX_PROFILES
-from asyncbench.workload import Action, Group, PhaseKind, SettingError
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, Group, PhaseKind, SettingError, Workload
 
 PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "duration", "crash"}
 #: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
@@ -26,18 +25,18 @@ PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time"
 MAX_PHASES = 1000
 
 
-def read_phases(where: str, items: object, settings: Mapping[str, object] | None = None) -> list[PhaseSpec]:
-    """The plan's ``[[phase]]`` list, each phase checked by one validator per concern (in
+def read_phases(where: str, items: object, wl: Workload, settings: Mapping[str, object] | None = None) -> list[PhaseSpec]:
+    """The plan's ``[[phase]]`` list of workload ``wl`` (the plan's ``[run] workload``), each phase checked by one validator per concern (in
     the order a person fixes them: the kind, its own keys, stream and count, its place in
     the plan, its name, its pacing, its charts and capacity), a sweep expanded."""
     order, names = _Order(), _Names(where)
     phases: list[PhaseSpec] = []
     for i, table in enumerate(_check_list(where, items)):
         key = f"phase[{i}]"
-        spec, rates = _phase(where, key, table, settings or {}, order, names)
+        spec, rates = _phase(where, key, table, wl, settings or {}, order, names)
         phases.extend(_levels(spec, rates, first=len(phases)))
     check_phase_total(phases, where, "phase")
-    check_crashes(phases, where)
+    check_crashes(phases, where, wl)
     return phases
 
 
@@ -50,13 +49,13 @@ def _check_list(where: str, items: object) -> list[object]:
 
 
 def _phase(
-    where: str, key: str, table: object, settings: Mapping[str, object], order: _Order, names: _Names
+    where: str, key: str, table: object, wl: Workload, settings: Mapping[str, object], order: _Order, names: _Names
 ) -> tuple[PhaseSpec, list[float]]:
     """One phase, checked; with its rates (none: closed loop; one: open loop; more: a sweep)."""
     if not isinstance(table, dict):
         raise ConfigError(where, key, "must be a table")
-    kind_name, kind = _kind(where, key, table)
-    params = _params(where, key, kind, table, settings)
+    kind_name, kind = _kind(where, key, table, wl.phases)
+    params = _params(where, key, kind, table, wl, settings)
     stream = _stream(where, key, kind_name, kind, table)
     count = _count(where, key, kind_name, kind, table)
     order.place(where, key, kind_name, kind, params)
@@ -67,8 +66,8 @@ def _phase(
     post = use.post_update if kind.takes_stream else order.seen_update and not kind.rewrites
     rates = _rates(where, key, kind_name, kind, table)
     capacity = _capacity(where, key, kind_name, kind, table, rates)
-    duration = _duration(where, key, kind_name, kind, table, capacity)
-    order.after_duration(where, key, kind_name, duration)
+    duration = _duration(where, key, kind_name, kind, table, capacity, wl.phases)
+    order.after_duration(where, key, kind_name, kind, duration)
     spec = PhaseSpec(
         kind=kind_name,
         name=name,
@@ -81,7 +80,7 @@ def _phase(
         capacity=capacity,
         params=tuple(sorted(params.items())),
         duration=duration,
-        crash=read_crash(where, key, kind_name, kind, table["crash"]) if "crash" in table else None,
+        crash=read_crash(where, key, kind_name, kind, table["crash"], wl) if "crash" in table else None,
     )
     return spec, rates
 
@@ -93,32 +92,33 @@ def _duration(
     kind: PhaseKind,
     table: Mapping[str, object],
     capacity: bool,
+    kinds: Mapping[str, PhaseKind],
 ) -> float | None:
     """``duration``: run for this long at most (seconds), on a kind that can stop early."""
     if "duration" not in table:
         return None
     seconds = read_duration(where, f"{key}.duration", table["duration"])
-    check_kind(where, f"{key}.duration", kind_name, kind, capacity)
+    check_kind(where, f"{key}.duration", kind_name, kind, capacity, kinds)
     return seconds
 
 
-def _kind(where: str, key: str, table: Mapping[str, object]) -> tuple[str, PhaseKind]:
-    """``kind``: required, and one of the workload's phase kinds."""
+def _kind(where: str, key: str, table: Mapping[str, object], kinds: Mapping[str, PhaseKind]) -> tuple[str, PhaseKind]:
+    """``kind``: required, and one of the workload's phase kinds (``kinds``)."""
     if "kind" not in table:
         raise ConfigError(where, f"{key}.kind", "is required")
     kind_name = table["kind"]
-    if not isinstance(kind_name, str) or kind_name not in workload().phases:
-        raise ConfigError(
-            where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(workload().phases)}"
-        )
-    return kind_name, workload().phases[kind_name]
+    if not isinstance(kind_name, str) or kind_name not in kinds:
+        raise ConfigError(where, f"{key}.kind", f"unknown phase kind {kind_name!r}; known: {', '.join(kinds)}")
+    return kind_name, kinds[kind_name]
 
 
-def _params(where: str, key: str, kind: PhaseKind, table: Mapping[str, object], settings: Mapping[str, object]) -> dict[str, object]:
+def _params(
+    where: str, key: str, kind: PhaseKind, table: Mapping[str, object], wl: Workload, settings: Mapping[str, object]
+) -> dict[str, object]:
     """The keys beyond :data:`PHASE_KEYS`, checked by the workload (an unknown one names ours)."""
     own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
     try:
-        return workload().phase_params(kind, own, settings)
+        return wl.phase_params(kind, own, settings)
     except SettingError as exc:
         if exc.problem == "unknown key":
             allowed = ", ".join(sorted(PHASE_KEYS))
@@ -171,10 +171,10 @@ class _Order:
     mixed_inserts: str | None = None  # the first mixed phase that inserts
     timed: str | None = None  # the first phase with a duration
 
-    def after_duration(self, where: str, key: str, kind_name: str, duration: float | None) -> None:
+    def after_duration(self, where: str, key: str, kind_name: str, kind: PhaseKind, duration: float | None) -> None:
         """Only maintenance follows a phase with a duration: how far it ran differs between
         engines, so what a later phase would read (and its checksum) would differ too."""
-        if self.timed is not None and workload().phases[kind_name].action not in _AFTER_MIXED:
+        if self.timed is not None and kind.action not in _AFTER_MIXED:
             raise ConfigError(
                 where,
                 f"{key}.kind",
@@ -327,7 +327,7 @@ def pace_phases(cfg: BenchConfig) -> None:
         return
     out: list[PhaseSpec] = []
     for spec in cfg.phases:
-        kind = workload().phases[spec.kind]
+        kind = cfg.workload_impl.phases[spec.kind]
         if kind.action is not Action.OPERATIONS or spec.rate is not None or kind.inserts or spec.crash is not None:
             out.append(spec)
             continue
@@ -351,17 +351,19 @@ def chart_phases(cfg: BenchConfig, where: str, key: str) -> None:
     see :func:`selected_phases`)."""
     if cfg.over_time:
         chosen = selected_phases(
-            cfg.over_time, [(s.kind, s.name, s.sweep) for s in cfg.phases], where, key
+            cfg.over_time, [(s.kind, s.name, s.sweep) for s in cfg.phases], cfg.workload_impl.phases, where, key
         )
         cfg.phases = [dataclasses.replace(s, over_time=True) if i in chosen else s for i, s in enumerate(cfg.phases)]
 
 
-def selected_phases(words: list[str], phases: list[tuple[str, str, int | None]], where: str, key: str) -> set[int]:
+def selected_phases(
+    words: list[str], phases: list[tuple[str, str, int | None]], kinds: Mapping[str, PhaseKind], where: str, key: str
+) -> set[int]:
     """The indexes of the operation phases ``words`` select among ``phases`` ((kind, name,
-    sweep) each): ``all`` is every operation phase, a phase kind every phase of that kind,
+    sweep) each, of the phase kinds ``kinds``): ``all`` is every operation phase, a phase kind every phase of that kind,
     a name that phase (and, for a sweep, each of its levels). A word that selects nothing
     is an error naming what the plan runs: a typo would otherwise draw nothing, silently."""
-    ops = [i for i, (kind, _, _) in enumerate(phases) if workload().phases[kind].action is Action.OPERATIONS]
+    ops = [i for i, (kind, _, _) in enumerate(phases) if kinds[kind].action is Action.OPERATIONS]
     chosen: set[int] = set()
     for word in words:
         hit = {
@@ -371,12 +373,12 @@ def selected_phases(words: list[str], phases: list[tuple[str, str, int | None]],
             or (phases[i][2] is not None and phases[i][1].rsplit(" @ ", 1)[0] == word)
         }
         if not hit:
-            kinds = sorted({phases[i][0] for i in ops})
+            ran = sorted({phases[i][0] for i in ops})
             raise ConfigError(
                 where,
                 key,
                 f"{word!r} is not an operation phase kind or phase name of this plan; its kinds: "
-                f"{', '.join(kinds) or 'none'}, or all",
+                f"{', '.join(ran) or 'none'}, or all",
             )
         chosen |= hit
     return chosen
@@ -402,19 +404,20 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
     count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
     two records, a scan no longer than the records: ``Workload.check_size``)."""
     check_crash_sizes(cfg, where)
+    wl = cfg.workload_impl
     params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]
     for profiles in cfg.profiles:
         try:
-            workload().check_size(profiles, params)
+            wl.check_size(profiles, params)
         except SettingError as exc:
             i = next((i for i, ph in enumerate(cfg.phases) if exc.key in dict(ph.params)), None)
             key = f"phase[{i}].{exc.key}" if i is not None else exc.key
-            raise ConfigError(where, key, f"{exc.problem} (at {profiles:_d} {workload().unit})") from None
+            raise ConfigError(where, key, f"{exc.problem} (at {profiles:_d} {wl.unit})") from None
     for i, ph in enumerate(cfg.phases):
         if ph.count is None or ph.stream is None:
             continue
         for profiles in cfg.profiles:
-            available = getattr(cfg.counts_for(profiles), workload().stream_count(ph.stream))
+            available = getattr(cfg.counts_for(profiles), wl.stream_count(ph.stream))
             if ph.count > available:
                 raise ConfigError(
                     where,

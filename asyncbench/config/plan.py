@@ -19,8 +19,6 @@ from asyncbench.config.model import BenchConfig
 from asyncbench.config.phases import check_phase_counts, read_phases
 from asyncbench.config.run_keys import apply_run_key
 from asyncbench.workload import SettingError
-from asyncbench.workloads import DEFAULT as DEFAULT_WORKLOAD
-from asyncbench.workloads import select, workload
 
 TOP_KEYS = {"run", "counts", "engines", "phase", "slo"}
 #: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
@@ -75,11 +73,16 @@ def ycsb_file_hint(where: str) -> str:
 
 
 def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
-    select(DEFAULT_WORKLOAD)  # until [run] names another
+    """The plan ``doc`` (read from ``where``) as a checked config. Its ``[run] workload``
+    (default: the profile store) is read first and carried by the config
+    (``BenchConfig.workload``): every later key, section and phase is checked against that
+    workload's vocabulary, and everything that runs or reports the plan reads it there."""
+    cfg = BenchConfig(source=where)
     run = doc.get("run", {})
     if isinstance(run, dict) and "workload" in run:  # first: it decides the other keys' vocabulary
-        apply_run_key(BenchConfig(source=where), where, "run.workload", "workload", run["workload"])
-    section = workload().section
+        apply_run_key(cfg, where, "run.workload", "workload", run["workload"])
+    wl = cfg.workload_impl
+    section = wl.section
     allowed = TOP_KEYS | ({section} if section else set())
     unknown = set(doc) - allowed
     if unknown and "run" not in doc and {"recordcount", "operationcount"} & unknown:
@@ -88,7 +91,6 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
         raise ConfigError(
             where, sorted(unknown)[0], f"unknown top-level key; allowed: {', '.join(sorted(allowed))}"
         )
-    cfg = BenchConfig(source=where)
     if not isinstance(run, dict):
         raise ConfigError(where, "run", "must be a table")
     for k, v in run.items():
@@ -98,15 +100,15 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
         if not isinstance(table, dict):
             raise ConfigError(where, section, f"the {cfg.workload} workload needs a [{section}] table")
         try:
-            cfg.workload_settings = workload().settings(table)
+            cfg.workload_settings = wl.settings(table)
         except SettingError as exc:
             raise ConfigError(where, f"{section}.{exc.key}", exc.problem) from None
-        size = workload().size(cfg.workload_settings)
+        size = wl.size(cfg.workload_settings)
         if size is not None and "profiles" not in run:
             cfg.profiles = [size]  # the workload's size; --profiles overrides it
-    cfg.counts = read_counts(where, doc.get("counts", {}))
+    cfg.counts = read_counts(where, doc.get("counts", {}), wl)
     cfg.engine_settings = engine_settings(where, doc.get("engines", {}))
-    cfg.phases = read_phases(where, doc.get("phase"), cfg.workload_settings)
+    cfg.phases = read_phases(where, doc.get("phase"), wl, cfg.workload_settings)
     if "slo" in doc:
         slo_table(cfg, where, doc["slo"])
     check_phase_counts(cfg, where)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -33,8 +33,8 @@ from asyncbench.config.readers import (
 from asyncbench.limits import INT32_MAX, INT32_MIN, MAX_PARALLELISM, MAX_PROFILES
 from asyncbench.parse import parse_int, parse_seconds
 from asyncbench.slo import make_slo, parse_requirement, parse_slo_text
+from asyncbench.workload import PhaseKind
 from asyncbench.workloads import REGISTRY as WORKLOADS
-from asyncbench.workloads import select, workload
 
 #: What a value type's ``read`` gives (an int, a list of rates, a path...): each row's own.
 T_co = TypeVar("T_co", covariant=True)
@@ -47,6 +47,11 @@ class ValueType(Generic[T_co]):
 
     def read(self, where: str, key: str, v: object) -> T_co:
         raise NotImplementedError
+
+    def read_in(self, cfg: BenchConfig, where: str, key: str, v: object) -> T_co:
+        """``read`` for the plan ``cfg``: a type whose values name the plan's workload's
+        vocabulary (phase kinds) checks them against ``cfg.workload_impl``."""
+        return self.read(where, key, v)
 
     def from_text(self, where: str, flag: str, text: str) -> object:
         """A flag's text as a plan value (``read`` checks it next, named as the flag)."""
@@ -179,6 +184,14 @@ class RateRequirements(ValueType[dict[str, float]]):
     """Gates: a table ``{read_by_id = "5k"}`` or the flag's ``read_by_id=5k,scan_created_at=1k``."""
 
     def read(self, where: str, key: str, v: object) -> dict[str, float]:
+        """The kinds and rates as written, the kinds unchecked: :meth:`read_in` checks
+        them against the plan's workload (a plan is always at hand where it is read)."""
+        return self._read(where, key, v, None)
+
+    def read_in(self, cfg: BenchConfig, where: str, key: str, v: object) -> dict[str, float]:
+        return self._read(where, key, v, cfg.workload_impl.phases)
+
+    def _read(self, where: str, key: str, v: object, phases: Mapping[str, PhaseKind] | None) -> dict[str, float]:
         if isinstance(v, str):
             out: dict[str, float] = {}
             for item in v.split(","):
@@ -194,8 +207,7 @@ class RateRequirements(ValueType[dict[str, float]]):
             raise ConfigError(where, key, "must name phase kinds and rates, e.g. read_by_id=5k")
         req = {}
         for kind, rate in v.items():
-            phases = workload().phases
-            if kind not in phases or not searchable(phases[kind]):
+            if phases is not None and (kind not in phases or not searchable(phases[kind])):
                 raise ConfigError(where, f"{key}.{kind}", "is not a read, scan, query or mixed phase kind, whose capacity is searched")
             req[kind] = parse_rate(where, f"{key}.{kind}", rate)
         return req
@@ -292,16 +304,17 @@ class PhaseSelection(ValueType[list[str]]):
 
 @dataclass(frozen=True)
 class WorkloadName(ValueType[str]):
-    """A registered workload's name (asyncbench.workloads); reading it selects it, so the
-    plan's sections and phases are checked against that workload's vocabulary."""
+    """A registered workload's name (asyncbench.workloads): the plan carries it
+    (``BenchConfig.workload``), and its sections and phases are checked against that
+    workload's vocabulary."""
 
     def read(self, where: str, key: str, v: object) -> str:
         name = read_str(where, key, v)
         if name not in WORKLOADS:
             raise ConfigError(where, key, f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
         try:
-            select(name)
-        except (ImportError, AttributeError, TypeError) as exc:  # a plug-in workload that cannot be loaded
+            workload(name)  # a plug-in workload is loaded here: one that cannot be is refused naming the key
+        except (ImportError, AttributeError, TypeError) as exc:
             raise ConfigError(where, key, f"{type(exc).__name__}: {exc}") from None
         return name
 
@@ -347,7 +360,7 @@ class RunKey:
         if isinstance(self.type, EngineNames):  # two fields: the list, and which came from "all"
             cfg.engines, cfg.optional_engines = self.type.read(where, key, v)
         else:
-            setattr(cfg, self.name, self.type.read(where, key, v))
+            setattr(cfg, self.name, self.type.read_in(cfg, where, key, v))
 
 
 # how the report shows a recorded value (RunKey.shown), where plain text is not enough

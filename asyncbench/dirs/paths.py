@@ -44,34 +44,33 @@ from asyncbench.engines.store_dir import MARKER as STORE_MARKER
 from asyncbench.fs.ledger import LedgerError, check_directory, entry_problem
 from asyncbench.fs.ownership import Proof, is_own_log, ownership_problem
 from asyncbench.parse import check_printable
-from asyncbench.workloads import workload
 
 __all__ = ["check_run_paths", "engine_dirs", "output_run_dirs", "result_dir", "store_root"]
 
 
-def result_dir(output: Path, profiles: int, parallelism: int) -> Path:
+def result_dir(output: Path, profiles: int, parallelism: int, unit: str) -> Path:
     """``OUTPUT/profiles-N-pP``: one folder per (profiles, parallelism) level, named as the
     reference names its output folders; named by what the workload counts
-    (``records-N-pP`` for YCSB, whose size is a record count)."""
-    return output / f"{workload().unit}-{profiles}-p{parallelism}"
+    (``unit``, the workload's: ``records-N-pP`` for YCSB, whose size is a record count)."""
+    return output / f"{unit}-{profiles}-p{parallelism}"
 
 
-def store_root(data: Path, profiles: int) -> Path:
+def store_root(data: Path, profiles: int, unit: str) -> Path:
     """``DATA/profiles-N``: the folder of one size's engine stores (``DATA/profiles-N/<engine>``),
     named by what the workload counts as :func:`result_dir` is (``records-N`` for YCSB, whose
     store holds records). The profile store's keeps its name, so its kept stores are still
     found, reused and proven its own. Every path to a store is built here."""
-    return data / f"{workload().unit}-{profiles}"
+    return data / f"{unit}-{profiles}"
 
 
 def output_run_dirs(cfg: BenchConfig) -> list[Path]:
     """``OUTPUT/profiles-N-pP`` of every (profiles, parallelism) level of the run."""
-    return [result_dir(cfg.output, level.profiles, level.parallelism) for level in cfg.levels()]
+    return [result_dir(cfg.output, level.profiles, level.parallelism, cfg.workload_impl.unit) for level in cfg.levels()]
 
 
 def engine_dirs(cfg: BenchConfig) -> list[Path]:
     """``DATA/profiles-N/<engine>`` of every profile count and engine of the run."""
-    return [store_root(cfg.data, n) / name for n in cfg.profiles for name in cfg.engines]
+    return [store_root(cfg.data, n, cfg.workload_impl.unit) / name for n in cfg.profiles for name in cfg.engines]
 
 
 def check_run_paths(
@@ -91,7 +90,7 @@ def check_run_paths(
         _ledger(where, "output", run_dir)
     _ledger(where, "output", cfg.output)  # the default log's, and latest.*'s
     for n in cfg.profiles:
-        _own_subdir(where, "data", store_root(cfg.data, n))
+        _own_subdir(where, "data", store_root(cfg.data, n, cfg.workload_impl.unit))
     stores = [_real(d) for d in engine_dirs(cfg)]
     _outside_stores(where, "output", cfg.output, stores)
     if log_file is not None:

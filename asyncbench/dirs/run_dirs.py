@@ -80,7 +80,7 @@ def lock_run(cfg: BenchConfig, update_latest: bool = False) -> RunLocks:
             make_real_dir(out)
             locks.held.append(acquire(out, out / OUTPUT_LOCK))
         for n in cfg.profiles:
-            data = store_root(cfg.data, n)
+            data = store_root(cfg.data, n, cfg.workload_impl.unit)
             make_real_dir(data)
             for name in cfg.engines:
                 lock = acquire(data / name, data / f".{name}.lock")

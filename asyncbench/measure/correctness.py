@@ -18,7 +18,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from asyncbench.workloads import workload
 
 __all__ = ["Verdict", "common_prefix", "is_reference_run", "judge", "reference_identity"]
 
@@ -39,7 +38,7 @@ class Verdict:
 
 
 def is_reference_run(run: RunResult) -> bool:
-    return workload().is_reference_run(run.profiles, run.seed, run.limit, run.parallelism, run.counts)
+    return run.workload_impl.is_reference_run(run.profiles, run.seed, run.limit, run.parallelism, run.counts)
 
 
 def reference_identity(p: PhaseResult) -> str | None:
@@ -93,7 +92,7 @@ def judge(run: RunResult) -> Verdict:
         for e in run.engines:
             matched.setdefault(e.engine, 0)
             for p in e.phases:
-                want = workload().reference_checksums.get(reference_identity(p) or "")
+                want = run.workload_impl.reference_checksums.get(reference_identity(p) or "")
                 if not want or not p.checksum:
                     continue
                 if p.checksum == want:
@@ -106,7 +105,7 @@ def judge(run: RunResult) -> Verdict:
                     )
         v.lines.append(
             "This run uses the spec's reference configuration; phases matching the spec's checksums: "
-            + ", ".join(f"{k} {n}/{len(workload().reference_checksums)}" for k, n in matched.items())
+            + ", ".join(f"{k} {n}/{len(run.workload_impl.reference_checksums)}" for k, n in matched.items())
             + "."
         )
     _published(run, v)
@@ -220,7 +219,7 @@ def _outliers(by_engine: dict[str, str]) -> list[tuple[str, str, str]]:
 
 def _published(run: RunResult, v: Verdict) -> None:
     """Compare every engine with the published reference of this configuration, if any."""
-    want = workload().published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
+    want = run.workload_impl.published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
     if want is None:
         return
     v.published_mismatch = []

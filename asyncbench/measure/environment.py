@@ -14,7 +14,7 @@ from typing import Any
 
 from asyncbench.measure import provenance
 from asyncbench.result import ResultError, load_as
-from asyncbench.workloads import workload
+from asyncbench.workload import Workload
 
 __all__ = ["collect", "event_loop_backend", "rows"]
 
@@ -35,9 +35,11 @@ def event_loop_backend() -> str:
         return "asyncio"
 
 
-def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str] | None = None) -> dict[str, Any]:
+def collect(
+    plan: str | None, data_dir: Path, engines: list[str], wl: Workload, argv: list[str] | None = None
+) -> dict[str, Any]:
     """Provenance of this run, with every engine's library versions asked through the
-    registry (this module names no engine)."""
+    registry (this module names no engine) and the kernels of the plan's workload ``wl``."""
     from asyncbench.engines import engine_class
 
     versions: dict[str, str] = {}
@@ -48,7 +50,7 @@ def collect(plan: str | None, data_dir: Path, engines: list[str], argv: list[str
             versions[name] = f"unavailable ({type(exc).__name__})"
     env: dict[str, Any] = dict(provenance.collect(argv if argv is not None else sys.argv, plan, data_dir, versions))
     env["event_loop"] = event_loop_backend()
-    env["compiled_kernels"] = workload().kernels_status()
+    env["compiled_kernels"] = wl.kernels_status()
     return env
 
 

@@ -23,7 +23,6 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from asyncbench import fmt
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.workloads import workload
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -86,7 +85,7 @@ def _context(run: RunResult) -> str:
         )
         if x
     )
-    return f"{fmt.count(run.profiles)} {workload().unit} · P{run.parallelism}" + (f" · {machine}" if machine else "")
+    return f"{fmt.count(run.profiles)} {run.workload_impl.unit} · P{run.parallelism}" + (f" · {machine}" if machine else "")
 
 
 def figure_frame(

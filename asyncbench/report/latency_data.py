@@ -18,7 +18,6 @@ from asyncbench.report import latency_charts
 from asyncbench.report.chart_style import engine_colour
 from asyncbench.result import PhaseCost, RunResult
 from asyncbench.workload import Action, Group
-from asyncbench.workloads import workload
 
 __all__ = [
     "MAX_LATENCY_PANELS",
@@ -36,7 +35,7 @@ MAX_LATENCY_PANELS = 12
 
 
 def _subtitle(run: RunResult) -> str:
-    return f"{fmt.count(run.profiles)} {workload().unit} · P{run.parallelism} · {run.environment.get('cpu_model', '')}".rstrip(
+    return f"{fmt.count(run.profiles)} {run.workload_impl.unit} · P{run.parallelism} · {run.environment.get('cpu_model', '')}".rstrip(
         " ·"
     )
 

@@ -7,6 +7,7 @@ itself and never as a heading, link, HTML or an extra table cell.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from urllib.parse import quote
@@ -34,7 +35,7 @@ from asyncbench.report.mix import markdown_lines as mix_markdown
 from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.report.stalls import STALL_NOTE, stall_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
-from asyncbench.workload import Action, Group, PhaseKind, StreamUse
+from asyncbench.workload import Action, Group, PhaseKind, StreamUse, Workload
 from asyncbench.workloads import workload
 
 
@@ -85,11 +86,11 @@ def completed_phase_seconds(e: EngineResult) -> float:
     return sum(p.seconds for p in _ops_phases(e))
 
 
-def _maintenance_columns() -> list[Column[EngineResult]]:
-    """One column per use of every maintenance and verify kind of the phase table (a
+def _maintenance_columns(wl: Workload) -> list[Column[EngineResult]]:
+    """One column per use of every maintenance and verify kind of ``wl``'s phase table (a
     reopen's close, timed apart, just before it)."""
     out: list[Column[EngineResult]] = []
-    for kind in workload().phases.values():
+    for kind in wl.phases.values():
         for use, label in zip(kind.uses, kind.columns, strict=False):
             if kind.action is Action.REOPEN:
                 out.append(Column("Close", "r", _cell(_close_time, kind, use)))
@@ -101,32 +102,36 @@ def _checksum_cell(e: EngineResult) -> str:
     return f"`{e.final_checksum}`" if e.final_checksum else "n/a"
 
 
-TOTAL_BY_ENGINE: list[Column[EngineResult]] = [
-    Column("Engine", "l", lambda e: md.text(e.engine)),
-    Column("Status", "l", lambda e: "Completed" if e.ok else md.text(e.status_text())),
-    Column("Run time", "r", lambda e: fmt.ms(e.run_seconds)),
-    Column("Completed phase time", "r", lambda e: fmt.ms(completed_phase_seconds(e))),
-    *_maintenance_columns(),
-    Column("Storage", "r", lambda e: fmt.size(e.storage_bytes) + (" (not on disk yet)" if e.storage_off_disk else "")),
-    Column("Process peak memory", "r", lambda e: fmt.size(e.peak_rss_bytes)),
-    Column("Final checksum", "l", _checksum_cell),
-]
+@functools.cache
+def _total_by_engine_columns(workload_name: str) -> list[Column[EngineResult]]:
+    """The "Total By Engine" table of a result of workload ``workload_name`` (its
+    maintenance kinds give columns), built once per workload."""
+    return [
+        Column("Engine", "l", lambda e: md.text(e.engine)),
+        Column("Status", "l", lambda e: "Completed" if e.ok else md.text(e.status_text())),
+        Column("Run time", "r", lambda e: fmt.ms(e.run_seconds)),
+        Column("Completed phase time", "r", lambda e: fmt.ms(completed_phase_seconds(e))),
+        *_maintenance_columns(workload(workload_name)),
+        Column("Storage", "r", lambda e: fmt.size(e.storage_bytes) + (" (not on disk yet)" if e.storage_off_disk else "")),
+        Column("Process peak memory", "r", lambda e: fmt.size(e.peak_rss_bytes)),
+        Column("Final checksum", "l", _checksum_cell),
+    ]
 
 
 def total_by_engine(run: RunResult) -> list[str]:
-    return markdown(TOTAL_BY_ENGINE, run.engines)
+    return markdown(_total_by_engine_columns(run.workload), run.engines)
 
 
 def _op_of(e: EngineResult, kind: PhaseKind) -> PhaseResult | None:
     return next((p for p in e.phases if p.kind is kind), None)
 
 
-def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
-    """Four columns per write kind: its time, the stabilization after it, both together,
-    and the throughput counting both; a workload with no stabilize kind (nothing to bring
-    to rest between its phases) has its time and throughput only."""
+def _readiness_columns(write: PhaseKind, wl: Workload) -> list[Column[EngineResult]]:
+    """Four columns per write kind of ``wl``: its time, the stabilization after it, both
+    together, and the throughput counting both; a workload with no stabilize kind (nothing
+    to bring to rest between its phases) has its time and throughput only."""
     label = write.kind.capitalize()
-    stabilize = next((k for k in workload().phases.values() if k.action is Action.STABILIZE), None)
+    stabilize = next((k for k in wl.phases.values() if k.action is Action.STABILIZE), None)
     if stabilize is None:
         return [
             Column(label, "r", lambda e: "n/a" if (p := _op_of(e, write)) is None else fmt.ms(p.seconds)),
@@ -152,14 +157,19 @@ def _readiness_columns(write: PhaseKind) -> list[Column[EngineResult]]:
     ]
 
 
-WRITE_READINESS: list[Column[EngineResult]] = [
-    Column("Engine", "l", lambda e: md.text(e.engine)),
-    *(c for k in workload().phases.values() if k.group is Group.WRITE for c in _readiness_columns(k)),
-]
+@functools.cache
+def _write_readiness_columns(workload_name: str) -> list[Column[EngineResult]]:
+    """The "Write Readiness" table of a result of workload ``workload_name``: columns per
+    write kind of its phase table, built once per workload."""
+    wl = workload(workload_name)
+    return [
+        Column("Engine", "l", lambda e: md.text(e.engine)),
+        *(c for k in wl.phases.values() if k.group is Group.WRITE for c in _readiness_columns(k, wl)),
+    ]
 
 
 def write_readiness(run: RunResult) -> list[str]:
-    return markdown(WRITE_READINESS, run.engines)
+    return markdown(_write_readiness_columns(run.workload), run.engines)
 
 
 def _rate(groups: dict[str, EngineRuns], engine: str, p: PhaseResult) -> str:
@@ -237,7 +247,7 @@ def configuration(run: RunResult) -> list[str]:
             continue
         shown = key.shown(getattr(run, key.result))
         if shown is not None:  # the size is named by what the workload counts (YCSB: Records)
-            label = workload(run.workload).unit.capitalize() if key.result == "profiles" else key.report
+            label = run.workload_impl.unit.capitalize() if key.result == "profiles" else key.report
             rows.append([label, md.text(shown)])
     rows += [[f"Count: {k}", fmt.count(v)] for k, v in c.items() if k not in ("profiles", "limit")]
     rows.append(["Phases", " → ".join(md.text(p.name) for p in run.phases)])
@@ -453,7 +463,7 @@ def title(run: RunResult) -> str:
     """The reference's report title: ``Benchmark 2M Profiles / P16 - Linux``, the size named
     by what the run's workload counts (``Benchmark 1K Records`` for YCSB: it holds no profile)."""
     system = run.environment.get("os") or "unknown OS"
-    unit = workload(run.workload).unit.capitalize()
+    unit = run.workload_impl.unit.capitalize()
     return f"Benchmark {fmt.short_count(run.profiles)} {unit} / P{run.parallelism} - {system}"
 
 
@@ -505,7 +515,7 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
         REPORT_MARKER,
         f"# {md.text(title(run))}",
         "",
-        f"asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} {workload().unit} · P{run.parallelism} · "
+        f"asyncbench · {md.text(run.name)} · {fmt.count(run.profiles)} {run.workload_impl.unit} · P{run.parallelism} · "
         f"started {md.text(run.started_utc)} · engines: {engines} · plan {md.code(run.source, table=False)}",
         "",
     ]

@@ -110,8 +110,7 @@ from asyncbench.rate import RATE_SHORTFALL, Rate
 from asyncbench.result import Capacity, CapacityProbe, PhaseResult
 from asyncbench.run.stores import worker_stores
 from asyncbench.slo import Slo
-from asyncbench.workload import PhaseKind
-from asyncbench.workloads import workload
+from asyncbench.workload import PhaseKind, Workload
 
 __all__ = [
     "CapacitySearch",
@@ -261,10 +260,10 @@ def stream_rest(items: Sequence[Any], probes: int, length: int) -> Sequence[Any]
     return items[start : len(items)]
 
 
-def stream_checksum(probes: Sequence[str | None], rest: str) -> str:
+def stream_checksum(probes: Sequence[str | None], rest: str, wl: Workload) -> str:
     """A writing phase's checksum: its probes' checksums and its rest's, folded in stream
-    order by the workload (YCSB's digests add up: the unsearched phase's checksum)."""
-    return workload().combine([*(p for p in probes if p is not None), rest])
+    order by the workload ``wl`` (YCSB's digests add up: the unsearched phase's checksum)."""
+    return wl.combine([*(p for p in probes if p is not None), rest])
 
 
 @dataclass(frozen=True)
@@ -730,8 +729,10 @@ def local_probe(
     arrivals: Any = None,
     seed: int = 0,
     phase: int = 0,
+    *,
+    wl: Workload,
 ) -> ProbeFn:
-    """A probe over this process's worker handles: probe ``number`` runs its slice of the
+    """A probe over this process's worker handles (``kind`` a phase kind of ``wl``): probe ``number`` runs its slice of the
     phase's items (:func:`probe_items`) at the target rate through the ordinary open-loop
     phase execution (:func:`~asyncbench.run.phase_loop.run_operations`), and returns every
     operation's response time (end minus intended start), ordered by intended start."""
@@ -756,7 +757,7 @@ def local_probe(
 
         waited = thread_wait_seconds()
         outcome = await run_operations(
-            kind, part, stores, ctx, batch_size, on_batch, Rate(rate, arrivals or Arrivals.UNIFORM), seed, phase
+            kind, part, stores, ctx, batch_size, on_batch, Rate(rate, arrivals or Arrivals.UNIFORM), seed, phase, wl=wl
         )
         _, response, service, delay, own = marks_of.arrays()
         achieved = outcome.ops / outcome.seconds if outcome.seconds > 0 else math.inf
@@ -954,19 +955,20 @@ async def capacity_of_phase(
     from asyncbench.run.dispatch import run_operations
     from asyncbench.slo import make_slo
 
-    kind = workload().phases[spec.kind]
+    wl = cfg.workload_impl
+    kind = wl.phases[spec.kind]
     slo = make_slo(slo_for(cfg, spec.kind))
     handles = worker_stores(workload(), engine)
 
     async def whole_stream() -> int:
-        outcome = await run_operations(kind, items, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)
+        outcome = await run_operations(kind, items, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index, wl=wl)
         return outcome.ops
 
     rec = SearchRecord(slo, cfg.capacity_range, cfg.capacity_probe_seconds)
     if record is not None:
         record(rec)
     warm_ops, warm_seconds = await warm_store(kind, whole_stream)
-    probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index)
+    probe = local_probe(kind, items, handles, ctx, cfg.batch_size, slo, Arrivals(spec.arrivals), cfg.seed, index, wl=wl)
     found, ops, seconds = await measure_capacity(
         probe, slo, cfg.capacity_range, cfg.capacity_repeats, on_probe, cfg.capacity_probe_seconds, rec
     )
@@ -976,9 +978,9 @@ async def capacity_of_phase(
         return found, ops, seconds, None
     t0 = perf_counter()
     rest = stream_rest(items, found.slices_taken, found.warmup_ops + found.judged_ops)
-    outcome = await run_operations(kind, rest, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index)
+    outcome = await run_operations(kind, rest, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index, wl=wl)
     assert outcome.checksum is not None  # an operation phase folds one
-    checksum = stream_checksum(found.slice_checksums, outcome.checksum)
+    checksum = stream_checksum(found.slice_checksums, outcome.checksum, wl)
     return found, ops + len(rest), seconds + perf_counter() - t0, checksum
 
 

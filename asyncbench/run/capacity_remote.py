@@ -30,7 +30,7 @@ from asyncbench.run.loop_ledger import LoopLedger
 from asyncbench.run.phase_loop import run_batches, run_batches_at
 from asyncbench.run.saturation import thread_wait_seconds
 from asyncbench.run.schedule import WorkerSchedule
-from asyncbench.workloads import workload
+from asyncbench.workload import Workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
 
@@ -74,6 +74,7 @@ async def run_probe_part(
     rate: float | None,
     length: int,
     release_at: float,
+    wl: Workload,
 ) -> ProbePart:
     """The client side: this process's hosted workers (``handles``) run their shares of
     probe ``number``'s slice at ``rate`` (over all P workers) from ``release_at``, split as
@@ -90,7 +91,7 @@ async def run_probe_part(
         if ops and intended is not None:  # (the closed-loop rest has no intended times)
             marks_of.add(worker, marks, intended, blocked)
 
-    sums = {w: workload().checksum() for w in handles}
+    sums = {w: wl.checksum() for w in handles}
     ends: list[float] = []
     ledger = LoopLedger()
 
@@ -128,15 +129,16 @@ async def run_probe_part(
     )
 
 
-def merged_probe(parts: Sequence[ProbePart]) -> ProbeRun:
+def merged_probe(parts: Sequence[ProbePart], wl: Workload) -> ProbeRun:
     """The processes' shares of one probe as one: response times in intended order, the
-    achieved rate from the first release to the last end, the checksum folded in worker order."""
+    achieved rate from the first release to the last end, the checksum folded in worker
+    order by the workload ``wl``."""
     offsets = np.concatenate([p.offsets for p in parts])
     responses = np.concatenate([p.responses for p in parts])
     order = np.argsort(offsets, kind="stable")
     seconds = max(p.end for p in parts) - min(p.release for p in parts)
     sums = {w: cs for p in parts for w, cs in p.checksums.items()}
-    checksum = workload().combine([sums[w] for w in sorted(sums)]) if sums else workload().checksum().hex()
+    checksum = wl.combine([sums[w] for w in sorted(sums)]) if sums else wl.checksum().hex()
     achieved = responses.size / seconds if seconds > 0 else float("inf")
     if not all(p.services.size == p.responses.size == p.delays.size == p.owns.size for p in parts):
         return ProbeRun(responses[order], achieved, checksum)  # (a part without the split)
@@ -149,12 +151,12 @@ def merged_probe(parts: Sequence[ProbePart]) -> ProbeRun:
 
 
 def coordinated_probe(
-    send: Callable[[int, float, float], Awaitable[Sequence[ProbePart]]], lead_seconds: float
+    send: Callable[[int, float, float], Awaitable[Sequence[ProbePart]]], lead_seconds: float, wl: Workload
 ) -> ProbeFn:
     """The coordinator's probe function: ``send(number, rate, release_at)`` runs the probe
     on every client process (released together ``lead_seconds`` from now) and returns their parts."""
 
     async def probe(number: int, rate: float) -> ProbeRun:
-        return merged_probe(await send(number, rate, time.time() + lead_seconds))
+        return merged_probe(await send(number, rate, time.time() + lead_seconds), wl)
 
     return probe

@@ -50,7 +50,7 @@ class PartialResultWriter(Observer):
             doc["status"], doc["phase"], doc["detail"] = Status.RUNNING, running_phase, None
         write_atomic(self.path, orjson.dumps(doc))
 
-    def engine_start(self, engine: str, profiles: int) -> None:
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None:
         self._write("open", running=True)
 
     def phase_start(
@@ -124,12 +124,11 @@ def _child_run(
     from asyncbench.run.progress import terminal_observers
     from asyncbench.run.runner import EngineRun
     from asyncbench.run.signals import backend_options
-    from asyncbench.workloads import workload
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
     logger, log_fh = open_log(log_file, joining=True)  # the parent has it open for this run
-    plan = workload().draw_plan(level.counts, cfg.seed)
+    plan = cfg.workload_impl.draw_plan(level.counts, cfg.seed)
     sampler = MemorySampler()
     engine_run = EngineRun(cfg, level, engine, plan, ObserverGroup(), sampler)
     writer = PartialResultWriter(result_file, engine_run.result)

@@ -47,7 +47,6 @@ from asyncbench.run.phase_rows import kind_histograms, phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.stores import worker_store
 from asyncbench.workload import Action, DrawnPlan
-from asyncbench.workloads import workload
 
 __all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
 
@@ -164,9 +163,9 @@ class ClientProcess:
         self._level = level = cfg.level(profiles, parallelism)
         self._name, self._k = name, k
         self._hosted = hosted_workers(k, processes, level.parallelism)
-        self._ctx = workload().context(cfg.seed)
+        self._ctx = cfg.workload_impl.context(cfg.seed)
         loop = asyncio.get_running_loop()
-        self._plan = await loop.run_in_executor(None, workload().draw_plan, level.counts, cfg.seed)
+        self._plan = await loop.run_in_executor(None, cfg.workload_impl.draw_plan, level.counts, cfg.seed)
         options = backend_options()
         self._portal_cm = start_blocking_portal("asyncio", options)
         self._portal = self._portal_cm.__enter__()
@@ -196,7 +195,7 @@ class ClientProcess:
         assert cfg is not None and level is not None
         return EngineConfig(
             name=self._name,
-            data_dir=store_root(cfg.data, level.profiles) / self._name,
+            data_dir=store_root(cfg.data, level.profiles, cfg.workload_impl.unit) / self._name,
             settings=cfg.engine_settings.get(self._name, {}),
             limit=cfg.limit,
             seed=cfg.seed,
@@ -244,8 +243,8 @@ class ClientProcess:
         cfg, plan, engine = self._cfg, self._plan, self._engine
         assert cfg is not None and plan is not None and engine is not None
         spec = cfg.phases[index]
-        kind = workload().phases[spec.kind]
-        items = workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
+        kind = cfg.workload_impl.phases[spec.kind]
+        items = cfg.workload_impl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
         assert self._level is not None
         parts = split(kind, items, self._level.workers)
         engine.take_retries()  # what the previous phases counted is theirs
@@ -296,7 +295,7 @@ class ClientProcess:
         assert self._level is not None
         workers = self._level.workers
         recorder = PhaseRecorder(workers)
-        sums = {w: workload().checksum() for w in parts}
+        sums = {w: cfg.workload_impl.checksum() for w in parts}
         outbox = self._outbox.add if self._send is not None else None
 
         def on_batch(
@@ -331,7 +330,7 @@ class ClientProcess:
                 raise RuntimeError(f"client process {self._k}: phase aborted by the coordinator")
             summary = recorder.summary()
             load, cpus = host_load()
-            kinds = kind_histograms(kind, prepared["items"])  # after the phase's clock
+            kinds = kind_histograms(kind, prepared["items"], cfg.workload_impl)  # after the phase's clock
             return PhasePart(
                 process=self._k,
                 release=release,
@@ -360,12 +359,12 @@ class ClientProcess:
         assert cfg is not None and plan is not None and engine is not None and ctx is not None
         assert self._level is not None
         spec = cfg.phases[index]
-        kind = workload().phases[spec.kind]
-        items = workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
-        handles = {w: worker_store(workload(), engine, w) for w in self._hosted}
+        kind = cfg.workload_impl.phases[spec.kind]
+        items = cfg.workload_impl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params))
+        handles = {w: worker_store(cfg.workload_impl, engine, w) for w in self._hosted}
         return await run_probe_part(
             self._k, kind, items, handles, ctx, self._level.workers, cfg.batch_size, spec.arrivals,
-            cfg.seed, index, number, rate, length, release_at,
+            cfg.seed, index, number, rate, length, release_at, cfg.workload_impl,
         )  # fmt: skip
 
     async def abort(self) -> None:
@@ -386,8 +385,8 @@ class ClientProcess:
     async def _other(self, index: int) -> OtherOutcome:
         cfg, plan, engine = self._cfg, self._plan, self._engine
         assert cfg is not None and plan is not None and engine is not None and self._background is not None
-        action = workload().phases[cfg.phases[index].kind].action
-        done = await run_action(action, Host(engine, self._background, self._adopt, plan.counts.profiles))
+        action = cfg.workload_impl.phases[cfg.phases[index].kind].action
+        done = await run_action(action, Host(engine, self._background, self._adopt, plan.counts.profiles, cfg.workload_impl))
         out = OtherOutcome(seconds=done.seconds, checksum=done.checksum, ops=done.ops, close_seconds=done.close_seconds)
         if action is Action.SETTLE:
             assert self._engine is not None

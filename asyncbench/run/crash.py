@@ -44,8 +44,7 @@ from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
 from asyncbench.run.power_mount import power_cut_mount
 from asyncbench.run.stores import worker_store
-from asyncbench.workload import DrawnPlan
-from asyncbench.workloads import workload
+from asyncbench.workload import DrawnPlan, Workload
 
 __all__ = ["CrashRecord", "crash_phase", "recover_phase"]
 
@@ -124,7 +123,7 @@ async def _point_on_a_copy(
         fresh = type(engine)(dataclasses.replace(engine.config, data_dir=copy))
         async with anyio.create_task_group() as background:
             try:
-                row, _ = await recover_phase(record, plan, engine, fresh, background)
+                row, _ = await recover_phase(record, plan, engine, fresh, background, cfg.workload_impl)
             finally:
                 with anyio.CancelScope(shield=True):
                     await fresh.close()
@@ -196,7 +195,12 @@ def _read_line(record: CrashRecord, line: bytes) -> None:
 
 
 async def recover_phase(
-    record: CrashRecord, plan: DrawnPlan, engine: Engine, open_store: Engine, background: anyio.abc.TaskGroup
+    record: CrashRecord,
+    plan: DrawnPlan,
+    engine: Engine,
+    open_store: Engine,
+    background: anyio.abc.TaskGroup,
+    wl: Workload,
 ) -> tuple[DurabilityRow, float]:
     """Open ``open_store`` (a fresh adapter on the crashed store) and check it against the
     plan: the durability row and the open's seconds. ``engine``: the crashed one (its facts)."""
@@ -215,8 +219,8 @@ async def recover_phase(
         return row, perf_counter() - t0
     seconds = perf_counter() - t0
     row.opened = True
-    kind = workload().phases[spec.kind]
-    found = await workload().check_recovery(worker_store(workload(), open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
+    kind = wl.phases[spec.kind]
+    found = await wl.check_recovery(worker_store(wl, open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
     row.checked, row.torn, row.torn_examples = found.checked, found.torn, found.torn_examples
     row.acknowledged_present, row.acknowledged_lost = found.acknowledged_present, found.acknowledged_lost
     row.unacknowledged_present = found.unacknowledged_present

@@ -33,7 +33,6 @@ from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.fs.power_cut import die_with_parent
 from asyncbench.run.stores import worker_store
-from asyncbench.workloads import workload
 
 __all__ = ["main"]
 
@@ -49,18 +48,18 @@ async def _run(spec: dict[str, object]) -> None:
     cfg = from_json(Path(str(spec["config"])).read_bytes())
     name, index = str(spec["engine"]), int(str(spec["phase"]))
     level = cfg.level(int(str(spec["profiles"])), int(str(spec["parallelism"])))
-    plan = workload().draw_plan(level.counts, cfg.seed)
+    plan = cfg.workload_impl.draw_plan(level.counts, cfg.seed)
     phase = cfg.phases[index]
     assert phase.crash is not None, f"phase {index} has no crash"
-    kind = workload().phases[phase.kind]
+    kind = cfg.workload_impl.phases[phase.kind]
     call = kind.call
     assert call is not None, f"{phase.kind} runs no operations"
-    items = workload().phase_items(kind, phase.stream, phase.count, plan, dict(phase.params))
-    ctx = workload().context(cfg.seed)
+    items = cfg.workload_impl.phase_items(kind, phase.stream, phase.count, plan, dict(phase.params))
+    ctx = cfg.workload_impl.context(cfg.seed)
     econf = EngineConfig(
         name=name,
         # the store (or a crash point's copy), or its mount by the power-cut filesystem
-        data_dir=Path(str(spec["data_dir"])) if spec.get("data_dir") else store_root(cfg.data, level.profiles) / name,
+        data_dir=Path(str(spec["data_dir"])) if spec.get("data_dir") else store_root(cfg.data, level.profiles, cfg.workload_impl.unit) / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
         seed=cfg.seed,

@@ -38,8 +38,7 @@ from asyncbench.run.phase_loop import (
 )
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.run.stores import worker_store
-from asyncbench.workload import Action, FoldTarget, PhaseKind, Split
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, FoldTarget, PhaseKind, Split, Workload
 
 __all__ = [
     "ACTIONS",
@@ -223,8 +222,11 @@ async def run_operations(
     phase: int = 0,
     duration: float | None = None,
     stalls: bool = False,
+    *,
+    wl: Workload,
 ) -> PhaseOutcome:
     """An operation phase in this process: one worker per store handle, released together.
+    ``wl``: the workload whose phase kind ``kind`` is (its checksums are that workload's).
 
     The phase checksum is the fold of the active workers' hex checksums in worker order
     (one active worker: its own checksum). With a ``rate`` (ops/s over all workers), each
@@ -237,7 +239,7 @@ async def run_operations(
     """
     workers = len(stores)
     parts = split(kind, items, workers)
-    sums = {w: workload().checksum() for w in range(workers)}
+    sums = {w: wl.checksum() for w in range(workers)}
     t0 = 0.0
 
     async def release() -> int:
@@ -258,7 +260,7 @@ async def run_operations(
     if workers == 1:
         return PhaseOutcome(ops=ops, checksum=sums[0].hex(), seconds=seconds, ran=ran, stalls=record)
     active = [sums[w].hex() for w in range(workers) if len(parts[w])]
-    checksum = workload().combine(active) if active else workload().checksum().hex()
+    checksum = wl.combine(active) if active else wl.checksum().hex()
     return PhaseOutcome(ops=ops, checksum=checksum, seconds=seconds, ran=ran, stalls=record)
 
 
@@ -286,6 +288,7 @@ class Host:
     background: TaskGroup
     adopt: Callable[[Engine | None], None]
     profiles: int  # the plan's profile count (what verify reads)
+    workload: Workload  # the plan's workload (what verify checks)
 
 
 async def _stabilize(host: Host, out: OtherDone) -> None:
@@ -309,8 +312,8 @@ async def _reopen(host: Host, out: OtherDone) -> None:
 
 
 async def _verify(host: Host, out: OtherDone) -> None:
-    out.checksum = await workload().verify_checksum(worker_store(workload(), host.engine, 0), host.profiles)
-    out.ops = workload().verify_ops
+    out.checksum = await host.workload.verify_checksum(worker_store(host.workload, host.engine, 0), host.profiles)
+    out.ops = host.workload.verify_ops
 
 
 #: Action -> what it does. A new action is one function and one entry here.

@@ -81,8 +81,7 @@ from asyncbench.run.saturation import (
     runqueue_wait_seconds,
 )
 from asyncbench.slo import make_slo
-from asyncbench.workload import Action, MixFigures
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, MixFigures, Workload
 
 __all__ = [
     "CLIENT_BOUND_BUSY",
@@ -194,7 +193,7 @@ class MergedPhase:
     busiest: float  # the largest process's CPU seconds / phase seconds
 
 
-def merge_phase(parts: Sequence[PhasePart], parallelism: int) -> MergedPhase:
+def merge_phase(parts: Sequence[PhasePart], parallelism: int, wl: Workload) -> MergedPhase:
     """The processes' shares of one operation phase as one phase, exactly as
     :func:`~asyncbench.run.phase_loop.run_operations` would report it at the same P:
     the checksum combines the non-empty workers' checksums in worker order (P1: the one
@@ -208,7 +207,7 @@ def merge_phase(parts: Sequence[PhasePart], parallelism: int) -> MergedPhase:
         checksum = workers[0].checksum
     else:
         active = [w.checksum for w in workers if w.items]
-        checksum = workload().combine(active) if active else workload().checksum().hex()
+        checksum = wl.combine(active) if active else wl.checksum().hex()
     release = min(p.release for p in parts)
     end = max(w.end for w in workers)
     seconds = max(end - release, 0.0)
@@ -298,7 +297,7 @@ class DistributedEngineRun:
     async def run(self) -> EngineResult:
         res = self.result
         started = perf_counter()
-        self.observer.engine_start(self.name, self.profiles)
+        self.observer.engine_start(self.name, self.profiles, self.cfg.workload_impl.unit)
         stack = contextlib.AsyncExitStack()
         try:
             try:
@@ -508,11 +507,11 @@ class DistributedEngineRun:
         needs_stabilization = await first.needs_stabilization()
         for index, spec in enumerate(self.cfg.phases):
             self.current = spec.name
-            kind = workload().phases[spec.kind]
+            kind = self.cfg.workload_impl.phases[spec.kind]
             if kind.action is Action.OPERATIONS:
                 await self._operations(index)
             elif kind.action is Action.STABILIZE and not needs_stabilization:
-                pr = phase_row(index, spec, 0, 0.0, skipped=True)
+                pr = phase_row(index, spec, kind, 0, 0.0, skipped=True)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
             else:
@@ -520,7 +519,7 @@ class DistributedEngineRun:
                 out: OtherOutcome = await self._named(0, partial(first.other, index))()
                 if out.storage_bytes is not None:
                     res.storage_bytes = out.storage_bytes
-                pr = phase_row(index, spec, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
+                pr = phase_row(index, spec, kind, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
                 res.phases.append(pr)
                 self.observer.phase_end(self.name, pr)
         self.current = None
@@ -533,9 +532,10 @@ class DistributedEngineRun:
 
     async def _operations(self, index: int) -> None:
         spec = self.cfg.phases[index]
+        kind = self.cfg.workload_impl.phases[spec.kind]
         rate = phase_rate(spec)
         if spec.sweep is not None and spec.sweep in self._dipped:  # a sweep stops above its dip
-            pr = phase_row(index, spec, 0, 0.0, skipped=True)
+            pr = phase_row(index, spec, kind, 0, 0.0, skipped=True)
             pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
@@ -560,8 +560,8 @@ class DistributedEngineRun:
                 whole = await self._await_lines(index, parts)
             finally:
                 self.lines.end()
-            merged = merge_phase(parts, self.parallelism)
-            pr = phase_row(index, spec, merged.ops, merged.seconds, merged.checksum)
+            merged = merge_phase(parts, self.parallelism, self.cfg.workload_impl)
+            pr = phase_row(index, spec, kind, merged.ops, merged.seconds, merged.checksum)
             pr.retries = merged.retries
             pr.latency = merged.latency  # the processes' histograms, merged
             pr.release_skew_seconds = merged.release_skew_seconds
@@ -586,6 +586,8 @@ class DistributedEngineRun:
         """Phase ``index``'s capacity (asyncbench.run.capacity): each probe runs on every
         client process, released together (asyncbench.run.capacity_remote)."""
         spec = self.cfg.phases[index]
+        wl = self.cfg.workload_impl
+        kind = wl.phases[spec.kind]
         slo = make_slo(slo_for(self.cfg, spec.kind))
         warmup, judged = probe_length(slo)
         self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
@@ -610,8 +612,8 @@ class DistributedEngineRun:
         record = SearchRecord(slo, self.cfg.capacity_range, self.cfg.capacity_probe_seconds)
         started = time.perf_counter()
         try:
-            warm_ops, warm_seconds = await warm_store(workload().phases[spec.kind], whole_stream)
-            probe = coordinated_probe(send, RELEASE_LEAD_SECONDS)
+            warm_ops, warm_seconds = await warm_store(kind, whole_stream)
+            probe = coordinated_probe(send, RELEASE_LEAD_SECONDS, wl)
             found, ops, seconds = await measure_capacity(
                 probe,
                 slo,
@@ -622,13 +624,13 @@ class DistributedEngineRun:
                 record,
             )
         except BaseException:  # a stopped search keeps the probes it completed (the partial result's)
-            made = partial(phase_row, index, spec)
+            made = partial(phase_row, index, spec, kind)
             self.result.phases.append(stopped_search(made, record, time.perf_counter() - started))
             raise
         found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
         ops, seconds = ops + warm_ops, seconds + warm_seconds
         checksum = None
-        if writes(workload().phases[spec.kind]):  # the rest of its stream, closed loop, on every process
+        if writes(kind):  # the rest of its stream, closed loop, on every process
             t0 = time.perf_counter()
             parts = await _all(
                 [
@@ -636,12 +638,12 @@ class DistributedEngineRun:
                     for k, a in enumerate(self.actors)
                 ]
             )
-            rest = merged_probe(parts)
+            rest = merged_probe(parts, wl)
             assert rest.checksum is not None
-            checksum = stream_checksum(found.slice_checksums, rest.checksum)
+            checksum = stream_checksum(found.slice_checksums, rest.checksum, wl)
             ops += sum(p.ops for p in parts)
             seconds += time.perf_counter() - t0
-        pr = phase_row(index, spec, ops, seconds, checksum)
+        pr = phase_row(index, spec, kind, ops, seconds, checksum)
         pr.capacity = found
         if checksum is not None:  # a mixed phase ran its whole stream: its kinds and skew, as unsearched
             pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))
@@ -651,11 +653,12 @@ class DistributedEngineRun:
     def _mix(self, spec: PhaseSpec) -> MixFigures | None:
         """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
         is a pure function of it); its kinds' latencies come from the processes that ran them."""
-        kind = workload().phases[spec.kind]
+        wl = self.cfg.workload_impl
+        kind = wl.phases[spec.kind]
         if not kind.mixes:  # one operation kind: nothing to draw
             return None
-        plan = workload().draw_plan(self.level.counts, self.cfg.seed)
-        return workload().mix_figures(kind, workload().phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
+        plan = wl.draw_plan(self.level.counts, self.cfg.seed)
+        return wl.mix_figures(kind, wl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
 
     async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> bool:
         """Until every process's batch lines of the phase have arrived (bounded); False
@@ -843,7 +846,7 @@ def _worker_addresses(dask_scheduler: Any) -> list[str]:
 def _probe_config(cfg: BenchConfig, level: Level, name: str) -> EngineConfig:
     return EngineConfig(
         name=name,
-        data_dir=store_root(cfg.data, level.profiles) / name,
+        data_dir=store_root(cfg.data, level.profiles, cfg.workload_impl.unit) / name,
         settings=cfg.engine_settings.get(name, {}),
         limit=cfg.limit,
         seed=cfg.seed,

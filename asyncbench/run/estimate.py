@@ -30,7 +30,6 @@ from asyncbench.run import pacing, reuse
 from asyncbench.run.capacity import needed_operations, search_seconds, writes
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, Items
-from asyncbench.workloads import workload
 
 __all__ = [
     "ASK_ABOVE_SECONDS",
@@ -84,8 +83,9 @@ def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
     rewrite any), and an estimate of them would count time never spent."""
     if not cfg.reuse_data:
         return list(cfg.phases)
-    updated = reuse.updated({"writes": reuse.writes(cfg.phases)})
-    return [s for s in cfg.phases if reuse.skip_reason(s, updated) is None]
+    wl = cfg.workload_impl
+    updated = reuse.updated({"writes": reuse.writes(cfg.phases, wl)}, wl)
+    return [s for s in cfg.phases if reuse.skip_reason(s, updated, wl) is None]
 
 
 def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
@@ -97,7 +97,7 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     (docs/capacity.md)."""
     out = []
     for spec, ops in stream_operations(cfg, profiles):
-        if spec.capacity and not writes(workload().phases[spec.kind]):
+        if spec.capacity and not writes(cfg.workload_impl.phases[spec.kind]):
             ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
         out.append((spec, ops))
     return out
@@ -108,14 +108,14 @@ def stream_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, 
     counts = cfg.counts_for(profiles)
     out = []
     for spec in running_phases(cfg):
-        kind = workload().phases[spec.kind]
+        kind = cfg.workload_impl.phases[spec.kind]
         ops = 0
         if kind.items is Items.PROFILE_IDS:
             ops = profiles
         elif kind.takes_stream and spec.stream is not None:
-            ops = spec.count if spec.count is not None else getattr(counts, workload().stream_count(spec.stream))
+            ops = spec.count if spec.count is not None else getattr(counts, cfg.workload_impl.stream_count(spec.stream))
         elif kind.action is Action.VERIFY:
-            ops = workload().verify_ops
+            ops = cfg.workload_impl.verify_ops
         elif spec.operations is not None:  # a workload's own size of a phase (YCSB's mixed)
             ops = spec.operations
         out.append((spec, ops))
@@ -257,7 +257,7 @@ class Rate:
         mean_maint = sum(self.per_phase.values()) / len(self.per_phase) if self.per_phase else 0.0
         total = self.overhead
         for spec, ops in phase_operations(cfg, profiles):
-            kind = workload().phases[spec.kind]
+            kind = cfg.workload_impl.phases[spec.kind]
             if kind.action is Action.OPERATIONS and spec.capacity:
                 # the probes, on an engine whose capacity is its closed-loop rate, and the
                 # stream once, closed loop (a read phase's warm-up, a writing phase's rest)
@@ -301,7 +301,7 @@ class Estimate:
         counts = ", ".join(fmt.count(n) for n in cfg.profiles)
         out = [
             f"asyncbench: plan {escape_unprintable(cfg.source)}",  # a newline or ESC in its name shown escaped
-            f"  {counts} {workload().unit}, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
+            f"  {counts} {cfg.workload_impl.unit}, P{','.join(map(str, cfg.parallelism))}, engines {', '.join(cfg.engines)}",
             f"  operations: {fmt.count(self.operations)}",
         ]
         out += [f"  warning: {w}" for w in self.warnings[:MAX_WARNINGS]]
@@ -369,7 +369,7 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
     """
     warnings = [] if warnings is None else warnings
     files: list[tuple[float, Path]] = []
-    for path in cfg.output.glob(f"{workload().unit}-*/asyncbench-*.json"):  # as dirs.paths.result_dir names them
+    for path in cfg.output.glob(f"{cfg.workload_impl.unit}-*/asyncbench-*.json"):  # as dirs.paths.result_dir names them
         try:
             files.append((path.stat().st_mtime, path))
         except OSError as exc:  # a dangling symlink, a loop, a vanished file
@@ -378,7 +378,7 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
     rates: Rates = {}
     seen: set[tuple[str, int, int]] = set()
     when = ""
-    planned = pacing.plan_pacing(running_phases(cfg))
+    planned = pacing.plan_pacing(running_phases(cfg), cfg.workload_impl)
     for _mtime, path in files[:HISTORY_FILES]:
         run = _earlier_result(path, warnings)
         if run is None or run.name != cfg.name:
@@ -474,7 +474,7 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = calibration_config(cfg, Path(tmp))
-        plan = workload().draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
+        plan = cfg.workload_impl.draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
         rounds: dict[tuple[str, int], list[Rate]] = {}
         failed: dict[str, str] = {}
         t0 = perf_counter()

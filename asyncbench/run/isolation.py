@@ -96,7 +96,7 @@ class ChildEngineRun:
                 write_atomic(cfg_file, to_json(self.cfg))
             except OSError as exc:
                 return self._setup_failed(f"cannot write the engine process's config: {exc}")
-            engine_dir = store_root(self.cfg.data, self.level.profiles) / self.name
+            engine_dir = store_root(self.cfg.data, self.level.profiles, self.cfg.workload_impl.unit) / self.name
             lock_fd = CONTEXT.data_fd(engine_dir)
             watch_fd, alive_fd = parent_pipe()  # the child watches watch_fd; alive_fd stays here
             try:
@@ -160,7 +160,7 @@ class ChildEngineRun:
 
     def _collect(self, result_file: Path, returncode: int | None, reason: str | None) -> None:
         try:
-            self.result = EngineResult.from_dict(orjson.loads(result_file.read_bytes()))
+            self.result = EngineResult.from_dict(orjson.loads(result_file.read_bytes()), self.cfg.workload)
         except FileNotFoundError:
             pass
         except (ValueError, ResultError) as exc:

@@ -38,7 +38,6 @@ import psutil
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.engines import engine_class
-from asyncbench.workloads import workload
 
 __all__ = ["FIXED_BYTES", "Machine", "MemoryNeed", "check_memory", "memory_lines", "memory_needs"]
 
@@ -85,12 +84,12 @@ def _writes_records(cfg: BenchConfig) -> bool:
     """A running phase builds records to write (an insert or a load; not on a reused store)."""
     from asyncbench.run.estimate import running_phases
 
-    return any(workload().phases[spec.kind].inserts for spec in running_phases(cfg))
+    return any(cfg.workload_impl.phases[spec.kind].inserts for spec in running_phases(cfg))
 
 
 def memory_needs(cfg: BenchConfig) -> list[MemoryNeed]:
     """Each engine's memory at the plan's largest level (levels run one after another)."""
-    per = workload().record_memory(cfg.workload_settings)
+    per = cfg.workload_impl.record_memory(cfg.workload_settings)
     writes = _writes_records(cfg)
     out = []
     for name in cfg.engines:
@@ -118,8 +117,8 @@ def check_memory(cfg: BenchConfig, flags: frozenset[str] = frozenset(), machine:
     for need in memory_needs(cfg):
         if need.floor <= limit:
             continue
-        unit = workload().unit
-        per = workload().record_memory(cfg.workload_settings).built
+        unit = cfg.workload_impl.unit
+        per = cfg.workload_impl.record_memory(cfg.workload_settings).built
         if need.in_process:
             where, key = _key(cfg, flags, "--profiles", "run.profiles")
             why = (
@@ -164,7 +163,7 @@ def memory_lines(cfg: BenchConfig, machine: Machine | None = None) -> list[str]:
         if n.about > machine.available:
             out += textwrap.wrap(
                 f"warning: {n.engine} needs {'about' if n.in_process else 'at least'} {fmt.size(n.about)} "
-                f"at {fmt.count(n.records)} {workload().unit}, more than the {fmt.size(machine.available)} "
+                f"at {fmt.count(n.records)} {cfg.workload_impl.unit}, more than the {fmt.size(machine.available)} "
                 "available now: it may fail with MemoryError or be killed",
                 78,
                 initial_indent="  ",

@@ -28,7 +28,6 @@ from asyncbench.run.logs import LogFile, iso_utc
 from asyncbench.run.paced_lines import PacedLines, group_figures
 from asyncbench.slo import Slo
 from asyncbench.workload import Action
-from asyncbench.workloads import workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +62,7 @@ class Observer:
     def engine_context(self, repeat: int, profiles: int, parallelism: int) -> None:
         """Before an engine's run: which repeat (0-based) and level it is, for the log's lines."""
 
-    def engine_start(self, engine: str, profiles: int) -> None: ...
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None: ...
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
     ) -> None: ...
@@ -97,9 +96,9 @@ class ObserverGroup(Observer):
         for o in self.observers:
             o.engine_context(repeat, profiles, parallelism)
 
-    def engine_start(self, engine: str, profiles: int) -> None:
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None:
         for o in self.observers:
-            o.engine_start(engine, profiles)
+            o.engine_start(engine, profiles, unit)
 
     def phase_start(
         self, engine: str, phase: str, total_ops: int, kind: str | None = None, stream: str | None = None
@@ -239,7 +238,7 @@ class JsonLogObserver(Observer):
     def run_start(self, **info: Any) -> None:
         self.log.info("run_start", **info)
 
-    def engine_start(self, engine: str, profiles: int) -> None:
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None:
         self.log.info("engine_start", engine=engine, profiles=profiles)
 
     def phase_start(
@@ -499,8 +498,8 @@ class ConsoleObserver(Observer):
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def engine_start(self, engine: str, profiles: int) -> None:
-        self._print(f"\n== {engine} · {fmt.count(profiles)} {workload().unit}")
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None:
+        self._print(f"\n== {engine} · {fmt.count(profiles)} {unit}")
         self._print(phase_header(self.width, self.names))
 
     def phase_end(self, engine: str, result: PhaseResult) -> None:

@@ -20,8 +20,7 @@ from collections.abc import Iterable
 
 from asyncbench.config import PhaseSpec
 from asyncbench.result import EngineResult
-from asyncbench.workload import Action
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, Workload
 
 __all__ = ["Pacing", "describe", "engine_pacing", "plan_pacing", "same_pacing"]
 
@@ -40,12 +39,12 @@ def _collect(pairs: Iterable[tuple[str, float | None]]) -> Pacing:
     return {k: frozenset(v) for k, v in found.items()}
 
 
-def plan_pacing(phases: Iterable[PhaseSpec]) -> Pacing:
-    """The pacing of the phases a run will run (after ``--rate`` was applied)."""
+def plan_pacing(phases: Iterable[PhaseSpec], wl: Workload) -> Pacing:
+    """The pacing of the phases (of workload ``wl``) a run will run (after ``--rate`` was applied)."""
     return _collect(
         (s.kind, s.rate)
         for s in phases
-        if workload().phases[s.kind].action is Action.OPERATIONS and not s.capacity
+        if wl.phases[s.kind].action is Action.OPERATIONS and not s.capacity
     )
 
 

@@ -19,8 +19,7 @@ from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhasePrefix, PhaseResult
-from asyncbench.workload import MixFigures, PhaseKind
-from asyncbench.workloads import workload
+from asyncbench.workload import MixFigures, PhaseKind, Workload
 
 __all__ = [
     "add_figures",
@@ -55,23 +54,27 @@ def phase_mix(figures: MixFigures | None) -> PhaseMix | None:
 
 
 def phase_prefix(
-    spec: PhaseSpec, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
+    spec: PhaseSpec,
+    kind: PhaseKind,
+    items: Sequence[Any],
+    ran: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+    wl: Workload,
 ) -> tuple[PhasePrefix, str]:
     """A phase that ran for a duration (after its clock stopped): how far its stream ran
     whole, its checkpoints, and its checksum (the whole prefix's: what another engine that
     ran as far agrees on, whatever else it ran past it)."""
     assert spec.duration is not None
-    got = workload().prefix_checksums(kind, items, ran)
+    got = wl.prefix_checksums(kind, items, ran)
     prefix = PhasePrefix(spec.duration, len(items), got.complete, got.every, list(got.checkpoints))
     return prefix, got.checksum
 
 
-def kind_histograms(kind: PhaseKind, items: Sequence[Any]) -> dict[str, str] | None:
+def kind_histograms(kind: PhaseKind, items: Sequence[Any], wl: Workload) -> dict[str, str] | None:
     """A mixed phase's latencies per operation kind measured in this process (a client
     process of a scaled-out run), as encoded HdrHistograms; None for other phases."""
     if not kind.mixes:
         return None
-    figures = workload().mix_figures(kind, items)
+    figures = wl.mix_figures(kind, items)
     if figures is None:
         return None
     return {name: LatencyHistogram.from_values(took).encoded() for name, took in figures.latencies_ns.items() if len(took)}
@@ -97,14 +100,14 @@ def phase_rate(spec: PhaseSpec) -> Rate | None:
 def phase_row(
     index: int,
     spec: PhaseSpec,
+    kind: PhaseKind,
     ops: int,
     seconds: float,
     checksum: str | None = None,
     skipped: bool = False,
     close_seconds: float | None = None,
 ) -> PhaseResult:
-    """The result row of phase ``index`` (``spec``) with its outcome."""
-    kind = workload().phases[spec.kind]
+    """The result row of phase ``index`` (``spec``, of phase kind ``kind``) with its outcome."""
     return PhaseResult(
         index=index,
         name=spec.name,

@@ -30,9 +30,8 @@ def check_published(cfg: BenchConfig) -> None:
     """--check-reference needs a published reference for every (profiles, P) level."""
     from dataclasses import asdict
 
-    from asyncbench.workloads import workload
 
-    published_checksums, published_configurations = workload().published_checksums, workload().published_configurations
+    published_checksums, published_configurations = cfg.workload_impl.published_checksums, cfg.workload_impl.published_configurations
 
     for level in cfg.levels():
         profiles, parallelism = level.profiles, level.parallelism
@@ -46,12 +45,11 @@ def check_published(cfg: BenchConfig) -> None:
             )
 
 
-def check_accelerator() -> None:
-    """--require-accelerator: the compiled workload kernels must be built."""
-    from asyncbench.workloads import workload
-
-    if not workload().accelerated:
-        raise ConfigError("command line", "--require-accelerator", workload().kernels_status())
+def check_accelerator(cfg: BenchConfig) -> None:
+    """--require-accelerator: the compiled kernels of the plan's workload must be built."""
+    wl = cfg.workload_impl
+    if not wl.accelerated:
+        raise ConfigError("command line", "--require-accelerator", wl.kernels_status())
 
 
 def check_placement(cfg: BenchConfig) -> None:
@@ -126,7 +124,7 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
                 where, key, f"engine {name!r} keeps no store to reuse (no fingerprint of what built it); run it without reuse"
             )
         for profiles in cfg.profiles:
-            store = store_root(cfg.data, profiles) / name
+            store = store_root(cfg.data, profiles, cfg.workload_impl.unit) / name
             if not os.path.lexists(store):
                 raise ConfigError(
                     where, key, f"there is no {name} store to reuse at {store}; build it first with a --keep-data run"
@@ -142,12 +140,11 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
     from asyncbench.run.capacity import needed_operations, probe_bound, probe_length, start_rate, writes
     from asyncbench.run.estimate import stream_operations
     from asyncbench.slo import make_slo
-    from asyncbench.workloads import workload
 
     for profiles in cfg.profiles:
         running = {id(spec): ops for spec, ops in stream_operations(cfg, profiles)}
         for position, spec in enumerate(cfg.phases):
-            if not spec.capacity or not writes(workload().phases[spec.kind]) or id(spec) not in running:
+            if not spec.capacity or not writes(cfg.workload_impl.phases[spec.kind]) or id(spec) not in running:
                 continue
             ops = running[id(spec)]
             slo = make_slo(slo_for(cfg, spec.kind))

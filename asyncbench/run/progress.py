@@ -169,7 +169,7 @@ class ProgressObserver(Observer):
             self.progress.remove_task(task)
         self.tasks.clear()
 
-    def engine_start(self, engine: str, profiles: int) -> None:
+    def engine_start(self, engine: str, profiles: int, unit: str) -> None:
         self.start()
 
     def phase_start(

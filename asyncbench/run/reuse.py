@@ -32,8 +32,7 @@ from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
-from asyncbench.workload import Action, Group, PhaseKind, PlanCounts
-from asyncbench.workloads import workload
+from asyncbench.workload import Action, Group, PhaseKind, PlanCounts, Workload
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "proof_problem", "rewrites", "skip_reason"]
 
@@ -54,14 +53,14 @@ ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "checksum": str,
 }
 
-def _update_counts() -> tuple[str, ...]:
+def _update_counts(wl: Workload) -> tuple[str, ...]:
     """The counts whose streams are drawn before (and including) the updates: they decide
     which profiles an update phase changed, so they shaped an updated store. Asked of the
-    workload selected now, not at import (a process that imported this module while YCSB
-    was selected, as a test session does, got YCSB's one size and a KeyError). The size is
+    plan's workload ``wl``, not at import (a process that imported this module while YCSB
+    was selected, as a test session did, got YCSB's one size and a KeyError). The size is
     compared on its own (:func:`check`), never here: YCSB sizes every stream by it, and
     :func:`plan_counts` records no size (a KeyError that failed every reused YCSB store)."""
-    names = (workload().stream_count(s) for s in ("reads", "email_reads", "queries", "updates"))
+    names = (wl.stream_count(s) for s in ("reads", "email_reads", "queries", "updates"))
     return tuple(n for n in dict.fromkeys(names) if n not in ("profiles", "limit"))
 
 
@@ -69,9 +68,9 @@ class StoreMismatch(RuntimeError):
     """The store was built by another engine, seed, count or plan than this run's."""
 
 
-def writes(phases: list[PhaseSpec]) -> list[list[Any]]:
-    """The write phases of a plan (a mixed phase writes too), as [kind, stream, count]."""
-    return [[p.kind, p.stream, p.count] for p in phases if _writes(workload().phases[p.kind])]
+def writes(phases: list[PhaseSpec], wl: Workload) -> list[list[Any]]:
+    """The write phases of a plan of workload ``wl`` (a mixed phase writes too), as [kind, stream, count]."""
+    return [[p.kind, p.stream, p.count] for p in phases if _writes(wl.phases[p.kind])]
 
 
 def _writes(kind: PhaseKind) -> bool:
@@ -91,7 +90,7 @@ def fingerprint(
     of a store (no checksums). ``plan_verify``: the verify checksum the plan gives
     (``Workload.verify_expected``), recorded when the build ran no verify phase after its
     last write, so every reusable store's fingerprint carries one (:func:`proof_problem`)."""
-    checksums = final_checksums(cfg.phases, workers, phases or [])
+    checksums = final_checksums(cfg.phases, workers, phases or [], cfg.workload_impl)
     if plan_verify is not None and not any(e["kind"] == "verify" for e in checksums):
         checksums.append({"kind": "verify", "stream": None, "count": None, "workers": workers, "checksum": plan_verify})
     return {
@@ -101,7 +100,7 @@ def fingerprint(
         "profiles": counts.profiles,
         "counts": plan_counts(counts),
         "limit": cfg.limit,  # the counts were drawn at it (Workload.counts)
-        "writes": writes(cfg.phases),
+        "writes": writes(cfg.phases, cfg.workload_impl),
         "checksums": checksums,
     }
 
@@ -111,11 +110,11 @@ def plan_counts(counts: PlanCounts) -> dict[str, int]:
     return {k: v for k, v in asdict(counts).items() if k not in ("profiles", "limit")}
 
 
-def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResult]) -> list[dict[str, Any]]:
+def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResult], wl: Workload) -> list[dict[str, Any]]:
     """The checksums of the phases that read the store as it was left: those after the
     last write phase (earlier ones read a store the later writes changed), each with what
     decides it besides the seed and the counts (kind, stream, count, workers)."""
-    last_write = max((i for i, s in enumerate(specs) if _writes(workload().phases[s.kind])), default=-1)
+    last_write = max((i for i, s in enumerate(specs) if _writes(wl.phases[s.kind])), default=-1)
     out: list[dict[str, Any]] = []
     for p in phases:
         if p.index > last_write and not p.skipped and p.checksum and p.index < len(specs):
@@ -126,10 +125,10 @@ def final_checksums(specs: list[PhaseSpec], workers: int, phases: list[PhaseResu
     return out
 
 
-def rewrites(writes: Any) -> list[tuple[str, int | None]]:
-    """The (stream, count) of the phases among ``writes`` that rewrote stored profiles:
-    what the verify checksum of the store depends on besides the seed and the count."""
-    phases = workload().phases
+def rewrites(writes: Any, wl: Workload) -> list[tuple[str, int | None]]:
+    """The (stream, count) of the phases among ``writes`` (of workload ``wl``) that rewrote
+    stored profiles: what the verify checksum of the store depends on besides the seed and the count."""
+    phases = wl.phases
     return [(w[1], w[2]) for w in writes or [] if w and w[0] in phases and phases[w[0]].rewrites]
 
 
@@ -154,15 +153,16 @@ def proof_problem(found: dict[str, Any]) -> str | None:
     return None
 
 
-def updated(found: dict[str, Any]) -> bool:
-    """Whether the build ran a phase that rewrote stored profiles (an update, a mixed phase)."""
-    phases = workload().phases
+def updated(found: dict[str, Any], wl: Workload) -> bool:
+    """Whether the build ran a phase of ``wl`` that rewrote stored profiles (an update, a mixed phase)."""
+    phases = wl.phases
     return any(phases[w[0]].rewrites or phases[w[0]].mixes for w in found.get("writes", []) if w and w[0] in phases)
 
 
-def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
+def check(found: Any, expected: dict[str, Any], where: Path, wl: Workload) -> bool:
     """StoreMismatch naming every field in which ``found`` (the store's fingerprint)
-    differs from what this run needs; returns whether the store holds updated profiles."""
+    differs from what this run (of workload ``wl``) needs; returns whether the store holds
+    updated profiles."""
     if not isinstance(found, dict) or found.get("format") != FORMAT:
         version = found.get("format") if isinstance(found, dict) else None
         raise StoreMismatch(
@@ -179,12 +179,12 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
         for key in ("engine", "seed", "profiles")
         if found.get(key) != expected[key]
     ]
-    is_updated = updated(found)
+    is_updated = updated(found, wl)
     if is_updated:
         have, want = found.get("counts") or {}, expected["counts"]
         diffs += [
             f"counts.{key} {have.get(key)!r} (this run: {want[key]!r})"
-            for key in _update_counts()
+            for key in _update_counts(wl)
             if have.get(key) != want[key]
         ]
         if found.get("writes") != expected["writes"]:
@@ -196,9 +196,9 @@ def check(found: Any, expected: dict[str, Any], where: Path) -> bool:
     return is_updated
 
 
-def skip_reason(spec: PhaseSpec, store_updated: bool) -> str | None:
-    """Why a reuse run does not run this phase (None: it runs)."""
-    kind = workload().phases[spec.kind]
+def skip_reason(spec: PhaseSpec, store_updated: bool, wl: Workload) -> str | None:
+    """Why a reuse run does not run this phase of workload ``wl`` (None: it runs)."""
+    kind = wl.phases[spec.kind]
     if _writes(kind):
         return "the store is reused, never written"
     if kind.action in (Action.OPERATIONS, Action.VERIFY) and spec.post_update != store_updated:

@@ -35,7 +35,6 @@ from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.run import reuse
 from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
 from asyncbench.workload import Action, DrawnPlan
-from asyncbench.workloads import workload
 
 __all__ = ["Proof", "StoreContentMismatch", "build_verify", "expectations"]
 
@@ -79,9 +78,10 @@ def build_verify(cfg: BenchConfig, plan: DrawnPlan) -> str | None:
     in the fingerprint of a build that ran no verify phase after its last write (so every
     reusable store carries one: ``reuse.proof_problem``); None for a workload whose stores
     are not reused (YCSB)."""
-    found = {"writes": reuse.writes(cfg.phases)}
+    wl = cfg.workload_impl
+    found = {"writes": reuse.writes(cfg.phases, wl)}
     try:
-        return workload().verify_expected(plan, reuse.rewrites(found["writes"]) if reuse.updated(found) else [])
+        return cfg.workload_impl.verify_expected(plan, reuse.rewrites(found["writes"], wl) if reuse.updated(found, wl) else [])
     except NotImplementedError:
         return None
 
@@ -95,22 +95,22 @@ def expectations(
     proof = Proof(where)
     comparable = found.get("counts") == plan_counts(plan.counts) and found.get("limit") == cfg.limit
     # the store's update phases (reuse.check matched them with this plan's when it updated)
-    rewrites = reuse.rewrites(found.get("writes")) if store_updated else []
+    rewrites = reuse.rewrites(found.get("writes"), cfg.workload_impl) if store_updated else []
     recorded = _entries(found)
-    runs = [(i, s) for i, s in enumerate(cfg.phases) if skip_reason(s, store_updated) is None]
-    need_verify = any(workload().phases[s.kind].action is Action.VERIFY for _, s in runs) or any(
+    runs = [(i, s) for i, s in enumerate(cfg.phases) if skip_reason(s, store_updated, cfg.workload_impl) is None]
+    need_verify = any(cfg.workload_impl.phases[s.kind].action is Action.VERIFY for _, s in runs) or any(
         e.get("kind") == "verify" for e in recorded
     )
-    verify = workload().verify_expected(plan, rewrites) if need_verify else None
+    verify = cfg.workload_impl.verify_expected(plan, rewrites) if need_verify else None
     for e in recorded:
         if e.get("kind") == "verify" and e["checksum"] != verify:
             raise StoreMismatch(
                 f"{where}: the fingerprint records verify checksum {e['checksum']} for this store, but its plan "
-                f"(seed {cfg.seed}, {plan.counts.profiles:_d} {workload().unit}, its write phases) gives {verify}: the "
+                f"(seed {cfg.seed}, {plan.counts.profiles:_d} {cfg.workload_impl.unit}, its write phases) gives {verify}: the "
                 "marker was edited or belongs to another store; it is left as it is"
             )
     for index, spec in runs:
-        action = workload().phases[spec.kind].action
+        action = cfg.workload_impl.phases[spec.kind].action
         if action is Action.VERIFY:
             assert verify is not None
             proof.expected[index] = (verify, FROM_PLAN)

@@ -60,7 +60,6 @@ from asyncbench.run.phase_rows import (
 from asyncbench.run.stores import worker_stores
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
-from asyncbench.workloads import workload
 
 CLOSE_GRACE_SECONDS = 60.0
 #: The step once every phase has completed (storage figure, close, clean-up remain).
@@ -93,7 +92,7 @@ class EngineRun:
         self.proof: reuse_proof.Proof | None = None
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
-        self.ctx = workload().context(cfg.seed)
+        self.ctx = cfg.workload_impl.context(cfg.seed)
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
         self.crash: CrashRecord | None = None
@@ -102,7 +101,7 @@ class EngineRun:
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
             name=self.name,
-            data_dir=store_root(self.cfg.data, self.level.profiles) / self.name,
+            data_dir=store_root(self.cfg.data, self.level.profiles, self.cfg.workload_impl.unit) / self.name,
             settings=self.cfg.engine_settings.get(self.name, {}),
             limit=self.cfg.limit,
             seed=self.cfg.seed,
@@ -120,7 +119,7 @@ class EngineRun:
         started = perf_counter()
         interrupted = False
         res.initial_rss_bytes = self.sampler.reset()
-        self.observer.engine_start(self.name, self.plan.counts.profiles)
+        self.observer.engine_start(self.name, self.plan.counts.profiles, self.cfg.workload_impl.unit)
         try:
             # A server engine's run lock is held from before the open that resets its table
             # until after the clean-up, across the reopen phase (Engine.exclusive). The
@@ -190,7 +189,7 @@ class EngineRun:
             if self.cfg.reuse_data:  # the store an earlier run built: its fingerprint first
                 found = await self.engine.read_fingerprint()
                 expected = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
-                self.store_updated = reuse.check(found, expected, self.engine.data_dir)
+                self.store_updated = reuse.check(found, expected, self.engine.data_dir, self.cfg.workload_impl)
                 self.proof = await anyio.to_thread.run_sync(
                     reuse_proof.expectations,
                     self.cfg,
@@ -268,13 +267,13 @@ class EngineRun:
     async def _phase(self, index: int, spec: PhaseSpec) -> None:
         engine = self.engine
         assert engine is not None
-        kind = workload().phases[spec.kind]
+        kind = self.cfg.workload_impl.phases[spec.kind]
         close_seconds: float | None = None
 
         def result(
             ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
         ) -> PhaseResult:
-            return phase_row(index, spec, ops, seconds, checksum, skipped, close_seconds)
+            return phase_row(index, spec, kind, ops, seconds, checksum, skipped, close_seconds)
 
         rate = phase_rate(spec)
         if spec.sweep is not None and spec.sweep in self.dipped:  # a sweep stops above its dip
@@ -283,7 +282,7 @@ class EngineRun:
             self.result.phases.append(pr)
             self.observer.phase_end(self.name, pr)
             return
-        why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated)
+        why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated, self.cfg.workload_impl)
         if why is not None:
             self.skipped.append(f"{spec.name} ({why})")
         if why is not None or (kind.action is Action.STABILIZE and not engine.needs_stabilization):
@@ -294,7 +293,7 @@ class EngineRun:
         if spec.crash is not None or kind.action is Action.RECOVER:
             await self._crash_or_recover(index, spec, engine)
             return
-        items = workload().phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
+        items = self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
         # a capacity search's operations are its probes', not known ahead: a pulsing bar
         self.observer.phase_start(self.name, spec.name, 0 if spec.capacity else len(items), spec.kind, spec.stream)
         checksum: str | None = None
@@ -326,7 +325,7 @@ class EngineRun:
         cost = None if meter is None else await meter.stop(self.engine or engine)
         prefix = None
         if ran is not None:  # a phase that ran for a duration: its checksum is its whole prefix's
-            prefix, checksum = phase_prefix(spec, kind, items, ran)
+            prefix, checksum = phase_prefix(spec, kind, items, ran, self.cfg.workload_impl)
         pr = result(ops, seconds, checksum)
         pr.prefix = prefix
         pr.retries = retries
@@ -340,7 +339,7 @@ class EngineRun:
         if latency is not None:  # after the phase's clock stopped
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 add_figures(pr, latency, rate)
-        pr.mix = phase_mix(workload().mix_figures(kind, items))
+        pr.mix = phase_mix(self.cfg.workload_impl.mix_figures(kind, items))
         sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
         if self.proof is not None and checksum is not None:  # a reused store proves its data
             self.proof.check(index, spec, checksum)
@@ -349,10 +348,11 @@ class EngineRun:
 
     async def _crash_or_recover(self, index: int, spec: PhaseSpec, engine: Engine) -> None:
         """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
+        kind = self.cfg.workload_impl.phases[spec.kind]
         self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)
         if spec.crash is not None:
             self.crash = record = await crash_phase(self.cfg, self.level, index, engine, self.plan)
-            pr = phase_row(index, spec, record.acknowledged, record.seconds, None, False, None)
+            pr = phase_row(index, spec, kind, record.acknowledged, record.seconds, None, False, None)
             self.result.notes.append(
                 f"{spec.name}: {spec.crash.how} after {record.acknowledged:_d} acknowledged operations; the store "
                 "is then no longer the one the plan builds (no fingerprint, no reuse)"
@@ -362,9 +362,9 @@ class EngineRun:
             self.engine = None  # a failing constructor must not leave the closed engine to close again
             fresh = type(engine)(engine.config)
             self.engine = fresh
-            row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background)
+            row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background, self.cfg.workload_impl)
             self.result.durability += [*self.crash.earlier, row]  # the earlier points, checked on copies
-            pr = phase_row(index, spec, row.checked, seconds, None, False, None)
+            pr = phase_row(index, spec, kind, row.checked, seconds, None, False, None)
         self.result.phases.append(pr)
         self.observer.phase_end(self.name, pr)
 
@@ -381,9 +381,9 @@ class EngineRun:
         costed = [pr for pr in self.result.phases if pr.cost is not None]
         if not costed:
             return
-        phases = [(workload().phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
+        phases = [(self.cfg.workload_impl.phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
         try:
-            logical = await anyio.to_thread.run_sync(workload().plan_writes, phases, self.plan, self.cfg.seed)
+            logical = await anyio.to_thread.run_sync(self.cfg.workload_impl.plan_writes, phases, self.plan, self.cfg.seed)
         except Exception as exc:  # a figure lost, never the run
             for pr in costed:
                 assert pr.cost is not None
@@ -418,7 +418,7 @@ class EngineRun:
     ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None, RanBatches | None]:
         """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds,
         and a phase with a duration its batches)."""
-        kind = workload().phases[spec.kind]
+        kind = self.cfg.workload_impl.phases[spec.kind]
         checksum: str | None = None
         ops = retries = 0
         close_seconds: float | None = None
@@ -443,6 +443,7 @@ class EngineRun:
                     index,
                     spec.duration,
                     stalls=True,
+                    wl=self.cfg.workload_impl,
                 )
             except BaseException:
                 latency.close()
@@ -453,7 +454,7 @@ class EngineRun:
         else:
             assert self.background is not None
             done = await run_action(
-                kind.action, Host(engine, self.background, self._adopt, self.plan.counts.profiles)
+                kind.action, Host(engine, self.background, self._adopt, self.plan.counts.profiles, self.cfg.workload_impl)
             )
             checksum, ops, seconds, close_seconds = done.checksum, done.ops, done.seconds, done.close_seconds
         return checksum, ops, retries, seconds, latency, close_seconds, ran
@@ -494,14 +495,14 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         timeout_seconds=cfg.timeout_seconds,
         counts=asdict(level.counts),
         phases=[
-            PlanPhase(workload().phases[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep, p.over_time) for p in cfg.phases
+            PlanPhase(cfg.workload_impl.phases[p.kind], p.name, p.stream, p.count, p.post_update, p.sweep, p.over_time) for p in cfg.phases
         ],
         source=cfg.source,
-        environment=environment.collect(cfg.source, cfg.data, cfg.engines),
+        environment=environment.collect(cfg.source, cfg.data, cfg.engines, cfg.workload_impl),
         isolated=cfg.isolate,
         repeat=cfg.repeat,
         warmup=cfg.warmup,
-        accelerated=workload().accelerated,
+        accelerated=cfg.workload_impl.accelerated,
         workload=cfg.workload,
         gates=gates(cfg),
     )
@@ -598,6 +599,6 @@ class Benchmark:
 
     async def _draw(self, counts: PlanCounts) -> DrawnPlan:
         t0 = perf_counter()
-        plan = await anyio.to_thread.run_sync(workload().draw_plan, counts, self.cfg.seed)
-        self.observer.message(f"plan for {counts.profiles:_d} {workload().unit} drawn in {perf_counter() - t0:.2f} s")
+        plan = await anyio.to_thread.run_sync(self.cfg.workload_impl.draw_plan, counts, self.cfg.seed)
+        self.observer.message(f"plan for {counts.profiles:_d} {self.cfg.workload_impl.unit} drawn in {perf_counter() - t0:.2f} s")
         return plan

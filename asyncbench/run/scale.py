@@ -26,7 +26,6 @@ import psutil
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.workload import Items
-from asyncbench.workloads import workload
 
 __all__ = ["BYTES_PER_BATCH", "MARK_BYTES", "LargestPhase", "check_scale", "largest_phase", "notes"]
 
@@ -56,11 +55,11 @@ def largest_phase(cfg: BenchConfig, profiles_from_flag: bool = False) -> Largest
     for profiles in cfg.profiles:
         counts = cfg.counts_for(profiles)
         for i, ph in enumerate(cfg.phases):
-            kind = workload().phases[ph.kind]
+            kind = cfg.workload_impl.phases[ph.kind]
             if kind.items is Items.PROFILE_IDS:
                 ops, (where, key) = profiles, by_profiles
             elif kind.takes_stream and ph.stream is not None:
-                name = workload().stream_count(ph.stream)
+                name = cfg.workload_impl.stream_count(ph.stream)
                 if ph.count is not None:
                     ops, where, key = ph.count, cfg.source, f"phase[{i}].count"
                 elif name in cfg.counts:

@@ -8,7 +8,7 @@ each engine and EVERY operation phase kind this times, on the same store:
 
 * (A) the engine's batch call through
   :func:`asyncbench.run.phase_loop.run_operations`, with the phase-table row
-  (``workload().phases[kind]``), ``PhaseContext.for_seed``, batches of
+  (``workload(PROFILE_STORE).phases[kind]``), ``PhaseContext.for_seed``, batches of
   ``--batch``, the checksum fold and a batch hook that does what the runner's
   does (``PhaseRecorder.add`` of the per-operation marks, then the observer's
   ``batch``): the phase time is the loop's own ``PhaseOutcome.seconds``, as the
@@ -101,7 +101,7 @@ from asyncbench.run.signals import StopSignals, backend_options
 from asyncbench.run.stores import worker_store
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
-from asyncbench.tools.store import LIMIT, OPERATION_PHASES, SEED, draw
+from asyncbench.tools.store import LIMIT, OPERATION_PHASES, PROFILE_STORE, SEED, draw
 from asyncbench.workload import Fold
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store import kernels
@@ -147,9 +147,10 @@ async def run_a(kind: str, engine: Any, items: Sequence[Any], batch: int) -> tup
         engine_ns += marks[-1] - marks[0]
 
     OBSERVER.phase_start("floor", kind, len(items), kind, None)  # outside the phase time, as in a run
+    wl = workload(PROFILE_STORE)
     cpu0 = time.process_time()
     with recorder:
-        outcome = await run_operations(workload().phases[kind], items, [worker_store(workload(), engine, 0)], PhaseContext.for_seed(SEED), batch, hook)
+        outcome = await run_operations(wl.phases[kind], items, [worker_store(wl, engine, 0)], PhaseContext.for_seed(SEED), batch, hook, wl=wl)
     cpu = time.process_time() - cpu0
     return Sample(outcome.seconds, cpu, engine_ns), outcome.checksum
 
@@ -174,7 +175,7 @@ class FloorMismatch(Exception):
 
 def fold_of(kind: str, results: list[Any]) -> str:
     cs = Checksum()
-    if workload().phases[kind].fold is Fold.IDS:
+    if workload(PROFILE_STORE).phases[kind].fold is Fold.IDS:
         cs.add_ints(results)
     else:
         cs.add_profiles(results)
@@ -288,7 +289,7 @@ def _items(stream: str, args: argparse.Namespace, counts: Counts) -> int:
     cap: int = args.query_ops if stream in QUERY_STREAMS else args.point_ops  # argparse's values are Any
     if stream == "updates":
         cap = args.update_ops
-    available: int = getattr(counts, workload().stream_count(stream))  # a Counts field, by name
+    available: int = getattr(counts, workload(PROFILE_STORE).stream_count(stream))  # a Counts field, by name
     return min(cap, available)
 
 
@@ -361,7 +362,7 @@ async def measure(args: argparse.Namespace) -> None:
                         items: Sequence[Any] = range(1, args.insert_profiles + 1)
                     else:
                         assert stream is not None
-                        items = phase_items(workload().phases[kind], stream, count_for(stream, args, plan), plan)
+                        items = phase_items(workload(PROFILE_STORE).phases[kind], stream, count_for(stream, args, plan), plan)
                     row = await measure_kind(floor, kind, items, args)
                     print(fmt_row(row, args.batch), flush=True)
             finally:

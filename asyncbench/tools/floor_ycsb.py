@@ -56,13 +56,15 @@ from asyncbench.run.dispatch import run_operations
 from asyncbench.run.observers import BatchDone
 from asyncbench.tools.floor import OBSERVER, Sample, add, engine_names, slices_of
 from asyncbench.tools.store import new_engine
-from asyncbench.workloads import select
+from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb.kv_store import KvYcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
 
 __all__ = ["ENGINES", "FloorYcsbMismatch", "add_arguments", "main", "run"]
 
 #: The engines whose usertable is a key/value table B can call.
+#: The workload this tool measures (its phases, plan and checksums).
+YCSB = "ycsb"
 ENGINES = ("memory", "lsm", "rocksdb")
 #: Workload C (100 % zipfian reads of every field) when no ``--plan`` is given.
 DEFAULT_YCSB = {"fieldcount": 10, "fieldlength": 100, "insertorder": "hashed", "zeropadding": 1}
@@ -120,7 +122,7 @@ class Setup:
 def setup(args: argparse.Namespace) -> Setup:
     """The ycsb workload's plan and items, from ``--plan`` (its [ycsb] table and its first
     mixed phase) or workload C's defaults; a bad plan raises ``ValueError`` naming the key."""
-    wl = select("ycsb")
+    wl = workload(YCSB)
     ycsb, mixed_table = dict(DEFAULT_YCSB), dict(DEFAULT_MIXED)
     if args.plan is not None:
         doc = tomllib.loads(args.plan.read_text())
@@ -156,7 +158,7 @@ async def run_a(kind: Any, store: Any, items: Sequence[Any], ctx: object, batch:
 
     cpu0 = time.process_time()
     with recorder:
-        outcome = await run_operations(kind, items, [store], ctx, batch, hook)
+        outcome = await run_operations(kind, items, [store], ctx, batch, hook, wl=workload(YCSB))
     return Sample(outcome.seconds, time.process_time() - cpu0), outcome.checksum
 
 

@@ -26,6 +26,8 @@ from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan
 __all__ = ["LIMIT", "OPERATION_PHASES", "SEED", "draw", "load", "new_engine"]
 
 SEED = 570123434  # the reference plan's
+#: The workload these tools measure: the profile store's phases, plan and checksums.
+PROFILE_STORE = "profile_store"
 LIMIT = 50  # rows per scan or query, as in the reference plan
 
 #: The reference plan's operation phase kinds with the plan stream each consumes (None:
@@ -70,6 +72,7 @@ async def load(handles: Sequence[Any], profiles: int, batch: int = 1_000) -> Pha
     """Insert profiles 1..``profiles`` into an open store as a run's insert phase does: the
     phase loop with the insert kind, batches of ``batch``, one worker per handle."""
     items = range(1, profiles + 1)
+    wl = workload(PROFILE_STORE)
     return await run_operations(
-        workload().phases["insert"], items, list(handles), PhaseContext.for_seed(SEED), batch, _no_hook
+        wl.phases["insert"], items, list(handles), PhaseContext.for_seed(SEED), batch, _no_hook, wl=wl
     )
