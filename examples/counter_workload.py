@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
 from types import MappingProxyType

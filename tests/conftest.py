@@ -149,3 +149,25 @@ def store_of(engine, index: int = 0):  # type: ignore[no-untyped-def]
     from asyncbench.workloads.profile_store.stores import profile_store
 
     return profile_store(engine.worker(index), engine.limit)
+
+
+def reference_engines() -> list[str]:
+    """Every shipped engine, with MySQL and PostgreSQL when they run here (a configured
+    server; under CI a missing PostgreSQL fails instead of being left out)."""
+    engines = ["memory", "lsm", "rocksdb", "sqlite"]
+    engines += ["mysql"] if mysql_configured() else []
+    engines += ["postgres"] if postgres_expected() else []
+    return engines
+
+
+@pytest.fixture(scope="session")
+def reference_run_p1(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[dict], str]:
+    """The reference plan at P1 through the real CLI, every engine of :func:`reference_engines`
+    in one run (each in its own child): (exit code, result dicts, stdout+stderr). One run for
+    the tests that check different facts of it (each engine's 17 checksums, agreement with
+    memory), as a run per test cost a minute and a half of CI for the same output."""
+    tmp = tmp_path_factory.mktemp("reference-p1")
+    engines = ",".join(reference_engines())
+    proc = run_asyncbench(tmp, str(REFERENCE_PLAN), "--engine", engines, "--parallelism", "1", timeout=900)
+    results = [orjson.loads(p.read_bytes()) for p in sorted((tmp / "out").glob("*-*-p*/asyncbench-*.json"))]
+    return proc.returncode, results, proc.stdout + proc.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
+from conftest import REFERENCE_PLAN, reference_engines, status_line
 
 from asyncbench.run.phase_loop import bucket_by_uid, partition
 from asyncbench.workloads.profile_store.checksum import combine
@@ -31,10 +31,12 @@ def test_combined_checksum_is_the_fold_of_hex_strings_in_worker_order() -> None:
 
 
 @pytest.mark.parametrize("parallelism", ["1", "4"])
-def test_engines_agree_with_memory_at_p(parallelism: str, run_cli) -> None:
-    engines = "memory,lsm,rocksdb,sqlite" + (",mysql" if mysql_configured() else "")
-    engines += ",postgres" if postgres_expected() else ""
-    code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
+def test_engines_agree_with_memory_at_p(parallelism: str, run_cli, request: pytest.FixtureRequest) -> None:
+    if parallelism == "1":  # the session's one reference run at P1 (tests/test_reference_checksums.py's too)
+        code, results, output = request.getfixturevalue("reference_run_p1")
+    else:
+        engines = ",".join(reference_engines())
+        code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engines, "--parallelism", parallelism)
     assert code == 0, output
     runs = {e["engine"]: e for e in results[0]["engines"]}
     assert all(status_line(e) == "ok" for e in runs.values()), {k: status_line(e) for k, e in runs.items()}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import REFERENCE_PLAN, mysql_configured, postgres_expected, status_line
+from conftest import mysql_configured, postgres_expected, status_line
 
 from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
@@ -29,11 +29,13 @@ def _engine_params() -> list:
 
 
 @pytest.mark.parametrize("engine", _engine_params())
-def test_reference_checksums_through_runner(engine: str, run_cli) -> None:
-    code, results, output = run_cli(str(REFERENCE_PLAN), "--engine", engine)
+def test_reference_checksums_through_runner(engine: str, reference_run_p1: tuple[int, list[dict], str]) -> None:
+    """The engine's part of the one reference run of every engine (conftest's
+    ``reference_run_p1``, shared with tests/test_parallel.py)."""
+    code, results, output = reference_run_p1
     assert code == 0, output
     (run,) = results
-    (er,) = run["engines"]
+    (er,) = [e for e in run["engines"] if e["engine"] == engine]
     assert status_line(er) == "ok", status_line(er)
     got = {p["name"]: p["checksum"] for p in er["phases"] if p["checksum"]}
     assert got == REFERENCE_CHECKSUMS

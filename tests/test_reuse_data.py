@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_asyncbench
 
 from asyncbench.engines.store_dir import MARKER
 
@@ -27,13 +27,48 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 
 def build(run_cli, *engines: str, extra: tuple[str, ...] = ()) -> dict:
+    """A real build (``--keep-data``) of ``engines`` into the test's data directory."""
     code, runs, output = run_cli(QUICK, "--engine", ",".join(engines), *FAST, "--keep-data", *extra)
     assert code == 0, output
     return runs[-1]
 
 
-def test_reuse_runs_the_read_phases_on_the_kept_store_and_reproduces_the_checksums(run_cli, tmp_path: Path) -> None:
-    built = build(run_cli, *ENGINES)
+class BuiltStores:
+    """The stores of one real build of every engine of :data:`ENGINES` per seed flag, made
+    once per module and copied into each test that damages, edits or reuses one: the
+    stores are the same bytes a build of the test's own would write (a store does not
+    depend on its path), at a CLI run (report and charts included) per seed instead of
+    one per test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._built: dict[tuple[str, ...], tuple[Path, dict]] = {}
+
+    def _build(self, extra: tuple[str, ...]) -> tuple[Path, dict]:
+        if extra not in self._built:
+            where = self.root / f"build{len(self._built)}"
+            proc = run_asyncbench(where, QUICK, "--engine", ",".join(ENGINES), *FAST, "--keep-data", *extra)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            (result,) = (where / "out").glob("profiles-1000-p1/asyncbench-*.json")
+            self._built[extra] = where, json.loads(result.read_text())
+        return self._built[extra]
+
+    def copy(self, tmp_path: Path, *engines: str, extra: tuple[str, ...] = ()) -> dict:
+        """``engines``' stores into ``tmp_path``'s data directory, as :func:`build` leaves
+        them; the build's result with those engines."""
+        where, doc = self._build(extra)
+        for name in engines:
+            shutil.copytree(store(where, name), store(tmp_path, name))
+        return {**doc, "engines": [e for e in doc["engines"] if e["engine"] in engines]}
+
+
+@pytest.fixture(scope="module")
+def built_stores(tmp_path_factory: pytest.TempPathFactory) -> BuiltStores:
+    return BuiltStores(tmp_path_factory.mktemp("built"))
+
+
+def test_reuse_runs_the_read_phases_on_the_kept_store_and_reproduces_the_checksums(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
+    built_result = built_stores.copy(tmp_path, *ENGINES)
     for name in ENGINES:
         fp = json.loads((store(tmp_path, name) / MARKER).read_text())["fingerprint"]
         assert (fp["engine"], fp["profiles"], fp["seed"]) == (name, 1000, 570123434)
@@ -42,7 +77,7 @@ def test_reuse_runs_the_read_phases_on_the_kept_store_and_reproduces_the_checksu
     assert code == 0, output
     reused = runs[-1]
     assert "(reused store)" in output
-    for before, after in zip(built["engines"], reused["engines"], strict=True):
+    for before, after in zip(built_result["engines"], reused["engines"], strict=True):
         assert after["status"] == "ok", after
         ran = [p for p in after["phases"] if not p["skipped"]]
         skipped = {p["name"] for p in after["phases"] if p["skipped"]}
@@ -58,8 +93,8 @@ def test_reuse_runs_the_read_phases_on_the_kept_store_and_reproduces_the_checksu
         assert store(tmp_path, after["engine"]).exists()  # a reused store is kept
 
 
-def test_reuse_of_a_store_from_another_seed_is_refused_by_the_fingerprint(run_cli, tmp_path: Path) -> None:
-    build(run_cli, "lsm", "sqlite")
+def test_reuse_of_a_store_from_another_seed_is_refused_by_the_fingerprint(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
+    built_stores.copy(tmp_path, "lsm", "sqlite")
     before = {e: snapshot(store(tmp_path, e)) for e in ("lsm", "sqlite")}
     code, runs, output = run_cli(QUICK, "--engine", "lsm,sqlite", *FAST, "--reuse-data", "--seed", "5")
     assert code == 1, output
@@ -70,8 +105,8 @@ def test_reuse_of_a_store_from_another_seed_is_refused_by_the_fingerprint(run_cl
     assert {e: snapshot(store(tmp_path, e)) for e in ("lsm", "sqlite")} == before  # untouched
 
 
-def test_reuse_of_another_engines_store_is_refused(run_cli, tmp_path: Path) -> None:
-    build(run_cli, "lsm", "rocksdb")
+def test_reuse_of_another_engines_store_is_refused(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
+    built_stores.copy(tmp_path, "lsm", "rocksdb")
     shutil.rmtree(store(tmp_path, "rocksdb"))
     shutil.copytree(store(tmp_path, "lsm"), store(tmp_path, "rocksdb"))  # the lsm store, substituted
     code, runs, output = run_cli(QUICK, "--engine", "rocksdb", *FAST, "--reuse-data")
@@ -104,9 +139,9 @@ def test_a_store_from_a_failed_or_cleaned_run_has_no_fingerprint(run_cli, tmp_pa
     assert code == 1 and "has no fingerprint" in runs[-1]["engines"][0]["detail"], output
 
 
-def test_rocksdb_manifest_cut_in_half_is_refused_through_the_cli(run_cli, tmp_path: Path) -> None:
+def test_rocksdb_manifest_cut_in_half_is_refused_through_the_cli(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Item 2 as reported: the run exited 0 with an empty index (no .sst left)."""
-    build(run_cli, "rocksdb")
+    built_stores.copy(tmp_path, "rocksdb")
     (manifest,) = (store(tmp_path, "rocksdb") / "email-index").glob("MANIFEST-*")
     manifest.write_bytes(manifest.read_bytes()[: manifest.stat().st_size // 2])
     before = snapshot(store(tmp_path, "rocksdb"))
@@ -118,8 +153,8 @@ def test_rocksdb_manifest_cut_in_half_is_refused_through_the_cli(run_cli, tmp_pa
     assert {k: v for k, v in after.items() if k != MARKER} == {k: v for k, v in before.items() if k != MARKER}
 
 
-def test_sqlite_empty_database_is_refused_through_the_cli(run_cli, tmp_path: Path) -> None:
-    build(run_cli, "sqlite")
+def test_sqlite_empty_database_is_refused_through_the_cli(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
+    built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     db.write_bytes(b"")
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
@@ -158,10 +193,10 @@ def edit_fingerprint(directory: Path, **fields: object) -> None:
     marker.write_text(json.dumps(doc))
 
 
-def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run_cli, tmp_path: Path) -> None:
+def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Issue 34: a seed-5 store whose marker says seed 570123434 was reused, exit 0, with
     wrong checksums; the fingerprint's own verify checksum contradicts the plan."""
-    build(run_cli, "lsm", "sqlite", extra=("--seed", "5"))
+    built_stores.copy(tmp_path, "lsm", "sqlite", extra=("--seed", "5"))
     for e in ("lsm", "sqlite"):
         edit_fingerprint(store(tmp_path, e), seed=570123434)
     code, runs, output = run_cli(QUICK, "--engine", "lsm,sqlite", *FAST, "--reuse-data")
@@ -172,11 +207,11 @@ def test_a_store_of_another_seed_with_its_fingerprint_seed_edited_is_refused(run
         assert str(store(tmp_path, e["engine"])) in e["detail"]
 
 
-def test_a_forged_fingerprint_without_a_recorded_verify_is_refused_at_open(run_cli, tmp_path: Path) -> None:
+def test_a_forged_fingerprint_without_a_recorded_verify_is_refused_at_open(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """The same forgery with the recorded verify result removed too: a fingerprint without
     its verify checksum proves nothing and is refused before any phase reads (issue 52:
     it used to fail only at the first phase that differed, after reading)."""
-    build(run_cli, "sqlite", extra=("--seed", "5"))
+    built_stores.copy(tmp_path, "sqlite", extra=("--seed", "5"))
     doc = json.loads((store(tmp_path, "sqlite") / MARKER).read_text())
     kept = [c for c in doc["fingerprint"]["checksums"] if c["kind"] != "verify"]
     edit_fingerprint(store(tmp_path, "sqlite"), seed=570123434, checksums=kept)
@@ -187,12 +222,12 @@ def test_a_forged_fingerprint_without_a_recorded_verify_is_refused_at_open(run_c
     assert "StoreMismatch" in e["detail"] and "carries no verify checksum" in e["detail"], e["detail"]
 
 
-def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(run_cli, tmp_path: Path) -> None:
+def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Issue 34: a row updated with sqlite3 and the marker's record recomputed passed every
     file check and gave wrong checksums with exit 0."""
     import sqlite3
 
-    build(run_cli, "sqlite")
+    built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1")
@@ -206,14 +241,14 @@ def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(
 
 
 def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a_recorded_result(
-    run_cli, tmp_path: Path
+    run_cli, tmp_path: Path, built_stores: BuiltStores
 ) -> None:
     """Rows deleted and the record recomputed, on a store whose build recorded no phase
     result but verify's (which every fingerprint carries): verify's checksum comes from
     the plan alone."""
     import sqlite3
 
-    build(run_cli, "sqlite")
+    built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM profiles WHERE user_id > 990")
@@ -230,8 +265,8 @@ def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a
     assert any("not proven against its build" in n for n in e["notes"])
 
 
-def test_reuse_at_another_worker_count_says_which_phases_it_could_not_prove(run_cli, tmp_path: Path) -> None:
-    build(run_cli, "lsm")
+def test_reuse_at_another_worker_count_says_which_phases_it_could_not_prove(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
+    built_stores.copy(tmp_path, "lsm")
     code, runs, output = run_cli(QUICK, "--engine", "lsm", *FAST, "--reuse-data", "--parallelism", "2")
     assert code == 0, output
     (e,) = runs[-1]["engines"]
@@ -260,12 +295,12 @@ def _wal_left_beside(db: Path, statement: str, checkpoint: bool) -> None:
     shm.write_bytes(kept[1])
 
 
-def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path) -> None:
+def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Issue 34: a read-only sqlite3 leaves an empty -wal and a -shm beside a clean store,
     which were refused as damage until deleted by hand; they hold nothing to apply."""
     import sqlite3
 
-    built = build(run_cli, "sqlite")
+    built_result = built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     assert conn.execute("SELECT count(*) FROM profiles").fetchone() == (1000,)
@@ -273,15 +308,15 @@ def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path)
     assert {p.name for p in db.parent.iterdir()} >= {"profiles.db-wal", "profiles.db-shm"}
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
     assert code == 0, output
-    want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
+    want = {p["index"]: p["checksum"] for p in built_result["engines"][0]["phases"]}
     ran = [p for p in runs[-1]["engines"][0]["phases"] if p["checksum"] and not p["skipped"]]
     assert ran and all(p["checksum"] == want[p["index"]] for p in ran)
 
 
 def test_a_checkpointed_sqlite_wal_is_reused_and_one_that_changes_the_store_is_refused(
-    run_cli, tmp_path: Path
+    run_cli, tmp_path: Path, built_stores: BuiltStores
 ) -> None:
-    build(run_cli, "sqlite")
+    built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     # a write that changed nothing, checkpointed but not truncated: every frame is in the file
     _wal_left_beside(db, "UPDATE profiles SET reputation = reputation WHERE user_id = 1", checkpoint=True)
@@ -295,10 +330,10 @@ def test_a_checkpointed_sqlite_wal_is_reused_and_one_that_changes_the_store_is_r
     assert e["phase"] == "open" and "StoreDamaged" in e["detail"] and f"{db}-wal" in e["detail"], e["detail"]
 
 
-def test_a_damaged_rocksdb_database_is_labelled_damaged_naming_it(run_cli, tmp_path: Path) -> None:
+def test_a_damaged_rocksdb_database_is_labelled_damaged_naming_it(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Issue 34: a RocksDB manifest that RocksDB itself refuses (here: flipped, and the
     record recomputed so the library is what meets it) was reported as StoreMissing."""
-    build(run_cli, "rocksdb")
+    built_stores.copy(tmp_path, "rocksdb")
     (manifest,) = (store(tmp_path, "rocksdb") / "email-index").glob("MANIFEST-*")
     raw = bytearray(manifest.read_bytes())
     raw[len(raw) // 2] ^= 0x40
@@ -311,10 +346,10 @@ def test_a_damaged_rocksdb_database_is_labelled_damaged_naming_it(run_cli, tmp_p
     assert str(manifest.parent) in e["detail"] and "\n" not in e["detail"]
 
 
-def test_a_rocksdb_block_checksum_error_names_the_store(run_cli, tmp_path: Path) -> None:
+def test_a_rocksdb_block_checksum_error_names_the_store(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """Issue 34: a corrupt data block read by a phase was reported as a bare ``Exception:
     Corruption: block checksum mismatch: stored(context removed) = ...``."""
-    build(run_cli, "rocksdb")
+    built_stores.copy(tmp_path, "rocksdb")
     (table,) = sorted((store(tmp_path, "rocksdb") / "profiles").glob("*.sst"))[:1]
     raw = bytearray(table.read_bytes())
     raw[0] ^= 0x40  # the first data block: every post-update read reaches it
@@ -397,13 +432,13 @@ def test_a_read_only_sqlite_store_is_reused_by_an_unprivileged_user_again_and_ag
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli, tmp_path: Path) -> None:
+def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     """The same -wal/-shm left by a read-only reader made the next build's reset refuse the
     directory ("holds entries asyncbench did not write"); they are the library's idle
     state of the engine's own database, deleted with it. A WAL that holds a change is not."""
     import sqlite3
 
-    build(run_cli, "sqlite")
+    built_stores.copy(tmp_path, "sqlite")
     db = store(tmp_path, "sqlite") / "profiles.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.execute("SELECT count(*) FROM profiles").fetchone()

@@ -35,6 +35,7 @@ from asyncbench.parse import parse_int, parse_seconds
 from asyncbench.slo import make_slo, parse_requirement, parse_slo_text
 from asyncbench.workload import PhaseKind
 from asyncbench.workloads import REGISTRY as WORKLOADS
+from asyncbench.workloads import workload
 
 #: What a value type's ``read`` gives (an int, a list of rates, a path...): each row's own.
 T_co = TypeVar("T_co", covariant=True)

@@ -958,7 +958,7 @@ async def capacity_of_phase(
     wl = cfg.workload_impl
     kind = wl.phases[spec.kind]
     slo = make_slo(slo_for(cfg, spec.kind))
-    handles = worker_stores(workload(), engine)
+    handles = worker_stores(wl, engine)
 
     async def whole_stream() -> int:
         outcome = await run_operations(kind, items, handles, ctx, cfg.batch_size, _unlogged, None, cfg.seed, index, wl=wl)

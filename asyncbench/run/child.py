@@ -34,7 +34,7 @@ from asyncbench.result import EngineResult, PhaseResult, Status, write_atomic  #
 from asyncbench.run.isolation import TEMP_PREFIX  # noqa: E402
 from asyncbench.run.observers import Observer  # noqa: E402
 from asyncbench.run.parent_watch import ParentWatch  # noqa: E402
-from asyncbench.run.signals import StopSignals  # noqa: E402
+from asyncbench.run.signals import StopRequested, StopSignals  # noqa: E402
 
 
 class PartialResultWriter(Observer):
@@ -128,7 +128,12 @@ def _child_run(
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
     logger, log_fh = open_log(log_file, joining=True)  # the parent has it open for this run
-    plan = cfg.workload_impl.draw_plan(level.counts, cfg.seed)
+    try:
+        with stop.raising():  # the skip pass takes minutes at billions of draws: a stop ends it
+            plan = cfg.workload_impl.draw_plan(level.counts, cfg.seed)
+    except StopRequested:  # nothing started: the parent records the engine stopped at start-up
+        log_fh.close()
+        return 130
     sampler = MemorySampler()
     engine_run = EngineRun(cfg, level, engine, plan, ObserverGroup(), sampler)
     writer = PartialResultWriter(result_file, engine_run.result)

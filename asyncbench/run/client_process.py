@@ -256,7 +256,7 @@ class ClientProcess:
             "items": items,  # a mixed phase's per-kind latencies are read from it after the phase
             "parts": {w: parts[w] for w in self._hosted},
             "shares": shares(kind, parts),
-            "handles": {w: worker_store(workload(), engine, w) for w in self._hosted},
+            "handles": {w: worker_store(cfg.workload_impl, engine, w) for w in self._hosted},
         }
         return sum(len(p) for p in self._prepared["parts"].values())
 

@@ -69,7 +69,7 @@ async def _run(spec: dict[str, object]) -> None:
     after, batch = int(str(spec.get("after") or phase.crash.after)), cfg.batch_size  # this crash point
     async with anyio.create_task_group() as background:
         await engine.open(False, background)
-        store = worker_store(workload(), engine, 0)
+        store = worker_store(cfg.workload_impl, engine, 0)
         _say(f"start {time.monotonic_ns()}")
         for start in range(0, after, batch):
             chunk = items[start : min(after, start + batch)]

@@ -90,7 +90,6 @@ def check_own_stores(cfg: BenchConfig) -> None:
     workload's; refused here, naming what it lacks, rather than at its first phase."""
     from asyncbench.engine import Engine
     from asyncbench.engines import engine_class
-    from asyncbench.workloads import workload
 
     for name in cfg.engines:
         try:
@@ -99,7 +98,7 @@ def check_own_stores(cfg: BenchConfig) -> None:
             continue
         if cls.worker is not Engine.worker:
             continue  # it hands out primitives: every workload maps onto them
-        problem = workload().own_store_problem(cls)
+        problem = cfg.workload_impl.own_store_problem(cls)
         if problem is not None:
             raise ConfigError(cfg.source, "engines", f"engine {name!r}: {problem}")
 

@@ -427,7 +427,7 @@ class EngineRun:
         if kind.action is Action.OPERATIONS:
             # P comes from the engine's config (set once from the level): the engine opened
             # that many connections, and the phase runs that many workers
-            handles = worker_stores(workload(), engine)
+            handles = worker_stores(self.cfg.workload_impl, engine)
             # the marks go to unnamed temporary files (the system's temporary directory), not memory
             latency = PhaseRecorder(len(handles))
             try:

@@ -12,7 +12,10 @@ The handlers are plain ``signal.signal`` handlers, installed once before anythin
 and never removed, so there is no window (between the event loop's own handlers and
 ours, or while the report is written) in which a signal takes its default action. While
 the event loop runs, the first signal cancels the run's scope through
-``loop.call_soon_threadsafe``, which is safe from a handler.
+``loop.call_soon_threadsafe``, which is safe from a handler. Before the loop runs there is
+nothing to cancel: synchronous start-up work that can take minutes (an engine child's skip
+pass through billions of draws) runs inside :meth:`StopSignals.raising`, where the first
+signal raises :class:`StopRequested` between two of its kernel calls instead.
 """
 
 from __future__ import annotations
@@ -22,17 +25,22 @@ import contextlib
 import os
 import signal
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
 
-__all__ = ["FORCE_AFTER_SIGINTS", "STOP_SIGNALS", "StopSignals", "backend_options"]
+__all__ = ["FORCE_AFTER_SIGINTS", "STOP_SIGNALS", "StopRequested", "StopSignals", "backend_options"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The SIGINT that forces an exit instead of waiting for the graceful stop.
 FORCE_AFTER_SIGINTS = 3
 EXIT_INTERRUPTED = 130
+
+
+class StopRequested(BaseException):
+    """The first stop signal, raised inside :meth:`StopSignals.raising` (a BaseException,
+    as KeyboardInterrupt: no ``except Exception`` in the interrupted work may swallow it)."""
 
 
 class StopSignals:
@@ -55,6 +63,7 @@ class StopSignals:
         #: Say nothing: an engine child, whose parent speaks for both (Ctrl-C reaches the
         #: whole process group, and the parent then sends the child a SIGTERM too).
         self.quiet = False
+        self._raising = False
 
     def install(self) -> None:
         for sig in STOP_SIGNALS:
@@ -81,10 +90,28 @@ class StopSignals:
             self.interrupted = f"interrupted by {name}"
             self._say(f"\nasyncbench: {name}: stopping; {self.stopping} (Ctrl-C three times forces an exit)")
             self._cancel()
+            if self._raising:
+                self._raising = False  # once: the caller's clean-up runs undisturbed
+                raise StopRequested(self.interrupted)
         elif signum == signal.SIGINT and self._sigints >= FORCE_AFTER_SIGINTS:
             self.force_exit(name)
         else:
             self._say(f"asyncbench: {name}: already stopping ({self.interrupted}); signal absorbed")
+
+    @contextlib.contextmanager
+    def raising(self) -> Iterator[None]:
+        """Synchronous work in the main thread, before any event loop, that a stop must cut
+        short: inside, the first stop signal (or one that already came) raises
+        :class:`StopRequested`. Handlers run between bytecodes, so work in C must come in
+        calls of bounded length (the skip pass: ~50 ms each). Without this, an engine child
+        stopped during a skip pass of minutes drew on until its parent killed it 60 s later."""
+        if self.interrupted is not None:
+            raise StopRequested(self.interrupted)
+        self._raising = True
+        try:
+            yield
+        finally:
+            self._raising = False
 
     def _say(self, text: str) -> None:
         if not self.quiet:
