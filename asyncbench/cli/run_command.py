@@ -31,6 +31,7 @@ from asyncbench.config import (
     pace_phases,
 )
 from asyncbench.config.durations import check_durations
+from asyncbench.config.run_keys import one_spelling
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
 from asyncbench.run.memory_need import check_memory
@@ -56,7 +57,7 @@ queries/ranges, updates, post_reads, post_email_reads, post_queries).
 
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
-  python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
+  python -m asyncbench benchmarks.toml --engine {pair} --records 200k
   python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
   python -m asyncbench compare results/base results/new
 """
@@ -106,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--update-latest",
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
-        "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+        "OUTPUT/latest.md linking them; with several record counts the last one written wins",
     )
     p.add_argument(
         "--check-reference",
@@ -169,6 +170,8 @@ def add_run_key_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
         else:
             p.add_argument(key.flag, help=key.help, metavar=key.metavar)
+        for alias in key.flag_aliases:  # its own dest: apply_flags refuses both spellings at once
+            p.add_argument(alias, help=f"the same as {key.flag}", metavar=key.metavar or key.dest.upper())
 
 
 def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
@@ -178,14 +181,16 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         raise ConfigError(where, "--keep-data", "contradicts --clean-data")
     if args.keep_data:
         args.clean_data = False
+    given = _flags_given(args)
+    one_spelling(where, given, flags=True)
     for key in RUN_KEYS.values():
-        value = getattr(args, key.dest, None) if key.flag else None
-        if value is None:
-            continue
-        assert key.flag is not None
-        if isinstance(value, str):
-            value = key.type.from_text(where, key.flag, value)
-        apply_run_key(cfg, where, key.flag, key.name, value)
+        for flag in (key.flag, *key.flag_aliases) if key.flag else ():
+            value = given.get(flag)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                value = key.type.from_text(where, flag, value)
+            apply_run_key(cfg, where, flag, key.name, value)
     if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
         if args.clean_data:
             raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
@@ -222,9 +227,22 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
 
         latest = latest_files(cfg.output, output_run_dirs(cfg))
     check_run_paths(cfg, args.log_file, latest, where)
-    check_scale(cfg, profiles_from_flag=args.profiles is not None)
-    given = {"--profiles": args.profiles, "--parallelism": args.parallelism, "--batch-size": args.batch_size}
-    check_memory(cfg, flags=frozenset(flag for flag, value in given.items() if value is not None))
+    size = RUN_KEYS["profiles"]
+    size_flag = next((f for f in (size.flag, *size.flag_aliases) if f in given), None)
+    check_scale(cfg, size_flag=size_flag)
+    check_memory(cfg, flags=frozenset(f for f in (size_flag, "--parallelism", "--batch-size") if f in given))
+
+
+def _flags_given(args: argparse.Namespace) -> dict[str, object]:
+    """Each [run] key's flag (or other spelling of it) given on the command line: its value."""
+    given: dict[str, object] = {}
+    for key in RUN_KEYS.values():
+        for flag in (key.flag, *key.flag_aliases) if key.flag else ():
+            dest = key.dest if flag == key.flag else flag.lstrip("-").replace("-", "_")  # argparse's
+            value = getattr(args, dest, None)
+            if value is not None:
+                given[flag] = value
+    return given
 
 
 def run(args: argparse.Namespace) -> int:

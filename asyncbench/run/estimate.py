@@ -502,7 +502,7 @@ def calibrate(cfg: BenchConfig) -> tuple[MeasuredCosts, str, dict[str, str]]:
             rates.setdefault(name, {})[parallelism] = [MeasuredCost.median(measured)]
     took = perf_counter() - t0
     basis = (
-        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles "
+        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} records "
         + (f"({count} rounds, the engines taking turns, the median of each phase), " if count > 1 else "")
         + f"phase by phase, with {GROWTH_NOTE}"
     )
