@@ -5,8 +5,10 @@ turns them into a validated config and a run.
 run PLAN.toml``). Its flags are the [run] table's (:data:`asyncbench.config.RUN_KEYS`) plus
 the run's own options; each flag is validated like the file's key and named as the flag.
 The stop signals are installed before the plan is even read, so no signal takes its
-default action from here on; the checks that need more than the plan
-(``--check-reference``, ``--require-accelerator``) are :mod:`asyncbench.run.preflight`'s.
+default action from here on. Once the flags are in, the config is checked whole by
+:func:`asyncbench.run.validate.validate` (what a config built in code gets too); the
+checks of the run's own options (``--check-reference``, ``--require-accelerator``) are
+:mod:`asyncbench.run.preflight`'s.
 """
 
 from __future__ import annotations
@@ -15,28 +17,12 @@ import argparse
 import sys
 import textwrap
 
-from asyncbench.config import (
-    RUN_KEYS,
-    BenchConfig,
-    Bool,
-    ConfigError,
-    apply_run_key,
-    chart_phases,
-    check_capacity,
-    check_pacing,
-    check_phase_counts,
-    check_phase_total,
-    check_repeats,
-    load,
-    pace_phases,
-)
-from asyncbench.config.durations import check_durations
+from asyncbench.config import RUN_KEYS, BenchConfig, Bool, ConfigError, apply_run_key, load
 from asyncbench.config.run_keys import one_spelling
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
-from asyncbench.run.memory_need import check_memory
-from asyncbench.run.scale import check_scale
 from asyncbench.run.signals import StopSignals
+from asyncbench.run.validate import validate
 
 __all__ = ["EPILOG", "add_arguments", "apply_flags", "epilog", "run"]
 
@@ -191,35 +177,9 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             if isinstance(value, str):
                 value = key.type.from_text(where, flag, value)
             apply_run_key(cfg, where, flag, key.name, value)
-    if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
-        if args.clean_data:
-            raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
-        if cfg.processes is not None or cfg.cluster is not None:
-            raise ConfigError(
-                where,
-                "--reuse-data",
-                "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
-            )
-        cfg.clean_data = False
+    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse)
+        raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
     cfg.check_rate = bool(getattr(args, "check_rate", False))
-    check_capacity(cfg, where if args.capacity or args.slo or args.require_rate else cfg.source)
-    scaled_by_flag = getattr(args, "processes", None) is not None or getattr(args, "cluster", None) is not None
-    check_durations(cfg, where if scaled_by_flag else cfg.source)
-    if args.arrivals is not None:
-        check_pacing(cfg, where, "--arrivals")
-    else:
-        check_pacing(cfg, cfg.source, "run.arrivals")
-    pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
-    if args.rate is not None:
-        check_phase_total(cfg.phases, where, "--rate")
-    else:
-        check_phase_total(cfg.phases, cfg.source, "run.rate")
-    if args.over_time is not None:
-        chart_phases(cfg, where, "--over-time")
-    else:
-        chart_phases(cfg, cfg.source, "run.over_time")
-    check_phase_counts(cfg, where)
-    check_repeats(cfg, where)
     latest = []
     if args.update_latest:
         from asyncbench.dirs.paths import output_run_dirs
@@ -227,10 +187,8 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
 
         latest = latest_files(cfg.output, output_run_dirs(cfg))
     check_run_paths(cfg, args.log_file, latest, where)
-    size = RUN_KEYS["profiles"]
-    size_flag = next((f for f in (size.flag, *size.flag_aliases) if f in given), None)
-    check_scale(cfg, size_flag=size_flag)
-    check_memory(cfg, flags=frozenset(f for f in (size_flag, "--parallelism", "--batch-size") if f in given))
+    # the checks a config built in code runs too, naming the flags that set a value
+    validate(cfg, flags={k.name: f for k in RUN_KEYS.values() for f in given if f in (k.flag, *k.flag_aliases)})
 
 
 def _flags_given(args: argparse.Namespace) -> dict[str, object]:
@@ -280,13 +238,6 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         apply_flags(cfg, args)
         from asyncbench.run import preflight
 
-        preflight.check_placement(cfg)
-        preflight.check_environment(cfg)
-        preflight.check_capacity_stream(cfg)
-        if args.reuse_data:
-            preflight.check_reuse(cfg, "command line", "--reuse-data")
-        else:
-            preflight.check_reuse(cfg, cfg.source, "run.reuse_data")
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

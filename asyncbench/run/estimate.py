@@ -26,10 +26,11 @@ from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.run import pacing, reuse
+from asyncbench.run import pacing
 from asyncbench.run.capacity import needed_operations, search_seconds, writes
+from asyncbench.run.plan_operations import running_phases, stream_operations
 from asyncbench.slo import make_slo
-from asyncbench.workload import Action, Items
+from asyncbench.workload import Action
 from asyncbench.workloads import workload
 
 __all__ = [
@@ -77,17 +78,6 @@ HISTORY_FILES = 40
 MAX_WARNINGS = 10
 
 
-def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
-    """The phases the run will run: a reuse run (``reuse_data``) leaves out the writes and
-    the reads of the other side of the updates (:func:`asyncbench.run.reuse.skip_reason`;
-    the store was built by this plan's writes, so it holds updated profiles when they
-    rewrite any), and an estimate of them would count time never spent."""
-    if not cfg.reuse_data:
-        return list(cfg.phases)
-    updated = reuse.updated({"writes": reuse.writes(cfg.phases)})
-    return [s for s in cfg.phases if reuse.skip_reason(s, updated) is None]
-
-
 def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
     """Each phase the run will run (:func:`running_phases`) with the operations one engine
     performs in it for ``profiles`` (0 for maintenance phases; verify's four). A capacity
@@ -99,25 +89,6 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     for spec, ops in stream_operations(cfg, profiles):
         if spec.capacity and not writes(workload().phases[spec.kind]):
             ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
-        out.append((spec, ops))
-    return out
-
-
-def stream_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
-    """Each phase the run will run with the operations its stream holds for ``profiles``."""
-    counts = cfg.counts_for(profiles)
-    out = []
-    for spec in running_phases(cfg):
-        kind = workload().phases[spec.kind]
-        ops = 0
-        if kind.items is Items.PROFILE_IDS:
-            ops = profiles
-        elif kind.takes_stream and spec.stream is not None:
-            ops = spec.count if spec.count is not None else getattr(counts, workload().stream_count(spec.stream))
-        elif kind.action is Action.VERIFY:
-            ops = workload().verify_ops
-        elif spec.operations is not None:  # a workload's own size of a phase (YCSB's mixed)
-            ops = spec.operations
         out.append((spec, ops))
     return out
 
