@@ -89,3 +89,18 @@ def test_a_refusal_of_the_size_names_the_key_as_the_plan_spells_it(tmp_path: Pat
 def test_ycsb_records_flag_runs(run_cli) -> None:  # type: ignore[no-untyped-def]
     code, (result,), _ = run_cli(str(YCSB), *RUN, "--records", "200")
     assert code == 0 and result["profiles"] == 200 and result["workload"] == "ycsb"
+
+
+def test_compare_names_a_different_size_as_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare's list of settings measured differently speaks of the size as records,
+    whatever the workload (it said "profiles" for YCSB results too)."""
+    from test_compare import sample, write
+
+    from asyncbench.cli.main import main
+
+    bigger = sample()
+    bigger.profiles *= 2
+    base, new = write(tmp_path, "a", sample()), write(tmp_path, "b", bigger)
+    main(["compare", str(base), str(new)])
+    out = capsys.readouterr().out
+    assert f"records: base {sample().profiles}; new {bigger.profiles}" in out
