@@ -40,8 +40,15 @@ def benchmark(cfg: BenchConfig, tmp_path: Path) -> Benchmark:
         ({"reuse_data": True, "processes": 2}, "run.reuse_data", "distributed"),
         ({"reuse_data": True}, "run.reuse_data", "keeps no store to reuse"),
         ({"over_time": ["no_such_phase"]}, "run.over_time", ""),
+        ({"phases": []}, "phase", "at least one"),
+        ({"phases": [PhaseSpec("no_such_kind", "x")]}, "phase[0].kind", "unknown phase kind"),
+        ({"counts": {"reads": -5}}, "counts.reads", "between"),
+        ({"engine_settings": {"memory": {"no_such_setting": 1}}}, "engines.memory.no_such_setting", "unknown setting"),
     ],
-    ids=["size", "parallelism", "engine", "warmup", "arrivals", "sweep", "reuse-scaled", "reuse-memory", "over-time"],
+    ids=[
+        "size", "parallelism", "engine", "warmup", "arrivals", "sweep", "reuse-scaled", "reuse-memory", "over-time",
+        "no-phase", "phase-kind", "count", "engine-setting",
+    ],
 )
 def test_a_bad_config_built_in_code_is_refused_by_benchmark(
     tmp_path: Path, fields: dict[str, object], key: str, problem: str

@@ -36,12 +36,15 @@ from asyncbench.config import (
     check_repeats,
     pace_phases,
 )
+from asyncbench.config.counts import read_counts
 from asyncbench.config.durations import check_durations
+from asyncbench.config.engines import engine_settings
 from asyncbench.run import preflight
 from asyncbench.run.memory_need import check_memory
 from asyncbench.run.scale import check_scale
+from asyncbench.workloads import workload
 
-__all__ = ["COMMAND_LINE", "check_values", "validate"]
+__all__ = ["COMMAND_LINE", "check_tables", "check_values", "validate"]
 
 COMMAND_LINE = "command line"
 
@@ -61,6 +64,7 @@ def validate(cfg: BenchConfig, flags: Mapping[str, str] | None = None) -> None:
         return COMMAND_LINE if flags.keys() & set(names) else cfg.source
 
     check_values(cfg, flags)
+    check_tables(cfg)
     if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
         if cfg.processes is not None or cfg.cluster is not None:
             raise ConfigError(
@@ -106,3 +110,19 @@ def check_values(cfg: BenchConfig, flags: Mapping[str, str] | None = None) -> No
             value = 0  # no timeout: 0 in a plan
         key.type.read(where, name, value)
 
+
+
+def check_tables(cfg: BenchConfig) -> None:
+    """The plan's other tables as a config holds them: at least one phase, each of a phase
+    kind of the workload (one unknown raised a KeyError deep in the checks that follow),
+    and ``[counts]`` and ``[engines.<name>]`` read again as a plan's (their held shape is
+    the plan's). A phase's other keys were checked when the plan was read; a ``PhaseSpec``
+    built in code is taken as given."""
+    if not cfg.phases:
+        raise ConfigError(cfg.source, "phase", "needs at least one [[phase]] table")
+    kinds = workload().phases
+    for i, spec in enumerate(cfg.phases):
+        if spec.kind not in kinds:
+            raise ConfigError(cfg.source, f"phase[{i}].kind", f"unknown phase kind {spec.kind!r}; known: {', '.join(kinds)}")
+    read_counts(cfg.source, cfg.counts)
+    engine_settings(cfg.source, cfg.engine_settings)
