@@ -264,12 +264,12 @@ def test_a_directory_that_is_not_a_results_directory_is_bounded(
 ) -> None:
     """``compare /`` would walk the whole filesystem: the walk stops after a bounded number
     of entries and refuses, naming the directory and the bound."""
-    from asyncbench.cli import compare as compare_cli
+    from asyncbench.report.compare import inputs as compare_inputs
 
     side = tmp_path / "big"
     for i in range(30):
         (side / f"sub{i}").mkdir(parents=True)
-    monkeypatch.setattr(compare_cli, "MAX_WALK_ENTRIES", 20)
+    monkeypatch.setattr(compare_inputs, "MAX_WALK_ENTRIES", 20)
     assert main(["compare", str(side), str(side)]) == 2
     err = capsys.readouterr().err
     assert str(side) in err and "20" in err and "not a results directory" in err
@@ -282,8 +282,8 @@ def test_a_result_file_that_vanishes_after_the_walk_is_skipped_with_a_warning(
     named on the command line that cannot be read is still an error (exit 2)."""
     import errno
 
-    from asyncbench.cli import compare as compare_cli
     from asyncbench.fs.inputs import InputError, read_input
+    from asyncbench.report.compare import inputs as compare_inputs
 
     side = tmp_path / "side"
     side.mkdir()
@@ -295,7 +295,7 @@ def test_a_result_file_that_vanishes_after_the_walk_is_skipped_with_a_warning(
             raise InputError("does not exist", errno.ENOENT)
         return read_input(path)
 
-    monkeypatch.setattr(compare_cli, "read_input", flaky)
+    monkeypatch.setattr(compare_inputs, "read_input", flaky)
     code = main(["compare", str(side), str(good), "--json"])
     captured = capsys.readouterr()
     assert code == 0 and orjson.loads(captured.out)["rows"]

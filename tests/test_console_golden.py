@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from asyncbench.cli.compare import compare_sides, load_side, one_sided, render_text
 from asyncbench.cli.main import main
+from asyncbench.report.compare.inputs import load_side
+from asyncbench.report.compare.rows import compare_sides, one_sided
+from asyncbench.report.compare.text import render_text
 from asyncbench.result import RunResult
 
 GOLDEN = Path(__file__).parent / "golden"

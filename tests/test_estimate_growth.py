@@ -12,19 +12,19 @@ from conftest import ROOT
 from asyncbench.config import load
 from asyncbench.engine import EngineUnavailable, cost_growth_problem
 from asyncbench.engines import REGISTRY, engine_class
-from asyncbench.run.estimate import GROWTH_KNEE, Rate, calibrate, cost_factor, growth
+from asyncbench.run.estimate import GROWTH_KNEE, MeasuredCost, calibrate, cost_factor, growth
 
 PLAN = ROOT / "benchmarks.toml"
 QUERY = 100e-6  # a query phase's operation: many reads
 POINT = 10e-6  # every other operation
 
 
-def rate_at_1k() -> Rate:
+def rate_at_1k() -> MeasuredCost:
     kinds = ["insert", "read_by_id", "lookup_by_email", "update", "scan_country_status", "scan_created_at"]
     kinds += ["scan_top_reputation"]
     per_op = dict.fromkeys(kinds, POINT)
     per_op |= dict.fromkeys(["query_country_status", "query_created_at", "query_top_reputation"], QUERY)
-    return Rate(profiles=1_000, per_op=per_op, per_phase={}, overhead=0.0, bytes_per_profile=0.0)
+    return MeasuredCost(profiles=1_000, per_op=per_op, per_phase={}, overhead=0.0, bytes_per_profile=0.0)
 
 
 def test_a_small_measurement_is_scaled_phase_by_phase_with_the_plans_mix() -> None:
@@ -156,21 +156,21 @@ def test_each_phase_costs_the_median_of_the_calibration_rounds() -> None:
     """A 2M run's estimate printed 0.77x (lsm) and 0.63x (rocksdb) of its measured time on
     a quiet machine, where the same plan's had been 0.98x and 0.90x: one calibration is one
     moment of the machine. The rounds' median drops the odd moment, phase by phase."""
-    from asyncbench.run.estimate import Rate
+    from asyncbench.run.estimate import MeasuredCost
 
-    def at(read: float, query: float, settle: float, overhead: float) -> Rate:
+    def at(read: float, query: float, settle: float, overhead: float) -> MeasuredCost:
         per_op = {"read_by_id": read, "query_country_status": query}
-        return Rate(20_000, per_op, {"settle": settle}, overhead, 100.0)
+        return MeasuredCost(20_000, per_op, {"settle": settle}, overhead, 100.0)
 
     fast, usual, slow = at(1e-6, 50e-6, 0.01, 0.5), at(2e-6, 60e-6, 0.02, 0.6), at(9e-6, 300e-6, 0.9, 3.0)
-    got = Rate.median([slow, fast, usual])
+    got = MeasuredCost.median([slow, fast, usual])
     assert got.per_op == {"read_by_id": 2e-6, "query_country_status": 60e-6}
     assert got.per_phase == {"settle": 0.02}
     assert (got.overhead, got.bytes_per_profile, got.profiles) == (0.6, 100.0, 20_000)
     # a phase only some rounds measured: the median of those that did
-    only_two = Rate(20_000, {"read_by_id": 4e-6, "update": 7e-6}, {}, 0.6, 100.0)
+    only_two = MeasuredCost(20_000, {"read_by_id": 4e-6, "update": 7e-6}, {}, 0.6, 100.0)
     want = {"read_by_id": 2.5e-6, "query_country_status": 50e-6, "update": 7e-6}
-    assert Rate.median([fast, only_two]).per_op == pytest.approx(want)
+    assert MeasuredCost.median([fast, only_two]).per_op == pytest.approx(want)
 
 
 def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, monkeypatch) -> None:

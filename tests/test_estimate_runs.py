@@ -16,7 +16,14 @@ from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
 from asyncbench.run import reuse
-from asyncbench.run.estimate import Rate, estimate, growth, paced_seconds, phase_operations, stream_operations
+from asyncbench.run.estimate import (
+    MeasuredCost,
+    estimate,
+    growth,
+    paced_seconds,
+    phase_operations,
+    stream_operations,
+)
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
@@ -25,7 +32,7 @@ PER_OP = 1e-5
 
 def _rates(cfg):  # type: ignore[no-untyped-def]
     kinds = {s.kind for s in cfg.phases if PHASES[s.kind].action is Action.OPERATIONS}
-    rate = Rate(20_000, dict.fromkeys(kinds, PER_OP), {}, 0.0, 100.0)
+    rate = MeasuredCost(20_000, dict.fromkeys(kinds, PER_OP), {}, 0.0, 100.0)
     return {"memory": {1: [rate]}}, "a fixed rate"
 
 

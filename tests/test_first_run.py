@@ -56,7 +56,7 @@ def test_estimate_calibrates_without_history(tmp_path) -> None:
     cfg = load(QUICK)
     cfg.output, cfg.engines, cfg.profiles = tmp_path / "none", ["memory"], [500_000]
     est = estimate(cfg)
-    assert "calibration at 20_000 profiles" in est.basis
+    assert "calibration at 20_000 records" in est.basis
     assert est.seconds is not None and est.seconds > 0
 
 

@@ -251,12 +251,12 @@ def test_a_slow_rate_makes_the_estimate_a_lower_bound_and_asks(tmp_path: Path, r
 def test_a_measured_rate_is_never_faster_than_the_target_rate(tmp_path: Path) -> None:
     from asyncbench.cli.run_command import apply_flags
     from asyncbench.config import load
-    from asyncbench.run.estimate import Rate, calibration_config, phase_operations
+    from asyncbench.run.estimate import MeasuredCost, calibration_config, phase_operations
 
     plan = plan_with(tmp_path)
     cfg = load(plan)
     apply_flags(cfg, _args(plan, tmp_path, "--rate", "5"))
-    fast = Rate(100, {"insert": 1e-6, "read_by_id": 1e-6}, {}, 0.0, 100.0)
+    fast = MeasuredCost(100, {"insert": 1e-6, "read_by_id": 1e-6}, {}, 0.0, 100.0)
     paced = sum(ops / 5 for spec, ops in phase_operations(cfg, 100) if spec.rate)
     assert fast.seconds("memory", cfg, 100) >= paced > 1
     # the calibration measures closed loop: it would otherwise run at 5 ops/s

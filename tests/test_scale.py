@@ -45,15 +45,16 @@ def test_a_count_the_machine_cannot_hold_is_a_config_error(run_cli, tmp_path: Pa
 
 def test_the_key_named_is_the_one_that_sized_the_phase(tmp_path: Path) -> None:
     cfg = load(plan_with(tmp_path, {}))
-    assert largest_phase(cfg) == largest_phase(cfg, False)
+    assert largest_phase(cfg) == largest_phase(cfg, None)
     phase = largest_phase(cfg)
     assert phase is not None and (phase.ops, phase.key, phase.where) == (
         20_000,
         "run.profiles",
         str(cfg.source),
     )
-    flagged = largest_phase(cfg, profiles_from_flag=True)
-    assert flagged is not None and (flagged.key, flagged.where) == ("--profiles", "command line")
+    for flag in ("--records", "--profiles"):  # the spelling the command line used
+        flagged = largest_phase(cfg, size_flag=flag)
+        assert flagged is not None and (flagged.key, flagged.where) == (flag, "command line")
     cfg.counts["updates"] = 50_000
     phase = largest_phase(cfg)
     assert phase is not None and (phase.ops, phase.key) == (50_000, "counts.updates")

@@ -5,8 +5,10 @@ turns them into a validated config and a run.
 run PLAN.toml``). Its flags are the [run] table's (:data:`asyncbench.config.RUN_KEYS`) plus
 the run's own options; each flag is validated like the file's key and named as the flag.
 The stop signals are installed before the plan is even read, so no signal takes its
-default action from here on; the checks that need more than the plan
-(``--check-reference``, ``--require-accelerator``) are :mod:`asyncbench.run.preflight`'s.
+default action from here on. Once the flags are in, the config is checked whole by
+:func:`asyncbench.run.validate.validate` (what a config built in code gets too); the
+checks of the run's own options (``--check-reference``, ``--require-accelerator``) are
+:mod:`asyncbench.run.preflight`'s.
 """
 
 from __future__ import annotations
@@ -15,27 +17,12 @@ import argparse
 import sys
 import textwrap
 
-from asyncbench.config import (
-    RUN_KEYS,
-    BenchConfig,
-    Bool,
-    ConfigError,
-    apply_run_key,
-    chart_phases,
-    check_capacity,
-    check_pacing,
-    check_phase_counts,
-    check_phase_total,
-    check_repeats,
-    load,
-    pace_phases,
-)
-from asyncbench.config.durations import check_durations
+from asyncbench.config import RUN_KEYS, BenchConfig, Bool, ConfigError, apply_run_key, load
+from asyncbench.config.run_keys import one_spelling
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
-from asyncbench.run.memory_need import check_memory
-from asyncbench.run.scale import check_scale
 from asyncbench.run.signals import StopSignals
+from asyncbench.run.validate import validate
 
 __all__ = ["EPILOG", "add_arguments", "apply_flags", "epilog", "run"]
 
@@ -56,7 +43,7 @@ queries/ranges, updates, post_reads, post_email_reads, post_queries).
 
 examples:
   python -m asyncbench benchmarks/quick.toml --engine {first}
-  python -m asyncbench benchmarks.toml --engine {pair} --profiles 200k
+  python -m asyncbench benchmarks.toml --engine {pair} --records 200k
   python -m asyncbench report results/profiles-20000-p1/asyncbench-<stamp>.json
   python -m asyncbench compare results/base results/new
 """
@@ -106,7 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--update-latest",
         action="store_true",
         help="after each result is saved, copy its charts to OUTPUT/latest-<chart>.svg and write "
-        "OUTPUT/latest.md linking them; with several profile counts the last one written wins",
+        "OUTPUT/latest.md linking them; with several record counts the last one written wins",
     )
     p.add_argument(
         "--check-reference",
@@ -169,6 +156,8 @@ def add_run_key_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(key.flag, help=f"engines to run, comma separated: {', '.join(REGISTRY)}, or all")
         else:
             p.add_argument(key.flag, help=key.help, metavar=key.metavar)
+        for alias in key.flag_aliases:  # its own dest: apply_flags refuses both spellings at once
+            p.add_argument(alias, help=f"the same as {key.flag}", metavar=key.metavar or key.dest.upper())
 
 
 def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
@@ -178,43 +167,19 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
         raise ConfigError(where, "--keep-data", "contradicts --clean-data")
     if args.keep_data:
         args.clean_data = False
+    given = _flags_given(args)
+    one_spelling(where, given, flags=True)
     for key in RUN_KEYS.values():
-        value = getattr(args, key.dest, None) if key.flag else None
-        if value is None:
-            continue
-        assert key.flag is not None
-        if isinstance(value, str):
-            value = key.type.from_text(where, key.flag, value)
-        apply_run_key(cfg, where, key.flag, key.name, value)
-    if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
-        if args.clean_data:
-            raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
-        if cfg.processes is not None or cfg.cluster is not None:
-            raise ConfigError(
-                where,
-                "--reuse-data",
-                "a distributed run's engines (client/server) keep no fingerprint of their store; reuse is for file engines",
-            )
-        cfg.clean_data = False
+        for flag in (key.flag, *key.flag_aliases) if key.flag else ():
+            value = given.get(flag)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                value = key.type.from_text(where, flag, value)
+            apply_run_key(cfg, where, flag, key.name, value)
+    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse)
+        raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
     cfg.check_rate = bool(getattr(args, "check_rate", False))
-    check_capacity(cfg, where if args.capacity or args.slo or args.require_rate else cfg.source)
-    scaled_by_flag = getattr(args, "processes", None) is not None or getattr(args, "cluster", None) is not None
-    check_durations(cfg, where if scaled_by_flag else cfg.source)
-    if args.arrivals is not None:
-        check_pacing(cfg, where, "--arrivals")
-    else:
-        check_pacing(cfg, cfg.source, "run.arrivals")
-    pace_phases(cfg)  # the run's rate (plan or --rate) on the operation phases without one
-    if args.rate is not None:
-        check_phase_total(cfg.phases, where, "--rate")
-    else:
-        check_phase_total(cfg.phases, cfg.source, "run.rate")
-    if args.over_time is not None:
-        chart_phases(cfg, where, "--over-time")
-    else:
-        chart_phases(cfg, cfg.source, "run.over_time")
-    check_phase_counts(cfg, where)
-    check_repeats(cfg, where)
     latest = []
     if args.update_latest:
         from asyncbench.dirs.paths import output_run_dirs
@@ -222,9 +187,20 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
 
         latest = latest_files(cfg.output, output_run_dirs(cfg))
     check_run_paths(cfg, args.log_file, latest, where)
-    check_scale(cfg, profiles_from_flag=args.profiles is not None)
-    given = {"--profiles": args.profiles, "--parallelism": args.parallelism, "--batch-size": args.batch_size}
-    check_memory(cfg, flags=frozenset(flag for flag, value in given.items() if value is not None))
+    # the checks a config built in code runs too, naming the flags that set a value
+    validate(cfg, flags={k.name: f for k in RUN_KEYS.values() for f in given if f in (k.flag, *k.flag_aliases)})
+
+
+def _flags_given(args: argparse.Namespace) -> dict[str, object]:
+    """Each [run] key's flag (or other spelling of it) given on the command line: its value."""
+    given: dict[str, object] = {}
+    for key in RUN_KEYS.values():
+        for flag in (key.flag, *key.flag_aliases) if key.flag else ():
+            dest = key.dest if flag == key.flag else flag.lstrip("-").replace("-", "_")  # argparse's
+            value = getattr(args, dest, None)
+            if value is not None:
+                given[flag] = value
+    return given
 
 
 def run(args: argparse.Namespace) -> int:
@@ -262,14 +238,6 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
         apply_flags(cfg, args)
         from asyncbench.run import preflight
 
-        preflight.check_placement(cfg)
-        preflight.check_environment(cfg)
-        preflight.check_own_stores(cfg)
-        preflight.check_capacity_stream(cfg)
-        if args.reuse_data:
-            preflight.check_reuse(cfg, "command line", "--reuse-data")
-        else:
-            preflight.check_reuse(cfg, cfg.source, "run.reuse_data")
         if args.check_reference:
             preflight.check_published(cfg)
         if args.require_accelerator:

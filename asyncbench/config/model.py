@@ -132,6 +132,9 @@ class BenchConfig:
     counts: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     engine_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     phases: list[PhaseSpec] = field(default_factory=list)
+    #: How the plan spelled the store's size under [run] (``records``, or ``profiles`` as
+    #: before issue 54): a later check that refuses the size names the key the plan has.
+    size_key: str = "records"
 
     @property
     def workload_impl(self) -> Workload:

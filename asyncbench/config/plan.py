@@ -17,13 +17,15 @@ from asyncbench.config.engines import engine_settings
 from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig
 from asyncbench.config.phases import check_phase_counts, read_phases
-from asyncbench.config.run_keys import apply_run_key
+from asyncbench.config.run_keys import RUN_KEYS, apply_run_key, one_spelling
 from asyncbench.workload import SettingError
 
 TOP_KEYS = {"run", "counts", "engines", "phase", "slo"}
 #: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
 #: a person wrote, and parsing it would take the time and memory its size says.
 MAX_PLAN_BYTES = 1024 * 1024
+#: The [run] key of the store's size, as a plan may spell it (records, or profiles).
+SIZE_KEYS = (RUN_KEYS["profiles"].name, *RUN_KEYS["profiles"].plan_aliases)
 
 
 def load(path: str | Path) -> BenchConfig:
@@ -93,8 +95,10 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
         )
     if not isinstance(run, dict):
         raise ConfigError(where, "run", "must be a table")
+    one_spelling(where, run)
     for k, v in run.items():
         apply_run_key(cfg, where, f"run.{k}", k, v)
+    cfg.size_key = next((k for k in SIZE_KEYS if k in run), cfg.size_key)
     if section:
         table = doc.get(section)
         if not isinstance(table, dict):
@@ -104,8 +108,8 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
         except SettingError as exc:
             raise ConfigError(where, f"{section}.{exc.key}", exc.problem) from None
         size = wl.size(cfg.workload_settings)
-        if size is not None and "profiles" not in run:
-            cfg.profiles = [size]  # the workload's size; --profiles overrides it
+        if size is not None and not any(k in run for k in SIZE_KEYS):
+            cfg.profiles = [size]  # the workload's size; run.records and --records override it
     cfg.counts = read_counts(where, doc.get("counts", {}), wl)
     cfg.engine_settings = engine_settings(where, doc.get("engines", {}))
     cfg.phases = read_phases(where, doc.get("phase"), wl, cfg.workload_settings)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -351,6 +351,12 @@ class RunKey:
     metavar: str | None = None  # the flag's value in --help, where its name would overflow 80 columns
     #: the recorded value as the report's Configuration table shows it; None: no row this run
     shown: Callable[[Any], str | None] = _shown  # Any: each row's own value type (the table is heterogeneous)
+    #: Other spellings of the key in a plan's [run] table and of its flag, kept working as
+    #: they were; a plan or command line giving two spellings of one key is refused. (The
+    #: store's size is ``records``/``--records`` for every workload; ``profiles``/``--profiles``,
+    #: the first workload's word, is its other spelling and the field's name.)
+    plan_aliases: tuple[str, ...] = ()
+    flag_aliases: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -397,12 +403,15 @@ RUN_KEYS: dict[str, RunKey] = {
         RunKey("engines", EngineNames(), "engines to run, comma separated, or all", flag="--engine"),
         RunKey(
             "profiles",
-            IntList(1, MAX_PROFILES, "profile count"),
-            "profile count(s), e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts (the ycsb workload: its record count)",
-            flag="--profiles",
+            IntList(1, MAX_PROFILES, "record count"),
+            "records in the store, every workload's size (the profile store's profiles, YCSB's recordcount), "
+            "e.g. 20k, 2M, 2_000_000 or 1M,2M; rescales default counts",
+            flag="--records",
             report="Profiles",
-            compare="profiles",
+            compare="records",
             result="profiles",
+            plan_aliases=("records",),
+            flag_aliases=("--profiles",),
         ),
         RunKey(
             "parallelism",
@@ -580,8 +589,25 @@ RUN_KEYS: dict[str, RunKey] = {
 }
 
 
+#: Every spelling of a [run] key in a plan -> its row's name (a row's name, and its aliases).
+PLAN_KEYS: dict[str, str] = {
+    spelling: k.name for k in RUN_KEYS.values() for spelling in (k.name, *k.plan_aliases)
+}
+
+
 def apply_run_key(cfg: BenchConfig, where: str, key: str, name: str, v: object) -> None:
-    """Set one ``[run]`` value (from the file or a flag) after checking it."""
-    if name not in RUN_KEYS:
-        raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(RUN_KEYS))}")
-    RUN_KEYS[name].apply(cfg, where, key, v)
+    """Set one ``[run]`` value (from the file or a flag) after checking it; ``name`` is the
+    key as spelled (``records`` sets the ``profiles`` row)."""
+    if name not in PLAN_KEYS:
+        raise ConfigError(where, key, f"unknown key; allowed: {', '.join(sorted(PLAN_KEYS))}")
+    RUN_KEYS[PLAN_KEYS[name]].apply(cfg, where, key, v)
+
+
+def one_spelling(where: str, given: Collection[str], flags: bool = False) -> None:
+    """Refuse two spellings of one key among ``given`` (a plan's [run] keys, or with
+    ``flags`` the flags on a command line), naming both: which one was meant cannot be told."""
+    for row in RUN_KEYS.values():
+        spellings = [row.flag, *row.flag_aliases] if flags else [row.name, *row.plan_aliases]
+        both = [s if flags else f"run.{s}" for s in spellings if s is not None and s in given]
+        if len(both) > 1:
+            raise ConfigError(where, both[0], f"is {both[1]} spelled another way; give one of them")

@@ -42,8 +42,7 @@ from asyncbench.report.chart_style import (
     svg,
 )
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, RunResult
-from asyncbench.workload import Action
-from asyncbench.workload import Group as Group_
+from asyncbench.workload import Action, Group
 
 #: A chart of a run, not drawn yet: (slug, title, draw); :func:`~.chart_style.svg` draws it.
 Drawing = tuple[str, str, Callable[[], Figure]]
@@ -60,7 +59,7 @@ class Chart:
     #: ``draw(run)``, or ``draw(run, index)`` for a chart drawn per phase (``per_phase``)
     draw: Callable[..., Figure]
     #: the phase groups the chart shows; a plan running none of them gets no such chart
-    groups: tuple[Group_, ...] = ()
+    groups: tuple[Group, ...] = ()
     #: another condition for drawing it (the cost chart: a result that measured cost)
     when: Callable[[RunResult], bool] | None = None
     #: drawn from every measured repeat (latency histograms merged), not from the view of
@@ -247,7 +246,10 @@ def _floor_note(e: EngineResult, figure: str) -> str:
 
 
 @dataclass
-class Group:
+class PhaseBars:
+    """One phase's bars in a throughput chart: a cell per engine, with its spread, skip or
+    target rate. (Not :class:`asyncbench.workload.Group`, the kind of phase a chart shows.)"""
+
     label: str
     values: dict[str, tuple[int, float] | None]  # engine -> (ops, seconds), None when not run
     #: engine -> (min, max) ops/s over the measured repeats: drawn as a min-max error bar
@@ -269,7 +271,7 @@ class Group:
 
 
 def _throughput(
-    run: RunResult, title: str, subtitle: str, groups: Sequence[Group], extra_notes: Sequence[str] = ()
+    run: RunResult, title: str, subtitle: str, groups: Sequence[PhaseBars], extra_notes: Sequence[str] = ()
 ) -> Figure:
     floors = sorted(_floor_names(run))
     engines = [e.engine for e in run.engines if e.engine not in floors]
@@ -395,7 +397,7 @@ def _throughput(
     return fig
 
 
-def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
+def _plan_indexes(run: RunResult, groups: tuple[Group, ...]) -> list[int]:
     """Plan positions of the operation phases in ``groups``, in plan order; a capacity
     search's phase is left out (its probes ran at many rates: their mean throughput is no
     bar; the capacity chart shows it)."""
@@ -403,10 +405,10 @@ def _plan_indexes(run: RunResult, groups: tuple[Group_, ...]) -> list[int]:
     return [i for i, p in enumerate(run.phases) if p.kind.group in groups and i not in searched]
 
 
-def _ops_groups(run: RunResult, groups: tuple[Group_, ...]) -> list[Group]:
+def _ops_groups(run: RunResult, groups: tuple[Group, ...]) -> list[PhaseBars]:
     out = []
     for i in _plan_indexes(run, groups):
-        g = Group(run.phases[i].name, {}, _ranges(run, i))
+        g = PhaseBars(run.phases[i].name, {}, _ranges(run, i))
         for e in run.engines:
             p = e.phase_at(i)
             g.take(e.engine, p, (p.ops, p.seconds) if p and p.action is Action.OPERATIONS else None)
@@ -431,18 +433,18 @@ def _stabilize_after(run: RunResult, index: int) -> int | None:
         kind = run.phases[i].kind
         if kind.action is Action.STABILIZE:
             return i
-        if kind.group is not Group_.MAINTENANCE:
+        if kind.group is not Group.MAINTENANCE:
             return None
     return None
 
 
 def write_throughput(run: RunResult) -> Figure:
-    groups: list[Group] = []
-    for index in _plan_indexes(run, (Group_.WRITE,)):
+    groups: list[PhaseBars] = []
+    for index in _plan_indexes(run, (Group.WRITE,)):
         name = run.phases[index].name
         stab = _stabilize_after(run, index)
-        raw = Group(name, {}, _ranges(run, index))
-        ready = Group(f"{name} ready\n(+ {run.phases[stab].name})" if stab is not None else name, {})
+        raw = PhaseBars(name, {}, _ranges(run, index))
+        ready = PhaseBars(f"{name} ready\n(+ {run.phases[stab].name})" if stab is not None else name, {})
         for e in run.engines:
             p = e.phase_at(index)
             raw.take(e.engine, p, (p.ops, p.seconds) if p else None)
@@ -470,7 +472,7 @@ def lookup_throughput(run: RunResult) -> Figure:
         "Lookup Throughput",
         "Point reads per second: profile by user id (primary key) and by email (unique index), before and "
         "after the update phase · higher is better",
-        _ops_groups(run, (Group_.LOOKUP,)),
+        _ops_groups(run, (Group.LOOKUP,)),
     )
 
 
@@ -480,7 +482,7 @@ def scan_throughput(run: RunResult) -> Figure:
         "Index Scan Throughput",
         f"Index-only scans per second, each returning up to {run.limit} user ids in key order "
         "(no profile fetch) · higher is better",
-        _ops_groups(run, (Group_.SCAN,)),
+        _ops_groups(run, (Group.SCAN,)),
     )
 
 
@@ -490,7 +492,7 @@ def mixed_throughput(run: RunResult) -> Figure:
         "Mixed Phase Throughput",
         "Operations per second of a mixed phase, each of a kind drawn as the plan's proportions "
         "say (each kind's share and latency: the report's Operation Kinds) · higher is better",
-        _ops_groups(run, (Group_.MIXED,)),
+        _ops_groups(run, (Group.MIXED,)),
     )
 
 
@@ -500,7 +502,7 @@ def query_throughput(run: RunResult) -> Figure:
         "Query Throughput",
         f"Queries per second; each returns up to {run.limit} whole profiles found through a secondary "
         "index (key/value engines: index scan, then a get per id; SQL: one SELECT) · higher is better",
-        _ops_groups(run, (Group_.QUERY,)),
+        _ops_groups(run, (Group.QUERY,)),
     )
 
 
@@ -598,11 +600,11 @@ def _of_repeats(
 
 CHARTS: tuple[Chart, ...] = (
     Chart("execution-time", "Execution Time", execution_time, when=_timed),
-    Chart("write-throughput", "Write Throughput", write_throughput, (Group_.WRITE,)),
-    Chart("lookup-throughput", "Lookup Throughput", lookup_throughput, (Group_.LOOKUP,)),
-    Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group_.SCAN,)),
-    Chart("query-throughput", "Query Throughput", query_throughput, (Group_.QUERY,)),
-    Chart("mixed-throughput", "Mixed Phase Throughput", mixed_throughput, (Group_.MIXED,)),
+    Chart("write-throughput", "Write Throughput", write_throughput, (Group.WRITE,)),
+    Chart("lookup-throughput", "Lookup Throughput", lookup_throughput, (Group.LOOKUP,)),
+    Chart("scan-throughput", "Index Scan Throughput", scan_throughput, (Group.SCAN,)),
+    Chart("query-throughput", "Query Throughput", query_throughput, (Group.QUERY,)),
+    Chart("mixed-throughput", "Mixed Phase Throughput", mixed_throughput, (Group.MIXED,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
     Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
     _of_repeats(

@@ -26,17 +26,18 @@ from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.run import pacing, reuse
+from asyncbench.run import pacing
 from asyncbench.run.capacity import needed_operations, search_seconds, writes
+from asyncbench.run.plan_operations import running_phases, stream_operations
 from asyncbench.slo import make_slo
-from asyncbench.workload import Action, Items
+from asyncbench.workload import Action
 
 __all__ = [
     "ASK_ABOVE_SECONDS",
     "ask_to_start",
     "GROWTH_KNEE",
     "Estimate",
-    "Rate",
+    "MeasuredCost",
     "estimate",
     "phase_operations",
     "plan_operations",
@@ -59,7 +60,7 @@ CALIBRATION_STREAMS = (
 #: Each engine is calibrated up to this many times (as many rounds as fit in
 #: ``CALIBRATION_SHARE`` of the plan, ``calibration_rounds``), the engines taking turns
 #: (lsm, rocksdb, lsm, rocksdb, ...), and each phase's cost is the median of its rounds
-#: (``Rate.median``). Why:
+#: (``MeasuredCost.median``). Why:
 #: one calibration is a second or two of one moment of the machine; a 2M run printed
 #: 0.77x and 0.63x its measured time for lsm and rocksdb on a quiet machine, where the same
 #: plan's estimates had been 0.98x and 0.90x (docs/results/scaling.md), so a fast or slow
@@ -76,18 +77,6 @@ HISTORY_FILES = 40
 MAX_WARNINGS = 10
 
 
-def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
-    """The phases the run will run: a reuse run (``reuse_data``) leaves out the writes and
-    the reads of the other side of the updates (:func:`asyncbench.run.reuse.skip_reason`;
-    the store was built by this plan's writes, so it holds updated profiles when they
-    rewrite any), and an estimate of them would count time never spent."""
-    if not cfg.reuse_data:
-        return list(cfg.phases)
-    wl = cfg.workload_impl
-    updated = reuse.updated({"writes": reuse.writes(cfg.phases, wl)}, wl)
-    return [s for s in cfg.phases if reuse.skip_reason(s, updated, wl) is None]
-
-
 def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
     """Each phase the run will run (:func:`running_phases`) with the operations one engine
     performs in it for ``profiles`` (0 for maintenance phases; verify's four). A capacity
@@ -99,25 +88,6 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     for spec, ops in stream_operations(cfg, profiles):
         if spec.capacity and not writes(cfg.workload_impl.phases[spec.kind]):
             ops += needed_operations(make_slo(slo_for(cfg, spec.kind)), cfg.capacity_range, cfg.capacity_repeats, cfg.capacity_probe_seconds)
-        out.append((spec, ops))
-    return out
-
-
-def stream_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, int]]:
-    """Each phase the run will run with the operations its stream holds for ``profiles``."""
-    counts = cfg.counts_for(profiles)
-    out = []
-    for spec in running_phases(cfg):
-        kind = cfg.workload_impl.phases[spec.kind]
-        ops = 0
-        if kind.items is Items.PROFILE_IDS:
-            ops = profiles
-        elif kind.takes_stream and spec.stream is not None:
-            ops = spec.count if spec.count is not None else getattr(counts, cfg.workload_impl.stream_count(spec.stream))
-        elif kind.action is Action.VERIFY:
-            ops = cfg.workload_impl.verify_ops
-        elif spec.operations is not None:  # a workload's own size of a phase (YCSB's mixed)
-            ops = spec.operations
         out.append((spec, ops))
     return out
 
@@ -189,7 +159,7 @@ MAINTENANCE_GROWTH = 0.5
 
 
 @dataclass
-class Rate:
+class MeasuredCost:
     """One engine's measured cost at one store size and parallelism, phase by phase.
 
     Why per phase: the plan's mix changes with its size (queries are as many as the
@@ -204,7 +174,7 @@ class Rate:
     bytes_per_profile: float
 
     @classmethod
-    def of(cls, e: EngineResult, profiles: int) -> Rate | None:
+    def of(cls, e: EngineResult, profiles: int) -> MeasuredCost | None:
         """The rate of a completed run, or None when it measured nothing."""
         ops: dict[str, list[float]] = {}
         maint: dict[str, list[float]] = {}
@@ -229,7 +199,7 @@ class Rate:
         )
 
     @classmethod
-    def median(cls, rates: list[Rate]) -> Rate:
+    def median(cls, rates: list[MeasuredCost]) -> MeasuredCost:
         """One rate from measurements of one engine at one size taken at different moments
         (``CALIBRATION_ROUNDS``): each phase's cost, the overhead and the bytes per profile
         are the median of the measurements that have them, so one slow or fast moment of
@@ -274,8 +244,8 @@ class Rate:
         return total
 
 
-#: Rates of one engine: by parallelism, the measured sizes.
-Rates = dict[str, dict[int, list[Rate]]]
+#: Per engine, by parallelism: its measured costs, one per store size measured.
+MeasuredCosts = dict[str, dict[int, list[MeasuredCost]]]
 
 
 @dataclass
@@ -347,7 +317,7 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
-def nearest(rates: Rates, engine: str, profiles: int, parallelism: int) -> Rate | None:
+def nearest(rates: MeasuredCosts, engine: str, profiles: int, parallelism: int) -> MeasuredCost | None:
     """The measurement to scale from: at this parallelism if there is one (else the nearest
     level), the size nearest to ``profiles`` on a log scale."""
     levels = rates.get(engine)
@@ -357,8 +327,8 @@ def nearest(rates: Rates, engine: str, profiles: int, parallelism: int) -> Rate 
     return min(levels[level], key=lambda r: abs(math.log(r.profiles / profiles)))
 
 
-def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[Rates, str] | None:
-    """Rates from the newest completed earlier run of each engine, profile count and
+def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[MeasuredCosts, str] | None:
+    """Measured costs from the newest completed earlier run of each engine, profile count and
     parallelism under the same plan name, paced as this run will be (the same target
     rates per phase kind, or closed loop as it: :mod:`asyncbench.run.pacing`).
 
@@ -375,7 +345,7 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
         except OSError as exc:  # a dangling symlink, a loop, a vanished file
             warnings.append(f"skipped {path}: {exc.strerror or exc}")
     files.sort(key=lambda item: item[0], reverse=True)
-    rates: Rates = {}
+    rates: MeasuredCosts = {}
     seen: set[tuple[str, int, int]] = set()
     when = ""
     planned = pacing.plan_pacing(running_phases(cfg), cfg.workload_impl)
@@ -387,7 +357,7 @@ def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[R
             key = (e.engine, run.profiles, run.parallelism)
             if key in seen or not e.ok or e.warmup or not pacing.same_pacing(planned, pacing.engine_pacing(e)):
                 continue
-            rate = Rate.of(e, run.profiles)
+            rate = MeasuredCost.of(e, run.profiles)
             if rate is None:
                 continue
             seen.add(key)
@@ -430,7 +400,7 @@ def calibration_config(cfg: BenchConfig, data: Path) -> BenchConfig:
         profiles=[CALIBRATION_PROFILES],
         counts=dict.fromkeys(CALIBRATION_STREAMS, CALIBRATION_OPS),
         # closed loop: the cost per operation; a phase's rate (or its capacity search) is
-        # added back by Rate.seconds
+        # added back by MeasuredCost.seconds
         phases=[dataclasses.replace(p, count=None, rate=None, capacity=False) for p in cfg.phases],
         data=data,
         reuse_data=False,  # the calibration builds its own small store
@@ -459,7 +429,7 @@ def calibration_rounds(cfg: BenchConfig) -> int:
     return min(CALIBRATION_ROUNDS, fit)
 
 
-def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
+def calibrate(cfg: BenchConfig) -> tuple[MeasuredCosts, str, dict[str, str]]:
     """Run each engine of the plan at a small size and at each of its parallelism levels,
     in this process, in a scratch directory.
 
@@ -475,7 +445,7 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = calibration_config(cfg, Path(tmp))
         plan = cfg.workload_impl.draw_plan(small.counts_for(CALIBRATION_PROFILES), small.seed)  # the same at every P
-        rounds: dict[tuple[str, int], list[Rate]] = {}
+        rounds: dict[tuple[str, int], list[MeasuredCost]] = {}
         failed: dict[str, str] = {}
         t0 = perf_counter()
         count = max(1, calibration_rounds(cfg))  # called for a plan too small: one round
@@ -491,18 +461,18 @@ def calibrate(cfg: BenchConfig) -> tuple[Rates, str, dict[str, str]]:
                     except Exception as exc:  # noqa: BLE001 - an estimate never stops a run; it says why
                         error = exc
                     e = engine_run.result
-                    rate = Rate.of(e, CALIBRATION_PROFILES) if e.ok else None
+                    rate = MeasuredCost.of(e, CALIBRATION_PROFILES) if e.ok else None
                     if rate is not None:
                         rounds.setdefault((name, level.parallelism), []).append(rate)
                     elif name not in failed:
                         failed[name] = _calibration_failure(e, error)
-    rates: Rates = {}
+    rates: MeasuredCosts = {}
     for (name, parallelism), measured in rounds.items():
         if name not in failed:
-            rates.setdefault(name, {})[parallelism] = [Rate.median(measured)]
+            rates.setdefault(name, {})[parallelism] = [MeasuredCost.median(measured)]
     took = perf_counter() - t0
     basis = (
-        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} profiles "
+        f"from a {took:.1f} s calibration at {fmt.count(CALIBRATION_PROFILES)} records "
         + (f"({count} rounds, the engines taking turns, the median of each phase), " if count > 1 else "")
         + f"phase by phase, with {GROWTH_NOTE}"
     )
@@ -526,7 +496,7 @@ PACED_BASIS = (
 
 
 def estimate(
-    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]] = calibrate
+    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[MeasuredCosts, str, dict[str, str]]] = calibrate
 ) -> Estimate:
     """Operations, time and disk of ``cfg``'s run, and its capacity searches' longest time."""
     found = _estimate(cfg, calibrate_fn)
@@ -539,13 +509,13 @@ def estimate(
 
 
 def _estimate(
-    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[Rates, str, dict[str, str]]]
+    cfg: BenchConfig, calibrate_fn: Callable[[BenchConfig], tuple[MeasuredCosts, str, dict[str, str]]]
 ) -> Estimate:
     per_engine_ops = per_engine_operations(cfg)
     operations = per_engine_ops * len(cfg.engines)
     paced = sum(paced_seconds(cfg, level.profiles) for level in cfg.levels()) * cfg.repeat * len(cfg.engines)
     warnings: list[str] = []
-    found: tuple[Rates, str] | tuple[Rates, str, dict[str, str]] | None = from_history(cfg, warnings)
+    found: tuple[MeasuredCosts, str] | tuple[MeasuredCosts, str, dict[str, str]] | None = from_history(cfg, warnings)
     if found is None:
         if calibration_rounds(cfg) == 0:
             if paced >= 1:  # a small plan with phases at a rate: they take at least this

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import psutil
 
 from asyncbench import fmt
-from asyncbench.config import BenchConfig, ConfigError
+from asyncbench.config import RUN_KEYS, BenchConfig, ConfigError
 from asyncbench.engines import engine_class
 
 __all__ = ["FIXED_BYTES", "Machine", "MemoryNeed", "check_memory", "memory_lines", "memory_needs"]
@@ -82,7 +82,7 @@ def _in_process(name: str) -> bool:
 
 def _writes_records(cfg: BenchConfig) -> bool:
     """A running phase builds records to write (an insert or a load; not on a reused store)."""
-    from asyncbench.run.estimate import running_phases
+    from asyncbench.run.plan_operations import running_phases
 
     return any(cfg.workload_impl.phases[spec.kind].inserts for spec in running_phases(cfg))
 
@@ -111,7 +111,7 @@ def check_memory(cfg: BenchConfig, flags: frozenset[str] = frozenset(), machine:
     """Refuse a plan whose records alone cannot fit this machine's memory and swap, naming
     the key that sized it: the record count for an engine that holds its store in the
     process, else the parallelism (each worker's batch of records is built at once); as
-    the flag when ``flags`` holds it (``--profiles``, ``--parallelism``)."""
+    the flag when ``flags`` holds it (``--records`` or ``--profiles``, ``--parallelism``)."""
     machine = Machine.now() if machine is None else machine
     limit = machine.total + machine.swap
     for need in memory_needs(cfg):
@@ -120,7 +120,9 @@ def check_memory(cfg: BenchConfig, flags: frozenset[str] = frozenset(), machine:
         unit = cfg.workload_impl.unit
         per = cfg.workload_impl.record_memory(cfg.workload_settings).built
         if need.in_process:
-            where, key = _key(cfg, flags, "--profiles", "run.profiles")
+            size = RUN_KEYS["profiles"]
+            flag = next((f for f in (size.flag, *size.flag_aliases) if f in flags), "--records")
+            where, key = _key(cfg, flags, flag, f"run.{cfg.size_key}")
             why = (
                 f"engine {need.engine!r} keeps every record in this process's memory: {fmt.count(need.records)} "
                 f"{unit} of {fmt.size(per)} each"

@@ -137,7 +137,7 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
     from asyncbench import fmt
     from asyncbench.config import slo_for
     from asyncbench.run.capacity import needed_operations, probe_bound, probe_length, start_rate, writes
-    from asyncbench.run.estimate import stream_operations
+    from asyncbench.run.plan_operations import stream_operations
     from asyncbench.slo import make_slo
 
     for profiles in cfg.profiles:

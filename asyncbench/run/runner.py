@@ -58,6 +58,7 @@ from asyncbench.run.phase_rows import (
     sweep_dipped,
 )
 from asyncbench.run.stores import worker_stores
+from asyncbench.run.validate import validate
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
 
@@ -523,7 +524,12 @@ def gates(cfg: BenchConfig) -> Gates:
 
 
 class Benchmark:
-    """The whole invocation: every profile count, every engine; ``results`` grows as it goes."""
+    """The whole invocation: every profile count, every engine; ``results`` grows as it goes.
+
+    The config is checked whole first (:func:`asyncbench.run.validate.validate`, a
+    :class:`~asyncbench.config.ConfigError` for the first setting it cannot run with), so a
+    config built in code runs under the checks a plan and its flags get; on one the command
+    line checked already, that is the same checks again, and changes nothing."""
 
     def __init__(
         self,
@@ -534,6 +540,7 @@ class Benchmark:
         log_path: Path,
         placement: Placement | None = None,
     ) -> None:
+        validate(cfg)
         self.cfg, self.observer, self.started_utc, self.on_progress = cfg, observer, started_utc, on_progress
         self.log_path = log_path
         #: --processes/--cluster: each engine's workers across client processes (scaled runs

@@ -47,10 +47,12 @@ class LargestPhase:
     where: str  # the file, or "command line"
 
 
-def largest_phase(cfg: BenchConfig, profiles_from_flag: bool = False) -> LargestPhase | None:
-    """The operation phase with the most operations over every profile count, and the key
-    that sized it: its ``count``, an explicit ``[counts]`` entry, or the profile count."""
-    by_profiles = ("command line", "--profiles") if profiles_from_flag else (cfg.source, "run.profiles")
+def largest_phase(cfg: BenchConfig, size_flag: str | None = None) -> LargestPhase | None:
+    """The operation phase with the most operations over every record count, and the key
+    that sized it: its ``count``, an explicit ``[counts]`` entry, or the record count (the
+    flag that set it, ``size_flag``: ``--records`` or ``--profiles``, else the plan's key as
+    the plan spells it)."""
+    by_profiles = ("command line", size_flag) if size_flag else (cfg.source, f"run.{cfg.size_key}")
     best: LargestPhase | None = None
     for profiles in cfg.profiles:
         counts = cfg.counts_for(profiles)
@@ -85,12 +87,12 @@ def _free_disk(path: Path) -> int:
 
 def check_scale(
     cfg: BenchConfig,
-    profiles_from_flag: bool = False,
+    size_flag: str | None = None,
     memory_bytes: int | None = None,
     free_disk_bytes: int | None = None,
 ) -> None:
     """Refuse, naming the key, a plan whose largest phase cannot fit this machine."""
-    phase = largest_phase(cfg, profiles_from_flag)
+    phase = largest_phase(cfg, size_flag)
     if phase is None:
         return
     memory = psutil.virtual_memory().total if memory_bytes is None else memory_bytes
