@@ -29,8 +29,22 @@ REBUILD = "rebuild it: pip install -e ."
 
 
 def source_sha256(source: Path) -> str:
-    """The digest ``setup.py`` compiles into the extension built from ``source``."""
-    return hashlib.sha256(source.read_bytes()).hexdigest()
+    """The digest ``setup.py`` compiles into the extension built from ``source``: a C file,
+    or a folder whose ``.c`` and ``.h`` files make one extension (the LSM's
+    ``engines/lsm/csrc``: each file's name, length and bytes, in name order, so a renamed,
+    added or removed file changes it too). OSError when there is no source to read (a
+    folder without any: a wheel that ships none)."""
+    if not source.is_dir():
+        return hashlib.sha256(source.read_bytes()).hexdigest()
+    names = sorted(p.name for p in source.iterdir() if p.suffix in (".c", ".h"))
+    if not names:
+        raise FileNotFoundError(f"no C sources in {source}")
+    digest = hashlib.sha256()
+    for name in names:
+        data = (source / name).read_bytes()
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def stale_build(module: ModuleType, source: Path) -> str | None:

@@ -1,4 +1,4 @@
-"""The compiled flush/merge writer (``engines/lsm/_native.c`` via ``native.py``) writes
+"""The compiled flush/merge writer (``engines/lsm/csrc/`` via ``native.py``) writes
 exactly the bytes of the pure-Python path for the same entries, and refuses damage the
 way the Python path's block reads do."""
 
@@ -62,7 +62,7 @@ def test_a_flush_writes_the_python_paths_bytes(tmp_path: Path, fixed: bool, drop
 @pytest.mark.parametrize("order", ["random", "sorted", "reversed"])
 @pytest.mark.parametrize("shape", ["index keys", "long shared prefix", "prefixes of each other", "any bytes"])
 def test_a_flush_sorts_every_key_shape_as_the_python_path(tmp_path: Path, order: str, shape: str) -> None:
-    """The flush's radix sort (``_native.c``): keys sharing long prefixes (the index trees':
+    """The flush's radix sort (``csrc/sort.c``): keys sharing long prefixes (the index trees':
     a created-at key starts with 7 zeros, a country/status key with ``CC|status|``), past
     its depth bound (70 shared bytes: the qsort fallback), keys that are prefixes of other
     keys (a key ending at the byte sorted on), any byte value (0 and 255 too), buckets

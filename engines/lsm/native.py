@@ -1,4 +1,4 @@
-"""The one import point of the compiled flush/merge writer (``_native.c``).
+"""The one import point of the compiled flush/merge writer (``_native``, built from ``csrc/``).
 
 Why compiled: a stabilization is memtable flushes and merges, and profiled in Python
 about 40 % of it was reading memtables in key order and 40 % encoding blocks. The C
@@ -116,6 +116,10 @@ first_keys_region: Callable[[list[bytes]], bytes] | None = None
 #: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
 LZ4 = False
 
+#: The C sources of ``_native`` (one concept per file, ``csrc/module.c`` lists them), whose
+#: digest the build carries.
+SOURCES = Path(__file__).with_name("csrc")
+
 if os.environ.get("ASYNCBENCH_LSM_PURE"):
     write_blocks = None
     FALLBACK_REASON = "ASYNCBENCH_LSM_PURE is set"
@@ -126,7 +130,7 @@ else:
         write_blocks = None
         FALLBACK_REASON = f"the C extension is not built ({exc})"
     else:
-        FALLBACK_REASON = stale_build(_native, Path(__file__).with_name("_native.c"))
+        FALLBACK_REASON = stale_build(_native, SOURCES)
     if FALLBACK_REASON is not None:
         write_blocks = None
     else:
