@@ -146,3 +146,13 @@ def copy_result_set(result: Path, tmp: Path) -> Path:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / result.name
+
+
+@pytest.fixture
+def lsm_compiled() -> None:
+    """For a test that needs the LSM's compiled code (``pytest.mark.usefixtures``): runs
+    it, skips it under ``ASYNCBENCH_LSM_PURE``, fails it when the build is missing or stale
+    (``tests/compiled.py``)."""
+    from compiled import require_lsm
+
+    require_lsm()

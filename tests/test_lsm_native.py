@@ -17,7 +17,7 @@ from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter, first_keys_region_py
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
-pytestmark = pytest.mark.skipif(not native.ACCELERATED, reason=f"not built: {native.FALLBACK_REASON}")
+pytestmark = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def _pure_bytes(path: Path, keys: list[bytes], values: list[bytes | None], step: int) -> bytes:
@@ -199,7 +199,6 @@ def test_a_key_column_is_the_list_of_its_keys(
         native.key_column(data, 4, len(keys) + 1, width, padded)
 
 
-@pytest.mark.skipif(native.first_keys_region is None, reason="the compiled module is not built")
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=9), max_size=40), st.integers(min_value=0, max_value=3))
 def test_the_compiled_first_key_region_is_the_python_ones_bytes(firsts: list[bytes], shape: int) -> None:
