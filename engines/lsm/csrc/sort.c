@@ -29,7 +29,8 @@ radix_bucket(const Entry *e, Py_ssize_t d)
     return d < e->klen ? (int)e->k[d] + 1 : 0;
 }
 
-int
+/* Whether n entries are in increasing key order already. */
+static int
 entries_sorted(const Entry *e, Py_ssize_t n)
 {
     for (Py_ssize_t i = 1; i < n; i++)
@@ -38,7 +39,7 @@ entries_sorted(const Entry *e, Py_ssize_t n)
     return 1;
 }
 
-void
+static void
 radix_sort(Entry *a, Py_ssize_t n, Py_ssize_t d)
 {
     if (n <= RADIX_SMALL) { /* every key here has the same first d bytes */
@@ -82,4 +83,11 @@ radix_sort(Entry *a, Py_ssize_t n, Py_ssize_t d)
     for (int b = 1; b < 257; b++) /* bucket 0 holds at most one key: they are distinct */
         if (count[b] > 1)
             radix_sort(a + (end[b] - count[b]), count[b], d + 1);
+}
+
+void
+sort_entries(Entry *a, Py_ssize_t n)
+{
+    if (n > 1 && !entries_sorted(a, n))
+        radix_sort(a, n, 0);
 }

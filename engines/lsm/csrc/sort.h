@@ -6,12 +6,9 @@
 
 #include "entry.h"
 
-/* Whether n entries are in increasing key order already (the profiles tree's memtable
- * after an insert of increasing ids): then the flush does not sort. */
-int entries_sorted(const Entry *e, Py_ssize_t n);
-
-/* Sorts n entries of distinct keys by key_cmp, from byte d on (every key shares its first
- * d bytes); a caller passes d = 0. */
-void radix_sort(Entry *a, Py_ssize_t n, Py_ssize_t d);
+/* Sorts n entries of distinct keys (a memtable's) by key_cmp: nothing to do when they are
+ * in order already (the profiles tree's memtable after an insert of increasing ids), else
+ * the radix sort. */
+void sort_entries(Entry *a, Py_ssize_t n);
 
 #endif

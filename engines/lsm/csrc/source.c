@@ -83,7 +83,7 @@ shared_file_mapping(const void *addr, size_t len)
 }
 
 /* Load segment block s->blk; 0 on success, -1 on damage (fail filled). */
-static int
+int
 seg_load(Source *s, Py_ssize_t si, Fail *fail)
 {
     Py_ssize_t i = s->blk;
@@ -215,47 +215,4 @@ memtable_entries(Source *s)
     if (m != n)
         return "changed";
     return NULL;
-}
-
-
-/* Advance a source to its next entry (has_head = 0 when exhausted). */
-int
-src_next(Source *s, Py_ssize_t si, Fail *fail)
-{
-    if (!s->is_seg) {
-        if (s->at < s->nents) {
-            s->head = s->ents[s->at++];
-            s->has_head = 1;
-        }
-        else
-            s->has_head = 0;
-        return 0;
-    }
-    if (s->b == NULL || s->i >= s->n) {
-        if (s->blk >= s->nblocks) {
-            s->has_head = 0;
-            return 0;
-        }
-        if (seg_load(s, si, fail) < 0)
-            return -1;
-    }
-    uint32_t j = s->i++;
-    Entry *h = &s->head;
-    if (s->width) {
-        h->k = s->keys + (size_t)j * s->width;
-        h->klen = s->width;
-    }
-    else {
-        uint32_t a = j ? rd32(s->kends + 4 * (j - 1)) : 0;
-        h->k = s->keys + a;
-        h->klen = rd32(s->kends + 4 * j) - a;
-    }
-    uint32_t va = j ? rd32(s->vends + 4 * (j - 1)) : 0;
-    h->v = s->vals + va;
-    h->vlen = rd32(s->vends + 4 * j) - va;
-    h->tomb = s->flags[j] != 0;
-    if (h->tomb)
-        h->vlen = 0;
-    s->has_head = 1;
-    return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef LSM_SOURCE_H
 #define LSM_SOURCE_H
 
+#include "coding.h"
 #include "entry.h"
 #include "writer.h"
 
@@ -51,8 +52,51 @@ int shared_file_mapping(const void *addr, size_t len);
  * that is safe): NULL, or why the source was refused, "type" or "changed". */
 const char *memtable_entries(Source *s);
 
+/* Loads segment block s->blk (its checksum tested, decompressed, its bounds checked); 0,
+ * or -1 on damage (fail filled). */
+int seg_load(Source *s, Py_ssize_t si, Fail *fail);
+
 /* Advances source number si to its next entry (has_head = 0 when exhausted); -1 on a
- * damaged block (fail filled). */
-int src_next(Source *s, Py_ssize_t si, Fail *fail);
+ * damaged block (fail filled). Inline: a merge calls it once per entry. */
+static inline int
+src_next(Source *s, Py_ssize_t si, Fail *fail)
+{
+    if (!s->is_seg) {
+        if (s->at < s->nents) {
+            s->head = s->ents[s->at++];
+            s->has_head = 1;
+        }
+        else
+            s->has_head = 0;
+        return 0;
+    }
+    if (s->b == NULL || s->i >= s->n) {
+        if (s->blk >= s->nblocks) {
+            s->has_head = 0;
+            return 0;
+        }
+        if (seg_load(s, si, fail) < 0)
+            return -1;
+    }
+    uint32_t j = s->i++;
+    Entry *h = &s->head;
+    if (s->width) {
+        h->k = s->keys + (size_t)j * s->width;
+        h->klen = s->width;
+    }
+    else {
+        uint32_t a = j ? rd32(s->kends + 4 * (j - 1)) : 0;
+        h->k = s->keys + a;
+        h->klen = rd32(s->kends + 4 * j) - a;
+    }
+    uint32_t va = j ? rd32(s->vends + 4 * (j - 1)) : 0;
+    h->v = s->vals + va;
+    h->vlen = rd32(s->vends + 4 * j) - va;
+    h->tomb = s->flags[j] != 0;
+    if (h->tomb)
+        h->vlen = 0;
+    s->has_head = 1;
+    return 0;
+}
 
 #endif

@@ -197,8 +197,8 @@ write_blocks(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         failed = 3;
     for (Py_ssize_t si = 0; si < k && !failed; si++) {
         Source *s = &S[si];
-        if (!s->is_seg && s->nents > 1 && !entries_sorted(s->ents, s->nents))
-            radix_sort(s->ents, s->nents, 0);
+        if (!s->is_seg)
+            sort_entries(s->ents, s->nents);
         if (src_next(s, si, &fail) < 0)
             failed = 1;
     }

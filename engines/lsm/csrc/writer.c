@@ -9,10 +9,8 @@
 #include <zlib.h>
 
 int
-buf_reserve(Buf *b, size_t extra)
+buf_grow(Buf *b, size_t extra)
 {
-    if (b->len + extra <= b->cap)
-        return 0;
     size_t cap = b->cap ? b->cap : 1 << 16;
     while (cap < b->len + extra)
         cap *= 2;
@@ -189,22 +187,5 @@ w_block(Writer *w)
     w_bury(w);
     if (w->out.len >= (1 << 20))
         return w_flush(w);
-    return 0;
-}
-
-int
-w_add(Writer *w, const Entry *e)
-{
-    if (buf_reserve(&w->lastk, (size_t)e->klen + 1) < 0) {
-        w->err = -1;
-        return -1;
-    }
-    memcpy(w->lastk.p, e->k, (size_t)e->klen);
-    w->lastk.len = (size_t)e->klen;
-    w->pend[w->npend++] = *e;
-    w->last = *e;
-    w->has_last = 1;
-    if (w->npend == w->step)
-        return w_block(w);
     return 0;
 }

@@ -15,7 +15,16 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-int buf_reserve(Buf *b, size_t extra);
+/* Grows b to hold `extra` more bytes (doubling, from 64 KiB); -1 out of memory. */
+int buf_grow(Buf *b, size_t extra);
+
+/* Room for `extra` more bytes in b; -1 out of memory. Inline: the common case (room
+ * enough) is a comparison, once per entry of a merge. */
+static inline int
+buf_reserve(Buf *b, size_t extra)
+{
+    return b->len + extra <= b->cap ? 0 : buf_grow(b, extra);
+}
 
 typedef struct Writer Writer;
 
@@ -56,7 +65,22 @@ int w_flush(Writer *w);
 int w_block(Writer *w);
 
 /* Adds e (the next key in order) to the block being filled, encoding it when full; -1
- * with w->err set. */
-int w_add(Writer *w, const Entry *e);
+ * with w->err set. Inline: a merge calls it once per entry. */
+static inline int
+w_add(Writer *w, const Entry *e)
+{
+    if (buf_reserve(&w->lastk, (size_t)e->klen + 1) < 0) {
+        w->err = -1;
+        return -1;
+    }
+    memcpy(w->lastk.p, e->k, (size_t)e->klen);
+    w->lastk.len = (size_t)e->klen;
+    w->pend[w->npend++] = *e;
+    w->last = *e;
+    w->has_last = 1;
+    if (w->npend == w->step)
+        return w_block(w);
+    return 0;
+}
 
 #endif
