@@ -171,3 +171,13 @@ def reference_run_p1(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, lis
     proc = run_asyncbench(tmp, str(REFERENCE_PLAN), "--engine", engines, "--parallelism", "1", timeout=900)
     results = [orjson.loads(p.read_bytes()) for p in sorted((tmp / "out").glob("*-*-p*/asyncbench-*.json"))]
     return proc.returncode, results, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def lsm_compiled() -> None:
+    """For a test that needs the LSM's compiled code (``pytest.mark.usefixtures``): runs
+    it, skips it under ``ASYNCBENCH_LSM_PURE``, fails it when the build is missing or stale
+    (``tests/compiled.py``)."""
+    from compiled import require_lsm
+
+    require_lsm()

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from compiled import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -736,6 +737,7 @@ def test_compiled_kernels_are_built() -> None:
 @pytest.mark.parametrize("first", ["kernels", "checksum", "fold", "generate", "profiles", "plan", "dotnet_random"])
 def test_any_module_can_be_imported_first(first: str) -> None:
     # kernels.py imports fold.py/profiles.py, checksum.py/generate.py import kernels.py: every order works
+    require("the compiled kernels", kernels.FALLBACK_REASON, kernels.DISABLE_ENV)  # it asserts they are in use
     code = (
         f"import asyncbench.workloads.profile_store.{first}\n"
         "from asyncbench.workloads.profile_store import checksum, generate, kernels, plan, profiles\n"

@@ -12,13 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_lsm_segment import damage_block_3
 
-from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.errors import CorruptSegment
 from asyncbench.engines.lsm.merging_iterator import merge
 from asyncbench.engines.lsm.segment_reader import TOMBSTONE, SegmentReader, _lookup
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 
-pytestmark = pytest.mark.skipif(native.fixed_lookup is None, reason=native.FALLBACK_REASON or "")
+pytestmark = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def _write(path: Path, items: list[tuple[bytes, bytes | None]], step: int) -> None:

@@ -80,7 +80,7 @@ def test_a_closed_mapping_counts_as_gone_and_release_all_closes_the_rest(tmp_pat
     assert len(held) == 0
 
 
-@pytest.mark.skipif(native.index_map is None, reason="the index mapping is the compiled path's")
+@pytest.mark.usefixtures("lsm_compiled")  # the index mapping is the compiled path's
 def test_a_segment_names_both_its_mappings(tmp_path: Path) -> None:
     tree = LsmTree(tmp_path, TreeOptions(mutable_segment_max_item_count=1_000))
     for i in range(1_000):

@@ -9,14 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from asyncbench.engines.lsm import maintainer, native
+from asyncbench.engines.lsm import maintainer
 from asyncbench.engines.lsm.codec import LZ4
 from asyncbench.engines.lsm.maintainer import Maintainer
 from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
-needs_native = pytest.mark.skipif(not native.ACCELERATED, reason=f"compiled lookup: {native.FALLBACK_REASON}")
+needs_native = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def _rss_file_kib() -> int:

@@ -15,7 +15,7 @@ from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import FOOTER, FOOTER_SIZE, SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
-compiled = pytest.mark.skipif(native.index_map is None, reason=f"pure-Python path: {native.FALLBACK_REASON}")
+compiled = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def mapped_paths() -> list[str]:

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from asyncbench.engines.lsm import native
 from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter
 from asyncbench.measure.memory_sampler import rss_split
 
 pytestmark = [
-    pytest.mark.skipif(not native.ACCELERATED, reason=f"not built: {native.FALLBACK_REASON}"),
+    pytest.mark.usefixtures("lsm_compiled"),  # runs, skips or fails as tests/compiled.py says
     pytest.mark.skipif(rss_split() is None, reason="no RssFile in /proc/self/status"),
 ]
 

@@ -1,4 +1,4 @@
-"""The compiled flush/merge writer (``engines/lsm/_native.c`` via ``native.py``) writes
+"""The compiled flush/merge writer (``engines/lsm/csrc/`` via ``native.py``) writes
 exactly the bytes of the pure-Python path for the same entries, and refuses damage the
 way the Python path's block reads do."""
 
@@ -17,7 +17,7 @@ from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import SegmentWriter, first_keys_region_py
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 
-pytestmark = pytest.mark.skipif(not native.ACCELERATED, reason=f"not built: {native.FALLBACK_REASON}")
+pytestmark = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def _pure_bytes(path: Path, keys: list[bytes], values: list[bytes | None], step: int) -> bytes:
@@ -62,7 +62,7 @@ def test_a_flush_writes_the_python_paths_bytes(tmp_path: Path, fixed: bool, drop
 @pytest.mark.parametrize("order", ["random", "sorted", "reversed"])
 @pytest.mark.parametrize("shape", ["index keys", "long shared prefix", "prefixes of each other", "any bytes"])
 def test_a_flush_sorts_every_key_shape_as_the_python_path(tmp_path: Path, order: str, shape: str) -> None:
-    """The flush's radix sort (``_native.c``): keys sharing long prefixes (the index trees':
+    """The flush's radix sort (``csrc/sort.c``): keys sharing long prefixes (the index trees':
     a created-at key starts with 7 zeros, a country/status key with ``CC|status|``), past
     its depth bound (70 shared bytes: the qsort fallback), keys that are prefixes of other
     keys (a key ending at the byte sorted on), any byte value (0 and 255 too), buckets
@@ -199,7 +199,6 @@ def test_a_key_column_is_the_list_of_its_keys(
         native.key_column(data, 4, len(keys) + 1, width, padded)
 
 
-@pytest.mark.skipif(native.first_keys_region is None, reason="the compiled module is not built")
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=9), max_size=40), st.integers(min_value=0, max_value=3))
 def test_the_compiled_first_key_region_is_the_python_ones_bytes(firsts: list[bytes], shape: int) -> None:

@@ -406,12 +406,13 @@ def test_the_compiled_merge_writes_full_blocks_of_the_same_entries(
     last, and exactly what ``SegmentWriter.add`` writes for those entries."""
     import hashlib
 
+    from compiled import require_lsm
+
     from asyncbench.engines.lsm import native
     from asyncbench.engines.lsm.segment_reader import SegmentReader
     from asyncbench.engines.lsm.segment_writer import SegmentWriter
 
-    if not native.ACCELERATED:
-        pytest.skip(f"compiled LSM writer not built: {native.FALLBACK_REASON}")
+    require_lsm()
     data = _pinned_tree_bytes(tmp_path / "c", monkeypatch)
     monkeypatch.setattr(native, "ACCELERATED", False)
     pure = _pinned_tree_bytes(tmp_path / "p", monkeypatch)

@@ -24,7 +24,7 @@ from asyncbench.engines.lsm.wal import (
     wal_path,
 )
 
-compiled = pytest.mark.skipif(native.encode_records is None, reason="the C extension is not built")
+compiled = pytest.mark.usefixtures("lsm_compiled")  # runs, skips or fails as tests/compiled.py says
 
 
 def _records(seed: int, n: int) -> Records:

@@ -16,7 +16,7 @@ from asyncbench.native_build import REBUILD, source_sha256, stale_build
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSIONS = [
-    ("asyncbench.engines.lsm._native", ROOT / "engines" / "lsm" / "_native.c"),
+    ("asyncbench.engines.lsm._native", ROOT / "engines" / "lsm" / "csrc"),
     ("asyncbench.workloads.profile_store._kernels", ROOT / "workloads" / "profile_store" / "_kernels.c"),
     ("asyncbench.workloads.ycsb._kernels", ROOT / "workloads" / "ycsb" / "_kernels.c"),
 ]
@@ -44,10 +44,49 @@ def test_a_build_from_another_source_is_named_with_the_fix(tmp_path: Path) -> No
     assert stale_build(undigested, tmp_path / "absent.c") is None  # a wheel: nothing to compare
 
 
+def test_a_folder_s_digest_covers_each_file_s_name_and_bytes(tmp_path: Path) -> None:
+    """The LSM's module is built from a folder of C files: changing, adding or renaming any
+    of them is another source; files that are not C sources do not count; a folder with
+    none (nothing shipped) has no digest, and nothing to compare."""
+    (tmp_path / "a.c").write_text("int a;\n")
+    (tmp_path / "a.h").write_text("int a;\n")
+    first = source_sha256(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert source_sha256(tmp_path) == first
+    (tmp_path / "a.h").write_text("int a, b;\n")
+    changed = source_sha256(tmp_path)
+    assert changed != first
+    (tmp_path / "a.h").rename(tmp_path / "b.h")
+    assert source_sha256(tmp_path) not in (first, changed)
+    (tmp_path / "c.c").write_text("")
+    assert len({source_sha256(tmp_path), first, changed}) == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(OSError):
+        source_sha256(empty)
+    assert stale_build(ModuleType("x._native"), empty) is None
+
+
+def test_setup_py_and_the_loader_digest_a_folder_alike() -> None:
+    """``setup.py`` cannot import the package it builds, so it computes the digest itself;
+    both must give the same one (else every build would be called stale)."""
+    import runpy
+    from unittest import mock
+
+    with mock.patch("setuptools.setup"):
+        setup_py = runpy.run_path(str(ROOT / "setup.py"))
+    folder = ROOT / "engines" / "lsm" / "csrc"
+    assert setup_py["source_digest"]("engines/lsm/csrc") == [("SOURCE_SHA256", f'"{source_sha256(folder)}"')]
+    lsm = [e for e in setup_py["setup"].call_args.kwargs["ext_modules"] if e.name.endswith("lsm._native")]
+    (ext,) = lsm
+    assert sorted(Path(s).name for s in ext.sources) == sorted(p.name for p in folder.glob("*.c"))
+    assert sorted(Path(s).name for s in ext.depends) == sorted(p.name for p in folder.glob("*.h"))
+
+
 @pytest.mark.parametrize(
     ("loader", "source"),
     [
-        ("asyncbench.engines.lsm.native", ROOT / "engines" / "lsm" / "_native.c"),
+        ("asyncbench.engines.lsm.native", ROOT / "engines" / "lsm" / "csrc"),
         ("asyncbench.workloads.profile_store.kernels", ROOT / "workloads" / "profile_store" / "_kernels.c"),
         ("asyncbench.workloads.ycsb.kernels", ROOT / "workloads" / "ycsb" / "_kernels.c"),
     ],

@@ -93,3 +93,14 @@ def test_the_wheel_marks_the_package_typed(wheel: zipfile.ZipFile) -> None:
     """PEP 561: a plug-in's mypy reads our annotations (Engine, ProfileStore, ...) only when
     the installed package carries ``py.typed``; it covers asyncbench.engines/.workloads too."""
     assert "asyncbench/py.typed" in wheel.namelist()
+
+
+def test_the_wheel_carries_the_lsm_engine_s_c_sources_and_their_module(wheel: zipfile.ZipFile) -> None:
+    """The LSM's C module is built from a folder of files (``engines/lsm/csrc``): every one
+    of them ships beside the module, as each kernel's source does, so an installed build
+    is checked against the sources it was built from (asyncbench/native_build.py)."""
+    names = set(wheel.namelist())
+    sources = sorted(p.name for p in (ROOT / "engines" / "lsm" / "csrc").iterdir() if p.suffix in (".c", ".h"))
+    assert len(sources) > 2 and "module.c" in sources
+    assert [s for s in sources if f"asyncbench/engines/lsm/csrc/{s}" not in names] == []
+    assert any(n.startswith("asyncbench/engines/lsm/_native.") and n.endswith(".so") for n in names), sorted(names)

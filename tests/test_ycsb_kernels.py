@@ -16,9 +16,11 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from compiled import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asyncbench.native_build import KERNELS_DISABLE_ENV
 from asyncbench.workloads.ycsb import codec, kernels
 from asyncbench.workloads.ycsb import digest as digests
 from asyncbench.workloads.ycsb.keys import key_name, py_key_names
@@ -45,7 +47,8 @@ def outcome(fn, *args):  # type: ignore[no-untyped-def]
 
 
 def test_the_compiled_kernels_are_in_use() -> None:
-    assert kernels.ACCELERATED, kernels.FALLBACK_REASON
+    require("YCSB's compiled kernels", kernels.FALLBACK_REASON, KERNELS_DISABLE_ENV)
+    assert kernels.ACCELERATED
     assert kernels.digest is c.digest and kernels.records is c.records
 
 

@@ -1,5 +1,7 @@
 """A native LSM-tree storage engine in Python, laid out like LevelDB (one optional C
-module, ``_native.c``, for the flush/merge write loop and the in-memory first-key index).
+module, ``_native``, for the flush/merge write loop, the in-memory first-key index and
+the point lookup: built from ``csrc/``, one concept per file, as listed in
+``csrc/module.c``).
 
 Modules, one concept each:
 

@@ -7,7 +7,7 @@ is what RocksDB compresses with below its base level. A tree past its compressio
 threshold writes LZ4 where the library is present, zlib otherwise; both stay readable.
 
 Where LZ4 comes from: the system's ``liblz4.so.1`` (LZ4's stable ABI: three functions),
-here through ``ctypes`` and in ``_native.c`` through ``dlopen``, so the Python and the
+here through ``ctypes`` and in ``csrc/compress.c`` through ``dlopen``, so the Python and the
 compiled writer produce the same bytes from the same library and no build needs LZ4's
 headers. It is on every Debian-like system (apt, systemd and zstd depend on it). Where
 it is missing, ``LZ4_MISSING`` says so, a tree writes zlib, and opening a format-4
@@ -61,7 +61,7 @@ def _library() -> ctypes.CDLL:
 
 def pack(codec: str, raw: bytes) -> bytes:
     """One block compressed on its own: zlib (``ZLIB_LEVEL``, zlib format) or an LZ4 block
-    (``LZ4_compress_default``, as ``_native.c``'s writer calls it)."""
+    (``LZ4_compress_default``, as the C writer, ``csrc/writer.c``, calls it)."""
     if codec == ZLIB:
         return zlib.compress(raw, ZLIB_LEVEL)
     lib = _library()

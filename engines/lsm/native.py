@@ -1,4 +1,4 @@
-"""The one import point of the compiled flush/merge writer (``_native.c``).
+"""The one import point of the compiled flush/merge writer (``_native``, built from ``csrc/``).
 
 Why compiled: a stabilization is memtable flushes and merges, and profiled in Python
 about 40 % of it was reading memtables in key order and 40 % encoding blocks. The C
@@ -12,7 +12,9 @@ engine uses the pure-Python path (``merging_iterator.merge`` into
 ``SegmentWriter.add``); ``ACCELERATED`` says which, and ``FALLBACK_REASON`` why.
 ``KeyColumn`` holds a segment's first keys in its index's one bytes object and bisects
 them in place: a 2M reopen no longer makes 625_000 key objects. Setting
-``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (tests, comparisons).
+``ASYNCBENCH_LSM_PURE=1`` selects the Python path on purpose (comparisons); the switch, a
+missing build and a stale one are told apart as for the workloads' kernels
+(``asyncbench/native_build.py`` states the policy).
 ``fixed_lookup`` is a segment's point lookup (value cache, bisect, in-place search of a
 fixed-width block) as one C call: a 50-row query makes 50 of them; its ``scan`` is the
 segment's key-range read, one C call per index scan of a stabilized tree.
@@ -24,18 +26,18 @@ without copying it (``segment_reader``).
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from collections.abc import Callable
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from asyncbench.native_build import stale_build
+from asyncbench.native_build import load_extension
 
 __all__ = [
     "ACCELERATED",
     "FALLBACK_REASON",
+    "PURE_ENV",
     "BlockCorrupt",
     "KeyList",
     "encode_records",
@@ -116,28 +118,25 @@ first_keys_region: Callable[[list[bytes]], bytes] | None = None
 #: sources, ``fixed_lookup`` over LZ4 segments); False on the pure-Python path.
 LZ4 = False
 
-if os.environ.get("ASYNCBENCH_LSM_PURE"):
+#: The C sources of ``_native`` (one concept per file, ``csrc/module.c`` lists them), whose
+#: digest the build carries.
+SOURCES = Path(__file__).with_name("csrc")
+#: On (anything but empty or ``0``, as every fallback switch: ``native_build.disabled_by``),
+#: it keeps the engine on its pure-Python path on purpose.
+PURE_ENV = "ASYNCBENCH_LSM_PURE"
+
+_native, FALLBACK_REASON = load_extension("asyncbench.engines.lsm._native", SOURCES, PURE_ENV)
+if _native is None:  # switched off, built without a compiler, or stale: the pure-Python path
     write_blocks = None
-    FALLBACK_REASON = "ASYNCBENCH_LSM_PURE is set"
 else:
-    try:
-        from . import _native  # type: ignore[attr-defined]
-    except ImportError as exc:  # built without a compiler: the pure-Python path
-        write_blocks = None
-        FALLBACK_REASON = f"the C extension is not built ({exc})"
-    else:
-        FALLBACK_REASON = stale_build(_native, Path(__file__).with_name("_native.c"))
-    if FALLBACK_REASON is not None:
-        write_blocks = None
-    else:
-        write_blocks = _native.write_blocks
-        BlockCorrupt = _native.BlockCorrupt
-        key_column = _native.KeyColumn
-        index_map = _native.IndexMap
-        fixed_lookup = _native.FixedLookup
-        encode_records = _native.encode_records
-        LZ4 = bool(_native.LZ4)
-        lz4_log_frame = _native.lz4_log_frame if LZ4 else None
-        first_keys_region = _native.first_keys_region
+    write_blocks = _native.write_blocks
+    BlockCorrupt = _native.BlockCorrupt
+    key_column = _native.KeyColumn
+    index_map = _native.IndexMap
+    fixed_lookup = _native.FixedLookup
+    encode_records = _native.encode_records
+    LZ4 = bool(_native.LZ4)
+    lz4_log_frame = _native.lz4_log_frame if LZ4 else None
+    first_keys_region = _native.first_keys_region
 
 ACCELERATED = write_blocks is not None

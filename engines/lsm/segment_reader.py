@@ -69,7 +69,7 @@ TOMBSTONE = block.TOMBSTONE
 _U32 = struct.Struct("<I")
 _U32X2 = struct.Struct("<II")
 #: zlib's largest inflation ratio, about 1032:1: a recorded decompressed length beyond it
-#: is damage, refused before a buffer of that size is allocated (``_native.c`` alike).
+#: is damage, refused before a buffer of that size is allocated (``csrc/compress.h`` alike).
 _MAX_INFLATE = 1032
 #: Blocks a segment remembers the shape of by a 16-bit id (id 0: not yet checked).
 _MAX_SHAPES = 0xFFFF

@@ -21,7 +21,8 @@ the compiled ``NetRandom`` has ``next`` and ``int64_list`` only, for bounds with
 Without the extension everything still runs and every checksum is the same, only slower:
 nothing is printed here, but :data:`ACCELERATED` is False, :data:`FALLBACK_REASON` says
 why, :func:`status_line` words it for a console or report and :func:`require` raises.
-Set ``ASYNCBENCH_NO_KERNELS=1`` to use the fallbacks even when the extension is built.
+Set ``ASYNCBENCH_NO_KERNELS=1`` to use the fallbacks even when the extension is built (any
+value but empty or ``0``; ``asyncbench/native_build.py`` states the switches' one policy).
 """
 
 from __future__ import annotations
