@@ -44,6 +44,7 @@ from asyncbench.result import (
     exit_code,
 )
 from asyncbench.run import isolation
+from asyncbench.run.distributed import scale_out
 from asyncbench.run.logs import LogFile, open_log
 from asyncbench.run.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
 from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
@@ -228,7 +229,7 @@ def _run_locked(
     console, observer = _observers(logger, log_fh, no_progress)
     saver = ResultSaver(cfg, stamp, console, csv, update_latest)
     stop.partial_files = lambda: saver.partial_files(log_path)
-    bench = Benchmark(cfg, observer, started, saver.save, log_path)
+    bench = Benchmark(cfg, observer, started, saver.save, log_path, scale_out(cfg))
     _announce(cfg, stamp, log_path, console, observer)
     _run_engines(bench, stop)
     interrupted = stop.interrupted  # from here on a signal is absorbed: the reports complete

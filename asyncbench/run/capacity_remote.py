@@ -9,7 +9,9 @@ the same partition over the P workers, runs the workers it hosts at their share 
 rate from the common release instant (the schedule of one process, as a phase with
 ``rate`` does), and returns its operations' response times with their intended offsets
 from the release. The coordinator merges them in intended order and folds the workers'
-checksums in worker order, so probe k's checksum is the same as in one process.
+checksums in worker order, so probe k's checksum is the same as in one process. The
+workers run through :func:`~asyncbench.run.dispatch.run_workers`, the one worker loop of
+every phase (in one process, in a client process, in a probe).
 """
 
 from __future__ import annotations
@@ -25,11 +27,8 @@ import numpy as np
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.run.batch_lines import clock_offset_ns
 from asyncbench.run.capacity import ProbeFn, ProbeMarks, ProbeRun, probe_items, stream_rest, wait_share
-from asyncbench.run.dispatch import shares, split
-from asyncbench.run.loop_ledger import LoopLedger
-from asyncbench.run.phase_loop import run_batches, run_batches_at
+from asyncbench.run.dispatch import OperationPhase, run_workers, shares, split
 from asyncbench.run.saturation import thread_wait_seconds
-from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workload import Workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
@@ -83,7 +82,6 @@ async def run_probe_part(
     :func:`~asyncbench.run.capacity.stream_rest`)."""
     part = probe_items(items, number, length) if rate is not None else stream_rest(items, number, length)
     parts = split(kind, part, workers)
-    share = shares(kind, parts)
     start_ns = round(release_at * 1e9) - clock_offset_ns()
     marks_of = ProbeMarks()
 
@@ -92,26 +90,23 @@ async def run_probe_part(
             marks_of.add(worker, marks, intended, blocked)
 
     sums = {w: wl.checksum() for w in handles}
-    ends: list[float] = []
-    ledger = LoopLedger()
+    release = release_at
+    waited: float | None = None
 
-    async def worker(w: int) -> None:
-        if rate is None:
-            await run_batches(kind, handles[w], parts[w], ctx, sums[w], batch_size, on_batch, w)
-        else:
-            target = Rate(rate, Arrivals(arrivals))
-            plan = WorkerSchedule(target, start_ns, w, workers, seed, index, None if share is None else share[w])
-            await run_batches_at(kind, handles[w], parts[w], ctx, sums[w], batch_size, on_batch, plan, w, len(handles) == 1, ledger)
-        ends.append(time.time())
+    async def released() -> int:
+        """At ``release_at`` (the same instant for every process): the schedules' origin,
+        that instant on this process's clock."""
+        nonlocal release, waited
+        wait = release_at - time.time()
+        if wait > 0:
+            await anyio.sleep(wait)
+        release = time.time()
+        waited = thread_wait_seconds()
+        return start_ns
 
-    wait = release_at - time.time()
-    if wait > 0:
-        await anyio.sleep(wait)
-    release = time.time()
-    waited = thread_wait_seconds()
-    async with anyio.create_task_group() as tg:
-        for w in handles:
-            tg.start_soon(worker, w)
+    target = None if rate is None else Rate(rate, Arrivals(arrivals))
+    phase = OperationPhase(kind, ctx, batch_size, on_batch, target, seed, index, workers, shares(kind, parts))
+    ends = (await run_workers(phase, {w: parts[w] for w in handles}, handles, sums, released)).values()
     end = max(ends, default=release)
     intended, responses, services, delays, owns = marks_of.arrays()
     return ProbePart(

@@ -46,7 +46,7 @@ from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_worker
 from asyncbench.run.phase_rows import kind_histograms, phase_rate
 from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.stores import worker_store
-from asyncbench.workload import Action, DrawnPlan
+from asyncbench.workload import DrawnPlan
 
 __all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
 
@@ -104,7 +104,7 @@ class OtherOutcome:
     ops: int = 0
     checksum: str | None = None
     close_seconds: float | None = None
-    storage_bytes: int | None = None
+    cpu_seconds: float = 0.0  # this process's CPU over the phase (process_time: every thread)
 
 
 class ClientProcess:
@@ -378,20 +378,18 @@ class ClientProcess:
 
     # --- the rest: process 0 -------------------------------------------------------------
     async def other(self, index: int) -> OtherOutcome:
-        """Stabilize, settle (and the storage figure), reopen or verify: what the
-        single-process runner does once, done once, here."""
+        """Stabilize, settle, reopen or verify: what the single-process runner does once,
+        done once, here (the coordinator asks for the storage after a settle)."""
         return await self._call(self._other, index)
 
     async def _other(self, index: int) -> OtherOutcome:
         cfg, plan, engine = self._cfg, self._plan, self._engine
         assert cfg is not None and plan is not None and engine is not None and self._background is not None
         action = cfg.workload_impl.phases[cfg.phases[index].kind].action
+        cpu0 = process_time()
         done = await run_action(action, Host(engine, self._background, self._adopt, plan.counts.profiles, cfg.workload_impl))
-        out = OtherOutcome(seconds=done.seconds, checksum=done.checksum, ops=done.ops, close_seconds=done.close_seconds)
-        if action is Action.SETTLE:
-            assert self._engine is not None
-            out.storage_bytes = await self._engine.measure_storage()
-        return out
+        cpu = process_time() - cpu0
+        return OtherOutcome(done.seconds, done.ops, done.checksum, done.close_seconds, cpu)
 
     def _adopt(self, engine: Engine | None) -> None:
         self._engine = engine

@@ -21,6 +21,11 @@ module is the protocol's logic only, chosen by measurement (docs/scaling.md):
   each process's batches have all arrived, so its batch lines precede its ``phase_end``;
 - stabilize, settle, reopen and verify run once, in process 0, as the single-process
   runner runs them once;
+- the phases are sequenced by :class:`~asyncbench.run.phase_sequence.PhaseSequence`, the
+  class the in-process run uses: skips, rows, sweeps and the cost figures the coordinator
+  can get (storage, logical bytes) are its; :class:`DistributedEngineRun` is only where a
+  phase's work runs (its ``PhaseExecutor``), and each cost figure no client process
+  measures is "not measured" with the reason;
 - a process that dies, or a phase that fails in one, ends the engine's run as a Failed row
   with the phases completed so far; the others are aborted and closed; a cluster this
   module started is stopped (nothing is left running), on Ctrl-C too.
@@ -48,15 +53,24 @@ from asyncbench.config import BenchConfig, Level, PhaseSpec, slo_for, to_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines import engine_class
+from asyncbench.measure.cost import cost_enabled
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.result import ClientProcess, EngineResult, LatencyStats, OpenLoop, PhaseCost, Status
+from asyncbench.rate import Rate
+from asyncbench.result import (
+    ClientProcess,
+    EngineResult,
+    LatencyStats,
+    OpenLoop,
+    PhaseCost,
+    PhaseResult,
+    Status,
+)
 from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.capacity import (
     SearchRecord,
     measure_capacity,
     probe_length,
-    stopped_search,
     stream_checksum,
     warm_store,
     writes,
@@ -65,14 +79,8 @@ from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_
 from asyncbench.run.client_process import ClientProcess as ClientProcessActor
 from asyncbench.run.client_process import OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
-from asyncbench.run.phase_rows import (
-    add_figures,
-    merge_kind_latencies,
-    phase_mix,
-    phase_rate,
-    phase_row,
-    sweep_dipped,
-)
+from asyncbench.run.phase_rows import add_figures
+from asyncbench.run.phase_sequence import PhaseSequence, Ran
 from asyncbench.run.saturation import (
     CLIENT_BOUND_BUSY,
     PhaseLoad,
@@ -81,7 +89,7 @@ from asyncbench.run.saturation import (
     runqueue_wait_seconds,
 )
 from asyncbench.slo import make_slo
-from asyncbench.workload import Action, MixFigures, Workload
+from asyncbench.workload import Action, DrawnPlan, MixFigures, PhaseKind, Workload
 
 __all__ = [
     "CLIENT_BOUND_BUSY",
@@ -89,9 +97,11 @@ __all__ = [
     "Placement",
     "DistributedEngineRun",
     "PlacementError",
+    "ScaledOut",
     "check_placement",
     "merge_phase",
     "ordinary_path_note",
+    "scale_out",
 ]
 
 T = TypeVar("T")
@@ -125,6 +135,15 @@ DASK_CONFIG = {
 #: How long a phase's end waits for the last batch lines (measured: they arrive 0.1-0.2 s after
 #: their batch; a line still missing then is noted and left out of the log).
 LINES_WAIT_SECONDS = 10.0
+
+
+#: The cost figures no client process measures (each measures its own CPU only).
+UNMEASURED = ("engine_cpu", "server_cpu", "client_io", "server_io", "counters")
+CLIENTS_MEASURE_CPU = "not measured in a scaled-out run: the client processes measure only their own CPU"
+PROBES_MEASURE_NONE = (
+    "not measured in a scaled-out run: a capacity search's probes bring back their response times only"
+)
+PROCESS_0_RAN_IT = "client CPU: client process 0's, which ran the phase alone (the other client processes waited)"
 
 
 class PlacementError(ValueError):
@@ -179,6 +198,30 @@ def ordinary_path_note(engine: str, placement: Placement) -> str:
         "that opens it), so it ran on the ordinary single-process path, not in a client process; "
         "its figures are those of a run without --processes"
     )
+
+
+@dataclass(frozen=True)
+class ScaledOut:
+    """The scale-out the command line chose (:class:`~asyncbench.run.engine_runs.ScaleOut`):
+    the client/server engines run across the client processes of ``placement``; the
+    embedded ones (``--processes 1`` lets them run) on the ordinary path, with a note."""
+
+    placement: Placement
+
+    def runs(self, name: str) -> bool:
+        return engine_class(name).multi_process
+
+    def engine_run(self, cfg: BenchConfig, level: Level, name: str, observer: Observer) -> DistributedEngineRun:
+        return DistributedEngineRun(cfg, level, name, observer, self.placement)
+
+    def ordinary_note(self, name: str) -> str:
+        return ordinary_path_note(name, self.placement)
+
+
+def scale_out(cfg: BenchConfig) -> ScaledOut | None:
+    """The run's scale-out (``--processes``/``--cluster``), None for a run in one process."""
+    placement = Placement(cfg.processes, cfg.cluster)
+    return ScaledOut(placement) if placement.scaled else None
 
 
 @dataclass
@@ -282,21 +325,27 @@ class DistributedEngineRun:
         self.cfg, self.level, self.name, self.observer, self.placement = cfg, level, name, observer, placement
         self.profiles, self.parallelism = level.profiles, level.parallelism
         self.result = EngineResult(engine=name)
-        self.current: str | None = None
+        self.sequence = PhaseSequence(cfg, name, observer, self.result, self)
         self.step = "setup"
         self.actors: list[Any] = []
         self.opened = False
+        self._stabilizes = False  # the engine needs its stabilize phases (process 0's, after open)
         self._loads: list[PhaseLoad] = []  # per operation phase: CPU share, run-queue wait, host load
-        self._dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         self._addresses: list[str] = []
         self._lost: set[int] = set()  # processes that left the cluster: not called again
         #: the Dask event topic of this run's batch lines (one run's own, on a shared cluster too)
         self.topic = f"asyncbench-batches-{uuid.uuid4().hex}"
         self.lines = BatchLineReceiver(name, [p.name for p in cfg.phases], observer, self._host)
 
+    @property
+    def current(self) -> str | None:
+        """The phase running now (a display name; "open" while the processes open the engine)."""
+        return self.sequence.current
+
     async def run(self) -> EngineResult:
         res = self.result
         started = perf_counter()
+        interrupted = False
         self.observer.engine_start(self.name, self.profiles, self.cfg.workload_impl.unit)
         stack = contextlib.AsyncExitStack()
         try:
@@ -328,6 +377,7 @@ class DistributedEngineRun:
             else:
                 res.set_status(Status.FAILED, self.current or "open", str(exc))
         except* anyio.get_cancelled_exc_class():
+            interrupted = True
             res.set_status(Status.INTERRUPTED, self.current)
             raise
         except* Exception as group:  # a process or engine fault ends this engine's run, not the benchmark
@@ -339,6 +389,8 @@ class DistributedEngineRun:
             peaks = [p.peak_rss_bytes for p in res.client_processes if p.peak_rss_bytes is not None]
             res.peak_rss_bytes = max(peaks) if peaks else None
             self._state_facts()
+            if not interrupted:  # (a stop must not wait for seconds of arithmetic)
+                await self.sequence.logical_figures()
             try:
                 self.observer.engine_end(res)
             except Exception as exc:
@@ -498,55 +550,40 @@ class DistributedEngineRun:
         self.step = "open"
         cls = engine_class(self.name)
         res.facts = cls(_probe_config(self.cfg, self.level, self.name)).facts()
-        self.current = "open"
+        self.sequence.current = "open"
         first, *rest = self.actors
         await self._named(0, partial(first.open, True))()  # the schema first, then the others join it
         self.opened = True
         for actor in rest:  # one at a time: each runs the schema's IF NOT EXISTS statements
             await self._named(self.actors.index(actor), partial(actor.open, False))()
-        needs_stabilization = await first.needs_stabilization()
-        for index, spec in enumerate(self.cfg.phases):
-            self.current = spec.name
-            kind = self.cfg.workload_impl.phases[spec.kind]
-            if kind.action is Action.OPERATIONS:
-                await self._operations(index)
-            elif kind.action is Action.STABILIZE and not needs_stabilization:
-                pr = phase_row(index, spec, kind, 0, 0.0, skipped=True)
-                res.phases.append(pr)
-                self.observer.phase_end(self.name, pr)
-            else:
-                self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
-                out: OtherOutcome = await self._named(0, partial(first.other, index))()
-                if out.storage_bytes is not None:
-                    res.storage_bytes = out.storage_bytes
-                pr = phase_row(index, spec, kind, out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds)
-                res.phases.append(pr)
-                self.observer.phase_end(self.name, pr)
-        self.current = None
+        self._stabilizes = await first.needs_stabilization()
+        await self.sequence.run()
         self.step = "after the last phase"
-        if res.storage_bytes is None:
-            res.storage_bytes = await first.storage()
+        await self.sequence.storage_after()
         facts = await first.facts()
         if facts is not None:
             res.facts = facts
 
-    async def _operations(self, index: int) -> None:
-        spec = self.cfg.phases[index]
-        kind = self.cfg.workload_impl.phases[spec.kind]
-        rate = phase_rate(spec)
-        if spec.sweep is not None and spec.sweep in self._dipped:  # a sweep stops above its dip
-            pr = phase_row(index, spec, kind, 0, 0.0, skipped=True)
-            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
-            self.result.phases.append(pr)
-            self.observer.phase_end(self.name, pr)
-            return
-        if spec.capacity:  # a capacity search of the server, driven by every client process
-            await self._capacity(index)
-            return
+    # --- the PhaseExecutor: a phase's work on the client processes ----------------------
+    @property
+    def storage_changes_state(self) -> str | None:
+        return engine_class(self.name).storage_changes_state
+
+    async def needs_stabilization(self) -> bool:
+        return self._stabilizes
+
+    async def prepare(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> int:
+        """An operation phase: every process builds its workers' partitions (outside the
+        phase's time); the others run in process 0, or are a search, and count none ahead."""
+        if kind.action is not Action.OPERATIONS or spec.capacity:
+            return 0
         sizes = await _all([self._named(k, partial(a.prepare, index)) for k, a in enumerate(self.actors)])
-        self.observer.phase_start(self.name, spec.name, sum(sizes), spec.kind, spec.stream)
+        return sum(sizes)
+
+    async def operations(self, index: int, spec: PhaseSpec, kind: PhaseKind, rate: Rate | None) -> Ran:
         # every batch of every process, as the client processes ship them (outside their time)
-        with PhaseRecorder(self.parallelism) as recorder:
+        recorder = PhaseRecorder(self.parallelism)
+        try:
             self.lines.begin(index, recorder)
             release_at = time.time() + RELEASE_LEAD_SECONDS
             waited = runqueue_wait_seconds()  # the coordinator's own, over the phase
@@ -561,38 +598,44 @@ class DistributedEngineRun:
             finally:
                 self.lines.end()
             merged = merge_phase(parts, self.parallelism, self.cfg.workload_impl)
-            pr = phase_row(index, spec, kind, merged.ops, merged.seconds, merged.checksum)
-            pr.retries = merged.retries
-            pr.latency = merged.latency  # the processes' histograms, merged
-            pr.release_skew_seconds = merged.release_skew_seconds
-            pr.client_cpu_seconds = merged.cpu_seconds
-            why = "not measured in a scaled-out run: the client processes measure only their own CPU"
-            pr.cost = PhaseCost(
-                client_cpu_seconds=merged.cpu_seconds,  # every client process, summed
-                not_measured={k: why for k in ("engine_cpu", "server_cpu", "client_io", "server_io", "counters")},
-            )
-            if whole and recorder.ops == merged.ops:
-                add_figures(pr, recorder, rate, latency=False)
-            elif rate is not None:  # the target (and the achieved-rate check) without the figures
-                pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
+        except BaseException:
+            recorder.close()
+            raise
         self._loads.append(phase_load(merged, parts, waited))
-        pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))  # after the phase, untimed
-        merge_kind_latencies(pr.mix, [p.kind_histograms for p in parts])
-        sweep_dipped(pr, spec, rate, self._dipped, self.result.notes, self.cfg.phases[index + 1 :])
-        self.result.phases.append(pr)
-        self.observer.phase_end(self.name, pr)
+        cost = None
+        if cost_enabled():
+            cost = PhaseCost(client_cpu_seconds=merged.cpu_seconds)  # every client process, summed
+            cost.not_measured.update(dict.fromkeys(UNMEASURED, CLIENTS_MEASURE_CPU))
 
-    async def _capacity(self, index: int) -> None:
+        def figures(pr: PhaseResult) -> None:
+            with recorder:
+                pr.latency = merged.latency  # the processes' histograms, merged
+                pr.release_skew_seconds = merged.release_skew_seconds
+                pr.client_cpu_seconds = merged.cpu_seconds
+                if whole and recorder.ops == merged.ops:
+                    add_figures(pr, recorder, rate, latency=False)
+                elif rate is not None:  # the target (and the achieved-rate check) without the figures
+                    pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals)
+
+        return Ran(
+            merged.ops,
+            merged.seconds,
+            merged.checksum,
+            merged.retries,
+            cost=cost,
+            figures=figures,
+            kind_latencies=[p.kind_histograms for p in parts],
+        )
+
+    async def capacity(
+        self, index: int, spec: PhaseSpec, kind: PhaseKind, record: Callable[[SearchRecord], None]
+    ) -> Ran:
         """Phase ``index``'s capacity (asyncbench.run.capacity): each probe runs on every
         client process, released together (asyncbench.run.capacity_remote)."""
-        spec = self.cfg.phases[index]
-        wl = self.cfg.workload_impl
-        kind = wl.phases[spec.kind]
         slo = make_slo(slo_for(self.cfg, spec.kind))
         warmup, judged = probe_length(slo)
-        self.observer.phase_start(self.name, spec.name, 0, spec.kind, spec.stream)
 
-        async def send(number: int, rate: float, release_at: float) -> list[ProbePart]:
+        async def on_every(number: int, rate: float | None, release_at: float) -> list[ProbePart]:
             return await _all(
                 [
                     self._named(k, partial(a.probe, index, number, rate, warmup + judged, release_at))
@@ -600,65 +643,78 @@ class DistributedEngineRun:
                 ]
             )
 
-        async def whole_stream() -> int:  # the store's warm-up: every process's share, closed loop
-            parts = await _all(
-                [
-                    self._named(k, partial(a.probe, index, 0, None, warmup + judged, time.time()))
-                    for k, a in enumerate(self.actors)
-                ]
-            )
-            return sum(p.ops for p in parts)
+        async def send(number: int, rate: float, release_at: float) -> list[ProbePart]:
+            return await on_every(number, rate, release_at)
 
-        record = SearchRecord(slo, self.cfg.capacity_range, self.cfg.capacity_probe_seconds)
-        started = time.perf_counter()
-        try:
-            warm_ops, warm_seconds = await warm_store(kind, whole_stream)
-            probe = coordinated_probe(send, RELEASE_LEAD_SECONDS, wl)
-            found, ops, seconds = await measure_capacity(
-                probe,
-                slo,
-                self.cfg.capacity_range,
-                self.cfg.capacity_repeats,
-                partial(self.observer.probe, self.name, spec.name),
-                self.cfg.capacity_probe_seconds,
-                record,
-            )
-        except BaseException:  # a stopped search keeps the probes it completed (the partial result's)
-            made = partial(phase_row, index, spec, kind)
-            self.result.phases.append(stopped_search(made, record, time.perf_counter() - started))
-            raise
+        async def whole_stream() -> int:  # the store's warm-up: every process's share, closed loop
+            return sum(p.ops for p in await on_every(0, None, time.time()))
+
+        searches = SearchRecord(slo, self.cfg.capacity_range, self.cfg.capacity_probe_seconds)
+        record(searches)
+        warm_ops, warm_seconds = await warm_store(kind, whole_stream)
+        probe = coordinated_probe(send, RELEASE_LEAD_SECONDS, self.cfg.workload_impl)
+        found, ops, seconds = await measure_capacity(
+            probe,
+            slo,
+            self.cfg.capacity_range,
+            self.cfg.capacity_repeats,
+            partial(self.observer.probe, self.name, spec.name),
+            self.cfg.capacity_probe_seconds,
+            searches,
+        )
         found.store_warmup_ops, found.store_warmup_seconds = warm_ops, warm_seconds
         ops, seconds = ops + warm_ops, seconds + warm_seconds
         checksum = None
         if writes(kind):  # the rest of its stream, closed loop, on every process
             t0 = time.perf_counter()
-            parts = await _all(
-                [
-                    self._named(k, partial(a.probe, index, found.slices_taken, None, warmup + judged, time.time()))
-                    for k, a in enumerate(self.actors)
-                ]
-            )
-            rest = merged_probe(parts, wl)
+            parts = await on_every(found.slices_taken, None, time.time())
+            rest = merged_probe(parts, self.cfg.workload_impl)
             assert rest.checksum is not None
-            checksum = stream_checksum(found.slice_checksums, rest.checksum, wl)
+            checksum = stream_checksum(found.slice_checksums, rest.checksum, self.cfg.workload_impl)
             ops += sum(p.ops for p in parts)
             seconds += time.perf_counter() - t0
-        pr = phase_row(index, spec, kind, ops, seconds, checksum)
-        pr.capacity = found
-        if checksum is not None:  # a mixed phase ran its whole stream: its kinds and skew, as unsearched
-            pr.mix = phase_mix(await anyio.to_thread.run_sync(self._mix, spec))
-        self.result.phases.append(pr)
-        self.observer.phase_end(self.name, pr)
+        cost = None
+        if cost_enabled():
+            cost = PhaseCost(not_measured=dict.fromkeys(("client_cpu", *UNMEASURED), PROBES_MEASURE_NONE))
+        return Ran(ops, seconds, checksum, capacity=found, cost=cost)
 
-    def _mix(self, spec: PhaseSpec) -> MixFigures | None:
-        """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
-        is a pure function of it); its kinds' latencies come from the processes that ran them."""
-        wl = self.cfg.workload_impl
-        kind = wl.phases[spec.kind]
+    async def action(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> Ran:
+        """Stabilize, settle, reopen or verify: once, in process 0 (as in one process)."""
+        out: OtherOutcome = await self._named(0, partial(self.actors[0].other, index))()
+        cost = None
+        if cost_enabled():
+            cost = PhaseCost(client_cpu_seconds=out.cpu_seconds)
+            cost.notes.append(PROCESS_0_RAN_IT)
+            cost.not_measured.update(dict.fromkeys(UNMEASURED, CLIENTS_MEASURE_CPU))
+        return Ran(out.ops, out.seconds, out.checksum, close_seconds=out.close_seconds, cost=cost)
+
+    async def crash_or_recover(self, index: int, spec: PhaseSpec) -> PhaseResult:
+        raise RuntimeError(
+            f"{spec.name}: a crash runs the engine in one process; a plan with one is refused with --processes and --cluster"
+        )
+
+    async def mix(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> MixFigures | None:
         if not kind.mixes:  # one operation kind: nothing to draw
             return None
-        plan = wl.draw_plan(self.level.counts, self.cfg.seed)
-        return wl.mix_figures(kind, wl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
+        return await anyio.to_thread.run_sync(self._mix, spec, kind)
+
+    def _mix(self, spec: PhaseSpec, kind: PhaseKind) -> MixFigures | None:
+        """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
+        is a pure function of it); its kinds' latencies come from the processes that ran them."""
+        plan = self.cfg.workload_impl.draw_plan(self.level.counts, self.cfg.seed)
+        return self.cfg.workload_impl.mix_figures(kind, self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
+
+    async def storage(self) -> int | None:
+        """The store's size, measured by process 0 (untimed)."""
+        if not self.actors:
+            return None
+        size: int | None = await self._named(0, self.actors[0].storage)()
+        return size
+
+    async def drawn_plan(self) -> DrawnPlan:
+        """The run's plan, drawn here from the config as every client process draws it
+        (the coordinator keeps none between phases)."""
+        return await anyio.to_thread.run_sync(self.cfg.workload_impl.draw_plan, self.level.counts, self.cfg.seed)
 
     async def _await_lines(self, index: int, parts: Sequence[PhasePart]) -> bool:
         """Until every process's batch lines of the phase have arrived (bounded); False

@@ -8,12 +8,12 @@ every engine, so an interrupted run still leaves its partial report.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -30,37 +30,32 @@ from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.rate import Rate
 from asyncbench.result import (
     NOT_STARTED,
+    Capacity,
     EngineResult,
     Gates,
-    OpenLoop,
     PhaseCost,
     PhaseResult,
     PlanPhase,
     RunResult,
-    StallRecord,
     Status,
 )
 from asyncbench.run import reuse, reuse_proof
-from asyncbench.run.capacity import SearchRecord, capacity_of_phase, stopped_search
+from asyncbench.run.capacity import SearchRecord, capacity_of_phase
 from asyncbench.run.crash import CrashRecord, crash_phase, recover_phase
-from asyncbench.run.dispatch import Host, run_action, run_operations
-from asyncbench.run.distributed import DistributedEngineRun, Placement, ordinary_path_note
+from asyncbench.run.dispatch import Host, OtherDone, run_action, run_operations
+from asyncbench.run.engine_runs import EngineRunner, ScaleOut
 from asyncbench.run.gc_policy import harness_frozen
 from asyncbench.run.isolation import ChildEngineRun
 from asyncbench.run.observers import BatchDone, Observer
-from asyncbench.run.phase_loop import RanBatches
-from asyncbench.run.phase_rows import (
-    add_figures,
-    phase_mix,
-    phase_prefix,
-    phase_rate,
-    phase_row,
-    sweep_dipped,
-)
+from asyncbench.run.phase_loop import PhaseOutcome
+from asyncbench.run.phase_rows import add_figures, phase_prefix, phase_row
+from asyncbench.run.phase_sequence import PhaseSequence, Ran
 from asyncbench.run.stores import worker_stores
 from asyncbench.run.validate import validate
 from asyncbench.slo import parse_bound_ns
-from asyncbench.workload import Action, DrawnPlan, Group, PhaseKind, PlanCounts
+from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
+
+T = TypeVar("T")
 
 CLOSE_GRACE_SECONDS = 60.0
 #: The step once every phase has completed (storage figure, close, clean-up remain).
@@ -68,12 +63,15 @@ AFTER_LAST_PHASE = "after the last phase"
 
 
 class EngineRun:
-    """One engine through the whole phase list; keeps what completed if it stops early."""
+    """One engine through the whole phase list in this process; keeps what completed if it
+    stops early. The phases are sequenced by :class:`~asyncbench.run.phase_sequence.PhaseSequence`;
+    this class is where their work runs (its :class:`~asyncbench.run.phase_sequence.PhaseExecutor`:
+    this process's workers over the engine it opened)."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, plan: DrawnPlan, observer: Observer, sampler: MemorySampler
     ) -> None:
-        self.cfg, self.level, self.name, self.plan, self.observer, self.sampler = (
+        self.cfg, self.level, self.name, self.plan, self._observer, self.sampler = (
             cfg,
             level,
             name,
@@ -82,22 +80,31 @@ class EngineRun:
             sampler,
         )
         self.result = EngineResult(engine=name)
-        self.current: str | None = None  # the phase running now (a display name)
+        self.sequence = PhaseSequence(cfg, name, observer, self.result, self)
         self.step = "setup"  # the step outside the phases: setup, open, after the last phase
         self.opened = False  # the engine opened (so created its marked store) in this run
         self.completed = False  # every phase ran: the store is what the plan builds
-        #: A reuse run (``cfg.reuse_data``): whether the reused store holds updated profiles.
-        self.store_updated: bool | None = None
-        self.skipped: list[str] = []  # phases a reuse run left out, with the reason
-        #: A reuse run: the checksum each phase it runs must read (``asyncbench.run.reuse_proof``).
-        self.proof: reuse_proof.Proof | None = None
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = cfg.workload_impl.context(cfg.seed)
-        self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
         self.crash: CrashRecord | None = None
-        self._stalls: StallRecord | None = None  # the running phase's holds of the loop (_timed's)
+        self._items: Sequence[object] = ()  # the running phase's items (``prepare``'s)
+
+    @property
+    def current(self) -> str | None:
+        """The phase running now (a display name; "open" while the engine opens)."""
+        return self.sequence.current
+
+    @property
+    def observer(self) -> Observer:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: Observer) -> None:
+        """The isolated child sets its observers once the run exists (its result writer
+        observes the run's own result): the phases report to them too."""
+        self._observer = self.sequence.observer = observer
 
     def _engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -167,7 +174,7 @@ class EngineRun:
                 with contextlib.suppress(Exception):
                     res.facts = self.engine.facts()
             if not interrupted:  # (a stop must not wait for seconds of arithmetic)
-                await self._logical_figures()
+                await self.sequence.logical_figures()
             try:  # an observer fault (a log on a full disk) must not end the whole benchmark
                 self.observer.engine_end(res)
             except Exception as exc:
@@ -176,6 +183,7 @@ class EngineRun:
 
     async def _run_phases(self) -> None:
         res = self.result
+        sequence = self.sequence
         self.step = "setup"
         cls = engine_class(self.name)
         econf = self._engine_config()
@@ -185,39 +193,33 @@ class EngineRun:
         self.engine = cls(econf)
         res.facts = self.engine.facts()
         with anyio.move_on_after(self.cfg.timeout_seconds) as scope:
-            self.current = "open"
+            sequence.current = "open"
             assert self.background is not None
             if self.cfg.reuse_data:  # the store an earlier run built: its fingerprint first
                 found = await self.engine.read_fingerprint()
                 expected = reuse.fingerprint(self.cfg, self.name, self.plan.counts)
-                self.store_updated = reuse.check(found, expected, self.engine.data_dir, self.cfg.workload_impl)
-                self.proof = await anyio.to_thread.run_sync(
+                sequence.store_updated = reuse.check(found, expected, self.engine.data_dir, self.cfg.workload_impl)
+                sequence.proof = proof = await anyio.to_thread.run_sync(
                     reuse_proof.expectations,
                     self.cfg,
                     found,
                     self.plan,
                     self.level.workers,
-                    self.store_updated,
+                    sequence.store_updated,
                     self.engine.data_dir,
                 )
-                if self.proof.unchecked:
-                    res.notes.append(
-                        "reused store: not proven against its build: " + "; ".join(self.proof.unchecked)
-                    )
+                if proof.unchecked:
+                    res.notes.append("reused store: not proven against its build: " + "; ".join(proof.unchecked))
                 await self.engine.open(False, self.background)  # checks the store is intact
             else:
                 await self.engine.open(True, self.background)
                 self.opened = True  # the store is the engine's own now: --clean-data may delete it
-            for index, spec in enumerate(self.cfg.phases):
-                self.current = spec.name
-                await self._phase(index, spec)
-            self.current = None
+            await sequence.run()
             self.step = AFTER_LAST_PHASE
-            if res.storage_bytes is None:
-                res.storage_bytes = await self.engine.measure_storage()
+            await sequence.storage_after()
             self.completed = True
-        if self.skipped:
-            res.notes.append("reused store: skipped " + "; ".join(self.skipped))
+        if sequence.skipped:
+            res.notes.append("reused store: skipped " + "; ".join(sequence.skipped))
         if scope.cancelled_caught:
             res.set_status(Status.TIMED_OUT, self.current, f"{self.cfg.timeout_seconds:g} seconds")
 
@@ -265,90 +267,117 @@ class EngineRun:
             except Exception as exc:  # clean-up must not hide the run's outcome
                 self.result.notes.append(f"deleting the store failed: {type(exc).__name__}: {exc}")
 
-    async def _phase(self, index: int, spec: PhaseSpec) -> None:
-        engine = self.engine
-        assert engine is not None
-        kind = self.cfg.workload_impl.phases[spec.kind]
-        close_seconds: float | None = None
+    # --- the PhaseExecutor: a phase's work on this process's workers -------------------
+    def _opened(self) -> Engine:
+        assert self.engine is not None
+        return self.engine
 
-        def result(
-            ops: int, seconds: float, checksum: str | None = None, skipped: bool = False
-        ) -> PhaseResult:
-            return phase_row(index, spec, kind, ops, seconds, checksum, skipped, close_seconds)
+    @property
+    def storage_changes_state(self) -> str | None:
+        return None if self.engine is None else self.engine.storage_changes_state
 
-        rate = phase_rate(spec)
-        if spec.sweep is not None and spec.sweep in self.dipped:  # a sweep stops above its dip
-            pr = result(0, 0.0, skipped=True)
-            pr.open_loop = OpenLoop(rate=rate.ops_per_s, arrivals=rate.arrivals) if rate else None
-            self.result.phases.append(pr)
-            self.observer.phase_end(self.name, pr)
-            return
-        why = None if self.store_updated is None else reuse.skip_reason(spec, self.store_updated, self.cfg.workload_impl)
-        if why is not None:
-            self.skipped.append(f"{spec.name} ({why})")
-        if why is not None or (kind.action is Action.STABILIZE and not engine.needs_stabilization):
-            pr = result(0, 0.0, skipped=True)
-            self.result.phases.append(pr)
-            self.observer.phase_end(self.name, pr)
-            return
-        if spec.crash is not None or kind.action is Action.RECOVER:
-            await self._crash_or_recover(index, spec, engine)
-            return
-        items = self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
+    async def needs_stabilization(self) -> bool:
+        return self._opened().needs_stabilization
+
+    async def prepare(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> int:
+        self._items = self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, self.plan, dict(spec.params))
         # a capacity search's operations are its probes', not known ahead: a pulsing bar
-        self.observer.phase_start(self.name, spec.name, 0 if spec.capacity else len(items), spec.kind, spec.stream)
-        checksum: str | None = None
-        ops = retries = 0
+        return 0 if spec.capacity else len(self._items)
+
+    async def _metered(self, work: Callable[[Engine], Awaitable[T]]) -> tuple[T, PhaseCost | None]:
+        """``work`` on the engine, with its cost measured around it (the snapshots outside
+        its time; the engine after it, a reopen's fresh one)."""
+        engine = self._opened()
         meter = CostMeter(engine) if cost_enabled() else None
         if meter is not None:
-            await meter.start()  # (snapshots outside the phase's time)
-        found = None
-        ran: RanBatches | None = None
-        searches: list[SearchRecord] = []  # a capacity search's probes as they go
-        started = perf_counter()
+            await meter.start()
         try:
-            if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
-                found, ops, seconds, checksum = await capacity_of_phase(
-                    self.cfg, index, spec, items, engine, self.ctx, partial(self.observer.probe, self.name, spec.name),
-                    searches.append,
-                )  # fmt: skip
-                latency = None
-            else:
-                checksum, ops, retries, seconds, latency, close_seconds, ran = await self._timed(
-                    index, spec, items, rate, engine
-                )
+            out = await work(engine)
         except BaseException:
             if meter is not None:
                 meter.close()
-            if searches:  # a stopped search keeps the probes it completed (the partial result's)
-                self.result.phases.append(stopped_search(result, searches[0], perf_counter() - started))
             raise
-        cost = None if meter is None else await meter.stop(self.engine or engine)
-        prefix = None
-        if ran is not None:  # a phase that ran for a duration: its checksum is its whole prefix's
-            prefix, checksum = phase_prefix(spec, kind, items, ran, self.cfg.workload_impl)
-        pr = result(ops, seconds, checksum)
-        pr.prefix = prefix
-        pr.retries = retries
-        pr.stalls, self._stalls = self._stalls, None
-        pr.capacity = found
-        if kind.action is Action.SETTLE:
-            self.result.storage_bytes = await (self.engine or engine).measure_storage()  # untimed
-        if cost is not None:
-            await self._cost_figures(kind, cost)
-        pr.cost = cost
-        if latency is not None:  # after the phase's clock stopped
+        return out, None if meter is None else await meter.stop(self.engine or engine)
+
+    async def operations(self, index: int, spec: PhaseSpec, kind: PhaseKind, rate: Rate | None) -> Ran:
+        items = self._items
+        # P comes from the engine's config (set once from the level): the engine opened
+        # that many connections, and the phase runs that many workers
+        engine = self._opened()
+        handles = worker_stores(self.cfg.workload_impl, engine)
+        # the marks go to unnamed temporary files (the system's temporary directory), not memory
+        latency = PhaseRecorder(len(handles))
+
+        async def timed(engine: Engine) -> tuple[PhaseOutcome, int]:
+            outcome = await run_operations(
+                kind,
+                items,
+                handles,
+                self.ctx,
+                self.cfg.batch_size,
+                self._batch_hook(spec.name, latency),
+                rate,
+                self.cfg.seed,
+                index,
+                spec.duration,
+                stalls=True,
+                wl=self.cfg.workload_impl,
+            )
+            return outcome, engine.take_retries()  # the phase's retried writes, over all workers
+
+        try:
+            (outcome, retries), cost = await self._metered(timed)
+        except BaseException:
+            latency.close()
+            raise
+
+        def figures(pr: PhaseResult) -> None:
+            if outcome.ran is not None:  # a phase that ran for a duration: its checksum is its whole prefix's
+                pr.prefix, pr.checksum = phase_prefix(spec, kind, items, outcome.ran, self.cfg.workload_impl)
             with latency:  # the log's batch lines went out live, batch by batch (the observer's batch)
                 add_figures(pr, latency, rate)
-        pr.mix = phase_mix(self.cfg.workload_impl.mix_figures(kind, items))
-        sweep_dipped(pr, spec, rate, self.dipped, self.result.notes, self.cfg.phases[index + 1 :])
-        if self.proof is not None and checksum is not None:  # a reused store proves its data
-            self.proof.check(index, spec, checksum)
-        self.result.phases.append(pr)
-        self.observer.phase_end(self.name, pr)
 
-    async def _crash_or_recover(self, index: int, spec: PhaseSpec, engine: Engine) -> None:
+        return Ran(
+            outcome.ops, outcome.seconds, outcome.checksum, retries, stalls=outcome.stalls, cost=cost, figures=figures
+        )
+
+    async def capacity(
+        self, index: int, spec: PhaseSpec, kind: PhaseKind, record: Callable[[SearchRecord], None]
+    ) -> Ran:
+        items = self._items
+
+        async def search(engine: Engine) -> tuple[Capacity, int, float, str | None]:
+            return await capacity_of_phase(
+                self.cfg, index, spec, items, engine, self.ctx, partial(self.observer.probe, self.name, spec.name), record
+            )
+
+        (found, ops, seconds, checksum), cost = await self._metered(search)
+        return Ran(ops, seconds, checksum, capacity=found, cost=cost)
+
+    async def action(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> Ran:
+        assert self.background is not None
+        background = self.background
+
+        async def act(engine: Engine) -> OtherDone:
+            return await run_action(
+                kind.action, Host(engine, background, self._adopt, self.plan.counts.profiles, self.cfg.workload_impl)
+            )
+
+        done, cost = await self._metered(act)
+        return Ran(done.ops, done.seconds, done.checksum, close_seconds=done.close_seconds, cost=cost)
+
+    async def mix(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> MixFigures | None:
+        return self.cfg.workload_impl.mix_figures(kind, self._items)
+
+    async def storage(self) -> int | None:
+        return None if self.engine is None else await self.engine.measure_storage()
+
+    async def drawn_plan(self) -> DrawnPlan:
+        return self.plan
+
+    async def crash_or_recover(self, index: int, spec: PhaseSpec) -> PhaseResult:
         """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
+        engine = self._opened()
         kind = self.cfg.workload_impl.phases[spec.kind]
         self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)
         if spec.crash is not None:
@@ -358,107 +387,14 @@ class EngineRun:
                 f"{spec.name}: {spec.crash.how} after {record.acknowledged:_d} acknowledged operations; the store "
                 "is then no longer the one the plan builds (no fingerprint, no reuse)"
             )
-        else:
-            assert self.crash is not None and self.background is not None  # (the plan's order is checked)
-            self.engine = None  # a failing constructor must not leave the closed engine to close again
-            fresh = type(engine)(engine.config)
-            self.engine = fresh
-            row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background, self.cfg.workload_impl)
-            self.result.durability += [*self.crash.earlier, row]  # the earlier points, checked on copies
-            pr = phase_row(index, spec, kind, row.checked, seconds, None, False, None)
-        self.result.phases.append(pr)
-        self.observer.phase_end(self.name, pr)
-
-    async def _logical_figures(self) -> None:
-        """Each measured phase's logical bytes written and the live data's logical size after
-        it: the yardstick of write and space amplification (``Workload.plan_writes``).
-
-        Computed once the engine is done, never before its phases: at 2M profiles it is
-        seconds of generating profiles again and replaying the updates, millions of objects
-        made and freed, and done before the engine opened it left the phases a different heap
-        and garbage collector state than a run without the cost measurement (ops/s 0.95x on
-        a quiet machine, benchmarks/bench_cost_overhead.py). Nothing reads these figures
-        before the report."""
-        costed = [pr for pr in self.result.phases if pr.cost is not None]
-        if not costed:
-            return
-        phases = [(self.cfg.workload_impl.phases[p.kind], p.stream, p.count) for p in self.cfg.phases]
-        try:
-            logical = await anyio.to_thread.run_sync(self.cfg.workload_impl.plan_writes, phases, self.plan, self.cfg.seed)
-        except Exception as exc:  # a figure lost, never the run
-            for pr in costed:
-                assert pr.cost is not None
-                pr.cost.not_measured["logical"] = f"{type(exc).__name__}: {exc}"
-            return
-        for pr in costed:
-            assert pr.cost is not None
-            written, live = logical[pr.index]
-            pr.cost.logical_write_bytes = written
-            if pr.kind.group is Group.WRITE or pr.kind.action is Action.SETTLE:
-                pr.cost.logical_live_bytes = live
-
-    async def _cost_figures(self, kind: PhaseKind, cost: PhaseCost) -> None:
-        """After a write phase or settle: the storage (space amplification's numerator),
-        measured now, untimed; the logical figures come after the run (:meth:`_logical_figures`)."""
-        if kind.group is not Group.WRITE and kind.action is not Action.SETTLE:
-            return
-        if kind.action is Action.SETTLE:
-            cost.storage_bytes = self.result.storage_bytes
-            return
-        engine = self.engine
-        if engine is not None and engine.storage_changes_state is not None:
-            cost.not_measured["storage"] = engine.storage_changes_state
-            return
-        try:
-            cost.storage_bytes = None if engine is None else await engine.measure_storage()
-        except Exception as exc:  # a figure lost, never the run
-            cost.not_measured["storage"] = f"{type(exc).__name__}: {exc}"
-
-    async def _timed(
-        self, index: int, spec: PhaseSpec, items: Sequence[object], rate: Rate | None, engine: Engine
-    ) -> tuple[str | None, int, int, float, PhaseRecorder | None, float | None, RanBatches | None]:
-        """The phase itself, timed: (checksum, ops, retries, seconds, latency, close seconds,
-        and a phase with a duration its batches)."""
-        kind = self.cfg.workload_impl.phases[spec.kind]
-        checksum: str | None = None
-        ops = retries = 0
-        close_seconds: float | None = None
-        latency = None
-        ran = None
-        if kind.action is Action.OPERATIONS:
-            # P comes from the engine's config (set once from the level): the engine opened
-            # that many connections, and the phase runs that many workers
-            handles = worker_stores(self.cfg.workload_impl, engine)
-            # the marks go to unnamed temporary files (the system's temporary directory), not memory
-            latency = PhaseRecorder(len(handles))
-            try:
-                outcome = await run_operations(
-                    kind,
-                    items,
-                    handles,
-                    self.ctx,
-                    self.cfg.batch_size,
-                    self._batch_hook(spec.name, latency),
-                    rate,
-                    self.cfg.seed,
-                    index,
-                    spec.duration,
-                    stalls=True,
-                    wl=self.cfg.workload_impl,
-                )
-            except BaseException:
-                latency.close()
-                raise
-            ops, checksum, seconds, ran = outcome.ops, outcome.checksum, outcome.seconds, outcome.ran
-            self._stalls = outcome.stalls
-            retries = engine.take_retries()  # the phase's retried writes, over all workers
-        else:
-            assert self.background is not None
-            done = await run_action(
-                kind.action, Host(engine, self.background, self._adopt, self.plan.counts.profiles, self.cfg.workload_impl)
-            )
-            checksum, ops, seconds, close_seconds = done.checksum, done.ops, done.seconds, done.close_seconds
-        return checksum, ops, retries, seconds, latency, close_seconds, ran
+            return pr
+        assert self.crash is not None and self.background is not None  # (the plan's order is checked)
+        self.engine = None  # a failing constructor must not leave the closed engine to close again
+        fresh = type(engine)(engine.config)
+        self.engine = fresh
+        row, seconds = await recover_phase(self.crash, self.plan, engine, fresh, self.background, self.cfg.workload_impl)
+        self.result.durability += [*self.crash.earlier, row]  # the earlier points, checked on copies
+        return phase_row(index, spec, kind, row.checked, seconds, None, False, None)
 
     def _adopt(self, engine: Engine | None) -> None:
         """A reopen's fresh adapter (None while it is made: a failing constructor must not
@@ -538,14 +474,14 @@ class Benchmark:
         started_utc: str,
         on_progress: Callable[[RunResult], None],
         log_path: Path,
-        placement: Placement | None = None,
+        scale: ScaleOut | None = None,
     ) -> None:
         validate(cfg)
         self.cfg, self.observer, self.started_utc, self.on_progress = cfg, observer, started_utc, on_progress
         self.log_path = log_path
-        #: --processes/--cluster: each engine's workers across client processes (scaled runs
-        #: draw no plan here: every client process draws its own)
-        self.placement = placement or Placement(cfg.processes, cfg.cluster)
+        #: --processes/--cluster: the engines whose workers run across client processes (the
+        #: command line's choice; scaled runs draw no plan here: every client process draws its own)
+        self.scale = scale
         self.results: list[RunResult] = []
         self.sampler = MemorySampler()
 
@@ -554,12 +490,11 @@ class Benchmark:
             if not self.cfg.isolate:  # isolated engines sample their own process
                 tg.start_soon(self.sampler.run)
             cfg = self.cfg
+            scale = self.scale
             plans: dict[int, DrawnPlan | None] = {}  # profiles -> the workload's plan, or None
             for level in cfg.levels():
                 if level.profiles not in plans:  # children draw their own; one plan serves every P
-                    own = cfg.isolate or (
-                        self.placement.scaled and all(engine_class(n).multi_process for n in cfg.engines)
-                    )
+                    own = cfg.isolate or (scale is not None and all(scale.runs(n) for n in cfg.engines))
                     plans = {level.profiles: None if own else await self._draw(level.counts)}
                 plan = plans[level.profiles]
                 run = new_result(cfg, level, self.started_utc)
@@ -571,9 +506,10 @@ class Benchmark:
                     for position, name in enumerate(cfg.engines):
                         stopped = True  # until the engine's run returns
                         self.observer.engine_context(repeat, level.profiles, level.parallelism)
-                        engine_run: EngineRun | ChildEngineRun | DistributedEngineRun
-                        if self.placement.scaled and engine_class(name).multi_process:
-                            engine_run = DistributedEngineRun(cfg, level, name, self.observer, self.placement)
+                        scaled = scale is not None and scale.runs(name)
+                        engine_run: EngineRunner
+                        if scale is not None and scaled:
+                            engine_run = scale.engine_run(cfg, level, name, self.observer)
                         elif plan is None:
                             engine_run = ChildEngineRun(cfg, level, name, self.log_path, self.observer, repeat)
                         else:
@@ -582,8 +518,8 @@ class Benchmark:
                             await engine_run.run()
                             stopped = False
                         finally:  # an interrupted engine still reports what it completed
-                            if self.placement.scaled and not isinstance(engine_run, DistributedEngineRun):
-                                engine_run.result.notes.append(ordinary_path_note(name, self.placement))
+                            if scale is not None and not scaled:
+                                engine_run.result.notes.append(scale.ordinary_note(name))
                             engine_run.result.repeat = repeat
                             engine_run.result.warmup = repeat < cfg.warmup
                             run.engines.append(engine_run.result)
