@@ -529,12 +529,6 @@ class RocksDbEngine(MarkedStore, Engine):
             raise RuntimeError("rocksdb engine is not open")
         return self._primitives
 
-    @property
-    def recovery(self) -> object | None:
-        """What the workload's crash repair did after this open (None: the store was
-        closed cleanly, or no workload store was built yet)."""
-        primitives = getattr(self, "_primitives", None)
-        return None if primitives is None else primitives.repaired
 
     # --- facts ----------------------------------------------------------------------
     def facts(self) -> EngineFacts:

@@ -98,6 +98,12 @@ def make(name: str, data: Path, **settings: Any) -> Engine:
     return engine_class(name)(EngineConfig(name, data, settings, limit=HUGE_LIMIT, seed=SEED))
 
 
+def _repaired(engine: Any) -> Any:
+    """What the profile store's crash repair did over the engine's key/value primitives
+    after this open (None: the store was closed cleanly, or the engine has none)."""
+    return getattr(engine.worker(0), "repaired", None)
+
+
 async def reopen_and_check(
     name: str, data: Path, n: int, allowed: Any = None, **settings: Any
 ) -> tuple[int, Any]:
@@ -105,7 +111,7 @@ async def reopen_and_check(
     engine = make(name, data, **settings)  # on the loop: the lsm adapter makes anyio primitives
     async with opened(engine, reset=False):
         state = await check_store(engine, n, SEED, allowed)
-        return state.count, getattr(engine, "recovery", None)
+        return state.count, _repaired(engine)
 
 
 # --- a kill at a random-ish point --------------------------------------------------------
@@ -252,7 +258,7 @@ def test_kv_recovery_repairs_a_torn_lsm_store(tmp_path: Path) -> None:
         engine = make("lsm", data, wal_mode="sync")
         async with opened(engine, reset=False):
             store_of(engine)  # the workload's store: built over the primitives, it repairs first
-            report = engine.recovery
+            report = _repaired(engine)
             state = await check_store(engine, 3000, SEED)
             return state.count, report
 
@@ -284,12 +290,12 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
         engine = make("rocksdb", data)
         async with opened(engine, reset=True):
             await store_of(engine).insert(create_many(1, 500, SEED), [])
-        assert engine.recovery is None and scans == []  # a fresh store is not scanned
+            assert _repaired(engine) is None and scans == []  # a fresh store is not scanned
         for _ in range(2):  # close + reopen, as the runner's reopen phase does
             engine = make("rocksdb", data)
             async with opened(engine, reset=False):
                 store_of(engine)
-                assert engine.recovery is None
+                assert _repaired(engine) is None
                 await check_store(engine, 600, SEED)
         assert scans == []
         (data / "CLEAN_SHUTDOWN").unlink()  # as if the last session had been killed ...
@@ -298,7 +304,8 @@ def test_rocksdb_clean_reopen_does_not_scan(tmp_path: Path, monkeypatch: pytest.
         engine = make("rocksdb", data)
         async with opened(engine, reset=False):
             store_of(engine)  # the workload's store repairs before its first batch
-            assert engine.recovery is not None and engine.recovery.changed == 0
+            report = _repaired(engine)
+            assert report is not None and report.changed == 0
         assert scans == ["repair"]
 
     anyio.run(main)

@@ -240,12 +240,6 @@ class LsmEngine(MarkedStore, Engine):
             raise RuntimeError("lsm engine is not open")
         return self._primitives
 
-    @property
-    def recovery(self) -> object | None:
-        """What the workload's crash repair did after this open (None: the store was
-        closed cleanly, or no workload store was built yet)."""
-        primitives = getattr(self, "_primitives", None)
-        return None if primitives is None else primitives.repaired
 
 
 class LsmKv:

@@ -19,10 +19,10 @@ from asyncbench.workload import (
     PhaseKind,
     Prefix,
     RecordMemory,
-    RecoveryCounts,
     SettingError,
     Workload,
 )
+from asyncbench.workload_defaults import WorkloadDefaults
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import COMMAND_LINE, convert, plan_toml
@@ -45,8 +45,11 @@ from asyncbench.workloads.ycsb.stores import ycsb_store
 __all__ = ["WORKLOAD", "YcsbWorkload"]
 
 
-class YcsbWorkload:
-    """YCSB's core workloads A-F over a usertable of the engine's own (docs/workloads.md)."""
+class YcsbWorkload(WorkloadDefaults):
+    """YCSB's core workloads A-F over a usertable of the engine's own (docs/workloads.md).
+    What it leaves out (published reference tables, an engine that is its own store, store
+    reuse, crash checks) is :class:`~asyncbench.workload_defaults.WorkloadDefaults`' absent
+    capabilities."""
 
     name = "ycsb"
     unit = "records"  # --profiles is the record count
@@ -123,12 +126,6 @@ class YcsbWorkload:
     def store(self, primitives: Any, limit: int) -> YcsbStore:
         return ycsb_store(primitives)
 
-    def own_store_problem(self, engine_class: type) -> str | None:
-        return (
-            f"{engine_class.__name__} is its own store (it keeps Engine.worker) and gives no key/value, SQL or "
-            "in-process primitives (asyncbench.store): it cannot run the ycsb workload"
-        )
-
     async def verify_checksum(self, store: Any, records: int) -> str:
         raise NotImplementedError("the YCSB workload has no verify phase")
 
@@ -140,16 +137,8 @@ class YcsbWorkload:
         live = lay.recordcount * lay.fieldcount * lay.fieldlength
         return [(live if kind.kind == "load" else None, live) for kind, _, _ in phases]
 
-    def verify_expected(self, plan: Plan, rewrites: Sequence[tuple[str, int | None]]) -> str:
-        raise NotImplementedError("a YCSB store is not reused (--reuse-data runs the profile store only)")
-
     def can_crash(self, kind: PhaseKind) -> bool:
         return False  # its records' versions are not checked after a crash yet (issue 57)
-
-    async def check_recovery(
-        self, store: Any, plan: Any, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
-    ) -> RecoveryCounts:
-        raise NotImplementedError("a crash in a YCSB phase is refused by the plan (can_crash)")
 
     @property
     def accelerated(self) -> bool:
@@ -157,17 +146,6 @@ class YcsbWorkload:
 
     def kernels_status(self) -> str:
         return f"ycsb: {kernels.status_line()}"
-
-    def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
-        return False
-
-    def published_checksums(
-        self, profiles: int, parallelism: int, limit: int, seed: int, counts: Mapping[str, int]
-    ) -> dict[str, str] | None:
-        return None
-
-    def published_configurations(self) -> list[tuple[int, int, int]]:
-        return []
 
 
 #: The instance the registry hands out.
