@@ -45,7 +45,7 @@ import anyio
 from asyncbench.config import load, to_json
 from asyncbench.engines import engine_class
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.client_process import ClientProcess
+from asyncbench.run.client_process import ClientProcessActor
 from asyncbench.run.distributed import DistributedEngineRun, Placement, _probe_config
 from asyncbench.run.observers import Observer
 from asyncbench.run.runner import EngineRun
@@ -84,12 +84,12 @@ def config(engine: str, parallelism: int, profiles: int, data: Path):
 
 
 async def in_process(cfg, engine: str, profiles: int) -> dict:
-    """The client process's own code (the ClientProcess actor hosting all P workers) in
+    """The client process's own code (the ClientProcessActor hosting all P workers) in
     this process, without Dask: what the K=1 path costs apart from Dask's process."""
     level = cfg.levels()[0]
     out: dict = {"k": "inproc", "status": "ok"}
     async with engine_class(engine).exclusive(_probe_config(cfg, level, engine)):
-        actor = ClientProcess()
+        actor = ClientProcessActor()
         await actor.start(to_json(cfg), engine, profiles, level.parallelism, 0, 1)
         try:
             await actor.open(True)

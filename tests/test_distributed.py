@@ -3,7 +3,7 @@ every K, merged figures, refusals, a cluster started with Dask's own tools, and 
 process killed mid-phase.
 
 The unit tests need no server: the merge is checked on synthetic parts, and one
-:class:`ClientProcess` hosting all P workers of the memory engine (in this process, no
+:class:`ClientProcessActor` hosting all P workers of the memory engine (in this process, no
 Dask) must give the single-process runner's checksums. The server tests (PostgreSQL from
 ``scripts/postgres-server``) start real client processes; they are slow (seconds each).
 """
@@ -30,7 +30,7 @@ from asyncbench.config import load, to_json
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import Status
-from asyncbench.run.client_process import ClientProcess, PhasePart, WorkerPart, hosted_workers
+from asyncbench.run.client_process import ClientProcessActor, PhasePart, WorkerPart, hosted_workers
 from asyncbench.run.distributed import (
     DistributedEngineRun,
     Placement,
@@ -145,7 +145,7 @@ async def test_one_client_process_hosting_every_worker_matches_the_runner(tmp_pa
     memory engine at P4 gives exactly the single-process runner's 21 phase checksums."""
     expected = await single_process_checksums(tmp_path, "memory", 4)
     cfg = quick_cfg(tmp_path, "memory", 4)
-    actor = ClientProcess()
+    actor = ClientProcessActor()
     await actor.start(to_json(cfg), "memory", PROFILES, 4, 0, 1)
     try:
         await actor.open(True)
@@ -284,7 +284,7 @@ async def test_a_client_process_schedules_its_workers_as_one_process_would(tmp_p
 
     cfg = quick_cfg(tmp_path, "memory", 4)
     cfg = dataclasses.replace(cfg, phases=[dataclasses.replace(cfg.phases[0], rate=20_000.0, arrivals=arrivals)])
-    actor = ClientProcess()
+    actor = ClientProcessActor()
     await actor.start(to_json(cfg), "memory", PROFILES, 4, 1, 2)
     shipped: list[dict] = []
     actor._send = shipped.append  # what Worker.log_event would carry
@@ -519,7 +519,7 @@ async def test_a_client_process_reports_its_run_queue_wait_and_host_load(tmp_pat
     """Each phase part carries the process's run-queue wait over the phase and its host's
     load and CPUs: what the coordinator weighs for a saturated machine."""
     cfg = quick_cfg(tmp_path, "memory", 2)
-    actor = ClientProcess()
+    actor = ClientProcessActor()
     await actor.start(to_json(cfg), "memory", PROFILES, 2, 0, 1)
     try:
         await actor.open(True)

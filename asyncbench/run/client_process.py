@@ -1,6 +1,6 @@
 """Worker side of a scaled-out run: one client process hosting some of the P workers.
 
-A :class:`ClientProcess` is a Dask actor living in a Dask worker process (a
+A :class:`ClientProcessActor` is a Dask actor living in a Dask worker process (a
 ``LocalCluster`` worker for ``--processes K``, a ``dask worker`` on another host for
 ``--cluster``). It is given the run's config, never operation lists: it draws the same plan
 from the seed as every other process, opens the engine itself, and for each operation phase
@@ -48,7 +48,7 @@ from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.stores import worker_store
 from asyncbench.workload import DrawnPlan
 
-__all__ = ["ClientProcess", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
+__all__ = ["ClientProcessActor", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ class OtherOutcome:
     cpu_seconds: float = 0.0  # this process's CPU over the phase (process_time: every thread)
 
 
-class ClientProcess:
+class ClientProcessActor:
     """The Dask actor: one per client process. Methods are called by the coordinator in
     this order: ``start``, ``reach``, ``open``, then per phase ``prepare`` + ``go`` (operations) or
     ``other`` (process 0 only), ``close`` (and process 0: ``delete_store``), ``stop``."""
@@ -134,7 +134,7 @@ class ClientProcess:
 
     # --- plumbing: every call runs on the portal's loop --------------------------------
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        assert self._portal is not None, "ClientProcess.start was not called"
+        assert self._portal is not None, "ClientProcessActor.start was not called"
         future: Future[T] = self._portal.start_task_soon(fn, *args)
         return await asyncio.wrap_future(future)
 

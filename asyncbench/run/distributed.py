@@ -3,7 +3,7 @@ client processes, on this host (``--processes K``: a Dask ``LocalCluster``) or o
 worker processes of an existing Dask cluster (``--cluster ADDRESS``).
 
 Dask distributed does the process management, placement and messaging (actors, one
-:class:`~asyncbench.run.client_process.ClientProcess` per Dask worker process); this
+:class:`~asyncbench.run.client_process.ClientProcessActor` per Dask worker process); this
 module is the protocol's logic only, chosen by measurement (docs/scaling.md):
 
 - every process draws the same plan from the config (nothing but the config is shipped);
@@ -76,8 +76,7 @@ from asyncbench.run.capacity import (
     writes,
 )
 from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_probe
-from asyncbench.run.client_process import ClientProcess as ClientProcessActor
-from asyncbench.run.client_process import OtherOutcome, PhasePart
+from asyncbench.run.client_process import ClientProcessActor, OtherOutcome, PhasePart
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_rows import add_figures
 from asyncbench.run.phase_sequence import PhaseSequence, Ran
