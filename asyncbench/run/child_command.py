@@ -12,6 +12,11 @@ own SIGINT handler only over the default). The child's first lines
 (:data:`asyncbench.run.child.EARLY_SIGNALS`) then take SIGINT back, record any that come
 during its imports, and handle them once its stop handlers are in place.
 
+The child runs with ``-P`` (Python 3.11+: no unsafe path first on ``sys.path``): ``-m``
+otherwise puts the working directory first, so a run started in a folder holding an
+``asyncbench/`` checkout, or any file named like a module the child imports
+(``orjson.py``), ran that code in every engine's process instead of the installed one.
+
 What is left: a SIGINT in the shell's first instructions, before its ``trap``, ends it
 quietly (the default action: no traceback); one while SIGINT is ignored is dropped by
 the child, and the parent, which got the same Ctrl-C, stops it. The ``libuv`` process
@@ -33,9 +38,9 @@ IGNORE_SIGINT_THEN_EXEC = 'trap "" INT; exec "$0" "$@"'
 
 
 def child_command(args: Sequence[str]) -> list[str]:
-    """``python -m asyncbench.run.child ARGS``, started with SIGINT ignored (the module's
+    """``python -P -m asyncbench.run.child ARGS``, started with SIGINT ignored (the module's
     docstring) where there is a POSIX shell; as it is elsewhere."""
-    python = [sys.executable, "-m", "asyncbench.run.child", *args]
+    python = [sys.executable, "-P", "-m", "asyncbench.run.child", *args]
     if os.name != "posix" or not os.path.exists("/bin/sh"):
         return python
     return ["/bin/sh", "-c", IGNORE_SIGINT_THEN_EXEC, *python]

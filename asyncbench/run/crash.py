@@ -162,7 +162,7 @@ async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine
 
 async def _run_worker(spec_file: Path, record: CrashRecord) -> tuple[anyio.abc.Process, bytearray]:
     """The worker, to its end: each acknowledgement into ``record``; its stderr's tail."""
-    cmd = [sys.executable, "-m", "asyncbench.run.crash_worker", str(spec_file)]
+    cmd = [sys.executable, "-P", "-m", "asyncbench.run.crash_worker", str(spec_file)]
     err = bytearray()
     async with await anyio.open_process(cmd, stdin=subprocess.DEVNULL) as proc:
         assert proc.stdout is not None and proc.stderr is not None

@@ -50,7 +50,7 @@ async def power_cut_mount(backing: Path) -> AsyncIterator[Path]:
     mount.mkdir()
     try:
         with open(log, "wb") as err:
-            cmd = [sys.executable, "-m", "asyncbench.fs.power_cut", str(backing), str(mount)]
+            cmd = [sys.executable, "-P", "-m", "asyncbench.fs.power_cut", str(backing), str(mount)]
             proc = await anyio.open_process(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         try:
             with anyio.fail_after(MOUNT_SECONDS):
