@@ -32,6 +32,7 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
+from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
 from asyncbench.workloads.profile_store.stores import profile_store
 
 __all__ = ["FLOORS", "Floor"]
@@ -323,7 +324,7 @@ class SqliteFloor(Floor):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         conn = self._connect(path)
         self.fresh_b = conn
-        execute, insert_sql, batch = conn.execute, self.engine.sql.insert, self.batch
+        execute, insert_sql, batch = conn.execute, self._statements().insert, self.batch
 
         def insert(uids: Sequence[int]) -> list[Any]:
             assert isinstance(uids, range)
@@ -367,8 +368,14 @@ class SqliteFloor(Floor):
                 conn.close()
         self.copy = self.conn = None
 
+    def _statements(self) -> Statements:
+        """The very statements A runs: the profile store's, over the engine's dialect."""
+        store = profile_store(self.engine.worker(0), LIMIT)
+        assert isinstance(store, SqlProfileStore)
+        return store.sql
+
     def plain(self, kind: str) -> Callable[[Sequence[Any]], list[Any]]:
-        sql = self.engine.sql
+        sql = self._statements()
         assert self.conn is not None
         execute = self.conn.execute
 
