@@ -32,7 +32,7 @@ from asyncbench.engines import engine_class  # noqa: E402
 from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import update  # noqa: E402
 
-#: Store name -> the attribute of the engine's shared KvProfileStore (``engine._store``).
+#: Store name -> the attribute of the profile store built over the engine's key/value primitives.
 STORE_ATTRS = {
     "profiles": "profiles",
     "email-index": "emails",

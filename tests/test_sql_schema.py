@@ -1,5 +1,7 @@
-"""The ``profiles`` DDL is written once (engines/sql_profile_store.py: table, column order,
-index names and columns); each SQL engine gives only its column types and layout."""
+"""Every SQL engine's ``profiles`` DDL names the columns, in order, and the indexes the
+profile store's statements use (workloads/profile_store/sql_store.py: table, column order,
+index names and columns); each engine writes its own types and layout (until workloads
+declare their tables to the engines)."""
 
 from __future__ import annotations
 
