@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import ROOT, status_line
+from conftest import ROOT, status_line, store_of
 from store_checks import HUGE_LIMIT, check_store
 
 from asyncbench.engine import EngineConfig, opened
@@ -110,7 +110,8 @@ def test_store_reopens_consistent_after_a_full_disk(
     async def main() -> tuple[int, Any]:
         engine = engine_class(name)(EngineConfig(name, full_run.store, {}, limit=HUGE_LIMIT, seed=SEED))
         async with opened(engine, reset=False):
-            report = getattr(engine, "recovery", None)
+            store_of(engine)  # the profile store: built over the primitives, it repairs first
+            report = getattr(engine.worker(0), "repaired", None)  # what the repair did (KvPrimitives)
             state = await check_store(engine, PROFILES, SEED)
             return state.count, report
 

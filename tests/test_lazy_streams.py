@@ -6,6 +6,7 @@ a phase consumes them: whole, in batches, in P contiguous worker partitions, in 
 from __future__ import annotations
 
 import tracemalloc
+from functools import partial
 from typing import Any
 
 import anyio
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.phase_loop import bucket_by_uid, partition
+from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store import plan as plan_module
 from asyncbench.workloads.profile_store import streams
 from asyncbench.workloads.profile_store.dotnet_random import PyNetRandom
@@ -187,7 +189,7 @@ def test_a_phase_over_a_lazy_stream_runs_in_bounded_memory(kind: str, stream: st
     tracemalloc.start()
     try:
         outcome = anyio.run(
-            run_operations,
+            partial(run_operations, wl=workload("profile_store")),
             PHASES[kind],
             items,
             stores,

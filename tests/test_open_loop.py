@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from conftest import store_of
 from engines_for_tests import StallingEngine
 from plugins.own_store_engine import OwnStoreMemoryEngine
 
@@ -113,9 +114,10 @@ async def _read_phase(
     plan = draw_plan(Counts.for_profiles(profiles), 1)
     eng = engine_cls(EngineConfig(name=engine_cls.name, data_dir=Path("unused"), settings={}, limit=50, seed=1))
     await eng.open(True)
+    store = store_of(eng)  # the profile store over the engine's primitives (or the engine, if it is its own)
     ctx = PhaseContext.for_seed(1)
     insert = PHASES["insert"]
-    await run_operations(insert, phase_items(insert, None, None, plan), [eng], ctx, 1000, lambda *a: None, wl=PROFILE_STORE)
+    await run_operations(insert, phase_items(insert, None, None, plan), [store], ctx, 1000, lambda *a: None, wl=PROFILE_STORE)
     kind = PHASES["read_by_id"]
     rec = PhaseRecorder(workers)
 
@@ -123,7 +125,7 @@ async def _read_phase(
         rec.add(w, n, s, marks, intended, blocked)
 
     out = await run_operations(
-        kind, phase_items(kind, "reads", None, plan), [eng] * workers, ctx, batch, hook, rate, 1, 2, wl=PROFILE_STORE
+        kind, phase_items(kind, "reads", None, plan), [store] * workers, ctx, batch, hook, rate, 1, 2, wl=PROFILE_STORE
     )
     return out, rec
 
