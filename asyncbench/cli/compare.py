@@ -40,6 +40,7 @@ import orjson
 
 from asyncbench.measure.stats import exit_code
 from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.differences import differences
 from asyncbench.report.compare.inputs import MAX_WALK_ENTRIES, load_side, one_workload
 from asyncbench.report.compare.json_doc import json_document
@@ -198,10 +199,10 @@ def run(args: argparse.Namespace) -> int:
     diffs = differences(base, new)
     costs = cost_compare.cost_changes(base.runs, new.runs, engines)
     kinds = mix_compare.kind_changes(base.runs, new.runs, engines)
-    parts = (rows, diffs, threshold, gone, apart, latency, costs, kinds)
+    found = Compared(rows, diffs, threshold, gone, apart, latency, costs, kinds)
     if args.json:
-        print(orjson.dumps(json_document(*parts), option=orjson.OPT_INDENT_2).decode())
+        print(orjson.dumps(json_document(found), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(markdown_output(*parts) if args.markdown else text_output(*parts))
+        print(markdown_output(found) if args.markdown else text_output(found))
     checksum_code = 1 if any(r.checksums_equal is False for r in rows) else 0
     return max(exit_code([r.comparison for r in rows]), checksum_code)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from asyncbench.report import cost_compare, latency_compare
-from asyncbench.report.compare.rows import PACED_APART_WHY, OneSided, PacedApart, Row
+from asyncbench.report.compare.compared import Compared
+from asyncbench.report.compare.rows import PACED_APART_WHY
 from asyncbench.report.compare.summary import summaries
 
 __all__ = ["json_document"]
@@ -14,17 +15,10 @@ def _changes(changes: list[cost_compare.CostChange]) -> list[dict[str, object]]:
     return [{"engine": c.engine, "figure": c.figure, "base": c.base, "new": c.new, "ratio": c.ratio} for c in changes]
 
 
-def json_document(
-    rows: list[Row],
-    diffs: list[str],
-    threshold: float,
-    gone: OneSided,
-    apart: list[PacedApart],
-    latency: list[latency_compare.LatencyRow],
-    costs: list[cost_compare.CostChange],
-    kinds: list[cost_compare.CostChange],
-) -> dict[str, object]:
+def json_document(c: Compared) -> dict[str, object]:
     """The document ``compare --json`` prints."""
+    rows, diffs, threshold, gone, apart = c.rows, c.diffs, c.threshold, c.gone, c.apart
+    latency, costs, kinds = c.latency, c.costs, c.kinds
     return {
         "threshold": threshold,
         "rows": [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from asyncbench.measure.stats import Verdict
 from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.legends import DIFFERS_HEAD, ONE_RUN_LEGEND, SUMMARY_HEAD, one_sided_lines
 from asyncbench.report.compare.rows import OneSided, PacedApart, Row
 from asyncbench.report.compare.summary import summaries
@@ -16,18 +17,11 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def markdown_output(
-    rows: list[Row],
-    diffs: list[str],
-    threshold: float,
-    gone: OneSided,
-    apart: list[PacedApart],
-    latency: list[latency_compare.LatencyRow],
-    costs: list[cost_compare.CostChange],
-    kinds: list[cost_compare.CostChange],
-) -> str:
+def markdown_output(c: Compared) -> str:
     """The whole Markdown output: :func:`render_markdown`, then the informational
     latency, cost and operation-kind tables."""
+    rows, diffs, threshold, gone, apart = c.rows, c.diffs, c.threshold, c.gone, c.apart
+    latency, costs, kinds = c.latency, c.costs, c.kinds
     render = render_markdown(rows, diffs, threshold, gone, apart)
     render += "\n".join(latency_compare.markdown_lines(latency, _escape))
     render += "\n".join(cost_compare.markdown_lines(costs, _escape))

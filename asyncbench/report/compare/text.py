@@ -12,6 +12,7 @@ import textwrap
 from asyncbench import fmt
 from asyncbench.measure.stats import Comparison, Verdict
 from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.legends import (
     DIFFERS_HEAD,
     NOT_SIGNIFICANT_LEGEND,
@@ -29,18 +30,11 @@ PACED_APART_HEAD = f"not compared, paced differently ({PACED_APART_WHY}):"
 SLOWER_LISTED = 8
 
 
-def text_output(
-    rows: list[Row],
-    diffs: list[str],
-    threshold: float,
-    gone: OneSided,
-    apart: list[PacedApart],
-    latency: list[latency_compare.LatencyRow],
-    costs: list[cost_compare.CostChange],
-    kinds: list[cost_compare.CostChange],
-) -> str:
+def text_output(c: Compared) -> str:
     """The whole console output: :func:`render_text`, then the informational latency,
     cost and operation-kind tables (each only when it has a row)."""
+    rows, diffs, threshold, gone, apart = c.rows, c.diffs, c.threshold, c.gone, c.apart
+    latency, costs, kinds = c.latency, c.costs, c.kinds
     render = render_text(rows, diffs, threshold, gone, apart=apart)
     render += "\n".join(["", *latency_compare.text_lines(latency)]) if latency else ""
     render += "\n".join(["", *cost_compare.text_lines(costs)]) if costs else ""
