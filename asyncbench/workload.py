@@ -299,6 +299,8 @@ class Workload(Protocol):
     count_names: tuple[str, ...]
     #: The verify phase's operations.
     verify_ops: int
+    #: What the verify phase reads and folds, for the report's notes (None: no note).
+    verify_note: str | None
     #: The plan's top-level table of this workload's own settings (YCSB's ``[ycsb]``), or None.
     section: str | None
 

@@ -39,6 +39,8 @@ class WorkloadDefaults:
     section: str | None = None
     #: The verify phase's operations (0: its checksum is one read of the store's summary).
     verify_ops: int = 0
+    #: No note on the verify phase in the report (a workload with one states it).
+    verify_note: str | None = None
     #: No published reference run to compare checksums with.
     reference_checksums: Mapping[str, str] = MappingProxyType({})
 

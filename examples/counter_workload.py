@@ -309,6 +309,9 @@ class CounterWorkload(WorkloadDefaults):
     phases = PHASES
     count_names: tuple[str, ...] = ("increments",)
     verify_ops = 1  # one scan of every counter
+    verify_note: str | None = (
+        "verify reads every counter back in one scan; its checksum folds each counter's id and value."
+    )
 
     def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
         """Built: a batch holds ids (one int each, ``sys.getsizeof``); kept (the memory

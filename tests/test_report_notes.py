@@ -36,3 +36,12 @@ def test_report_explains_the_four_operations_of_verify() -> None:
     md = report.render(sample())
     assert "final (verify) counts 4 operations" in md
     assert "one count of the stored profiles and three point reads" in md
+
+
+def test_the_verify_note_is_the_runs_own_workloads() -> None:
+    """The note on what verify reads is the workload's (Workload.verify_note): a workload
+    without one (YCSB has no verify phase) gets no profile-store sentence in its report."""
+    import dataclasses
+
+    md = report.render(dataclasses.replace(sample(), workload="ycsb"))
+    assert "three point reads" not in md and "final (verify) counts" not in md

@@ -342,8 +342,9 @@ def interpretation_notes(run: RunResult) -> list[str]:
         ),
         "Checksums fold what each phase returned; engines that agree returned the same results in the same "
         "order.",
-        VERIFY_NOTE,
     ]
+    if run.workload_impl.verify_note is not None:  # the workload's own words on its verify phase
+        notes.append(run.workload_impl.verify_note)
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
             notes.append(
@@ -396,13 +397,6 @@ def storage_note(run: RunResult, markdown: bool = True) -> str:
     if empty:
         parts.append(f"{', '.join(map(esc, empty))} writes no files (0 B)")
     return "; ".join(parts) + "."
-
-
-VERIFY_NOTE = (
-    "final (verify) counts 4 operations: after the reopen, one count of the stored profiles and "
-    "three point reads (the first profile, the middle one and the last); its checksum folds the "
-    "count and the three profiles."
-)
 
 
 def latency_tables(run: RunResult, groups: dict[str, EngineRuns]) -> list[str]:

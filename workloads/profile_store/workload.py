@@ -54,6 +54,11 @@ class ProfileStoreWorkload:
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = COUNT_NAMES
     verify_ops = VERIFY_OPS
+    verify_note: str | None = (
+        "final (verify) counts 4 operations: after the reopen, one count of the stored profiles and "
+        "three point reads (the first profile, the middle one and the last); its checksum folds the "
+        "count and the three profiles."
+    )
     reference_checksums: Mapping[str, str] = REFERENCE_CHECKSUMS
     section: str | None = None  # no settings of its own: [run] and [counts] say everything
 
