@@ -92,6 +92,10 @@ class EngineConfig:
     limit: int = 50
     seed: int = 570123434
     workers: int = 1  # P: how many concurrent workers will call ``worker(i)`` handles
+    #: The key/value stores the run's workload keeps (``Workload.kv_stores``): a key/value
+    #: engine that holds a fixed set of stores opens these, by these names. An engine knows
+    #: no workload; the workload declares what it keeps.
+    stores: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

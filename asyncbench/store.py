@@ -121,17 +121,17 @@ class KvPrimitives:
     built: dict[str, Any] = field(default_factory=dict)
 
     def store(self, name: str) -> KvStore:
-        """The engine's store ``name``. An engine that holds a fixed set of stores gives
-        its first for a name it does not hold: a workload of one table (YCSB's usertable)
-        keeps it there. (The fixed sets are the profile store's five, named by the
-        engines until workloads declare their stores to them: docs/architecture.md.)"""
+        """The engine's store ``name``: one the workload declared (``Workload.kv_stores``,
+        which an engine holding a fixed set opened as ``EngineConfig.stores``). A name it
+        does not hold is the workload's mistake, named, never another store in its place."""
         try:
             return self.stores[name]
         except KeyError:
-            first = next(iter(self.stores.values()), None)
-            if first is None:
-                raise RuntimeError(f"the engine holds no key/value store (asked for {name!r})") from None
-            return first
+            held = ", ".join(map(repr, self.stores)) or "none"
+            raise RuntimeError(
+                f"the engine holds no key/value store {name!r} (it holds {held}): a workload declares every "
+                "store it keeps in its kv_stores"
+            ) from None
 
 
 # --- SQL ----------------------------------------------------------------------------------

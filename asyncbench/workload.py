@@ -293,6 +293,10 @@ class Workload(Protocol):
     name: str
     #: What its size counts, as the console, charts and report name it ("profiles", "records").
     unit: str
+    #: The key/value stores it keeps, by name (a key/value engine opens these, and only
+    #: these: ``EngineConfig.stores``; its store mapping reaches them by
+    #: ``KvPrimitives.store(name)``).
+    kv_stores: tuple[str, ...]
     #: Phase kind name -> row, in the order the report lists them.
     phases: Mapping[str, PhaseKind]
     #: The plan's count names (what ``[counts]`` may set), in drawing order.

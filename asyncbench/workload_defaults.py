@@ -41,6 +41,8 @@ class WorkloadDefaults:
     verify_ops: int = 0
     #: No note on the verify phase in the report (a workload with one states it).
     verify_note: str | None = None
+    #: One key/value store (a workload keeping several declares their names).
+    kv_stores: tuple[str, ...] = ("records",)
     #: No published reference run to compare checksums with.
     reference_checksums: Mapping[str, str] = MappingProxyType({})
 

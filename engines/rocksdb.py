@@ -1,6 +1,7 @@
 """RocksDB adapter (via ``rocksdict``) reproducing the reference's RocksDB setup.
 
-Five separate databases (profiles and four indexes) under the engine's data dir, WAL on,
+One database per store the workload declares (the profile store: profiles and four
+indexes, as the reference) under the engine's data dir, WAL on,
 sync writes off, one ``put``/``delete`` per index entry (no WriteBatch across indexes),
 keys and values exactly as the workload spec states: the primary key is the 20-digit
 user id and every index value is that primary key (the published reference program uses
@@ -19,7 +20,8 @@ by email) run on the event loop a batch at a time, because a worker thread buys 
 concurrency and costs them 15-20% (see ``_on_loop``). Iterators are created per query
 inside the worker thread, so several tasks may share one engine.
 
-Crash recovery: a profile is five puts into five databases, so a process killed between
+Crash recovery: a record may be several puts into several databases (the profile store's
+is five), so a process killed between
 them leaves it half-written. ``close`` marks a clean shutdown once every database closed
 without error; ``open(reset=False)`` without that mark says so to the workload
 (``KvPrimitives.unclean``), whose store repairs before its first batch (the profile store:
@@ -29,9 +31,9 @@ Writes are ordered so a crash leaves only extra index entries: an insert writes 
 entries before the profile, an update its new keys before the profile and deletes the old
 ones after.
 
-The data dir is the engine's own (``engines.store_dir``): a reset removes only the five
+The data dir is the engine's own (``engines.store_dir``): a reset removes only the
 databases its marker lists and files RocksDB names, and refuses a directory holding
-anything else; an open that keeps the data requires the marker and all five databases and
+anything else; an open that keeps the data requires the marker and every database and
 opens each with ``create_if_missing`` off, so a deleted database is an error naming it,
 never an empty index.
 """
@@ -61,10 +63,6 @@ from asyncbench.store import KvPrimitives, Place, Placement
 
 T = TypeVar("T")
 
-#: Directory names of the five databases, as in the reference: the profile store's five
-#: stores (a YCSB run keeps its records in the first). (Named here until the workloads
-#: declare their stores to the engines: docs/architecture.md.)
-DB_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
 
 _COMPRESSION = {
     "none": rocksdict.DBCompressionType.none,
@@ -76,11 +74,12 @@ _COMPRESSION = {
     "zstd": rocksdict.DBCompressionType.zstd,
 }
 
-#: What the engine's directory holds: the five databases, with only the files RocksDB (and
-#: rocksdict) name inside them, and the clean-shutdown mark.
+#: What the engine's directory holds: one database per store the run's workload keeps
+#: (``EngineConfig.stores``, set at open: :meth:`StoreLayout.for_stores`), with only the
+#: files RocksDB (and rocksdict) name inside them, and the clean-shutdown mark.
 LAYOUT = StoreLayout(
     engine="rocksdb",
-    stores=DB_NAMES,
+    stores=(),
     stores_are_dirs=True,
     store_files=re.compile(
         r"CURRENT|IDENTITY|LOCK|LOG|LOG\.old\.\d+|(MANIFEST|OPTIONS)-\d+|\d+\.(log|sst|ldb|blob)"
@@ -330,8 +329,8 @@ class RocksKv:
 
 
 class RocksDbEngine(MarkedStore, Engine):
-    """RocksDB, embedded through ``rocksdict``, set up as the reference sets it up: five
-    databases (the profiles and four indexes) under the data directory, the write-ahead log
+    """RocksDB, embedded through ``rocksdict``, set up as the reference sets it up: one
+    database per store of the workload (the profile store's five) under the data directory, the write-ahead log
     on and synchronous writes off, one put or delete per index entry. The report shows the
     options RocksDB actually applied beside the configured ones."""
 
@@ -408,7 +407,8 @@ class RocksDbEngine(MarkedStore, Engine):
     def _open_sync(self, reset: bool) -> None:
         if self._dbs:
             raise RuntimeError("rocksdb engine is already open")
-        store = StoreDir(self.data_dir, LAYOUT)
+        names = self.config.stores
+        store = StoreDir(self.data_dir, LAYOUT.for_stores(names))
         if reset:
             store.reset()
         else:
@@ -418,7 +418,7 @@ class RocksDbEngine(MarkedStore, Engine):
         dbs = []
         db_options: list[rocksdict.Options] = []
         try:
-            for name in DB_NAMES:
+            for name in names:
                 try:
                     opts = self._options(create=reset)
                     db = rocksdict.Rdict(str(self.data_dir / name), opts)
@@ -440,9 +440,9 @@ class RocksDbEngine(MarkedStore, Engine):
         self._dbs = dbs
         self._db_options = db_options  # their statistics: cost_counters
         self._primitives = KvPrimitives(
-            dict(zip(DB_NAMES, (RocksKv(db) for db in dbs), strict=True)), placement(self.data_dir)
+            dict(zip(names, (RocksKv(db) for db in dbs), strict=True)), placement(self.data_dir)
         )
-        options = read_options_file(self.data_dir / DB_NAMES[0])
+        options = read_options_file(self.data_dir / names[0])
         self._effective = {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
         # A store that was not closed cleanly may hold a record's several puts only in
         # part: the workload's store repairs it before its first batch (the mark stays
@@ -460,7 +460,7 @@ class RocksDbEngine(MarkedStore, Engine):
         return {k: options[k] for k in _EFFECTIVE_KEYS if k in options}
 
     async def delete_store(self) -> bool:
-        """The five databases and the markers, after the same ownership checks as a reset."""
+        """The databases and the markers, after the same ownership checks as a reset."""
         await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).delete)
         return True
 
@@ -501,11 +501,11 @@ class RocksDbEngine(MarkedStore, Engine):
     # --- cost -----------------------------------------------------------------------------
     def background_threads(self) -> BackgroundThreads | str:
         """RocksDB's flush and compaction pools: native threads it names ``rocksdb:high``
-        and ``rocksdb:low`` (shared by the five databases)."""
+        and ``rocksdb:low`` (shared by the databases)."""
         return BackgroundThreads(names=("rocksdb:",))
 
     async def cost_counters(self) -> EngineCounters | str:
-        """The statistics of the five databases, summed: WAL, flush and compaction bytes
+        """The statistics of the databases, summed: WAL, flush and compaction bytes
         written, compaction bytes read, and the write stall time."""
         if not self._db_options:
             return "the engine is not open"
@@ -521,7 +521,7 @@ class RocksDbEngine(MarkedStore, Engine):
             stall_seconds=totals["rocksdb.stall.micros"] / 1e6,
         )
 
-    # --- operations: the shared key/value profile store, placed by PLACEMENT -------------
+    # --- operations: the workload's key/value store, placed by PLACEMENT -------------
     def worker(self, index: int) -> KvPrimitives:
         """Every worker shares the one set of databases (rocksdict databases are safe
         across threads), so the workload builds one store over them."""
@@ -539,7 +539,7 @@ class RocksDbEngine(MarkedStore, Engine):
         eff = self._effective
         sync = bool(s["sync"])
         settings = [
-            Setting("Databases", ",".join(DB_NAMES)),
+            Setting("Databases", ",".join(self.config.stores) or "one per store of the workload"),
             Setting("Compression", str(s["compression"]).capitalize(), _compression_applied(eff)),
             Setting(
                 "CompressionAllLevels",
@@ -575,8 +575,8 @@ class RocksDbEngine(MarkedStore, Engine):
         durability = Durability(
             log="write-ahead log on every database",
             sync="per write" if sync else "by the OS (WriteOptions.sync=false)",
-            write_unit="a profile is five puts into five databases, no WriteBatch across them",
-            after_crash="open repairs the four indexes from the profiles database",
+            write_unit="one put per store a record touches, no WriteBatch across databases",
+            after_crash="a workload that writes a record as several puts repairs them at open (unclean close)",
             synced_commits=bool(sync),
             parameters={
                 "write_buffer_size": _mb(eff.get("write_buffer_size")) or f"{mb} MB",

@@ -43,6 +43,7 @@ engine's ``Failed: open: ...`` row and goes on with the other engines.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -67,6 +68,9 @@ MARKER = ".asyncbench-store"
 #: by a crash) is not provably this run's and is never deleted: the directory is refused.
 MARKER_TMP_PREFIX = MARKER + "."
 FORMAT = 1
+#: A store's name as a marker may list it: one plain path component (a workload names its
+#: stores; a marker naming ``..`` or a path is no marker asyncbench wrote).
+_STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 #: How many unrecognised entries an error names before "and N more".
 _NAMED = 5
 #: Files up to this size also get a CRC32 in the record of a clean close (manifests,
@@ -93,7 +97,9 @@ class StoreLayout:
     """What an engine writes in its directory.
 
     ``stores`` are the named stores (directories when ``stores_are_dirs``, else files)
-    the marker lists; ``store_files`` matches every file name the engine's library may
+    the marker lists: for a key/value engine, the stores the run's workload declares
+    (``Workload.kv_stores``, given to the engine as ``EngineConfig.stores``; a class-level
+    layout with none still recognises, resets and deletes what a marker lists); ``store_files`` matches every file name the engine's library may
     create inside a store directory; ``own_files`` matches the other names the engine
     writes at the top level (a clean-shutdown mark, SQLite's ``-wal``/``-shm``).
     """
@@ -116,6 +122,19 @@ class StoreLayout:
     #: whose pages equal the database's, as a read-only ``sqlite3`` leaves it beside a
     #: clean store): such files are not damage, whatever the record says of them.
     idle_transients: Callable[[Path], bool] | None = None
+
+    def for_stores(self, stores: tuple[str, ...]) -> StoreLayout:
+        """This layout holding ``stores`` (a key/value engine's, from the run's workload:
+        ``EngineConfig.stores``); ValueError when there are none or a name is no plain name."""
+        if not stores:
+            raise ValueError(
+                f"the {self.engine} engine was given no key/value stores to open (EngineConfig.stores: "
+                "the run's workload declares them as kv_stores)"
+            )
+        bad = [s for s in stores if not _STORE_NAME.fullmatch(s) or s.startswith(MARKER) or self.owns_top(s)]
+        if bad or len(set(stores)) != len(stores):
+            raise ValueError(f"the {self.engine} engine cannot keep stores named {list(stores)} (plain, distinct names)")
+        return dataclasses.replace(self, stores=tuple(stores))
 
     @property
     def summed_bytes(self) -> int | None:
@@ -146,6 +165,18 @@ class StoreDir:
         self._fingerprint: dict[str, Any] | None = None
         #: Opened keeping its data since the last clean close (the record may be stale).
         self._in_use = False
+        #: The named stores that are the engine's here: the layout's (what this run's
+        #: workload keeps) and those the marker lists (an earlier run's, maybe another
+        #: workload's: the marker proves they are ours, so a reset removes them).
+        self._stores: set[str] = set(layout.stores)
+        #: The stores the marker lists (None: not read yet, or a new store: the layout's).
+        self._listed: list[str] | None = None
+
+    def _is_store(self, name: str) -> bool:
+        return name in self._stores
+
+    def _owns_top(self, name: str) -> bool:
+        return self._is_store(name) or self.layout.owns_top(name)
 
     # --- open with reset ----------------------------------------------------------------
     def reset(self) -> None:
@@ -160,6 +191,7 @@ class StoreDir:
             if names:
                 self._check_marker(names)
                 self._delete(names, self._check_entries(names))
+        self._listed = list(self.layout.stores)
         self._write_marker()
 
     # --- clean-up after a run -------------------------------------------------------------
@@ -192,7 +224,7 @@ class StoreDir:
         files: dict[str, list[int]] = {}
         contents: dict[str, list[int]] = {}
         for rel, st in self._present():
-            if rel not in self.layout.stores:
+            if not self._is_store(rel):
                 files[rel] = _identity(st)
             contents[rel] = [st.st_size, _crc(self.directory / rel, st.st_size, self.layout.summed_bytes)]
         self._write_marker(files, contents=contents, fingerprint=self._fingerprint)
@@ -205,12 +237,12 @@ class StoreDir:
                 continue
             path = self.directory / name
             st = os.lstat(path)
-            if name in self.layout.stores and self.layout.stores_are_dirs and stat.S_ISDIR(st.st_mode):
+            if self._is_store(name) and self.layout.stores_are_dirs and stat.S_ISDIR(st.st_mode):
                 for inner in sorted(os.listdir(path)):
                     ist = os.lstat(path / inner)
                     if stat.S_ISREG(ist.st_mode) and self.layout.library_file(inner):
                         yield f"{name}/{inner}", ist
-            elif self.layout.owns_top(name) and stat.S_ISREG(st.st_mode):
+            elif self._owns_top(name) and stat.S_ISREG(st.st_mode):
                 yield name, st
 
     # --- the store's fingerprint (what built it), for a run that reuses it ------------------
@@ -250,6 +282,11 @@ class StoreDir:
             raise StoreDirError(
                 f"{self.directory} holds no {self.layout.engine} store of asyncbench (no {MARKER} marker); "
                 "open it with a reset to create one"
+            )
+        if self.layout.stores and sorted(listed) != sorted(self.layout.stores):
+            raise StoreDirError(
+                f"{self.directory} holds the {self.layout.engine} stores {sorted(listed)}, not the stores "
+                f"{sorted(self.layout.stores)} this run's workload keeps; open it with a reset to rebuild it"
             )
         for name in listed:
             try:
@@ -363,9 +400,12 @@ class StoreDir:
                 "asyncbench leaves it alone"
             )
         stores = [s for s in doc["stores"] if isinstance(s, str)]
-        unknown = [s for s in stores if s not in self.layout.stores]
-        if unknown or len(stores) != len(doc["stores"]):
-            raise StoreDirError(f"{self.marker} lists stores this engine does not make: {unknown}")
+        own = self.layout.own_files
+        unsafe = [s for s in stores if not _STORE_NAME.fullmatch(s) or s.startswith(MARKER) or (own and own.fullmatch(s))]
+        if unsafe or len(stores) != len(doc["stores"]):
+            raise StoreDirError(f"{self.marker} lists stores this engine does not make: {unsafe}")
+        self._stores.update(stores)
+        self._listed = stores
         files = doc.get("files")
         self._recorded = (
             {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, list)}
@@ -449,16 +489,16 @@ class StoreDir:
             st = os.lstat(self.directory / name)
             if name == MARKER and stat.S_ISREG(st.st_mode):
                 continue
-            if not layout.owns_top(name) or stat.S_ISLNK(st.st_mode):
+            if not self._owns_top(name) or stat.S_ISLNK(st.st_mode):
                 yield name
-            elif name in layout.stores and layout.stores_are_dirs:
+            elif self._is_store(name) and layout.stores_are_dirs:
                 if not stat.S_ISDIR(st.st_mode):
                     yield name
                     continue
                 for inner in sorted(os.listdir(self.directory / name)):
                     if not check(f"{name}/{inner}", os.lstat(self.directory / name / inner)):
                         yield f"{name}/{inner}"
-            elif name in layout.stores:  # a store that is a file: named exactly by the marker
+            elif self._is_store(name):  # a store that is a file: named exactly by the marker
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                     yield name
             elif not check(name, st):
@@ -480,7 +520,7 @@ class StoreDir:
                 else:
                     os.unlink(name, dir_fd=top)
             for name in names:
-                if name in self.layout.stores and self.layout.stores_are_dirs:
+                if self._is_store(name) and self.layout.stores_are_dirs:
                     sub = os.open(name, flags, dir_fd=top)
                     try:
                         for file in inner.get(name, []):
@@ -488,7 +528,7 @@ class StoreDir:
                     finally:
                         os.close(sub)
                     os.rmdir(name, dir_fd=top)
-                elif name in self.layout.stores:
+                elif self._is_store(name):
                     os.unlink(name, dir_fd=top)
             os.unlink(MARKER, dir_fd=top)  # last: until the stores are gone it proves they are ours
             os.fsync(top)
@@ -502,7 +542,8 @@ class StoreDir:
         fingerprint: dict[str, Any] | None = None,
         in_use: bool = False,
     ) -> None:
-        doc: dict[str, Any] = {"format": FORMAT, "engine": self.layout.engine, "stores": list(self.layout.stores)}
+        stores = self._listed if self._listed is not None else list(self.layout.stores)
+        doc: dict[str, Any] = {"format": FORMAT, "engine": self.layout.engine, "stores": stores}
         if files is not None:
             doc["files"] = files
         if contents is not None:

@@ -306,6 +306,7 @@ class CounterWorkload(WorkloadDefaults):
 
     name = "counter"
     unit = "counters"
+    kv_stores: tuple[str, ...] = (TABLE,)
     phases = PHASES
     count_names: tuple[str, ...] = ("increments",)
     verify_ops = 1  # one scan of every counter

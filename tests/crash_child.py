@@ -30,6 +30,7 @@ from conftest import store_of  # noqa: E402
 from asyncbench.engine import Engine, EngineConfig, opened  # noqa: E402
 from asyncbench.engines import engine_class  # noqa: E402
 from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import update  # noqa: E402
 
 #: Store name -> the attribute of the profile store built over the engine's key/value primitives.
@@ -70,7 +71,7 @@ def arm(engine: Engine, store: str, method: str, at: int) -> None:
 
 async def run(spec: dict[str, Any]) -> None:
     name, n, batch, seed = spec["engine"], spec["n"], spec["batch"], spec["seed"]
-    config = EngineConfig(name, Path(spec["data"]), spec.get("settings", {}), seed=seed)
+    config = EngineConfig(name, Path(spec["data"]), spec.get("settings", {}), seed=seed, stores=PROFILE_STORES)
     engine = engine_class(name)(config)
     die = spec.get("die")
 

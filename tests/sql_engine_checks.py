@@ -19,6 +19,7 @@ from asyncbench.engine import EngineConfig
 from asyncbench.engines.client_server import SessionPoolEngine
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
 
@@ -29,7 +30,7 @@ async def results_equal_the_memory_engine(
     """``loaded`` holds profiles 1..``profiles``: every read, scan and query answers as the
     memory engine's does, before and after an update batch with a repeated and a missing
     id; on one server with disjoint rows nothing is retried."""
-    ref = MemoryEngine(EngineConfig("memory", data_dir, {}, limit, seed))
+    ref = MemoryEngine(EngineConfig("memory", data_dir, {}, limit, seed, stores=PROFILE_STORES))
     await ref.open(reset=True)
     await store_of(ref).insert(create_many(1, profiles, seed), [])
     plan = draw_plan(Counts.for_profiles(profiles, queries=60, post_queries=60), seed)

@@ -14,6 +14,7 @@ from asyncbench.engine import EngineConfig
 from asyncbench.facts import MemoryScope
 from asyncbench.report import chart_style, charts, outputs
 from asyncbench.result import RunResult, Status
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -177,7 +178,7 @@ def test_colours_are_fixed_per_engine(sample: RunResult) -> None:
     from asyncbench.engines import ALL_ENGINES, engine_class
 
     stated = {
-        engine_class(n)(EngineConfig(n, Path("unused"))).facts().colour for n in ("memory", *ALL_ENGINES)
+        engine_class(n)(EngineConfig(n, Path("unused"), stores=PROFILE_STORES)).facts().colour for n in ("memory", *ALL_ENGINES)
     }
     assert None not in stated and len(stated) == len(ALL_ENGINES) + 1  # one distinct colour each
     e = copy.deepcopy(sample.engines[0])

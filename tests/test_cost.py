@@ -24,6 +24,7 @@ from asyncbench.measure.cost import CostMeter
 from asyncbench.report.cost_table import console_lines, cost_rows
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.logical_bytes import LogicalWrites
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
@@ -198,7 +199,7 @@ class _NoPids(Engine):
 
 
 async def test_unknown_server_pids_are_not_measured_never_zero(tmp_path: Path) -> None:
-    engine = _NoPids(EngineConfig("nopids", tmp_path))
+    engine = _NoPids(EngineConfig("nopids", tmp_path, stores=PROFILE_STORES))
     meter = CostMeter(engine, series=False)
     await meter.start()
     cost = await meter.stop(engine)
@@ -243,7 +244,7 @@ class _Cluster(_NoPids):
 async def test_a_cluster_node_not_measured_leaves_the_others_and_no_sum(tmp_path: Path) -> None:
     """Each node measured on its own; a node that is remote or whose pid is not proven is
     "not measured" with why (never 0), and the sum over the nodes is not measured either."""
-    engine = _Cluster(EngineConfig("cluster", tmp_path))
+    engine = _Cluster(EngineConfig("cluster", tmp_path, stores=PROFILE_STORES))
     meter = CostMeter(engine, series=False)
     await meter.start()
     end = time.process_time() + 0.05
@@ -289,7 +290,7 @@ async def test_a_server_process_this_user_may_not_read_is_not_measured(
             raise psutil.AccessDenied(self.pid)
         return real(self, *args, **kwargs)
 
-    engine = _OtherUsers(EngineConfig("otheruser", tmp_path))
+    engine = _OtherUsers(EngineConfig("otheruser", tmp_path, stores=PROFILE_STORES))
     engine.pid = server.pid
     meter = CostMeter(engine, series=False)
     monkeypatch.setattr(platform, denied, refuse)
@@ -320,7 +321,7 @@ async def test_local_postgres_server_cpu_and_client_cpu(tmp_path: Path) -> None:
     with psutil's independent reading within 10 %."""
     from asyncbench.engines.postgres import PostgresEngine
 
-    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "pg", {"database": "asyncbench_cost_test"}, 7, SEED, 1))
+    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "pg", {"database": "asyncbench_cost_test"}, 7, SEED, 1, stores=PROFILE_STORES))
     async with opened(engine):
         pids = await engine.server_processes()
         assert isinstance(pids, list) and pids, pids
@@ -359,7 +360,7 @@ async def test_postgres_pid_not_on_this_machine_is_not_measured(tmp_path: Path, 
 
     from asyncbench.engines.postgres import PostgresEngine
 
-    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "pg", {"database": "x"}, 7, SEED, 1))
+    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "pg", {"database": "x"}, 7, SEED, 1, stores=PROFILE_STORES))
     monkeypatch.setattr(engine, "_sessions", lambda: [Session()])
     found = await engine.server_processes()
     assert isinstance(found, str) and "not a process on this machine" in found
@@ -429,8 +430,8 @@ class _Counting(Engine):
 async def test_a_reopen_counts_a_new_adapter_from_zero_and_a_server_on(tmp_path: Path, server_wide: bool) -> None:
     """Across a reopen (a new adapter at the phase's end), counters kept since the adapter
     opened start from zero; a server's cumulative counters go on from the old reading."""
-    old = _Counting(EngineConfig("counting", tmp_path), 1000, server_wide)
-    new = _Counting(EngineConfig("counting", tmp_path), 30 if not server_wide else 1030, server_wide)
+    old = _Counting(EngineConfig("counting", tmp_path, stores=PROFILE_STORES), 1000, server_wide)
+    new = _Counting(EngineConfig("counting", tmp_path, stores=PROFILE_STORES), 30 if not server_wide else 1030, server_wide)
     meter = CostMeter(old, series=False)
     await meter.start()
     cost = await meter.stop(new)
@@ -501,7 +502,7 @@ async def test_two_cluster_nodes_naming_the_same_process_are_not_measured(
     from asyncbench.engines.mysql import MySqlEngine
 
     hosts = ["127.0.0.1:3307", "127.0.0.1:3308", "127.0.0.1:3309"]
-    engine = MySqlEngine(EngineConfig("mysql", tmp_path / "m", {"hosts": hosts}, 7, SEED, 3))
+    engine = MySqlEngine(EngineConfig("mysql", tmp_path / "m", {"hosts": hosts}, 7, SEED, 3, stores=PROFILE_STORES))
 
     class Session:
         def __init__(self, host: str) -> None:
@@ -608,7 +609,7 @@ async def test_the_engines_counters_are_read_inside_the_device_window(tmp_path: 
     the device snapshot at the start and before it at the end. In the other order (as
     first built) an insert phase of the LSM at 5k profiles measured 24_576 device bytes
     against 164_816 it had logged."""
-    engine = _CatchingUpWriter(EngineConfig("catchingup", tmp_path))
+    engine = _CatchingUpWriter(EngineConfig("catchingup", tmp_path, stores=PROFILE_STORES))
     await engine.open(reset=True)
     try:
         meter = CostMeter(engine, series=False)

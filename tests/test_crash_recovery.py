@@ -23,6 +23,7 @@ from asyncbench.result import DurabilityRow, EngineResult, RunResult
 from asyncbench.workload import RecoveryCounts
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.plan import Counts
 from asyncbench.workloads.profile_store.profiles import Profile, encode, primary_key, update
 
@@ -98,7 +99,7 @@ def test_update_counts_each_profiles_acknowledged_updates() -> None:
 
 
 async def _sqlite_store(data: Path, synchronous: str = "NORMAL") -> None:
-    engine = engine_class("sqlite")(EngineConfig("sqlite", data, {"synchronous": synchronous}, limit=50, seed=SEED))
+    engine = engine_class("sqlite")(EngineConfig("sqlite", data, {"synchronous": synchronous}, limit=50, seed=SEED, stores=PROFILE_STORES))
     async with opened(engine, reset=True):
         await store_of(engine).insert(create_many(1, N, SEED), [])
 
@@ -113,7 +114,7 @@ def left_by_a_crash(data: Path) -> None:
 
 
 async def _check_engine(name: str, data: Path) -> RecoveryCounts:
-    engine = engine_class(name)(EngineConfig(name, data, {}, limit=50, seed=SEED))
+    engine = engine_class(name)(EngineConfig(name, data, {}, limit=50, seed=SEED, stores=PROFILE_STORES))
     async with opened(engine, reset=False):
         w = workload("profile_store")
         return await w.check_recovery(store_of(engine), plan(), w.phases["insert"], None, None, N)
@@ -136,7 +137,7 @@ def test_a_corrupt_row_in_a_real_sqlite_store_is_torn(tmp_path: Path) -> None:
 
 def test_a_corrupt_value_in_a_real_rocksdb_store_is_torn(tmp_path: Path) -> None:
     async def build() -> None:
-        engine = engine_class("rocksdb")(EngineConfig("rocksdb", tmp_path, {}, limit=50, seed=SEED))
+        engine = engine_class("rocksdb")(EngineConfig("rocksdb", tmp_path, {}, limit=50, seed=SEED, stores=PROFILE_STORES))
         async with opened(engine, reset=True):
             await store_of(engine).insert(create_many(1, N, SEED), [])
 
@@ -195,7 +196,7 @@ def test_a_store_that_does_not_open_is_the_finding_not_a_failure(tmp_path: Path)
 
     spec = PhaseSpec(kind="insert", name="insert profiles", crash=CrashPoint(after=10, how="power"))
     record = CrashRecord(spec, acknowledged=10, seconds=0.5, acks=[(0, 0), (10, 500_000_000)])
-    econf = EngineConfig("sqlite", tmp_path, {"synchronous": "FULL"}, limit=50, seed=SEED)
+    econf = EngineConfig("sqlite", tmp_path, {"synchronous": "FULL"}, limit=50, seed=SEED, stores=PROFILE_STORES)
 
     async def recover() -> DurabilityRow:
         async with anyio.create_task_group() as tg:

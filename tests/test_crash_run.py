@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
+
 PROFILES, AFTER = 300, 200
 
 SYNCED = f"""[run]
@@ -87,10 +89,10 @@ def test_a_server_engine_is_refused_by_name(tmp_path: Path) -> None:
     from asyncbench.engines import engine_class
     from asyncbench.run.crash import refusal
 
-    engine = engine_class("postgres")(EngineConfig("postgres", tmp_path, {}, limit=50, seed=1))
+    engine = engine_class("postgres")(EngineConfig("postgres", tmp_path, {}, limit=50, seed=1, stores=PROFILE_STORES))
     why = refusal(engine)
     assert why is not None and "server" in why and "not built yet" in why
-    memory = engine_class("memory")(EngineConfig("memory", tmp_path, {}, limit=50, seed=1))
+    memory = engine_class("memory")(EngineConfig("memory", tmp_path, {}, limit=50, seed=1, stores=PROFILE_STORES))
     assert "nothing to check" in (refusal(memory) or "")
 
 
@@ -219,8 +221,14 @@ async def _crash_then_recover(plan_file: Path, data: Path) -> tuple[Any, Any]:
     cfg = load(plan_file)
     cfg.data = data
     level = cfg.level(PROFILES, 1)
-    econf = EngineConfig("sqlite", store_root(data, PROFILES, "profiles") / "sqlite", cfg.engine_settings.get("sqlite", {}),
-                         limit=50, seed=cfg.seed)  # fmt: skip
+    econf = EngineConfig(
+        "sqlite",
+        store_root(data, PROFILES, "profiles") / "sqlite",
+        cfg.engine_settings.get("sqlite", {}),
+        limit=50,
+        seed=cfg.seed,
+        stores=PROFILE_STORES,
+    )
     econf.data_dir.mkdir(parents=True)
     async with anyio.create_task_group() as tg:
         engine = engine_class("sqlite")(econf)

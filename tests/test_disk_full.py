@@ -24,6 +24,7 @@ from store_checks import HUGE_LIMIT, check_store
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 PROFILES = 20_000  # quick.toml's count
@@ -108,7 +109,7 @@ def test_store_reopens_consistent_after_a_full_disk(
     name = request.node.callspec.params["full_run"]
 
     async def main() -> tuple[int, Any]:
-        engine = engine_class(name)(EngineConfig(name, full_run.store, {}, limit=HUGE_LIMIT, seed=SEED))
+        engine = engine_class(name)(EngineConfig(name, full_run.store, {}, limit=HUGE_LIMIT, seed=SEED, stores=PROFILE_STORES))
         async with opened(engine, reset=False):
             store_of(engine)  # the profile store: built over the primitives, it repairs first
             report = getattr(engine.worker(0), "repaired", None)  # what the repair did (KvPrimitives)

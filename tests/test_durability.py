@@ -39,6 +39,7 @@ from asyncbench.engines import engine_class
 from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.kv_recovery import repair
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import (
     country_status_key,
     reputation_key,
@@ -95,7 +96,7 @@ def run_until_killed(
 def make(name: str, data: Path, **settings: Any) -> Engine:
     if name in SERVER_ENGINES:
         settings.setdefault("database", MYSQL_DB)
-    return engine_class(name)(EngineConfig(name, data, settings, limit=HUGE_LIMIT, seed=SEED))
+    return engine_class(name)(EngineConfig(name, data, settings, limit=HUGE_LIMIT, seed=SEED, stores=PROFILE_STORES))
 
 
 def _repaired(engine: Any) -> Any:

@@ -25,6 +25,7 @@ import pytest
 from conftest import store_of, unescaped
 
 from asyncbench.engines import server_lock
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 pytestmark = pytest.mark.slow
 
@@ -284,8 +285,8 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
     seed = 570123434
 
     async def scenario() -> None:
-        writer = MySqlEngine(EngineConfig("mysql", tmp_path / "w", engine_settings(cluster, 1), 50, seed))
-        reader = MySqlEngine(EngineConfig("mysql", tmp_path / "r", engine_settings(cluster, 3), 50, seed))
+        writer = MySqlEngine(EngineConfig("mysql", tmp_path / "w", engine_settings(cluster, 1), 50, seed, stores=PROFILE_STORES))
+        reader = MySqlEngine(EngineConfig("mysql", tmp_path / "r", engine_settings(cluster, 3), 50, seed, stores=PROFILE_STORES))
         await writer.open(reset=True)
         # the writer's lock row covers the whole cluster; the reader is part of the same run
         adopted = server_lock.adopted(reader.lock_key())
@@ -337,7 +338,7 @@ def test_writes_that_lose_certification_are_retried(cluster: Cluster, tmp_path: 
     seed = 570123434
 
     async def scenario() -> tuple[int, int]:
-        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 1), 50, seed))
+        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 1), 50, seed, stores=PROFILE_STORES))
         await engine.open(reset=True)
         await store_of(engine).insert([create(1, seed)], [])
         (h2, p2), env = cluster.hosts[1], cluster.exports
@@ -581,9 +582,9 @@ def test_two_mysql_engines_on_two_galera_nodes_one_is_refused(cluster: Cluster, 
     seed = 570123434
 
     async def scenario() -> None:
-        first = MySqlEngine(EngineConfig("mysql", tmp_path / "a", engine_settings(cluster, 1), 50, seed))
+        first = MySqlEngine(EngineConfig("mysql", tmp_path / "a", engine_settings(cluster, 1), 50, seed, stores=PROFILE_STORES))
         settings = {**engine_settings(cluster, 2), "lock_wait_seconds": 1}
-        second = MySqlEngine(EngineConfig("mysql", tmp_path / "b", settings, 50, seed))
+        second = MySqlEngine(EngineConfig("mysql", tmp_path / "b", settings, 50, seed, stores=PROFILE_STORES))
         await first.open(reset=True)
         try:
             await store_of(first).insert(create_many(1, 20, seed), [])
@@ -650,7 +651,7 @@ def test_a_database_name_payload_is_refused_and_quoted_on_galera(cluster: Cluste
             )  # fmt: skip
             assert done.returncode == 2 and expected in done.stderr, done.stdout + done.stderr
             assert not out.exists()
-        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 2), 50, 1))
+        engine = MySqlEngine(EngineConfig("mysql", tmp_path / "e", engine_settings(cluster, 2), 50, 1, stores=PROFILE_STORES))
         odd = payload
         engine.conn_settings["database"] = odd  # past the check
 

@@ -15,6 +15,7 @@ from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import update
 
 SEED = 570123434
@@ -23,7 +24,7 @@ SEED = 570123434
 @pytest.mark.parametrize("name", ["memory", "lsm", "rocksdb", "sqlite"])
 def test_every_engine_stamps_one_mark_per_operation_plus_the_start(tmp_path: Path, name: str) -> None:
     async def main() -> None:
-        e = engine_class(name)(EngineConfig(name, tmp_path / name, {}, 5, SEED))
+        e = engine_class(name)(EngineConfig(name, tmp_path / name, {}, 5, SEED, stores=PROFILE_STORES))
         async with opened(e):
             calls = [
                 ("insert", lambda m: store_of(e).insert(create_many(1, 300, SEED), m), 300),

@@ -15,11 +15,13 @@ from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.lsm import CorruptMeta, parallel_open
-from asyncbench.engines.lsm.adapter import TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.adapter import LsmEngine
 from asyncbench.engines.lsm.tree import LsmTree
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES as TREE_NAMES
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import decode, update
 
 SEED = 570123434
@@ -43,13 +45,13 @@ async def maybe_opened(engine: LsmEngine, reset: bool, background: bool) -> Asyn
 
 
 async def workload(path: Path, settings: dict, background: bool) -> None:
-    mem = MemoryEngine(EngineConfig("memory", path, {}, 20, SEED))
+    mem = MemoryEngine(EngineConfig("memory", path, {}, 20, SEED, stores=PROFILE_STORES))
     await mem.open(True)
     async with maybe_opened(
-        LsmEngine(EngineConfig("lsm", path, settings, 20, SEED)), True, background
+        LsmEngine(EngineConfig("lsm", path, settings, 20, SEED, stores=PROFILE_STORES)), True, background
     ) as lsm:
         await phases(lsm, mem, background)
-    again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED))
+    again = LsmEngine(EngineConfig("lsm", path, settings, 20, SEED, stores=PROFILE_STORES))
     async with maybe_opened(again, False, background):
         assert await store_of(again).count() == N
         ids = list(range(0, N + 10, 7))
@@ -101,12 +103,12 @@ def test_matches_memory_engine(tmp_path: Path, backend: tuple, wal_mode: str) ->
 
 def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
     async def run() -> None:
-        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))) as e:
+        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED, stores=PROFILE_STORES))) as e:
             await store_of(e).insert(create_many(1, 300, SEED), [])
         # memtables were not flushed; the log carries them
         assert {p.name for p in tmp_path.iterdir()} == set(TREE_NAMES) | {"CLEAN_SHUTDOWN", MARKER}
         assert not list(tmp_path.glob("*/seg-*"))
-        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED)), False) as e:
+        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED, stores=PROFILE_STORES)), False) as e:
             assert await store_of(e).count() == 300
             assert len(await store_of(e).read_by_id(range(1, 301), [])) == 300
 
@@ -115,11 +117,11 @@ def test_reopen_without_settle_replays_the_log(tmp_path: Path) -> None:
 
 def test_settings_are_validated(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "fast"}))
+        LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "fast"}, stores=PROFILE_STORES))
     with pytest.raises(ValueError):
-        LsmEngine(EngineConfig("lsm", tmp_path, {"bogus": 1}))
+        LsmEngine(EngineConfig("lsm", tmp_path, {"bogus": 1}, stores=PROFILE_STORES))
     with pytest.raises(ValueError):
-        LsmEngine(EngineConfig("lsm", tmp_path, {"sparse_array_step": 0}))
+        LsmEngine(EngineConfig("lsm", tmp_path, {"sparse_array_step": 0}, stores=PROFILE_STORES))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -129,7 +131,7 @@ def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
-            e = LsmEngine(EngineConfig("lsm", tmp_path, {"mutable_segment_max_item_count": 500}, 50, SEED))
+            e = LsmEngine(EngineConfig("lsm", tmp_path, {"mutable_segment_max_item_count": 500}, 50, SEED, stores=PROFILE_STORES))
             with anyio.move_on_after(60):
                 await e.open(True, tg)
                 for s in range(1, 2001, 250):
@@ -138,7 +140,7 @@ def test_runner_style_scopes(tmp_path: Path, backend: tuple) -> None:
                 await e.close()
             assert e._maint is None  # close stopped and awaited the background task
             tg.cancel_scope.cancel()
-        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
+        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED, stores=PROFILE_STORES))
         async with opened(e, False):
             assert await store_of(e).count() == 2000
 
@@ -149,7 +151,7 @@ def test_open_without_task_group_refuses(tmp_path: Path) -> None:
     """No hidden inline path: background work needs the opener's task group."""
 
     async def run() -> None:
-        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED))
+        e = LsmEngine(EngineConfig("lsm", tmp_path, {}, 50, SEED, stores=PROFILE_STORES))
         with pytest.raises(TypeError, match="task group"):
             await e.open(True)
 
@@ -163,7 +165,7 @@ def test_a_failed_open_closes_the_trees_it_already_opened(
     others, which did open (segment mmaps, log files), are closed before the error
     propagates, so a failed open leaks no file handle into the process (a next engine, a
     retry)."""
-    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, SEED)
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, SEED, stores=PROFILE_STORES)
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:

@@ -25,13 +25,15 @@ from asyncbench.engines.lsm import (
     native,
     segment_writer,
 )
-from asyncbench.engines.lsm.adapter import LAYOUT, TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.adapter import LAYOUT, LsmEngine
 from asyncbench.engines.lsm.meta import encode_meta, read_meta
 from asyncbench.engines.lsm.segment_reader import SegmentReader
 from asyncbench.engines.lsm.segment_writer import FOOTER, FOOTER_SIZE, SegmentWriter
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES as TREE_NAMES
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 FRAME = struct.Struct("<IIB")
 
@@ -189,7 +191,7 @@ def test_valid_meta_listing_fewer_segments_deletes_nothing(tmp_path: Path, next_
 def test_engine_reopen_refuses_a_replaced_meta(tmp_path: Path) -> None:
     """Through the engine (what the ``reopen`` phase does): ``{}`` in one tree's
     manifest is refused naming that file, and every segment is still there."""
-    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, 1)
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, 1, stores=PROFILE_STORES)
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:
@@ -456,7 +458,7 @@ def test_damaged_log_after_clean_close_fails_the_engine_open(tmp_path: Path) -> 
     damage(log, "flip-middle")
 
     async def run() -> None:
-        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "sync"}, 50, 1)), False) as e:
+        async with opened(LsmEngine(EngineConfig("lsm", tmp_path, {"wal_mode": "sync"}, 50, 1, stores=PROFILE_STORES)), False) as e:
             await store_of(e).count()
 
     raised: list[BaseException] = []
@@ -572,7 +574,7 @@ def test_engine_reopen_refuses_a_tree_whose_files_are_gone(tmp_path: Path) -> No
     """The adapter opens an existing store with ``create_if_missing=False``: a tree
     directory emptied behind its back is refused, not reopened as an empty index (which
     would make scans silently return nothing for every profile)."""
-    cfg = EngineConfig("lsm", tmp_path / "lsm", {"wal_mode": "sync"}, 50, 1)
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"wal_mode": "sync"}, 50, 1, stores=PROFILE_STORES)
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:

@@ -15,13 +15,15 @@ from conftest import store_of
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.lsm import CorruptSegment, parallel_open
-from asyncbench.engines.lsm.adapter import TREE_NAMES, LsmEngine
+from asyncbench.engines.lsm.adapter import LsmEngine
 from asyncbench.engines.lsm.meta import read_meta
 from asyncbench.engines.lsm.parallel_open import open_trees
 from asyncbench.engines.lsm.segment_writer import FOOTER, FOOTER_SIZE
 from asyncbench.engines.lsm.tree import LsmTree, TreeOptions
 from asyncbench.engines.store_dir import MARKER
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES as TREE_NAMES
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 OPTS = TreeOptions(mutable_segment_max_item_count=100_000, sparse_array_step=4, wal_mode="sync")
 
@@ -99,7 +101,7 @@ def test_a_damaged_segment_is_refused_as_the_first_in_order_and_the_rest_are_clo
 def test_the_engine_reopen_refuses_a_damaged_index_segment(tmp_path: Path) -> None:
     """Through the engine (the ``reopen`` phase): a segment index damaged in one index
     tree is refused naming that segment, and the next open of the repaired store works."""
-    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, 1)
+    cfg = EngineConfig("lsm", tmp_path / "lsm", {"mutable_segment_max_item_count": 100}, 20, 1, stores=PROFILE_STORES)
 
     async def build() -> None:
         async with opened(LsmEngine(cfg), True) as e:

@@ -27,6 +27,7 @@ from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines.mysql import COLLATIONS, DIALECT, MySqlEngine, resolve_settings
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import update
 from asyncbench.workloads.profile_store.sql_store import Statements
 
@@ -49,7 +50,7 @@ def anyio_backend() -> str:
 
 def make(tmp_path: Path, limit: int = LIMIT, **settings: object) -> MySqlEngine:
     settings.setdefault("database", TEST_DB)
-    return MySqlEngine(EngineConfig("mysql", tmp_path / "mysql", settings, limit, SEED))
+    return MySqlEngine(EngineConfig("mysql", tmp_path / "mysql", settings, limit, SEED, stores=PROFILE_STORES))
 
 
 def transform(p):  # type: ignore[no-untyped-def]
@@ -122,7 +123,7 @@ def test_statements_inline_limit_and_keep_the_reference_order() -> None:
 
 def test_class_metadata_before_open() -> None:
     assert MySqlEngine.name == "mysql" and MySqlEngine.persistent and not MySqlEngine.needs_stabilization
-    facts = MySqlEngine(EngineConfig("mysql", Path("unused"), {"host": "127.0.0.1", "port": 1})).facts()
+    facts = MySqlEngine(EngineConfig("mysql", Path("unused"), {"host": "127.0.0.1", "port": 1}, stores=PROFILE_STORES)).facts()
     assert facts.memory_scope is MemoryScope.CLIENT_ONLY
     assert facts.storage_method is StorageMethod.SERVER_ESTIMATE
     assert set(MySqlEngine.library_versions()) == {"asyncmy"}

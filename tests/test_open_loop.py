@@ -25,6 +25,7 @@ from asyncbench.result import OpenLoop, PhaseResult
 from asyncbench.run.dispatch import run_operations
 from asyncbench.run.schedule import WorkerSchedule
 from asyncbench.workloads import workload
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 
@@ -112,7 +113,7 @@ async def _read_phase(
     engine_cls: type[MemoryEngine], rate: Rate | None, workers: int, profiles: int = 2000, batch: int = 100
 ) -> tuple[Any, PhaseRecorder]:
     plan = draw_plan(Counts.for_profiles(profiles), 1)
-    eng = engine_cls(EngineConfig(name=engine_cls.name, data_dir=Path("unused"), settings={}, limit=50, seed=1))
+    eng = engine_cls(EngineConfig(name=engine_cls.name, data_dir=Path("unused"), settings={}, limit=50, seed=1, stores=PROFILE_STORES))
     await eng.open(True)
     store = store_of(eng)  # the profile store over the engine's primitives (or the engine, if it is its own)
     ctx = PhaseContext.for_seed(1)

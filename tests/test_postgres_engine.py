@@ -33,6 +33,7 @@ from asyncbench.engines.client_server import Endpoint
 from asyncbench.engines.postgres import DIALECT, PostgresEngine, resolve_settings, validate_settings
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import update
 from asyncbench.workloads.profile_store.sql_store import Statements
 
@@ -55,7 +56,7 @@ def anyio_backend() -> str:
 
 def make(tmp_path: Path, limit: int = LIMIT, workers: int = 1, **settings: object) -> PostgresEngine:
     settings.setdefault("database", TEST_DB)
-    return PostgresEngine(EngineConfig("postgres", tmp_path / "pg", settings, limit, SEED, workers))
+    return PostgresEngine(EngineConfig("postgres", tmp_path / "pg", settings, limit, SEED, workers, stores=PROFILE_STORES))
 
 
 def transform(p):  # type: ignore[no-untyped-def]
@@ -153,7 +154,7 @@ def test_statements_use_numbered_placeholders_and_the_reference_order() -> None:
 def test_class_metadata_before_open() -> None:
     assert PostgresEngine.name == "postgres" and PostgresEngine.persistent
     assert not PostgresEngine.needs_stabilization
-    facts = PostgresEngine(EngineConfig("postgres", Path("unused"), {"host": "127.0.0.1", "port": 1})).facts()
+    facts = PostgresEngine(EngineConfig("postgres", Path("unused"), {"host": "127.0.0.1", "port": 1}, stores=PROFILE_STORES)).facts()
     assert facts.memory_scope is MemoryScope.CLIENT_ONLY
     assert facts.storage_method is StorageMethod.SERVER_ESTIMATE
     assert facts.endpoints == ["127.0.0.1:1"] and facts.cluster == {}

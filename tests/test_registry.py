@@ -9,6 +9,7 @@ from asyncbench import engines
 from asyncbench.engines.lsm.adapter import LsmEngine
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.mysql import MySqlEngine
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 
 def test_sets_are_what_they_were() -> None:
@@ -32,5 +33,5 @@ def test_sets_follow_the_class_attributes(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_harness_floor_says_so_in_its_facts(tmp_path) -> None:
     from asyncbench.engine import EngineConfig
 
-    assert MemoryEngine(EngineConfig("memory", tmp_path)).facts().harness_floor
-    assert not LsmEngine(EngineConfig("lsm", tmp_path)).facts().harness_floor
+    assert MemoryEngine(EngineConfig("memory", tmp_path, stores=PROFILE_STORES)).facts().harness_floor
+    assert not LsmEngine(EngineConfig("lsm", tmp_path, stores=PROFILE_STORES)).facts().harness_floor

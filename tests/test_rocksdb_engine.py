@@ -20,9 +20,11 @@ pytest.importorskip("rocksdict")
 
 from asyncbench.engine import EngineConfig  # noqa: E402
 from asyncbench.engines.memory import MemoryEngine  # noqa: E402
-from asyncbench.engines.rocksdb import DB_NAMES, RocksDbEngine, read_options_file  # noqa: E402
+from asyncbench.engines.rocksdb import RocksDbEngine, read_options_file  # noqa: E402
 from asyncbench.engines.store_dir import MARKER, StoreDirError  # noqa: E402
 from asyncbench.workloads.profile_store.generate import create_many  # noqa: E402
+from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES as DB_NAMES  # noqa: E402
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES  # noqa: E402
 from asyncbench.workloads.profile_store.profiles import (  # noqa: E402
     COUNTRIES,
     STATUSES,
@@ -40,13 +42,13 @@ def run(fn: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def make(path: Path, limit: int = LIMIT, **settings: Any) -> RocksDbEngine:
-    return RocksDbEngine(EngineConfig("rocksdb", path, settings, limit, SEED))
+    return RocksDbEngine(EngineConfig("rocksdb", path, settings, limit, SEED, stores=PROFILE_STORES))
 
 
 async def pair(path: Path, n: int = N) -> tuple[RocksDbEngine, MemoryEngine]:
     """A RocksDB engine and a memory engine holding the same ``n`` profiles."""
     rocks = make(path)
-    memory = MemoryEngine(EngineConfig("memory", path, {}, LIMIT, SEED))
+    memory = MemoryEngine(EngineConfig("memory", path, {}, LIMIT, SEED, stores=PROFILE_STORES))
     await rocks.open(reset=True)
     await memory.open(reset=True)
     for start in range(1, n + 1, 250):

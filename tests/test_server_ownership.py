@@ -31,6 +31,7 @@ from conftest import ROOT, mysql_configured, postgres_expected, status_line, sto
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.server_lock import NotOurs, ServerBusy
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 SEED = 570123434
 pytestmark = pytest.mark.anyio
@@ -136,7 +137,7 @@ def make(kind: str, tmp: Path, **settings: Any) -> Any:
         from asyncbench.engines.mysql import MySqlEngine as cls
     else:
         from asyncbench.engines.postgres import PostgresEngine as cls
-    return cls(EngineConfig(kind, tmp / kind, settings, 7, SEED))
+    return cls(EngineConfig(kind, tmp / kind, settings, 7, SEED, stores=PROFILE_STORES))
 
 
 @pytest.fixture

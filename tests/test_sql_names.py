@@ -37,6 +37,7 @@ from conftest import ROOT, mysql_configured, postgres_expected
 from asyncbench.config import ConfigError, load
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.sql_names import check_name, mysql_ident, pg_ident
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 needs_mysql = pytest.mark.skipif(not mysql_configured(), reason="no MySQL server (scripts/mysql-server)")
 needs_postgres = pytest.mark.skipif(
@@ -183,11 +184,11 @@ def test_engines_made_directly_refuse_a_bad_name_too(
     cls = engine_class(engine)
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=f"^{variable} must be a plain name"):
-        cls(EngineConfig(engine, tmp_path / "d", {}, 1, 1))
+        cls(EngineConfig(engine, tmp_path / "d", {}, 1, 1, stores=PROFILE_STORES))
     with pytest.raises(ValueError, match="^database must be a plain name"):
-        cls(EngineConfig(engine, tmp_path / "d", {"database": value}, 1, 1))
+        cls(EngineConfig(engine, tmp_path / "d", {"database": value}, 1, 1, stores=PROFILE_STORES))
     monkeypatch.setenv(variable, "asyncbench_fine")  # a plan value wins over the variable
-    cls(EngineConfig(engine, tmp_path / "d", {"database": "asyncbench_fine"}, 1, 1))
+    cls(EngineConfig(engine, tmp_path / "d", {"database": "asyncbench_fine"}, 1, 1, stores=PROFILE_STORES))
 
 
 # --- the CLI against the real servers ---------------------------------------------------------
@@ -342,7 +343,7 @@ async def test_mysql_quoting_holds_when_the_check_is_bypassed(tmp_path: Path, my
     names one (odd) database, and the victim is intact."""
     from asyncbench.engines.mysql import MySqlEngine
 
-    engine = MySqlEngine(EngineConfig("mysql", tmp_path / "d", {"database": "asyncbench_x"}, 1, 1))
+    engine = MySqlEngine(EngineConfig("mysql", tmp_path / "d", {"database": "asyncbench_x"}, 1, 1, stores=PROFILE_STORES))
     odd = "asyncbench_" + mysql_payload(mysql_victim)[len("asyncbench_") :]
     engine.conn_settings["database"] = odd  # past the check
     try:
@@ -388,7 +389,7 @@ async def test_postgres_quoting_holds_when_the_check_is_bypassed(tmp_path: Path,
     """A schema payload past the check is one schema's name: claimed, used, the victim intact."""
     from asyncbench.engines.postgres import PostgresEngine
 
-    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "d", {"schema": "asyncbench_x"}, 1, 1))
+    engine = PostgresEngine(EngineConfig("postgres", tmp_path / "d", {"schema": "asyncbench_x"}, 1, 1, stores=PROFILE_STORES))
     odd = pg_schema_payload(pg_victim)
     engine.conn_settings["schema"] = odd  # past the check
     try:

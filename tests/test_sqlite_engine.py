@@ -23,6 +23,7 @@ from asyncbench.engines.sqlite import (
 from asyncbench.engines.store_dir import StoreDirError
 from asyncbench.store import SqlPrimitives
 from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
 from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
 
@@ -40,7 +41,7 @@ def anyio_backend() -> str:
 
 
 def make(tmp_path: Path, **settings: object) -> SqliteEngine:
-    return SqliteEngine(EngineConfig("sqlite", tmp_path / "db", settings, LIMIT, SEED))
+    return SqliteEngine(EngineConfig("sqlite", tmp_path / "db", settings, LIMIT, SEED, stores=PROFILE_STORES))
 
 
 def transform(p):  # type: ignore[no-untyped-def]
@@ -252,7 +253,7 @@ async def test_one_statement_per_query(loaded: SqliteEngine) -> None:
 async def test_results_equal_reference_engine(loaded: SqliteEngine, tmp_path: Path) -> None:
     """Same operations on the in-memory reference engine give identical results, before and
     after updates that move rows in the country/status and reputation indexes."""
-    ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED))
+    ref = MemoryEngine(EngineConfig("memory", tmp_path / "mem", {}, LIMIT, SEED, stores=PROFILE_STORES))
     await ref.open(reset=True)
     await store_of(ref).insert(create_many(1, N, SEED), [])
     qs = [(c, s) for c in COUNTRIES[:8] for s in STATUSES]
@@ -418,7 +419,7 @@ async def test_each_worker_gets_its_own_connection(tmp_path) -> None:
     from asyncbench.engine import EngineConfig, opened
     from asyncbench.engines.sqlite import SqliteEngine
 
-    engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3))
+    engine = SqliteEngine(EngineConfig("sqlite", tmp_path, {}, 50, 570123434, workers=3, stores=PROFILE_STORES))
     async with opened(engine):
         handles = [store_of(engine, w) for w in range(3)]
         conns = {id(h.session) for h in handles}

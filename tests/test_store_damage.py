@@ -18,6 +18,7 @@ from asyncbench.engines import engine_class, store_dir
 from asyncbench.engines.rocksdb import RocksKv
 from asyncbench.engines.store_dir import MARKER, StoreDamaged, StoreDirError
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import decode
 
 SEED = 7
@@ -26,7 +27,7 @@ N = 1_500
 
 def config(engine: str, directory: Path) -> EngineConfig:
     settings = {"write_buffer_size_mb": 1} if engine == "rocksdb" else {}
-    return EngineConfig(engine, directory, settings, limit=10**9, seed=SEED)
+    return EngineConfig(engine, directory, settings, limit=10**9, seed=SEED, stores=PROFILE_STORES)
 
 
 def build(engine: str, directory: Path) -> None:

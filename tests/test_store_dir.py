@@ -18,6 +18,7 @@ from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
 from asyncbench.engines.store_dir import MARKER, StoreDirError, StoreMissing
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 SEED = 570123434
@@ -27,7 +28,7 @@ STORE = {"lsm": "email-index", "rocksdb": "email-index", "sqlite": "profiles.db"
 
 
 def make(name: str, directory: Path):  # noqa: ANN201 - an engine of the named kind
-    return engine_class(name)(EngineConfig(name, directory, {}, 50, SEED))
+    return engine_class(name)(EngineConfig(name, directory, {}, 50, SEED, stores=PROFILE_STORES))
 
 
 async def _create(name: str, directory: Path, n: int = 50) -> None:
@@ -217,7 +218,7 @@ def test_deleted_store_is_an_error_naming_it(tmp_path: Path, engine: str) -> Non
 def test_rocksdb_marker_lists_the_five_databases(tmp_path: Path) -> None:
     import json
 
-    from asyncbench.engines.rocksdb import DB_NAMES
+    from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES as DB_NAMES
 
     run(_create, "rocksdb", tmp_path / "r")
     doc = json.loads((tmp_path / "r" / MARKER).read_text())

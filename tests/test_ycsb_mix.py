@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from asyncbench.workloads.common.distributions import Params
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.ycsb import partition
 from asyncbench.workloads.ycsb.checksum import PhaseChecksum, op_digest, scan_digest
 from asyncbench.workloads.ycsb.keys import key_name
@@ -298,7 +299,7 @@ async def _engine_checksums(plan: dict[str, Any], workers: int, tmp: Path) -> tu
     settings = ycsb.settings(plan["ycsb"])
     records = plan["ycsb"]["recordcount"]
     ycsb_plan = ycsb.draw_plan(ycsb.counts(records, 50, {}, settings), SEED)
-    engine = MemoryEngine(EngineConfig("memory", tmp))
+    engine = MemoryEngine(EngineConfig("memory", tmp, stores=PROFILE_STORES))
     await engine.open(True)
     stores = [ycsb.store(engine.worker(w), 50) for w in range(workers)]
     load, mixed = ycsb.phases["load"], ycsb.phases["mixed"]

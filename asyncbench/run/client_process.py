@@ -200,6 +200,7 @@ class ClientProcessActor:
             limit=cfg.limit,
             seed=cfg.seed,
             workers=level.workers,
+            stores=cfg.workload_impl.kv_stores,
         )
 
     async def reach(self) -> dict[str, str | None]:

@@ -64,6 +64,7 @@ async def _run(spec: dict[str, object]) -> None:
         limit=cfg.limit,
         seed=cfg.seed,
         workers=1,
+        stores=cfg.workload_impl.kv_stores,
     )
     engine = engine_class(name)(econf)
     after, batch = int(str(spec.get("after") or phase.crash.after)), cfg.batch_size  # this crash point

@@ -906,4 +906,5 @@ def _probe_config(cfg: BenchConfig, level: Level, name: str) -> EngineConfig:
         limit=cfg.limit,
         seed=cfg.seed,
         workers=level.workers,
+        stores=cfg.workload_impl.kv_stores,
     )

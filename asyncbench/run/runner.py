@@ -114,6 +114,7 @@ class EngineRun:
             limit=self.cfg.limit,
             seed=self.cfg.seed,
             workers=self.level.workers,
+            stores=self.cfg.workload_impl.kv_stores,
         )
 
     async def run(self) -> EngineResult:

@@ -85,9 +85,9 @@ class RocksFloor(Floor):
     async def build(self, root: Path, plan: Plan, batch: int) -> None:
         import rocksdict
 
-        from asyncbench.engines.rocksdb import DB_NAMES
+        from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES
 
-        self.rocksdict, self.DB_NAMES = rocksdict, DB_NAMES
+        self.rocksdict, self.DB_NAMES = rocksdict, STORE_NAMES
         self.root, self.batch = root, batch
         self.engine = new_engine("rocksdb", root / "main")
         await self.engine.open(True)

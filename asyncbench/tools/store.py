@@ -61,7 +61,8 @@ def new_engine(
     ``prefix...``; not opened."""
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix=prefix))
-    return engine_class(name)(EngineConfig(name, data_dir, {}, LIMIT, SEED, workers))
+    stores = workload(PROFILE_STORE).kv_stores
+    return engine_class(name)(EngineConfig(name, data_dir, {}, LIMIT, SEED, workers, stores))
 
 
 def _no_hook(worker: int, index: int, ops: int, seconds: float, marks: list[int]) -> None:

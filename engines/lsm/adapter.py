@@ -1,9 +1,10 @@
-"""The native LSM engine adapter: five LSM trees as key/value primitives.
+"""The native LSM engine adapter: one LSM tree per store of the workload, as key/value primitives.
 
-Trees (one directory each under the data dir), named :data:`TREE_NAMES`: the profile
-store keeps ``profiles`` (primary key -> encoded profile), ``email-index`` (email ->
-primary key) and three ordered indexes whose keys end with the user id, with empty values
-(``KvPrimitives.empty_index_values``); a YCSB run keeps its records in the first.
+Trees (one directory each under the data dir), named as the run's workload names its
+stores (``EngineConfig.stores``): the profile store keeps ``profiles`` (primary key ->
+encoded profile), ``email-index`` (email -> primary key) and three ordered indexes whose
+keys end with the user id, with empty values (``KvPrimitives.empty_index_values``);
+YCSB keeps ``usertable``.
 
 The workload's operations are its own (``workloads/profile_store/kv_store.py``, built
 over what ``worker(i)`` returns); this adapter supplies the trees as its primitives
@@ -37,14 +38,11 @@ from .tree import DEFAULT_COMPRESSION_THRESHOLD_MB, LsmTree, TreeOptions
 
 T = TypeVar("T")
 
-#: The trees, one directory each: the profile store's five stores (a YCSB run keeps its
-#: records in the first). (Named here until the workloads declare their stores to the
-#: engines: docs/architecture.md.)
-TREE_NAMES = ("profiles", "email-index", "country-status-index", "created-at-index", "reputation-index")
-#: What the engine's directory holds (``engines.store_dir``): a reset removes only these.
+#: What the engine's directory holds (``engines.store_dir``): a tree per store of the run's
+#: workload (set at open: :meth:`StoreLayout.for_stores`); a reset removes only these.
 LAYOUT = StoreLayout(
     engine="lsm",
-    stores=TREE_NAMES,
+    stores=(),
     stores_are_dirs=True,
     store_files=re.compile(r"meta\.json|seg-\d+\.sst|wal-\d+\.log|[^/]*\.tmp"),
     own_files=re.compile(re.escape(CleanShutdownMarker.NAME)),
@@ -52,8 +50,8 @@ LAYOUT = StoreLayout(
 
 
 class LsmEngine(MarkedStore, Engine):
-    """asyncbench's own log-structured merge tree, in pure Python on the event loop: five
-    trees (the profiles and four indexes) under the data directory, each a write-ahead log,
+    """asyncbench's own log-structured merge tree, in pure Python on the event loop: a tree
+    per store of the workload (the profile store's five) under the data directory, each a write-ahead log,
     an in-memory segment and sorted immutable segments merged in the background, with
     block, key and value caches. All workers share one handle."""
 
@@ -95,7 +93,8 @@ class LsmEngine(MarkedStore, Engine):
 
     # --- lifecycle ----------------------------------------------------------------------
     def _open_trees(self, reset: bool) -> list[LsmTree]:
-        store = StoreDir(self.data_dir, LAYOUT)
+        names = self.config.stores
+        store = StoreDir(self.data_dir, LAYOUT.for_stores(names))
         if reset:  # only its own store
             store.reset()
         else:  # every tree present
@@ -103,11 +102,11 @@ class LsmEngine(MarkedStore, Engine):
         # An existing store must have every tree: one emptied behind our back is refused
         # (MissingStore), never reopened as an empty index. The trees open side by side,
         # each checked as it is alone; a failure closes the others (``parallel_open``).
-        trees = open_trees([self.data_dir / name for name in TREE_NAMES], self.options, create_if_missing=reset)
+        trees = open_trees([self.data_dir / name for name in names], self.options, create_if_missing=reset)
         try:
             # Index entries keep empty values: the key alone carries the user id.
             self._primitives = KvPrimitives(
-                dict(zip(TREE_NAMES, (LsmKv(t) for t in trees), strict=True)), self._placement, empty_index_values=True
+                dict(zip(names, (LsmKv(t) for t in trees), strict=True)), self._placement, empty_index_values=True
             )
             # A record may be several writes to several trees; after an unclean stop (no
             # marker from close) the workload's store repairs before its first batch.
@@ -123,7 +122,7 @@ class LsmEngine(MarkedStore, Engine):
         return trees
 
     async def delete_store(self) -> bool:
-        """The five trees' directories and the clean-shutdown marker; nothing else."""
+        """The trees' directories and the clean-shutdown marker; nothing else."""
         await anyio.to_thread.run_sync(StoreDir(self.data_dir, LAYOUT).delete)
         return True
 
@@ -184,7 +183,7 @@ class LsmEngine(MarkedStore, Engine):
         return BackgroundThreads(ids=frozenset(maint.flush_lane.thread_ids | maint.merge_lane.thread_ids | maint.commit_lane.thread_ids))
 
     async def cost_counters(self) -> EngineCounters | str:
-        """Bytes logged, flushed and merged, over the five trees, since this adapter opened."""
+        """Bytes logged, flushed and merged, over the trees, since this adapter opened."""
         trees = self._trees
         if not trees:
             return "the engine is not open"
@@ -205,10 +204,10 @@ class LsmEngine(MarkedStore, Engine):
                 "none": "no write-ahead log (only flushed segments persist)",
             }.get(mode, "write-ahead log, compressed frames written by a background task"),
             sync={"sync": "per write", "none": "never"}.get(mode, "about once a second, and on settle/close"),
-            write_unit="a profile is five puts into five trees, no batch across them",
-            after_crash="the unwritten log tail is lost; open repairs the four indexes from the profiles tree"
+            write_unit="one put per store a record touches, no batch across trees",
+            after_crash="the unwritten log tail is lost; a record written as several puts is repaired at open"
             if mode != "sync"
-            else "open repairs the four indexes from the profiles tree",
+            else "a record written as several puts is repaired at open",
             parameters={"wal_mode": mode},
             synced_commits=mode == "sync",
         )
@@ -226,7 +225,7 @@ class LsmEngine(MarkedStore, Engine):
         await maint.throttle()
         await anyio.sleep(0)
 
-    # --- operations: the shared key/value profile store, every batch on the loop followed
+    # --- operations: the workload's key/value store, every batch on the loop followed
     # by a turn for the background flush / merge / log writer ------------------------------
     async def _on_loop(self, body: Callable[..., T], *args: Any) -> T:
         out = body(*args)

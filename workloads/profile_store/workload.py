@@ -23,6 +23,7 @@ from asyncbench.workload import (
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.expected import verify_expected
+from asyncbench.workloads.profile_store.kv_recovery import STORE_NAMES
 from asyncbench.workloads.profile_store.logical_bytes import plan_writes
 from asyncbench.workloads.profile_store.mix import MixedOps, mix_figures, mixed_params
 from asyncbench.workloads.profile_store.phases import (
@@ -51,6 +52,8 @@ class ProfileStoreWorkload:
 
     name = "profile_store"
     unit = "profiles"
+    #: A profile and its four index entries: five stores (as the reference's RocksDB run).
+    kv_stores: tuple[str, ...] = STORE_NAMES
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = COUNT_NAMES
     verify_ops = VERIFY_OPS

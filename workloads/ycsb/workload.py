@@ -39,6 +39,7 @@ from asyncbench.workloads.ycsb.phases import (
     phase_items,
 )
 from asyncbench.workloads.ycsb.properties import Property, parse_properties
+from asyncbench.workloads.ycsb.sql_store import USERTABLE
 from asyncbench.workloads.ycsb.store import YcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
 
@@ -53,6 +54,8 @@ class YcsbWorkload(WorkloadDefaults):
 
     name = "ycsb"
     unit = "records"  # --profiles is the record count
+    #: One table of records (YCSB's usertable).
+    kv_stores: tuple[str, ...] = (USERTABLE,)
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = ()
     verify_ops = 0
