@@ -24,12 +24,17 @@ This module imports nothing of the package: engines and workloads both build on 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 __all__ = [
+    "COLUMN_KINDS",
+    "Column",
     "Dialect",
+    "Index",
+    "Table",
     "Hop",
     "InProcess",
     "KvPrimitives",
@@ -189,22 +194,114 @@ def run_to_completion(body: Callable[..., Coroutine[Any, Any, T]], *args: Any) -
     raise RuntimeError(f"{getattr(body, '__qualname__', body)} suspended on a synchronous SQL session")
 
 
+# --- a workload's table, declared once; each SQL engine writes it in its own flavour ----
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a workload's table, every one NOT NULL. ``kind``: "integer" (64
+    bits), "text" (compared byte by byte, as a key/value engine's scan; ``max_chars`` is
+    the longest value, for an engine that bounds its text columns) or "blob" (bytes)."""
+
+    name: str
+    kind: str
+    max_chars: int = 255
+
+    def __post_init__(self) -> None:
+        if self.kind not in COLUMN_KINDS:
+            raise ValueError(f"column {self.name}: kind must be one of {', '.join(COLUMN_KINDS)}, not {self.kind!r}")
+
+
+COLUMN_KINDS = ("integer", "text", "blob")
+#: A table's, column's or index's name: a plain identifier, the same in every engine.
+_IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: An index's column: its name, maybe sorted descending.
+_INDEX_COLUMN = re.compile(r"[a-z_][a-z0-9_]{0,62}( DESC)?")
+
+
+@dataclass(frozen=True)
+class Index:
+    """A secondary index: its name (what an index hint names), its columns in order (a
+    column followed by `` DESC`` sorts descending) and whether it is unique."""
+
+    name: str
+    columns: tuple[str, ...]
+    unique: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A workload's table as it declares it to a SQL engine (``SqlPrimitives.create``):
+    the engine writes the DDL in its flavour, makes it in the place it owns and records
+    it there as its own, so its reset drops this table, and nothing it did not make."""
+
+    name: str
+    columns: tuple[Column, ...]
+    #: The primary key's column.
+    key: str
+    indexes: tuple[Index, ...] = ()
+
+    def __post_init__(self) -> None:
+        # every name goes into DDL, DROP and statements as it is: plain identifiers only
+        idents = [self.name, *(c.name for c in self.columns), *(i.name for i in self.indexes)]
+        bad = [n for n in idents if not _IDENT.fullmatch(n)]
+        bad += [c for i in self.indexes for c in i.columns if not _INDEX_COLUMN.fullmatch(c)]
+        if bad:
+            raise ValueError(f"table {self.name!r}: not plain SQL identifiers: {bad}")
+        names = [c.name for c in self.columns]
+        listed = [self.key, *(col.split()[0] for index in self.indexes for col in index.columns)]
+        unknown = sorted({n for n in listed if n not in names})
+        if unknown or len(set(names)) != len(names):
+            raise ValueError(f"table {self.name}: columns {names} must be distinct and hold {unknown}")
+
+
 @dataclass(frozen=True)
 class Dialect:
-    """What differs between SQL engines in the statements a workload writes: placeholders,
-    index hints and the column types of its DDL, each type with its NOT NULL where the
-    engine wants one. Text keys compare byte by byte (as a key/value engine's scan)."""
+    """What differs between SQL engines in the statements a workload writes and in the
+    DDL an engine writes from a :class:`Table`: placeholders, index hints, column types
+    (without NOT NULL: :meth:`create` adds it), a CREATE TABLE's suffix, and whether
+    secondary indexes go inside the CREATE TABLE. Text compares byte by byte."""
 
     placeholder: Callable[[int], str]  # 1-based parameter position -> "?", "%s" or "$1"
     index_hint: Callable[[str], str] = lambda index: ""  # e.g. MySQL's FORCE INDEX (...)
-    #: A primary or indexed key of text (byte order), e.g. 'TEXT COLLATE "C" NOT NULL'.
-    key_text: str = "TEXT NOT NULL"
-    #: A 64-bit integer, e.g. "BIGINT NOT NULL".
-    integer: str = "INTEGER NOT NULL"
-    #: Bytes of any length, e.g. "BYTEA NOT NULL", "LONGBLOB NOT NULL".
-    blob: str = "BLOB NOT NULL"
+    #: A 64-bit integer, e.g. "BIGINT".
+    integer: str = "INTEGER"
+    #: Text of at most n characters, byte order, e.g. 'TEXT COLLATE "C"', "VARCHAR(n)".
+    text: Callable[[int], str] = lambda n: "TEXT"
+    #: Bytes of any length, e.g. "BYTEA", "LONGBLOB".
+    blob: str = "BLOB"
     #: Appended to a CREATE TABLE, e.g. MySQL's " ENGINE=InnoDB".
     table_suffix: str = ""
+    #: Secondary indexes as ``[UNIQUE] KEY name (...)`` inside the CREATE TABLE (MySQL:
+    #: one atomic statement) instead of CREATE INDEX statements after it.
+    inline_indexes: bool = False
+
+    def column_type(self, column: Column) -> str:
+        if column.kind == "integer":
+            return self.integer
+        if column.kind == "text":
+            return self.text(column.max_chars)
+        return self.blob
+
+    def create(self, table: Table) -> list[str]:
+        """The DDL that makes ``table`` and its indexes, each statement idempotent."""
+        lines = [f"{c.name} {self.column_type(c)} NOT NULL" for c in table.columns]
+        lines.append(f"PRIMARY KEY ({table.key})")
+        after = []
+        for index in table.indexes:
+            cols = ", ".join(index.columns)
+            if self.inline_indexes:
+                lines.append(f"{'UNIQUE ' if index.unique else ''}KEY {index.name} ({cols})")
+            else:
+                unique = "UNIQUE " if index.unique else ""
+                after.append(f"CREATE {unique}INDEX IF NOT EXISTS {index.name} ON {table.name} ({cols})")
+        body = ",\n    ".join(lines)
+        return [f"CREATE TABLE IF NOT EXISTS {table.name} (\n    {body}\n){self.table_suffix}", *after]
+
+
+async def _execute_ddl(session: SqlSession, dialect: Dialect, table: Table) -> None:
+    for statement in dialect.create(table):
+        await session.execute(statement, ())
 
 
 @dataclass(eq=False)
@@ -224,8 +321,21 @@ class SqlPrimitives:
     #: statements): a workload's store calls it with every statement it will run, before
     #: its first batch's marks, so no operation's latency includes a prepare.
     prepare: Callable[[Sequence[str]], Awaitable[None]] | None = None
+    #: Makes a workload's table if it is not there yet (idempotent, safe to call from
+    #: every worker at once), as the engine's own: a server engine records it in its
+    #: claimed place, so a reset drops it and nothing it did not make. None: the
+    #: engine's whole database is its own (a plug-in's), and the table's DDL
+    #: (``dialect.create``) simply runs on the session.
+    make_table: Callable[[Table], Awaitable[None]] | None = None
     #: The workload stores built over these primitives, by workload name (one each).
     built: dict[str, Any] = field(default_factory=dict)
+
+    async def create(self, table: Table) -> None:
+        """Make ``table`` (a workload's store calls it before its first batch's marks)."""
+        if self.make_table is not None:
+            await self.make_table(table)
+        else:  # where the engine runs a batch: a synchronous session only inside its hop
+            await self.hop(_execute_ddl, self.session, self.dialect, table)
 
 
 # --- in process -----------------------------------------------------------------------------

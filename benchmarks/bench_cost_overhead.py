@@ -111,9 +111,10 @@ def snapshot_cost(engines: list[str], n: int) -> None:
     from asyncbench.engine import EngineConfig, opened
     from asyncbench.engines import engine_class
     from asyncbench.measure.cost import SERIES_INTERVAL_S, CostMeter, take_snapshot
+    from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 
     async def one(name: str, where: Path) -> tuple[float, float]:
-        async with opened(engine_class(name)(EngineConfig(name, where / name))) as engine:
+        async with opened(engine_class(name)(EngineConfig(name, where / name, stores=STORE_NAMES))) as engine:
             _, pids, partial = await CostMeter._server(engine)  # the server's pids, as a phase finds them
             threads = engine.background_threads()
             take_snapshot(threads, pids, partial)  # warm: imports, first /proc opens

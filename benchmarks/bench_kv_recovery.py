@@ -25,6 +25,7 @@ from asyncbench.engines.clean_shutdown import CleanShutdownMarker
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.kv_recovery import KvView, profile_indexes, repair
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 from asyncbench.workloads.profile_store.stores import profile_store
 
 SEED = 570123434
@@ -35,7 +36,7 @@ def peak_mb() -> float:
 
 
 async def build(name: str, data: Path, n: int, batch: int) -> None:
-    engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED))
+    engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED, stores=STORE_NAMES))
     async with opened(engine, reset=True):
         for start in range(1, n + 1, batch):
             await profile_store(engine.worker(0), engine.limit).insert(create_many(start, min(batch, n - start + 1), SEED), [])
@@ -51,7 +52,7 @@ async def reopen(name: str, data: Path, clean: bool) -> tuple[float, object]:
     if not clean:  # opened (so the record of the clean close no longer holds), then killed
         StoreDir(data, engine_class(name).store_layout).open_existing()
         CleanShutdownMarker(data).take()
-    engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED))
+    engine = engine_class(name)(EngineConfig(name, data, {}, seed=SEED, stores=STORE_NAMES))
     t0 = time.perf_counter()
     async with opened(engine, reset=False):
         report = getattr(engine, "recovery", None)

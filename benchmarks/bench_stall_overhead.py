@@ -54,7 +54,7 @@ async def measure(engine_name: str, records: int, operations: int, rounds: int, 
     params = wl.phase_params(mixed, {**table, "operations": operations}, settings)
     out: dict[str, list[float]] = {"on": [], "off": [], "on_cpu": [], "off_cpu": []}
     with tempfile.TemporaryDirectory(prefix="asyncbench-stall-overhead-") as tmp:
-        engine = new_engine(engine_name, Path(tmp))
+        engine = new_engine(engine_name, Path(tmp), workload_name="ycsb")
         async with opened(engine):
             await run_operations(load, wl.phase_items(load, None, None, plan, {}), [wl.store(engine.worker(0), engine.limit)], None, batch, _hook, wl=wl)
             await engine.stabilize()

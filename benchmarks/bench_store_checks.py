@@ -35,6 +35,7 @@ from asyncbench.engines.rocksdb import RocksDbEngine, RocksKv
 from asyncbench.engines.sqlite import LAYOUT, SCHEMA, SqliteEngine, pragma_statements
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.stores import profile_store
 
@@ -43,7 +44,7 @@ SEED = 570123434
 
 def build_sqlite(d: Path, n: int) -> None:
     StoreDir(d, LAYOUT).reset()
-    conn = sqlite3.connect(d / "profiles.db")
+    conn = sqlite3.connect(d / "store.db")
     conn.execute("PRAGMA journal_mode=WAL").fetchall()
     for statement in SCHEMA:
         conn.execute(statement)
@@ -58,7 +59,7 @@ def build_sqlite(d: Path, n: int) -> None:
 
 
 def sqlite_checks(d: Path, rounds: int) -> None:
-    db = d / "profiles.db"
+    db = d / "store.db"
     pragmas = pragma_statements(SqliteEngine(EngineConfig("sqlite", d)).settings)
 
     def pragma(name: str) -> float:
@@ -130,7 +131,7 @@ def rocksdb_scans(d: Path, n: int, rounds: int, nq: int) -> None:
     variants = {"before": before, "raw+status": raw, "shipped": shipped}
 
     async def main() -> None:
-        async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED)), False) as e:
+        async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED, stores=STORE_NAMES)), False) as e:
             s = profile_store(e.worker(0), e.limit)
             bodies = {
                 "scan_country_status": lambda: s._scan_country_status(queries, []),
@@ -165,7 +166,7 @@ def rocksdb_scans(d: Path, n: int, rounds: int, nq: int) -> None:
 
 
 async def build_rocksdb(d: Path, n: int) -> None:
-    async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED)), True) as e:
+    async with opened(RocksDbEngine(EngineConfig("rocksdb", d, {}, 50, SEED, stores=STORE_NAMES)), True) as e:
         for start in range(1, n + 1, 1000):
             await profile_store(e.worker(0), e.limit).insert(create_many(start, min(1000, n + 1 - start), SEED), [])
         await e.stabilize()

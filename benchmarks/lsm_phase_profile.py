@@ -30,6 +30,7 @@ import anyio
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines import engine_class
 from asyncbench.fmt import parse_count
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 from asyncbench.workloads.profile_store.phases import PHASES, Action, PhaseContext, phase_items
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.stores import profile_store
@@ -49,7 +50,7 @@ async def run(args: argparse.Namespace) -> None:
     ctx = PhaseContext.for_seed(seed)
     cls = engine_class(args.engine)
     data = Path(args.data or tempfile.mkdtemp(prefix=f"phase-profile-{args.engine}-"))
-    config = EngineConfig(args.engine, data, spec["engines"].get(args.engine, {}), seed=seed)
+    config = EngineConfig(args.engine, data, spec["engines"].get(args.engine, {}), seed=seed, stores=STORE_NAMES)
     engine = cls(config)
     after_update = False
     total = 0.0

@@ -1,7 +1,8 @@
 """MySQL/MariaDB engine: a client/server database over TCP, driven through ``asyncmy``.
 
-One InnoDB ``profiles`` table with the SQLite schema's indexes (email UNIQUE; (country,
-status, user_id); (created_at, user_id); (reputation DESC, user_id)) and a binary collation,
+The tables a workload declares (``asyncbench.store.Table``; the profile store's: one InnoDB
+table, email UNIQUE and three secondary indexes), made in the engine's own database and
+recorded there (``engines/sql_tables.py``), with a binary collation,
 so strings compare by code point like the byte-ordered key/value engines: the first of
 ``utf8mb4_nopad_bin`` (MariaDB), ``utf8mb4_0900_bin`` (MySQL 8) or ``utf8mb4_bin`` the server
 has. The no-pad ones also tell ``"a"`` from ``"a "`` (plain ``utf8mb4_bin`` pads, so a
@@ -47,9 +48,10 @@ What Galera (MariaDB's wsrep) needs beyond one server, and how the engine meets 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import asyncmy
@@ -69,40 +71,15 @@ from asyncbench.engines.client_server import (
     worker_map,
 )
 from asyncbench.engines.mysql_lock import GaleraLockRow, GetLock, claim, lock_name, owned
-from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
+from asyncbench.engines.server_lock import MARKER_TABLE, Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, mysql_ident
 from asyncbench.engines.sql_retry import Retrier
+from asyncbench.engines.sql_tables import Run, TableRecord
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
-from asyncbench.store import Dialect, SqlPrimitives
+from asyncbench.store import Dialect, SqlPrimitives, Table
 
 #: Binary collations, best first: no-pad (exact byte-key semantics) before the padding one.
 COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
-
-#: Column sizes hold the generator's strings with room to spare; strict SQL mode (set per
-#: session) turns any overflow into an error instead of a silent truncation. ``{collation}``
-#: is filled in at open.
-SCHEMA = """CREATE TABLE IF NOT EXISTS profiles (
-    user_id BIGINT NOT NULL,
-    email VARCHAR(255) NOT NULL,
-    country VARCHAR(16) NOT NULL,
-    status VARCHAR(16) NOT NULL,
-    created_at BIGINT NOT NULL,
-    last_login BIGINT NOT NULL,
-    reputation INT NOT NULL,
-    display_name VARCHAR(255) NOT NULL,
-    bio VARCHAR(4096) NOT NULL,
-    PRIMARY KEY (user_id),
-    UNIQUE KEY idx_profiles_email (email),
-    KEY idx_profiles_country_status (country, status, user_id),
-    KEY idx_profiles_created_at (created_at, user_id),
-    KEY idx_profiles_reputation (reputation DESC, user_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}"""
-#: The tables the engine's open creates and its reset and delete_store drop, in its own
-#: database (claimed and marked as asyncbench's): the profile store's, made at open, and
-#: YCSB's usertable, made by its load (``workloads/ycsb/sql_store.py``). (Named here until
-#: the workloads declare their tables to the engines: docs/architecture.md.)
-TABLE = "profiles"
-TABLES = (TABLE, "usertable")
 
 #: Strict mode (no silent truncation) and no Note-level warnings: a warning costs asyncmy an
 #: extra SHOW WARNINGS round trip, and DROP TABLE IF EXISTS of a missing table gives a Note.
@@ -131,15 +108,25 @@ STMT_CACHE_SIZE = 32
 #: and filesort it (seen for the full-row top-reputation query: ~1.2 ms instead of ~0.15 ms
 #: per query), so the plan, and the number, would depend on timing. The hint changes no
 #: result: WHERE, ORDER BY and LIMIT are the shared SQL store's.
+#: Column sizes are the workload's (strict SQL mode, set per session, turns an overflow
+#: into an error instead of a silent truncation); text in the binary collation picked at
+#: open (:func:`dialect`), indexes inside the CREATE TABLE (one atomic statement).
 DIALECT = Dialect(
     placeholder=lambda i: "%s",
     index_hint=lambda index: f"FORCE INDEX ({index}) ",
-    # YCSB's usertable: ASCII keys compared as bytes, each field a LONGBLOB
-    key_text="VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
-    integer="BIGINT NOT NULL",
-    blob="LONGBLOB NOT NULL",
-    table_suffix=" ENGINE=InnoDB",
+    integer="BIGINT",
+    text=lambda n: f"VARCHAR({n})",
+    blob="LONGBLOB",
+    table_suffix=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+    inline_indexes=True,
 )
+#: The record's DDL column: longer than a VARCHAR may be in a utf8mb4 row.
+RECORD_TEXT = "MEDIUMTEXT"
+
+
+def dialect(collation: str) -> Dialect:
+    """:data:`DIALECT` with the server's binary collation (:func:`pick_collation`)."""
+    return dataclasses.replace(DIALECT, table_suffix=f"{DIALECT.table_suffix} COLLATE={collation}")
 
 
 #: Global variables read back from every endpoint for the report (missing ones: not a Galera
@@ -157,9 +144,10 @@ READ_BACK_VARIABLES = (
     "wsrep_sync_wait",
 )
 READ_BACK_STATUS = ("wsrep_cluster_size", "wsrep_cluster_status", "wsrep_local_state_comment")
-#: A Galera connection's once-per-batch causal read (module docstring); it reads the table,
-#: so at open it also waits for the CREATE TABLE issued on the first node.
-CAUSAL_BARRIER = f"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM {TABLE} WHERE user_id = 0"
+#: A Galera connection's once-per-batch causal read (module docstring), of the marker table
+#: (ours, always there): it waits for every writeset committed before it, a CREATE TABLE
+#: issued on another node included.
+CAUSAL_BARRIER = f"SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM {MARKER_TABLE} WHERE tool = ''"
 
 
 def retryable(exc: BaseException) -> bool:
@@ -213,6 +201,12 @@ def resolve_endpoints(
         raise ValueError(f"MySQL hosts: {exc}") from None
 
 
+async def _present(run: Run) -> set[str]:
+    """The tables in the connection's database (the engine's own)."""
+    rows = await run("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()", ())
+    return {str(r[0]) for r in rows}
+
+
 async def pick_collation(session: Session) -> str:
     """The first of :data:`COLLATIONS` the server knows."""
     names = ", ".join(f"'{c}'" for c in COLLATIONS)
@@ -261,6 +255,11 @@ class Session:
         await cur.execute(sql, args)
         return list(await cur.fetchall())
 
+    async def run(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        """The table record's runner (engines/sql_tables.py): unprepared without arguments
+        (DDL), prepared with them."""
+        return await self.query(sql, tuple(args) or None)
+
     # SqlSession: empty args, not None, so asyncmy runs every statement prepared.
     async def fetch_one(self, statement: str, args: Sequence[Any]) -> Sequence[Any] | None:
         await self.cur.execute(statement, args)
@@ -288,8 +287,8 @@ REFERENCE_SERVER = {
 
 
 class MySqlEngine(SessionPoolEngine[Session]):
-    """MySQL or MariaDB over TCP through ``asyncmy``: one InnoDB ``profiles`` table with
-    three secondary indexes and a binary collation, every write its own autocommit
+    """MySQL or MariaDB over TCP through ``asyncmy``: the workload's InnoDB tables (the
+    profile store's: one with three secondary indexes) in a binary collation, every write its own autocommit
     statement, one connection per worker, on one server or spread over a multi-primary
     (Galera) cluster's nodes. The table lives in a database of asyncbench's own, locked
     for the engine's run; the server's memory is not measured.
@@ -338,6 +337,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints = resolve_endpoints(self.settings)
         self.collation: str | None = None
+        #: The tables made for workloads in the database, recorded there (set at open).
+        self._record = self._table_record(DIALECT)
 
     # --- ownership and the run lock (engines/server_lock.py, engines/mysql_lock.py) --------
     @property
@@ -427,11 +428,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
             session = await self._session_to(self.endpoints[0])
             try:
                 if not await owned(session.conn):
-                    raise NotOurs(
-                        f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
-                    )
-                for table in TABLES:
-                    await session.query(f"DROP TABLE IF EXISTS {table}")
+                    raise NotOurs(f"{self.where}: no marker table, so nothing in it is asyncbench's: kept")
+                await self._table_record(DIALECT).drop_all(session.run)
             finally:
                 await session.close()
         return True
@@ -441,10 +439,10 @@ class MySqlEngine(SessionPoolEngine[Session]):
         try:
             self.collation = await pick_collation(session)
             await claim(session.conn, self.where)  # refuses a database that is not ours
-            if reset:
-                for table in TABLES:
-                    await session.query(f"DROP TABLE IF EXISTS {table}")
-            await session.query(SCHEMA.format(collation=self.collation))
+            self._record = self._table_record(dialect(self.collation))
+            if reset:  # the tables it made (any workload's), and nothing else
+                await self._record.drop_all(session.run)
+            await self._record.ensure(session.run)
         except BaseException:
             await session.close()
             raise
@@ -455,11 +453,28 @@ class MySqlEngine(SessionPoolEngine[Session]):
                 if w:
                     self._worker_sessions.append(await self._session_to(self.endpoints[e]))
             for s in self._sessions():
-                await s.barrier()  # the table exists on every node before any worker uses it
+                s.primitives.dialect = self._record.dialect
+                s.primitives.make_table = self._maker(s)
+                await s.barrier()  # the record exists on every node before any worker uses it
             await self._read_nodes()
         except BaseException:
             await self.close()
             raise
+
+    def _table_record(self, flavour: Dialect) -> TableRecord:
+        return TableRecord(flavour, _present, self.where, text=RECORD_TEXT)
+
+    def _maker(self, session: Session) -> Callable[[Table], Awaitable[None]]:
+        """``make_table`` on ``session``'s connection, then its causal barrier: on Galera
+        the CREATE (total-order DDL, maybe issued by another worker on another node) is
+        applied on this worker's node before its first batch."""
+        make = self._record.maker(session.run)
+
+        async def make_table(table: Table) -> None:
+            await make(table)
+            await session.barrier()
+
+        return make_table
 
     async def _probe(self, endpoint: Endpoint) -> Session:
         """The same session a worker gets (it knows whether its server is a Galera node)."""
@@ -480,12 +495,13 @@ class MySqlEngine(SessionPoolEngine[Session]):
 
     async def settle(self) -> None:
         """What the reference times as settle: the final commit (a no-op under autocommit)
-        and ``FLUSH TABLES profiles`` (on the first endpoint; on Galera after the causal
-        barrier, so every write is in)."""
+        and ``FLUSH TABLES`` of the workload's tables (on the first endpoint; on Galera
+        after the causal barrier, so every write is in)."""
         db = self._db
         await db.conn.commit()
         await db.barrier()
-        await db.query(f"FLUSH TABLES {TABLE}")
+        for table in await self._record.tables(db.run):
+            await db.query(f"FLUSH TABLES {mysql_ident(table)}")
 
     # --- cost ---------------------------------------------------------------------------
     async def _server_pids(self, sessions: list[Session]) -> list[int] | str:
@@ -570,13 +586,16 @@ class MySqlEngine(SessionPoolEngine[Session]):
         statistics (information_schema's lengths come from them), then data + index length
         of the table (on the first endpoint: on Galera every node holds the whole table)."""
         db = self._db
-        await db.query(f"ANALYZE TABLE {TABLE}")
-        rows = await db.query(
-            "SELECT data_length + index_length FROM information_schema.tables "
-            "WHERE table_schema = DATABASE() AND table_name = %s",
-            (TABLE,),
-        )
-        self._storage_bytes = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        size = 0
+        for table in await self._record.tables(db.run):
+            await db.query(f"ANALYZE TABLE {mysql_ident(table)}")
+            rows = await db.query(
+                "SELECT data_length + index_length FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() AND table_name = %s",
+                (table,),
+            )
+            size += int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        self._storage_bytes = size
         return self._storage_bytes
 
     # --- facts ------------------------------------------------------------------------
@@ -594,7 +613,7 @@ class MySqlEngine(SessionPoolEngine[Session]):
             Setting("database", str(s["database"])),
             Setting("user", str(s["user"])),
             Setting(
-                "table", "InnoDB, utf8mb4 binary collation (no-pad where available), 4 secondary indexes"
+                "tables", "InnoDB, utf8mb4 binary collation (no-pad where available), as the workload declares them"
             ),
             Setting("driver", f"asyncmy (prepared statements, statement cache {STMT_CACHE_SIZE})"),
         ]

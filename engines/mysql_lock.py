@@ -64,11 +64,10 @@ from asyncbench.engines.server_lock import (
     ServerBusy,
     not_empty,
 )
+from asyncbench.engines.sql_tables import RECORD_TABLE
 
 __all__ = ["GaleraLockRow", "GetLock", "claim", "lock_name", "objects", "owned"]
 
-#: The benchmark's own table (engines/sql_profile_store.TABLE).
-PROFILES = "profiles"
 DUPLICATE_KEY = 1062
 LOCK_DEADLOCK = 1213
 HEARTBEAT_S = 5.0
@@ -204,7 +203,7 @@ async def claim(conn: Any, where: str) -> None:
             return
         raise NotOurs(
             f"{where}: table {MARKER_TABLE} exists but holds no {MARKER_TOOL!r} row, so asyncbench did not "
-            f"create this database's tables; refusing to drop or reset table {PROFILES} "
+            f"create this database's tables; refusing to drop or reset anything in it "
             "(give [engines.mysql] database a name of its own)"
         )
     foreign = await objects(conn)
@@ -225,7 +224,10 @@ async def claim(conn: Any, where: str) -> None:
     await _execute(
         conn,
         f"INSERT IGNORE INTO {MARKER_TABLE} (tool, created_at, note) VALUES (%s, UNIX_TIMESTAMP(), %s)",
-        (MARKER_TOOL, f"asyncbench created this database's tables; each run drops and recreates {PROFILES}"),
+        (
+            MARKER_TOOL,
+            f"asyncbench created this database's tables; each run drops and remakes those recorded in {RECORD_TABLE}",
+        ),
     )
 
 

@@ -1,8 +1,10 @@
 """PostgreSQL engine: a client/server database over TCP, driven through ``asyncpg``.
 
-One ``profiles`` table with the SQLite/MySQL schema (``user_id BIGINT PRIMARY KEY``, email
-UNIQUE, indexes on (country, status, user_id), (created_at, user_id) and (reputation DESC,
-user_id)) and the shared SQL store's statements (``engines/sql_profile_store.py``): the same
+The tables a workload declares (``asyncbench.store.Table``; the profile store's: one table,
+``BIGINT`` primary key, email UNIQUE, three secondary indexes), written in PostgreSQL's
+types and made in the engine's own schema, where they are recorded
+(``engines/sql_tables.py``), and the workload's SQL statements
+(e.g. ``workloads/profile_store/sql_store.py``): the same
 WHERE, ORDER BY and LIMIT, one statement per operation (an update: its SELECT plus its
 UPDATE), every write its own autocommit transaction, one connection per worker. Every
 text column is ``COLLATE "C"``: strings compare byte by byte, which in UTF-8 is code point
@@ -77,42 +79,33 @@ from asyncbench.engines.postgres_lock import AdvisoryLock, claim, owned
 from asyncbench.engines.server_lock import Lease, NotOurs, held, lock_wait_seconds
 from asyncbench.engines.sql_names import check_name, pg_ident
 from asyncbench.engines.sql_retry import Retrier
+from asyncbench.engines.sql_tables import Run, TableRecord
 from asyncbench.facts import Durability, EngineFacts, MemoryScope, Setting, StorageMethod
 from asyncbench.store import Dialect, SqlPrimitives
 
-#: Text columns collate as bytes; BIGINT/INTEGER hold the generator's values (created_at
-#: and last_login are milliseconds since 1970, reputation at most 1_000_000).
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS profiles (
-        user_id BIGINT NOT NULL PRIMARY KEY,
-        email TEXT COLLATE "C" NOT NULL,
-        country TEXT COLLATE "C" NOT NULL,
-        status TEXT COLLATE "C" NOT NULL,
-        created_at BIGINT NOT NULL,
-        last_login BIGINT NOT NULL,
-        reputation INTEGER NOT NULL,
-        display_name TEXT COLLATE "C" NOT NULL,
-        bio TEXT COLLATE "C" NOT NULL,
-        CONSTRAINT idx_profiles_email UNIQUE (email)
-    )""",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
-)
-#: The tables the engine's open creates and its reset and delete_store drop, in its own
-#: schema (claimed and marked as asyncbench's): the profile store's, made at open, and
-#: YCSB's usertable, made by its load (``workloads/ycsb/sql_store.py``). (Named here until
-#: the workloads declare their tables to the engines: docs/architecture.md.)
-TABLE = "profiles"
-TABLES = (TABLE, "usertable")
-
-#: Text keys collate as bytes ("C"), fields BYTEA (YCSB's usertable).
+#: Text collates as bytes ("C"), integers 64-bit, bytes BYTEA: the DDL of a workload's
+#: table (asyncbench.store.Table), made in the schema and recorded there (engines/sql_tables.py).
 DIALECT = Dialect(
     placeholder=lambda i: f"${i}",
-    key_text='TEXT COLLATE "C" NOT NULL',
-    integer="BIGINT NOT NULL",
-    blob="BYTEA NOT NULL",
+    integer="BIGINT",
+    text=lambda n: 'TEXT COLLATE "C"',
+    blob="BYTEA",
 )
+
+
+def _run(conn: asyncpg.Connection) -> Run:
+    """A connection's statement runner (unprepared: DDL and the record's few statements)."""
+
+    async def run(statement: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        rows: Sequence[Sequence[Any]] = await conn.fetch(statement, *args)  # asyncpg is untyped
+        return rows
+
+    return run
+
+
+async def _present(run: Run) -> set[str]:
+    """The tables in the connection's schema (its search_path: the engine's own)."""
+    return {str(r[0]) for r in await run("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()", ())}
 
 DEFAULTS: dict[str, Any] = {
     "host": "127.0.0.1",
@@ -313,8 +306,8 @@ class Session:
 
 
 class PostgresEngine(SessionPoolEngine[Session]):
-    """PostgreSQL over TCP through ``asyncpg``: one ``profiles`` table with three secondary
-    indexes and byte-order (``COLLATE "C"``) text, prepared statements, every write its own
+    """PostgreSQL over TCP through ``asyncpg``: the workload's tables (the profile store's:
+    one with three secondary indexes) with byte-order (``COLLATE "C"``) text, prepared statements, every write its own
     autocommit transaction (``synchronous_commit`` off by default), one connection per
     worker. The table lives in a schema of asyncbench's own, locked for the engine's run;
     the server's memory is not measured.
@@ -349,6 +342,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
         validate_settings(self.settings)
         self.conn_settings = resolve_settings(self.settings)
         self.endpoints: list[Endpoint] = self.conn_settings["endpoints"]
+        #: The tables made for workloads in the schema, recorded there (engines/sql_tables.py).
+        self._record = TableRecord(DIALECT, _present, self.where)
 
     # --- ownership and the run lock (engines/server_lock.py, engines/postgres_lock.py) -----
     @property
@@ -377,16 +372,14 @@ class PostgresEngine(SessionPoolEngine[Session]):
         return held(engine.lock_key(), engine.take_lock)
 
     async def delete_store(self) -> bool:
-        """DROP the table, only in a schema that holds our marker (else NotOurs)."""
+        """DROP the recorded tables, only in a schema that holds our marker (else NotOurs)."""
         async with held(self.lock_key(), self.take_lock):
             conn = await self.connect(self.endpoints[0], None)
             try:
                 if not await owned(conn, self.conn_settings["schema"]):
-                    raise NotOurs(
-                        f"{self.where}: no marker table, so table {TABLE} is not asyncbench's: kept"
-                    )
-                for table in TABLES:
-                    await conn.execute(f"DROP TABLE IF EXISTS {pg_ident(self.conn_settings['schema'])}.{table}")
+                    raise NotOurs(f"{self.where}: no marker table, so nothing in it is asyncbench's: kept")
+                schema = pg_ident(self.conn_settings["schema"])
+                await self._record.drop_all(_run(conn), lambda table: f"{schema}.{table}")
             finally:
                 await conn.close()
         return True
@@ -432,7 +425,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 # pg_stat_activity tells the workers' connections apart
                 "application_name": application
                 or ("asyncbench-probe" if worker is None else f"asyncbench-w{worker}"),
-                # the table is the schema's (engines/postgres_lock.py): never public.profiles
+                # tables are the schema's (engines/postgres_lock.py): never public's of that name
                 "search_path": pg_ident(s["schema"]),
                 "client_min_messages": "warning",  # no NOTICE for DROP TABLE IF EXISTS
                 **SESSION_PLANNER,
@@ -465,11 +458,9 @@ class PostgresEngine(SessionPoolEngine[Session]):
         try:
             await self._check_checkpoint_allowed(session.conn)
             await claim(session.conn, self.conn_settings["schema"], self.where)  # refuses a schema not ours
-            if reset:
-                for table in TABLES:
-                    await session.conn.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in SCHEMA:
-                await session.conn.execute(statement)
+            if reset:  # the tables it made (any workload's), and nothing else
+                await self._record.drop_all(_run(session.conn))
+            await self._record.ensure(_run(session.conn))
         except BaseException:
             await session.close()
             raise
@@ -482,6 +473,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
                 endpoint = self.endpoints[e]
                 extra = Session(await self.connect(endpoint, w), endpoint)
                 self._worker_sessions.append(extra)
+            for s in self._sessions():  # each worker makes a workload's table on its own connection
+                s.primitives.make_table = self._record.maker(_run(s.conn))
             await self._read_nodes()
         except BaseException:
             await self.close()
@@ -577,11 +570,15 @@ class PostgresEngine(SessionPoolEngine[Session]):
             ) from exc
 
     async def measure_storage(self) -> int:
-        """Untimed, after settle (as the reference): ``pg_total_relation_size`` of the table,
-        i.e. heap, TOAST and every index, on the first endpoint. An async step on the loop,
-        so the query needs no thread hop; cached for :meth:`storage_bytes`."""
-        size = await self._db.conn.fetchval(f"SELECT pg_total_relation_size('{TABLE}')")
-        self._storage_bytes = int(size)
+        """Untimed, after settle (as the reference): ``pg_total_relation_size`` of the
+        tables made for the workload, i.e. heap, TOAST and every index, on the first
+        endpoint. An async step on the loop, so the query needs no thread hop; cached for
+        :meth:`storage_bytes`."""
+        conn = self._db.conn
+        size = 0
+        for table in await self._record.tables(_run(conn)):
+            size += int(await conn.fetchval("SELECT coalesce(pg_total_relation_size(to_regclass($1)), 0)", table))
+        self._storage_bytes = size
         return self._storage_bytes
 
     # --- facts ------------------------------------------------------------------------
@@ -599,7 +596,7 @@ class PostgresEngine(SessionPoolEngine[Session]):
             Setting("wal_writer_delay", "server setting", delay),
             Setting("full_page_writes", "server setting", self._effective("full_page_writes")),
             Setting("enable_sort", "off (each ORDER BY reads its index)", self._effective("enable_sort")),
-            Setting("table", 'heap, text columns COLLATE "C", primary key + 4 secondary indexes'),
+            Setting("tables", 'heap, text columns COLLATE "C", as the workload declares them'),
             Setting("driver", "asyncpg (statements prepared once per connection, binary protocol)"),
         ]
         if sc is None:

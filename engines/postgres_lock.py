@@ -3,7 +3,7 @@ engines/server_lock.py for why).
 
 **Schema.** The table lives in a schema of its own (``[engines.postgres] schema``,
 default ``asyncbench``) that every connection puts first on its ``search_path``: a
-user's ``public.profiles`` in the same database is never seen, let alone dropped.
+user's table of the same name in ``public`` is never seen, let alone dropped.
 :func:`claim` creates the schema with the marker table ``asyncbench_owner`` in it, or
 accepts an existing schema that holds our marker row, or claims an existing empty one;
 any other schema is refused, naming what it holds. Empty means no object of any kind
@@ -29,10 +29,10 @@ from typing import Any
 
 from asyncbench.engines.server_lock import MARKER_TABLE, MARKER_TOOL, NotOurs, ServerBusy, not_empty
 from asyncbench.engines.sql_names import pg_ident
+from asyncbench.engines.sql_tables import RECORD_TABLE
 
 __all__ = ["AdvisoryLock", "claim", "lock_keys", "objects", "owned"]
 
-PROFILES = "profiles"
 #: The advisory lock's first key: "asb1", asyncbench's class of locks.
 LOCK_CLASS = 0x61736231
 POLL_S = 0.2
@@ -111,7 +111,7 @@ async def claim(conn: Any, schema: str, where: str) -> None:
             return
         raise NotOurs(
             f"{where}: table {MARKER_TABLE} exists but holds no {MARKER_TOOL!r} row, so asyncbench did not "
-            f"create this schema's tables; refusing to drop or reset table {PROFILES} "
+            f"create this schema's tables; refusing to drop or reset anything in it "
             "(give [engines.postgres] schema a name of its own)"
         )
     found = await objects(conn, schema)
@@ -126,7 +126,7 @@ async def claim(conn: Any, schema: str, where: str) -> None:
     await conn.execute(
         f"INSERT INTO {q}.{MARKER_TABLE} (tool, note) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         MARKER_TOOL,
-        f"asyncbench created this schema's tables; each run drops and recreates {PROFILES}",
+        f"asyncbench created this schema's tables; each run drops and remakes those recorded in {RECORD_TABLE}",
     )
 
 

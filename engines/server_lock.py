@@ -7,7 +7,8 @@ Two promises (issue 23, item 8):
   that holds a marker table, ``asyncbench_owner``, written when asyncbench claimed it. An
   engine claims only a database/schema that is new or empty of every kind of object
   (tables, views, sequences, routines, types, events...; our own lock table aside); it
-  drops or resets ``profiles`` only where the marker is. Anything else is refused with
+  drops or resets only where the marker is, and only the tables it recorded there as
+  made for a workload (``engines/sql_tables.py``). Anything else is refused with
   :class:`NotOurs`, naming the server, the database/schema and the objects in it.
 - **Exclusion.** A run holds a server-side lock (a :class:`Lease`) for the whole engine
   run, from before the open that resets the table until after the last close and the
@@ -73,11 +74,10 @@ NAMED_OBJECTS = 12
 
 def not_empty(where: str, objects: list[tuple[str, str]], place: str, setting: str) -> NotOurs:
     """The refusal of a database/schema (``place``) without our marker that holds
-    ``objects`` ((kind, name) pairs, e.g. ("sequence", "s1")): it names them, the table
-    ``profiles`` first when it is one of them, so the user sees what would have been at
-    stake."""
-    named = [f"{kind} {name}" for kind, name in sorted(objects)]
-    first = "table profiles" if "table profiles" in named else named[0]
+    ``objects`` ((kind, name) pairs, e.g. ("sequence", "s1")): it names them, tables
+    first, so the user sees what would have been at stake."""
+    named = [f"{kind} {name}" for kind, name in sorted(objects, key=lambda o: (o[0] != "table", o))]
+    first = named[0]
     shown = ", ".join(named[:NAMED_OBJECTS])
     more = f" and {len(named) - NAMED_OBJECTS} more" if len(named) > NAMED_OBJECTS else ""
     count = "1 object" if len(named) == 1 else f"{len(named)} objects"

@@ -1,12 +1,14 @@
 """SQLite engine: the reference's SQLite setup driven through ``aiosqlite``.
 
-One ``profiles`` table with three secondary indexes, WAL + ``synchronous=NORMAL``, and every
+A workload's tables (the profile store's: one table with three secondary indexes) in one
+database file, WAL + ``synchronous=NORMAL``, and every
 write in autocommit (one transaction per INSERT and per UPDATE, like the reference). Each
 operation is exactly one statement execution on a cached prepared statement; what is
 amortized is only the event-loop <-> thread hop: a whole operation batch runs as one
 function on aiosqlite's connection thread (see :class:`SqliteConnection`). The batches
-themselves are the shared SQL store's (``engines/sql_profile_store.py``); this module
-supplies the driver calls, the schema and the pragmas.
+themselves are the workload's SQL store's (e.g. ``workloads/profile_store/sql_store.py``);
+this module supplies the driver calls, the pragmas, and makes the tables a workload
+declares (``engines/sql_tables.py``: recorded in the file, checked at every reopen).
 
 Prepared statements: the batches pass the engine's constant SQL strings, and the
 sqlite3 module keeps a per-connection cache of prepared statements keyed by SQL text
@@ -32,13 +34,14 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters
+from asyncbench.engines.sql_tables import DDL_SEPARATOR, RECORD_TABLE, Run, TableRecord, record_schema
 from asyncbench.engines.store_dir import MarkedStore, StoreDamaged, StoreDir, StoreLayout, StoreMissing
 from asyncbench.facts import Durability, EngineFacts, Setting
 from asyncbench.store import Dialect, SqlPrimitives, run_to_completion
 
 T = TypeVar("T")
 
-DB_FILE = "profiles.db"
+DB_FILE = "store.db"
 #: The database file and the two files WAL mode keeps beside it.
 DB_SUFFIXES = ("", "-wal", "-shm")
 #: What the engine's directory holds (``engines.store_dir``): the database, its WAL-mode
@@ -132,28 +135,9 @@ def wal_is_idle(db: Path) -> bool:
     finally:
         os.close(wfd)
 
-#: The profile store's table and indexes, made when the store is created. (Named here
-#: until the workloads declare their tables to the engines: docs/architecture.md.)
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS profiles (
-        user_id INTEGER PRIMARY KEY,
-        email TEXT NOT NULL UNIQUE,
-        country TEXT,
-        status TEXT,
-        created_at INTEGER,
-        last_login INTEGER,
-        reputation INTEGER,
-        display_name TEXT,
-        bio TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
-)
-
-#: Keys compared as bytes (BINARY, the default collation), bytes as BLOBs (YCSB's
-#: usertable, made in the store's own file by its load).
-DIALECT = Dialect(placeholder=lambda i: "?", key_text="TEXT", integer="INTEGER", blob="BLOB")
+#: Text compared as bytes (BINARY, the default collation), bytes as BLOBs. A workload's
+#: table is made in the store's own file and recorded there (engines/sql_tables.py).
+DIALECT = Dialect(placeholder=lambda i: "?")
 
 #: The largest page cache and memory map a plan may give, in MB: 64 GB, the bound RocksDB's
 #: write buffers have (engines/rocksdb.py). Beyond it is a typo: SQLite would take a page
@@ -206,39 +190,45 @@ def pragma_statements(settings: Mapping[str, Any]) -> list[str]:
 def configure(
     conn: sqlite3.Connection, pragmas: Sequence[str], create: bool = True, path: Path | None = None
 ) -> None:
-    """The pragmas, then the schema when ``create`` (a new store). An existing store is
-    never given a schema: its own is checked first (:func:`check_schema`), before any
-    pragma writes to the file (``journal_mode=WAL`` writes a header into an empty one)."""
+    """The pragmas, then the table record when ``create`` (a new store: a workload's
+    tables are made later, through ``SqlPrimitives.create``). An existing store is
+    checked first (:func:`check_tables`), before any pragma writes to the file
+    (``journal_mode=WAL`` writes a header into an empty one)."""
     if not create:
-        check_schema(conn, Path(path or "profiles.db"))
+        check_tables(conn, Path(path or DB_FILE))
     for pragma in pragmas:
         conn.execute(pragma).fetchall()  # journal_mode answers with a row; drain it
     if create:
-        for statement in SCHEMA:
-            conn.execute(statement)
+        conn.execute(record_schema(DIALECT))
 
 
-def _schema_rows(conn: sqlite3.Connection) -> set[tuple[Any, ...]]:
+def _master(conn: sqlite3.Connection) -> set[tuple[Any, ...]]:
     return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
 
 
-@functools.cache
-def expected_schema() -> frozenset[tuple[Any, ...]]:
-    """``sqlite_master`` as SCHEMA leaves it (SQLite normalises the stored SQL text)."""
-    conn = sqlite3.connect(":memory:")
+def check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """An existing store holds asyncbench's table record and exactly what the recorded
+    DDL makes: every table and index, none missing, none more, each as written (an empty
+    file holds none). The recorded DDL runs into an in-memory database to tell (SQLite
+    keeps each object's SQL text as given). StoreDamaged names the file and what differs."""
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+    if RECORD_TABLE not in names:
+        raise StoreDamaged(
+            f"{path}: no {RECORD_TABLE} table, so asyncbench did not make this SQLite store (or it is empty, or an "
+            "asyncbench from before the table record made it: rebuild it); the store is refused"
+        )
+    rows = _master(conn)
+    want_db = sqlite3.connect(":memory:")
     try:
-        for statement in SCHEMA:
-            conn.execute(statement)
-        return frozenset(_schema_rows(conn))
+        want_db.execute(record_schema(DIALECT))
+        for (ddl,) in conn.execute(f"SELECT ddl FROM {RECORD_TABLE}").fetchall():
+            for statement in str(ddl).split(DDL_SEPARATOR):
+                want_db.execute(statement)
+        want = _master(want_db)
+    except sqlite3.Error as exc:
+        raise StoreDamaged(f"{path}: the record of asyncbench's tables cannot be replayed ({exc}); refused") from exc
     finally:
-        conn.close()
-
-
-def check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """An existing store holds exactly the benchmark's table and indexes (an empty file
-    holds none); StoreDamaged names the file and what differs."""
-    rows = _schema_rows(conn)
-    want = expected_schema()
+        want_db.close()
     if rows != want:
         missing = sorted(str(r[1]) for r in want - rows)
         extra = sorted(str(r[1]) for r in rows - want)
@@ -246,11 +236,20 @@ def check_schema(conn: sqlite3.Connection, path: Path) -> None:
             part
             for part in (
                 f"missing or changed: {', '.join(missing)}" if missing else "",
-                f"not the benchmark's: {', '.join(extra)}" if extra else "",
+                f"not asyncbench's: {', '.join(extra)}" if extra else "",
             )
             if part
         )
-        raise StoreDamaged(f"{path}: not the benchmark's SQLite schema ({what}); the store is refused")
+        raise StoreDamaged(f"{path}: not the tables asyncbench made ({what}); the store is refused")
+
+
+def _fetch(conn: sqlite3.Connection, statement: str, args: Sequence[Any]) -> list[Any]:
+    return conn.execute(statement, args).fetchall()
+
+
+async def _present(run: Run) -> set[str]:
+    rows = await run("SELECT name FROM sqlite_master WHERE type = 'table'", ())
+    return {str(r[0]) for r in rows}
 
 
 def quick_check(conn: sqlite3.Connection, path: Path) -> None:
@@ -292,7 +291,7 @@ class SqliteConnection:
     Calls from concurrent tasks are safe: the thread runs queued batches one after another.
     A multi-worker run opens one instance per worker.
 
-    It is also the shared SQL store's session (:class:`~asyncbench.engines.sql_profile_store.SqlSession`):
+    It is also the workload SQL store's session (:class:`~asyncbench.store.SqlSession`):
     ``fetch_one``/``fetch_all``/``execute`` call the stdlib cursor directly and never
     suspend, so they run only inside a batch that :meth:`run_batch` hands to the thread.
     """
@@ -383,8 +382,8 @@ class SqliteConnection:
 
 
 class SqliteEngine(MarkedStore, Engine):
-    """SQLite, embedded through ``aiosqlite``, set up as the reference sets it up: one
-    ``profiles`` table with three secondary indexes, WAL with ``synchronous=NORMAL``, every
+    """SQLite, embedded through ``aiosqlite``, set up as the reference sets it up: the
+    workload's tables in one file, WAL with ``synchronous=NORMAL``, every
     write its own autocommit transaction, one connection per worker, each operation one
     prepared statement run on the connection's thread."""
 
@@ -460,7 +459,11 @@ class SqliteEngine(MarkedStore, Engine):
         except BaseException:
             await self.close()
             raise
-        self._stores = [SqlPrimitives(c, DIALECT, hop=c.run_batch) for c in (conn, *self._worker_conns)]
+        record = TableRecord(DIALECT, _present, str(self.path))
+        self._stores = [
+            SqlPrimitives(c, DIALECT, hop=c.run_batch, make_table=record.maker(functools.partial(c.run, _fetch)))
+            for c in (conn, *self._worker_conns)
+        ]
 
     def worker(self, index: int) -> SqlPrimitives:
         """The SQL primitives over worker ``index``'s own connection (its batches run on

@@ -11,7 +11,7 @@ directory when it creates the store. Then:
   wrote beside them, by exact name with its inode, size and modification time. A reset
   deletes exactly those files (a name that matches but whose identity differs is not the
   file that was recorded), never a file merely because its name looks like one a library
-  writes (``*.tmp``, ``LOG.old.N``, ``NNN.log``, ``profiles.db-journal``: a user's file can
+  writes (``*.tmp``, ``LOG.old.N``, ``NNN.log``, ``store.db-journal``: a user's file can
   have any of these names). After an unclean stop the files written since the last record
   are unproven: the reset refuses and says so.
 - :meth:`StoreDir.reset` removes the marker's stores and the recorded files and

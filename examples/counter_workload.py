@@ -39,9 +39,16 @@ from time import perf_counter_ns
 from types import MappingProxyType
 from typing import Any
 
-import anyio
-
-from asyncbench.store import InProcess, KvPrimitives, KvStore, Placement, SqlPrimitives, build_once
+from asyncbench.store import (
+    Column,
+    InProcess,
+    KvPrimitives,
+    KvStore,
+    Placement,
+    SqlPrimitives,
+    Table,
+    build_once,
+)
 from asyncbench.workload import Action, Fold, Group, Items, PhaseKind, RecordMemory, Split, StreamUse
 from asyncbench.workload_defaults import WorkloadDefaults
 
@@ -134,16 +141,17 @@ class KvCounters:
         return out
 
 
+#: The counters' table as the workload declares it to a SQL engine.
+COUNTERS_TABLE = Table(TABLE, (Column("id", "integer"), Column("value", "integer")), key="id")
+
+
 class SqlCounters:
     """The counters in one SQL table, each operation its own autocommit statement(s)."""
-
-    CREATE_ATTEMPTS = 10  # workers' first batches race to create the table
 
     def __init__(self, primitives: SqlPrimitives) -> None:
         self.p = primitives
         d = primitives.dialect
         ph = d.placeholder
-        self.create = f"CREATE TABLE IF NOT EXISTS {TABLE} (id {d.integer} PRIMARY KEY, value {d.integer}){d.table_suffix}"
         self.insert = f"INSERT INTO {TABLE} (id, value) VALUES ({ph(1)}, {ph(2)})"
         self.read = f"SELECT value FROM {TABLE} WHERE id = {ph(1)}"
         self.update = f"UPDATE {TABLE} SET value = {ph(1)} WHERE id = {ph(2)}"
@@ -151,15 +159,10 @@ class SqlCounters:
         self._made = False
 
     async def _ensure(self) -> None:
-        for attempt in range(1, self.CREATE_ATTEMPTS + 1):
-            try:
-                await self.p.hop(self.p.session.execute, self.create, ())
-                self._made = True
-                return
-            except Exception:
-                if attempt == self.CREATE_ATTEMPTS:
-                    raise
-                await anyio.sleep(0.05 * attempt)
+        """The table, declared here and made by the engine in its flavour (once: the
+        other workers find it), before the first batch's marks."""
+        await self.p.create(COUNTERS_TABLE)
+        self._made = True
 
     async def _write(self, statement: str, args: Sequence[Any]) -> None:
         try:

@@ -11,10 +11,11 @@ What a SQL engine implements:
   needs (fetch one row, fetch all rows, execute), ``async`` for any driver; a synchronous
   one like sqlite3 never suspends in them;
 - its dialect (:class:`~asyncbench.store.Dialect`: placeholders, optional index hints, the
-  column types of a key, an integer and bytes), from which each workload writes its
-  statements once (YCSB also its ``usertable``, made by its load);
-- the profile store's table (:data:`SCHEMA`), made at open: named by the engine until the
-  workloads declare their tables to engines (docs/architecture.md);
+  column types of an integer, text and bytes), from which each workload writes its
+  statements once, and the engine the DDL of the tables workloads declare
+  (:class:`~asyncbench.store.Table`, made before a workload's first batch: here the
+  dialect's DDL simply runs, the whole in-memory database being the engine's own; a
+  server engine also records what it made: ``SqlPrimitives.make_table``);
 - where a batch runs: here on the event loop, driven to its end in one go
   (:func:`~asyncbench.store.run_to_completion`), then a turn for other tasks;
 - the lifecycle of :class:`asyncbench.engine.Engine` and ``worker(i)``, which returns its
@@ -36,23 +37,7 @@ from asyncbench.store import Dialect, SqlPrimitives, run_to_completion
 
 __all__ = ["MemorySqlSession", "SqliteMemoryEngine"]
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS profiles (
-        user_id INTEGER PRIMARY KEY,
-        email TEXT NOT NULL UNIQUE,
-        country TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        last_login INTEGER NOT NULL,
-        reputation INTEGER NOT NULL,
-        display_name TEXT NOT NULL,
-        bio TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_country_status ON profiles (country, status, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_created_at ON profiles (created_at, user_id)",
-    "CREATE INDEX IF NOT EXISTS idx_profiles_reputation ON profiles (reputation DESC, user_id)",
-)
-DIALECT = Dialect(placeholder=lambda i: "?", key_text="TEXT NOT NULL", integer="INTEGER NOT NULL", blob="BLOB NOT NULL")
+DIALECT = Dialect(placeholder=lambda i: "?")  # INTEGER, TEXT, BLOB: the defaults
 
 
 class MemorySqlSession:
@@ -95,8 +80,6 @@ class SqliteMemoryEngine(Engine):
             if self._conn is not None:
                 self._conn.close()
             self._conn = sqlite3.connect(":memory:", isolation_level=None)  # autocommit
-            for statement in SCHEMA:
-                self._conn.execute(statement)
         self._primitives = SqlPrimitives(MemorySqlSession(self._conn), DIALECT, hop=_on_loop)
 
     async def close(self) -> None:

@@ -326,7 +326,7 @@ def edits(engine: str) -> dict[str, Callable[[Path], None]]:
 
     def sql(statement: str) -> Callable[[Path], None]:
         def apply(store: Path) -> None:
-            conn = sqlite3.connect(store / "profiles.db")
+            conn = sqlite3.connect(store / "store.db")
             with conn:
                 conn.execute(statement)
             conn.close()

@@ -123,7 +123,7 @@ async def _check_engine(name: str, data: Path) -> RecoveryCounts:
 def test_a_corrupt_row_in_a_real_sqlite_store_is_torn(tmp_path: Path) -> None:
     anyio.run(_sqlite_store, tmp_path)
     assert anyio.run(_check_engine, "sqlite", tmp_path).torn == 0
-    db = sqlite3.connect(tmp_path / "profiles.db")  # the records changed behind the engine
+    db = sqlite3.connect(tmp_path / "store.db")  # the records changed behind the engine
     try:
         with db:
             db.execute("UPDATE profiles SET bio = 'half-written' WHERE user_id = 7")

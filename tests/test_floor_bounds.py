@@ -90,7 +90,7 @@ def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         def building() -> bool:
-            stores = list(tmp_path.glob("asyncbench-floor-*/sqlite/*/profiles.db"))
+            stores = list(tmp_path.glob("asyncbench-floor-*/sqlite/*/store.db"))
             return bool(stores) and any(p.stat().st_size > 0 for p in stores if p.is_file())
 
         wait_for(building, "the floor's store being built")

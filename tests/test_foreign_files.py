@@ -314,12 +314,12 @@ def test_a_store_file_with_a_second_hard_link_is_not_deleted(tmp_path: Path) -> 
     """A store file the user hard-linked elsewhere (to keep it) is not unlinked by a reset."""
     store = tmp_path / "sqlite"
     StoreDir(store, LAYOUT).reset()
-    (store / "profiles.db").write_bytes(b"the engine's database")
-    os.link(store / "profiles.db", tmp_path / "kept.db")
-    before = _state(store / "profiles.db")
-    with pytest.raises(StoreDirError, match="profiles.db"):
+    (store / "store.db").write_bytes(b"the engine's database")
+    os.link(store / "store.db", tmp_path / "kept.db")
+    before = _state(store / "store.db")
+    with pytest.raises(StoreDirError, match="store.db"):
         StoreDir(store, LAYOUT).reset()
-    assert _state(store / "profiles.db") == before
+    assert _state(store / "store.db") == before
 
 
 # --- a user's save landing between the check and the replace (issue 52 item 2) ------------

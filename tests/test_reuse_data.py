@@ -155,7 +155,7 @@ def test_rocksdb_manifest_cut_in_half_is_refused_through_the_cli(run_cli, tmp_pa
 
 def test_sqlite_empty_database_is_refused_through_the_cli(run_cli, tmp_path: Path, built_stores: BuiltStores) -> None:
     built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     db.write_bytes(b"")
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
     assert code == 1, output
@@ -228,7 +228,7 @@ def test_a_changed_sqlite_row_with_the_record_recomputed_fails_naming_the_phase(
     import sqlite3
 
     built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1")
     conn.close()
@@ -249,7 +249,7 @@ def test_deleted_sqlite_rows_with_the_record_recomputed_fail_at_verify_without_a
     import sqlite3
 
     built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM profiles WHERE user_id > 990")
     conn.close()
@@ -301,11 +301,11 @@ def test_a_kept_sqlite_store_opened_read_only_is_reused(run_cli, tmp_path: Path,
     import sqlite3
 
     built_result = built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     assert conn.execute("SELECT count(*) FROM profiles").fetchone() == (1000,)
     conn.close()
-    assert {p.name for p in db.parent.iterdir()} >= {"profiles.db-wal", "profiles.db-shm"}
+    assert {p.name for p in db.parent.iterdir()} >= {"store.db-wal", "store.db-shm"}
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
     assert code == 0, output
     want = {p["index"]: p["checksum"] for p in built_result["engines"][0]["phases"]}
@@ -317,7 +317,7 @@ def test_a_checkpointed_sqlite_wal_is_reused_and_one_that_changes_the_store_is_r
     run_cli, tmp_path: Path, built_stores: BuiltStores
 ) -> None:
     built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     # a write that changed nothing, checkpointed but not truncated: every frame is in the file
     _wal_left_beside(db, "UPDATE profiles SET reputation = reputation WHERE user_id = 1", checkpoint=True)
     code, _, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--reuse-data")
@@ -419,7 +419,7 @@ def test_a_read_only_sqlite_store_is_reused_by_an_unprivileged_user_again_and_ag
             return json.loads(latest.read_text())
 
         built = run("--keep-data")
-        db = root / "data" / "profiles-1000" / "sqlite" / "profiles.db"
+        db = root / "data" / "profiles-1000" / "sqlite" / "store.db"
         db.chmod(0o444)
         want = {p["index"]: p["checksum"] for p in built["engines"][0]["phases"]}
         for _ in range(2):
@@ -439,7 +439,7 @@ def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli
     import sqlite3
 
     built_stores.copy(tmp_path, "sqlite")
-    db = store(tmp_path, "sqlite") / "profiles.db"
+    db = store(tmp_path, "sqlite") / "store.db"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.execute("SELECT count(*) FROM profiles").fetchone()
     conn.close()
@@ -447,7 +447,7 @@ def test_a_kept_sqlite_store_opened_read_only_is_reset_by_the_next_build(run_cli
     _wal_left_beside(db, "UPDATE profiles SET reputation = reputation + 1 WHERE user_id = 1", checkpoint=False)
     code, runs, output = run_cli(QUICK, "--engine", "sqlite", *FAST, "--keep-data")
     assert code == 1 and "holds entries asyncbench did not write" in output, output
-    assert (db.parent / "profiles.db-wal").exists()
+    assert (db.parent / "store.db-wal").exists()
 
 
 def test_a_build_without_a_verify_phase_carries_the_plans_verify_and_a_stripped_fingerprint_is_refused(

@@ -375,9 +375,51 @@ async def test_the_clean_up_refuses_a_table_whose_marker_is_gone(
     await engine.close()
     q = f"`{place}`" if kind == "mysql" else f'"{place}"'
     await server.sql(f"DROP TABLE {q}.asyncbench_owner")
-    with pytest.raises(NotOurs, match="is not asyncbench's: kept"):
+    with pytest.raises(NotOurs, match="nothing in it is asyncbench's: kept"):
         await engine.delete_store()
     assert await server.count(place) == 3
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+async def test_a_reset_drops_exactly_the_recorded_tables_of_any_workload(
+    kind: str, place: str, tmp_path: Path
+) -> None:
+    """Engines name no workload table: what a reset drops is what the engine recorded
+    as made for a workload (here YCSB's usertable, then the profile store's table), and
+    a table someone else put in asyncbench's place survives every reset; a workload
+    table of that someone's name is refused, never adopted."""
+    from asyncbench.workloads.ycsb.record import encode
+    from asyncbench.workloads.ycsb.stores import ycsb_store
+
+    server = Server(kind)
+    engine = make(kind, tmp_path, **server.settings(place))
+    q = f"`{place}`" if kind == "mysql" else f'"{place}"'
+    await engine.open(reset=True)
+    try:
+        await ycsb_store(engine.worker(0)).load([(b"user1", encode([b"a"]))], [])
+        await server.sql(f"CREATE TABLE {q}.keepme (id INT PRIMARY KEY)", f"INSERT INTO {q}.keepme VALUES (1)")
+    finally:
+        await engine.close()
+    listed = f"SELECT name FROM {q}.asyncbench_tables ORDER BY name"
+    assert await server.sql(listed) == [("usertable",)]
+    await engine.open(reset=True)  # the profile store's run: usertable (recorded) dropped
+    try:
+        await store_of(engine).insert(create_many(1, 2, SEED), [])
+        assert await server.sql(listed) == [("profiles",)]
+        assert await server.count(place) == 2
+    finally:
+        await engine.close()
+    await server.sql(f"CREATE TABLE {q}.usertable (id INT PRIMARY KEY)")  # someone's, unrecorded
+    await engine.open(reset=True)
+    try:
+        with pytest.raises(NotOurs, match="table usertable exists but asyncbench's record"):
+            await ycsb_store(engine.worker(0)).load([(b"user1", encode([b"a"]))], [])
+    finally:
+        await engine.close()
+    assert await server.sql(f"SELECT COUNT(*) FROM {q}.keepme") == [(1,)]
+    assert await server.sql(f"SELECT COUNT(*) FROM {q}.usertable") == [(0,)]
+    await engine.delete_store()
+    assert await server.sql(f"SELECT COUNT(*) FROM {q}.keepme") == [(1,)]  # still not ours
 
 
 def _plan(tmp: Path, kind: str, place: str, profiles: int, wait: float) -> Path:

@@ -25,7 +25,7 @@ from asyncbench.store import SqlPrimitives
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
-from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
+from asyncbench.workloads.profile_store.sql_store import PROFILES_TABLE, SqlProfileStore, Statements
 
 SEED = 570123434
 LIMIT = 20
@@ -109,9 +109,14 @@ def test_report_metadata(tmp_path: Path) -> None:
 
 
 async def test_schema(tmp_path: Path) -> None:
+    """The profile store's table as the engine writes it from the workload's declaration
+    (made before the workload's first batch, recorded in the file as the engine's own)."""
     engine = make(tmp_path)
     await engine.open(reset=True)
     try:
+        assert await sql(engine, "PRAGMA table_info(profiles)") == []  # no workload table at open
+        assert await store_of(engine).count() == 0
+        assert await sql(engine, "SELECT name FROM asyncbench_tables") == [("profiles",)]
         cols = await sql(engine, "PRAGMA table_info(profiles)")
         assert [c[1] for c in cols] == [
             "user_id",
@@ -135,6 +140,7 @@ async def test_schema(tmp_path: Path) -> None:
         assert indexes["idx_profiles_reputation"] == (0, [("reputation", 1), ("user_id", 0)])
         assert (1, [("email", 0)]) in indexes.values()  # UNIQUE email
         await store_of(engine).insert([create(1, SEED)], [])
+        assert await sql(engine, "SELECT rowid, user_id FROM profiles") == [(1, 1)]  # user_id is the rowid
         dup = (2,) + create(1, SEED)[1:]
         with pytest.raises(sqlite3.IntegrityError):
             await store_of(engine).insert([dup], [])
@@ -183,6 +189,7 @@ async def test_each_insert_is_its_own_transaction(tmp_path: Path) -> None:
     n = 200
     try:
         await sql(engine, "PRAGMA wal_autocheckpoint=0")  # keep every frame in the WAL
+        await store_of(engine).count()  # the table made (and recorded) before the inserts
         before = await engine._db.run(lambda c: c.total_changes)
         _, log = await traced(engine, store_of(engine).insert, create_many(1, n, SEED))
         assert await engine._db.run(lambda c: c.in_transaction) is False
@@ -195,6 +202,8 @@ async def test_each_insert_is_its_own_transaction(tmp_path: Path) -> None:
     assert wal_frames >= n
     conn = sqlite3.connect(tmp_path / "one.db", isolation_level=None)
     configure(conn, pragma_statements(validate_settings(SqliteEngine.default_settings)))
+    for statement in DIALECT.create(PROFILES_TABLE):
+        conn.execute(statement)
     conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.execute("BEGIN")
     conn.executemany(SQL.insert, create_many(1, n, SEED))
@@ -280,7 +289,7 @@ async def test_index_plans(loaded: SqliteEngine) -> None:
     await sql(loaded, "ANALYZE")  # plans must hold with statistics too, not just without
     expect = {
         SQL.by_id: "USING INTEGER PRIMARY KEY",
-        SQL.by_email: "USING INDEX sqlite_autoindex_profiles_1",
+        SQL.by_email: "USING INDEX idx_profiles_email",
         SQL.scan_country_status: "USING COVERING INDEX idx_profiles_country_status",
         SQL.query_country_status: "USING INDEX idx_profiles_country_status",
         SQL.scan_created_at: "USING COVERING INDEX idx_profiles_created_at",
@@ -393,6 +402,7 @@ async def test_one_connection_per_worker(tmp_path: Path) -> None:
     """What a multi-worker run does: separate connections writing disjoint ids at once."""
     engine = make(tmp_path)
     await engine.open(reset=True)
+    await store_of(engine).count()  # the engine makes (and records) the table
     conns = [engine.connection() for _ in range(3)]
     for c in conns:
         await c.open()

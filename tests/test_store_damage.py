@@ -180,13 +180,13 @@ SQLITE_DAMAGE = {
 def test_sqlite_damaged_store_is_refused_and_no_schema_is_created(
     tmp_path: Path, damage: str, record: bool
 ) -> None:
-    """An empty or truncated profiles.db, or a dropped table or index, was opened and given
+    """An empty or truncated store.db, or a dropped table or index, was opened and given
     an empty schema (CREATE ... IF NOT EXISTS). With the record of the clean close the
     size or CRC32 differs; without it (after a crash) the schema check and quick_check
     refuse, and the file is opened read-write only (never created)."""
     d = tmp_path / "sqlite"
     build("sqlite", d)
-    db = d / "profiles.db"
+    db = d / "store.db"
     SQLITE_DAMAGE[damage](db)
     if not record:
         forget_record(d)
@@ -205,13 +205,13 @@ def test_sqlite_single_byte_flips_are_refused_or_change_nothing(tmp_path: Path) 
     reference = read_back("sqlite", d)
     pristine = tmp_path / "pristine"
     shutil.copytree(d, pristine, copy_function=shutil.copy2)
-    size = (d / "profiles.db").stat().st_size
+    size = (d / "store.db").stat().st_size
     outcomes = {"refused": 0, "same": 0}
     for i in range(31):
         shutil.rmtree(d)
         shutil.copytree(pristine, d)
         # copies keep size and contents; the marker's record names sizes and CRCs only
-        db = d / "profiles.db"
+        db = d / "store.db"
         data = bytearray(db.read_bytes())
         data[(i * 7919 * 64 + 100) % size] ^= 0x5A
         db.write_bytes(bytes(data))

@@ -24,7 +24,7 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 SEED = 570123434
 FILE_ENGINES = ["lsm", "rocksdb", "sqlite"]
 #: A store each engine creates, and where a file inside it goes (None: the store is a file).
-STORE = {"lsm": "email-index", "rocksdb": "email-index", "sqlite": "profiles.db"}
+STORE = {"lsm": "email-index", "rocksdb": "email-index", "sqlite": "store.db"}
 
 
 def make(name: str, directory: Path):  # noqa: ANN201 - an engine of the named kind
@@ -297,3 +297,46 @@ def test_delete_store_refuses_an_unmarked_directory(tmp_path: Path, engine: str)
     with pytest.raises(StoreDirError, match="no .asyncbench-store marker"):
         run(_delete, engine, directory)
     assert (directory / STORE[engine]).exists()
+
+
+@pytest.mark.parametrize("name", ["lsm", "rocksdb"])
+def test_the_engine_keeps_the_stores_the_workload_declares(name: str, tmp_path: Path) -> None:
+    """A key/value engine names no workload's stores: it opens those the run's workload
+    declares (EngineConfig.stores). A reset for another workload removes the stores the
+    marker lists (ours, whatever workload made them), and an open keeping the data of
+    another workload's stores is refused, naming both sets, with nothing touched."""
+    from asyncbench.workloads.ycsb.record import encode
+    from asyncbench.workloads.ycsb.sql_store import USERTABLE
+    from asyncbench.workloads.ycsb.stores import ycsb_store
+
+    d = tmp_path / name
+    run(_create, name, d)
+    assert {p.name for p in d.iterdir() if p.is_dir()} == set(PROFILE_STORES)
+
+    def ycsb(directory: Path):  # noqa: ANN202
+        return engine_class(name)(EngineConfig(name, directory, {}, 50, SEED, stores=(USERTABLE,)))
+
+    before = _tree(d)
+    with pytest.raises(StoreDirError, match=r"holds the .* stores \[.*'email-index'.*\], not the stores \['usertable'\]"):
+        run(lambda: _open_keep(ycsb(d)))
+    assert _tree(d) == before
+
+    async def load() -> None:
+        async with opened(ycsb(d), reset=True) as engine:
+            await ycsb_store(engine.worker(0)).load([(b"user1", encode([b"a"]))], [])
+
+    run(load)
+    assert {p.name for p in d.iterdir() if p.is_dir()} == {USERTABLE}
+    with pytest.raises(RuntimeError, match="holds no key/value store 'profiles'"):
+        engine = ycsb(d)
+
+        async def wrong() -> None:
+            async with opened(engine, reset=False):
+                engine.worker(0).store("profiles")
+
+        run(wrong)
+
+
+async def _open_keep(engine) -> None:  # noqa: ANN001
+    async with opened(engine, reset=False):
+        pass

@@ -2,7 +2,7 @@
 
 Issue 23 item 9: a reset removed user files inside a store directory whose names matched
 what an engine's library writes (``*.tmp``, ``*.trash``, ``*.dbtmp``, ``LOG.old.N``,
-``NNN.log``, ``profiles.db-journal``). Now the engine records, after a clean close, each
+``NNN.log``, ``store.db-journal``). Now the engine records, after a clean close, each
 file it left (name, inode, size, mtime) in its marker, and a reset or delete removes
 exactly those; anything else, whatever its name, is refused and left as it was."""
 
@@ -29,7 +29,7 @@ LOOKALIKES = {
         "email-index/000998.sst",
     ],
     "lsm": ["email-index/notes.tmp", "email-index/wal-999.log", "email-index/seg-999.sst"],
-    "sqlite": ["profiles.db-journal", "profiles.db-wal", "profiles.db-shm"],
+    "sqlite": ["store.db-journal", "store.db-wal", "store.db-shm"],
 }
 CASES = [(engine, rel) for engine, names in LOOKALIKES.items() for rel in names]
 

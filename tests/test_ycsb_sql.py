@@ -95,7 +95,7 @@ def test_a_transient_write_conflict_is_retried_and_counted() -> None:
 
     session = FlakySession()
     retrier = Retrier(lambda e: "1213" in str(e))
-    dialect = Dialect(placeholder=lambda i: "?", key_text="TEXT", blob="BLOB")
+    dialect = Dialect(placeholder=lambda i: "?")
     store = ycsb_store(SqlPrimitives(session, dialect, retry=retrier))
     marks: list[int] = []
     records = [(b"user1", encode([b"a", b"b"])), (b"user2", encode([b"c", b"d"]))]

@@ -32,7 +32,7 @@ from asyncbench.workloads.profile_store.profiles import (
     reputation_key,
     update,
 )
-from asyncbench.workloads.profile_store.sql_store import SqlProfileStore, Statements
+from asyncbench.workloads.profile_store.sql_store import PROFILES_TABLE, SqlProfileStore, Statements
 from asyncbench.workloads.profile_store.stores import profile_store
 
 __all__ = ["FLOORS", "Floor"]
@@ -323,6 +323,8 @@ class SqliteFloor(Floor):
         for suffix in self.mod.DB_SUFFIXES:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         conn = self._connect(path)
+        for statement in self.mod.DIALECT.create(PROFILES_TABLE):  # B's own file: the same table A's engine makes
+            conn.execute(statement)
         self.fresh_b = conn
         execute, insert_sql, batch = conn.execute, self._statements().insert, self.batch
 

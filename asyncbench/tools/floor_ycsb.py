@@ -279,8 +279,8 @@ async def measure_load(name: str, s: Setup, root: Path, args: argparse.Namespace
     parts = slices_of(s.keys, args.slices, args.batch)
     for r in range(args.repeats + 1):  # round 0: the untimed check
         async with contextlib.AsyncExitStack() as stack:
-            ea = await stack.enter_async_context(opened(new_engine(name, root / f"load-a-{r}")))
-            eb = await stack.enter_async_context(opened(new_engine(name, root / f"load-b-{r}")))
+            ea = await stack.enter_async_context(opened(new_engine(name, root / f"load-a-{r}", workload_name=YCSB)))
+            eb = await stack.enter_async_context(opened(new_engine(name, root / f"load-b-{r}", workload_name=YCSB)))
             sa, tb = _kv_store(ea), _kv_store(eb).table
 
             one = Row("load", row.ops)
@@ -298,8 +298,8 @@ async def measure_load(name: str, s: Setup, root: Path, args: argparse.Namespace
 async def measure_run(name: str, s: Setup, root: Path, args: argparse.Namespace) -> Row:
     row = Row("run", len(s.ops))
     async with contextlib.AsyncExitStack() as stack:
-        ea = await stack.enter_async_context(opened(new_engine(name, root / "run-a")))
-        eb = await stack.enter_async_context(opened(new_engine(name, root / "run-b")))
+        ea = await stack.enter_async_context(opened(new_engine(name, root / "run-a", workload_name=YCSB)))
+        eb = await stack.enter_async_context(opened(new_engine(name, root / "run-b", workload_name=YCSB)))
         sa, sb = _kv_store(ea), _kv_store(eb)
         for engine, store in ((ea, sa), (eb, sb)):  # both loaded alike, as a run loads, then stabilized
             await run_a(s.load, store, s.keys, None, args.batch)

@@ -53,15 +53,20 @@ def draw(profiles: int) -> Plan:
 
 
 def new_engine(
-    name: str, data_dir: Path | None = None, *, workers: int = 1, prefix: str = "asyncbench-bench-"
+    name: str,
+    data_dir: Path | None = None,
+    *,
+    workers: int = 1,
+    prefix: str = "asyncbench-bench-",
+    workload_name: str = PROFILE_STORE,
 ) -> Any:
     """Registry engine ``name`` with its default settings (a server engine's connection
     from the usual environment, e.g. ``eval "$(scripts/postgres-server start)"``) for
     ``workers`` workers, on ``data_dir`` or else a new temporary directory named
-    ``prefix...``; not opened."""
+    ``prefix...``, keeping the stores ``workload_name`` declares; not opened."""
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix=prefix))
-    stores = workload(PROFILE_STORE).kv_stores
+    stores = workload(workload_name).kv_stores
     return engine_class(name)(EngineConfig(name, data_dir, {}, LIMIT, SEED, workers, stores))
 
 

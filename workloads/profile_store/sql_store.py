@@ -1,8 +1,9 @@
 """The profile store in SQL, written once for every SQL engine.
 
 One ``profiles`` table (user_id primary key, email UNIQUE, indexes on (country, status,
-user_id), (created_at, user_id) and (reputation DESC, user_id)), its DDL built here from
-each engine's column types (:func:`create_table`); every operation one
+user_id), (created_at, user_id) and (reputation DESC, user_id)), declared here
+(:data:`PROFILES_TABLE`) and made by the engine in its flavour before the first batch
+(``SqlPrimitives.create``, outside every mark); every operation one
 statement (an update: its SELECT plus its UPDATE), every write its own autocommit
 transaction; the same WHERE / ORDER BY / LIMIT as the key/value engines' index walks.
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any, TypeVar
 
-from asyncbench.store import Dialect, SqlPrimitives
+from asyncbench.store import Column, Dialect, Index, SqlPrimitives, Table
 from asyncbench.workloads.profile_store.profiles import Profile
 from asyncbench.workloads.profile_store.store import Marks, Transform
 
@@ -38,9 +39,7 @@ __all__ = [
     "UNIQUE_EMAIL",
     "SqlProfileStore",
     "Statements",
-    "create_indexes",
-    "create_table",
-    "index_keys",
+    "PROFILES_TABLE",
     "update_params",
 ]
 
@@ -62,36 +61,29 @@ INDEXES = {
 UNIQUE_EMAIL = "idx_profiles_email"
 
 
-# --- the schema: table, columns and indexes named once; each engine gives its types -----
+# --- the table, declared once; each engine writes its DDL (asyncbench.store.Table) -------
 
-
-def create_table(
-    types: dict[str, str],
-    constraints: Sequence[str] = (),
-    *,
-    indent: str = "        ",
-    close: str = "    )",
-    suffix: str = "",
-) -> str:
-    """``CREATE TABLE IF NOT EXISTS profiles (...)`` with the engine's type (and column
-    constraint) for each of :data:`COLUMNS`, in that order, then its table constraints.
-    The layout arguments keep each engine's text as it always was: SQLite compares an
-    existing store's stored schema text with this one (``engines/sqlite.py``)."""
-    names = COLUMNS.split(", ")
-    if list(types) != names:
-        raise ValueError(f"column types must name {names} in order, not {list(types)}")
-    lines = [f"{name} {types[name]}" for name in names] + list(constraints)
-    return f"CREATE TABLE IF NOT EXISTS {TABLE} (\n" + ",\n".join(indent + line for line in lines) + f"\n{close}{suffix}"
-
-
-def create_indexes() -> tuple[str, ...]:
-    """The secondary indexes as separate statements (SQLite, PostgreSQL)."""
-    return tuple(f"CREATE INDEX IF NOT EXISTS {name} ON {TABLE} ({cols})" for name, cols in INDEXES.items())
-
-
-def index_keys() -> list[str]:
-    """The secondary indexes as table constraints (MySQL's ``KEY name (columns)``)."""
-    return [f"KEY {name} ({cols})" for name, cols in INDEXES.items()]
+#: The profiles table. Text bounds hold the generator's strings with room to spare (an
+#: engine that bounds text, MySQL's VARCHAR under strict mode, refuses an overflow).
+PROFILES_TABLE = Table(
+    TABLE,
+    (
+        Column("user_id", "integer"),
+        Column("email", "text", 255),
+        Column("country", "text", 16),
+        Column("status", "text", 16),
+        Column("created_at", "integer"),
+        Column("last_login", "integer"),
+        Column("reputation", "integer"),
+        Column("display_name", "text", 255),
+        Column("bio", "text", 4096),
+    ),
+    key="user_id",
+    indexes=(
+        Index(UNIQUE_EMAIL, ("email",), unique=True),
+        *(Index(name, tuple(cols.split(", "))) for name, cols in INDEXES.items()),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -178,13 +170,23 @@ class SqlProfileStore:
         self._retry = primitives.retry
         self.hop, self._barrier = primitives.hop, primitives.barrier
         self._prepare = primitives.prepare
+        self._create: Callable[[Table], Awaitable[None]] | None = primitives.create
 
-    async def barrier(self) -> None:
-        """Before a batch, outside its marks: the statements prepared (once, on a driver
-        that prepares them), then the engine's barrier."""
+    async def _ready(self) -> None:
+        """Once per worker, before its first batch's marks: the table made (or found,
+        recorded as the engine's), then the statements prepared (a driver that prepares)."""
+        if self._create is not None:
+            create, self._create = self._create, None
+            await create(PROFILES_TABLE)
         if self._prepare is not None:
             prepare, self._prepare = self._prepare, None
             await prepare(self.sql.texts())
+
+    async def barrier(self) -> None:
+        """Before a batch that reads, outside its marks: :meth:`_ready`, then the
+        engine's barrier."""
+        if self._create is not None or self._prepare is not None:
+            await self._ready()
         await self._barrier()
 
     async def _reading(self, body: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -268,8 +270,8 @@ class SqlProfileStore:
 
     # --- the ProfileStore: one hop per batch ----------------------------------------------
     async def insert(self, profiles: Sequence[Profile], marks: Marks) -> None:
-        if self._prepare is not None:
-            await self.barrier()
+        if self._create is not None or self._prepare is not None:
+            await self._ready()
         await self.hop(self._insert, profiles, marks)
 
     async def update(self, uids: Sequence[int], transform: Transform, marks: Marks) -> list[Profile]:

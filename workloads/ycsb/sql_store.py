@@ -5,11 +5,11 @@ byte by byte so a scan's key order is the key/value engines') and one column per
 (``field0`` ...). Each YCSB operation is one statement in its own autocommit transaction:
 a read one SELECT (all fields or one column), an update one UPDATE (one field or all), an
 insert one INSERT, a scan one SELECT of a key range in key order, a read-modify-write a
-SELECT then an UPDATE. The table is created (``CREATE TABLE IF NOT EXISTS``) by the load's
-first batch, when the field count is known; it lives where the engine's ``profiles``
-lives, in the store the engine has claimed and marked as its own (a SQLite file it created,
-MySQL's database and PostgreSQL's schema holding asyncbench's marker table), and it is
-dropped where and when ``profiles`` is (a reset, ``delete_store``): never anywhere else.
+SELECT then an UPDATE. The table is declared here (:func:`usertable`) and made by the
+engine (``SqlPrimitives.create``) before the load's first batch, when the field count is
+known: the engine writes its DDL, makes it in the place it has claimed and marked as its
+own (a SQLite file it created, MySQL's database, PostgreSQL's schema) and records it there,
+so a reset or ``delete_store`` drops it: never anything else.
 
 Engines give only their primitives (:class:`asyncbench.store.SqlPrimitives`: a session,
 their :class:`~asyncbench.store.Dialect`'s key and bytes column types and placeholders,
@@ -23,30 +23,26 @@ from collections.abc import Sequence
 from time import perf_counter_ns
 from typing import Any
 
-import anyio
-
-from asyncbench.store import Dialect, Retry, SqlPrimitives, SqlSession
+from asyncbench.store import Column, Dialect, Retry, SqlPrimitives, SqlSession, Table
 from asyncbench.workloads.ycsb.operations import ALL_FIELDS
 from asyncbench.workloads.ycsb.record import decode, encode
 from asyncbench.workloads.ycsb.store import Marks, Ops, Record, run_async
 
-__all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "create_usertable"]
+__all__ = ["KEY", "USERTABLE", "SqlTable", "SqlYcsbStore", "usertable"]
 
 
 
 USERTABLE = "usertable"
-#: Attempts of the usertable's CREATE TABLE IF NOT EXISTS racing the other workers', and the
-#: pause before attempt n (CREATE_PAUSE_S * n).
-CREATE_ATTEMPTS = 10
-CREATE_PAUSE_S = 0.05
 KEY = "ycsb_key"
+#: The longest key: YCSB's "user" and a number (its keys are ASCII).
+KEY_CHARS = 255
 
 
-def create_usertable(dialect: Dialect, fieldcount: int) -> str:
-    """The usertable's DDL in the engine's column types: the key compared as bytes (as the
-    key/value engines' scans), each field bytes."""
-    fields = ", ".join(f"field{i} {dialect.blob}" for i in range(fieldcount))
-    return f"CREATE TABLE IF NOT EXISTS {USERTABLE} ({KEY} {dialect.key_text} PRIMARY KEY, {fields}){dialect.table_suffix}"
+def usertable(fieldcount: int) -> Table:
+    """The usertable: the key (text, compared as bytes, as the key/value engines' scans)
+    and ``fieldcount`` fields of bytes."""
+    fields = tuple(Column(f"field{i}", "blob") for i in range(fieldcount))
+    return Table(USERTABLE, (Column(KEY, "text", KEY_CHARS), *fields), key=KEY)
 
 
 class _Statements:
@@ -121,18 +117,9 @@ class SqlYcsbStore:
     async def _ensure(self, fieldcount: int) -> SqlTable:
         """The table (created if missing: the load's first batch of each worker)."""
         if self._table is None:
-            statement = create_usertable(self.dialect, fieldcount)
-            for attempt in range(1, CREATE_ATTEMPTS + 1):
-                try:
-                    await self.hop(self.session.execute, statement, ())
-                    break
-                except Exception:
-                    # Every worker's first batch creates it: PostgreSQL's concurrent CREATE
-                    # TABLE IF NOT EXISTS can fail on its catalog's unique index, Galera's
-                    # DDL (total order) can abort one node's; once made, IF NOT EXISTS passes.
-                    if attempt == CREATE_ATTEMPTS:
-                        raise
-                    await anyio.sleep(CREATE_PAUSE_S * attempt)
+            # every worker's first batch asks: the engine makes it once, the others
+            # find it (its own, recorded), client processes racing included
+            await self.primitives.create(usertable(fieldcount))
             self._table = SqlTable(self.session, _Statements(self.dialect, fieldcount), self.retry)
         return self._table
 
