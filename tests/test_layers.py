@@ -48,7 +48,7 @@ def test_lint_layers_reads_the_installed_layout_without_a_staged_copy() -> None:
     would list asyncbench/'s folder only), read where they are."""
     graph = _script("lint-layers").installed_graph()
     assert len(graph.modules) == _repository_modules()
-    assert "asyncbench.tools.floor_engines" in graph.find_modules_that_directly_import("asyncbench.engines.rocksdb")
+    assert "asyncbench.tools.floor_engines" in graph.find_modules_that_directly_import("asyncbench.engines.sqlite")
     assert "asyncbench.engines.rocksdb" in graph.find_modules_that_directly_import("asyncbench.engine")
 
 
