@@ -1,5 +1,5 @@
 """The LevelDB engine (``engines/leveldb.py``, through plyvel): checksums equal to the memory
-engine's on the profile store's quick plan and on YCSB A and E at P1 and P4 through the real
+engine's on the profile store's quick plan, on YCSB A and E at P1 and P4 and on the counter example, through the real
 CLI; its directory refused when foreign or damaged; reopen keeps the data; settings
 validated (exit 2 naming the key) and shown configured beside what plyvel passes."""
 
@@ -75,6 +75,17 @@ def test_ycsb_checksums_equal_memorys_at_p1_and_p4(letter: str, tmp_path: Path, 
     sums = checksums(results)
     assert {(e, p) for e, p, _ in sums} == {(e, p) for e in ("memory", "leveldb") for p in (1, 4)}
     assert agree_with_memory(sums) == 4  # load and mixed, at each P
+
+
+def test_the_counter_example_checksums_equal_memorys(tmp_path: Path) -> None:
+    """A third workload's one store ("counters"), opened by the name it declares."""
+    import orjson
+    from test_counter_workload import EXAMPLES, _cli
+
+    proc = _cli(tmp_path, str(EXAMPLES / "counter.toml"), "--profiles", "1000", "--engine", "memory,leveldb", "--yes")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [orjson.loads(p.read_bytes()) for p in sorted((tmp_path / "out").glob("counters-*/asyncbench-*.json"))]
+    assert agree_with_memory(checksums(results)) == 3  # load, increment, verify
 
 
 @pytest.mark.parametrize(
