@@ -36,7 +36,10 @@ database is opened with ``paranoid_checks``. plyvel's key iterator ends silently
 LevelDB's iterator becomes invalid on an error at the end of the data (it checks the
 status only while the iterator is valid), so a scan or walk that ran out asks a raw
 iterator seeked to where it stopped (``_check_end``), whose every step raises LevelDB's
-status, as the RocksDB adapter does.
+status, as the RocksDB adapter does. Corruption met while reading is
+:class:`StoreDamaged` naming the database (a walk or scan) or the store directory (a
+point read, whose plyvel call has no wrapper to name it): LevelDB's status ("block
+checksum mismatch") names no file, and plyvel gives it as bytes (``b'...'``).
 
 Crash recovery, ownership and damage are RocksDB's (``engines/rocksdb.py``): a clean close
 writes the clean-shutdown mark, an open without it says ``KvPrimitives.unclean`` so a
@@ -104,6 +107,14 @@ _BOUNDS: dict[str, tuple[int, int]] = {
 _DAMAGE = ("Corruption:", "IO error:")
 
 
+def _status(exc: BaseException) -> str:
+    """LevelDB's status text of a plyvel error: plyvel raises its ``Error``s and ``IOError``
+    with the status as bytes (``IOError(b"IO error: ...")``), whose ``str`` is ``b'...'``."""
+    if exc.args and isinstance(exc.args[0], bytes):
+        return exc.args[0].decode(errors="replace")
+    return str(exc)
+
+
 async def _on_loop(body: Callable[..., T], *args: Any) -> T:
     """A point-read or scan batch on the event loop, then a turn for other tasks (a worker
     thread measured no faster: see the module docstring)."""
@@ -119,8 +130,8 @@ async def _writing(body: Callable[..., T], *args: Any) -> T:
     try:
         return await anyio.to_thread.run_sync(body, *args)
     except OSError as exc:
-        if exc.errno is None and "No space left on device" in str(exc):
-            raise OSError(errno.ENOSPC, f"No space left on device (LevelDB: {exc})") from exc
+        if exc.errno is None and "No space left on device" in _status(exc):
+            raise OSError(errno.ENOSPC, f"No space left on device (LevelDB: {_status(exc)})") from exc
         raise
 
 
@@ -135,8 +146,8 @@ def placement(data_dir: Path) -> Placement:
             try:
                 return await place(body, *args)
             except (plyvel.Error, OSError) as exc:  # CorruptionError is a plyvel.Error
-                if str(exc).startswith(_DAMAGE):
-                    raise StoreDamaged(f"{data_dir}: LevelDB cannot read the store: {exc}") from exc
+                if _status(exc).startswith(_DAMAGE):
+                    raise StoreDamaged(f"{data_dir}: LevelDB cannot read the store: {_status(exc)}") from exc
                 raise
 
         return placed
@@ -165,34 +176,50 @@ class LevelKv:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         last: bytes | None = None
-        for key, value in self.db.iterator(verify_checksums=self._verify):
-            last = key
-            yield key, value
-        self._check_end(last or b"", last is not None)
+        try:
+            for key, value in self.db.iterator(verify_checksums=self._verify):
+                last = key
+                yield key, value
+            self._check_end(last or b"", last is not None)
+        except plyvel.Error as exc:
+            raise self._damaged(exc) from exc
 
     def count(self) -> int:
         n = 0
         last = b""
-        for last in self.db.iterator(include_value=False, verify_checksums=self._verify):  # noqa: B007
-            n += 1
-        self._check_end(last, n > 0)
+        try:
+            for last in self.db.iterator(include_value=False, verify_checksums=self._verify):  # noqa: B007
+                n += 1
+            self._check_end(last, n > 0)
+        except plyvel.Error as exc:
+            raise self._damaged(exc) from exc
         return n
 
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
-        keys: Iterator[bytes] = islice(
-            self.db.iterator(start=start, include_value=False, verify_checksums=self._verify), limit
-        )
-        out: list[bytes] = []
-        if last is None:
-            out = list(keys)
-        else:
-            for key in keys:
-                if key > last:
-                    return out  # stopped by the bound: every key up to it was read
-                out.append(key)
-        if len(out) < limit:  # the iterator ran out: the end of the data, or an error
-            self._check_end(out[-1] if out else start, bool(out))
+        try:
+            keys: Iterator[bytes] = islice(
+                self.db.iterator(start=start, include_value=False, verify_checksums=self._verify), limit
+            )
+            out: list[bytes] = []
+            if last is None:
+                out = list(keys)
+            else:
+                for key in keys:
+                    if key > last:
+                        return out  # stopped by the bound: every key up to it was read
+                    out.append(key)
+            if len(out) < limit:  # the iterator ran out: the end of the data, or an error
+                self._check_end(out[-1] if out else start, bool(out))
+        except plyvel.Error as exc:
+            raise self._damaged(exc) from exc
         return out
+
+    def _damaged(self, exc: BaseException) -> BaseException:
+        """LevelDB's corruption as :class:`StoreDamaged` naming this database (LevelDB's
+        "block checksum mismatch" names no file); any other error as it is."""
+        if isinstance(exc, plyvel.CorruptionError):
+            return StoreDamaged(f"{self.db.name}: LevelDB cannot read the database: {_status(exc)}")
+        return exc
 
     def _check_end(self, key: bytes, after: bool) -> None:
         """plyvel's iterator ends silently when LevelDB's turns invalid on an error; a raw
@@ -288,7 +315,7 @@ class LevelDbEngine(MarkedStore, Engine):
                         raise
                     # the marker's stores were all there (open_existing): what LevelDB
                     # refuses now is a damaged database, never a missing one
-                    raise StoreDamaged(f"{path}: LevelDB cannot open the database {name!r}: {exc}") from exc
+                    raise StoreDamaged(f"{path}: LevelDB cannot open the database {name!r}: {_status(exc)}") from exc
         except BaseException:
             for db in dbs:
                 db.close()

@@ -201,7 +201,7 @@ def test_leveldbs_own_refusal_after_an_unclean_close_names_the_store(tmp_path: P
     anyio.run(main_)
     (current,) = (tmp_path / "created-at-index").glob("MANIFEST-*")
     current.write_bytes(b"\x00garbage" * 64)
-    with pytest.raises(StoreDamaged, match="LevelDB cannot open the database 'created-at-index'"):
+    with pytest.raises(StoreDamaged, match="LevelDB cannot open the database .created-at-index.: Corruption:"):
         anyio.run(make(tmp_path).open, False)
 
 
@@ -266,7 +266,7 @@ def test_every_iteration_raises_on_a_corrupt_block(tmp_path: Path, call: str, wh
         "items": lambda: list(kv.items()),
     }
     try:
-        with pytest.raises(plyvel.CorruptionError, match="checksum"):
+        with pytest.raises(StoreDamaged, match=f"^{tmp_path}: LevelDB cannot read the database: Corruption: .*checksum"):
             calls[call]()
     finally:
         db.close()
@@ -329,3 +329,60 @@ def test_writes_hop_to_a_thread_once_per_batch_and_reads_and_scans_stay_on_the_l
             assert hops == []
 
     anyio.run(main_)
+
+
+def test_a_full_disk_is_an_oserror_with_enospc(tmp_path: Path) -> None:
+    """plyvel raises ``IOError("IO error: ...: No space left on device")`` with no errno; the
+    write placement gives it ``errno.ENOSPC``, so the run says the disk is full."""
+    import errno
+
+    from test_disk_full import _mount_tmpfs, _umount
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    _mount_tmpfs(mnt, "512k")
+    try:
+
+        async def main_() -> None:
+            e = make(mnt / "leveldb")
+            await e.open(reset=True)
+            try:
+                with pytest.raises(OSError) as err:
+                    for start in range(1, 20_001, 1000):
+                        await store_of(e).insert(create_many(start, 1000, SEED), [])
+                assert err.value.errno == errno.ENOSPC and "LevelDB" in str(err.value), err.value
+            finally:
+                _close_uncleanly(e)  # a close would only fail again on the full disk
+
+        anyio.run(main_)
+    finally:
+        _umount(mnt)
+
+
+def test_a_walk_over_a_corrupt_block_is_store_damage_naming_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of a clean close sums only small files, so a large table is left to
+    LevelDB's block checksums (here every file counts as large): a scan meeting a flipped
+    byte fails as StoreDamaged naming the database (LevelDB's status names no file), with
+    LevelDB's status text, not plyvel's ``b'...'``."""
+    from asyncbench.engines import store_dir
+
+    monkeypatch.setattr(store_dir, "SUMMED_BYTES", 0)
+    anyio.run(_build, tmp_path, 3000)
+    (ldb,) = (tmp_path / "profiles").glob("*.ldb")
+    data = bytearray(ldb.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    ldb.write_bytes(bytes(data))
+
+    async def main_() -> None:
+        async with opened(make(tmp_path), reset=False) as e:
+            await store_of(e).count()  # a walk of the profiles, in the scans placement
+
+    with pytest.raises(BaseException) as caught:  # noqa: B017 - unwrapped below
+        anyio.run(main_)
+    err: BaseException = caught.value
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    assert isinstance(err, StoreDamaged), repr(err)
+    assert str(err) == f"{tmp_path / 'profiles'}: LevelDB cannot read the database: Corruption: block checksum mismatch"
