@@ -35,6 +35,7 @@ from asyncbench.limits import ENGINE_NAME, MAX_NAME_CHARS
 BUILTIN: dict[str, str] = {
     "lsm": "asyncbench.engines.lsm.adapter:LsmEngine",
     "rocksdb": "asyncbench.engines.rocksdb:RocksDbEngine",
+    "leveldb": "asyncbench.engines.leveldb:LevelDbEngine",
     "sqlite": "asyncbench.engines.sqlite:SqliteEngine",
     "mysql": "asyncbench.engines.mysql:MySqlEngine",
     "postgres": "asyncbench.engines.postgres:PostgresEngine",
