@@ -36,6 +36,7 @@ BUILTIN: dict[str, str] = {
     "lsm": "asyncbench.engines.lsm.adapter:LsmEngine",
     "rocksdb": "asyncbench.engines.rocksdb:RocksDbEngine",
     "sqlite": "asyncbench.engines.sqlite:SqliteEngine",
+    "lmdb": "asyncbench.engines.lmdb:LmdbEngine",
     "mysql": "asyncbench.engines.mysql:MySqlEngine",
     "postgres": "asyncbench.engines.postgres:PostgresEngine",
     "memory": "asyncbench.engines.memory:MemoryEngine",
