@@ -500,8 +500,9 @@ def _effective(env: lmdb.Environment) -> dict[str, str]:
     """What the open environment runs with, read back from LMDB."""
     flags, info = env.flags(), env.info()
     on = {True: "true", False: "false"}
+    mb = info["map_size"] / 2**20
     return {
-        "map_size": f"{info['map_size'] / 2**20:g} MB",
+        "map_size": f"{int(mb)} MB" if mb.is_integer() else f"{mb:.3f} MB",
         "sync": on[flags["sync"]] + ("" if flags["sync"] else " (MDB_NOSYNC)"),
         "metasync": on[flags["metasync"]] + ("" if flags["sync"] else " (no effect while sync is off)"),
         "readahead": on[flags["readahead"]],

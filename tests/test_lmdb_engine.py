@@ -356,6 +356,7 @@ def test_settings_are_checked_and_shown_configured_and_effective(tmp_path: Path)
     rows = {s.name: s for s in facts.settings}
     assert (rows["MapSizeMb"].configured, rows["MapSizeMb"].effective) == ("64", "64 MB")
     assert rows["Sync"].effective == "false (MDB_NOSYNC)"
+    assert make(tmp_path, map_size_mb=2**20).facts().settings[1].effective == "1048576 MB"  # not 1.04858e+06
     assert not facts.durability.synced_commits and "MDB_NOSYNC" in facts.durability.sync
 
     async def synced() -> None:
