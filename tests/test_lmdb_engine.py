@@ -394,3 +394,16 @@ def test_a_kill_loses_no_commit_synced_before_it_was_acknowledged(tmp_path: Path
     got = (row["acknowledged"], row["acknowledged_present"], row["acknowledged_lost"], row["torn"], row["opened"])
     assert got == (60, 60, 0, 0, True), row
     assert row["synced_commits"]
+
+
+def test_clean_data_deletes_exactly_the_engines_files(tmp_path: Path) -> None:
+    """``--clean-data``: data.mdb, lock.mdb, the marks, then the directory; a file of the
+    user's keeps the directory and itself."""
+    store = tmp_path / "lmdb"
+    run(fill, store)
+    assert run(make(store).delete_store) and not store.exists()
+    run(fill, store)
+    (store / "mine.txt").write_text("keep")
+    exc = raised(make(store).delete_store)
+    assert isinstance(exc, StoreDirError) and "mine.txt" in str(exc), exc
+    assert (store / "mine.txt").read_text() == "keep" and (store / DATA_FILE).exists()
