@@ -60,8 +60,8 @@ back as data, or a page pointer followed anywhere), then exactly the workload's 
 databases: a missing one is :class:`StoreMissing`, another workload's is refused by name,
 and a ``data.mdb`` shorter than the pages its meta page claims (which LMDB would map and
 fault on) is :class:`StoreDamaged`. ``lock.mdb`` holds only LMDB's reader table, rebuilt
-by the first process that opens the environment: it is compared when present and never
-missed when gone.
+by the first process that opens the environment: one that begins with LMDB's magic
+number is passed over whatever a reader left in it, and never missed when gone.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ import importlib.metadata
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
@@ -100,6 +101,27 @@ T = TypeVar("T")
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
+#: The first word of LMDB's lock file (and meta pages), in the machine's byte order.
+LMDB_MAGIC = 0xBEEFC0DE
+
+
+def lock_is_lmdbs(path: Path) -> bool:
+    """Whether ``path`` is absent or LMDB's lock file: it begins with LMDB's magic number
+    (0xBEEFC0DE, in the machine's byte order). Whatever LMDB's readers left in its reader
+    table, it holds nothing of the store; a user's file of that name is not LMDB's, so it
+    is neither passed over as one nor deleted by a reset."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        head = os.read(fd, 4)
+    finally:
+        os.close(fd)
+    return len(head) == 4 and int.from_bytes(head, sys.byteorder) == LMDB_MAGIC
+
 
 #: What the engine's directory holds: LMDB's two files and the clean-shutdown mark beside
 #: the marker. The workload's stores are named databases inside ``data.mdb``, not files,
@@ -112,7 +134,7 @@ LAYOUT = StoreLayout(
     sum_all=True,  # LMDB pages carry no checksum: a flipped byte would read back as data
     # the reader table: LMDB rebuilds it when the first process opens the environment
     transient_files=re.compile(re.escape(LOCK_FILE)),
-    idle_transients=lambda directory: True,
+    idle_transients=lambda directory: lock_is_lmdbs(directory / LOCK_FILE),
 )
 
 #: The bundled LMDB the engine opens a new environment with: 0.9.x (data format 1), the

@@ -407,3 +407,24 @@ def test_clean_data_deletes_exactly_the_engines_files(tmp_path: Path) -> None:
     exc = raised(make(store).delete_store)
     assert isinstance(exc, StoreDirError) and "mine.txt" in str(exc), exc
     assert (store / "mine.txt").read_text() == "keep" and (store / DATA_FILE).exists()
+
+
+def test_lock_mdb_is_passed_over_only_when_it_is_lmdbs(tmp_path: Path) -> None:
+    """LMDB's reader table changes whenever a process opens the environment (another
+    reader: ``mdb_stat``), which is no damage; a user's file named lock.mdb is not LMDB's:
+    a reset neither deletes it nor takes it for the engine's."""
+    import lmdb
+
+    run(fill, tmp_path)
+    env = lmdb.open(str(tmp_path), readonly=True, max_dbs=5, lib_version=0)  # a reader elsewhere
+    with env.begin() as txn:
+        assert txn.stat(env.open_db(b"profiles", txn=txn, create=False))["entries"] == N
+    env.close()
+    assert run(count, tmp_path) == N
+    run(fill, tmp_path)  # a reset after it: the engine's files, lock.mdb included, go
+    lock = tmp_path / "lock.mdb"
+    lock.unlink()
+    lock.write_bytes(b"my own lock file, not LMDB's")
+    exc = raised(fill, tmp_path)
+    assert isinstance(exc, StoreDirError) and "lock.mdb" in str(exc), exc
+    assert lock.read_bytes() == b"my own lock file, not LMDB's"
