@@ -37,6 +37,7 @@ BUILTIN: dict[str, str] = {
     "rocksdb": "asyncbench.engines.rocksdb:RocksDbEngine",
     "leveldb": "asyncbench.engines.leveldb:LevelDbEngine",
     "sqlite": "asyncbench.engines.sqlite:SqliteEngine",
+    "lmdb": "asyncbench.engines.lmdb:LmdbEngine",
     "mysql": "asyncbench.engines.mysql:MySqlEngine",
     "postgres": "asyncbench.engines.postgres:PostgresEngine",
     "memory": "asyncbench.engines.memory:MemoryEngine",

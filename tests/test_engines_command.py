@@ -31,7 +31,7 @@ def test_server_settings_show_their_effective_default_and_its_source(listing: st
     assert "[engines.postgres] port = 0 (PGPORT, else 5432)" in postgres
 
 
-@pytest.mark.parametrize("name", ["memory", "lsm", "rocksdb", "sqlite", "mysql", "postgres"])
+@pytest.mark.parametrize("name", ["memory", "lsm", "rocksdb", "lmdb", "sqlite", "mysql", "postgres"])
 def test_every_engine_says_what_it_is_in_a_paragraph(listing: str, name: str) -> None:
     """mysql's description stopped at "see the module"; lsm, rocksdb, sqlite and memory had none."""
     description = []
