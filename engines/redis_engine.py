@@ -60,6 +60,8 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters, EngineUnavailable
@@ -281,15 +283,16 @@ class RedisEngine(Engine):
             password=s["password"] or None,
             socket_connect_timeout=CONNECT_TIMEOUT_S,
             single_connection_client=True,
+            # no silent retry: a failed command is the run's error, never a second round trip
+            retry=Retry(NoBackoff(), 0),
             client_name=name,
         )
 
     def _connect(self, name: str) -> redis.Redis:
-        client = self._client(name)
         try:
+            client = self._client(name)  # a single-connection client connects here
             client.ping()
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            client.close()
             raise EngineUnavailable(
                 f"no Redis server reachable at {self.endpoint} ({type(exc).__name__}: {exc}); "
                 "start one with scripts/redis-server"
@@ -377,6 +380,10 @@ class RedisEngine(Engine):
                 if key.startswith(self.prefix + b"s:"):
                     client.unlink(key)
             client.hset(marker, "stores", stores)
+            # the clients a crash left registered wrote into what the reset just removed
+            gone = [f for f in map(_text, client.hkeys(marker)) if f.startswith("open:")]
+            if gone:
+                client.hdel(marker, *gone)
             self._unclean = False
         else:
             kept = _text(client.hget(marker, "stores"))

@@ -72,6 +72,13 @@ def postgres_expected() -> bool:
     return bool(os.environ.get("PGHOST") or os.environ.get("CI"))
 
 
+def redis_expected() -> bool:
+    """Whether the Redis tests run: a server is configured (``REDIS_HOST``, exported by
+    ``eval "$(scripts/redis-server start)"``), or this is CI, where a missing server must
+    fail the tests instead of skipping them."""
+    return bool(os.environ.get("REDIS_HOST") or os.environ.get("CI"))
+
+
 def unescaped(markdown: str) -> str:
     """A report's text with the backslash escapes of ``asyncbench.markdown`` removed (what a
     reader sees rendered)."""
