@@ -60,9 +60,9 @@ from typing import Any, ClassVar
 
 import anyio.to_thread
 import redis
+from anyio.abc import TaskGroup
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from anyio.abc import TaskGroup
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.engines.client_server import Endpoint, hybridmethod, is_local_host, local_process

@@ -23,14 +23,14 @@ from test_ycsb_run import phase_checksums, small_plan
 
 from asyncbench import engines
 from asyncbench.engine import EngineConfig, EngineUnavailable
+from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.redis_engine import RedisEngine, resolve_settings, validate_settings
 from asyncbench.engines.redis_lock import marker_key
 from asyncbench.engines.server_lock import NotOurs
-from asyncbench.engines.memory import MemoryEngine
 from asyncbench.workloads.profile_store.generate import create, create_many
+from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
 from asyncbench.workloads.profile_store.profiles import COUNTRIES, STATUSES, update
-from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 
 SEED = 570123434
 LIMIT = 7
