@@ -66,7 +66,7 @@ from redis.retry import Retry
 
 from asyncbench.engine import BackgroundThreads, Engine, EngineConfig, EngineCounters, EngineUnavailable
 from asyncbench.engines.client_server import Endpoint, hybridmethod, is_local_host, local_process
-from asyncbench.engines.redis_lock import claim, lock_key_name, marker_key, take_lease
+from asyncbench.engines.redis_lock import claim, glob_pattern, lock_key_name, marker_key, take_lease
 from asyncbench.engines.server_lock import (
     DEFAULT_LOCK_WAIT_S,
     Lease,
@@ -376,7 +376,7 @@ class RedisEngine(Engine):
         marker = marker_key(self.prefix)
         stores = ",".join(self.config.stores)
         if reset:
-            for key in client.scan_iter(match=self.prefix.replace(b"*", b"\\*") + b"s:*", count=1000):
+            for key in client.scan_iter(match=glob_pattern(self.prefix + b"s:") + b"*", count=1000):
                 if key.startswith(self.prefix + b"s:"):
                     client.unlink(key)
             client.hset(marker, "stores", stores)
@@ -457,7 +457,7 @@ class RedisEngine(Engine):
                 claim(client, self.prefix, self.where)
                 if client.hget(marker_key(self.prefix), "tool") is None:
                     raise NotOurs(f"{self.where}: no marker, so nothing here is asyncbench's: kept")
-                for key in client.scan_iter(match=self.prefix.replace(b"*", b"\\*") + b"*", count=1000):
+                for key in client.scan_iter(match=glob_pattern(self.prefix) + b"*", count=1000):
                     if key.startswith(self.prefix) and key != lock_key_name(self.prefix):
                         client.unlink(key)
             finally:

@@ -34,7 +34,7 @@ from typing import Any
 
 from asyncbench.engines.server_lock import MARKER_TOOL, NAMED_OBJECTS, NotOurs, ServerBusy
 
-__all__ = ["LOCK_TTL_MS", "RedisLease", "claim", "foreign_keys", "marker_key", "lock_key_name", "take_lease"]
+__all__ = ["LOCK_TTL_MS", "RedisLease", "claim", "foreign_keys", "glob_pattern", "marker_key", "lock_key_name", "take_lease"]
 
 #: The lock's time to live; renewed every third of it while the run holds it.
 LOCK_TTL_MS = 30_000
@@ -96,7 +96,7 @@ def claim(client: Any, prefix: bytes, where: str) -> None:
     if total > 0 or keys:
         raise _refusal(where, keys, max(total, len(keys)), tool is not None)
     if tool is None:
-        ours = [k for k in client.scan_iter(match=_glob(prefix) + b"*", count=1000) if k != lock_key_name(prefix)]
+        ours = [k for k in client.scan_iter(match=glob_pattern(prefix) + b"*", count=1000) if k != lock_key_name(prefix)]
         if ours:  # our prefix's keys without our marker: someone else's, whatever their names
             raise _refusal(where, sorted(ours)[: NAMED_OBJECTS + 1], len(ours), False)
         client.hset(
@@ -105,7 +105,7 @@ def claim(client: Any, prefix: bytes, where: str) -> None:
         )
 
 
-def _glob(prefix: bytes) -> bytes:
+def glob_pattern(prefix: bytes) -> bytes:
     """``prefix`` as a literal SCAN MATCH pattern (its glob characters escaped)."""
     out = bytearray()
     for b in prefix:

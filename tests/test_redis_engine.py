@@ -291,3 +291,26 @@ def test_ycsb_in_two_client_processes_gives_the_same_checksums(letter: str, tmp_
     (result,) = run["engines"]
     assert len(result["client_processes"]) == 2
     assert result["phases"][1]["checksum"] == reference_run(doc, 1, schedule=0)[0]
+
+
+@needs_server
+async def test_a_prefix_with_glob_characters_is_reset_whole(tmp_path: Path) -> None:
+    """SCAN MATCH takes a glob: the prefix's own ``[``, ``]``, ``*`` are escaped, so a reset
+    finds (and removes) every store key under it."""
+    try:
+        engine = make(tmp_path, prefix="ab[c]*?:")
+        await engine.open(reset=True)
+        try:
+            await store_of(engine).insert(create_many(1, 20, SEED), [])
+        finally:
+            await engine.close()
+        again = make(tmp_path, prefix="ab[c]*?:")
+        await again.open(reset=True)
+        try:
+            assert await store_of(again).count() == 0
+        finally:
+            await again.close()
+    finally:  # the database is the other tests' too: nothing of this prefix stays
+        with raw_client(TEST_DB) as client:
+            for key in client.scan_iter(match=b"ab\\[c\\]\\*\\?:*"):
+                client.delete(key)
