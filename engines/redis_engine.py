@@ -29,7 +29,12 @@ in a worker thread (``anyio.to_thread.run_sync``: one hop per batch, like RocksD
 writes). A blocked socket read releases the GIL, so P workers keep P requests in flight;
 a batch on the event loop would serialize them. Each store object issues its command on
 its worker's connection directly (``Connection.send_command``/``read_response``), not
-through ``Redis.execute_command``'s pool checkout and retry wrapper.
+through ``Redis.execute_command``'s pool checkout and retry wrapper. Measured on the
+2-CPU machine under load (load average 6), one connection to a local server, 20_000
+``HGET`` of 200-byte values under uvloop, twice: this path in a thread, 1_000 per hop,
+29.2 and 35.3 µs per get; ``Redis.hget`` the same way, 41.5 and 41.2 µs; ``redis.asyncio``
+awaited per get on the loop, 73.7 and 94.4 µs (its per-command coroutine and future
+machinery cost more than the round trip).
 
 **Durability** is the server's persistence (``CONFIG GET appendonly appendfsync save``,
 read back into the facts), or, with ``[engines.redis] persistence`` set, set by the
@@ -45,9 +50,9 @@ local), and the server's counters (commands processed, network bytes).
 
 Connection: ``[engines.redis]`` ``host``/``port``/``database``/``password``, else
 ``REDIS_HOST``/``REDIS_PORT``/``REDIS_DB``/``REDIS_PASSWORD`` (``scripts/redis-server``
-exports them), else 127.0.0.1, 6379, 0. ``--processes K`` runs the workers in K client
-processes (one connection per worker, the lock adopted from the coordinator);
-``--cluster`` (Redis Cluster) is not supported.
+exports them), else 127.0.0.1, 6379, 0. ``--processes K`` and ``--cluster`` run the
+workers in several client processes (one connection per worker, the lock adopted from the
+coordinator). A Redis Cluster (keys sharded over several servers) is not supported.
 """
 
 from __future__ import annotations

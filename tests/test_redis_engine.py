@@ -12,11 +12,14 @@ server tests run even without ``REDIS_HOST``, so a missing server fails them.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
+import orjson
 import pytest
 import redis
-from conftest import ROOT, redis_expected, status_line, store_of
+from conftest import ROOT, redis_expected, run_asyncbench, status_line, store_of
 from store_checks import as_profile
 from test_ycsb_mix import run as reference_run
 from test_ycsb_run import phase_checksums, small_plan
@@ -314,3 +317,35 @@ async def test_a_prefix_with_glob_characters_is_reset_whole(tmp_path: Path) -> N
         with raw_client(TEST_DB) as client:
             for key in client.scan_iter(match=b"ab\\[c\\]\\*\\?:*"):
                 client.delete(key)
+
+
+@needs_server
+@pytest.mark.slow
+def test_ycsb_through_a_dask_cluster_gives_the_same_checksums(tmp_path: Path) -> None:
+    """``--cluster``: as on several hosts, on 127.0.0.1 (a ``dask scheduler`` and two
+    ``dask worker`` processes), YCSB A's checksums at P4 equal the reference's."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    quiet: dict = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], **quiet)]
+    try:
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [dask, "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"], cwd=ROOT, **quiet
+            ))  # fmt: skip
+        plan, doc = ycsb_plan(tmp_path, "a")
+        r = run_asyncbench(tmp_path, str(plan), "--engine", "redis", "--parallelism", "4", "--cluster", address,
+                           "--processes", "2", "--yes", timeout=300)  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        (result,) = (tmp_path / "out").glob("*-p4/asyncbench-*.json")
+        (engine,) = orjson.loads(result.read_bytes())["engines"]
+        assert len(engine["client_processes"]) == 2
+        assert engine["phases"][1]["checksum"] == reference_run(doc, 1, schedule=0)[0]
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
