@@ -86,8 +86,9 @@ def claim(client: Any, prefix: bytes, where: str) -> None:
     """Make sure the selected database is ours (module docstring), marking an empty one;
     else :class:`NotOurs` naming keys that are not ours."""
     marker = marker_key(prefix)
-    tool = client.hget(marker, "tool")
-    if client.exists(marker) and tool != MARKER_TOOL.encode():
+    kind = client.type(marker)
+    tool = client.hget(marker, "tool") if kind == b"hash" else None
+    if kind != b"none" and tool != MARKER_TOOL.encode():
         raise NotOurs(
             f"{where}: key {marker.decode(errors='backslashreplace')!r} exists but does not say "
             f"tool={MARKER_TOOL!r}, so asyncbench did not create this database's keys; refusing to use it"

@@ -60,10 +60,11 @@ def make(tmp_path: Path, workers: int = 1, **settings: object) -> RedisEngine:
     return RedisEngine(EngineConfig("redis", tmp_path / "redis", settings, LIMIT, SEED, workers, stores=PROFILE_STORES))
 
 
-def raw_client(db: int) -> redis.Redis:
+def raw_client(db: int, decode: bool = False) -> redis.Redis:
     """An independent client on database ``db`` of the configured server."""
     s = resolve_settings({})
-    return redis.Redis(host=s["endpoint"].host, port=s["endpoint"].port, db=db, password=s["password"] or None)
+    e = s["endpoint"]
+    return redis.Redis(host=e.host, port=e.port, db=db, password=s["password"] or None, decode_responses=decode)
 
 
 @pytest.fixture
@@ -349,3 +350,42 @@ def test_ycsb_through_a_dask_cluster_gives_the_same_checksums(tmp_path: Path) ->
             p.terminate()
         for p in procs:
             p.wait()
+
+
+@needs_server
+async def test_the_persistence_setting_is_set_on_the_server_and_stated(tmp_path: Path) -> None:
+    with raw_client(TEST_DB, decode=True) as client:
+        before = {k: client.config_get(k)[k] for k in ("appendonly", "appendfsync", "save")}
+        try:
+            engine = make(tmp_path, persistence="none")
+            await engine.open(reset=True)
+            try:
+                assert client.config_get("appendonly")["appendonly"] == "no"
+                facts = engine.facts()
+                assert {s.name: s.effective for s in facts.settings}["persistence"] == "none"
+                assert "restart loses everything" in facts.durability.after_crash
+            finally:
+                await engine.close()
+            engine = make(tmp_path, persistence="aof-always")
+            await engine.open(reset=False)
+            try:
+                facts = engine.facts()
+                assert {s.name: s.effective for s in facts.settings}["persistence"] == "aof-always"
+                assert facts.durability.synced_commits
+            finally:
+                await engine.close()
+        finally:  # the server is every test's: its settings as they were
+            for key, value in before.items():
+                client.config_set(key, value)
+
+
+@needs_server
+async def test_a_marker_key_of_another_type_is_refused(tmp_path: Path) -> None:
+    with raw_client(TEST_DB) as client:
+        client.flushdb()
+        client.set(b"asyncbench:owner", b"not a hash")
+        try:
+            with pytest.raises(NotOurs, match="does not say tool='asyncbench'"):
+                await make(tmp_path).open(reset=True)
+        finally:
+            client.flushdb()
