@@ -10,9 +10,11 @@ members are the same keys, all with score 0, so Redis orders them by their bytes
 ``HLEN``. A put is one ``EVALSHA`` of a two-line Lua script (``HSET`` then ``ZADD``) and
 a delete one of ``HDEL`` then ``ZREM``: the value and its member change together,
 atomically (a script runs whole, and the AOF and replicas receive its effects as one
-``MULTI``), in ONE command and one reply. ``MULTI``/``SET``/``ZADD``/``EXEC`` would be the
-same round trip with four commands and four replies to parse; both are one operation's
-only. Why a hash rather than one plain key per record: the database then holds a
+``MULTI``), in ONE command and one reply. ``MULTI``/``HSET``/``ZADD``/``EXEC`` sent together
+would be the same round trip with four commands and four replies to parse; both are one
+operation's only. Measured (20_000 puts of 200-byte values, one connection, twice, the
+loaded 2-CPU machine): ``EVALSHA`` 55.3 and 43.7 µs per put, ``MULTI``..``EXEC`` 65.3 and
+58.4 µs, a bare ``HSET`` (no ordered key: not a store) 37.3 and 32.4 µs. Why a hash rather than one plain key per record: the database then holds a
 handful of keys whatever the data's size, so ownership is checked by walking the whole
 keyspace at every open, and a reset deletes exactly the keys the marker proves ours.
 
