@@ -30,6 +30,7 @@ from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.redis_engine import RedisEngine, resolve_settings, validate_settings
 from asyncbench.engines.redis_lock import marker_key
 from asyncbench.engines.server_lock import NotOurs
+from asyncbench.engines.store_dir import StoreDamaged
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
@@ -389,3 +390,15 @@ async def test_a_marker_key_of_another_type_is_refused(tmp_path: Path) -> None:
                 await make(tmp_path).open(reset=True)
         finally:
             client.flushdb()
+
+
+@needs_server
+async def test_a_damaged_or_missing_store_is_refused_at_an_open_keeping_data(loaded: RedisEngine, tmp_path: Path) -> None:
+    await loaded.close()
+    with raw_client(TEST_DB) as client:
+        client.zrem(b"asyncbench:s:email-index:k", client.zrange(b"asyncbench:s:email-index:k", 0, 0)[0])
+    with pytest.raises(StoreDamaged, match=f"store 'email-index' holds {N} values but {N - 1} ordered keys"):
+        await make(tmp_path).open(reset=False)
+    other = RedisEngine(EngineConfig("redis", tmp_path / "r", {"database": TEST_DB}, LIMIT, SEED, stores=("usertable",)))
+    with pytest.raises(StoreDamaged, match="the marker lists no store 'usertable'"):
+        await other.open(reset=False)
