@@ -157,12 +157,13 @@ def take_lease(client: Any, prefix: bytes, wait_s: float, where: str) -> RedisLe
     deadline = time.monotonic() + max(0.0, wait_s)
     while not client.set(key, token, nx=True, px=LOCK_TTL_MS):
         if time.monotonic() >= deadline:
-            holder = client.get(key)
+            holder, left_ms = client.get(key), client.pttl(key)
             client.close()
             raise ServerBusy(
                 f"{where}: another asyncbench run holds the lock {key.decode(errors='backslashreplace')!r} "
-                f"({holder!r}); waited {wait_s:g} s and touched nothing: run one at a time against a "
-                "database, or give this run another [engines.redis] database or prefix"
+                f"({holder!r}, lapsing in {max(0, int(left_ms)) / 1000:g} s unless its run renews it); waited "
+                f"{wait_s:g} s and touched nothing: run one at a time against a database, or give this run "
+                "another [engines.redis] database or prefix"
             )
         time.sleep(POLL_S)
     return RedisLease(client, key, token)

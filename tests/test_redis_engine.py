@@ -29,7 +29,7 @@ from asyncbench.engine import EngineConfig, EngineUnavailable
 from asyncbench.engines.memory import MemoryEngine
 from asyncbench.engines.redis_engine import RedisEngine, resolve_settings, validate_settings
 from asyncbench.engines.redis_lock import marker_key
-from asyncbench.engines.server_lock import NotOurs
+from asyncbench.engines.server_lock import NotOurs, ServerBusy
 from asyncbench.engines.store_dir import StoreDamaged
 from asyncbench.workloads.profile_store.generate import create, create_many
 from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
@@ -402,3 +402,13 @@ async def test_a_damaged_or_missing_store_is_refused_at_an_open_keeping_data(loa
     other = RedisEngine(EngineConfig("redis", tmp_path / "r", {"database": TEST_DB}, LIMIT, SEED, stores=("usertable",)))
     with pytest.raises(StoreDamaged, match="the marker lists no store 'usertable'"):
         await other.open(reset=False)
+
+
+@needs_server
+async def test_a_second_run_on_the_same_database_waits_then_is_refused(loaded: RedisEngine, tmp_path: Path) -> None:
+    """``loaded`` holds the run lock (opened on its own): another engine on the same database
+    and prefix waits ``lock_wait_seconds`` and is refused, touching nothing."""
+    second = make(tmp_path, lock_wait_seconds=0.3)
+    with pytest.raises(ServerBusy, match=r"another asyncbench run holds the lock 'asyncbench:lock' .*lapsing in"):
+        await second.open(reset=True)
+    assert await store_of(loaded).count() == N  # not reset
