@@ -161,10 +161,9 @@ class RedisKv:
     """One store on one connection, as a :class:`~asyncbench.store.KvStore`: every call is
     one command and one reply on the worker's connection (module docstring)."""
 
-    __slots__ = ("_conn", "_send", "_read", "hash", "zset", "_put_sha", "_del_sha")
+    __slots__ = ("_send", "_read", "hash", "zset", "_put_sha", "_del_sha")
 
     def __init__(self, conn: Any, hash_key: bytes, zset_key: bytes, put_sha: str, del_sha: str) -> None:
-        self._conn = conn
         self._send, self._read = conn.send_command, conn.read_response
         self.hash, self.zset = hash_key, zset_key
         self._put_sha, self._del_sha = put_sha, del_sha
@@ -196,6 +195,9 @@ class RedisKv:
         return keys
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Pages of keys, each page's values by one HMGET (untimed: repair and checks). Each
+        command's reply is read whole before the caller runs, so the caller may use the
+        connection (and delete from this store) between pages."""
         low = b"-"
         while True:
             keys: list[bytes] = self._call("ZRANGEBYLEX", self.zset, low, "+", "LIMIT", 0, _PAGE)
