@@ -40,6 +40,7 @@ BUILTIN: dict[str, str] = {
     "lmdb": "asyncbench.engines.lmdb:LmdbEngine",
     "mysql": "asyncbench.engines.mysql:MySqlEngine",
     "postgres": "asyncbench.engines.postgres:PostgresEngine",
+    "redis": "asyncbench.engines.redis_engine:RedisEngine",
     "memory": "asyncbench.engines.memory:MemoryEngine",
 }
 #: Every engine this process knows: name -> "module:Class" (built-ins, then plug-ins).

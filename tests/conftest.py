@@ -72,6 +72,13 @@ def postgres_expected() -> bool:
     return bool(os.environ.get("PGHOST") or os.environ.get("CI"))
 
 
+def redis_expected() -> bool:
+    """Whether the Redis tests run: a server is configured (``REDIS_HOST``, exported by
+    ``eval "$(scripts/redis-server start)"``), or this is CI, where a missing server must
+    fail the tests instead of skipping them."""
+    return bool(os.environ.get("REDIS_HOST") or os.environ.get("CI"))
+
+
 def unescaped(markdown: str) -> str:
     """A report's text with the backslash escapes of ``asyncbench.markdown`` removed (what a
     reader sees rendered)."""
@@ -152,11 +159,12 @@ def store_of(engine, index: int = 0):  # type: ignore[no-untyped-def]
 
 
 def reference_engines() -> list[str]:
-    """Every shipped engine, with MySQL and PostgreSQL when they run here (a configured
-    server; under CI a missing PostgreSQL fails instead of being left out)."""
+    """Every shipped engine, with MySQL, PostgreSQL and Redis when they run here (a
+    configured server; under CI a missing PostgreSQL or Redis fails instead of being left out)."""
     engines = ["memory", "lsm", "rocksdb", "sqlite"]
     engines += ["mysql"] if mysql_configured() else []
     engines += ["postgres"] if postgres_expected() else []
+    engines += ["redis"] if redis_expected() else []
     return engines
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from conftest import mysql_configured, postgres_expected, status_line
+from conftest import mysql_configured, postgres_expected, redis_expected, status_line
 
 from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 
 
 def _engine_params() -> list:
-    """Every shipped engine must run; only MySQL and PostgreSQL may be absent (they need a
-    server; under CI a missing PostgreSQL fails)."""
+    """Every shipped engine must run; only MySQL, PostgreSQL and Redis may be absent (they
+    need a server; under CI a missing PostgreSQL or Redis fails)."""
     params = []
-    for name in ("memory", "lsm", "rocksdb", "sqlite", "mysql", "postgres"):
+    for name in ("memory", "lsm", "rocksdb", "sqlite", "mysql", "postgres", "redis"):
         marks = []
         if name == "mysql" and not mysql_configured():
             marks.append(
@@ -24,6 +24,8 @@ def _engine_params() -> list:
             marks.append(
                 pytest.mark.skip(reason="no PostgreSQL server: set PGHOST/PGPORT/... (scripts/postgres-server start)")
             )
+        if name == "redis" and not redis_expected():
+            marks.append(pytest.mark.skip(reason='no Redis server: set REDIS_HOST/REDIS_PORT (eval "$(scripts/redis-server start)")'))
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 

@@ -13,7 +13,7 @@ from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_S
 
 
 def test_sets_are_what_they_were() -> None:
-    assert engines.all_engines() == ("lsm", "rocksdb", "sqlite", "mysql", "postgres")
+    assert engines.all_engines() == ("lsm", "rocksdb", "sqlite", "mysql", "postgres", "redis")
     assert engines.default_engines() == ("lsm", "rocksdb", "sqlite")
     assert engines.harness_floor() == "memory"
     # the names the rest of the code reads, derived
