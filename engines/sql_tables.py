@@ -112,16 +112,26 @@ class TableRecord:
                 # never written to here (a read-only one could not be)
                 self._made.add(table.name)
                 return
-            if table.name not in await self.tables(run):
-                await self.ensure(run)
-                try:
-                    await run(self._insert, (table.name, DDL_SEPARATOR.join(statements)))
-                except Exception:
-                    if table.name not in await self.tables(run):  # not another process's row
-                        raise
+            await _create(run, self.schema)
+            await self._record_row(run, table.name, DDL_SEPARATOR.join(statements))
             for statement in statements:  # IF NOT EXISTS each: another process may race
                 await _create(run, statement)
             self._made.add(table.name)
+
+    async def _record_row(self, run: Run, name: str, ddl: str) -> None:
+        """The record row, once: another process of the run may write it first (a
+        duplicate key), or win a Galera certification against this one (error 1213):
+        then the row is read back, after a pause, until it is there."""
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            if name in await self.tables(run):
+                return
+            try:
+                await run(self._insert, (name, ddl))
+                return
+            except Exception:
+                if attempt == CREATE_ATTEMPTS:
+                    raise
+                await anyio.sleep(CREATE_PAUSE_S * attempt)
 
     async def drop_all(self, run: Run, qualify: Callable[[str], str] = str) -> list[str]:
         """Drop every recorded table and its record row (a reset, ``delete_store``);

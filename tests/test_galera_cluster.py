@@ -288,10 +288,12 @@ def test_a_batch_waits_for_a_lagging_node_before_reading(cluster: Cluster, tmp_p
         writer = MySqlEngine(EngineConfig("mysql", tmp_path / "w", engine_settings(cluster, 1), 50, seed, stores=PROFILE_STORES))
         reader = MySqlEngine(EngineConfig("mysql", tmp_path / "r", engine_settings(cluster, 3), 50, seed, stores=PROFILE_STORES))
         await writer.open(reset=True)
+        await store_of(writer).count()  # the workload's table, made on node 1 (total-order DDL)
         # the writer's lock row covers the whole cluster; the reader is part of the same run
         adopted = server_lock.adopted(reader.lock_key())
         await adopted.__aenter__()
-        await reader.open(reset=False)  # its open waits until node 3 has the new table
+        await reader.open(reset=False)
+        await store_of(reader).count()  # its first batch waits until node 3 has the table
         import asyncmy
 
         (h3, p3), env = cluster.hosts[2], cluster.exports
