@@ -33,6 +33,7 @@ from typing import Any
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
 from asyncbench.workload import Action, Group, PhaseKind, PlanCounts, Workload
+from asyncbench.workload_capabilities import stream_count
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "proof_problem", "rewrites", "skip_reason"]
 
@@ -60,7 +61,7 @@ def _update_counts(wl: Workload) -> tuple[str, ...]:
     was selected, as a test session did, got YCSB's one size and a KeyError). The size is
     compared on its own (:func:`check`), never here: YCSB sizes every stream by it, and
     :func:`plan_counts` records no size (a KeyError that failed every reused YCSB store)."""
-    names = (wl.stream_count(s) for s in ("reads", "email_reads", "queries", "updates"))
+    names = (stream_count(wl, s) for s in ("reads", "email_reads", "queries", "updates"))
     return tuple(n for n in dict.fromkeys(names) if n not in ("profiles", "limit"))
 
 
