@@ -6,7 +6,7 @@ client takes them; ``-p`` wins over the file, as in YCSB.
 ``asyncbench plan --from-ycsb`` converts it, with the ``-p`` properties merged in first
 (so a ``-p`` value is checked, defaulted and cross-checked like the file's own). A TOML
 plan (``-P benchmarks/ycsb/workloadb.toml``, or the positional plan with ``-p``) takes the
-``-p`` properties through its workload (``Workload.override_plan``: YCSB's land in
+``-p`` properties through its workload (``PlanConversion.override_plan``: YCSB's land in
 ``[ycsb]``, the mixed phases, ``[run] parallelism``). A bare name that is no file
 (``-P workloadb``) is looked up as YCSB users name YCSB's shipped files: the shipped plan
 ``benchmarks/ycsb/workloadb.toml`` (under the working directory, then the repository's).

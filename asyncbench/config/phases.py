@@ -403,7 +403,7 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
 def check_phase_counts(cfg: BenchConfig, where: str) -> None:
     """A phase ``count`` may not ask for more items than its stream holds at every profile
     count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
-    two records, a scan no longer than the records: ``Workload.check_size``)."""
+    two records, a scan no longer than the records: ``PhaseParams.check_size``)."""
     check_crash_sizes(cfg, where)
     wl = cfg.workload_impl
     params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]

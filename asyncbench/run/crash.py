@@ -9,7 +9,7 @@ acknowledged (a prefix of the phase) and when.
 
 The recover phase: a fresh adapter opens the store (timed, as reopen times its open; a
 store that does not open is a finding, not a failure of the run) and the workload reads
-every record back against the plan (``Workload.check_recovery``). What it found becomes
+every record back against the plan (``CrashRecovery.check_recovery``). What it found becomes
 the engine's :class:`~asyncbench.result.DurabilityRow`, beside the promise the engine
 states (``Durability.synced_commits``).
 

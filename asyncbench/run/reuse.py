@@ -89,7 +89,7 @@ def fingerprint(
     """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
     ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
     of a store (no checksums). ``plan_verify``: the verify checksum the plan gives
-    (``Workload.verify_expected``), recorded when the build ran no verify phase after its
+    (``ReuseProof.verify_expected``), recorded when the build ran no verify phase after its
     last write, so every reusable store's fingerprint carries one (:func:`proof_problem`)."""
     checksums = final_checksums(cfg.phases, workers, phases or [], cfg.workload_impl)
     if plan_verify is not None and not any(e["kind"] == "verify" for e in checksums):
