@@ -447,7 +447,7 @@ def test_damaged_log_after_clean_close_fails_the_engine_open(tmp_path: Path) -> 
     skipped the index repair, and scans returned ids whose profile was gone. (The store
     is written through the trees and the markers, so only ``opened`` and the adapter's
     open are relied on.)"""
-    StoreDir(tmp_path, LAYOUT).reset()  # the directory is the lsm engine's, as after a run
+    StoreDir(tmp_path, LAYOUT.for_stores(TREE_NAMES)).reset()  # the directory is the lsm engine's, as after a run
     for name in TREE_NAMES:
         t = LsmTree(tmp_path / name, opts())
         for p in create_many(1, 200, 1):
