@@ -15,7 +15,6 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
-from asyncbench.run import reuse
 from asyncbench.run.estimate import (
     MeasuredCost,
     estimate,
@@ -24,6 +23,7 @@ from asyncbench.run.estimate import (
     phase_operations,
     stream_operations,
 )
+from asyncbench.run.reuse import reuse
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 QUICK = ROOT / "benchmarks" / "quick.toml"

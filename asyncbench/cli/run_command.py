@@ -177,7 +177,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             if isinstance(value, str):
                 value = key.type.from_text(where, flag, value)
             apply_run_key(cfg, where, flag, key.name, value)
-    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse)
+    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse.reuse)
         raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
     cfg.check_rate = bool(getattr(args, "check_rate", False))
     latest = []

@@ -103,7 +103,7 @@ class BenchConfig:
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
     clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
-    reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse)
+    reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse.reuse)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     processes: int | None = None  # client processes on this host for client/server engines (None: this one)

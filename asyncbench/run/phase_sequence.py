@@ -23,10 +23,10 @@ import anyio
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.rate import Rate
 from asyncbench.result import Capacity, EngineResult, OpenLoop, PhaseCost, PhaseResult, StallRecord
-from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.capacity import SearchRecord, stopped_search
 from asyncbench.run.observers import Observer
 from asyncbench.run.phase_rows import merge_kind_latencies, phase_mix, phase_rate, phase_row, sweep_dipped
+from asyncbench.run.reuse import reuse, reuse_proof
 from asyncbench.workload import Action, DrawnPlan, Group, MixFigures, PhaseKind
 
 __all__ = ["PhaseExecutor", "PhaseSequence", "Ran", "no_figures"]
@@ -118,7 +118,7 @@ class PhaseSequence:
         self.dipped: set[int] = set()  # sweeps (by first level's index) whose achieved rate dipped
         #: A reuse run (``cfg.reuse_data``): whether the reused store holds updated profiles.
         self.store_updated: bool | None = None
-        #: A reuse run: the checksum each phase it runs must read (``asyncbench.run.reuse_proof``).
+        #: A reuse run: the checksum each phase it runs must read (``asyncbench.run.reuse.reuse_proof``).
         self.proof: reuse_proof.Proof | None = None
         self.skipped: list[str] = []  # phases a reuse run left out, with the reason
 

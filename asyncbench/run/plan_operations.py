@@ -10,7 +10,7 @@ without an import cycle through the runner.
 from __future__ import annotations
 
 from asyncbench.config import BenchConfig, PhaseSpec
-from asyncbench.run import reuse
+from asyncbench.run.reuse import reuse
 from asyncbench.workload import Action, Items
 
 __all__ = ["running_phases", "stream_operations"]
@@ -18,7 +18,7 @@ __all__ = ["running_phases", "stream_operations"]
 
 def running_phases(cfg: BenchConfig) -> list[PhaseSpec]:
     """The phases the run will run: a reuse run (``reuse_data``) leaves out the writes and
-    the reads of the other side of the updates (:func:`asyncbench.run.reuse.skip_reason`;
+    the reads of the other side of the updates (:func:`asyncbench.run.reuse.reuse.skip_reason`;
     the store was built by this plan's writes, so it holds updated profiles when they
     rewrite any), and an estimate of them would count time never spent."""
     if not cfg.reuse_data:

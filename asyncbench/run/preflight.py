@@ -107,7 +107,7 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
     """``--reuse-data`` needs, for every engine and profile count, an engine that keeps a
     fingerprint of its store and a store directory to reuse. Each was found only once the
     engine's run started (exit 1, report files written); the store's fingerprint and its
-    integrity are still checked when the engine opens it (asyncbench.run.reuse)."""
+    integrity are still checked when the engine opens it (asyncbench.run.reuse.reuse)."""
     from asyncbench.engine import Engine
     from asyncbench.engines import engine_class
 

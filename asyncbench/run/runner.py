@@ -39,9 +39,8 @@ from asyncbench.result import (
     RunResult,
     Status,
 )
-from asyncbench.run import reuse, reuse_proof
 from asyncbench.run.capacity import SearchRecord, capacity_of_phase
-from asyncbench.run.crash import CrashRecord, crash_phase, recover_phase
+from asyncbench.run.crash.crash import CrashRecord, crash_phase, recover_phase
 from asyncbench.run.dispatch import Host, OtherDone, run_action, run_operations
 from asyncbench.run.engine_runs import EngineRunner, ScaleOut
 from asyncbench.run.gc_policy import harness_frozen
@@ -50,6 +49,7 @@ from asyncbench.run.observers import BatchDone, Observer
 from asyncbench.run.phase_loop import PhaseOutcome
 from asyncbench.run.phase_rows import add_figures, phase_prefix, phase_row
 from asyncbench.run.phase_sequence import PhaseSequence, Ran
+from asyncbench.run.reuse import reuse, reuse_proof
 from asyncbench.run.stores import worker_stores
 from asyncbench.run.validate import validate
 from asyncbench.slo import parse_bound_ns
@@ -87,7 +87,7 @@ class EngineRun:
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = cfg.workload_impl.context(cfg.seed)
-        #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
+        #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash.crash).
         self.crash: CrashRecord | None = None
         self._items: Sequence[object] = ()  # the running phase's items (``prepare``'s)
 
@@ -238,7 +238,7 @@ class EngineRun:
 
     async def _fingerprint_quietly(self) -> None:
         """A store this run built through every phase and keeps gets its fingerprint, so a
-        later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse``)."""
+        later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse.reuse``)."""
         if self.engine is None or not self.opened or not self.completed or self.cfg.clean_data:
             return
         if self.crash is not None:  # a crash left a store the plan does not describe
@@ -377,7 +377,7 @@ class EngineRun:
         return self.plan
 
     async def crash_or_recover(self, index: int, spec: PhaseSpec) -> PhaseResult:
-        """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
+        """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash.crash)."""
         engine = self._opened()
         kind = self.cfg.workload_impl.phases[spec.kind]
         self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)

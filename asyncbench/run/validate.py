@@ -64,7 +64,7 @@ def validate(cfg: BenchConfig, flags: Mapping[str, str] | None = None) -> None:
 
     check_values(cfg, flags)
     check_tables(cfg)
-    if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse)
+    if cfg.reuse_data:  # a reused store is never deleted (asyncbench.run.reuse.reuse)
         if cfg.processes is not None or cfg.cluster is not None:
             raise ConfigError(
                 *named("reuse_data"),

@@ -1,6 +1,6 @@
-"""The process a crash kills: ``python -m asyncbench.run.crash_worker SPEC`` opens the
+"""The process a crash kills: ``python -m asyncbench.run.crash.crash_worker SPEC`` opens the
 engine's store, runs the crashed phase's operations in plan order and SIGKILLs itself
-once ``after`` of them are acknowledged. Only :mod:`asyncbench.run.crash` starts it.
+once ``after`` of them are acknowledged. Only :mod:`asyncbench.run.crash.crash` starts it.
 
 Acknowledged, exactly: an operation whose engine call returned, and whose batch's line
 ``ack <operations> <monotonic ns>`` was written to the pipe on stdout, before the kill.
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()  # a runner killed outright: no orphan writing on to its point
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m asyncbench.run.crash_worker SPEC.json", file=sys.stderr)
+        print("usage: python -m asyncbench.run.crash.crash_worker SPEC.json", file=sys.stderr)
         return 2
     spec = orjson.loads(Path(args[0]).read_bytes())
     anyio.run(_run, spec)

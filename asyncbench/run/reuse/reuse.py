@@ -18,7 +18,7 @@ profile count, the plan counts that shaped the store, the write phases it ran, a
    build did not. Those reproduce the reference checksums of a full run with the same
    seed and counts, and each must: the build records its phase checksums in the
    fingerprint, and a phase that reads another checksum fails the engine
-   (``asyncbench.run.reuse_proof``); the others are reported as skipped, with the reason
+   (``asyncbench.run.reuse.reuse_proof``); the others are reported as skipped, with the reason
    in the notes. stabilize, settle and reopen run as usual.
 
 The store is never deleted by a reuse run (``--clean-data`` does not apply to it).
@@ -38,7 +38,7 @@ __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "proof_problem", "
 
 #: Version of the fingerprint and of what a store holds for a given fingerprint. 2: the
 #: build's phase checksums (``checksums``) and the limit, so a reuse run proves its data
-#: (``asyncbench.run.reuse_proof``); a format-1 store is refused (rebuild it). A format-2
+#: (``asyncbench.run.reuse.reuse_proof``); a format-1 store is refused (rebuild it). A format-2
 #: fingerprint must carry that list, well formed and with the verify checksum, or the store
 #: is refused: a proof that can be removed proves nothing (issue 52: a fingerprint stripped
 #: of its ``checksums`` and given another seed passed every check).

@@ -2,7 +2,7 @@
 
 The crashed phase: the runner's engine closes (cleanly: everything before the phase is on
 disk as the engine leaves it at a close), and a worker process
-(:mod:`asyncbench.run.crash_worker`) opens the same store, runs the phase's operations in
+(:mod:`asyncbench.run.crash.crash_worker`) opens the same store, runs the phase's operations in
 plan order and is SIGKILLed once ``crash.after`` are acknowledged. The parent reads each
 acknowledged batch from the worker's pipe, so it knows exactly which operations were
 acknowledged (a prefix of the phase) and when.
@@ -14,7 +14,7 @@ the engine's :class:`~asyncbench.result.DurabilityRow`, beside the promise the e
 states (``Durability.synced_commits``).
 
 A ``power`` crash runs the worker on the power-cut filesystem mounted over the store
-(:mod:`asyncbench.run.power_mount`), cut after the worker's kill: the store keeps exactly
+(:mod:`asyncbench.run.crash.power_mount`), cut after the worker's kill: the store keeps exactly
 what was synced.
 
 Only engines that run in this process's machine and keep their store in files are
@@ -42,7 +42,7 @@ import orjson
 from asyncbench.config import BenchConfig, Level, PhaseSpec, to_json
 from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
-from asyncbench.run.power_mount import power_cut_mount
+from asyncbench.run.crash.power_mount import power_cut_mount
 from asyncbench.run.stores import worker_store
 from asyncbench.workload import DrawnPlan, Workload
 
@@ -162,7 +162,7 @@ async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine
 
 async def _run_worker(spec_file: Path, record: CrashRecord) -> tuple[anyio.abc.Process, bytearray]:
     """The worker, to its end: each acknowledgement into ``record``; its stderr's tail."""
-    cmd = [sys.executable, "-P", "-m", "asyncbench.run.crash_worker", str(spec_file)]
+    cmd = [sys.executable, "-P", "-m", "asyncbench.run.crash.crash_worker", str(spec_file)]
     err = bytearray()
     async with await anyio.open_process(cmd, stdin=subprocess.DEVNULL) as proc:
         assert proc.stdout is not None and proc.stderr is not None

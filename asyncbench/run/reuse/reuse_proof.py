@@ -1,7 +1,7 @@
 """What every phase of a reuse run must read: a reused store proves its data, not only its files.
 
 The record of a clean close (``engines/store_dir.py``) proves a store's files are those the
-last close left, and the fingerprint (``asyncbench.run.reuse``) says what built it; both
+last close left, and the fingerprint (``asyncbench.run.reuse.reuse``) says what built it; both
 live in the marker, which a person copying or repairing stores may recompute or edit. A
 store whose contents were changed and whose record was then recomputed, or whose
 fingerprint's seed was edited, passed both checks and gave wrong checksums with exit 0.
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from asyncbench.config import BenchConfig, PhaseSpec
-from asyncbench.run import reuse
-from asyncbench.run.reuse import StoreMismatch, plan_counts, skip_reason
+from asyncbench.run.reuse import reuse
+from asyncbench.run.reuse.reuse import StoreMismatch, plan_counts, skip_reason
 from asyncbench.workload import Action, DrawnPlan
 
 __all__ = ["Proof", "StoreContentMismatch", "build_verify", "expectations"]
