@@ -318,7 +318,7 @@ class Workload(Protocol):
 
     def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
         """What one record costs in memory with these settings (the estimate's memory
-        figure, ``asyncbench.run.memory_need``): measured, each workload its own."""
+        figure, ``asyncbench.run.checks.memory_need``): measured, each workload its own."""
         ...
 
     def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""What the stall record costs: the same phase with and without it (asyncbench.run.loop_stalls).
+"""What the stall record costs: the same phase with and without it (asyncbench.run.observe.loop_stalls).
 
 Why: the record (each batch call's steps timed, a 1 ms lag timer on the loop) must not
 move the figures it sits beside. The phase most sensitive to a per-batch or per-turn cost
@@ -80,7 +80,9 @@ def main() -> None:
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        from asyncbench.run.signals import backend_options  # the run's event loop: uvloop where installed
+        from asyncbench.run.observe.signals import (
+            backend_options,  # the run's event loop: uvloop where installed
+        )
 
         got = anyio.run(measure, args.one, args.records, args.operations, args.rounds, args.batch, backend_options=backend_options())
         print(json.dumps(got))

@@ -38,7 +38,7 @@ from asyncbench.run.distributed import (
     check_placement,
     merge_phase,
 )
-from asyncbench.run.observers import Observer, ObserverGroup
+from asyncbench.run.observe.observers import Observer, ObserverGroup
 from asyncbench.run.runner import EngineRun
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
@@ -503,7 +503,7 @@ async def test_losing_client_process_0_still_drops_the_table_and_calls_it_no_mor
 def test_the_bottleneck_line_blames_a_saturated_machine_not_the_server() -> None:
     """K client processes, the coordinator and the server on 2 cores at load 6-7: no client
     process is 80 % busy, but the machine, not the server, is the limit (issue 34)."""
-    from asyncbench.run.saturation import PhaseLoad, bottleneck_line
+    from asyncbench.run.capacity.saturation import PhaseLoad, bottleneck_line
 
     saturated = bottleneck_line([PhaseLoad(busiest=0.45, wait_share=0.35, load_per_cpu=3.3)] * 3)
     assert "the server (or the network) was the limit" not in saturated

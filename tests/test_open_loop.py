@@ -292,7 +292,7 @@ class LoopBlockingEngine(OwnStoreMemoryEngine):
 def test_the_loop_ledger_counts_the_time_a_call_holds_the_loop_not_its_waits() -> None:
     import time
 
-    from asyncbench.run.loop_ledger import LoopLedger
+    from asyncbench.run.observe.loop_ledger import LoopLedger
 
     async def blocking() -> int:
         time.sleep(0.03)  # holds the loop

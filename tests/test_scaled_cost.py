@@ -21,7 +21,7 @@ from asyncbench.config import load
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run.distributed import DistributedEngineRun, Placement
-from asyncbench.run.observers import ObserverGroup
+from asyncbench.run.observe.observers import ObserverGroup
 from asyncbench.run.runner import EngineRun
 from asyncbench.workload import Action, Group
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.measure.latency_recorder import PhaseRecorder
-from asyncbench.run.observers import BatchDone, Observer
+from asyncbench.run.observe.observers import BatchDone, Observer
 
 __all__ = ["SHIP_SECONDS", "BatchLineReceiver", "Outbox", "clock_offset_ns", "pack", "unpack"]
 

@@ -32,9 +32,9 @@ import orjson  # noqa: E402
 
 from asyncbench.result import EngineResult, PhaseResult, Status, write_atomic  # noqa: E402
 from asyncbench.run.isolation import TEMP_PREFIX  # noqa: E402
-from asyncbench.run.observers import Observer  # noqa: E402
+from asyncbench.run.observe.observers import Observer  # noqa: E402
+from asyncbench.run.observe.signals import StopRequested, StopSignals  # noqa: E402
 from asyncbench.run.parent_watch import ParentWatch  # noqa: E402
-from asyncbench.run.signals import StopRequested, StopSignals  # noqa: E402
 
 
 class PartialResultWriter(Observer):
@@ -119,11 +119,11 @@ def _child_run(
 ) -> int:
     from asyncbench.config import from_json
     from asyncbench.measure.memory_sampler import MemorySampler
-    from asyncbench.run.logs import open_log
-    from asyncbench.run.observers import JsonLogObserver, ObserverGroup
-    from asyncbench.run.progress import terminal_observers
+    from asyncbench.run.observe.logs import open_log
+    from asyncbench.run.observe.observers import JsonLogObserver, ObserverGroup
+    from asyncbench.run.observe.progress import terminal_observers
+    from asyncbench.run.observe.signals import backend_options
     from asyncbench.run.runner import EngineRun
-    from asyncbench.run.signals import backend_options
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)

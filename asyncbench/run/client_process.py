@@ -41,10 +41,10 @@ from asyncbench.facts import EngineFacts
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
-from asyncbench.run.capacity_remote import ProbePart, run_probe_part
+from asyncbench.run.capacity.capacity_remote import ProbePart, run_probe_part
+from asyncbench.run.capacity.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
 from asyncbench.run.phase_rows import kind_histograms, phase_rate
-from asyncbench.run.saturation import host_load, runqueue_wait_seconds
 from asyncbench.run.stores import worker_store
 from asyncbench.workload import DrawnPlan
 
@@ -87,7 +87,7 @@ class PhasePart:
     histogram: str | None
     batches: int = 0  # the batch lines it shipped (the coordinator waits for them all)
     #: the seconds its threads waited for a CPU over the phase, and its host's load average
-    #: and CPUs at the end (asyncbench.run.saturation: is the machine the limit?)
+    #: and CPUs at the end (asyncbench.run.capacity.saturation: is the machine the limit?)
     wait_seconds: float | None = None
     load: float | None = None
     cpus: int | None = None
@@ -151,7 +151,7 @@ class ClientProcessActor:
         """Draw the plan (the same in every process) and start this process's event loop;
         returns where this process runs (host, pid) and the workers it hosts. ``topic``:
         the Dask event topic the batch lines go to (None: not shipped, no Dask here)."""
-        from asyncbench.run.signals import backend_options
+        from asyncbench.run.observe.signals import backend_options
 
         if topic is not None:
             from distributed import get_worker
@@ -351,7 +351,7 @@ class ClientProcessActor:
 
     async def probe(self, index: int, number: int, rate: float | None, length: int, release_at: float) -> ProbePart:
         """Probe ``number`` of a capacity search of phase ``index``: this process's workers
-        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity_remote);
+        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity.capacity_remote);
         ``rate`` None: a writing phase's rest after ``number`` probes, closed loop."""
         return await self._call(self._probe, index, number, rate, length, release_at)
 

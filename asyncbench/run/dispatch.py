@@ -24,8 +24,8 @@ from anyio.abc import TaskGroup
 from asyncbench.engine import Engine
 from asyncbench.measure.latency import CLOCK
 from asyncbench.rate import Rate
-from asyncbench.run.loop_ledger import LoopLedger
-from asyncbench.run.loop_stalls import LoopHolds, StallMonitor
+from asyncbench.run.observe.loop_ledger import LoopLedger
+from asyncbench.run.observe.loop_stalls import LoopHolds, StallMonitor
 from asyncbench.run.phase_loop import (
     BatchHook,
     Deadline,
@@ -110,7 +110,7 @@ async def run_workers(
     starts the caller's clock and returns the schedules' origin, ns on the marks' clock),
     then the gate opens. One hosted worker runs in the caller's task, with no gate.
     ``holds``: where the engine's holds of the loop go from the release on
-    (:mod:`asyncbench.run.loop_stalls`); None: not measured.
+    (:mod:`asyncbench.run.observe.loop_stalls`); None: not measured.
     """
     ledger = LoopLedger(holds)  # the workers share the loop, and so its engine time
     monitor = None if holds is None else StallMonitor(holds)
@@ -234,7 +234,7 @@ async def run_operations(
     (:mod:`asyncbench.run.schedule`); without one, closed loop. With a ``duration``
     (seconds, a ``bounded`` kind), no batch starts after it: the outcome's ``ops`` are the
     operations that ran and ``ran`` their batches (the checksum folds what ran).
-    ``stalls``: the engine's holds of the loop measured (:mod:`asyncbench.run.loop_stalls`)
+    ``stalls``: the engine's holds of the loop measured (:mod:`asyncbench.run.observe.loop_stalls`)
     into the outcome.
     """
     workers = len(stores)

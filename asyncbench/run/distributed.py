@@ -67,7 +67,7 @@ from asyncbench.result import (
     Status,
 )
 from asyncbench.run.batch_lines import BatchLineReceiver
-from asyncbench.run.capacity import (
+from asyncbench.run.capacity.capacity import (
     SearchRecord,
     measure_capacity,
     probe_length,
@@ -75,18 +75,18 @@ from asyncbench.run.capacity import (
     warm_store,
     writes,
 )
-from asyncbench.run.capacity_remote import ProbePart, coordinated_probe, merged_probe
-from asyncbench.run.client_process import ClientProcessActor, OtherOutcome, PhasePart
-from asyncbench.run.observers import Observer
-from asyncbench.run.phase_rows import add_figures
-from asyncbench.run.phase_sequence import PhaseSequence, Ran
-from asyncbench.run.saturation import (
+from asyncbench.run.capacity.capacity_remote import ProbePart, coordinated_probe, merged_probe
+from asyncbench.run.capacity.saturation import (
     CLIENT_BOUND_BUSY,
     PhaseLoad,
     bottleneck_line,
     host_load,
     runqueue_wait_seconds,
 )
+from asyncbench.run.client_process import ClientProcessActor, OtherOutcome, PhasePart
+from asyncbench.run.observe.observers import Observer
+from asyncbench.run.phase_rows import add_figures
+from asyncbench.run.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, DrawnPlan, MixFigures, PhaseKind, Workload
 
@@ -629,8 +629,8 @@ class DistributedEngineRun:
     async def capacity(
         self, index: int, spec: PhaseSpec, kind: PhaseKind, record: Callable[[SearchRecord], None]
     ) -> Ran:
-        """Phase ``index``'s capacity (asyncbench.run.capacity): each probe runs on every
-        client process, released together (asyncbench.run.capacity_remote)."""
+        """Phase ``index``'s capacity (asyncbench.run.capacity.capacity): each probe runs on every
+        client process, released together (asyncbench.run.capacity.capacity_remote)."""
         slo = make_slo(slo_for(self.cfg, spec.kind))
         warmup, judged = probe_length(slo)
 

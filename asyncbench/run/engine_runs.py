@@ -15,7 +15,7 @@ from typing import Protocol
 
 from asyncbench.config import BenchConfig, Level
 from asyncbench.result import EngineResult
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
 
 __all__ = ["EngineRunner", "ScaleOut"]
 

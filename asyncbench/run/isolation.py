@@ -28,9 +28,9 @@ from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.result import EngineResult, ResultError, Status, write_atomic
 from asyncbench.run.child_command import child_command
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
+from asyncbench.run.observe.signals import StopSignals
 from asyncbench.run.parent_watch import parent_pipe
-from asyncbench.run.signals import StopSignals
 
 #: Beyond the engine's own timeout (which the child enforces), how long the parent waits.
 CHILD_GRACE_SECONDS = 120.0

@@ -18,7 +18,7 @@ import anyio.lowlevel
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.result import StallRecord
-from asyncbench.run.loop_ledger import LoopLedger
+from asyncbench.run.observe.loop_ledger import LoopLedger
 from asyncbench.run.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
 
@@ -29,7 +29,7 @@ BatchHook = Callable[..., None]
 under a rate with a sixth argument, the batch's intended start times (an int64 array, ns on
 the marks' clock, one per operation), and a seventh, the ns the engine's calls of the other
 workers held the event loop between this worker's previous batch and this one
-(:mod:`asyncbench.run.loop_ledger`: taken out of the harness's delay)."""
+(:mod:`asyncbench.run.observe.loop_ledger`: taken out of the harness's delay)."""
 
 
 #: The batches a worker ran, (items, what the batch call returned) each: kept only for a

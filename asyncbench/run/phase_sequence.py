@@ -23,8 +23,8 @@ import anyio
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.rate import Rate
 from asyncbench.result import Capacity, EngineResult, OpenLoop, PhaseCost, PhaseResult, StallRecord
-from asyncbench.run.capacity import SearchRecord, stopped_search
-from asyncbench.run.observers import Observer
+from asyncbench.run.capacity.capacity import SearchRecord, stopped_search
+from asyncbench.run.observe.observers import Observer
 from asyncbench.run.phase_rows import merge_kind_latencies, phase_mix, phase_rate, phase_row, sweep_dipped
 from asyncbench.run.reuse import reuse, reuse_proof
 from asyncbench.workload import Action, DrawnPlan, Group, MixFigures, PhaseKind
@@ -158,7 +158,7 @@ class PhaseSequence:
             return
         total = await executor.prepare(index, spec, kind)
         self.observer.phase_start(self.name, spec.name, total, spec.kind, spec.stream)
-        if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity)
+        if spec.capacity:  # a capacity search instead of one run (asyncbench.run.capacity.capacity)
             ran = await self._search(index, spec, kind)
         elif kind.action is Action.OPERATIONS:
             ran = await executor.operations(index, spec, kind, rate)

@@ -39,19 +39,19 @@ from asyncbench.result import (
     RunResult,
     Status,
 )
-from asyncbench.run.capacity import SearchRecord, capacity_of_phase
+from asyncbench.run.capacity.capacity import SearchRecord, capacity_of_phase
+from asyncbench.run.checks.validate import validate
 from asyncbench.run.crash.crash import CrashRecord, crash_phase, recover_phase
 from asyncbench.run.dispatch import Host, OtherDone, run_action, run_operations
 from asyncbench.run.engine_runs import EngineRunner, ScaleOut
-from asyncbench.run.gc_policy import harness_frozen
 from asyncbench.run.isolation import ChildEngineRun
-from asyncbench.run.observers import BatchDone, Observer
+from asyncbench.run.observe.gc_policy import harness_frozen
+from asyncbench.run.observe.observers import BatchDone, Observer
 from asyncbench.run.phase_loop import PhaseOutcome
 from asyncbench.run.phase_rows import add_figures, phase_prefix, phase_row
 from asyncbench.run.phase_sequence import PhaseSequence, Ran
 from asyncbench.run.reuse import reuse, reuse_proof
 from asyncbench.run.stores import worker_stores
-from asyncbench.run.validate import validate
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
 
@@ -119,7 +119,7 @@ class EngineRun:
 
     async def run(self) -> EngineResult:
         # The harness's objects are frozen before the engine makes its first: no garbage
-        # collection inside a phase walks them (asyncbench.run.gc_policy).
+        # collection inside a phase walks them (asyncbench.run.observe.gc_policy).
         with harness_frozen():
             return await self._run()
 
@@ -463,7 +463,7 @@ def gates(cfg: BenchConfig) -> Gates:
 class Benchmark:
     """The whole invocation: every profile count, every engine; ``results`` grows as it goes.
 
-    The config is checked whole first (:func:`asyncbench.run.validate.validate`, a
+    The config is checked whole first (:func:`asyncbench.run.checks.validate.validate`, a
     :class:`~asyncbench.config.ConfigError` for the first setting it cannot run with), so a
     config built in code runs under the checks a plan and its flags get; on one the command
     line checked already, that is the same checks again, and changes nothing."""

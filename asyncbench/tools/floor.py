@@ -94,10 +94,10 @@ from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EXIT_INTERRUPTED
+from asyncbench.run.checks.estimate import ask_to_start, duration
 from asyncbench.run.dispatch import run_operations
-from asyncbench.run.estimate import ask_to_start, duration
-from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
-from asyncbench.run.signals import StopSignals, backend_options
+from asyncbench.run.observe.observers import BatchDone, Observer, ObserverGroup
+from asyncbench.run.observe.signals import StopSignals, backend_options
 from asyncbench.run.stores import worker_store
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
@@ -518,7 +518,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def measure_until_stopped(args: argparse.Namespace, stop: StopSignals) -> None:
     """:func:`measure`, in a cancel scope the first SIGINT, SIGTERM or SIGHUP cancels: the
-    run's own stop policy (:class:`~asyncbench.run.signals.StopSignals`: later signals
+    run's own stop policy (:class:`~asyncbench.run.observe.signals.StopSignals`: later signals
     absorbed, a third Ctrl-C forces the exit). The event loop's own SIGINT handling (a
     native cancel of the main task) was at times lost inside the measurement's awaits: the
     floor went on building its store and the stop-signal test timed out. A scope's cancel

@@ -53,7 +53,7 @@ from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
 from asyncbench.run.dispatch import run_operations
-from asyncbench.run.observers import BatchDone
+from asyncbench.run.observe.observers import BatchDone
 from asyncbench.tools.floor import OBSERVER, Sample, add, engine_names, slices_of
 from asyncbench.tools.store import new_engine
 from asyncbench.workloads import workload

@@ -2,7 +2,7 @@
 command line) or code (``BenchConfig(...)`` handed to :class:`asyncbench.run.runner.Benchmark`).
 
 Why one function: the checks were spread over the plan loader (``asyncbench.config``), the
-command line's ``apply_flags`` and ``asyncbench.run.preflight``, so a config built in code
+command line's ``apply_flags`` and ``asyncbench.run.checks.preflight``, so a config built in code
 ran with none of them (a warm-up that left no measured repeat, arrivals without a rate, a
 reused store to be deleted after its run). ``validate`` is what ``apply_flags`` runs once
 the flags are in, and what ``Benchmark`` runs on the config it is given; the errors are
@@ -39,9 +39,9 @@ from asyncbench.config import (
 from asyncbench.config.counts import read_counts
 from asyncbench.config.durations import check_durations
 from asyncbench.config.engines import engine_settings
-from asyncbench.run import preflight
-from asyncbench.run.memory_need import check_memory
-from asyncbench.run.scale import check_scale
+from asyncbench.run.checks import preflight
+from asyncbench.run.checks.memory_need import check_memory
+from asyncbench.run.checks.scale import check_scale
 
 __all__ = ["COMMAND_LINE", "check_tables", "check_values", "validate"]
 

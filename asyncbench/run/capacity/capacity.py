@@ -84,12 +84,12 @@ per key in the same order, by the workload's key-owner split), whatever number o
 the search took. The store a later phase sees is the unsearched phase's, and the phase's
 checksum folds its probes' and its rest's in stream order (:func:`stream_checksum`). A
 stream shorter than the search's bound of probes is refused before the run
-(:func:`needed_operations`, :mod:`asyncbench.run.preflight`).
+(:func:`needed_operations`, :mod:`asyncbench.run.checks.preflight`).
 
 The probe itself is a callable, so the search knows nothing of engines, processes or
 phase kinds: the in-process runner gives one over its worker handles
 (:func:`local_probe`), the coordinator of client processes another
-(:mod:`asyncbench.run.capacity_remote`).
+(:mod:`asyncbench.run.capacity.capacity_remote`).
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int, probe
 
 
 def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float, probe_seconds: float = 0.0) -> float:
-    """The estimate's model of one search (:mod:`asyncbench.run.estimate`): the search run
+    """The estimate's model of one search (:mod:`asyncbench.run.checks.estimate`): the search run
     against an engine that passes every probe up to ``sustained`` ops/s and misses the rate
     above it, each probe taking its operations at its rate (at most ``sustained``). With
     ``sustained`` infinite, every probe passes: the least time any search of these bounds
@@ -478,7 +478,7 @@ def client_late(
       service times, :func:`punctual_response`) meets every bound and its backlog: the
       client's lateness alone broke the bound; or
     - the machine was saturated: the client's thread waited at least
-      :data:`~asyncbench.run.saturation.SATURATED_WAIT_SHARE` of the probe for a CPU. The
+      :data:`~asyncbench.run.capacity.saturation.SATURATED_WAIT_SHARE` of the probe for a CPU. The
       same waits then stretch the service times too (an engine call on the client's thread
       preempted for 10 ms is 10 ms of service), so the engine's own response is no longer
       the engine's alone: on the shared 2-CPU machine the LSM's point reads at 22_361/s had
@@ -488,7 +488,7 @@ def client_late(
     A client on time never makes a failure inconclusive, however busy the machine: the
     engine that builds a queue (its own response over the bound, the schedule delay
     small) fails (docs/capacity.md, "Whose failure")."""
-    from asyncbench.run.saturation import SATURATED_WAIT_SHARE
+    from asyncbench.run.capacity.saturation import SATURATED_WAIT_SHARE
 
     if not engine:
         return None
@@ -737,8 +737,8 @@ def local_probe(
     phase execution (:func:`~asyncbench.run.phase_loop.run_operations`), and returns every
     operation's response time (end minus intended start), ordered by intended start."""
     from asyncbench.rate import Arrivals
+    from asyncbench.run.capacity.saturation import thread_wait_seconds
     from asyncbench.run.dispatch import run_operations
-    from asyncbench.run.saturation import thread_wait_seconds
 
     warmup, judged = probe_length(slo)
     length = warmup + judged
@@ -770,7 +770,7 @@ def wait_share(before: float | None, seconds: float) -> float | None:
     """The share of the last ``seconds`` the calling thread (the event loop's: the client's)
     waited for a CPU, from its run-queue wait read ``before`` them (None where the kernel
     does not say)."""
-    from asyncbench.run.saturation import thread_wait_seconds
+    from asyncbench.run.capacity.saturation import thread_wait_seconds
 
     after = thread_wait_seconds()
     if before is None or after is None or seconds <= 0:

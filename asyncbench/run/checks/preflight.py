@@ -132,11 +132,17 @@ def check_reuse(cfg: BenchConfig, where: str, key: str) -> None:
 
 def check_capacity_stream(cfg: BenchConfig) -> None:
     """A searched phase that writes (a mixed phase) never repeats an operation: its stream
-    must hold every probe its searches may run (asyncbench.run.capacity.needed_operations),
+    must hold every probe its searches may run (asyncbench.run.capacity.capacity.needed_operations),
     at every profile count; named by the plan's phase key and the operations to give."""
     from asyncbench import fmt
     from asyncbench.config import slo_for
-    from asyncbench.run.capacity import needed_operations, probe_bound, probe_length, start_rate, writes
+    from asyncbench.run.capacity.capacity import (
+        needed_operations,
+        probe_bound,
+        probe_length,
+        start_rate,
+        writes,
+    )
     from asyncbench.run.plan_operations import stream_operations
     from asyncbench.slo import make_slo
 

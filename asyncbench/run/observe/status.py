@@ -29,7 +29,7 @@ import numpy as np
 from asyncbench import fmt
 from asyncbench.measure.latency import LatencyHistogram, format_us
 from asyncbench.result import EngineResult
-from asyncbench.run.observers import BatchDone, Observer
+from asyncbench.run.observe.observers import BatchDone, Observer
 
 __all__ = ["INTERVAL_ENV", "INTERVAL_SECONDS", "QUIET_ENV", "StatusLineObserver", "status_wanted"]
 

@@ -30,7 +30,7 @@ from rich.text import Text
 
 from asyncbench import fmt
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.observers import BatchDone, ConsoleObserver, Observer, shorten
+from asyncbench.run.observe.observers import BatchDone, ConsoleObserver, Observer, shorten
 
 NO_PROGRESS_ENV = "ASYNCBENCH_NO_PROGRESS"
 
@@ -210,9 +210,9 @@ def progress_wanted(disabled: bool = False, stream: TextIO | None = None) -> boo
 
 def terminal_observers(disabled: bool = False) -> tuple[ConsoleObserver, Observer | None]:
     """The console observer and, on a terminal, the progress bars it prints above; without
-    a terminal, the status line every 10 s on stderr (:mod:`asyncbench.run.status`)."""
+    a terminal, the status line every 10 s on stderr (:mod:`asyncbench.run.observe.status`)."""
     if not progress_wanted(disabled):
-        from asyncbench.run.status import StatusLineObserver, status_wanted
+        from asyncbench.run.observe.status import StatusLineObserver, status_wanted
 
         return ConsoleObserver(), StatusLineObserver() if status_wanted() else None
     progress = ProgressObserver()

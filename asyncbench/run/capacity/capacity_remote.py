@@ -1,10 +1,10 @@
 """Capacity probes across client processes (``--processes K``, ``--cluster``): the capacity
 of a server driven by many clients.
 
-The search (:mod:`asyncbench.run.capacity`) takes a probe function; here is the one the
+The search (:mod:`asyncbench.run.capacity.capacity`) takes a probe function; here is the one the
 coordinator (:mod:`asyncbench.run.distributed`) gives it. Probe ``number`` at a rate: every
 client process is sent (phase, probe number, rate, length, release instant); each takes the
-same slice of the phase's stream as in one process (:func:`~asyncbench.run.capacity.probe_items`),
+same slice of the phase's stream as in one process (:func:`~asyncbench.run.capacity.capacity.probe_items`),
 the same partition over the P workers, runs the workers it hosts at their share of the
 rate from the common release instant (the schedule of one process, as a phase with
 ``rate`` does), and returns its operations' response times with their intended offsets
@@ -26,9 +26,16 @@ import numpy as np
 
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.run.batch_lines import clock_offset_ns
-from asyncbench.run.capacity import ProbeFn, ProbeMarks, ProbeRun, probe_items, stream_rest, wait_share
+from asyncbench.run.capacity.capacity import (
+    ProbeFn,
+    ProbeMarks,
+    ProbeRun,
+    probe_items,
+    stream_rest,
+    wait_share,
+)
+from asyncbench.run.capacity.saturation import thread_wait_seconds
 from asyncbench.run.dispatch import OperationPhase, run_workers, shares, split
-from asyncbench.run.saturation import thread_wait_seconds
 from asyncbench.workload import Workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
@@ -49,7 +56,7 @@ class ProbePart:
     responses: np.ndarray
     ops: int = 0  # the operations its workers ran
     #: In the order of ``responses``: each operation's service time and the harness's
-    #: schedule delay (ns, :class:`~asyncbench.run.capacity.ProbeMarks`); empty: not measured.
+    #: schedule delay (ns, :class:`~asyncbench.run.capacity.capacity.ProbeMarks`); empty: not measured.
     services: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     delays: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     #: The share of the probe this process's threads waited for a CPU (None: not known).
@@ -79,7 +86,7 @@ async def run_probe_part(
     probe ``number``'s slice at ``rate`` (over all P workers) from ``release_at``, split as
     the phase splits (a mixed phase's by key owner). ``rate`` None: the stream's rest after
     ``number`` probes of ``length``, closed loop (a writing phase's finish,
-    :func:`~asyncbench.run.capacity.stream_rest`)."""
+    :func:`~asyncbench.run.capacity.capacity.stream_rest`)."""
     part = probe_items(items, number, length) if rate is not None else stream_rest(items, number, length)
     parts = split(kind, part, workers)
     start_ns = round(release_at * 1e9) - clock_offset_ns()

@@ -36,7 +36,7 @@ Worker = tuple[int | None, int]  # (client process, worker): a scaled-out run's 
 
 
 class Batch(Protocol):
-    """What holding needs of a batch (:class:`asyncbench.run.observers.BatchDone`, which
+    """What holding needs of a batch (:class:`asyncbench.run.observe.observers.BatchDone`, which
     imports this module)."""
 
     @property

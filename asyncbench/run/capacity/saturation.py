@@ -67,7 +67,7 @@ def thread_wait_seconds() -> float | None:
     """Seconds the calling thread has waited on a run queue while runnable, since it
     started (Linux ``/proc/thread-self/schedstat``); None where the kernel does not say.
     A capacity probe reads it on the event loop's thread, the client's: its wait is the
-    machine taking the client's time (asyncbench.run.capacity)."""
+    machine taking the client's time (asyncbench.run.capacity.capacity)."""
     try:
         with open("/proc/thread-self/schedstat") as f:
             fields = f.read().split()

@@ -23,9 +23,9 @@ from asyncbench.report.capacity import capacity_line
 from asyncbench.report.cost_table import console_lines
 from asyncbench.report.mix import console_lines as mix_lines
 from asyncbench.result import NOT_STARTED, EngineResult, PhaseResult, Status
-from asyncbench.run.capacity import ProbeResult
-from asyncbench.run.logs import LogFile, iso_utc
-from asyncbench.run.paced_lines import PacedLines, group_figures
+from asyncbench.run.capacity.capacity import ProbeResult
+from asyncbench.run.observe.logs import LogFile, iso_utc
+from asyncbench.run.observe.paced_lines import PacedLines, group_figures
 from asyncbench.slo import Slo
 from asyncbench.workload import Action
 
@@ -72,7 +72,7 @@ class Observer:
 
     def phase_end(self, engine: str, result: PhaseResult) -> None: ...
     def probe(self, engine: str, phase: str, search: int, probe: ProbeResult, slo: Slo) -> None:
-        """After each probe of a capacity search (asyncbench.run.capacity), as judged: its
+        """After each probe of a capacity search (asyncbench.run.capacity.capacity), as judged: its
         batches are no batch lines, the probe is one line."""
 
     def engine_end(self, result: EngineResult) -> None: ...
@@ -160,7 +160,7 @@ def _group_figures(group: Sequence[BatchDone]) -> _Figures:
 
 
 def _render_group(item: tuple[Any, ...]) -> bytes:
-    """The line of a worker's batches under a rate (:mod:`asyncbench.run.paced_lines`): one
+    """The line of a worker's batches under a rate (:mod:`asyncbench.run.observe.paced_lines`): one
     batch's line as ever; several's their sums, the last's index and ``done``, the figures
     over all their operations, and ``batches``."""
     group, kind, stream, offset_ns, figures, context = item
@@ -221,7 +221,7 @@ class JsonLogObserver(Observer):
     I/O), and the log's writer thread renders and writes the line well within a second, so
     ``tail -f`` follows a phase while it runs and an interrupted phase keeps its batches.
     Under a rate a worker gets at most one line per 100 ms, covering its batches since its
-    last line (:mod:`asyncbench.run.paced_lines`): one line per operation was 147 MB."""
+    last line (:mod:`asyncbench.run.observe.paced_lines`): one line per operation was 147 MB."""
 
     def __init__(self, logger: Any, log_file: LogFile) -> None:
         self.log = logger

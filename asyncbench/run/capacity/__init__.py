@@ -1,0 +1,1 @@
+"""Capacity under a latency bound: the search for the highest sustained rate, its probes across client processes, and whether the machine limited it."""
