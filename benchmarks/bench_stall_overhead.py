@@ -41,7 +41,7 @@ def _hook(*_: Any) -> None:
 async def measure(engine_name: str, records: int, operations: int, rounds: int, batch: int) -> dict[str, list[float]]:
     """ops/s of YCSB C's run phase with (``on``) and without (``off``) the stall record."""
     from asyncbench.engine import opened
-    from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.sequence.dispatch import run_operations
     from asyncbench.tools.store import new_engine
     from asyncbench.workloads import workload
 

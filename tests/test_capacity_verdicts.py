@@ -10,7 +10,6 @@ import anyio
 import numpy as np
 import pytest
 
-from asyncbench.run import phase_loop
 from asyncbench.run.capacity.capacity import (
     ProbeMarks,
     ProbeRun,
@@ -19,6 +18,7 @@ from asyncbench.run.capacity.capacity import (
     measure_capacity,
     punctual_response,
 )
+from asyncbench.run.sequence import phase_loop
 from asyncbench.slo import parse_slo_text
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext

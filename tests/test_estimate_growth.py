@@ -176,8 +176,8 @@ def test_each_phase_costs_the_median_of_the_calibration_rounds() -> None:
 def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, monkeypatch) -> None:
     """Each engine is calibrated CALIBRATION_ROUNDS times, interleaved with the others (so
     its rounds are moments apart), and gets one rate per parallelism level: the median."""
-    from asyncbench.run import runner
     from asyncbench.run.checks import estimate as est
+    from asyncbench.run.sequence import runner
 
     ran: list[str] = []
     real = runner.EngineRun

@@ -20,9 +20,9 @@ from conftest import store_of
 
 from asyncbench.engine import opened
 from asyncbench.result import PhaseResult, ResultError, StallRecord, load_as
-from asyncbench.run.dispatch import run_operations
 from asyncbench.run.observe.loop_ledger import longest_gap
 from asyncbench.run.observe.loop_stalls import INTERVAL_NS, SLACK_NS, LoopHolds, cpu_wait_ns
+from asyncbench.run.sequence.dispatch import run_operations
 from asyncbench.tools.store import load, new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PhaseContext

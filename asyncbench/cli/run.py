@@ -43,14 +43,14 @@ from asyncbench.result import (
     RunResult,
     exit_code,
 )
-from asyncbench.run import isolation
 from asyncbench.run.capacity.saturation import loaded_machine_warning
-from asyncbench.run.distributed import scale_out
+from asyncbench.run.isolated import isolation
 from asyncbench.run.observe.logs import LogFile, open_log
 from asyncbench.run.observe.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
 from asyncbench.run.observe.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.observe.signals import StopSignals, backend_options
-from asyncbench.run.runner import Benchmark
+from asyncbench.run.scale_out.distributed import scale_out
+from asyncbench.run.sequence.runner import Benchmark
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 

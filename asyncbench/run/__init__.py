@@ -1,1 +1,1 @@
-"""Running a plan: the runner, phase loop, isolation in a child process, signals, progress and logs."""
+"""Running a plan, in sub-packages by concern: ``checks`` (before it starts), ``sequence`` (one engine's phases in this process), ``isolated`` (each engine in a child process), ``scale_out`` (workers across client processes), ``capacity``, ``crash``, ``reuse`` and ``observe`` (logs, progress, signals)."""

@@ -2,7 +2,7 @@
 of a server driven by many clients.
 
 The search (:mod:`asyncbench.run.capacity.capacity`) takes a probe function; here is the one the
-coordinator (:mod:`asyncbench.run.distributed`) gives it. Probe ``number`` at a rate: every
+coordinator (:mod:`asyncbench.run.scale_out.distributed`) gives it. Probe ``number`` at a rate: every
 client process is sent (phase, probe number, rate, length, release instant); each takes the
 same slice of the phase's stream as in one process (:func:`~asyncbench.run.capacity.capacity.probe_items`),
 the same partition over the P workers, runs the workers it hosts at their share of the
@@ -10,7 +10,7 @@ rate from the common release instant (the schedule of one process, as a phase wi
 ``rate`` does), and returns its operations' response times with their intended offsets
 from the release. The coordinator merges them in intended order and folds the workers'
 checksums in worker order, so probe k's checksum is the same as in one process. The
-workers run through :func:`~asyncbench.run.dispatch.run_workers`, the one worker loop of
+workers run through :func:`~asyncbench.run.sequence.dispatch.run_workers`, the one worker loop of
 every phase (in one process, in a client process, in a probe).
 """
 
@@ -25,7 +25,6 @@ import anyio
 import numpy as np
 
 from asyncbench.rate import Arrivals, Rate
-from asyncbench.run.batch_lines import clock_offset_ns
 from asyncbench.run.capacity.capacity import (
     ProbeFn,
     ProbeMarks,
@@ -35,7 +34,8 @@ from asyncbench.run.capacity.capacity import (
     wait_share,
 )
 from asyncbench.run.capacity.saturation import thread_wait_seconds
-from asyncbench.run.dispatch import OperationPhase, run_workers, shares, split
+from asyncbench.run.scale_out.batch_lines import clock_offset_ns
+from asyncbench.run.sequence.dispatch import OperationPhase, run_workers, shares, split
 from asyncbench.workload import Workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]

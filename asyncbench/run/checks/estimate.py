@@ -28,7 +28,7 @@ from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
 from asyncbench.run.capacity.capacity import needed_operations, search_seconds, writes
 from asyncbench.run.checks import pacing
-from asyncbench.run.plan_operations import running_phases, stream_operations
+from asyncbench.run.sequence.plan_operations import running_phases, stream_operations
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action
 
@@ -440,7 +440,7 @@ def calibrate(cfg: BenchConfig) -> tuple[MeasuredCosts, str, dict[str, str]]:
 
     from asyncbench.measure.memory_sampler import MemorySampler
     from asyncbench.run.observe.observers import Observer
-    from asyncbench.run.runner import EngineRun
+    from asyncbench.run.sequence.runner import EngineRun
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = calibration_config(cfg, Path(tmp))

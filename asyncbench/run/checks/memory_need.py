@@ -82,7 +82,7 @@ def _in_process(name: str) -> bool:
 
 def _writes_records(cfg: BenchConfig) -> bool:
     """A running phase builds records to write (an insert or a load; not on a reused store)."""
-    from asyncbench.run.plan_operations import running_phases
+    from asyncbench.run.sequence.plan_operations import running_phases
 
     return any(cfg.workload_impl.phases[spec.kind].inserts for spec in running_phases(cfg))
 

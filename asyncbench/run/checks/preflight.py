@@ -55,8 +55,8 @@ def check_accelerator(cfg: BenchConfig) -> None:
 def check_placement(cfg: BenchConfig) -> None:
     """--processes/--cluster: only engines several processes may open (client/server), and
     at least one worker per process."""
-    from asyncbench.run.distributed import Placement, PlacementError
-    from asyncbench.run.distributed import check_placement as check
+    from asyncbench.run.scale_out.distributed import Placement, PlacementError
+    from asyncbench.run.scale_out.distributed import check_placement as check
 
     placement = Placement(cfg.processes, cfg.cluster)
     try:
@@ -143,7 +143,7 @@ def check_capacity_stream(cfg: BenchConfig) -> None:
         start_rate,
         writes,
     )
-    from asyncbench.run.plan_operations import stream_operations
+    from asyncbench.run.sequence.plan_operations import stream_operations
     from asyncbench.slo import make_slo
 
     for profiles in cfg.profiles:

@@ -40,7 +40,7 @@ class BatchDone:
     one per operation, on :data:`~asyncbench.measure.latency.CLOCK`), never modified after
     the call; ``intended`` under a rate: the batch's intended start times (int64, one per
     operation); ``process``/``host``: the client process of a scaled-out run
-    (:mod:`asyncbench.run.batch_lines`), None in a single-process run."""
+    (:mod:`asyncbench.run.scale_out.batch_lines`), None in a single-process run."""
 
     engine: str
     phase: str

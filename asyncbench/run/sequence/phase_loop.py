@@ -4,7 +4,7 @@ A phase runs its items in batches through the phase kind's one batch call each, 
 every batch's result into the worker's checksum; the phase is timed from the workers'
 release to the last worker's end, checksum included, exactly as the reference times it.
 Everything the loop needs to know about the phase comes from its phase-table row. How a
-phase's workers are split and released is :mod:`asyncbench.run.dispatch`'s.
+phase's workers are split and released is :mod:`asyncbench.run.sequence.dispatch`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import anyio.lowlevel
 from asyncbench.measure.latency import CLOCK
 from asyncbench.result import StallRecord
 from asyncbench.run.observe.loop_ledger import LoopLedger
-from asyncbench.run.schedule import WorkerSchedule, wait_until
+from asyncbench.run.sequence.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
 
 __all__ = ["BatchHook", "Deadline", "PhaseOutcome", "RanBatches", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]

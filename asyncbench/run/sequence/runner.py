@@ -42,16 +42,16 @@ from asyncbench.result import (
 from asyncbench.run.capacity.capacity import SearchRecord, capacity_of_phase
 from asyncbench.run.checks.validate import validate
 from asyncbench.run.crash.crash import CrashRecord, crash_phase, recover_phase
-from asyncbench.run.dispatch import Host, OtherDone, run_action, run_operations
-from asyncbench.run.engine_runs import EngineRunner, ScaleOut
-from asyncbench.run.isolation import ChildEngineRun
+from asyncbench.run.isolated.isolation import ChildEngineRun
 from asyncbench.run.observe.gc_policy import harness_frozen
 from asyncbench.run.observe.observers import BatchDone, Observer
-from asyncbench.run.phase_loop import PhaseOutcome
-from asyncbench.run.phase_rows import add_figures, phase_prefix, phase_row
-from asyncbench.run.phase_sequence import PhaseSequence, Ran
 from asyncbench.run.reuse import reuse, reuse_proof
-from asyncbench.run.stores import worker_stores
+from asyncbench.run.sequence.dispatch import Host, OtherDone, run_action, run_operations
+from asyncbench.run.sequence.engine_runs import EngineRunner, ScaleOut
+from asyncbench.run.sequence.phase_loop import PhaseOutcome
+from asyncbench.run.sequence.phase_rows import add_figures, phase_prefix, phase_row
+from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
+from asyncbench.run.sequence.stores import worker_stores
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
 
@@ -64,8 +64,8 @@ AFTER_LAST_PHASE = "after the last phase"
 
 class EngineRun:
     """One engine through the whole phase list in this process; keeps what completed if it
-    stops early. The phases are sequenced by :class:`~asyncbench.run.phase_sequence.PhaseSequence`;
-    this class is where their work runs (its :class:`~asyncbench.run.phase_sequence.PhaseExecutor`:
+    stops early. The phases are sequenced by :class:`~asyncbench.run.sequence.phase_sequence.PhaseSequence`;
+    this class is where their work runs (its :class:`~asyncbench.run.sequence.phase_sequence.PhaseExecutor`:
     this process's workers over the engine it opened)."""
 
     def __init__(

@@ -6,7 +6,7 @@ the child rewrites its result file after every phase, so even a SIGKILL leaves t
 phases it completed.
 
 The child inherits its data directory's lock descriptor (the lock lasts as long as the
-child) and dies with its parent (:mod:`asyncbench.run.parent_watch`). Setting up a child (its
+child) and dies with its parent (:mod:`asyncbench.run.isolated.parent_watch`). Setting up a child (its
 temporary directory, its config file) can fail; that fails the engine's row at ``setup``,
 and the other engines still run.
 """
@@ -27,10 +27,10 @@ import orjson
 from asyncbench.config import BenchConfig, Level, to_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.result import EngineResult, ResultError, Status, write_atomic
-from asyncbench.run.child_command import child_command
+from asyncbench.run.isolated.child_command import child_command
+from asyncbench.run.isolated.parent_watch import parent_pipe
 from asyncbench.run.observe.observers import Observer
 from asyncbench.run.observe.signals import StopSignals
-from asyncbench.run.parent_watch import parent_pipe
 
 #: Beyond the engine's own timeout (which the child enforces), how long the parent waits.
 CHILD_GRACE_SECONDS = 120.0
@@ -60,7 +60,7 @@ CONTEXT = ChildContext()
 
 
 class ChildEngineRun:
-    """Parent side: run one engine at one profile count in ``python -m asyncbench.run.child``."""
+    """Parent side: run one engine at one profile count in ``python -m asyncbench.run.isolated.child``."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer, repeat: int = 0

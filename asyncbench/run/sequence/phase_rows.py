@@ -1,10 +1,10 @@
 """A phase's result row and its figures from its batches: one place for the single-process
-runner (:mod:`asyncbench.run.runner`) and the scaled-out coordinator
-(:mod:`asyncbench.run.distributed`), so both report a phase alike.
+runner (:mod:`asyncbench.run.sequence.runner`) and the scaled-out coordinator
+(:mod:`asyncbench.run.scale_out.distributed`), so both report a phase alike.
 
 The figures come from a :class:`~asyncbench.measure.latency_recorder.PhaseRecorder` holding
 every batch of the phase: in one process its own workers', in a scaled-out run the batches
-the client processes shipped to the coordinator (:mod:`asyncbench.run.batch_lines`), so
+the client processes shipped to the coordinator (:mod:`asyncbench.run.scale_out.batch_lines`), so
 the per-second series, the latency over time and the open-loop figures are computed by the
 same code from the same values.
 """

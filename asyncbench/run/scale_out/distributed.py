@@ -3,12 +3,12 @@ client processes, on this host (``--processes K``: a Dask ``LocalCluster``) or o
 worker processes of an existing Dask cluster (``--cluster ADDRESS``).
 
 Dask distributed does the process management, placement and messaging (actors, one
-:class:`~asyncbench.run.client_process.ClientProcessActor` per Dask worker process); this
+:class:`~asyncbench.run.scale_out.client_process.ClientProcessActor` per Dask worker process); this
 module is the protocol's logic only, chosen by measurement (docs/scaling.md):
 
 - every process draws the same plan from the config (nothing but the config is shipped);
   worker ``w``'s partition depends only on (plan, phase, P, w) (contiguous blocks of
-  workers per process, :func:`~asyncbench.run.client_process.hosted_workers`);
+  workers per process, :func:`~asyncbench.run.scale_out.client_process.hosted_workers`);
 - per operation phase: every process builds its partitions (``prepare``), then all are
   released at one wall-clock instant a little ahead (``go``): the phase is timed from the
   first process's release to the last worker's end, and the release skew is reported;
@@ -17,11 +17,11 @@ module is the protocol's logic only, chosen by measurement (docs/scaling.md):
   counts add exactly), client CPU summed; each process's peak memory is its own;
 - every batch of every process reaches the observers live (the JSON log's batch lines,
   with the process's index and host; the progress bar; the status line), carried by Dask
-  events a few batches at a time (:mod:`asyncbench.run.batch_lines`); a phase ends once
+  events a few batches at a time (:mod:`asyncbench.run.scale_out.batch_lines`); a phase ends once
   each process's batches have all arrived, so its batch lines precede its ``phase_end``;
 - stabilize, settle, reopen and verify run once, in process 0, as the single-process
   runner runs them once;
-- the phases are sequenced by :class:`~asyncbench.run.phase_sequence.PhaseSequence`, the
+- the phases are sequenced by :class:`~asyncbench.run.sequence.phase_sequence.PhaseSequence`, the
   class the in-process run uses: skips, rows, sweeps and the cost figures the coordinator
   can get (storage, logical bytes) are its; :class:`DistributedEngineRun` is only where a
   phase's work runs (its ``PhaseExecutor``), and each cost figure no client process
@@ -66,7 +66,6 @@ from asyncbench.result import (
     PhaseResult,
     Status,
 )
-from asyncbench.run.batch_lines import BatchLineReceiver
 from asyncbench.run.capacity.capacity import (
     SearchRecord,
     measure_capacity,
@@ -83,10 +82,11 @@ from asyncbench.run.capacity.saturation import (
     host_load,
     runqueue_wait_seconds,
 )
-from asyncbench.run.client_process import ClientProcessActor, OtherOutcome, PhasePart
 from asyncbench.run.observe.observers import Observer
-from asyncbench.run.phase_rows import add_figures
-from asyncbench.run.phase_sequence import PhaseSequence, Ran
+from asyncbench.run.scale_out.batch_lines import BatchLineReceiver
+from asyncbench.run.scale_out.client_process import ClientProcessActor, OtherOutcome, PhasePart
+from asyncbench.run.sequence.phase_rows import add_figures
+from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, DrawnPlan, MixFigures, PhaseKind, Workload
 
@@ -201,7 +201,7 @@ def ordinary_path_note(engine: str, placement: Placement) -> str:
 
 @dataclass(frozen=True)
 class ScaledOut:
-    """The scale-out the command line chose (:class:`~asyncbench.run.engine_runs.ScaleOut`):
+    """The scale-out the command line chose (:class:`~asyncbench.run.sequence.engine_runs.ScaleOut`):
     the client/server engines run across the client processes of ``placement``; the
     embedded ones (``--processes 1`` lets them run) on the ordinary path, with a note."""
 
@@ -237,7 +237,7 @@ class MergedPhase:
 
 def merge_phase(parts: Sequence[PhasePart], parallelism: int, wl: Workload) -> MergedPhase:
     """The processes' shares of one operation phase as one phase, exactly as
-    :func:`~asyncbench.run.phase_loop.run_operations` would report it at the same P:
+    :func:`~asyncbench.run.sequence.phase_loop.run_operations` would report it at the same P:
     the checksum combines the non-empty workers' checksums in worker order (P1: the one
     worker's), ops and retries are sums, histograms are merged, never averaged."""
     workers = sorted((w for p in parts for w in p.workers), key=lambda w: w.worker)
@@ -316,7 +316,7 @@ async def _all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 class DistributedEngineRun:
     """One engine at one profile count across K client processes; ``result`` keeps what
-    completed if it stops early (the same contract as :class:`~asyncbench.run.runner.EngineRun`)."""
+    completed if it stops early (the same contract as :class:`~asyncbench.run.sequence.runner.EngineRun`)."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, observer: Observer, placement: Placement

@@ -12,7 +12,7 @@ an anyio blocking portal, so the benchmark never shares a loop with Dask's commu
 the actor's methods are coroutines on the Dask worker's loop that only hand work over to
 that portal, so :meth:`abort` is served while a phase runs.
 
-The coordinator is :mod:`asyncbench.run.distributed`; this module has no Dask import (the
+The coordinator is :mod:`asyncbench.run.scale_out.distributed`; this module has no Dask import (the
 actor class is plain Python, Dask only hosts it).
 """
 
@@ -40,12 +40,12 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.facts import EngineFacts
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
 from asyncbench.run.capacity.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.capacity.saturation import host_load, runqueue_wait_seconds
-from asyncbench.run.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
-from asyncbench.run.phase_rows import kind_histograms, phase_rate
-from asyncbench.run.stores import worker_store
+from asyncbench.run.scale_out.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
+from asyncbench.run.sequence.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
+from asyncbench.run.sequence.phase_rows import kind_histograms, phase_rate
+from asyncbench.run.sequence.stores import worker_store
 from asyncbench.workload import DrawnPlan
 
 __all__ = ["ClientProcessActor", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]

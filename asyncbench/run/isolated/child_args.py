@@ -1,8 +1,8 @@
 """The isolated engine process's arguments, checked before it runs anything.
 
-The parent starts each isolated engine run as ``python -m asyncbench.run.child CONFIG
+The parent starts each isolated engine run as ``python -m asyncbench.run.isolated.child CONFIG
 --engine NAME --profiles N --parallelism P [--repeat R] --result-file F --log-file L [--parent-pipe FD]``
-(run/isolation.py). Nobody should type these, but a wrong value must still end in a
+(run/isolated/isolation.py). Nobody should type these, but a wrong value must still end in a
 clear message and exit 2, never a traceback (a missing config file, an int that is not
 one, a level the plan does not have) and never a directory created for a log: each
 argument is checked here and named in the error. Integers are read strictly
@@ -21,7 +21,7 @@ from asyncbench.parse import parse_int
 
 __all__ = ["ChildArgs", "child_args"]
 
-WHERE = "python -m asyncbench.run.child"
+WHERE = "python -m asyncbench.run.isolated.child"
 
 
 @dataclass(frozen=True)
