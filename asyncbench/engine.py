@@ -46,7 +46,7 @@ class EngineUnavailable(RuntimeError):
 
 
 #: The store size ``Engine.cost_growth`` is stated against: below it an engine's cost per
-#: operation is taken as flat (asyncbench.run.checks.estimate, where the knee is explained).
+#: operation is taken as flat (asyncbench.run.estimate, where the knee is explained).
 COST_GROWTH_KNEE = 200_000
 
 
@@ -185,7 +185,7 @@ class Engine(abc.ABC):
     #: overhead floor of the harness (the report and charts mark it).
     harness_floor: ClassVar[bool] = False
     #: How its cost per operation grows with the store above the estimate's knee
-    #: (asyncbench.run.checks.estimate): an exponent b, seconds per operation at n profiles being
+    #: (asyncbench.run.estimate): an exponent b, seconds per operation at n profiles being
     #: those at the knee times (n / knee) ** b; or, for an engine whose cost does not grow
     #: as a power (the LSM's steps up once its largest tree is compressed), measured points
     #: ``((profiles, cost over the knee's), ...)`` in increasing size, joined on a log-log

@@ -155,7 +155,7 @@ class LatencyStats:
 
 @dataclass
 class StallRecord:
-    """How long the engine held the event loop in a phase (:mod:`asyncbench.run.observe.loop_stalls`):
+    """How long the engine held the event loop in a phase (:mod:`asyncbench.run.phase.loop_stalls`):
     the longest hold (ns) and the holds of at least 1, 10 and 100 ms, and the holds of 10 ms
     or more as (end s from the phase's start, ms), the first 500. A hold is an operation of
     a batch run on the loop, or the loop late for its timer while no worker ran (the

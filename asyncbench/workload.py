@@ -42,7 +42,7 @@ __all__ = [
 
 
 class Action(StrEnum):
-    """What the runner does for a phase (asyncbench.run.sequence.dispatch runs each)."""
+    """What the runner does for a phase (asyncbench.run.phase.dispatch runs each)."""
 
     OPERATIONS = "ops"  # timed operation batches through one store call each
     STABILIZE = "stabilize"  # engine brings background work to rest (only if it needs it)

@@ -1,4 +1,4 @@
-"""What the stall record costs: the same phase with and without it (asyncbench.run.observe.loop_stalls).
+"""What the stall record costs: the same phase with and without it (asyncbench.run.phase.loop_stalls).
 
 Why: the record (each batch call's steps timed, a 1 ms lag timer on the loop) must not
 move the figures it sits beside. The phase most sensitive to a per-batch or per-turn cost
@@ -41,7 +41,7 @@ def _hook(*_: Any) -> None:
 async def measure(engine_name: str, records: int, operations: int, rounds: int, batch: int) -> dict[str, list[float]]:
     """ops/s of YCSB C's run phase with (``on``) and without (``off``) the stall record."""
     from asyncbench.engine import opened
-    from asyncbench.run.sequence.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.tools.store import new_engine
     from asyncbench.workloads import workload
 

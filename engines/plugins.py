@@ -52,6 +52,6 @@ def load_plugin(name: str, module_name: str, class_name: str, origin: str) -> ty
     if not getattr(cls, "name", None):
         raise PluginError(f"{where}: {class_name} sets no class attribute 'name'")
     problem = cost_growth_problem(cls.cost_growth)
-    if problem is not None:  # the estimate reads it before the run starts (asyncbench.run.checks.estimate)
+    if problem is not None:  # the estimate reads it before the run starts (asyncbench.run.estimate)
         raise PluginError(f"{where}: {class_name}.cost_growth: {problem}")
     return cls

@@ -152,7 +152,7 @@ def copy_result_set(result: Path, tmp: Path) -> Path:
 
 def store_of(engine, index: int = 0):  # type: ignore[no-untyped-def]
     """The profile store over ``engine``'s worker ``index`` (its primitives, mapped by the
-    workload, as a run does: asyncbench.run.sequence.stores)."""
+    workload, as a run does: asyncbench.run.phase.stores)."""
     from asyncbench.workloads.profile_store.stores import profile_store
 
     return profile_store(engine.worker(index), engine.limit)

@@ -17,7 +17,7 @@ from conftest import ROOT
 from engines_for_tests import FixedServiceWorker
 
 from asyncbench.run.capacity.capacity import local_probe, probe_bound, search
-from asyncbench.run.capacity.capacity_remote import run_probe_part
+from asyncbench.run.scale_out.capacity_remote import run_probe_part
 from asyncbench.slo import parse_slo_text
 from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb import settings as ycsb_settings

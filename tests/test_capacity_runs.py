@@ -237,7 +237,7 @@ def test_a_capacity_search_over_10_minutes_asks_before_starting(tmp_path: Path) 
     estimated over 10 minutes does (``--yes`` skips it)."""
     from asyncbench.cli.run import confirm_start
     from asyncbench.config import load
-    from asyncbench.run.checks.estimate import ASK_ABOVE_SECONDS, estimate
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, estimate
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -20,7 +20,7 @@ import pytest
 
 @pytest.mark.parametrize("delay", [0.08, 0.15])
 def test_three_sigints_during_a_childs_imports_print_no_traceback(tmp_path: Path, delay: float) -> None:
-    cmd = [sys.executable, "-m", "asyncbench.run.isolated.child", str(tmp_path / "config.json"), "--engine", "memory"]
+    cmd = [sys.executable, "-m", "asyncbench.run.child", str(tmp_path / "config.json"), "--engine", "memory"]
     cmd += ["--profiles", "1000", "--parallelism", "1", "--result-file", str(tmp_path / "r.json")]
     cmd += ["--log-file", str(tmp_path / "log")]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -46,7 +46,7 @@ def test_a_bad_subcommand_argument_exits_2(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_no_child_flags_on_the_command_line() -> None:
-    """The isolated engine's process is python -m asyncbench.run.isolated.child, not a CLI mode."""
+    """The isolated engine's process is python -m asyncbench.run.child, not a CLI mode."""
     assert "--child" not in build_parser().format_help()
     with pytest.raises(SystemExit):
         parse_args(["--child-run", "x.json"])

@@ -31,6 +31,7 @@ from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import Status
 from asyncbench.run.observe.observers import Observer, ObserverGroup
+from asyncbench.run.runner import EngineRun
 from asyncbench.run.scale_out.client_process import ClientProcessActor, PhasePart, WorkerPart, hosted_workers
 from asyncbench.run.scale_out.distributed import (
     DistributedEngineRun,
@@ -39,7 +40,6 @@ from asyncbench.run.scale_out.distributed import (
     check_placement,
     merge_phase,
 )
-from asyncbench.run.sequence.runner import EngineRun
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
@@ -279,8 +279,8 @@ async def test_a_client_process_schedules_its_workers_as_one_process_would(tmp_p
     schedule as the single-process loop's, from the release instant; the batches shipped
     carry them all."""
     from asyncbench.rate import Arrivals, Rate
+    from asyncbench.run.phase.schedule import WorkerSchedule
     from asyncbench.run.scale_out.batch_lines import unpack
-    from asyncbench.run.sequence.schedule import WorkerSchedule
 
     cfg = quick_cfg(tmp_path, "memory", 4)
     cfg = dataclasses.replace(cfg, phases=[dataclasses.replace(cfg.phases[0], rate=20_000.0, arrivals=arrivals)])

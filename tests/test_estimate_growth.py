@@ -12,7 +12,7 @@ from conftest import ROOT
 from asyncbench.config import load
 from asyncbench.engine import EngineUnavailable, cost_growth_problem
 from asyncbench.engines import REGISTRY, engine_class
-from asyncbench.run.checks.estimate import GROWTH_KNEE, MeasuredCost, calibrate, cost_factor, growth
+from asyncbench.run.estimate import GROWTH_KNEE, MeasuredCost, calibrate, cost_factor, growth
 
 PLAN = ROOT / "benchmarks.toml"
 QUERY = 100e-6  # a query phase's operation: many reads
@@ -117,7 +117,7 @@ def test_a_plan_is_calibrated_only_when_calibrating_costs_a_small_share_of_it(tm
     is still calibrated."""
     import dataclasses
 
-    from asyncbench.run.checks.estimate import estimate
+    from asyncbench.run.estimate import estimate
 
     quick = dataclasses.replace(load(ROOT / "benchmarks" / "quick.toml"), output=tmp_path)
     est = estimate(quick, calibrate_fn=lambda c: pytest.fail("the quick plan was calibrated"))
@@ -136,7 +136,7 @@ def test_an_engine_whose_calibration_fails_is_left_out_with_the_reason(tmp_path,
     import dataclasses
 
     from asyncbench import engines
-    from asyncbench.run.checks.estimate import estimate
+    from asyncbench.run.estimate import estimate
 
     monkeypatch.setitem(engines.REGISTRY, "brokenctor", "engines_for_tests:BrokenConstructorEngine")
     cfg = dataclasses.replace(load(PLAN), output=tmp_path / "out", data=tmp_path / "data")
@@ -156,7 +156,7 @@ def test_each_phase_costs_the_median_of_the_calibration_rounds() -> None:
     """A 2M run's estimate printed 0.77x (lsm) and 0.63x (rocksdb) of its measured time on
     a quiet machine, where the same plan's had been 0.98x and 0.90x: one calibration is one
     moment of the machine. The rounds' median drops the odd moment, phase by phase."""
-    from asyncbench.run.checks.estimate import MeasuredCost
+    from asyncbench.run.estimate import MeasuredCost
 
     def at(read: float, query: float, settle: float, overhead: float) -> MeasuredCost:
         per_op = {"read_by_id": read, "query_country_status": query}
@@ -176,8 +176,8 @@ def test_each_phase_costs_the_median_of_the_calibration_rounds() -> None:
 def test_the_calibration_runs_rounds_with_the_engines_taking_turns(tmp_path, monkeypatch) -> None:
     """Each engine is calibrated CALIBRATION_ROUNDS times, interleaved with the others (so
     its rounds are moments apart), and gets one rate per parallelism level: the median."""
-    from asyncbench.run.checks import estimate as est
-    from asyncbench.run.sequence import runner
+    from asyncbench.run import estimate as est
+    from asyncbench.run import runner
 
     ran: list[str] = []
     real = runner.EngineRun
@@ -211,7 +211,7 @@ def test_a_plan_gets_as_many_calibration_rounds_as_fit_in_its_share() -> None:
     calibrated; the reference plan gets every round."""
     import dataclasses
 
-    from asyncbench.run.checks import estimate as est
+    from asyncbench.run import estimate as est
 
     capacity = dataclasses.replace(load(ROOT / "benchmarks" / "capacity.toml"), engines=["memory"], profiles=[50_000])
     one = est.plan_operations(est.calibration_config(capacity, ROOT), est.CALIBRATION_PROFILES)

@@ -15,7 +15,7 @@ from conftest import ROOT
 from asyncbench.config import BenchConfig, apply_run_key, load, pace_phases
 from asyncbench.rate import Arrivals
 from asyncbench.result import OpenLoop, RunResult
-from asyncbench.run.checks.estimate import from_history
+from asyncbench.run.estimate import from_history
 from asyncbench.workload import Action
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result-sample.json"  # a profile-store-quick result

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
-from asyncbench.run.checks.estimate import (
+from asyncbench.run.estimate import (
     MeasuredCost,
     estimate,
     growth,

@@ -11,7 +11,7 @@ from conftest import ROOT
 from asyncbench.cli.main import build_parser, main
 from asyncbench.cli.run import confirm_start
 from asyncbench.config import load
-from asyncbench.run.checks.estimate import estimate, plan_operations
+from asyncbench.run.estimate import estimate, plan_operations
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 

@@ -68,7 +68,7 @@ def test_a_long_floor_run_prints_its_estimate_and_asks(capsys, monkeypatch, tmp_
 def test_the_estimate_grows_with_the_flags() -> None:
     import argparse
 
-    from asyncbench.run.checks.estimate import ASK_ABOVE_SECONDS
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS
     from asyncbench.tools.floor import add_arguments, estimate
 
     parser = argparse.ArgumentParser()

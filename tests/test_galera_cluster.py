@@ -401,8 +401,8 @@ def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_p
     from asyncbench.config import load
     from asyncbench.measure.memory_sampler import MemorySampler
     from asyncbench.run.observe.observers import ObserverGroup
+    from asyncbench.run.runner import EngineRun
     from asyncbench.run.scale_out.distributed import DistributedEngineRun, Placement
-    from asyncbench.run.sequence.runner import EngineRun
     from asyncbench.workloads.profile_store.plan import draw_plan
 
     profiles = 1_000

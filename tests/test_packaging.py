@@ -57,7 +57,7 @@ def test_the_wheel_carries_engines_workloads_and_their_data(wheel: zipfile.ZipFi
         "asyncbench/workloads/profile_store/published_reference.json",
         "asyncbench/workloads/common/distributions.py",
         "asyncbench/cli/main.py",
-        "asyncbench/run/sequence/runner.py",
+        "asyncbench/run/runner.py",
     ):
         assert module in names, module
     assert not any(n.startswith(("engines/", "workloads/", "examples/", "tests/")) for n in names)

@@ -275,7 +275,7 @@ def test_the_estimate_stops_a_duration_phase_at_its_duration(tmp_path: Path) -> 
     """At 1 op/s 100k operations take 28 h; with duration = "2s" the phase takes 2 s, and
     the start prompt must not ask about a day-long run."""
     from asyncbench.config import load
-    from asyncbench.run.checks.estimate import paced_seconds
+    from asyncbench.run.estimate import paced_seconds
 
     cfg = load(plan(tmp_path, "a", ops=100_000, extra='duration = "2s"\nrate = 1\n'))
     assert paced_seconds(cfg, 2000) == 2.0

@@ -229,7 +229,7 @@ def test_a_slow_rate_makes_the_estimate_a_lower_bound_and_asks(tmp_path: Path, r
     from asyncbench.cli.run import confirm_start
     from asyncbench.cli.run_command import apply_flags
     from asyncbench.config import load
-    from asyncbench.run.checks.estimate import ASK_ABOVE_SECONDS, estimate, phase_operations
+    from asyncbench.run.estimate import ASK_ABOVE_SECONDS, estimate, phase_operations
 
     plan = plan_with(tmp_path, run_lines)
     cfg = load(plan)
@@ -251,7 +251,7 @@ def test_a_slow_rate_makes_the_estimate_a_lower_bound_and_asks(tmp_path: Path, r
 def test_a_measured_rate_is_never_faster_than_the_target_rate(tmp_path: Path) -> None:
     from asyncbench.cli.run_command import apply_flags
     from asyncbench.config import load
-    from asyncbench.run.checks.estimate import MeasuredCost, calibration_config, phase_operations
+    from asyncbench.run.estimate import MeasuredCost, calibration_config, phase_operations
 
     plan = plan_with(tmp_path)
     cfg = load(plan)

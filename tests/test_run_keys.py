@@ -14,7 +14,7 @@ import pytest
 from asyncbench.cli.main import build_parser
 from asyncbench.config import RUN_KEYS, BenchConfig, Level, from_document, from_json, to_json
 from asyncbench.run.observe.observers import Observer
-from asyncbench.run.sequence.runner import EngineRun
+from asyncbench.run.runner import EngineRun
 
 PLAN = {
     "run": {
@@ -144,7 +144,7 @@ def test_one_row_drives_the_flag_the_childs_copy_and_the_report_label(tmp_path: 
     from asyncbench.cli.run_command import apply_flags
     from asyncbench.config import Int, RunKey, load
     from asyncbench.report.markdown_report import configuration
-    from asyncbench.run.sequence.runner import new_result
+    from asyncbench.run.runner import new_result
 
     row = RunKey("warmup", Int(0, 999), "warm-ups", flag="--warm-ups", report="Warm-ups left out", result="warmup")
     monkeypatch.setitem(RUN_KEYS, "warmup", row)

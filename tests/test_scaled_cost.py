@@ -21,8 +21,8 @@ from asyncbench.config import load
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, PhaseResult
 from asyncbench.run.observe.observers import ObserverGroup
+from asyncbench.run.runner import EngineRun
 from asyncbench.run.scale_out.distributed import DistributedEngineRun, Placement
-from asyncbench.run.sequence.runner import EngineRun
 from asyncbench.workload import Action, Group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_the_in_process_runner_imports_no_scale_out_code() -> None:
     """The command line picks the scale-out (asyncbench.run.sequence.engine_runs.ScaleOut); the
     runner and the phase sequence name neither the coordinator nor the client process."""
     code = (
-        "import sys, asyncbench.run.sequence.runner, asyncbench.run.sequence.phase_sequence; "
+        "import sys, asyncbench.run.runner, asyncbench.run.sequence.phase_sequence; "
         "print(sorted(m for m in sys.modules if m in ('asyncbench.run.scale_out.distributed', 'asyncbench.run.scale_out.client_process')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -5,7 +5,7 @@ every ``_`` first made ``_1``, ``1__0`` and ``1_`` counts: all were accepted as 
 Now they exit 2 naming the flag, before anything is created. A phase name with a control
 character reached the console raw (an escape sequence could rewrite the terminal): the
 plan is refused, and no message quotes input raw. The isolated engine's process
-(``python -m asyncbench.run.isolated.child``) raised tracebacks on bad arguments (a missing config,
+(``python -m asyncbench.run.child``) raised tracebacks on bad arguments (a missing config,
 a level the plan does not have, a result directory that is not there) and created a log
 directory: now exit 2 naming the argument, nothing created.
 """
@@ -188,7 +188,7 @@ def test_child_process_arguments_exit_2_naming_them(
     tmp_path: Path,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from asyncbench.run.isolated.child import main as child_main
+    from asyncbench.run.child import main as child_main
 
     if value == "NEWDIR/c.log":
         value = str(tmp_path / "newdir" / "c.log")
@@ -197,7 +197,7 @@ def test_child_process_arguments_exit_2_naming_them(
     code = child_main(_child_argv(child_config, tmp_path, **{flag: value}))
     output = "".join(capfd.readouterr())
     assert code == 2, output
-    assert f"asyncbench: python -m asyncbench.run.isolated.child: {flag}" in output and problem in output, output
+    assert f"asyncbench: python -m asyncbench.run.child: {flag}" in output and problem in output, output
     assert "Traceback" not in output
     assert not (tmp_path / "newdir").exists()
     assert not (tmp_path / "r.json").exists()

@@ -14,7 +14,7 @@ from test_run_keys import PLANS
 from asyncbench.config import BenchConfig, ConfigError, PhaseSpec, from_document
 from asyncbench.run.checks.validate import check_values, validate
 from asyncbench.run.observe.observers import Observer
-from asyncbench.run.sequence.runner import Benchmark
+from asyncbench.run.runner import Benchmark
 
 PHASES = [PhaseSpec("insert", "insert profiles"), PhaseSpec("read_by_id", "read by user id", stream="reads")]
 

@@ -19,9 +19,9 @@ from conftest import ROOT
 from asyncbench.config import BenchConfig, load
 from asyncbench.report.markdown_report import render
 from asyncbench.result import RunResult, Status
-from asyncbench.run.checks.estimate import phase_operations
+from asyncbench.run.estimate import phase_operations
 from asyncbench.run.observe.observers import Observer
-from asyncbench.run.sequence.runner import Benchmark
+from asyncbench.run.runner import Benchmark
 from asyncbench.workloads import workload
 
 FIXTURE = ROOT / "tests" / "fixtures" / "result-sample.json"

@@ -4,7 +4,7 @@ This module only parses. Each command is a module with ``add_arguments(parser)``
 subparser's arguments) and ``run(args) -> int`` (the command, returning the exit code);
 :data:`COMMANDS` lists them. ``run`` is the default command, so the README's
 ``python -m asyncbench PLAN.toml [flags]`` is ``python -m asyncbench run PLAN.toml [flags]``.
-The isolated engine's process is not a command: it is ``python -m asyncbench.run.isolated.child``.
+The isolated engine's process is not a command: it is ``python -m asyncbench.run.child``.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ from asyncbench.run.observe.logs import LogFile, open_log
 from asyncbench.run.observe.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
 from asyncbench.run.observe.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.observe.signals import StopSignals, backend_options
+from asyncbench.run.runner import Benchmark
 from asyncbench.run.scale_out.distributed import scale_out
-from asyncbench.run.sequence.runner import Benchmark
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
@@ -61,9 +61,9 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdo
     range's bottom: a search cannot know ahead where it will end, issue 51)."""
     import sys
 
-    from asyncbench.run.checks.estimate import ask_to_start, duration, estimate
     from asyncbench.run.checks.memory_need import memory_lines
     from asyncbench.run.checks.scale import notes
+    from asyncbench.run.estimate import ask_to_start, duration, estimate
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)

@@ -1,7 +1,7 @@
 """Capacity under a latency bound: the highest target rate an engine sustains.
 
 A *probe* runs a fixed number of the phase's operations at one target rate (open loop,
-:mod:`asyncbench.run.sequence.phase_loop`, response time from each operation's intended start) and
+:mod:`asyncbench.run.phase.phase_loop`, response time from each operation's intended start) and
 *passes* when all three hold:
 
 - the achieved rate is at most :data:`~asyncbench.rate.RATE_SHORTFALL` (5 %) below the target;
@@ -89,7 +89,7 @@ stream shorter than the search's bound of probes is refused before the run
 The probe itself is a callable, so the search knows nothing of engines, processes or
 phase kinds: the in-process runner gives one over its worker handles
 (:func:`local_probe`), the coordinator of client processes another
-(:mod:`asyncbench.run.capacity.capacity_remote`).
+(:mod:`asyncbench.run.scale_out.capacity_remote`).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.engine import Engine
 from asyncbench.rate import RATE_SHORTFALL, Rate
 from asyncbench.result import Capacity, CapacityProbe, PhaseResult
-from asyncbench.run.sequence.stores import worker_stores
+from asyncbench.run.phase.stores import worker_stores
 from asyncbench.slo import Slo
 from asyncbench.workload import PhaseKind, Workload
 
@@ -226,7 +226,7 @@ def needed_operations(slo: Slo, rate_range: Sequence[float], repeats: int, probe
 
 
 def search_seconds(slo: Slo, rate_range: Sequence[float], sustained: float, probe_seconds: float = 0.0) -> float:
-    """The estimate's model of one search (:mod:`asyncbench.run.checks.estimate`): the search run
+    """The estimate's model of one search (:mod:`asyncbench.run.estimate`): the search run
     against an engine that passes every probe up to ``sustained`` ops/s and misses the rate
     above it, each probe taking its operations at its rate (at most ``sustained``). With
     ``sustained`` infinite, every probe passes: the least time any search of these bounds
@@ -734,11 +734,11 @@ def local_probe(
 ) -> ProbeFn:
     """A probe over this process's worker handles (``kind`` a phase kind of ``wl``): probe ``number`` runs its slice of the
     phase's items (:func:`probe_items`) at the target rate through the ordinary open-loop
-    phase execution (:func:`~asyncbench.run.sequence.phase_loop.run_operations`), and returns every
+    phase execution (:func:`~asyncbench.run.phase.phase_loop.run_operations`), and returns every
     operation's response time (end minus intended start), ordered by intended start."""
     from asyncbench.rate import Arrivals
     from asyncbench.run.capacity.saturation import thread_wait_seconds
-    from asyncbench.run.sequence.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
 
     warmup, judged = probe_length(slo)
     length = warmup + judged
@@ -952,7 +952,7 @@ async def capacity_of_phase(
 
     from asyncbench.config import slo_for
     from asyncbench.rate import Arrivals
-    from asyncbench.run.sequence.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.slo import make_slo
 
     wl = cfg.workload_impl

@@ -1,5 +1,5 @@
 """One check of a whole config before it runs, whoever built it: a plan and flags (the
-command line) or code (``BenchConfig(...)`` handed to :class:`asyncbench.run.sequence.runner.Benchmark`).
+command line) or code (``BenchConfig(...)`` handed to :class:`asyncbench.run.runner.Benchmark`).
 
 Why one function: the checks were spread over the plan loader (``asyncbench.config``), the
 command line's ``apply_flags`` and ``asyncbench.run.checks.preflight``, so a config built in code

@@ -43,7 +43,7 @@ from asyncbench.config import BenchConfig, Level, PhaseSpec, to_json
 from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
 from asyncbench.run.crash.power_mount import power_cut_mount
-from asyncbench.run.sequence.stores import worker_store
+from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload import DrawnPlan, Workload
 
 __all__ = ["CrashRecord", "crash_phase", "recover_phase"]

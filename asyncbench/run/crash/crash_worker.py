@@ -32,7 +32,7 @@ from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.fs.power_cut import die_with_parent
-from asyncbench.run.sequence.stores import worker_store
+from asyncbench.run.phase.stores import worker_store
 
 __all__ = ["main"]
 

@@ -1,6 +1,6 @@
 """The isolated engine process's arguments, checked before it runs anything.
 
-The parent starts each isolated engine run as ``python -m asyncbench.run.isolated.child CONFIG
+The parent starts each isolated engine run as ``python -m asyncbench.run.child CONFIG
 --engine NAME --profiles N --parallelism P [--repeat R] --result-file F --log-file L [--parent-pipe FD]``
 (run/isolated/isolation.py). Nobody should type these, but a wrong value must still end in a
 clear message and exit 2, never a traceback (a missing config file, an int that is not
@@ -21,7 +21,7 @@ from asyncbench.parse import parse_int
 
 __all__ = ["ChildArgs", "child_args"]
 
-WHERE = "python -m asyncbench.run.isolated.child"
+WHERE = "python -m asyncbench.run.child"
 
 
 @dataclass(frozen=True)

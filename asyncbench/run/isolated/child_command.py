@@ -9,7 +9,7 @@ item 7). The parent owns interrupt handling (it stops its children with SIGTERM,
 SIGKILL), so the child starts with SIGINT ignored: ``/bin/sh`` sets it to ignored and
 ``exec``\\ s Python (an ignored signal stays ignored across ``exec``, and Python installs its
 own SIGINT handler only over the default). The child's first lines
-(:data:`asyncbench.run.isolated.child.EARLY_SIGNALS`) then take SIGINT back, record any that come
+(:data:`asyncbench.run.child.EARLY_SIGNALS`) then take SIGINT back, record any that come
 during its imports, and handle them once its stop handlers are in place.
 
 The child runs with ``-P`` (Python 3.11+: no unsafe path first on ``sys.path``): ``-m``
@@ -38,9 +38,9 @@ IGNORE_SIGINT_THEN_EXEC = 'trap "" INT; exec "$0" "$@"'
 
 
 def child_command(args: Sequence[str]) -> list[str]:
-    """``python -P -m asyncbench.run.isolated.child ARGS``, started with SIGINT ignored (the module's
+    """``python -P -m asyncbench.run.child ARGS``, started with SIGINT ignored (the module's
     docstring) where there is a POSIX shell; as it is elsewhere."""
-    python = [sys.executable, "-P", "-m", "asyncbench.run.isolated.child", *args]
+    python = [sys.executable, "-P", "-m", "asyncbench.run.child", *args]
     if os.name != "posix" or not os.path.exists("/bin/sh"):
         return python
     return ["/bin/sh", "-c", IGNORE_SIGINT_THEN_EXEC, *python]

@@ -60,7 +60,7 @@ CONTEXT = ChildContext()
 
 
 class ChildEngineRun:
-    """Parent side: run one engine at one profile count in ``python -m asyncbench.run.isolated.child``."""
+    """Parent side: run one engine at one profile count in ``python -m asyncbench.run.child``."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, log_path: Path, observer: Observer, repeat: int = 0

@@ -15,7 +15,7 @@ marks are moved onto the coordinator's clock first (by one shift per process, fr
 wall-minus-monotonic offsets of its first event and of the coordinator: a process's
 stamps keep their order), so a line's timestamp is when its batch ended, across hosts as
 good as their clock sync. The recorder gives the phase's per-second series, latency over
-time and open-loop figures exactly as one process's (:mod:`asyncbench.run.sequence.phase_rows`). Each
+time and open-loop figures exactly as one process's (:mod:`asyncbench.run.phase.phase_rows`). Each
 process reports how many batches it shipped with its phase result, and the coordinator
 waits for them before the phase ends, so every batch line precedes its ``phase_end``.
 """

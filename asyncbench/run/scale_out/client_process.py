@@ -40,12 +40,12 @@ from asyncbench.engines import engine_class, server_lock
 from asyncbench.facts import EngineFacts
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.capacity.capacity_remote import ProbePart, run_probe_part
 from asyncbench.run.capacity.saturation import host_load, runqueue_wait_seconds
+from asyncbench.run.phase.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
+from asyncbench.run.phase.phase_rows import kind_histograms, phase_rate
+from asyncbench.run.phase.stores import worker_store
 from asyncbench.run.scale_out.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
-from asyncbench.run.sequence.dispatch import Host, OperationPhase, run_action, run_workers, shares, split
-from asyncbench.run.sequence.phase_rows import kind_histograms, phase_rate
-from asyncbench.run.sequence.stores import worker_store
+from asyncbench.run.scale_out.capacity_remote import ProbePart, run_probe_part
 from asyncbench.workload import DrawnPlan
 
 __all__ = ["ClientProcessActor", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
@@ -351,7 +351,7 @@ class ClientProcessActor:
 
     async def probe(self, index: int, number: int, rate: float | None, length: int, release_at: float) -> ProbePart:
         """Probe ``number`` of a capacity search of phase ``index``: this process's workers
-        run their share at ``rate`` from ``release_at`` (asyncbench.run.capacity.capacity_remote);
+        run their share at ``rate`` from ``release_at`` (asyncbench.run.scale_out.capacity_remote);
         ``rate`` None: a writing phase's rest after ``number`` probes, closed loop."""
         return await self._call(self._probe, index, number, rate, length, release_at)
 

@@ -74,7 +74,6 @@ from asyncbench.run.capacity.capacity import (
     warm_store,
     writes,
 )
-from asyncbench.run.capacity.capacity_remote import ProbePart, coordinated_probe, merged_probe
 from asyncbench.run.capacity.saturation import (
     CLIENT_BOUND_BUSY,
     PhaseLoad,
@@ -83,9 +82,10 @@ from asyncbench.run.capacity.saturation import (
     runqueue_wait_seconds,
 )
 from asyncbench.run.observe.observers import Observer
+from asyncbench.run.phase.phase_rows import add_figures
 from asyncbench.run.scale_out.batch_lines import BatchLineReceiver
+from asyncbench.run.scale_out.capacity_remote import ProbePart, coordinated_probe, merged_probe
 from asyncbench.run.scale_out.client_process import ClientProcessActor, OtherOutcome, PhasePart
-from asyncbench.run.sequence.phase_rows import add_figures
 from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, DrawnPlan, MixFigures, PhaseKind, Workload
@@ -237,7 +237,7 @@ class MergedPhase:
 
 def merge_phase(parts: Sequence[PhasePart], parallelism: int, wl: Workload) -> MergedPhase:
     """The processes' shares of one operation phase as one phase, exactly as
-    :func:`~asyncbench.run.sequence.phase_loop.run_operations` would report it at the same P:
+    :func:`~asyncbench.run.phase.phase_loop.run_operations` would report it at the same P:
     the checksum combines the non-empty workers' checksums in worker order (P1: the one
     worker's), ops and retries are sums, histograms are merged, never averaged."""
     workers = sorted((w for p in parts for w in p.workers), key=lambda w: w.worker)
@@ -316,7 +316,7 @@ async def _all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 class DistributedEngineRun:
     """One engine at one profile count across K client processes; ``result`` keeps what
-    completed if it stops early (the same contract as :class:`~asyncbench.run.sequence.runner.EngineRun`)."""
+    completed if it stops early (the same contract as :class:`~asyncbench.run.runner.EngineRun`)."""
 
     def __init__(
         self, cfg: BenchConfig, level: Level, name: str, observer: Observer, placement: Placement
@@ -630,7 +630,7 @@ class DistributedEngineRun:
         self, index: int, spec: PhaseSpec, kind: PhaseKind, record: Callable[[SearchRecord], None]
     ) -> Ran:
         """Phase ``index``'s capacity (asyncbench.run.capacity.capacity): each probe runs on every
-        client process, released together (asyncbench.run.capacity.capacity_remote)."""
+        client process, released together (asyncbench.run.scale_out.capacity_remote)."""
         slo = make_slo(slo_for(self.cfg, spec.kind))
         warmup, judged = probe_length(slo)
 

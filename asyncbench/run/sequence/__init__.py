@@ -1,1 +1,1 @@
-"""One engine's run in this process: the plan's phases in order, each split among its workers, timed batch by batch, and turned into result rows."""
+"""The one phase sequence both the in-process and the scaled-out run drive: the plan's phases in order, each skipped, run or searched, and what the run will run."""

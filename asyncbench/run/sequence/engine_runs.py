@@ -1,7 +1,7 @@
 """What the benchmark asks of one engine's run, wherever it runs, and of a scaled-out
-placement: the interface :class:`~asyncbench.run.sequence.runner.Benchmark` drives.
+placement: the interface :class:`~asyncbench.run.runner.Benchmark` drives.
 
-Three runs exist: in this process (:class:`~asyncbench.run.sequence.runner.EngineRun`), in an
+Three runs exist: in this process (:class:`~asyncbench.run.runner.EngineRun`), in an
 isolated child process (:class:`~asyncbench.run.isolated.isolation.ChildEngineRun`) and across
 client processes (:class:`~asyncbench.run.scale_out.distributed.DistributedEngineRun`). The
 benchmark needs of each only :class:`EngineRunner`; which engines run scaled out is a

@@ -1,7 +1,7 @@
 """One phase sequence: the plan's phases in order, each skipped, run or searched, and its
 result row built and reported the same way wherever its work runs.
 
-Two runs drive it: the in-process run (:class:`~asyncbench.run.sequence.runner.EngineRun`: this
+Two runs drive it: the in-process run (:class:`~asyncbench.run.runner.EngineRun`: this
 process's workers, also what an isolated engine's child runs) and the scaled-out run
 (:class:`~asyncbench.run.scale_out.distributed.DistributedEngineRun`: client processes). They differ
 only in where a phase's work runs, handed in as a :class:`PhaseExecutor`. When a phase is
@@ -25,14 +25,14 @@ from asyncbench.rate import Rate
 from asyncbench.result import Capacity, EngineResult, OpenLoop, PhaseCost, PhaseResult, StallRecord
 from asyncbench.run.capacity.capacity import SearchRecord, stopped_search
 from asyncbench.run.observe.observers import Observer
-from asyncbench.run.reuse import reuse, reuse_proof
-from asyncbench.run.sequence.phase_rows import (
+from asyncbench.run.phase.phase_rows import (
     merge_kind_latencies,
     phase_mix,
     phase_rate,
     phase_row,
     sweep_dipped,
 )
+from asyncbench.run.reuse import reuse, reuse_proof
 from asyncbench.workload import Action, DrawnPlan, Group, MixFigures, PhaseKind
 
 __all__ = ["PhaseExecutor", "PhaseSequence", "Ran", "no_figures"]

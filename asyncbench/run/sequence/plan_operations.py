@@ -1,7 +1,7 @@
 """What a run will run, counted from its config alone: the phases (a reuse run leaves out
 some) and the operations each phase's stream holds.
 
-Apart from the estimate (:mod:`asyncbench.run.checks.estimate`, which calibrates engines and so
+Apart from the estimate (:mod:`asyncbench.run.estimate`, which calibrates engines and so
 reaches the runner) so the checks before a run (:mod:`asyncbench.run.checks.preflight`,
 :mod:`asyncbench.run.checks.memory_need`, which the runner's own validation calls) can count
 without an import cycle through the runner.

@@ -440,7 +440,7 @@ def calibrate(cfg: BenchConfig) -> tuple[MeasuredCosts, str, dict[str, str]]:
 
     from asyncbench.measure.memory_sampler import MemorySampler
     from asyncbench.run.observe.observers import Observer
-    from asyncbench.run.sequence.runner import EngineRun
+    from asyncbench.run.runner import EngineRun
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:
         small = calibration_config(cfg, Path(tmp))

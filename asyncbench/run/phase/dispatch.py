@@ -1,13 +1,13 @@
 """The one way a phase runs: split an operation phase among its workers and run them, or
 run a maintenance/verify action, the same in every place that runs phases.
 
-Three places run phases: the in-process runner (:mod:`asyncbench.run.sequence.runner`, also what an
+Three places run phases: the in-process runner (:mod:`asyncbench.run.runner`, also what an
 isolated engine's child process runs) and each client process of a scaled-out run
 (:mod:`asyncbench.run.scale_out.client_process`). They differ only in which workers they host and
 when the workers are released (as soon as every worker is parked at the gate, or at a
 wall-clock instant shared by every process); what a worker does, how a phase's items are
 split, and what each non-operation action does is here, once. A new action is one entry
-of :data:`ACTIONS`; a worker's loop is :mod:`asyncbench.run.sequence.phase_loop`'s.
+of :data:`ACTIONS`; a worker's loop is :mod:`asyncbench.run.phase.phase_loop`'s.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from anyio.abc import TaskGroup
 from asyncbench.engine import Engine
 from asyncbench.measure.latency import CLOCK
 from asyncbench.rate import Rate
-from asyncbench.run.observe.loop_ledger import LoopLedger
-from asyncbench.run.observe.loop_stalls import LoopHolds, StallMonitor
-from asyncbench.run.sequence.phase_loop import (
+from asyncbench.run.phase.loop_ledger import LoopLedger
+from asyncbench.run.phase.loop_stalls import LoopHolds, StallMonitor
+from asyncbench.run.phase.phase_loop import (
     BatchHook,
     Deadline,
     PhaseOutcome,
@@ -36,8 +36,8 @@ from asyncbench.run.sequence.phase_loop import (
     run_batches,
     run_batches_at,
 )
-from asyncbench.run.sequence.schedule import WorkerSchedule
-from asyncbench.run.sequence.stores import worker_store
+from asyncbench.run.phase.schedule import WorkerSchedule
+from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload import Action, FoldTarget, PhaseKind, Split, Workload
 
 __all__ = [
@@ -90,7 +90,7 @@ class OperationPhase:
     #: worker -> its fraction of the operations, for an uneven split (:func:`shares`)
     shares: Mapping[int, float] | None = None
     #: A time-bounded phase: its duration (ns from the release) and the list its workers'
-    #: batches go to (:class:`~asyncbench.run.sequence.phase_loop.Deadline`); None: run to the end.
+    #: batches go to (:class:`~asyncbench.run.phase.phase_loop.Deadline`); None: run to the end.
     duration_ns: int | None = None
     ran: RanBatches | None = None
 
@@ -110,7 +110,7 @@ async def run_workers(
     starts the caller's clock and returns the schedules' origin, ns on the marks' clock),
     then the gate opens. One hosted worker runs in the caller's task, with no gate.
     ``holds``: where the engine's holds of the loop go from the release on
-    (:mod:`asyncbench.run.observe.loop_stalls`); None: not measured.
+    (:mod:`asyncbench.run.phase.loop_stalls`); None: not measured.
     """
     ledger = LoopLedger(holds)  # the workers share the loop, and so its engine time
     monitor = None if holds is None else StallMonitor(holds)
@@ -231,10 +231,10 @@ async def run_operations(
     The phase checksum is the fold of the active workers' hex checksums in worker order
     (one active worker: its own checksum). With a ``rate`` (ops/s over all workers), each
     worker issues its operations at intended times from the release
-    (:mod:`asyncbench.run.sequence.schedule`); without one, closed loop. With a ``duration``
+    (:mod:`asyncbench.run.phase.schedule`); without one, closed loop. With a ``duration``
     (seconds, a ``bounded`` kind), no batch starts after it: the outcome's ``ops`` are the
     operations that ran and ``ran`` their batches (the checksum folds what ran).
-    ``stalls``: the engine's holds of the loop measured (:mod:`asyncbench.run.observe.loop_stalls`)
+    ``stalls``: the engine's holds of the loop measured (:mod:`asyncbench.run.phase.loop_stalls`)
     into the outcome.
     """
     workers = len(stores)

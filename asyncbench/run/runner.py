@@ -45,13 +45,13 @@ from asyncbench.run.crash.crash import CrashRecord, crash_phase, recover_phase
 from asyncbench.run.isolated.isolation import ChildEngineRun
 from asyncbench.run.observe.gc_policy import harness_frozen
 from asyncbench.run.observe.observers import BatchDone, Observer
+from asyncbench.run.phase.dispatch import Host, OtherDone, run_action, run_operations
+from asyncbench.run.phase.phase_loop import PhaseOutcome
+from asyncbench.run.phase.phase_rows import add_figures, phase_prefix, phase_row
+from asyncbench.run.phase.stores import worker_stores
 from asyncbench.run.reuse import reuse, reuse_proof
-from asyncbench.run.sequence.dispatch import Host, OtherDone, run_action, run_operations
 from asyncbench.run.sequence.engine_runs import EngineRunner, ScaleOut
-from asyncbench.run.sequence.phase_loop import PhaseOutcome
-from asyncbench.run.sequence.phase_rows import add_figures, phase_prefix, phase_row
 from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
-from asyncbench.run.sequence.stores import worker_stores
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
 

@@ -4,7 +4,7 @@ every operation for 80 ms shows in the result, not only as a p99.9 nobody can ex
 
 Two sources, each the cheapest that sees its kind of hold:
 
-- **The engine's batch calls**, timed step by step (:class:`~asyncbench.run.observe.loop_ledger.LoopLedger`:
+- **The engine's batch calls**, timed step by step (:class:`~asyncbench.run.phase.loop_ledger.LoopLedger`:
   each stretch of a call's coroutine between two suspensions is a hold, exactly; an engine
   whose batch runs synchronously on the loop holds it for the whole batch). Two clock reads
   and a generator hop per step, i.e. per batch of ``batch_size`` operations: nothing a

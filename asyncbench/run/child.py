@@ -1,9 +1,9 @@
-"""Child side of per-engine isolation: ``python -m asyncbench.run.isolated.child CONFIG ...`` runs one
+"""Child side of per-engine isolation: ``python -m asyncbench.run.child CONFIG ...`` runs one
 engine at one (profiles, parallelism) level, writing its partial result after every phase.
 Not a command of the CLI: only :class:`~asyncbench.run.isolated.isolation.ChildEngineRun` starts it.
 
 Kept apart from :mod:`asyncbench.run.isolated.isolation` (the parent side) because the child runs
-the whole :class:`~asyncbench.run.sequence.runner.EngineRun`, while the runner starts children:
+the whole :class:`~asyncbench.run.runner.EngineRun`, while the runner starts children:
 one module for each direction keeps the import graph acyclic.
 """
 
@@ -123,7 +123,7 @@ def _child_run(
     from asyncbench.run.observe.observers import JsonLogObserver, ObserverGroup
     from asyncbench.run.observe.progress import terminal_observers
     from asyncbench.run.observe.signals import backend_options
-    from asyncbench.run.sequence.runner import EngineRun
+    from asyncbench.run.runner import EngineRun
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     from asyncbench.config import ConfigError
     from asyncbench.run.isolated.child_args import child_args
 
-    p = argparse.ArgumentParser(prog="python -m asyncbench.run.isolated.child")
+    p = argparse.ArgumentParser(prog="python -m asyncbench.run.child")
     p.add_argument("config")
     for flag in ("--engine", "--profiles", "--parallelism", "--result-file", "--log-file"):
         p.add_argument(flag, required=True)

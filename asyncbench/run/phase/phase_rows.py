@@ -1,5 +1,5 @@
 """A phase's result row and its figures from its batches: one place for the single-process
-runner (:mod:`asyncbench.run.sequence.runner`) and the scaled-out coordinator
+runner (:mod:`asyncbench.run.runner`) and the scaled-out coordinator
 (:mod:`asyncbench.run.scale_out.distributed`), so both report a phase alike.
 
 The figures come from a :class:`~asyncbench.measure.latency_recorder.PhaseRecorder` holding

@@ -17,7 +17,7 @@ engine time of the *other* workers that ran on the loop meanwhile, which
 delays. Engine work outside the batch calls (an engine's own background tasks on the loop)
 is not seen, and still counts as harness delay.
 
-The same step times give the phase's stall record (:mod:`asyncbench.run.observe.loop_stalls`): a
+The same step times give the phase's stall record (:mod:`asyncbench.run.phase.loop_stalls`): a
 call whose longest step held the loop for a millisecond or more ran its operations there,
 and its longest operation within that step (the batch's marks) is a hold of the loop by
 the engine (a 1_000-read batch of 30 ms on the loop is a thousand operations served, not a
@@ -33,7 +33,7 @@ from collections.abc import Awaitable
 from operator import sub
 from typing import TypeVar
 
-from asyncbench.run.observe.loop_stalls import THRESHOLDS_NS, LoopHolds, timed_steps
+from asyncbench.run.phase.loop_stalls import THRESHOLDS_NS, LoopHolds, timed_steps
 
 __all__ = ["LoopLedger"]
 

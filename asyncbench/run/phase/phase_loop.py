@@ -4,7 +4,7 @@ A phase runs its items in batches through the phase kind's one batch call each, 
 every batch's result into the worker's checksum; the phase is timed from the workers'
 release to the last worker's end, checksum included, exactly as the reference times it.
 Everything the loop needs to know about the phase comes from its phase-table row. How a
-phase's workers are split and released is :mod:`asyncbench.run.sequence.dispatch`'s.
+phase's workers are split and released is :mod:`asyncbench.run.phase.dispatch`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import anyio.lowlevel
 
 from asyncbench.measure.latency import CLOCK
 from asyncbench.result import StallRecord
-from asyncbench.run.observe.loop_ledger import LoopLedger
-from asyncbench.run.sequence.schedule import WorkerSchedule, wait_until
+from asyncbench.run.phase.loop_ledger import LoopLedger
+from asyncbench.run.phase.schedule import WorkerSchedule, wait_until
 from asyncbench.workload import Fold, FoldTarget, LazyItems, PhaseKind
 
 __all__ = ["BatchHook", "Deadline", "PhaseOutcome", "RanBatches", "bucket_by_uid", "partition", "run_batches", "run_batches_at"]
@@ -29,7 +29,7 @@ BatchHook = Callable[..., None]
 under a rate with a sixth argument, the batch's intended start times (an int64 array, ns on
 the marks' clock, one per operation), and a seventh, the ns the engine's calls of the other
 workers held the event loop between this worker's previous batch and this one
-(:mod:`asyncbench.run.observe.loop_ledger`: taken out of the harness's delay)."""
+(:mod:`asyncbench.run.phase.loop_ledger`: taken out of the harness's delay)."""
 
 
 #: The batches a worker ran, (items, what the batch call returned) each: kept only for a

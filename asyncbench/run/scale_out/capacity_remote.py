@@ -10,7 +10,7 @@ rate from the common release instant (the schedule of one process, as a phase wi
 ``rate`` does), and returns its operations' response times with their intended offsets
 from the release. The coordinator merges them in intended order and folds the workers'
 checksums in worker order, so probe k's checksum is the same as in one process. The
-workers run through :func:`~asyncbench.run.sequence.dispatch.run_workers`, the one worker loop of
+workers run through :func:`~asyncbench.run.phase.dispatch.run_workers`, the one worker loop of
 every phase (in one process, in a client process, in a probe).
 """
 
@@ -34,8 +34,8 @@ from asyncbench.run.capacity.capacity import (
     wait_share,
 )
 from asyncbench.run.capacity.saturation import thread_wait_seconds
+from asyncbench.run.phase.dispatch import OperationPhase, run_workers, shares, split
 from asyncbench.run.scale_out.batch_lines import clock_offset_ns
-from asyncbench.run.sequence.dispatch import OperationPhase, run_workers, shares, split
 from asyncbench.workload import Workload
 
 __all__ = ["ProbePart", "coordinated_probe", "merged_probe", "run_probe_part"]
