@@ -2,8 +2,9 @@
 
 The runner, config, report and estimate know no workload: they read its phase kinds
 (what each does, which plan streams it consumes, what its checksum folds, where the report
-puts it, how P workers split it), draw its plan, fold and combine its checksums and read
-its reference tables through :class:`Workload`, reached by name through the registry
+puts it, how P workers split it), draw its plan, fold and combine its checksums through :class:`Workload`, and use
+what only some workloads have (reference tables, kernels, reuse, crash checks...) through
+the capability Protocols of :mod:`asyncbench.workload_capabilities`, reached by name through the registry
 (:mod:`asyncbench.workloads`). A workload (``workloads/profile_store/``, and a second one
 such as YCSB beside it) is a package that fills this vocabulary in: a new phase kind is a
 row of its table plus the store calls it makes, never a framework edit.
@@ -122,7 +123,7 @@ class PhaseKind:
     #: would read or insert (YCSB's mixed phase), as the insert and update kinds (``rewrites``).
     repeatable: bool = True
     #: Its operations are of several kinds (YCSB's mixed phase): the result records each
-    #: kind and the skew run (``Workload.mix_figures``).
+    #: kind and the skew run (``MixedPhases.mix_figures``, :mod:`asyncbench.workload_capabilities`).
     mixes: bool = False
     #: Maintenance and verify kinds: the report's "Total By Engine" column of each use (in
     #: ``uses`` order), so a new kind gets its column from this row alone.
@@ -135,7 +136,7 @@ class PhaseKind:
     #: operation has a position in one seeded stream and its checksum is a sum of
     #: per-operation digests independent of the worker that ran it, so the checksum of the
     #: stream's first N operations is the same on every engine and P
-    #: (``Workload.prefix_checksums``).
+    #: (``BoundedPhases.prefix_checksums``).
     bounded: bool = False
 
     @property
@@ -189,7 +190,7 @@ class MixFigures:
 @dataclass
 class RecoveryCounts:
     """What a store held after a crash, record by record against the plan (the workload's
-    :meth:`Workload.check_recovery`): the writes the crashed phase's acknowledged operations
+    ``CrashRecovery.check_recovery``, :mod:`asyncbench.workload_capabilities`): the writes the crashed phase's acknowledged operations
     made, found or lost, and what else the store held.
 
     ``first_lost``: the plan position (0-based, in the phase's order) of the earliest
@@ -287,7 +288,12 @@ class DrawnPlan(Protocol):
 
 @runtime_checkable
 class Workload(Protocol):
-    """A workload as the framework reaches it (through :func:`asyncbench.workloads.workload`)."""
+    """A workload as the framework reaches it (through :func:`asyncbench.workloads.workload`):
+    what EVERY workload writes to run (its phase table, plan, store, checksum and the
+    estimate's figures). What only some workloads have (a plan table of their own, a verify
+    phase, reference tables, compiled kernels, store reuse, crash checks, durations, mixed
+    phases, a file format of their own) are the separate capability Protocols of
+    :mod:`asyncbench.workload_capabilities`, which the framework checks where it uses them."""
 
     #: Its registry name.
     name: str
@@ -301,40 +307,10 @@ class Workload(Protocol):
     phases: Mapping[str, PhaseKind]
     #: The plan's count names (what ``[counts]`` may set), in drawing order.
     count_names: tuple[str, ...]
-    #: The verify phase's operations.
-    verify_ops: int
-    #: What the verify phase reads and folds, for the report's notes (None: no note).
-    verify_note: str | None
-    #: The plan's top-level table of this workload's own settings (YCSB's ``[ycsb]``), or None.
-    section: str | None
-
-    def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
-        """The section's settings, checked (SettingError naming the key); {} without one."""
-        ...
-
-    def size(self, settings: Mapping[str, Any]) -> int | None:
-        """The records the settings name (the default of ``profiles``), or None."""
-        ...
 
     def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
         """What one record costs in memory with these settings (the estimate's memory
         figure, ``asyncbench.run.checks.memory_need``): measured, each workload its own."""
-        ...
-
-    def phase_params(self, kind: PhaseKind, table: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-        """A ``[[phase]]``'s keys beyond the framework's (config.PHASE_KEYS), checked
-        (SettingError naming the key); a key no kind of this workload takes is refused here.
-        A phase whose items are not a plan stream states its size as ``operations`` (the
-        estimate and the latency-mark check read it)."""
-        ...
-
-    def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """The phases' params (kind, params) against a size the run will use: ``--profiles``
-        overrides the size they were checked with at load (SettingError naming the key)."""
-        ...
-
-    def stream_count(self, stream: str) -> str:
-        """The count that sizes a phase's stream (its name in the plan's counts)."""
         ...
 
     def counts(
@@ -357,56 +333,17 @@ class Workload(Protocol):
 
     def store(self, primitives: Any, limit: int) -> Any:
         """The workload's store over one engine worker's primitives (``Engine.worker(i)``,
-        :mod:`asyncbench.store`), built once per set of primitives: what its batch calls,
-        ``verify_checksum`` and ``check_recovery`` receive. ``limit``: the plan's rows per
-        scan or query. TypeError naming what the engine gave when the workload has no
-        mapping onto it."""
-        ...
-
-    def own_store_problem(self, engine_class: type) -> str | None:
-        """Why an engine class that is its own store (keeps ``Engine.worker``: it
-        implements the workload's operations itself instead of handing out primitives)
-        cannot run this workload, naming what it lacks; None when it can."""
-        ...
-
-    def context(self, seed: int) -> object:
-        """What a batch call needs besides the store and its items (opaque to the framework)."""
+        :mod:`asyncbench.store`), built once per set of primitives: what its batch calls
+        (and a verify or recovery check) receive. ``limit``: the plan's rows per scan or
+        query. TypeError naming what the engine gave when the workload has no mapping onto it."""
         ...
 
     def checksum(self) -> FoldTarget:
         """An empty running checksum."""
         ...
 
-    def plan_from_native(self, text: str, source: str, overrides: Sequence[tuple[str, str]] = ()) -> NativePlan:
-        """A TOML plan from the workload's own file format (YCSB's workload properties), for
-        ``asyncbench plan`` and ``run -P``; ``overrides``: (key, value) set on the command
-        line (``-p``), replacing the file's; ValueError naming ``source``, the key and the
-        problem."""
-        ...
-
-    def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
-        """Apply the workload's own properties (``-p KEY=VALUE``) to a TOML plan document of
-        it, in place; the notes to print; ValueError naming ``source``, the key and the problem."""
-        ...
-
-    def prefix_checksums(
-        self, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
-    ) -> Prefix:
-        """After a time-bounded phase (a ``bounded`` kind) stopped: its :class:`Prefix` from
-        the batches that ran, (batch items, what the batch call returned) each; a later
-        ``mix_figures`` of ``items`` counts only the operations that ran."""
-        ...
-
-    def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
-        """After a phase (untimed): its operation kinds and skew, or None (one kind, no skew)."""
-        ...
-
     def combine(self, hexes: Sequence[str]) -> str:
         """The phase checksum of several workers' checksums (in worker order)."""
-        ...
-
-    def verify_checksum(self, store: Any, records: int) -> Awaitable[str]:
-        """The verify phase's checksum, read from a store holding ``records``."""
         ...
 
     def plan_writes(
@@ -414,52 +351,6 @@ class Workload(Protocol):
     ) -> list[tuple[int | None, int]]:
         """Per plan phase (kind, stream, count): the logical bytes it writes (None: not a
         write phase) and the live data's logical bytes after it (the cost measurement)."""
-        ...
-
-    def verify_expected(self, plan: Any, rewrites: Sequence[tuple[str, int | None]]) -> str:
-        """The verify checksum of a store built by ``plan``'s insert and the update phases
-        ``rewrites`` (stream, count): what a reused store must read."""
-        ...
-
-    def can_crash(self, kind: PhaseKind) -> bool:
-        """Whether a phase of ``kind`` may end in a crash (``crash`` in the plan): the
-        workload can tell, record by record, what its operations wrote."""
-        ...
-
-    def check_recovery(
-        self, store: Any, plan: Any, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
-    ) -> Awaitable[RecoveryCounts]:
-        """After a crash in a phase of ``kind`` whose first ``acknowledged`` operations (in
-        the phase's plan order) were acknowledged and no later one issued: read ``store`` back
-        and count, against the plan, what survived (:class:`RecoveryCounts`)."""
-        ...
-
-    @property
-    def accelerated(self) -> bool:
-        """Whether its compiled kernels are in use (False: a slower pure-Python fallback)."""
-        ...
-
-    def kernels_status(self) -> str:
-        """One line saying which kernels run, and why not the compiled ones."""
-        ...
-
-    # --- the reference tables: what a run's checksums are compared with -------------------
-
-    #: Reference identity (``StreamUse.reference``) -> checksum of the spec's reference run.
-    reference_checksums: Mapping[str, str]
-
-    def is_reference_run(self, profiles: int, seed: int, limit: int, parallelism: int, counts: Mapping[str, int]) -> bool:
-        """Whether a run's configuration is the spec's reference run (its table applies)."""
-        ...
-
-    def published_checksums(
-        self, profiles: int, parallelism: int, limit: int, seed: int, counts: Mapping[str, int]
-    ) -> dict[str, str] | None:
-        """The published reports' checksums for this configuration, or None."""
-        ...
-
-    def published_configurations(self) -> list[tuple[int, int, int]]:
-        """(profiles, parallelism, limit) of every configuration with published checksums."""
         ...
 
 

@@ -32,11 +32,13 @@ import anyio
 
 from asyncbench.engine import EngineConfig, opened
 from asyncbench.engines.rocksdb import RocksDbEngine, RocksKv
-from asyncbench.engines.sqlite import LAYOUT, SCHEMA, SqliteEngine, pragma_statements
+from asyncbench.engines.sql_tables import DDL_SEPARATOR, RECORD_TABLE, record_schema
+from asyncbench.engines.sqlite import DIALECT, LAYOUT, SqliteEngine, pragma_statements
 from asyncbench.engines.store_dir import StoreDir
 from asyncbench.workloads.profile_store.generate import create_many
 from asyncbench.workloads.profile_store.kv_store import STORE_NAMES
 from asyncbench.workloads.profile_store.plan import Counts, draw_plan
+from asyncbench.workloads.profile_store.sql_store import PROFILES_TABLE
 from asyncbench.workloads.profile_store.stores import profile_store
 
 SEED = 570123434
@@ -46,8 +48,13 @@ def build_sqlite(d: Path, n: int) -> None:
     StoreDir(d, LAYOUT).reset()
     conn = sqlite3.connect(d / "store.db")
     conn.execute("PRAGMA journal_mode=WAL").fetchall()
-    for statement in SCHEMA:
+    # as the engine makes it: the table record, then the profile store's table, recorded
+    ddl = DIALECT.create(PROFILES_TABLE)
+    conn.execute(record_schema(DIALECT))
+    conn.execute(f"INSERT INTO {RECORD_TABLE} (name, ddl) VALUES (?, ?)", (PROFILES_TABLE.name, DDL_SEPARATOR.join(ddl)))
+    for statement in ddl:
         conn.execute(statement)
+    conn.commit()  # the record row's implicit transaction
     conn.execute("BEGIN")
     for start in range(1, n + 1, 10_000):
         rows = create_many(start, min(10_000, n + 1 - start), SEED)

@@ -7,7 +7,7 @@ engine lifecycle is refused up front instead of failing after the last phase. An
 normally hands out primitives from ``worker(i)`` (key/value stores or a SQL session, see
 ``examples/sorted_list_engine.py``), over which every workload builds its store; an
 engine that keeps ``Engine.worker`` is its own store, and the run's preflight checks it
-implements that workload's operations (``Workload.own_store_problem``).
+implements that workload's operations (``OwnStoreEngines.own_store_problem``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ from asyncbench.store import (
     build_once,
 )
 from asyncbench.workload import Action, Fold, Group, Items, PhaseKind, RecordMemory, Split, StreamUse
-from asyncbench.workload_defaults import WorkloadDefaults
 
 __all__ = ["CounterWorkload"]
 
@@ -302,10 +301,14 @@ class Checksum:
 # --- the workload -----------------------------------------------------------------------------
 
 
-class CounterWorkload(WorkloadDefaults):
-    """Counters loaded and incremented (this module's docstring); the optional capabilities
-    (reference tables, kernels, reuse, crash checks, durations...) are
-    :class:`~asyncbench.workload_defaults.WorkloadDefaults`' absent ones."""
+class CounterWorkload:
+    """Counters loaded and incremented (this module's docstring).
+
+    It writes the members every workload writes (:class:`asyncbench.workload.Workload`:
+    13) and one capability, a verify phase (:class:`asyncbench.workload_capabilities.Verifies`:
+    3 more). It subclasses nothing and writes nothing for what it lacks (its own plan
+    settings, phase keys, reference tables, kernels, reuse, crash checks, durations...): the
+    framework checks each capability where it uses it."""
 
     name = "counter"
     unit = "counters"
@@ -345,9 +348,6 @@ class CounterWorkload(WorkloadDefaults):
         if isinstance(primitives, InProcess):
             return build_once(primitives, self.name, DictCounters)
         raise TypeError(f"the engine's worker gave {type(primitives).__name__}: the counter workload maps no such store")
-
-    def context(self, seed: int) -> int:
-        return seed
 
     def checksum(self) -> Checksum:
         return Checksum()

@@ -39,7 +39,7 @@ def test_report_explains_the_four_operations_of_verify() -> None:
 
 
 def test_the_verify_note_is_the_runs_own_workloads() -> None:
-    """The note on what verify reads is the workload's (Workload.verify_note): a workload
+    """The note on what verify reads is the workload's (Verifies.verify_note): a workload
     without one (YCSB has no verify phase) gets no profile-store sentence in its report."""
     import dataclasses
 

@@ -8,7 +8,8 @@ workloads come from, in this order (a name is taken once):
 - :data:`BUILTIN`: the workloads shipped in this package (the profile store, YCSB);
 - the ``asyncbench.workloads`` entry-point group: a workload installed as its own package
   declares ``[project.entry-points."asyncbench.workloads"] mine = "mypackage.module:WORKLOAD"``,
-  an object satisfying :class:`asyncbench.workload.Workload`;
+  an object satisfying :class:`asyncbench.workload.Workload` (and the capability Protocols
+  of :mod:`asyncbench.workload_capabilities` it has);
 - :data:`ENV_VAR`, ``ASYNCBENCH_WORKLOADS="name=module:attribute,..."``: a workload without an
   install (a module on ``PYTHONPATH``), as ``ASYNCBENCH_ENGINES`` adds engines
   (``examples/counter_workload.py``). The attribute may be the workload's class: it is
@@ -26,7 +27,8 @@ import importlib.metadata
 import os
 import re
 
-from asyncbench.workload import Workload
+from asyncbench.workload import Action, Workload
+from asyncbench.workload_capabilities import Verifies
 
 __all__ = ["BUILTIN", "DEFAULT", "ENTRY_POINT_GROUP", "ENV_VAR", "REGISTRY", "WORKLOAD_ERRORS", "workload"]
 
@@ -94,6 +96,12 @@ def _load(name: str) -> Workload:
         raise TypeError(
             f"workload {name!r}: {target} does not implement asyncbench.workload.Workload"
             + (f" (it lacks {', '.join(missing)})" if missing else "")
+        )
+    verify_kinds = [k for k, row in found.phases.items() if row.action is Action.VERIFY]
+    if verify_kinds and not isinstance(found, Verifies):
+        raise TypeError(
+            f"workload {name!r}: {target} has a verify phase kind ({', '.join(verify_kinds)}) but does not implement "
+            "asyncbench.workload_capabilities.Verifies (verify_ops, verify_note, verify_checksum)"
         )
     if found.name != name or not PLAIN_NAME.fullmatch(found.unit):
         raise TypeError(

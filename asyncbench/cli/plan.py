@@ -18,6 +18,7 @@ from pathlib import Path
 
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
+from asyncbench.workload_capabilities import PlanConversion
 from asyncbench.workloads import workload
 
 #: A YCSB workload file is a few KB; one of megabytes is not one.
@@ -40,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"asyncbench: {path}: file: {exc.reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    ycsb = workload("ycsb")
+    assert isinstance(ycsb, PlanConversion)  # YCSB's workload files are its own format
     try:
-        plan = workload("ycsb").plan_from_native(raw.decode("latin-1"), str(path))  # Java's .properties encoding
+        plan = ycsb.plan_from_native(raw.decode("latin-1"), str(path))  # Java's .properties encoding
     except ValueError as exc:
         print(f"asyncbench: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

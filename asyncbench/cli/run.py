@@ -51,6 +51,7 @@ from asyncbench.run.observe.progress import NO_PROGRESS_ENV, terminal_observers
 from asyncbench.run.observe.signals import StopSignals, backend_options
 from asyncbench.run.runner import Benchmark
 from asyncbench.run.scale_out.distributed import scale_out
+from asyncbench.workload_capabilities import accelerated, kernels_status
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
 
@@ -289,8 +290,8 @@ def _observers(logger: Any, log_fh: LogFile, no_progress: bool) -> tuple[Console
 def _announce(cfg: BenchConfig, stamp: str, log_path: Path, console: ConsoleObserver, observer: ObserverGroup) -> None:
     """The run's first console lines and its run_start event (the files it will write)."""
     console.message(f"asyncbench: engines {', '.join(cfg.engines)}\n  log: {log_path}")
-    if not cfg.workload_impl.accelerated:
-        console.message(f"asyncbench: WARNING: {cfg.workload_impl.kernels_status()}")
+    if not accelerated(cfg.workload_impl):
+        console.message(f"asyncbench: WARNING: {kernels_status(cfg.workload_impl)}")
     planned = [result_dir(cfg.output, lv.profiles, lv.parallelism, cfg.workload_impl.unit) / f"asyncbench-{stamp}" for lv in cfg.levels()]
     observer.run_start(
         plan=cfg.source,

@@ -16,6 +16,7 @@ from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
 from asyncbench.config.readers import read_int, read_str
 from asyncbench.limits import MAX_PROFILES
 from asyncbench.workload import Action, PhaseKind, Workload
+from asyncbench.workload_capabilities import can_crash, stream_count
 
 __all__ = ["CRASH_HOWS", "CRASH_KEYS", "check_crash_sizes", "check_crashes", "read_crash"]
 
@@ -33,8 +34,8 @@ _AFTER_RECOVER = (Action.STABILIZE, Action.SETTLE, Action.REOPEN)
 def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: object, wl: Workload) -> CrashPoint:
     """``<key>.crash``: a table of ``after`` (operations acknowledged before the kill) and
     ``how``, on a phase kind the workload ``wl`` can check after a crash."""
-    if not wl.can_crash(kind):
-        kinds = [k for k, row in wl.phases.items() if wl.can_crash(row)]
+    if not can_crash(wl, kind):
+        kinds = [k for k, row in wl.phases.items() if can_crash(wl, row)]
         raise ConfigError(
             where, f"{key}.crash", f"phase kind {kind_name!r} cannot crash; a crash ends one of: {', '.join(kinds) or 'none of this workload'}"
         )
@@ -108,7 +109,7 @@ def check_crash_sizes(cfg: BenchConfig, where: str) -> None:
         wl = cfg.workload_impl
         for profiles in cfg.profiles:
             counts = cfg.counts_for(profiles)
-            ops = profiles if spec.stream is None else getattr(counts, wl.stream_count(spec.stream))
+            ops = profiles if spec.stream is None else getattr(counts, stream_count(wl, spec.stream))
             if spec.count is not None:
                 ops = min(ops, spec.count)
             if spec.crash.after > ops:

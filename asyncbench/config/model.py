@@ -62,7 +62,7 @@ class PhaseSpec:
     #: Search this phase's capacity under the SLO (asyncbench.run.capacity.capacity) instead of running it once.
     capacity: bool = False
     #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
-    #: by the workload (``Workload.phase_params``), as sorted (key, value) pairs.
+    #: by the workload (``PhaseParams.phase_params``), as sorted (key, value) pairs.
     params: tuple[tuple[str, object], ...] = ()
     #: Run for at most this many seconds (``duration``): the phase stops at the first batch
     #: boundary after it (its operations are the upper bound); None: to its end.
@@ -73,7 +73,7 @@ class PhaseSpec:
     @property
     def operations(self) -> int | None:
         """The phase's size when its items are no plan stream: its ``operations`` key (a
-        workload states it so: ``Workload.phase_params``), else None."""
+        workload states it so: ``PhaseParams.phase_params``), else None."""
         ops = dict(self.params).get("operations")
         return ops if isinstance(ops, int) and not isinstance(ops, bool) else None
 

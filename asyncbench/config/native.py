@@ -6,7 +6,7 @@ client takes them; ``-p`` wins over the file, as in YCSB.
 ``asyncbench plan --from-ycsb`` converts it, with the ``-p`` properties merged in first
 (so a ``-p`` value is checked, defaulted and cross-checked like the file's own). A TOML
 plan (``-P benchmarks/ycsb/workloadb.toml``, or the positional plan with ``-p``) takes the
-``-p`` properties through its workload (``Workload.override_plan``: YCSB's land in
+``-p`` properties through its workload (``PlanConversion.override_plan``: YCSB's land in
 ``[ycsb]``, the mixed phases, ``[run] parallelism``). A bare name that is no file
 (``-P workloadb``) is looked up as YCSB users name YCSB's shipped files: the shipped plan
 ``benchmarks/ycsb/workloadb.toml`` (under the working directory, then the repository's).
@@ -25,6 +25,8 @@ from asyncbench.config.errors import ConfigError
 from asyncbench.config.model import BenchConfig
 from asyncbench.config.plan import MAX_PLAN_BYTES, from_document
 from asyncbench.parse import escape_unprintable
+from asyncbench.workload import Workload
+from asyncbench.workload_capabilities import PlanConversion
 from asyncbench.workloads import DEFAULT, workload
 
 __all__ = ["SHIPPED_YCSB", "NativeFileError", "load_with_properties", "parse_properties_flags", "resolve_plan"]
@@ -88,6 +90,14 @@ def _toml_plan(raw: bytes) -> dict[str, Any] | None:
     return doc if isinstance(doc.get("run"), dict) else None
 
 
+def _conversion(wl: Workload, source: str) -> PlanConversion:
+    """The workload's own file format and properties (ValueError naming ``source`` when it
+    has none: ``-p`` sets nothing on a plan whose workload takes no properties)."""
+    if not isinstance(wl, PlanConversion):
+        raise ValueError(f"{source}: -p sets a workload property; the {wl.name} workload has none (use its [run] flags)")
+    return wl
+
+
 def load_with_properties(name: str, properties: Sequence[str]) -> tuple[BenchConfig, list[str]]:
     """The config of plan or YCSB file ``name`` with the ``-p`` ``properties`` applied,
     and the notes to print."""
@@ -101,13 +111,13 @@ def load_with_properties(name: str, properties: Sequence[str]) -> tuple[BenchCon
         notes.append(f"-P {name}: no file of that name here; running the shipped plan {path}")
     try:
         if doc is None:  # a YCSB workload file: Java properties, ISO-8859-1
-            native = workload("ycsb").plan_from_native(raw.decode("latin-1"), where, overrides)
+            native = _conversion(workload("ycsb"), where).plan_from_native(raw.decode("latin-1"), where, overrides)
             doc = tomllib.loads(native.text)
             notes += native.notes
         elif overrides:
             name_given = doc["run"].get("workload")
             target = workload(name_given if isinstance(name_given, str) else DEFAULT)
-            notes += target.override_plan(doc, overrides, where)
+            notes += _conversion(target, where).override_plan(doc, overrides, where)
     except KeyError as exc:  # an unknown workload name: the plan's own check says it better
         raise ConfigError(where, "run.workload", f"unknown workload {exc}") from None
     except ValueError as exc:

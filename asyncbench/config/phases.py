@@ -18,6 +18,7 @@ from asyncbench.config.model import BenchConfig, PhaseSpec
 from asyncbench.config.readers import parse_rates, read_arrivals, read_bool, read_int, read_shown, read_str
 from asyncbench.limits import MAX_NAME_CHARS, MAX_PROFILES
 from asyncbench.workload import Action, Group, PhaseKind, SettingError, Workload
+from asyncbench.workload_capabilities import PhaseParams, phase_params, stream_count
 
 PHASE_KEYS = {"kind", "name", "stream", "count", "rate", "arrivals", "over_time", "capacity", "duration", "crash"}
 #: The most phases a plan runs, after a rate sweep expands its phases: the reference plan
@@ -118,7 +119,7 @@ def _params(
     """The keys beyond :data:`PHASE_KEYS`, checked by the workload (an unknown one names ours)."""
     own = {k: v for k, v in table.items() if k not in PHASE_KEYS}
     try:
-        return wl.phase_params(kind, own, settings)
+        return phase_params(wl, kind, own, settings)
     except SettingError as exc:
         if exc.problem == "unknown key":
             allowed = ", ".join(sorted(PHASE_KEYS))
@@ -402,13 +403,14 @@ def _renumber_sweeps(phases: list[PhaseSpec]) -> list[PhaseSpec]:
 def check_phase_counts(cfg: BenchConfig, where: str) -> None:
     """A phase ``count`` may not ask for more items than its stream holds at every profile
     count, and a phase's own values must suit every profile count (YCSB's ``latest`` needs
-    two records, a scan no longer than the records: ``Workload.check_size``)."""
+    two records, a scan no longer than the records: ``PhaseParams.check_size``)."""
     check_crash_sizes(cfg, where)
     wl = cfg.workload_impl
     params = [(ph.kind, dict(ph.params)) for ph in cfg.phases]
     for profiles in cfg.profiles:
         try:
-            wl.check_size(profiles, params)
+            if isinstance(wl, PhaseParams):
+                wl.check_size(profiles, params)
         except SettingError as exc:
             i = next((i for i, ph in enumerate(cfg.phases) if exc.key in dict(ph.params)), None)
             key = f"phase[{i}].{exc.key}" if i is not None else exc.key
@@ -417,7 +419,7 @@ def check_phase_counts(cfg: BenchConfig, where: str) -> None:
         if ph.count is None or ph.stream is None:
             continue
         for profiles in cfg.profiles:
-            available = getattr(cfg.counts_for(profiles), wl.stream_count(ph.stream))
+            available = getattr(cfg.counts_for(profiles), stream_count(wl, ph.stream))
             if ph.count > available:
                 raise ConfigError(
                     where,

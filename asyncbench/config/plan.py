@@ -19,6 +19,7 @@ from asyncbench.config.model import BenchConfig
 from asyncbench.config.phases import check_phase_counts, read_phases
 from asyncbench.config.run_keys import RUN_KEYS, apply_run_key, one_spelling
 from asyncbench.workload import SettingError
+from asyncbench.workload_capabilities import OwnSettings
 
 TOP_KEYS = {"run", "counts", "engines", "phase", "slo"}
 #: The largest plan file read: the reference plan is 2 KB; a plan of megabytes is not one
@@ -84,7 +85,8 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
     if isinstance(run, dict) and "workload" in run:  # first: it decides the other keys' vocabulary
         apply_run_key(cfg, where, "run.workload", "workload", run["workload"])
     wl = cfg.workload_impl
-    section = wl.section
+    own = wl if isinstance(wl, OwnSettings) else None  # a plan table of its own (YCSB's [ycsb])
+    section = own.section if own is not None else None
     allowed = TOP_KEYS | ({section} if section else set())
     unknown = set(doc) - allowed
     if unknown and "run" not in doc and {"recordcount", "operationcount"} & unknown:
@@ -99,15 +101,15 @@ def from_document(doc: dict[str, Any], where: str) -> BenchConfig:
     for k, v in run.items():
         apply_run_key(cfg, where, f"run.{k}", k, v)
     cfg.size_key = next((k for k in SIZE_KEYS if k in run), cfg.size_key)
-    if section:
+    if own is not None and section:
         table = doc.get(section)
         if not isinstance(table, dict):
             raise ConfigError(where, section, f"the {cfg.workload} workload needs a [{section}] table")
         try:
-            cfg.workload_settings = wl.settings(table)
+            cfg.workload_settings = own.settings(table)
         except SettingError as exc:
             raise ConfigError(where, f"{section}.{exc.key}", exc.problem) from None
-        size = wl.size(cfg.workload_settings)
+        size = own.size(cfg.workload_settings)
         if size is not None and not any(k in run for k in SIZE_KEYS):
             cfg.profiles = [size]  # the workload's size; run.records and --records override it
     cfg.counts = read_counts(where, doc.get("counts", {}), wl)

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from asyncbench.result import EngineResult, PhaseResult, RunResult
+from asyncbench.workload_capabilities import reference_tables
 
 __all__ = ["Verdict", "common_prefix", "is_reference_run", "judge", "reference_identity"]
 
@@ -38,7 +39,8 @@ class Verdict:
 
 
 def is_reference_run(run: RunResult) -> bool:
-    return run.workload_impl.is_reference_run(run.profiles, run.seed, run.limit, run.parallelism, run.counts)
+    tables = reference_tables(run.workload_impl)
+    return tables is not None and tables.is_reference_run(run.profiles, run.seed, run.limit, run.parallelism, run.counts)
 
 
 def reference_identity(p: PhaseResult) -> str | None:
@@ -87,12 +89,13 @@ def judge(run: RunResult) -> Verdict:
                 f"CHECKSUM MISMATCH: engine {engine}, phase {name!r} (#{index + 1}){where}: {cs} (others: {others})"
             )
     probes = _probes(run, v)
-    if is_reference_run(run):
+    tables = reference_tables(run.workload_impl)
+    if tables is not None and is_reference_run(run):
         matched: dict[str, int] = {}
         for e in run.engines:
             matched.setdefault(e.engine, 0)
             for p in e.phases:
-                want = run.workload_impl.reference_checksums.get(reference_identity(p) or "")
+                want = tables.reference_checksums.get(reference_identity(p) or "")
                 if not want or not p.checksum:
                     continue
                 if p.checksum == want:
@@ -105,7 +108,7 @@ def judge(run: RunResult) -> Verdict:
                     )
         v.lines.append(
             "This run uses the spec's reference configuration; phases matching the spec's checksums: "
-            + ", ".join(f"{k} {n}/{len(run.workload_impl.reference_checksums)}" for k, n in matched.items())
+            + ", ".join(f"{k} {n}/{len(tables.reference_checksums)}" for k, n in matched.items())
             + "."
         )
     _published(run, v)
@@ -219,7 +222,8 @@ def _outliers(by_engine: dict[str, str]) -> list[tuple[str, str, str]]:
 
 def _published(run: RunResult, v: Verdict) -> None:
     """Compare every engine with the published reference of this configuration, if any."""
-    want = run.workload_impl.published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
+    tables = reference_tables(run.workload_impl)
+    want = None if tables is None else tables.published_checksums(run.profiles, run.parallelism, run.limit, run.seed, run.counts)
     if want is None:
         return
     v.published_mismatch = []

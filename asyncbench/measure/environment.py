@@ -15,6 +15,7 @@ from typing import Any
 from asyncbench.measure import provenance
 from asyncbench.result import ResultError, load_as
 from asyncbench.workload import Workload
+from asyncbench.workload_capabilities import kernels_status
 
 __all__ = ["collect", "event_loop_backend", "rows"]
 
@@ -50,7 +51,7 @@ def collect(
             versions[name] = f"unavailable ({type(exc).__name__})"
     env: dict[str, Any] = dict(provenance.collect(argv if argv is not None else sys.argv, plan, data_dir, versions))
     env["event_loop"] = event_loop_backend()
-    env["compiled_kernels"] = wl.kernels_status()
+    env["compiled_kernels"] = kernels_status(wl)
     return env
 
 

@@ -36,6 +36,7 @@ from asyncbench.report.open_loop import OPEN_LOOP_NOTE, open_loop_tables
 from asyncbench.report.stalls import STALL_NOTE, stall_tables
 from asyncbench.result import EngineResult, PhaseResult, RunResult
 from asyncbench.workload import Action, Group, PhaseKind, StreamUse, Workload
+from asyncbench.workload_capabilities import verify_note
 from asyncbench.workloads import workload
 
 
@@ -343,8 +344,9 @@ def interpretation_notes(run: RunResult) -> list[str]:
         "Checksums fold what each phase returned; engines that agree returned the same results in the same "
         "order.",
     ]
-    if run.workload_impl.verify_note is not None:  # the workload's own words on its verify phase
-        notes.append(run.workload_impl.verify_note)
+    note = verify_note(run.workload_impl)
+    if note is not None:  # the workload's own words on its verify phase
+        notes.append(note)
     for e in run.engines:
         if e.facts.memory_scope is MemoryScope.CLIENT_ONLY:
             notes.append(

@@ -54,6 +54,7 @@ from asyncbench.run.sequence.engine_runs import EngineRunner, ScaleOut
 from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
+from asyncbench.workload_capabilities import accelerated, batch_context, mix_figures
 
 T = TypeVar("T")
 
@@ -86,7 +87,7 @@ class EngineRun:
         self.completed = False  # every phase ran: the store is what the plan builds
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
-        self.ctx = cfg.workload_impl.context(cfg.seed)
+        self.ctx = batch_context(cfg.workload_impl, cfg.seed)
         #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash.crash).
         self.crash: CrashRecord | None = None
         self._items: Sequence[object] = ()  # the running phase's items (``prepare``'s)
@@ -368,7 +369,7 @@ class EngineRun:
         return Ran(done.ops, done.seconds, done.checksum, close_seconds=done.close_seconds, cost=cost)
 
     async def mix(self, index: int, spec: PhaseSpec, kind: PhaseKind) -> MixFigures | None:
-        return self.cfg.workload_impl.mix_figures(kind, self._items)
+        return mix_figures(self.cfg.workload_impl, kind, self._items)
 
     async def storage(self) -> int | None:
         return None if self.engine is None else await self.engine.measure_storage()
@@ -440,7 +441,7 @@ def new_result(cfg: BenchConfig, level: Level, started_utc: str) -> RunResult:
         isolated=cfg.isolate,
         repeat=cfg.repeat,
         warmup=cfg.warmup,
-        accelerated=cfg.workload_impl.accelerated,
+        accelerated=accelerated(cfg.workload_impl),
         workload=cfg.workload,
         gates=gates(cfg),
     )

@@ -103,6 +103,7 @@ from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
 from asyncbench.tools.store import LIMIT, OPERATION_PHASES, PROFILE_STORE, SEED, draw
 from asyncbench.workload import Fold
+from asyncbench.workload_capabilities import stream_count
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store import kernels
 from asyncbench.workloads.profile_store.checksum import Checksum
@@ -289,7 +290,7 @@ def _items(stream: str, args: argparse.Namespace, counts: Counts) -> int:
     cap: int = args.query_ops if stream in QUERY_STREAMS else args.point_ops  # argparse's values are Any
     if stream == "updates":
         cap = args.update_ops
-    available: int = getattr(counts, workload(PROFILE_STORE).stream_count(stream))  # a Counts field, by name
+    available: int = getattr(counts, stream_count(workload(PROFILE_STORE), stream))  # a Counts field, by name
     return min(cap, available)
 
 

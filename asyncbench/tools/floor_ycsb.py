@@ -59,6 +59,7 @@ from asyncbench.tools.store import new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb.kv_store import KvYcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
+from asyncbench.workloads.ycsb.workload import YcsbWorkload
 
 __all__ = ["ENGINES", "FloorYcsbMismatch", "add_arguments", "main", "run"]
 
@@ -123,6 +124,7 @@ def setup(args: argparse.Namespace) -> Setup:
     """The ycsb workload's plan and items, from ``--plan`` (its [ycsb] table and its first
     mixed phase) or workload C's defaults; a bad plan raises ``ValueError`` naming the key."""
     wl = workload(YCSB)
+    assert isinstance(wl, YcsbWorkload)  # its own settings and mixed-phase keys
     ycsb, mixed_table = dict(DEFAULT_YCSB), dict(DEFAULT_MIXED)
     if args.plan is not None:
         doc = tomllib.loads(args.plan.read_text())

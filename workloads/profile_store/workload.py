@@ -12,13 +12,23 @@ from typing import Any
 
 from asyncbench.workload import (
     MixFigures,
-    NativePlan,
     PhaseKind,
-    Prefix,
     RecordMemory,
     RecoveryCounts,
     SettingError,
     Workload,
+)
+from asyncbench.workload_capabilities import (
+    BatchContext,
+    CompiledKernels,
+    CrashRecovery,
+    MixedPhases,
+    OwnStoreEngines,
+    PhaseParams,
+    ReferenceTables,
+    ReuseProof,
+    StreamCounts,
+    Verifies,
 )
 from asyncbench.workloads.profile_store import kernels, published
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
@@ -44,11 +54,17 @@ from asyncbench.workloads.profile_store.reference import (
 from asyncbench.workloads.profile_store.store import ProfileStore
 from asyncbench.workloads.profile_store.stores import own_store_problem, profile_store
 
-__all__ = ["WORKLOAD", "ProfileStoreWorkload"]
+__all__ = ["CAPABILITIES", "WORKLOAD", "ProfileStoreWorkload"]
 
 
 class ProfileStoreWorkload:
-    """The reference profile store: users with secondary indexes, read, scanned, updated."""
+    """The reference profile store: users with secondary indexes, read, scanned, updated.
+
+    Beyond :class:`~asyncbench.workload.Workload` it has the capabilities of
+    :data:`CAPABILITIES` (:mod:`asyncbench.workload_capabilities`). Not others: no settings
+    table of its own ([run] and [counts] say everything), no file format, and no phase may
+    run for a duration (its checksums fold in order, an FNV chain per worker, so a prefix of
+    a stream has no checksum another P could match)."""
 
     name = "profile_store"
     unit = "profiles"
@@ -63,13 +79,6 @@ class ProfileStoreWorkload:
         "count and the three profiles."
     )
     reference_checksums: Mapping[str, str] = REFERENCE_CHECKSUMS
-    section: str | None = None  # no settings of its own: [run] and [counts] say everything
-
-    def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def size(self, settings: Mapping[str, Any]) -> int | None:
-        return None
 
     def check_size(self, profiles: int, phases: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         return None  # its mixed phase's values do not depend on the profile count
@@ -106,19 +115,6 @@ class ProfileStoreWorkload:
 
     def context(self, seed: int) -> PhaseContext:
         return PhaseContext.for_seed(seed)
-
-    def plan_from_native(self, text: str, source: str, overrides: Sequence[tuple[str, str]] = ()) -> NativePlan:
-        raise ValueError(f"{source}: the profile store has no file format of its own to convert")
-
-    def override_plan(self, doc: dict[str, Any], overrides: Sequence[tuple[str, str]], source: str) -> list[str]:
-        raise ValueError(f"{source}: -p sets a YCSB property; the profile store plan has none (use its [run] flags)")
-
-    def prefix_checksums(
-        self, kind: PhaseKind, items: Sequence[Any], ran: Sequence[tuple[Sequence[Any], Sequence[Any]]]
-    ) -> Prefix:
-        """No profile store phase is ``bounded``: its checksums fold in order (an FNV chain
-        per worker), so a prefix of the stream has no checksum another P could match."""
-        raise NotImplementedError(f"the profile store's {kind.kind!r} phase cannot run for a duration")
 
     def mix_figures(self, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
         """The mixed phase's kinds and skew; None for every other phase (one kind each)."""
@@ -184,5 +180,20 @@ class ProfileStoreWorkload:
         return published.published_configurations()
 
 
+_IMPL = ProfileStoreWorkload()
 #: The instance the registry hands out.
-WORKLOAD: Workload = ProfileStoreWorkload()  # typed: mypy holds the class to the interface
+WORKLOAD: Workload = _IMPL  # typed: mypy holds the class to the interface
+#: The optional capabilities it implements, typed so that mypy holds the class to each
+#: (``isinstance`` against a Protocol checks only that the names exist).
+CAPABILITIES: tuple[
+    PhaseParams,
+    StreamCounts,
+    BatchContext,
+    Verifies,
+    ReferenceTables,
+    CompiledKernels,
+    ReuseProof,
+    CrashRecovery,
+    MixedPhases,
+    OwnStoreEngines,
+] = (_IMPL,) * 10

@@ -1,4 +1,4 @@
-"""A time-bounded mixed phase's checksums at the prefixes of its stream (``Workload.prefix_checksums``).
+"""A time-bounded mixed phase's checksums at the prefixes of its stream (``BoundedPhases.prefix_checksums``).
 
 A mixed phase stopped by its ``duration`` ran, in each worker, a prefix of that worker's
 share (key k's operations, in sequence order, on worker k mod P): the set that ran is no

@@ -22,7 +22,16 @@ from asyncbench.workload import (
     SettingError,
     Workload,
 )
-from asyncbench.workload_defaults import WorkloadDefaults
+from asyncbench.workload_capabilities import (
+    BatchContext,
+    BoundedPhases,
+    CompiledKernels,
+    MixedPhases,
+    OwnSettings,
+    PhaseParams,
+    PlanConversion,
+    StreamCounts,
+)
 from asyncbench.workloads.ycsb import kernels
 from asyncbench.workloads.ycsb import settings as ycsb_settings
 from asyncbench.workloads.ycsb.convert import COMMAND_LINE, convert, plan_toml
@@ -43,14 +52,17 @@ from asyncbench.workloads.ycsb.sql_store import USERTABLE
 from asyncbench.workloads.ycsb.store import YcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
 
-__all__ = ["WORKLOAD", "YcsbWorkload"]
+__all__ = ["CAPABILITIES", "WORKLOAD", "YcsbWorkload"]
 
 
-class YcsbWorkload(WorkloadDefaults):
+class YcsbWorkload:
     """YCSB's core workloads A-F over a usertable of the engine's own (docs/workloads.md).
-    What it leaves out (published reference tables, an engine that is its own store, store
-    reuse, crash checks) is :class:`~asyncbench.workload_defaults.WorkloadDefaults`' absent
-    capabilities."""
+
+    Beyond :class:`~asyncbench.workload.Workload` it has the capabilities of
+    :data:`CAPABILITIES` (:mod:`asyncbench.workload_capabilities`). Not others: no verify
+    phase, no published reference tables, no engine that is its own store, no store reuse,
+    and no crash checks (its records' versions are not checked after a crash yet, issue 57:
+    the plan refuses a crash in its phases)."""
 
     name = "ycsb"
     unit = "records"  # --profiles is the record count
@@ -58,9 +70,7 @@ class YcsbWorkload(WorkloadDefaults):
     kv_stores: tuple[str, ...] = (USERTABLE,)
     phases: Mapping[str, PhaseKind] = PHASES
     count_names: tuple[str, ...] = ()
-    verify_ops = 0
-    reference_checksums: Mapping[str, str] = {}
-    section: str | None = "ycsb"
+    section = "ycsb"
 
     def settings(self, table: Mapping[str, Any]) -> dict[str, Any]:
         return ycsb_settings.section(table)
@@ -129,9 +139,6 @@ class YcsbWorkload(WorkloadDefaults):
     def store(self, primitives: Any, limit: int) -> YcsbStore:
         return ycsb_store(primitives)
 
-    async def verify_checksum(self, store: Any, records: int) -> str:
-        raise NotImplementedError("the YCSB workload has no verify phase")
-
     def plan_writes(
         self, phases: Sequence[tuple[PhaseKind, str | None, int | None]], plan: Plan, seed: int
     ) -> list[tuple[int | None, int]]:
@@ -139,9 +146,6 @@ class YcsbWorkload(WorkloadDefaults):
         lay = plan.counts.layout
         live = lay.recordcount * lay.fieldcount * lay.fieldlength
         return [(live if kind.kind == "load" else None, live) for kind, _, _ in phases]
-
-    def can_crash(self, kind: PhaseKind) -> bool:
-        return False  # its records' versions are not checked after a crash yet (issue 57)
 
     @property
     def accelerated(self) -> bool:
@@ -151,5 +155,18 @@ class YcsbWorkload(WorkloadDefaults):
         return f"ycsb: {kernels.status_line()}"
 
 
+_IMPL = YcsbWorkload()
 #: The instance the registry hands out.
-WORKLOAD: Workload = YcsbWorkload()  # typed: mypy holds the class to the interface
+WORKLOAD: Workload = _IMPL  # typed: mypy holds the class to the interface
+#: The optional capabilities it implements, typed so that mypy holds the class to each
+#: (``isinstance`` against a Protocol checks only that the names exist).
+CAPABILITIES: tuple[
+    OwnSettings,
+    PhaseParams,
+    StreamCounts,
+    BatchContext,
+    CompiledKernels,
+    BoundedPhases,
+    MixedPhases,
+    PlanConversion,
+] = (_IMPL,) * 8

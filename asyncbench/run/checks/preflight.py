@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.dirs.paths import store_root
+from asyncbench.workload_capabilities import accelerated, kernels_status, own_store_problem, reference_tables
 
 __all__ = [
     "check_accelerator",
@@ -31,7 +32,13 @@ def check_published(cfg: BenchConfig) -> None:
     from dataclasses import asdict
 
 
-    published_checksums, published_configurations = cfg.workload_impl.published_checksums, cfg.workload_impl.published_configurations
+    tables = reference_tables(cfg.workload_impl)
+
+    def published_checksums(profiles: int, parallelism: int, limit: int, seed: int, counts: dict[str, int]) -> dict[str, str] | None:
+        return None if tables is None else tables.published_checksums(profiles, parallelism, limit, seed, counts)
+
+    def published_configurations() -> list[tuple[int, int, int]]:
+        return [] if tables is None else tables.published_configurations()
 
     for level in cfg.levels():
         profiles, parallelism = level.profiles, level.parallelism
@@ -48,8 +55,8 @@ def check_published(cfg: BenchConfig) -> None:
 def check_accelerator(cfg: BenchConfig) -> None:
     """--require-accelerator: the compiled kernels of the plan's workload must be built."""
     wl = cfg.workload_impl
-    if not wl.accelerated:
-        raise ConfigError("command line", "--require-accelerator", wl.kernels_status())
+    if not accelerated(wl):
+        raise ConfigError("command line", "--require-accelerator", kernels_status(wl))
 
 
 def check_placement(cfg: BenchConfig) -> None:
@@ -98,7 +105,7 @@ def check_own_stores(cfg: BenchConfig) -> None:
             continue
         if cls.worker is not Engine.worker:
             continue  # it hands out primitives: every workload maps onto them
-        problem = cfg.workload_impl.own_store_problem(cls)
+        problem = own_store_problem(cfg.workload_impl, cls)
         if problem is not None:
             raise ConfigError(cfg.source, "engines", f"engine {name!r}: {problem}")
 

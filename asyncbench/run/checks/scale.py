@@ -26,6 +26,7 @@ import psutil
 from asyncbench import fmt
 from asyncbench.config import BenchConfig, ConfigError
 from asyncbench.workload import Items
+from asyncbench.workload_capabilities import stream_count
 
 __all__ = ["BYTES_PER_BATCH", "MARK_BYTES", "LargestPhase", "check_scale", "largest_phase", "notes"]
 
@@ -61,7 +62,7 @@ def largest_phase(cfg: BenchConfig, size_flag: str | None = None) -> LargestPhas
             if kind.items is Items.PROFILE_IDS:
                 ops, (where, key) = profiles, by_profiles
             elif kind.takes_stream and ph.stream is not None:
-                name = cfg.workload_impl.stream_count(ph.stream)
+                name = stream_count(cfg.workload_impl, ph.stream)
                 if ph.count is not None:
                     ops, where, key = ph.count, cfg.source, f"phase[{i}].count"
                 elif name in cfg.counts:

@@ -9,7 +9,7 @@ acknowledged (a prefix of the phase) and when.
 
 The recover phase: a fresh adapter opens the store (timed, as reopen times its open; a
 store that does not open is a finding, not a failure of the run) and the workload reads
-every record back against the plan (``Workload.check_recovery``). What it found becomes
+every record back against the plan (``CrashRecovery.check_recovery``). What it found becomes
 the engine's :class:`~asyncbench.result.DurabilityRow`, beside the promise the engine
 states (``Durability.synced_commits``).
 
@@ -45,6 +45,7 @@ from asyncbench.result import DurabilityRow, write_atomic
 from asyncbench.run.crash.power_mount import power_cut_mount
 from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload import DrawnPlan, Workload
+from asyncbench.workload_capabilities import crash_recovery
 
 __all__ = ["CrashRecord", "crash_phase", "recover_phase"]
 
@@ -220,7 +221,7 @@ async def recover_phase(
     seconds = perf_counter() - t0
     row.opened = True
     kind = wl.phases[spec.kind]
-    found = await wl.check_recovery(worker_store(wl, open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
+    found = await crash_recovery(wl).check_recovery(worker_store(wl, open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
     row.checked, row.torn, row.torn_examples = found.checked, found.torn, found.torn_examples
     row.acknowledged_present, row.acknowledged_lost = found.acknowledged_present, found.acknowledged_lost
     row.unacknowledged_present = found.unacknowledged_present

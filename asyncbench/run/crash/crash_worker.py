@@ -33,6 +33,7 @@ from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
 from asyncbench.fs.power_cut import die_with_parent
 from asyncbench.run.phase.stores import worker_store
+from asyncbench.workload_capabilities import batch_context
 
 __all__ = ["main"]
 
@@ -55,7 +56,7 @@ async def _run(spec: dict[str, object]) -> None:
     call = kind.call
     assert call is not None, f"{phase.kind} runs no operations"
     items = cfg.workload_impl.phase_items(kind, phase.stream, phase.count, plan, dict(phase.params))
-    ctx = cfg.workload_impl.context(cfg.seed)
+    ctx = batch_context(cfg.workload_impl, cfg.seed)
     econf = EngineConfig(
         name=name,
         # the store (or a crash point's copy), or its mount by the power-cut filesystem

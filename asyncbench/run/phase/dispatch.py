@@ -39,6 +39,7 @@ from asyncbench.run.phase.phase_loop import (
 from asyncbench.run.phase.schedule import WorkerSchedule
 from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload import Action, FoldTarget, PhaseKind, Split, Workload
+from asyncbench.workload_capabilities import verifier
 
 __all__ = [
     "ACTIONS",
@@ -312,8 +313,9 @@ async def _reopen(host: Host, out: OtherDone) -> None:
 
 
 async def _verify(host: Host, out: OtherDone) -> None:
-    out.checksum = await host.workload.verify_checksum(worker_store(host.workload, host.engine, 0), host.profiles)
-    out.ops = host.workload.verify_ops
+    wl = verifier(host.workload)
+    out.checksum = await wl.verify_checksum(worker_store(host.workload, host.engine, 0), host.profiles)
+    out.ops = wl.verify_ops
 
 
 #: Action -> what it does. A new action is one function and one entry here.

@@ -20,6 +20,7 @@ from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import KindFigures, OpenLoop, PhaseMix, PhasePrefix, PhaseResult
 from asyncbench.workload import MixFigures, PhaseKind, Workload
+from asyncbench.workload_capabilities import mix_figures, prefix_checksums
 
 __all__ = [
     "add_figures",
@@ -64,7 +65,7 @@ def phase_prefix(
     whole, its checkpoints, and its checksum (the whole prefix's: what another engine that
     ran as far agrees on, whatever else it ran past it)."""
     assert spec.duration is not None
-    got = wl.prefix_checksums(kind, items, ran)
+    got = prefix_checksums(wl, kind, items, ran)
     prefix = PhasePrefix(spec.duration, len(items), got.complete, got.every, list(got.checkpoints))
     return prefix, got.checksum
 
@@ -74,7 +75,7 @@ def kind_histograms(kind: PhaseKind, items: Sequence[Any], wl: Workload) -> dict
     process of a scaled-out run), as encoded HdrHistograms; None for other phases."""
     if not kind.mixes:
         return None
-    figures = wl.mix_figures(kind, items)
+    figures = mix_figures(wl, kind, items)
     if figures is None:
         return None
     return {name: LatencyHistogram.from_values(took).encoded() for name, took in figures.latencies_ns.items() if len(took)}

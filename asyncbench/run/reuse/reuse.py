@@ -33,6 +33,7 @@ from typing import Any
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.result import PhaseResult
 from asyncbench.workload import Action, Group, PhaseKind, PlanCounts, Workload
+from asyncbench.workload_capabilities import stream_count
 
 __all__ = ["FORMAT", "StoreMismatch", "check", "fingerprint", "proof_problem", "rewrites", "skip_reason"]
 
@@ -60,7 +61,7 @@ def _update_counts(wl: Workload) -> tuple[str, ...]:
     was selected, as a test session did, got YCSB's one size and a KeyError). The size is
     compared on its own (:func:`check`), never here: YCSB sizes every stream by it, and
     :func:`plan_counts` records no size (a KeyError that failed every reused YCSB store)."""
-    names = (wl.stream_count(s) for s in ("reads", "email_reads", "queries", "updates"))
+    names = (stream_count(wl, s) for s in ("reads", "email_reads", "queries", "updates"))
     return tuple(n for n in dict.fromkeys(names) if n not in ("profiles", "limit"))
 
 
@@ -88,7 +89,7 @@ def fingerprint(
     """What a run that completed every phase of ``cfg`` (with ``workers`` workers, giving
     ``phases``) leaves in ``engine``'s store; without ``phases``, what this run expects
     of a store (no checksums). ``plan_verify``: the verify checksum the plan gives
-    (``Workload.verify_expected``), recorded when the build ran no verify phase after its
+    (``ReuseProof.verify_expected``), recorded when the build ran no verify phase after its
     last write, so every reusable store's fingerprint carries one (:func:`proof_problem`)."""
     checksums = final_checksums(cfg.phases, workers, phases or [], cfg.workload_impl)
     if plan_verify is not None and not any(e["kind"] == "verify" for e in checksums):

@@ -35,6 +35,7 @@ from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.run.reuse import reuse
 from asyncbench.run.reuse.reuse import StoreMismatch, plan_counts, skip_reason
 from asyncbench.workload import Action, DrawnPlan
+from asyncbench.workload_capabilities import verify_expected
 
 __all__ = ["Proof", "StoreContentMismatch", "build_verify", "expectations"]
 
@@ -81,7 +82,7 @@ def build_verify(cfg: BenchConfig, plan: DrawnPlan) -> str | None:
     wl = cfg.workload_impl
     found = {"writes": reuse.writes(cfg.phases, wl)}
     try:
-        return cfg.workload_impl.verify_expected(plan, reuse.rewrites(found["writes"], wl) if reuse.updated(found, wl) else [])
+        return verify_expected(cfg.workload_impl, plan, reuse.rewrites(found["writes"], wl) if reuse.updated(found, wl) else [])
     except NotImplementedError:
         return None
 
@@ -101,7 +102,7 @@ def expectations(
     need_verify = any(cfg.workload_impl.phases[s.kind].action is Action.VERIFY for _, s in runs) or any(
         e.get("kind") == "verify" for e in recorded
     )
-    verify = cfg.workload_impl.verify_expected(plan, rewrites) if need_verify else None
+    verify = verify_expected(cfg.workload_impl, plan, rewrites) if need_verify else None
     for e in recorded:
         if e.get("kind") == "verify" and e["checksum"] != verify:
             raise StoreMismatch(

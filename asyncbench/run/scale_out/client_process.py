@@ -47,6 +47,7 @@ from asyncbench.run.phase.stores import worker_store
 from asyncbench.run.scale_out.batch_lines import SHIP_SECONDS, Outbox, clock_offset_ns, pack
 from asyncbench.run.scale_out.capacity_remote import ProbePart, run_probe_part
 from asyncbench.workload import DrawnPlan
+from asyncbench.workload_capabilities import batch_context
 
 __all__ = ["ClientProcessActor", "OtherOutcome", "PhasePart", "WorkerPart", "hosted_workers"]
 
@@ -163,7 +164,7 @@ class ClientProcessActor:
         self._level = level = cfg.level(profiles, parallelism)
         self._name, self._k = name, k
         self._hosted = hosted_workers(k, processes, level.parallelism)
-        self._ctx = cfg.workload_impl.context(cfg.seed)
+        self._ctx = batch_context(cfg.workload_impl, cfg.seed)
         loop = asyncio.get_running_loop()
         self._plan = await loop.run_in_executor(None, cfg.workload_impl.draw_plan, level.counts, cfg.seed)
         options = backend_options()

@@ -89,6 +89,7 @@ from asyncbench.run.scale_out.client_process import ClientProcessActor, OtherOut
 from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action, DrawnPlan, MixFigures, PhaseKind, Workload
+from asyncbench.workload_capabilities import mix_figures
 
 __all__ = [
     "CLIENT_BOUND_BUSY",
@@ -701,7 +702,7 @@ class DistributedEngineRun:
         """A mixed phase's kinds and skew, drawn here from the plan (what the processes ran
         is a pure function of it); its kinds' latencies come from the processes that ran them."""
         plan = self.cfg.workload_impl.draw_plan(self.level.counts, self.cfg.seed)
-        return self.cfg.workload_impl.mix_figures(kind, self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
+        return mix_figures(self.cfg.workload_impl, kind, self.cfg.workload_impl.phase_items(kind, spec.stream, spec.count, plan, dict(spec.params)))
 
     async def storage(self) -> int | None:
         """The store's size, measured by process 0 (untimed)."""

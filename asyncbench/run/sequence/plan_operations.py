@@ -12,6 +12,7 @@ from __future__ import annotations
 from asyncbench.config import BenchConfig, PhaseSpec
 from asyncbench.run.reuse import reuse
 from asyncbench.workload import Action, Items
+from asyncbench.workload_capabilities import stream_count, verify_ops
 
 __all__ = ["running_phases", "stream_operations"]
 
@@ -38,9 +39,9 @@ def stream_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, 
         if kind.items is Items.PROFILE_IDS:
             ops = profiles
         elif kind.takes_stream and spec.stream is not None:
-            ops = spec.count if spec.count is not None else getattr(counts, cfg.workload_impl.stream_count(spec.stream))
+            ops = spec.count if spec.count is not None else getattr(counts, stream_count(cfg.workload_impl, spec.stream))
         elif kind.action is Action.VERIFY:
-            ops = cfg.workload_impl.verify_ops
+            ops = verify_ops(cfg.workload_impl)
         elif spec.operations is not None:  # a workload's own size of a phase (YCSB's mixed)
             ops = spec.operations
         out.append((spec, ops))
