@@ -4,7 +4,7 @@ The package's layers, top to bottom (each imports only the ones below it; the co
 are in pyproject.toml and ``scripts/lint-layers`` checks them):
 
 - ``asyncbench.cli``: the command line (parser and commands);
-- ``asyncbench.run``: running a plan (runner, phase loop, isolation, signals, progress, logs);
+- ``asyncbench.run``: running a plan: the runner at its top, the rest in sub-packages by concern, in layers;
 - ``asyncbench.report``: Markdown report, charts, CSV, the files a run writes;
 - ``asyncbench.measure``: latency, statistics, repeats, correctness, provenance;
 - ``asyncbench.dirs``: the run's directories, checked and locked before it starts;

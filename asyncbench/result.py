@@ -155,7 +155,7 @@ class LatencyStats:
 
 @dataclass
 class StallRecord:
-    """How long the engine held the event loop in a phase (:mod:`asyncbench.run.loop_stalls`):
+    """How long the engine held the event loop in a phase (:mod:`asyncbench.run.phase.loop_stalls`):
     the longest hold (ns) and the holds of at least 1, 10 and 100 ms, and the holds of 10 ms
     or more as (end s from the phase's start, ms), the first 500. A hold is an operation of
     a batch run on the loop, or the loop late for its timer while no worker ran (the
@@ -224,7 +224,7 @@ class OpenLoop:
 
 @dataclass
 class CapacityProbe:
-    """One probe of a capacity search (asyncbench.run.capacity): its target and achieved
+    """One probe of a capacity search (asyncbench.run.capacity.capacity): its target and achieved
     rate, the judged response-time percentiles (ns), the backlog (the response time of its
     last 1 % of operations, ns), what failed it (None: it passed) and the checksum of its
     slice of the phase's stream (probe ``number`` reads the same slice on every engine)."""
@@ -258,7 +258,7 @@ class CapacityProbe:
     delay_p99_ns: int | None = None
     delay_max_ns: int | None = None
     #: The share of the probe's time the client's thread (the event loop's) waited for a
-    #: CPU (run-queue wait, asyncbench.run.saturation); None where the kernel does not say.
+    #: CPU (run-queue wait, asyncbench.run.capacity.saturation); None where the kernel does not say.
     wait_share: float | None = None
     #: Set when the probe failed but the client, not the engine, decided it (its schedule
     #: delay, or a saturated machine): the reason, naming the figure. Its ``limit`` is what

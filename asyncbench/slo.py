@@ -1,7 +1,7 @@
 """Service-level objectives: percentile bounds on response time, and rate requirements.
 
 People choose an engine for a latency bound at a rate ("p99 under 2 ms at the rate we
-need"); the capacity search (:mod:`asyncbench.run.capacity`) judges every probe against
+need"); the capacity search (:mod:`asyncbench.run.capacity.capacity`) judges every probe against
 these bounds. Kept in the lowest layer beside :mod:`asyncbench.rate` because the plan
 (config), the result model and the runner all name them.
 

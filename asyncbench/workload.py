@@ -43,7 +43,7 @@ __all__ = [
 
 
 class Action(StrEnum):
-    """What the runner does for a phase (asyncbench.run.dispatch runs each)."""
+    """What the runner does for a phase (asyncbench.run.phase.dispatch runs each)."""
 
     OPERATIONS = "ops"  # timed operation batches through one store call each
     STABILIZE = "stabilize"  # engine brings background work to rest (only if it needs it)
@@ -310,7 +310,7 @@ class Workload(Protocol):
 
     def record_memory(self, settings: Mapping[str, Any]) -> RecordMemory:
         """What one record costs in memory with these settings (the estimate's memory
-        figure, ``asyncbench.run.memory_need``): measured, each workload its own."""
+        figure, ``asyncbench.run.checks.memory_need``): measured, each workload its own."""
         ...
 
     def counts(

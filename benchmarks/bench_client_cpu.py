@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 
 from asyncbench.engine import opened
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.signals import backend_options
+from asyncbench.run.observe.signals import backend_options
+from asyncbench.run.phase.dispatch import run_operations
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES as KINDS

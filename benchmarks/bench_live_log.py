@@ -26,9 +26,9 @@ from pathlib import Path
 import anyio
 
 from asyncbench.fmt import parse_count
-from asyncbench.run.logs import open_log
-from asyncbench.run.observers import JsonLogObserver, Observer, ObserverGroup
-from asyncbench.run.signals import backend_options
+from asyncbench.run.observe.logs import open_log
+from asyncbench.run.observe.observers import JsonLogObserver, Observer, ObserverGroup
+from asyncbench.run.observe.signals import backend_options
 from asyncbench.tools import floor
 from asyncbench.tools.floor_engines import FLOORS
 from asyncbench.tools.store import draw

@@ -1,7 +1,7 @@
 """Memory per record: an engine's peak RSS at two store sizes, and the slope between them.
 
 Why: the estimate printed before a run gives a memory figure and refuses a run that can
-never fit the machine (asyncbench/run/memory_estimate.py). Its per-record constants come
+never fit the machine (asyncbench/run/checks/memory_need.py). Its per-record constants come
 from here: the real CLI runs ``--plan`` on one engine (isolated: a fresh child process, as
 every run does) at two sizes, and the engine's sampled peak RSS (``peak_rss_bytes`` of
 the result) at each gives bytes per record = (peak2 - peak1) / (n2 - n1); the fixed part

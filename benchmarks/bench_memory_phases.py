@@ -24,7 +24,7 @@ import anyio
 
 from asyncbench.engine import opened  # noqa: E402
 from asyncbench.fmt import parse_count  # noqa: E402
-from asyncbench.run.signals import backend_options  # noqa: E402
+from asyncbench.run.observe.signals import backend_options  # noqa: E402
 from asyncbench.tools.store import draw, load, new_engine  # noqa: E402
 from asyncbench.workloads.profile_store.stores import profile_store  # noqa: E402
 

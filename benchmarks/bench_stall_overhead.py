@@ -1,4 +1,4 @@
-"""What the stall record costs: the same phase with and without it (asyncbench.run.loop_stalls).
+"""What the stall record costs: the same phase with and without it (asyncbench.run.phase.loop_stalls).
 
 Why: the record (each batch call's steps timed, a 1 ms lag timer on the loop) must not
 move the figures it sits beside. The phase most sensitive to a per-batch or per-turn cost
@@ -41,7 +41,7 @@ def _hook(*_: Any) -> None:
 async def measure(engine_name: str, records: int, operations: int, rounds: int, batch: int) -> dict[str, list[float]]:
     """ops/s of YCSB C's run phase with (``on``) and without (``off``) the stall record."""
     from asyncbench.engine import opened
-    from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.tools.store import new_engine
     from asyncbench.workloads import workload
 
@@ -80,7 +80,9 @@ def main() -> None:
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        from asyncbench.run.signals import backend_options  # the run's event loop: uvloop where installed
+        from asyncbench.run.observe.signals import (
+            backend_options,  # the run's event loop: uvloop where installed
+        )
 
         got = anyio.run(measure, args.one, args.records, args.operations, args.rounds, args.batch, backend_options=backend_options())
         print(json.dumps(got))

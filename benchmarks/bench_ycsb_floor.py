@@ -6,7 +6,7 @@ YCSB load at least 0.7x the profile store's insert: the harness's cost per YCSB 
 (key name, record, checksum digest) at the floor the profile store's compiled kernels set.
 
 Each measurement runs in a fresh child process (no heap carried from one to the next),
-through the framework's own phase path (``asyncbench.run.dispatch.run_operations``, batches
+through the framework's own phase path (``asyncbench.run.phase.dispatch.run_operations``, batches
 of ``--batch``, one worker), the two workloads interleaved ``--rounds`` times so the
 machine's load hits both alike:
 
@@ -46,7 +46,7 @@ def _hook(*_: Any) -> None:
 
 async def profile_store(records: int, batch: int) -> dict[str, float]:
     """ops/s of the profile store's insert and read_by_id on the memory engine."""
-    from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.tools.store import SEED, draw, load, new_engine
     from asyncbench.workloads import workload
     from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
@@ -70,7 +70,7 @@ async def ycsb(records: int, operations: int, batch: int) -> dict[str, float]:
     """ops/s of the YCSB load and workload C's mixed phase on the memory engine."""
     from asyncbench.engine import EngineConfig
     from asyncbench.engines.memory import MemoryEngine
-    from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.workloads import workload
 
     wl = workload("ycsb")

@@ -4,7 +4,7 @@ Why: issue 36 asks that a mixed phase cost within 1.2x of the same operations ru
 kind (the harness stays at the floor: drawing, splitting by key owner and the per-batch
 bookkeeping of a mix must not show). On the memory engine (no store cost to hide behind)
 this loads ``--records`` records, then times, through the framework's own phase path
-(``asyncbench.run.dispatch.run_operations``, the YCSB phase table's batch calls), either
+(``asyncbench.run.phase.dispatch.run_operations``, the YCSB phase table's batch calls), either
 the mixed phase of ``--operations`` operations (workload A's 50/50 read/update mix by
 default, ``--workload`` for another shipped one) or the same operations as one phase per
 kind (each kind's operations in sequence order, one after the other). Each way runs on a
@@ -26,7 +26,7 @@ import anyio
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines.memory import MemoryEngine
-from asyncbench.run.dispatch import run_operations
+from asyncbench.run.phase.dispatch import run_operations
 from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb.operations import KINDS
 from asyncbench.workloads.ycsb.phases import MixedOps

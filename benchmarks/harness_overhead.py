@@ -21,7 +21,7 @@ from time import perf_counter
 import anyio
 
 from asyncbench.engines.memory import MemoryEngine
-from asyncbench.run.dispatch import run_operations
+from asyncbench.run.phase.dispatch import run_operations
 from asyncbench.tools.store import OPERATION_PHASES, SEED, draw, load, new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.generate import create_many

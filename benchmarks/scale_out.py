@@ -45,11 +45,11 @@ import anyio
 from asyncbench.config import load, to_json
 from asyncbench.engines import engine_class
 from asyncbench.measure.memory_sampler import MemorySampler
-from asyncbench.run.client_process import ClientProcessActor
-from asyncbench.run.distributed import DistributedEngineRun, Placement, _probe_config
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
+from asyncbench.run.observe.signals import backend_options  # uvloop, as the CLI and the client processes run
 from asyncbench.run.runner import EngineRun
-from asyncbench.run.signals import backend_options  # uvloop, as the CLI and the client processes run
+from asyncbench.run.scale_out.client_process import ClientProcessActor
+from asyncbench.run.scale_out.distributed import DistributedEngineRun, Placement, _probe_config
 from asyncbench.workloads.profile_store.plan import draw_plan
 
 ROOT = Path(__file__).resolve().parents[1]

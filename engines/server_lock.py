@@ -144,7 +144,7 @@ async def _adopt() -> Lease:
 
 def adopt(key: str) -> None:
     """:func:`adopted` without a block, for a client process whose engine opens and closes
-    in separate calls (run/client_process.py); :func:`unadopt` at its close."""
+    in separate calls (run/scale_out/client_process.py); :func:`unadopt` at its close."""
     _HELD.setdefault(key, _Adopted())
 
 

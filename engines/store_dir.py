@@ -33,7 +33,7 @@ directory when it creates the store. Then:
   changed file is refused (:class:`StoreDamaged`) before the library touches it. The
   marker then says "in use" until the next clean close: after a crash the record is stale
   and the engine's own recovery decides.
-- The marker also keeps the store's fingerprint (what built it: ``asyncbench.run.reuse``)
+- The marker also keeps the store's fingerprint (what built it: ``asyncbench.run.reuse.reuse``)
   across clean closes; a reset drops it.
 
 Errors are :class:`StoreDirError` (a ``RuntimeError``): the runner reports them as the
@@ -604,7 +604,7 @@ def _first(names: list[str]) -> str:
 
 class MarkedStore:
     """Mixin of an engine whose store is a :class:`StoreDir` (``store_layout`` in
-    ``data_dir``): the store's fingerprint lives in its marker (see ``asyncbench.run.reuse``)."""
+    ``data_dir``): the store's fingerprint lives in its marker (see ``asyncbench.run.reuse.reuse``)."""
 
     store_layout: ClassVar[StoreLayout]
     data_dir: Path

@@ -23,8 +23,8 @@ def run_environment_restored() -> Iterator[None]:
     """A run in this process with ``--no-progress``/``--quiet`` sets their environment
     variables (so an isolated engine's child inherits them); put them back afterwards, so
     a later test's terminal observers are not silenced by an earlier run."""
-    from asyncbench.run.progress import NO_PROGRESS_ENV
-    from asyncbench.run.status import QUIET_ENV
+    from asyncbench.run.observe.progress import NO_PROGRESS_ENV
+    from asyncbench.run.observe.status import QUIET_ENV
 
     saved = {name: os.environ.get(name) for name in (NO_PROGRESS_ENV, QUIET_ENV)}
     try:
@@ -152,7 +152,7 @@ def copy_result_set(result: Path, tmp: Path) -> Path:
 
 def store_of(engine, index: int = 0):  # type: ignore[no-untyped-def]
     """The profile store over ``engine``'s worker ``index`` (its primitives, mapped by the
-    workload, as a run does: asyncbench.run.stores)."""
+    workload, as a run does: asyncbench.run.phase.stores)."""
     from asyncbench.workloads.profile_store.stores import profile_store
 
     return profile_store(engine.worker(index), engine.limit)

@@ -1,4 +1,4 @@
-"""A scaled-out run's batch lines (asyncbench.run.batch_lines): what a client process packs
+"""A scaled-out run's batch lines (asyncbench.run.scale_out.batch_lines): what a client process packs
 is what the coordinator's observers get, moved onto its clock, with the process's index and
 host; the status line and the progress bar advance with them."""
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from asyncbench.run.batch_lines import BatchLineReceiver, Outbox, pack, unpack
-from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
-from asyncbench.run.progress import ProgressObserver
-from asyncbench.run.status import StatusLineObserver
+from asyncbench.run.observe.observers import BatchDone, Observer, ObserverGroup
+from asyncbench.run.observe.progress import ProgressObserver
+from asyncbench.run.observe.status import StatusLineObserver
+from asyncbench.run.scale_out.batch_lines import BatchLineReceiver, Outbox, pack, unpack
 
 
 def _outbox() -> Outbox:
@@ -92,7 +92,7 @@ def test_an_observer_fault_is_kept_not_raised() -> None:
 def test_json_log_line_of_a_client_batch_names_its_process_and_host(process: int) -> None:
     import orjson
 
-    from asyncbench.run.observers import _render_batch
+    from asyncbench.run.observe.observers import _render_batch
 
     marks = np.array([10, 20, 40], dtype=np.int64)
     line = orjson.loads(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from engines_for_tests import FixedServiceWorker  # tests/ is on sys.path (rootdir)
 
-from asyncbench.run.capacity import (
+from asyncbench.run.capacity.capacity import (
     CapacitySearch,
     ProbeRun,
     judge,
@@ -132,7 +132,7 @@ def test_searches_far_apart_give_an_interval_that_stays_a_rate() -> None:
     it, the result model refused it as no rate, and the parent said only "child process
     ended without a result" for a run that had completed. A rate's interval stays >= 0."""
     from asyncbench.result import Capacity
-    from asyncbench.run.capacity import measure_capacity
+    from asyncbench.run.capacity.capacity import measure_capacity
 
     capacities = iter([13_000.0, 870_000.0, 50_000.0])
     current = [next(capacities)]
@@ -185,7 +185,7 @@ def test_one_accidental_failure_is_confirmed_away() -> None:
 
 
 def test_without_a_least_duration_the_slice_bound_is_the_probe_bound() -> None:
-    from asyncbench.run.capacity import slice_bound
+    from asyncbench.run.capacity.capacity import slice_bound
 
     for low, high in [(1.0, 1e6), (100.0, 200.0), (500.0, 64_000.0), (10.0, 11.0), (500.0, 1e6)]:
         start = math.sqrt(low * high)
@@ -198,7 +198,7 @@ def test_a_least_probe_duration_spans_slices_numbered_in_stream_order_within_the
     with its own checksum, whatever the verdicts, and the search stays within its bounds."""
     import random
 
-    from asyncbench.run.capacity import slice_bound, slices_at
+    from asyncbench.run.capacity.capacity import slice_bound, slices_at
 
     slo = parse_slo_text("p90=10ms")
     length = sum(probe_length(slo))  # 1_100
@@ -258,7 +258,7 @@ def test_latency_not_monotonic_in_the_rate_is_said() -> None:
     """SQLite's email lookups failed p99 <= 1 ms at 10_706/s in one search and passed up to
     115_993/s in another (idle threads waking at low rates): the bisection assumes more rate
     never helps, so the result says when a rate passed above a confirmed failure."""
-    from asyncbench.run.capacity import measure_capacity, not_monotonic
+    from asyncbench.run.capacity.capacity import measure_capacity, not_monotonic
 
     searches = iter([False, True, True])
     state: dict[str, Any] = {"woken": True, "search": -1}

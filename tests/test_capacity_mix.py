@@ -16,8 +16,8 @@ import anyio
 from conftest import ROOT
 from engines_for_tests import FixedServiceWorker
 
-from asyncbench.run.capacity import local_probe, probe_bound, search
-from asyncbench.run.capacity_remote import run_probe_part
+from asyncbench.run.capacity.capacity import local_probe, probe_bound, search
+from asyncbench.run.scale_out.capacity_remote import run_probe_part
 from asyncbench.slo import parse_slo_text
 from asyncbench.workloads import workload
 from asyncbench.workloads.ycsb import settings as ycsb_settings
@@ -87,7 +87,7 @@ def test_a_least_probe_duration_keeps_a_searched_mix_exact_slice_by_slice(tmp_pa
     differently: each slice's checksum still agrees by number, and the searched phase still
     applies its whole stream once, in order (its checksum and the store are the unsearched
     phase's). The stream must hold the slices: 22 of 1_100 here (1k..4k, 0.5 s)."""
-    from asyncbench.run.capacity import slice_bound
+    from asyncbench.run.capacity.capacity import slice_bound
 
     assert slice_bound(2000.0, 1000.0, 4000.0, 0.5, 1100) == 22
     engines = "memory,lsm"
@@ -203,8 +203,8 @@ def test_the_shipped_mix_plan_searches_a_95_5_mix_under_p99_1ms(tmp_path: Path, 
     P4, searched under p99 <= 1 ms; its stream holds every probe the search may run, and one
     repeat more than it holds is refused before anything runs."""
     from asyncbench.config import load, slo_for
-    from asyncbench.run.capacity import needed_operations
-    from asyncbench.run.preflight import check_capacity_stream
+    from asyncbench.run.capacity.capacity import needed_operations
+    from asyncbench.run.checks.preflight import check_capacity_stream
     from asyncbench.slo import make_slo
 
     plan = ROOT / "benchmarks" / "capacity-mix.toml"

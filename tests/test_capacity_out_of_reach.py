@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 import numpy as np
 
-from asyncbench.run.capacity import ProbeRun, SearchRecord, search
+from asyncbench.run.capacity.capacity import ProbeRun, SearchRecord, search
 from asyncbench.slo import parse_slo_text
 
 N = 11_010  # a p99 probe: 1_010 warm-up and 10_000 judged operations

@@ -10,8 +10,7 @@ import anyio
 import numpy as np
 import pytest
 
-from asyncbench.run import phase_loop
-from asyncbench.run.capacity import (
+from asyncbench.run.capacity.capacity import (
     ProbeMarks,
     ProbeRun,
     judge,
@@ -19,6 +18,7 @@ from asyncbench.run.capacity import (
     measure_capacity,
     punctual_response,
 )
+from asyncbench.run.phase import phase_loop
 from asyncbench.slo import parse_slo_text
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext
@@ -141,7 +141,7 @@ def test_client_processes_parts_merge_with_their_figures_in_intended_order() -> 
     """``--processes K``: each process's share of a probe comes with its service times,
     schedule delays and the engine's own response; the coordinator merges them in intended
     order, so the verdict is judged on the same figures as in one process."""
-    from asyncbench.run.capacity_remote import ProbePart, merged_probe
+    from asyncbench.run.scale_out.capacity_remote import ProbePart, merged_probe
 
     def arr(*x: int) -> np.ndarray:
         return np.array(x, dtype=np.int64)

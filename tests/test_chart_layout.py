@@ -167,8 +167,8 @@ def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_al
     import re
     import xml.etree.ElementTree as ET
 
-    from asyncbench.run.progress import NO_PROGRESS_ENV
-    from asyncbench.run.status import QUIET_ENV
+    from asyncbench.run.observe.progress import NO_PROGRESS_ENV
+    from asyncbench.run.observe.status import QUIET_ENV
 
     for name in (NO_PROGRESS_ENV, QUIET_ENV):  # the in-process run sets them: restored after the test
         monkeypatch.setenv(name, "1")

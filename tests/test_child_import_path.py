@@ -1,7 +1,7 @@
 """An engine's own process imports the installed package, never the working directory's
 files: ``python -m`` puts the working directory first on ``sys.path``, so a run started in
 a folder holding a file named like a module the child imports (here ``orjson.py``) ran that
-file in every isolated engine's process (asyncbench/run/child_command.py: ``-P``)."""
+file in every isolated engine's process (asyncbench/run/isolated/child_command.py: ``-P``)."""
 
 from __future__ import annotations
 

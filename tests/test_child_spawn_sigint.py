@@ -2,7 +2,7 @@
 interpreter is still starting (importing ``site``: 20 ms on a quiet machine, over 400 ms
 on a loaded one) printed ``Fatal Python error: init_import_site`` and a
 ``KeyboardInterrupt`` traceback. The parent now starts the child with SIGINT ignored until
-the child's first line takes it back (asyncbench/run/child_command.py). The window is
+the child's first line takes it back (asyncbench/run/isolated/child_command.py). The window is
 forced: a ``sitecustomize`` on the child's path marks a file and sleeps inside ``site``'s
 import, and the SIGINTs are sent once the mark is there."""
 
@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from asyncbench.run.child_command import child_command
+from asyncbench.run.isolated.child_command import child_command
 
 SITECUSTOMIZE = """
 import os, time

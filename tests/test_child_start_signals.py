@@ -50,7 +50,7 @@ def _alive(pid: int) -> bool:
 
 SCRIPT = """
 import subprocess, sys, time
-from asyncbench.run.signals import StopSignals
+from asyncbench.run.observe.signals import StopSignals
 stop = StopSignals()
 stop.install()
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # known to no cleanup

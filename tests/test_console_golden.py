@@ -61,8 +61,8 @@ def mask(line: str, tmp: str) -> str:
 
 def test_golden_run_console(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from asyncbench.cli import run as run_command
-    from asyncbench.run.progress import NO_PROGRESS_ENV
-    from asyncbench.run.status import QUIET_ENV
+    from asyncbench.run.observe.progress import NO_PROGRESS_ENV
+    from asyncbench.run.observe.status import QUIET_ENV
 
     monkeypatch.setenv("COLUMNS", "80")
     # the golden must not depend on the machine's load (tests/test_load_warning.py has the warning)

@@ -17,7 +17,7 @@ import termios
 import pytest
 from conftest import ROOT
 
-from asyncbench.run.observers import phase_line
+from asyncbench.run.observe.observers import phase_line
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
 #: Cursor moves and erases start a new place on the screen: a line break for measuring.
@@ -91,7 +91,7 @@ def test_every_help_line_fits_80_columns(command, monkeypatch, capsys) -> None:
 
 
 def test_phase_table_shows_p50_and_p99_in_80_columns() -> None:
-    from asyncbench.run.observers import phase_header
+    from asyncbench.run.observe.observers import phase_header
 
     header = phase_header()
     line = phase_line("post-update scan country/status index", "1.234", "1_234_567/s", "0123456789ABCDEF", p50="4.2µs", p99="137ms")
@@ -114,7 +114,7 @@ def test_a_cut_name_keeps_its_rate_suffix_and_its_end() -> None:
 
 def test_the_name_column_fits_the_names_on_a_wide_terminal() -> None:
     """Issue 39: with COLUMNS=200 the name column stretched to ~150 characters."""
-    from asyncbench.run.observers import ConsoleObserver
+    from asyncbench.run.observe.observers import ConsoleObserver
 
     lines: list[str] = []
 
@@ -130,6 +130,6 @@ def test_the_name_column_fits_the_names_on_a_wide_terminal() -> None:
     console.engine_start("memory", 1000, "profiles")
     header = next(line for line in lines if "checksum" in line)
     assert header.index("time s") <= 2 + len("post-update scan country/status index") + 8, header
-    from asyncbench.run.observers import phase_header
+    from asyncbench.run.observe.observers import phase_header
 
     assert phase_header(200, names=["a" * 200]).index("time s") <= 70  # a cap, whatever the names

@@ -29,7 +29,7 @@ from asyncbench.config import BenchConfig, load
 from asyncbench.engines import engine_class, store_dir
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, Status
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
 from asyncbench.run.runner import EngineRun
 from asyncbench.workloads.profile_store.plan import draw_plan
 

@@ -186,7 +186,7 @@ def test_a_store_that_does_not_open_is_the_finding_not_a_failure(tmp_path: Path)
     """The recover phase's open failing is what the crash did: the row says so (opened
     false, the error), and the verdict FAILs it, whatever the engine promised."""
     from asyncbench.config.model import CrashPoint, PhaseSpec
-    from asyncbench.run.crash import CrashRecord, recover_phase
+    from asyncbench.run.crash.crash import CrashRecord, recover_phase
 
     sqlite = engine_class("sqlite")
 

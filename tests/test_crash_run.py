@@ -87,7 +87,7 @@ def test_a_server_engine_is_refused_by_name(tmp_path: Path) -> None:
     """A kill crash of a server engine needs the server killed: refused, saying so."""
     from asyncbench.engine import EngineConfig
     from asyncbench.engines import engine_class
-    from asyncbench.run.crash import refusal
+    from asyncbench.run.crash.crash import refusal
 
     engine = engine_class("postgres")(EngineConfig("postgres", tmp_path, {}, limit=50, seed=1, stores=PROFILE_STORES))
     why = refusal(engine)
@@ -140,7 +140,7 @@ def test_a_power_cut_drops_exactly_the_unsynced_writes(tmp_path: Path, run_cli, 
     """On the power-cut filesystem: sqlite syncing every commit loses no acknowledged write
     at any point; rocksdb with ``sync=false`` synced nothing since the store's clean close,
     so the cut drops every acknowledged insert of the phase, counted exactly."""
-    from asyncbench.run.power_mount import missing
+    from asyncbench.run.crash.power_mount import missing
 
     if missing():
         assert not os.environ.get("CI"), f"CI: a power crash needs {missing()}"  # .ci/run installs it
@@ -166,7 +166,7 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
 
     import anyio
 
-    from asyncbench.run.power_mount import missing
+    from asyncbench.run.crash.power_mount import missing
 
     if missing():
         assert not os.environ.get("CI"), f"CI: a power crash needs {missing()}"  # .ci/run installs it
@@ -189,7 +189,7 @@ def test_a_store_syncing_every_commit_loses_nothing_at_twenty_power_cut_points(t
 def test_several_crash_points_in_one_run_each_on_a_copy_of_the_store(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     """``crash.points = 3``: points at a third, two thirds and all of ``after``, each a row;
     the earlier ones run on copies of the store as the phase found it, deleted after."""
-    from asyncbench.run.power_mount import missing
+    from asyncbench.run.crash.power_mount import missing
 
     if missing():
         assert not os.environ.get("CI"), f"CI: a power crash needs {missing()}"  # .ci/run installs it
@@ -216,7 +216,7 @@ async def _crash_then_recover(plan_file: Path, data: Path) -> tuple[Any, Any]:
     from asyncbench.dirs.paths import store_root
     from asyncbench.engine import EngineConfig
     from asyncbench.engines import engine_class
-    from asyncbench.run.crash import crash_phase, recover_phase
+    from asyncbench.run.crash.crash import crash_phase, recover_phase
 
     cfg = load(plan_file)
     cfg.data = data

@@ -1,4 +1,4 @@
-"""The one dispatcher (asyncbench.run.dispatch): a workload's phase kind may bring its own
+"""The one dispatcher (asyncbench.run.phase.dispatch): a workload's phase kind may bring its own
 partition of a phase's items among the P workers (YCSB's key-owner rule: each worker owns
 the keys it writes), and the dispatcher uses it wherever the phase runs, with no edit of
 the framework; without one, the kind's ``Split`` decides."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from asyncbench.run.dispatch import run_operations, split
+from asyncbench.run.phase.dispatch import run_operations, split
 from asyncbench.workload import Action, Fold, Group, Items, PhaseKind, StreamUse
 from asyncbench.workloads import workload
 

@@ -1,4 +1,4 @@
-"""P workers across K client processes (asyncbench.run.distributed): exact checksums for
+"""P workers across K client processes (asyncbench.run.scale_out.distributed): exact checksums for
 every K, merged figures, refusals, a cluster started with Dask's own tools, and a client
 process killed mid-phase.
 
@@ -30,16 +30,16 @@ from asyncbench.config import load, to_json
 from asyncbench.measure.latency import LatencyHistogram
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import Status
-from asyncbench.run.client_process import ClientProcessActor, PhasePart, WorkerPart, hosted_workers
-from asyncbench.run.distributed import (
+from asyncbench.run.observe.observers import Observer, ObserverGroup
+from asyncbench.run.runner import EngineRun
+from asyncbench.run.scale_out.client_process import ClientProcessActor, PhasePart, WorkerPart, hosted_workers
+from asyncbench.run.scale_out.distributed import (
     DistributedEngineRun,
     Placement,
     PlacementError,
     check_placement,
     merge_phase,
 )
-from asyncbench.run.observers import Observer, ObserverGroup
-from asyncbench.run.runner import EngineRun
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.checksum import Checksum, combine
 from asyncbench.workloads.profile_store.phases import PHASES, Action
@@ -279,8 +279,8 @@ async def test_a_client_process_schedules_its_workers_as_one_process_would(tmp_p
     schedule as the single-process loop's, from the release instant; the batches shipped
     carry them all."""
     from asyncbench.rate import Arrivals, Rate
-    from asyncbench.run.batch_lines import unpack
-    from asyncbench.run.schedule import WorkerSchedule
+    from asyncbench.run.phase.schedule import WorkerSchedule
+    from asyncbench.run.scale_out.batch_lines import unpack
 
     cfg = quick_cfg(tmp_path, "memory", 4)
     cfg = dataclasses.replace(cfg, phases=[dataclasses.replace(cfg.phases[0], rate=20_000.0, arrivals=arrivals)])
@@ -317,7 +317,7 @@ async def test_the_local_client_processes_run_without_dasks_malloc_trim_and_fast
     import dask
     from distributed import Client, LocalCluster
 
-    from asyncbench.run.distributed import DASK_CONFIG
+    from asyncbench.run.scale_out.distributed import DASK_CONFIG
 
     def probe() -> tuple[str | None, object]:
         return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.admin.tick.interval")
@@ -353,7 +353,7 @@ async def test_the_coordinator_drops_its_batch_topic_from_the_scheduler() -> Non
     (on the installed distributed); a broker it cannot truncate is a note, not silence."""
     from distributed import Client, LocalCluster
 
-    from asyncbench.run.distributed import _truncate_topic
+    from asyncbench.run.scale_out.distributed import _truncate_topic
 
     async with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
@@ -503,7 +503,7 @@ async def test_losing_client_process_0_still_drops_the_table_and_calls_it_no_mor
 def test_the_bottleneck_line_blames_a_saturated_machine_not_the_server() -> None:
     """K client processes, the coordinator and the server on 2 cores at load 6-7: no client
     process is 80 % busy, but the machine, not the server, is the limit (issue 34)."""
-    from asyncbench.run.saturation import PhaseLoad, bottleneck_line
+    from asyncbench.run.capacity.saturation import PhaseLoad, bottleneck_line
 
     saturated = bottleneck_line([PhaseLoad(busiest=0.45, wait_share=0.35, load_per_cpu=3.3)] * 3)
     assert "the server (or the network) was the limit" not in saturated

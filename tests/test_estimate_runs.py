@@ -15,7 +15,6 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import apply_run_key, load, pace_phases
-from asyncbench.run import reuse
 from asyncbench.run.estimate import (
     MeasuredCost,
     estimate,
@@ -24,6 +23,7 @@ from asyncbench.run.estimate import (
     phase_operations,
     stream_operations,
 )
+from asyncbench.run.reuse import reuse
 from asyncbench.workloads.profile_store.phases import PHASES, Action
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
@@ -74,7 +74,7 @@ def _probe_seconds(cfg, sustained: float) -> float:  # type: ignore[no-untyped-d
     import anyio
     import numpy as np
 
-    from asyncbench.run.capacity import ProbeRun, probe_length, search, start_rate
+    from asyncbench.run.capacity.capacity import ProbeRun, probe_length, search, start_rate
     from asyncbench.slo import make_slo
 
     slo = make_slo(cfg.slo)
@@ -92,7 +92,7 @@ def test_a_capacity_search_is_estimated_from_its_probe_bound_and_length(tmp_path
     """A searched phase runs probes, not its stream: at most its probe bound of probes of
     the probe length (the operations), each its operations at its rate on an engine whose
     capacity is its measured closed-loop rate (the time)."""
-    from asyncbench.run.capacity import needed_operations
+    from asyncbench.run.capacity.capacity import needed_operations
     from asyncbench.slo import make_slo
 
     cfg = dataclasses.replace(load(CAPACITY), engines=["memory"], output=tmp_path, profiles=[200_000])

@@ -83,7 +83,7 @@ def test_the_estimate_grows_with_the_flags() -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
 def test_a_stop_signal_removes_the_temporary_stores(tmp_path: Path, sig: signal.Signals, twice: bool) -> None:
     """The first stop signal closes the engines and removes the temporary stores; a second
-    one soon after is absorbed (the run's stop policy, asyncbench.run.signals), never a
+    one soon after is absorbed (the run's stop policy, asyncbench.run.observe.signals), never a
     default action halfway through the clean-up."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     cmd = [sys.executable, "-m", "asyncbench", "floor", "--engine", "sqlite", "--profiles", "200k", "--yes"]

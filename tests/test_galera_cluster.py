@@ -400,9 +400,9 @@ def test_p4_across_1_2_4_client_processes_matches_memory(cluster: Cluster, tmp_p
 
     from asyncbench.config import load
     from asyncbench.measure.memory_sampler import MemorySampler
-    from asyncbench.run.distributed import DistributedEngineRun, Placement
-    from asyncbench.run.observers import ObserverGroup
+    from asyncbench.run.observe.observers import ObserverGroup
     from asyncbench.run.runner import EngineRun
+    from asyncbench.run.scale_out.distributed import DistributedEngineRun, Placement
     from asyncbench.workloads.profile_store.plan import draw_plan
 
     profiles = 1_000

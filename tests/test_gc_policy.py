@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from asyncbench.run.gc_policy import harness_frozen
+from asyncbench.run.observe.gc_policy import harness_frozen
 from asyncbench.workloads.common.mix import Done, figures
 
 

@@ -50,7 +50,7 @@ def test_a_result_the_parent_cannot_read_is_named_as_such(tmp_path: Path) -> Non
     the row's reason."""
     from asyncbench.config import BenchConfig
     from asyncbench.result import EngineResult, Status
-    from asyncbench.run.isolation import ChildEngineRun
+    from asyncbench.run.isolated.isolation import ChildEngineRun
 
     run = ChildEngineRun.__new__(ChildEngineRun)  # only the result collection is exercised
     run.cfg = BenchConfig(source="plan.toml")  # its workload's phase kinds read the child's result

@@ -15,8 +15,8 @@ from eager_plan import eager_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.phase_loop import bucket_by_uid, partition
+from asyncbench.run.phase.dispatch import run_operations
+from asyncbench.run.phase.phase_loop import bucket_by_uid, partition
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store import plan as plan_module
 from asyncbench.workloads.profile_store import streams

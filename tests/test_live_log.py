@@ -19,10 +19,10 @@ import orjson
 import pytest
 from cli_process import BackgroundRun, kill_quietly, wait_for
 
-from asyncbench.run import logs, observers
-from asyncbench.run.logs import LogFile, iso_utc
-from asyncbench.run.observers import BatchDone, JsonLogObserver
-from asyncbench.run.paced_lines import PACED_LINE_NS
+from asyncbench.run.observe import logs, observers
+from asyncbench.run.observe.logs import LogFile, iso_utc
+from asyncbench.run.observe.observers import BatchDone, JsonLogObserver
+from asyncbench.run.observe.paced_lines import PACED_LINE_NS
 
 PLAN = """
 [run]
@@ -207,7 +207,7 @@ def test_a_log_far_behind_holds_a_bounded_number_of_latency_stamps(tmp_path: Pat
     (110 MiB above the engine's start at 2M profiles). Past MAX_HELD_MARKS the batch's
     figures are taken at once and its stamps let go; every line is still written, with the
     same figures the writer would have rendered. (The batches under a rate end 100 ms
-    apart, so each gets a line of its own: :mod:`asyncbench.run.paced_lines`.)"""
+    apart, so each gets a line of its own: :mod:`asyncbench.run.observe.paced_lines`.)"""
     log = _StuckDisk(tmp_path / "behind.log")
     observer = JsonLogObserver(None, log)
     rng = np.random.default_rng(7)

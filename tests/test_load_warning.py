@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.measure.stats import BusyProcess, NoiseSnapshot
-from asyncbench.run.saturation import loaded_machine_warning
+from asyncbench.run.capacity.saturation import loaded_machine_warning
 
 
 def _snap(load: float, *busy: BusyProcess) -> NoiseSnapshot:

@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from asyncbench.cli.main import main
 from asyncbench.fs.ownership import is_own_log_head, log_first_record
-from asyncbench.run.logs import LogFile
+from asyncbench.run.observe.logs import LogFile
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
 OLD_STYLE_FIRST_LINE = b'{"event":"run_start","timestamp":"2026-01-01T00:00:00Z"}\n'

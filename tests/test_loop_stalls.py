@@ -1,4 +1,4 @@
-"""The stall record of a phase (asyncbench.run.loop_stalls): an engine that holds the event
+"""The stall record of a phase (asyncbench.run.phase.loop_stalls): an engine that holds the event
 loop for 30 ms shows it, one that never does shows nothing over 10 ms; both the hold inside
 a batch call and the hold by the engine's own task on the loop; the record round-trips
 through the result JSON and an older result without it still loads."""
@@ -20,9 +20,9 @@ from conftest import store_of
 
 from asyncbench.engine import opened
 from asyncbench.result import PhaseResult, ResultError, StallRecord, load_as
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.loop_ledger import longest_gap
-from asyncbench.run.loop_stalls import INTERVAL_NS, SLACK_NS, LoopHolds, cpu_wait_ns
+from asyncbench.run.phase.dispatch import run_operations
+from asyncbench.run.phase.loop_ledger import longest_gap
+from asyncbench.run.phase.loop_stalls import INTERVAL_NS, SLACK_NS, LoopHolds, cpu_wait_ns
 from asyncbench.tools.store import load, new_engine
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PhaseContext

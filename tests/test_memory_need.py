@@ -17,7 +17,7 @@ from conftest import ROOT
 
 from asyncbench.cli.main import main
 from asyncbench.config import load
-from asyncbench.run.memory_need import FIXED_BYTES, Machine, check_memory, memory_lines, memory_needs
+from asyncbench.run.checks.memory_need import FIXED_BYTES, Machine, check_memory, memory_lines, memory_needs
 
 WORKLOADC = ROOT / "benchmarks" / "ycsb" / "workloadc.toml"
 MIB = 1024 * 1024

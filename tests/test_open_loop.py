@@ -22,8 +22,8 @@ from asyncbench.engines.memory import MemoryEngine
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.result import OpenLoop, PhaseResult
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.schedule import WorkerSchedule
+from asyncbench.run.phase.dispatch import run_operations
+from asyncbench.run.phase.schedule import WorkerSchedule
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.kv_store import STORE_NAMES as PROFILE_STORES
 from asyncbench.workloads.profile_store.phases import PHASES, PhaseContext, phase_items
@@ -46,7 +46,7 @@ def test_an_uneven_key_owner_split_paces_each_worker_by_its_share() -> None:
     """Updates split by uid % P: each worker's gap is 1 / (R * share), so every share spans
     the same time (at P / R each, the worker with the most would end last); a contiguous
     split keeps P / R."""
-    from asyncbench.run.dispatch import shares, split
+    from asyncbench.run.phase.dispatch import shares, split
 
     heavy = WorkerSchedule(Rate(1000.0), 0, 0, 2, share=0.8)
     light = WorkerSchedule(Rate(1000.0), 0, 1, 2, share=0.2)
@@ -215,7 +215,7 @@ def test_a_dip_at_a_sweeps_last_level_claims_no_skipped_rates() -> None:
     """The sweep note says higher rates were skipped only when the sweep has some: a dip at
     its highest level skipped nothing (issue 34)."""
     from asyncbench.config import PhaseSpec
-    from asyncbench.run.phase_rows import phase_row, sweep_dipped
+    from asyncbench.run.phase.phase_rows import phase_row, sweep_dipped
 
     levels = [PhaseSpec("read_by_id", f"reads @ {r}/s", "reads", rate=r, sweep=1) for r in (1000.0, 2000.0)]
 
@@ -292,7 +292,7 @@ class LoopBlockingEngine(OwnStoreMemoryEngine):
 def test_the_loop_ledger_counts_the_time_a_call_holds_the_loop_not_its_waits() -> None:
     import time
 
-    from asyncbench.run.loop_ledger import LoopLedger
+    from asyncbench.run.phase.loop_ledger import LoopLedger
 
     async def blocking() -> int:
         time.sleep(0.03)  # holds the loop

@@ -19,7 +19,7 @@ from asyncbench.measure.latency_recorder import PhaseRecorder, slice_ns
 from asyncbench.rate import Arrivals, Rate
 from asyncbench.report.chart_style import RC
 from asyncbench.report.latency_charts import latency_over_time_figure
-from asyncbench.run.phase_rows import add_figures, phase_row
+from asyncbench.run.phase.phase_rows import add_figures, phase_row
 from asyncbench.workloads.profile_store.phases import PHASES
 
 

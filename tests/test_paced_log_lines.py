@@ -11,10 +11,10 @@ import numpy as np
 import orjson
 
 from asyncbench.measure.latency import nearest_rank
-from asyncbench.run import observers
-from asyncbench.run.logs import LogFile
-from asyncbench.run.observers import BatchDone, JsonLogObserver
-from asyncbench.run.paced_lines import PACED_LINE_NS
+from asyncbench.run.observe import observers
+from asyncbench.run.observe.logs import LogFile
+from asyncbench.run.observe.observers import BatchDone, JsonLogObserver
+from asyncbench.run.observe.paced_lines import PACED_LINE_NS
 
 MS = 1_000_000
 

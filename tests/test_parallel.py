@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import REFERENCE_PLAN, reference_engines, status_line
 
-from asyncbench.run.phase_loop import bucket_by_uid, partition
+from asyncbench.run.phase.phase_loop import bucket_by_uid, partition
 from asyncbench.workloads.profile_store.checksum import combine
 from asyncbench.workloads.profile_store.reference import REFERENCE_CHECKSUMS
 

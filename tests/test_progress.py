@@ -11,9 +11,14 @@ from rich.console import Console
 
 from asyncbench.cli.main import build_parser, main, parse_args
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run import progress as progress_mod
-from asyncbench.run.observers import BatchDone, ConsoleObserver, ObserverGroup
-from asyncbench.run.progress import NO_PROGRESS_ENV, ProgressObserver, progress_wanted, terminal_observers
+from asyncbench.run.observe import progress as progress_mod
+from asyncbench.run.observe.observers import BatchDone, ConsoleObserver, ObserverGroup
+from asyncbench.run.observe.progress import (
+    NO_PROGRESS_ENV,
+    ProgressObserver,
+    progress_wanted,
+    terminal_observers,
+)
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group
 
 QUICK = str(ROOT / "benchmarks" / "quick.toml")
@@ -105,7 +110,7 @@ def test_terminal_observers_wires_console_through_progress(monkeypatch: pytest.M
     assert prog is None
     monkeypatch.setattr(progress_mod.sys, "stdout", io.StringIO())
     # no terminal: no bars, but the status line every 10 s (issue 22), unless --quiet
-    from asyncbench.run.status import QUIET_ENV, StatusLineObserver
+    from asyncbench.run.observe.status import QUIET_ENV, StatusLineObserver
 
     assert isinstance(terminal_observers()[1], StatusLineObserver)
     monkeypatch.setenv(QUIET_ENV, "1")

@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 from asyncbench.config import load
-from asyncbench.run.scale import largest_phase
+from asyncbench.run.checks.scale import largest_phase
 
 QUICK = ROOT / "benchmarks" / "quick.toml"
 YCSB = ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml"

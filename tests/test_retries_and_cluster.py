@@ -28,7 +28,7 @@ from asyncbench.engines.mysql import resolve_endpoints
 from asyncbench.engines.mysql import retryable as mysql_retryable
 from asyncbench.engines.sql_retry import MAX_ATTEMPTS, Retrier
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.phase_loop import bucket_by_uid
+from asyncbench.run.phase.phase_loop import bucket_by_uid
 from asyncbench.store import SqlPrimitives
 from asyncbench.workloads.profile_store.generate import create
 from asyncbench.workloads.profile_store.phases import PHASES, Action, Group

@@ -13,7 +13,7 @@ import pytest
 
 from asyncbench.cli.main import build_parser
 from asyncbench.config import RUN_KEYS, BenchConfig, Level, from_document, from_json, to_json
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
 from asyncbench.run.runner import EngineRun
 
 PLAN = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from asyncbench.config import ConfigError, load
-from asyncbench.run.scale import check_scale, largest_phase, notes
+from asyncbench.run.checks.scale import check_scale, largest_phase, notes
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ROOT / "benchmarks" / "quick.toml"

@@ -1,5 +1,5 @@
 """A scaled-out run (``--processes``/``--cluster``) goes through the one phase sequence
-(asyncbench.run.phase_sequence) the in-process run goes through: every phase it runs has a
+(asyncbench.run.sequence.phase_sequence) the in-process run goes through: every phase it runs has a
 cost, each figure measured or named in ``not_measured`` with its reason (never silently
 missing), and the figures the coordinator can get (the storage after a write phase, the
 logical bytes written and kept) as in one process.
@@ -20,9 +20,9 @@ import pytest
 from asyncbench.config import load
 from asyncbench.measure.memory_sampler import MemorySampler
 from asyncbench.result import EngineResult, PhaseResult
-from asyncbench.run.distributed import DistributedEngineRun, Placement
-from asyncbench.run.observers import ObserverGroup
+from asyncbench.run.observe.observers import ObserverGroup
 from asyncbench.run.runner import EngineRun
+from asyncbench.run.scale_out.distributed import DistributedEngineRun, Placement
 from asyncbench.workload import Action, Group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,11 +94,11 @@ async def test_a_scaled_out_run_records_the_cost_of_every_phase_it_runs(tmp_path
 
 
 def test_the_in_process_runner_imports_no_scale_out_code() -> None:
-    """The command line picks the scale-out (asyncbench.run.engine_runs.ScaleOut); the
+    """The command line picks the scale-out (asyncbench.run.sequence.engine_runs.ScaleOut); the
     runner and the phase sequence name neither the coordinator nor the client process."""
     code = (
-        "import sys, asyncbench.run.runner, asyncbench.run.phase_sequence; "
-        "print(sorted(m for m in sys.modules if m in ('asyncbench.run.distributed', 'asyncbench.run.client_process')))"
+        "import sys, asyncbench.run.runner, asyncbench.run.sequence.phase_sequence; "
+        "print(sorted(m for m in sys.modules if m in ('asyncbench.run.scale_out.distributed', 'asyncbench.run.scale_out.client_process')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from asyncbench.measure.latency import LatencyHistogram
-from asyncbench.run import status
-from asyncbench.run.observers import BatchDone
-from asyncbench.run.status import StatusLineObserver
+from asyncbench.run.observe import status
+from asyncbench.run.observe.observers import BatchDone
+from asyncbench.run.observe.status import StatusLineObserver
 
 
 def test_the_marks_held_between_status_lines_are_bounded_and_every_one_is_counted(

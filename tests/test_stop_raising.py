@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from asyncbench.run.signals import StopRequested, StopSignals
+from asyncbench.run.observe.signals import StopRequested, StopSignals
 
 
 @pytest.fixture

@@ -207,7 +207,7 @@ def test_child_process_arguments_the_parent_passes_are_accepted(child_config: Pa
     """The checks refuse nothing the parent passes (every isolated test runs through them)."""
     import argparse
 
-    from asyncbench.run.child_args import child_args
+    from asyncbench.run.isolated.child_args import child_args
 
     argv = _child_argv(child_config, tmp_path)
     args = argparse.Namespace(

@@ -1,5 +1,5 @@
 """A config built in code gets the checks a plan and its flags get (issue 54 item 6):
-:class:`Benchmark` runs :func:`asyncbench.run.validate.validate` on the config it is given,
+:class:`Benchmark` runs :func:`asyncbench.run.checks.validate.validate` on the config it is given,
 which is what the command line's ``apply_flags`` runs once the flags are in. Before, a
 ``BenchConfig(...)`` handed to ``Benchmark`` ran with none of the checks (a warm-up that
 left nothing measured, arrivals without a rate, a reused store set to be deleted)."""
@@ -12,9 +12,9 @@ import pytest
 from test_run_keys import PLANS
 
 from asyncbench.config import BenchConfig, ConfigError, PhaseSpec, from_document
-from asyncbench.run.observers import Observer
+from asyncbench.run.checks.validate import check_values, validate
+from asyncbench.run.observe.observers import Observer
 from asyncbench.run.runner import Benchmark
-from asyncbench.run.validate import check_values, validate
 
 PHASES = [PhaseSpec("insert", "insert profiles"), PhaseSpec("read_by_id", "read by user id", stream="reads")]
 

@@ -229,7 +229,7 @@ def test_an_engine_failing_early_is_named_in_every_later_group(sample: RunResult
 
 
 def test_a_required_rate_on_an_inconclusive_capacity_is_inconclusive(sample: RunResult) -> None:
-    """A capacity the client's lateness decided (asyncbench.run.capacity) is no engine's
+    """A capacity the client's lateness decided (asyncbench.run.capacity.capacity) is no engine's
     FAIL under --require-rate: INCONCLUSIVE, unless the rates that passed carry the need."""
     from asyncbench.result import Capacity
 

@@ -20,7 +20,7 @@ from asyncbench.config import BenchConfig, load
 from asyncbench.report.markdown_report import render
 from asyncbench.result import RunResult, Status
 from asyncbench.run.estimate import phase_operations
-from asyncbench.run.observers import Observer
+from asyncbench.run.observe.observers import Observer
 from asyncbench.run.runner import Benchmark
 from asyncbench.workloads import workload
 

@@ -293,7 +293,7 @@ async def _engine_checksums(plan: dict[str, Any], workers: int, tmp: Path) -> tu
     usertable through the framework's phase loop (compiled kernels, KV table, digests)."""
     from asyncbench.engine import EngineConfig
     from asyncbench.engines.memory import MemoryEngine
-    from asyncbench.run.dispatch import run_operations
+    from asyncbench.run.phase.dispatch import run_operations
     from asyncbench.workloads.ycsb.workload import WORKLOAD as ycsb
 
     settings = ycsb.settings(plan["ycsb"])

@@ -4,7 +4,7 @@
 ``BrokenPipeError`` from deep inside an observer, and the run ended with a traceback, exit
 1 and no result (issue 52's trust: a run that fails or is interrupted still writes its
 partial report, and a reader closing the console is neither). As a terminal that hung up
-(``asyncbench.run.signals``), the console then goes to ``/dev/null``: file descriptor 1 is
+(``asyncbench.run.observe.signals``), the console then goes to ``/dev/null``: file descriptor 1 is
 pointed there, so the rest of the run's lines (and any child process started later) write
 nowhere, and the run goes on to write its result, reports and log as usual.
 """

@@ -43,14 +43,14 @@ from asyncbench.result import (
     RunResult,
     exit_code,
 )
-from asyncbench.run import isolation
-from asyncbench.run.distributed import scale_out
-from asyncbench.run.logs import LogFile, open_log
-from asyncbench.run.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
-from asyncbench.run.progress import NO_PROGRESS_ENV, terminal_observers
+from asyncbench.run.capacity.saturation import loaded_machine_warning
+from asyncbench.run.isolated import isolation
+from asyncbench.run.observe.logs import LogFile, open_log
+from asyncbench.run.observe.observers import ConsoleObserver, JsonLogObserver, ObserverGroup
+from asyncbench.run.observe.progress import NO_PROGRESS_ENV, terminal_observers
+from asyncbench.run.observe.signals import StopSignals, backend_options
 from asyncbench.run.runner import Benchmark
-from asyncbench.run.saturation import loaded_machine_warning
-from asyncbench.run.signals import StopSignals, backend_options
+from asyncbench.run.scale_out.distributed import scale_out
 from asyncbench.workload_capabilities import accelerated, kernels_status
 
 __all__ = ["RunOutcome", "confirm_start", "run", "utc_stamp"]
@@ -62,9 +62,9 @@ def confirm_start(cfg: BenchConfig, yes: bool, stdin: TextIO | None = None, stdo
     range's bottom: a search cannot know ahead where it will end, issue 51)."""
     import sys
 
+    from asyncbench.run.checks.memory_need import memory_lines
+    from asyncbench.run.checks.scale import notes
     from asyncbench.run.estimate import ask_to_start, duration, estimate
-    from asyncbench.run.memory_need import memory_lines
-    from asyncbench.run.scale import notes
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     est = estimate(cfg)
@@ -166,7 +166,7 @@ class ResultSaver:
         result.verdicts = records(judge_run(result))
         if final and cfg.repeat - cfg.warmup > 1:
             result.environment["noise_advice"] = noise_advice(snapshot(0.1))
-        elif final:  # a single run: only a loaded machine is worth a word (run/saturation.py)
+        elif final:  # a single run: only a loaded machine is worth a word (run/capacity/saturation.py)
             start = result.environment.get("load_avg_start")
             warning = loaded_machine_warning(snapshot(0.1), start[0] if start else None)
             if warning:

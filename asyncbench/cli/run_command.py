@@ -6,9 +6,9 @@ run PLAN.toml``). Its flags are the [run] table's (:data:`asyncbench.config.RUN_
 the run's own options; each flag is validated like the file's key and named as the flag.
 The stop signals are installed before the plan is even read, so no signal takes its
 default action from here on. Once the flags are in, the config is checked whole by
-:func:`asyncbench.run.validate.validate` (what a config built in code gets too); the
+:func:`asyncbench.run.checks.validate.validate` (what a config built in code gets too); the
 checks of the run's own options (``--check-reference``, ``--require-accelerator``) are
-:mod:`asyncbench.run.preflight`'s.
+:mod:`asyncbench.run.checks.preflight`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from asyncbench.config import RUN_KEYS, BenchConfig, Bool, ConfigError, apply_ru
 from asyncbench.config.run_keys import one_spelling
 from asyncbench.dirs.paths import check_run_paths
 from asyncbench.result import EXIT_BAD_INPUT, EXIT_OK
-from asyncbench.run.signals import StopSignals
-from asyncbench.run.validate import validate
+from asyncbench.run.checks.validate import validate
+from asyncbench.run.observe.signals import StopSignals
 
 __all__ = ["EPILOG", "add_arguments", "apply_flags", "epilog", "run"]
 
@@ -177,7 +177,7 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
             if isinstance(value, str):
                 value = key.type.from_text(where, flag, value)
             apply_run_key(cfg, where, flag, key.name, value)
-    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse)
+    if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse.reuse)
         raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
     cfg.check_rate = bool(getattr(args, "check_rate", False))
     latest = []
@@ -236,7 +236,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
     try:
         cfg = _load_plan(args)
         apply_flags(cfg, args)
-        from asyncbench.run import preflight
+        from asyncbench.run.checks import preflight
 
         if args.check_reference:
             preflight.check_published(cfg)
@@ -252,7 +252,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
     if args.quiet:  # engine child processes inherit it, as they do --no-progress
         import os
 
-        from asyncbench.run.status import QUIET_ENV
+        from asyncbench.run.observe.status import QUIET_ENV
 
         os.environ[QUIET_ENV] = "1"
     return run(

@@ -59,7 +59,7 @@ class PhaseSpec:
     #: Draw this phase's latency-over-time chart (write phases and phases at a rate always
     #: get one): the phase's own ``over_time = true`` or the run's ``over_time`` selection.
     over_time: bool = False
-    #: Search this phase's capacity under the SLO (asyncbench.run.capacity) instead of running it once.
+    #: Search this phase's capacity under the SLO (asyncbench.run.capacity.capacity) instead of running it once.
     capacity: bool = False
     #: The workload's own keys of this phase (YCSB's proportions and distribution), checked
     #: by the workload (``PhaseParams.phase_params``), as sorted (key, value) pairs.
@@ -103,7 +103,7 @@ class BenchConfig:
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
     clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
-    reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse)
+    reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse.reuse)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...
     warmup: int = 0  # leading repeats kept in the JSON but left out of the statistics
     processes: int | None = None  # client processes on this host for client/server engines (None: this one)
@@ -114,7 +114,7 @@ class BenchConfig:
     arrivals: str = "uniform"  # how those phases' intended start times are spaced
     #: Phase kinds or names (or ``all``) whose latency-over-time chart is drawn (see :func:`chart_phases`).
     over_time: list[str] = field(default_factory=list)
-    #: Capacity under a latency bound (asyncbench.run.capacity; see :func:`check_capacity`):
+    #: Capacity under a latency bound (asyncbench.run.capacity.capacity; see :func:`check_capacity`):
     #: search every read, scan, query and mixed phase; the bounds for every phase kind
     #: (percentile -> "2ms"), and per kind from ``[slo.KIND]``; the rates required (gates).
     capacity: bool = False

@@ -173,7 +173,7 @@ def _uncompared_line(name: str, index: int, phases: dict[str, PhaseResult]) -> s
 
 
 def _probes(run: RunResult, v: Verdict) -> int:
-    """Capacity searches (asyncbench.run.capacity): probe k of a phase reads the same slice
+    """Capacity searches (asyncbench.run.capacity.capacity): probe k of a phase reads the same slice
     of its stream on every engine, whatever its rate, so its checksum must agree across
     the engines that ran it. Returns how many probes were compared."""
     sums: dict[tuple[int, int], dict[str, str]] = {}

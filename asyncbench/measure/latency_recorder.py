@@ -171,7 +171,7 @@ class PhaseRecorder:
         # batch, the first intended time), then each operation's intended time.
         self._intended = [_WorkerMarks(where, workers) for _ in range(workers)]
         # and per such batch, how long the engine's calls of other workers held the event
-        # loop meanwhile (ns, asyncbench.run.loop_ledger): not the harness's delay
+        # loop meanwhile (ns, asyncbench.run.phase.loop_ledger): not the harness's delay
         self._blocked = [array("q") for _ in range(workers)]
         self._prev_end: list[int | None] = [None] * workers
         self._batch_worker = array("i")  # per batch, in completion order

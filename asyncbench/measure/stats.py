@@ -314,7 +314,7 @@ class NoiseSnapshot:
 
 BUSY_CPU_PERCENT = 10.0
 #: A process busy this fraction of a phase's time (client CPU / phase time) is the bottleneck
-#: (run/saturation.py's bottleneck line and the report's headline).
+#: (run/capacity/saturation.py's bottleneck line and the report's headline).
 CLIENT_BOUND_BUSY = 0.8
 
 

@@ -3,7 +3,7 @@ phase, the scorecard (engines ranked by capacity per phase, cost per operation b
 the gates (``--require-rate``), and the report's section.
 
 Its own module so the console (run layer), the run command and the Markdown report all
-use the same words and the same ranking; the search itself is ``asyncbench.run.capacity``.
+use the same words and the same ranking; the search itself is ``asyncbench.run.capacity.capacity``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Child side of per-engine isolation: ``python -m asyncbench.run.child CONFIG ...`` runs one
 engine at one (profiles, parallelism) level, writing its partial result after every phase.
-Not a command of the CLI: only :class:`~asyncbench.run.isolation.ChildEngineRun` starts it.
+Not a command of the CLI: only :class:`~asyncbench.run.isolated.isolation.ChildEngineRun` starts it.
 
-Kept apart from :mod:`asyncbench.run.isolation` (the parent side) because the child runs
+Kept apart from :mod:`asyncbench.run.isolated.isolation` (the parent side) because the child runs
 the whole :class:`~asyncbench.run.runner.EngineRun`, while the runner starts children:
 one module for each direction keeps the import graph acyclic.
 """
@@ -16,7 +16,7 @@ import signal
 #: by :class:`StopSignals` as if they came after (issue 52: three SIGINTs to the process
 #: group during a child's start printed a ``KeyboardInterrupt`` traceback from its
 #: imports). The interpreter's own start, before this line, runs with SIGINT ignored: the
-#: parent starts this process so (:mod:`asyncbench.run.child_command`), and this line takes it back.
+#: parent starts this process so (:mod:`asyncbench.run.isolated.child_command`), and this line takes it back.
 EARLY_SIGNALS: list[int] = []
 if __name__ == "__main__":
     for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -31,10 +31,10 @@ import anyio  # noqa: E402
 import orjson  # noqa: E402
 
 from asyncbench.result import EngineResult, PhaseResult, Status, write_atomic  # noqa: E402
-from asyncbench.run.isolation import TEMP_PREFIX  # noqa: E402
-from asyncbench.run.observers import Observer  # noqa: E402
-from asyncbench.run.parent_watch import ParentWatch  # noqa: E402
-from asyncbench.run.signals import StopRequested, StopSignals  # noqa: E402
+from asyncbench.run.isolated.isolation import TEMP_PREFIX  # noqa: E402
+from asyncbench.run.isolated.parent_watch import ParentWatch  # noqa: E402
+from asyncbench.run.observe.observers import Observer  # noqa: E402
+from asyncbench.run.observe.signals import StopRequested, StopSignals  # noqa: E402
 
 
 class PartialResultWriter(Observer):
@@ -119,11 +119,11 @@ def _child_run(
 ) -> int:
     from asyncbench.config import from_json
     from asyncbench.measure.memory_sampler import MemorySampler
-    from asyncbench.run.logs import open_log
-    from asyncbench.run.observers import JsonLogObserver, ObserverGroup
-    from asyncbench.run.progress import terminal_observers
+    from asyncbench.run.observe.logs import open_log
+    from asyncbench.run.observe.observers import JsonLogObserver, ObserverGroup
+    from asyncbench.run.observe.progress import terminal_observers
+    from asyncbench.run.observe.signals import backend_options
     from asyncbench.run.runner import EngineRun
-    from asyncbench.run.signals import backend_options
 
     cfg = from_json(config_file.read_bytes())
     level = cfg.level(profiles, parallelism)
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         stop.handle(signum)
     EARLY_SIGNALS.clear()
     from asyncbench.config import ConfigError
-    from asyncbench.run.child_args import child_args
+    from asyncbench.run.isolated.child_args import child_args
 
     p = argparse.ArgumentParser(prog="python -m asyncbench.run.child")
     p.add_argument("config")
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(flag, required=True)
     p.add_argument("--parent-pipe")
     p.add_argument("--repeat")
-    try:  # every value checked (run/child_args.py): exit 2 naming it, never a traceback
+    try:  # every value checked (run/isolated/child_args.py): exit 2 naming it, never a traceback
         a = child_args(p.parse_args(argv))
     except ConfigError as exc:
         stop.restore()

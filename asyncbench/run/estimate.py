@@ -26,9 +26,9 @@ from asyncbench.engines import engine_class
 from asyncbench.fs.inputs import InputError, read_input
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EngineResult, RunResult
-from asyncbench.run import pacing
-from asyncbench.run.capacity import needed_operations, search_seconds, writes
-from asyncbench.run.plan_operations import running_phases, stream_operations
+from asyncbench.run.capacity.capacity import needed_operations, search_seconds, writes
+from asyncbench.run.checks import pacing
+from asyncbench.run.sequence.plan_operations import running_phases, stream_operations
 from asyncbench.slo import make_slo
 from asyncbench.workload import Action
 
@@ -81,7 +81,7 @@ def phase_operations(cfg: BenchConfig, profiles: int) -> list[tuple[PhaseSpec, i
     """Each phase the run will run (:func:`running_phases`) with the operations one engine
     performs in it for ``profiles`` (0 for maintenance phases; verify's four). A capacity
     search runs probes, not its stream: at most its probe bound of probes of the probe
-    length per search (:func:`~asyncbench.run.capacity.needed_operations`) after its stream
+    length per search (:func:`~asyncbench.run.capacity.capacity.needed_operations`) after its stream
     once (the store's warm-up), except a phase that writes, which runs its whole stream once
     (docs/capacity.md)."""
     out = []
@@ -97,7 +97,7 @@ def paced_seconds(cfg: BenchConfig, profiles: int) -> float:
     target rate cannot finish sooner than their operations at that rate. Known without
     any measurement, so even a plan too small to calibrate is asked about when a rate of
     5 ops/s makes its reads last for hours. A capacity search: its probes at the highest
-    rates they can take (:func:`~asyncbench.run.capacity.search_seconds`), per search."""
+    rates they can take (:func:`~asyncbench.run.capacity.capacity.search_seconds`), per search."""
     searches = sum(_search_seconds(cfg, spec, math.inf) for spec in running_phases(cfg) if spec.capacity)
     return searches + sum(
         min(ops / spec.rate, spec.duration or math.inf) for spec, ops in phase_operations(cfg, profiles) if spec.rate
@@ -330,7 +330,7 @@ def nearest(rates: MeasuredCosts, engine: str, profiles: int, parallelism: int) 
 def from_history(cfg: BenchConfig, warnings: list[str] | None = None) -> tuple[MeasuredCosts, str] | None:
     """Measured costs from the newest completed earlier run of each engine, profile count and
     parallelism under the same plan name, paced as this run will be (the same target
-    rates per phase kind, or closed loop as it: :mod:`asyncbench.run.pacing`).
+    rates per phase kind, or closed loop as it: :mod:`asyncbench.run.checks.pacing`).
 
     Earlier results are inputs like any other: only regular files of bounded size that
     parse as the result model are used (never waiting on a FIFO, reading a device or
@@ -439,7 +439,7 @@ def calibrate(cfg: BenchConfig) -> tuple[MeasuredCosts, str, dict[str, str]]:
     import anyio
 
     from asyncbench.measure.memory_sampler import MemorySampler
-    from asyncbench.run.observers import Observer
+    from asyncbench.run.observe.observers import Observer
     from asyncbench.run.runner import EngineRun
 
     with tempfile.TemporaryDirectory(prefix="asyncbench-calibrate-") as tmp:

@@ -39,19 +39,19 @@ from asyncbench.result import (
     RunResult,
     Status,
 )
-from asyncbench.run import reuse, reuse_proof
-from asyncbench.run.capacity import SearchRecord, capacity_of_phase
-from asyncbench.run.crash import CrashRecord, crash_phase, recover_phase
-from asyncbench.run.dispatch import Host, OtherDone, run_action, run_operations
-from asyncbench.run.engine_runs import EngineRunner, ScaleOut
-from asyncbench.run.gc_policy import harness_frozen
-from asyncbench.run.isolation import ChildEngineRun
-from asyncbench.run.observers import BatchDone, Observer
-from asyncbench.run.phase_loop import PhaseOutcome
-from asyncbench.run.phase_rows import add_figures, phase_prefix, phase_row
-from asyncbench.run.phase_sequence import PhaseSequence, Ran
-from asyncbench.run.stores import worker_stores
-from asyncbench.run.validate import validate
+from asyncbench.run.capacity.capacity import SearchRecord, capacity_of_phase
+from asyncbench.run.checks.validate import validate
+from asyncbench.run.crash.crash import CrashRecord, crash_phase, recover_phase
+from asyncbench.run.isolated.isolation import ChildEngineRun
+from asyncbench.run.observe.gc_policy import harness_frozen
+from asyncbench.run.observe.observers import BatchDone, Observer
+from asyncbench.run.phase.dispatch import Host, OtherDone, run_action, run_operations
+from asyncbench.run.phase.phase_loop import PhaseOutcome
+from asyncbench.run.phase.phase_rows import add_figures, phase_prefix, phase_row
+from asyncbench.run.phase.stores import worker_stores
+from asyncbench.run.reuse import reuse, reuse_proof
+from asyncbench.run.sequence.engine_runs import EngineRunner, ScaleOut
+from asyncbench.run.sequence.phase_sequence import PhaseSequence, Ran
 from asyncbench.slo import parse_bound_ns
 from asyncbench.workload import DrawnPlan, MixFigures, PhaseKind, PlanCounts
 from asyncbench.workload_capabilities import accelerated, batch_context, mix_figures
@@ -65,8 +65,8 @@ AFTER_LAST_PHASE = "after the last phase"
 
 class EngineRun:
     """One engine through the whole phase list in this process; keeps what completed if it
-    stops early. The phases are sequenced by :class:`~asyncbench.run.phase_sequence.PhaseSequence`;
-    this class is where their work runs (its :class:`~asyncbench.run.phase_sequence.PhaseExecutor`:
+    stops early. The phases are sequenced by :class:`~asyncbench.run.sequence.phase_sequence.PhaseSequence`;
+    this class is where their work runs (its :class:`~asyncbench.run.sequence.phase_sequence.PhaseExecutor`:
     this process's workers over the engine it opened)."""
 
     def __init__(
@@ -88,7 +88,7 @@ class EngineRun:
         self.engine: Engine | None = None
         self.background: TaskGroup | None = None
         self.ctx = batch_context(cfg.workload_impl, cfg.seed)
-        #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash).
+        #: The crashed phase's acknowledgements, for the recover phase after it (asyncbench.run.crash.crash).
         self.crash: CrashRecord | None = None
         self._items: Sequence[object] = ()  # the running phase's items (``prepare``'s)
 
@@ -120,7 +120,7 @@ class EngineRun:
 
     async def run(self) -> EngineResult:
         # The harness's objects are frozen before the engine makes its first: no garbage
-        # collection inside a phase walks them (asyncbench.run.gc_policy).
+        # collection inside a phase walks them (asyncbench.run.observe.gc_policy).
         with harness_frozen():
             return await self._run()
 
@@ -239,7 +239,7 @@ class EngineRun:
 
     async def _fingerprint_quietly(self) -> None:
         """A store this run built through every phase and keeps gets its fingerprint, so a
-        later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse``)."""
+        later ``--reuse-data`` run can check what it holds (``asyncbench.run.reuse.reuse``)."""
         if self.engine is None or not self.opened or not self.completed or self.cfg.clean_data:
             return
         if self.crash is not None:  # a crash left a store the plan does not describe
@@ -378,7 +378,7 @@ class EngineRun:
         return self.plan
 
     async def crash_or_recover(self, index: int, spec: PhaseSpec) -> PhaseResult:
-        """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash)."""
+        """A phase that ends in a crash, or the recover phase after it (asyncbench.run.crash.crash)."""
         engine = self._opened()
         kind = self.cfg.workload_impl.phases[spec.kind]
         self.observer.phase_start(self.name, spec.name, spec.crash.after if spec.crash else 0, spec.kind, spec.stream)
@@ -464,7 +464,7 @@ def gates(cfg: BenchConfig) -> Gates:
 class Benchmark:
     """The whole invocation: every profile count, every engine; ``results`` grows as it goes.
 
-    The config is checked whole first (:func:`asyncbench.run.validate.validate`, a
+    The config is checked whole first (:func:`asyncbench.run.checks.validate.validate`, a
     :class:`~asyncbench.config.ConfigError` for the first setting it cannot run with), so a
     config built in code runs under the checks a plan and its flags get; on one the command
     line checked already, that is the same checks again, and changes nothing."""

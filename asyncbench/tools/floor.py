@@ -7,7 +7,7 @@ measure. For
 each engine and EVERY operation phase kind this times, on the same store:
 
 * (A) the engine's batch call through
-  :func:`asyncbench.run.phase_loop.run_operations`, with the phase-table row
+  :func:`asyncbench.run.phase.phase_loop.run_operations`, with the phase-table row
   (``workload(PROFILE_STORE).phases[kind]``), ``PhaseContext.for_seed``, batches of
   ``--batch``, the checksum fold and a batch hook that does what the runner's
   does (``PhaseRecorder.add`` of the per-operation marks, then the observer's
@@ -94,11 +94,11 @@ from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
 from asyncbench.result import EXIT_INTERRUPTED
-from asyncbench.run.dispatch import run_operations
 from asyncbench.run.estimate import ask_to_start, duration
-from asyncbench.run.observers import BatchDone, Observer, ObserverGroup
-from asyncbench.run.signals import StopSignals, backend_options
-from asyncbench.run.stores import worker_store
+from asyncbench.run.observe.observers import BatchDone, Observer, ObserverGroup
+from asyncbench.run.observe.signals import StopSignals, backend_options
+from asyncbench.run.phase.dispatch import run_operations
+from asyncbench.run.phase.stores import worker_store
 from asyncbench.tools.floor_engines import FLOORS, Floor
 from asyncbench.tools.floor_estimate import FLAG_MAXIMA, floor_seconds
 from asyncbench.tools.store import LIMIT, OPERATION_PHASES, PROFILE_STORE, SEED, draw
@@ -519,7 +519,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def measure_until_stopped(args: argparse.Namespace, stop: StopSignals) -> None:
     """:func:`measure`, in a cancel scope the first SIGINT, SIGTERM or SIGHUP cancels: the
-    run's own stop policy (:class:`~asyncbench.run.signals.StopSignals`: later signals
+    run's own stop policy (:class:`~asyncbench.run.observe.signals.StopSignals`: later signals
     absorbed, a third Ctrl-C forces the exit). The event loop's own SIGINT handling (a
     native cancel of the main task) was at times lost inside the measurement's awaits: the
     floor went on building its store and the stop-signal test timed out. A scope's cancel

@@ -6,7 +6,7 @@ operation at 1M records, the engines' difference compressed inside it). This tim
 engine and for the load and the run (mixed) phase:
 
 * (A) the phase through the real phase loop
-  (:func:`asyncbench.run.dispatch.run_operations`: the phase-table row, batches of
+  (:func:`asyncbench.run.phase.dispatch.run_operations`: the phase-table row, batches of
   ``--batch``, each operation's digest and the checksum fold, the engine's placement of
   the batch, and a batch hook doing what the runner's does: ``PhaseRecorder.add`` of the
   marks, then the observer's ``batch``);
@@ -52,8 +52,8 @@ from asyncbench.engine import opened
 from asyncbench.fmt import parse_count
 from asyncbench.measure.latency_recorder import PhaseRecorder
 from asyncbench.parse import escape_unprintable
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.observers import BatchDone
+from asyncbench.run.observe.observers import BatchDone
+from asyncbench.run.phase.dispatch import run_operations
 from asyncbench.tools.floor import OBSERVER, Sample, add, engine_names, slices_of
 from asyncbench.tools.store import new_engine
 from asyncbench.workloads import workload

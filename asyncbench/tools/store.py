@@ -17,8 +17,8 @@ from typing import Any
 
 from asyncbench.engine import EngineConfig
 from asyncbench.engines import engine_class
-from asyncbench.run.dispatch import run_operations
-from asyncbench.run.phase_loop import PhaseOutcome
+from asyncbench.run.phase.dispatch import run_operations
+from asyncbench.run.phase.phase_loop import PhaseOutcome
 from asyncbench.workloads import workload
 from asyncbench.workloads.profile_store.phases import PhaseContext
 from asyncbench.workloads.profile_store.plan import Counts, Plan, draw_plan

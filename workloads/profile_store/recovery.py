@@ -1,7 +1,7 @@
 """After a crash: what the store holds, profile by profile, against what the plan wrote.
 
 A crashed phase's first ``acknowledged`` operations (in the phase's plan order) were
-acknowledged and no later one was issued (``asyncbench.run.crash``). Every profile the
+acknowledged and no later one was issued (``asyncbench.run.crash.crash``). Every profile the
 plan knows is read back and compared with the versions the plan can have written:
 
 - insert: profile ``uid`` is operation ``uid - 1``; stored as created, it is an
