@@ -161,7 +161,7 @@ def store_of(engine, index: int = 0):  # type: ignore[no-untyped-def]
 def reference_engines() -> list[str]:
     """Every shipped engine, with MySQL, PostgreSQL and Redis when they run here (a
     configured server; under CI a missing PostgreSQL or Redis fails instead of being left out)."""
-    engines = ["memory", "lsm", "rocksdb", "sqlite"]
+    engines = ["memory", "lsm", "rocksdb", "leveldb", "lmdb", "sqlite"]
     engines += ["mysql"] if mysql_configured() else []
     engines += ["postgres"] if postgres_expected() else []
     engines += ["redis"] if redis_expected() else []

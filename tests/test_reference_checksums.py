@@ -12,7 +12,7 @@ def _engine_params() -> list:
     """Every shipped engine must run; only MySQL, PostgreSQL and Redis may be absent (they
     need a server; under CI a missing PostgreSQL or Redis fails)."""
     params = []
-    for name in ("memory", "lsm", "rocksdb", "sqlite", "mysql", "postgres", "redis"):
+    for name in ("memory", "lsm", "rocksdb", "leveldb", "lmdb", "sqlite", "mysql", "postgres", "redis"):
         marks = []
         if name == "mysql" and not mysql_configured():
             marks.append(
