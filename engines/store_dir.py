@@ -165,15 +165,14 @@ class StoreDir:
         self._fingerprint: dict[str, Any] | None = None
         #: Opened keeping its data since the last clean close (the record may be stale).
         self._in_use = False
-        #: The named stores that are the engine's here: the layout's (what this run's
-        #: workload keeps) and those the marker lists (an earlier run's, maybe another
-        #: workload's: the marker proves they are ours, so a reset removes them).
-        self._stores: set[str] = set(layout.stores)
         #: The stores the marker lists (None: not read yet, or a new store: the layout's).
         self._listed: list[str] | None = None
 
     def _is_store(self, name: str) -> bool:
-        return name in self._stores
+        """A named store that is the engine's here: the layout's (what this run's workload
+        keeps) or one the marker lists (an earlier run's, maybe another workload's: the
+        marker proves it ours, so a reset removes it)."""
+        return name in self.layout.stores or (self._listed is not None and name in self._listed)
 
     def _owns_top(self, name: str) -> bool:
         return self._is_store(name) or self.layout.owns_top(name)
@@ -404,7 +403,6 @@ class StoreDir:
         unsafe = [s for s in stores if not _STORE_NAME.fullmatch(s) or s.startswith(MARKER) or (own and own.fullmatch(s))]
         if unsafe or len(stores) != len(doc["stores"]):
             raise StoreDirError(f"{self.marker} lists stores this engine does not make: {unsafe}")
-        self._stores.update(stores)
         self._listed = stores
         files = doc.get("files")
         self._recorded = (
