@@ -112,7 +112,6 @@ class TableRecord:
                 # never written to here (a read-only one could not be)
                 self._made.add(table.name)
                 return
-            await _create(run, self.schema)
             await self._record_row(run, table.name, DDL_SEPARATOR.join(statements))
             for statement in statements:  # IF NOT EXISTS each: another process may race
                 await _create(run, statement)
