@@ -205,16 +205,30 @@ def placement(data_dir: Path, map_mb: int, max_key: int) -> Placement:
     return Placement(writes=naming(PLACEMENT.writes), reads=naming(PLACEMENT.reads), scans=naming(PLACEMENT.scans))
 
 
+class WriteFailures:
+    """Whether a put or delete of this open failed (a full disk, a full map, a cancelled
+    call). Shared by every database of the environment: a workload's record may be several
+    puts, so one that failed may have left the record partial, and the close must then not
+    mark the store clean, or the next open would skip the workload's repair (a full disk
+    left an index entry without its profile behind a clean mark: tests/test_disk_full.py)."""
+
+    __slots__ = ("failed",)
+
+    def __init__(self) -> None:
+        self.failed = False
+
+
 class LmdbKv:
     """One named database of the environment as a :class:`~asyncbench.store.KvStore`:
     every call its own transaction, aborted (a read) or committed (a write) before it
     returns, so no reader slot or writer lock outlives the call."""
 
-    __slots__ = ("begin", "db")
+    __slots__ = ("begin", "db", "writes")
 
-    def __init__(self, env: lmdb.Environment, db: Any) -> None:
+    def __init__(self, env: lmdb.Environment, db: Any, writes: WriteFailures) -> None:
         self.begin = env.begin
         self.db = db  # py-lmdb's database handle (its type is private: lmdb._Database)
+        self.writes = writes
 
     def get(self, key: bytes) -> bytes | None:
         txn = self.begin(db=self.db)
@@ -228,18 +242,28 @@ class LmdbKv:
         try:
             txn.put(key, value)
         except BaseException:
+            self.writes.failed = True
             txn.abort()
             raise
-        txn.commit()
+        try:
+            txn.commit()  # LMDB frees the transaction whether the commit succeeds or not
+        except BaseException:
+            self.writes.failed = True
+            raise
 
     def delete(self, key: bytes) -> None:
         txn = self.begin(db=self.db, write=True)
         try:
             txn.delete(key)
         except BaseException:
+            self.writes.failed = True
             txn.abort()
             raise
-        txn.commit()
+        try:
+            txn.commit()
+        except BaseException:
+            self.writes.failed = True
+            raise
 
     def scan(self, start: bytes, last: bytes | None, limit: int) -> list[bytes]:
         """The first ``limit`` keys >= ``start`` and <= ``last`` (None: no bound) in
@@ -344,6 +368,7 @@ class LmdbEngine(MarkedStore, Engine):
         self._primitives: KvPrimitives | None = None
         self._effective: dict[str, str] = {}
         self._marker = CleanShutdownMarker(self.data_dir)
+        self._writes = WriteFailures()  # this open's: renewed at each open
 
     # --- lifecycle --------------------------------------------------------------------
     def _environment(self, path: Path, stores: int) -> lmdb.Environment:
@@ -366,6 +391,7 @@ class LmdbEngine(MarkedStore, Engine):
         if self._env is not None:
             raise RuntimeError("lmdb engine is already open")
         names = _check_names(self.config.stores)
+        self._writes = WriteFailures()
         store = StoreDir(self.data_dir, LAYOUT)
         data = self.data_dir / DATA_FILE
         if reset:
@@ -398,7 +424,7 @@ class LmdbEngine(MarkedStore, Engine):
         self._env = env
         self._effective = _effective(env)
         self._primitives = KvPrimitives(
-            {name.decode(): LmdbKv(env, db) for name, db in zip(names, dbs, strict=True)},
+            {name.decode(): LmdbKv(env, db, self._writes) for name, db in zip(names, dbs, strict=True)},
             placement(self.data_dir, int(self.settings["map_size_mb"]), env.max_key_size()),
         )
         # A record may be several puts, each its own transaction: after an unclean stop
@@ -411,7 +437,8 @@ class LmdbEngine(MarkedStore, Engine):
 
     def _close_sync(self) -> None:
         """Sync (a clean mark then means the store is on disk, whatever ``sync`` says),
-        close, mark a clean shutdown and record the files a later reset may delete."""
+        close, mark a clean shutdown unless a write of this open failed (a record may be
+        partial: :class:`WriteFailures`), and record the files a later reset may delete."""
         env, self._env = self._env, None
         self._primitives = None
         if env is None:
@@ -420,7 +447,8 @@ class LmdbEngine(MarkedStore, Engine):
             env.sync(True)
         finally:
             env.close()
-        self._marker.set()
+        if not self._writes.failed:
+            self._marker.set()
         StoreDir(self.data_dir, LAYOUT).record_files()
 
     async def close(self) -> None:

@@ -33,13 +33,15 @@ SEED = 570123434  # quick.toml's seed
 #: engine buffers its log in memory and writes it in the background, so its disk must be
 #: smaller still for the insert phase itself to see the failure (it still sometimes
 #: surfaces only in the stabilization after it).
-TMPFS_SIZE = {"rocksdb": "1m", "sqlite": "1m", "lsm": "128k"}
+TMPFS_SIZE = {"rocksdb": "1m", "sqlite": "1m", "lsm": "128k", "lmdb": "1m", "leveldb": "1m"}
 #: How each engine words a full disk: RocksDB's IO error (the adapter adds errno 28) and
 #: the OS's; SQLite reports SQLITE_FULL as "database or disk is full" and gives no errno.
 NO_SPACE = {
     "rocksdb": ("[Errno 28] No space left on device",),
     "lsm": ("No space left on device",),
     "sqlite": ("No space left on device", "database or disk is full"),
+    "lmdb": ("No space left on device",),
+    "leveldb": ("No space left on device",),
 }
 
 
@@ -67,7 +69,7 @@ def _umount(path: Path) -> None:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)  # busy: detach anyway
 
 
-@pytest.fixture(scope="module", params=["rocksdb", "sqlite", "lsm"])
+@pytest.fixture(scope="module", params=["rocksdb", "sqlite", "lsm", "lmdb", "leveldb"])
 def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     """One CLI run per engine with its data on a full tmpfs; the data copied out after."""
     name = request.param

@@ -345,6 +345,15 @@ def test_a_full_map_is_a_named_error(tmp_path: Path) -> None:
     assert isinstance(exc, LmdbMapFull), exc
     assert "map_size_mb = 1" in str(exc) and "raise [engines.lmdb] map_size_mb" in str(exc)
 
+    async def reopen() -> None:  # the failed put may have left a profile partial: not closed clean
+        async with opened(make(tmp_path, map_size_mb=1), reset=False) as e:
+            prims = e.worker(0)
+            assert prims.unclean
+            store_of(e)
+            assert prims.repaired is not None and not prims.unclean
+
+    run(reopen)
+
 
 def test_settings_are_checked_and_shown_configured_and_effective(tmp_path: Path) -> None:
     for bad in ({"map_size_mb": 0}, {"map_size_mb": True}, {"map_size_mb": 2**40}):
