@@ -16,6 +16,8 @@ from asyncbench.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PLAN = ROOT / "benchmarks" / "reference.toml"
+#: The flag a test's run gets for ``charts`` (True: drawn, the tool's default).
+NO_CHARTS: dict[bool, tuple[str, ...]] = {True: (), False: ("--no-charts",)}
 
 
 @contextlib.contextmanager
@@ -49,12 +51,14 @@ def _run_environment_restored() -> Iterator[None]:
 def run_cli(tmp_path: Path, capfd: pytest.CaptureFixture[str]):
     """Run ``python -m asyncbench`` in-process with output and data under tmp_path.
 
-    Returns (exit code, list of result dicts, captured stdout+stderr).
+    Returns (exit code, list of result dicts, captured stdout+stderr). The run draws no
+    charts (``--no-charts``) unless ``charts=True``: drawing them takes seconds a run, and
+    only the tests of the charts look at them.
     """
 
-    def run(*args: str) -> tuple[int, list[dict], str]:
+    def run(*args: str, charts: bool = False) -> tuple[int, list[dict], str]:
         out, data = tmp_path / "out", tmp_path / "data"
-        code = main([*args, "--output", str(out), "--data", str(data)])
+        code = main([*args, *NO_CHARTS[charts], "--output", str(out), "--data", str(data)])
         captured = capfd.readouterr()  # fd level: isolated engines print from child processes
         results = [orjson.loads(p.read_bytes()) for p in sorted(out.glob("*-*-p*/asyncbench-*.json"))]
         return code, results, captured.out + captured.err
@@ -102,10 +106,12 @@ def run_asyncbench(
     engines: str | None = None,
     env_extra: dict[str, str] | None = None,
     timeout: int = 300,
+    charts: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m asyncbench ARGS --no-progress --output TMP/out --data TMP/data`` in a
     subprocess from the repository root; ``engines`` registers plug-ins (the tests
-    directory is put on PYTHONPATH so test engines import)."""
+    directory is put on PYTHONPATH so test engines import). No charts unless ``charts``
+    (as :func:`run_cli`)."""
     env = dict(os.environ)
     env.pop("ASYNCBENCH_ENGINES", None)
     if engines:
@@ -117,6 +123,7 @@ def run_asyncbench(
         "-m",
         "asyncbench",
         *args,
+        *NO_CHARTS[charts],
         "--no-progress",
         "--output",
         str(tmp / "out"),
@@ -126,10 +133,10 @@ def run_asyncbench(
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def run_result(tmp: Path, *args: str, profiles: int) -> Path:
+def run_result(tmp: Path, *args: str, profiles: int, charts: bool = False) -> Path:
     """``run_asyncbench(tmp, *args)``, which must succeed, and the one result JSON it wrote
     (at ``profiles``, P1)."""
-    proc = run_asyncbench(tmp, *args)
+    proc = run_asyncbench(tmp, *args, charts=charts)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (result,) = (tmp / "out").glob(f"profiles-{profiles}-p1/asyncbench-*.json")
     return result

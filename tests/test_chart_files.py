@@ -93,7 +93,7 @@ def _written(out: Path) -> tuple[list[str], list[str]]:
 )  # fmt: skip
 def test_a_run_writes_the_same_chart_files(args: list[str], expected: list[str], tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     root = Path(__file__).resolve().parent.parent
-    code, _results, output = run_cli(*[str(root / a) if a.endswith(".toml") else a for a in args])
+    code, _results, output = run_cli(*[str(root / a) if a.endswith(".toml") else a for a in args], charts=True)
     assert code == 0, output
     drawn, on_disk = _written(tmp_path / "out")
     assert drawn == expected
@@ -103,7 +103,7 @@ def test_a_run_writes_the_same_chart_files(args: list[str], expected: list[str],
 def test_a_rate_sweep_writes_the_same_chart_files(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     plan = tmp_path / "sweep.toml"
     plan.write_text(SWEEP)
-    code, _results, output = run_cli(str(plan))
+    code, _results, output = run_cli(str(plan), charts=True)
     assert code == 0, output
     drawn, on_disk = _written(tmp_path / "out")
     assert drawn == SWEEP_CHARTS

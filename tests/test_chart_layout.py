@@ -175,7 +175,7 @@ def test_no_chart_for_a_kind_the_plan_does_not_run_and_titles_match_files_and_al
 
     plan = tmp_path / "plan.toml"
     plan.write_text(NO_SCANS)
-    code, _, out = run_cli(str(plan), "--no-isolate", "--no-progress", "--quiet")
+    code, _, out = run_cli(str(plan), "--no-isolate", "--no-progress", "--quiet", charts=True)
     assert code == 0, out
     folder = tmp_path / "out" / "profiles-2000-p1"
     md = next(folder.glob("asyncbench-*.md")).read_text()

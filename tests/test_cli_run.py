@@ -148,7 +148,7 @@ def test_skipped_engine_appears_once_in_a_one_line_note(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "asyncmy", None)
     monkeypatch.delitem(sys.modules, "asyncbench.engines.mysql", raising=False)
     monkeypatch.setattr(engines, "ALL_ENGINES", ("mysql", "memory"))
-    code, _, output = run_cli(QUICK, "--engine", "all", "--profiles", "1k", "--no-isolate")
+    code, _, output = run_cli(QUICK, "--engine", "all", "--profiles", "1k", "--no-isolate", charts=True)
     assert code == 0, output
     assert output.count("needs the Python package 'asyncmy'") == 1, output
     folder = tmp_path / "out" / "profiles-1000-p1"

@@ -15,7 +15,7 @@ from asyncbench.cli.main import main
 def test_a_mixed_phase_is_labelled_mixed_not_query(tmp_path: Path, run_cli) -> None:
     plan = tmp_path / "a.toml"
     plan.write_text((ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml").read_text().replace("recordcount = 1000", "recordcount = 300"))
-    code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes")
+    code, results, output = run_cli(str(plan), "--engine", "memory,sqlite", "--no-isolate", "--yes", charts=True)
     assert code == 0, output
     assert "queries (all)" not in output and "mixed (all)" in output, output
     headline = output.split("== headline")[1]

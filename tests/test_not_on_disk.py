@@ -78,7 +78,7 @@ def test_a_measured_store_keeps_its_figures() -> None:
 
 def test_a_ycsb_a_run_on_lsm_shows_not_on_disk_yet_everywhere_and_charts_no_bar(tmp_path: Path, run_cli) -> None:
     code, (result,), output = run_cli(str(ROOT / "benchmarks" / "ycsb" / "workloada-smoke.toml"), "--engine", "lsm,sqlite",
-                                      "--no-isolate", "--yes")  # fmt: skip
+                                      "--no-isolate", "--yes", charts=True)  # fmt: skip
     assert code == 0, output
     run = RunResult.from_json(__import__("orjson").dumps(result))
     lsm = next(e for e in run.engines if e.engine == "lsm")

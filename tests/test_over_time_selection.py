@@ -84,7 +84,7 @@ def _plan(tmp: Path, read_extra: str = "") -> Path:
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run with ``--over-time lookup_by_email`` (a kind)."""
     tmp = tmp_path_factory.mktemp("run")
-    return run_result(tmp, str(_plan(tmp)), "--over-time", "lookup_by_email", profiles=2_000)
+    return run_result(tmp, str(_plan(tmp)), "--over-time", "lookup_by_email", profiles=2_000, charts=True)
 
 
 def test_flag_selects_by_kind(written: Path) -> None:

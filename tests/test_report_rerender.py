@@ -23,7 +23,7 @@ QUICK = str(ROOT / "benchmarks" / "quick.toml")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The JSON of a real run (with latency, so every kind of chart is drawn)."""
     tmp = tmp_path_factory.mktemp("run")
-    return run_result(tmp, QUICK, "--engine", "memory,sqlite", "--profiles", "2k", "--no-isolate", profiles=2_000)
+    return run_result(tmp, QUICK, "--engine", "memory,sqlite", "--profiles", "2k", "--no-isolate", profiles=2_000, charts=True)
 
 
 def _outputs(result: Path) -> dict[str, tuple[bytes, int]]:

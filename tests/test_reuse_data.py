@@ -37,7 +37,7 @@ class BuiltStores:
     """The stores of one real build of every engine of :data:`ENGINES` per seed flag, made
     once per module and copied into each test that damages, edits or reuses one: the
     stores are the same bytes a build of the test's own would write (a store does not
-    depend on its path), at a CLI run (report and charts included) per seed instead of
+    depend on its path), at a CLI run (report included) per seed instead of
     one per test."""
 
     def __init__(self, root: Path) -> None:

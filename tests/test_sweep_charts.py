@@ -96,7 +96,7 @@ count = 400
 def test_a_sweep_draws_no_chart_per_level_and_a_capped_percentile_chart_in_plan_order(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
     plan = tmp_path / "sweep.toml"
     plan.write_text(PLAN)
-    code, results, output = run_cli(str(plan))
+    code, results, output = run_cli(str(plan), charts=True)
     assert code == 0, output
     run = RunResult.from_json(orjson.dumps(results[0]))
     slugs = [slug for slug, _t, _d in _latency_drawings(run)]

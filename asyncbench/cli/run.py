@@ -174,7 +174,7 @@ class ResultSaver:
         directory = result_dir(cfg.output, result.profiles, result.parallelism, cfg.workload_impl.unit)
         level = result.profiles, result.parallelism
         try:
-            written[level] = write_run(result, directory, stamp, charts=final)
+            written[level] = write_run(result, directory, stamp, charts=final and cfg.charts, undrawn=final and not cfg.charts)
             if final and self.csv:
                 write_csv(result, directory / f"asyncbench-{stamp}.csv")
                 write_series_csv(result, directory / f"asyncbench-{stamp}-series.csv")

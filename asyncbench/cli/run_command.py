@@ -180,6 +180,8 @@ def apply_flags(cfg: BenchConfig, args: argparse.Namespace) -> None:
     if cfg.reuse_data and args.clean_data:  # a reused store is never deleted (asyncbench.run.reuse.reuse)
         raise ConfigError(where, "--clean-data", "contradicts reusing the stores (--reuse-data or run.reuse_data)")
     cfg.check_rate = bool(getattr(args, "check_rate", False))
+    if args.update_latest and not cfg.charts:  # latest-*.svg are copies of the charts this run would not draw
+        raise ConfigError(where, "--update-latest", "copies the run's charts, which --no-charts (or run.charts = false) leaves undrawn")
     latest = []
     if args.update_latest:
         from asyncbench.dirs.paths import output_run_dirs

@@ -102,6 +102,9 @@ class BenchConfig:
     output: Path = Path("results")
     data: Path = Path("data")
     isolate: bool = True  # each engine in its own child process
+    #: Draw the report's charts when the run ends (off: JSON, Markdown and HTML without them;
+    #: ``asyncbench report`` draws them later from the JSON).
+    charts: bool = True
     clean_data: bool = True  # delete each engine's store after its run (the reference's --clean-data)
     reuse_data: bool = False  # run on the store an earlier --keep-data run built (asyncbench.run.reuse.reuse)
     repeat: int = 1  # runs per engine, interleaved A B C A B C ...

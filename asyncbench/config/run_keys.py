@@ -476,6 +476,13 @@ RUN_KEYS: dict[str, RunKey] = {
             shown=_isolation_shown,
         ),
         RunKey(
+            "charts",
+            Bool(),
+            "draw the charts (SVG) when the run ends; --no-charts writes the JSON, Markdown and HTML "
+            "reports without them, seconds sooner per run (asyncbench report RESULT.json draws them later)",
+            flag="--charts",
+        ),
+        RunKey(
             "repeat",
             Int(1, 1000),
             "run each engine N times (fresh store each), interleaved A B C A B C; default 1",

@@ -496,8 +496,10 @@ def headline_section(run: RunResult) -> list[str]:
     return out + [f"> **{md.text(w)}**" for w in h.warnings] + ([""] if h.warnings else [])
 
 
-def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
+def render(run: RunResult, charts: Sequence[tuple[str, str]] = (), undrawn: str | None = None) -> str:
     """The whole report; ``charts`` are (title, relative SVG path) pairs placed at the top.
+    ``undrawn``: the result file's name, when the run was told to draw no charts (the report
+    then says how to draw them, so their absence is not read as a failure).
 
     With repeats, the tables show one row per engine (:func:`aggregate.collapse`: medians
     of the measured repeats) and throughput cells carry the spread."""
@@ -523,6 +525,8 @@ def render(run: RunResult, charts: Sequence[tuple[str, str]] = ()) -> str:
     capped = chart_limit.note(full)
     if charts and capped:
         lines += [f"> {md.text(capped[0].upper() + capped[1:])}.", ""]
+    if undrawn is not None:
+        lines += [f"Charts not drawn (--no-charts): {md.code(f'asyncbench report {undrawn}', table=False)} draws them.", ""]
     for chart_title, path in charts:
         lines += [f"![{md.text(chart_title)}]({quote(path)})", ""]  # a chart title and file may carry a phase name
     verdicts = verdict_table.markdown_lines(full, md.text)

@@ -29,7 +29,12 @@ from asyncbench.result import RunResult
 
 
 def write_run(
-    run: RunResult, directory: Path, stamp: str, charts: bool = True, write_json: bool = True
+    run: RunResult,
+    directory: Path,
+    stamp: str,
+    charts: bool = True,
+    write_json: bool = True,
+    undrawn: bool = False,
 ) -> tuple[Path, Path]:
     """Write ``asyncbench-<stamp>.json``, ``.md`` and ``.html`` (the same report as one
     self-contained page, :mod:`asyncbench.report.html_report`), ``.traceback`` when an engine
@@ -39,7 +44,8 @@ def write_run(
 
     The runner saves after every engine without charts (matplotlib would load into the
     benchmark process between engines and inflate the next engine's memory), then once
-    more with charts when the run ends or is interrupted.
+    more with charts when the run ends or is interrupted. ``undrawn``: the run was told not
+    to draw them (``--no-charts``), and the report says so and how to draw them.
     """
     directory.mkdir(parents=True, exist_ok=True)
     json_path = directory / f"asyncbench-{stamp}.json"
@@ -50,7 +56,7 @@ def write_run(
     charts_drawn = chart_files(run, directory, stamp) if charts else []
     files += [(path, data, own) for _, path, data, own in charts_drawn]
     linked = [(title, path.name) for title, path, _, _ in charts_drawn]
-    markdown = report.render(run, linked)
+    markdown = report.render(run, linked, undrawn=json_path.name if undrawn else None)
     files.append((md_path, markdown.encode(), is_own_report))
     svgs = {path.name: data for _, path, data, _ in charts_drawn}  # the page carries its charts
     page = html_report.render(markdown, report.title(run), svgs)
