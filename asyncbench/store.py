@@ -43,6 +43,7 @@ __all__ = [
     "Placement",
     "Primitives",
     "Retry",
+    "STORE_NAME",
     "SqlPrimitives",
     "SqlSession",
     "no_barrier",
@@ -52,6 +53,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: A key/value store's name (``Workload.kv_stores``): one plain path component, since a
+#: file engine keeps each store as a file or folder of that name in the data directory.
+STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 # --- key/value ----------------------------------------------------------------------------

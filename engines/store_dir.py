@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 import anyio.to_thread
 
 from asyncbench.parse import load_json
+from asyncbench.store import STORE_NAME
 
 __all__ = ["MARKER", "MarkedStore", "StoreDamaged", "StoreDir", "StoreDirError", "StoreLayout", "StoreMissing"]
 
@@ -70,7 +71,7 @@ MARKER_TMP_PREFIX = MARKER + "."
 FORMAT = 1
 #: A store's name as a marker may list it: one plain path component (a workload names its
 #: stores; a marker naming ``..`` or a path is no marker asyncbench wrote).
-_STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_STORE_NAME = STORE_NAME
 #: How many unrecognised entries an error names before "and N more".
 _NAMED = 5
 #: Files up to this size also get a CRC32 in the record of a clean close (manifests,

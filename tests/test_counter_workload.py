@@ -93,6 +93,23 @@ def test_a_malformed_registration_exits_2_naming_the_variable(tmp_path: Path, sp
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("stores", ['("../escape",)', '("counters", "counters")', '["counters"]', '("",)'])
+def test_a_workload_declaring_unusable_store_names_exits_2_before_any_engine_opens(tmp_path: Path, stores: str) -> None:
+    """A store name becomes a file or folder of a file engine's data directory: a name that
+    is no plain name (or a repeated one) is the plug-in's error, named when the workload
+    loads (it surfaced only when an engine opened, after the run had started)."""
+    source = (EXAMPLES / "counter_workload.py").read_text()
+    declared = "kv_stores: tuple[str, ...] = (TABLE,)"
+    assert source.count(declared) == 1
+    (tmp_path / "bad_stores.py").write_text(source.replace(declared, f"kv_stores = {stores}"))
+    plan = tmp_path / "counter.toml"
+    plan.write_text((EXAMPLES / "counter.toml").read_text())
+    proc = _cli(tmp_path, str(plan), "--engine", "lsm", spec="counter=bad_stores:CounterWorkload")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "declares kv_stores" in proc.stderr and "distinct plain names" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
 def test_a_workload_that_is_not_one_is_refused_naming_what_it_lacks(tmp_path: Path) -> None:
     (tmp_path / "half_workload.py").write_text("class Half:\n    name = 'half'\n    unit = 'halves'\n")
     plan = tmp_path / "half.toml"

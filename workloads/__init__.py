@@ -27,6 +27,7 @@ import importlib.metadata
 import os
 import re
 
+from asyncbench.store import STORE_NAME
 from asyncbench.workload import Action, Workload
 from asyncbench.workload_capabilities import Verifies
 
@@ -102,6 +103,14 @@ def _load(name: str) -> Workload:
         raise TypeError(
             f"workload {name!r}: {target} has a verify phase kind ({', '.join(verify_kinds)}) but does not implement "
             "asyncbench.workload_capabilities.Verifies (verify_ops, verify_note, verify_checksum)"
+        )
+    stores = found.kv_stores
+    if not isinstance(stores, tuple) or len(set(stores)) != len(stores) or not all(
+        isinstance(s, str) and STORE_NAME.fullmatch(s) for s in stores
+    ):  # a file engine makes a file or folder of each name: refused here, before any engine opens
+        raise TypeError(
+            f"workload {name!r}: {target} declares kv_stores {stores!r}: a tuple of distinct plain names "
+            "(letters, digits, '.', '_' or '-', not starting with '.', '_' or '-', at most 128 characters)"
         )
     if found.name != name or not PLAIN_NAME.fullmatch(found.unit):
         raise TypeError(
