@@ -25,7 +25,7 @@ def _cli(tmp: Path, *args: str, spec: str = SPEC) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if k not in ("ASYNCBENCH_ENGINES", "ASYNCBENCH_WORKLOADS")}
     env["ASYNCBENCH_WORKLOADS"] = spec
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLES), env.get("PYTHONPATH")]))
-    cmd = [sys.executable, "-m", "asyncbench", *args, "--output", str(tmp / "out"), "--data", str(tmp / "data")]
+    cmd = [sys.executable, "-m", "asyncbench", *args, "--no-charts", "--output", str(tmp / "out"), "--data", str(tmp / "data")]
     return subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
 
 

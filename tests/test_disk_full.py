@@ -78,7 +78,7 @@ def full_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     mnt.mkdir()
     _mount_tmpfs(mnt, TMPFS_SIZE[name])
     try:
-        cmd = [sys.executable, "-m", "asyncbench", QUICK, "--engine", name, "--no-isolate", "--no-progress"]
+        cmd = [sys.executable, "-m", "asyncbench", QUICK, "--engine", name, "--no-isolate", "--no-progress", "--no-charts"]
         cmd += ["--data", str(mnt), "--output", str(out), "--log-file", str(out / "run.log"), "--keep-data"]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240)
         store = base / "store"

@@ -647,7 +647,7 @@ def test_a_database_name_payload_is_refused_and_quoted_on_galera(cluster: Cluste
         ):
             out = tmp_path / plan_file.stem
             done = subprocess.run(
-                [sys.executable, "-m", "asyncbench", str(plan_file), "--no-progress", "--quiet",
+                [sys.executable, "-m", "asyncbench", str(plan_file), "--no-progress", "--quiet", "--no-charts",
                  "--output", str(out / "out"), "--data", str(out / "data")],
                 env={**child_env, **extra}, capture_output=True, text=True, timeout=120,
             )  # fmt: skip

@@ -182,7 +182,7 @@ def test_a_sweep_stops_above_the_level_whose_rate_dipped(tmp_path: Path) -> None
         '[[phase]]\nkind = "insert"\n'
         '[[phase]]\nkind = "read_by_id"\nrate = [500, 20000, 40000]\ncount = 400\n'
     )
-    proc = cli(tmp_path, str(plan), env={"ASYNCBENCH_TEST_STALL_EVERY": "500"}, stalling=True)
+    proc = cli(tmp_path, str(plan), env={"ASYNCBENCH_TEST_STALL_EVERY": "500"}, stalling=True, charts=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (result,) = sorted((tmp_path / "out").glob("profiles-*/asyncbench-*.json"))
     doc = orjson.loads(result.read_bytes())

@@ -454,7 +454,7 @@ kind = "verify"
 
 def _cli(plan: Path, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "asyncbench", str(plan), "--no-progress", "--quiet", "--keep-data",
+        sys.executable, "-m", "asyncbench", str(plan), "--no-progress", "--quiet", "--keep-data", "--no-charts",
         "--output", str(out / "out"), "--data", str(out / "data"),
     ]  # fmt: skip
 

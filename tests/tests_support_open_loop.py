@@ -39,12 +39,15 @@ def plan_text(
     return "\n".join(lines) + "\n"
 
 
-def cli(tmp: Path, *args: str, env: dict[str, str] | None = None, stalling: bool = False) -> subprocess.CompletedProcess[str]:
+def cli(
+    tmp: Path, *args: str, env: dict[str, str] | None = None, stalling: bool = False, charts: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess; no charts unless ``charts`` (drawing them costs seconds a run)."""
     environ = dict(os.environ)
     environ.pop("ASYNCBENCH_ENGINES", None)
     if stalling:
         environ["ASYNCBENCH_ENGINES"] = "stalling=engines_for_tests:StallingEngine"
         environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), environ.get("PYTHONPATH", "")])
     environ.update(env or {})
-    cmd = [sys.executable, "-m", "asyncbench", *args, "--no-progress", "--output", str(tmp / "out"), "--data", str(tmp / "data")]
+    cmd = [sys.executable, "-m", "asyncbench", *args, *([] if charts else ["--no-charts"]), "--no-progress", "--output", str(tmp / "out"), "--data", str(tmp / "data")]
     return subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600)
