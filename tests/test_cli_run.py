@@ -98,7 +98,7 @@ def test_checksum_mismatch_names_engine_and_phase(test_engines, run_cli, tmp_pat
 
 
 def test_report_command_rerenders_from_json(run_cli, tmp_path) -> None:
-    code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "1k")
+    code, _, _ = run_cli(QUICK, "--engine", "memory", "--profiles", "1k", charts=True)
     assert code == 0
     json_path = next((tmp_path / "out" / "profiles-1000-p1").glob("*.json"))
     md_path = json_path.with_suffix(".md")
