@@ -281,6 +281,6 @@ def test_update_latest_refuses_a_foreign_latest_md(tmp_path: Path, capsys) -> No
 
 def test_update_latest_rewrites_its_own_latest_files(tmp_path: Path, run_cli) -> None:
     for _ in range(2):
-        code, _, output = run_cli(str(QUICK), "--engine", "memory", "--profiles", "1k", "--update-latest")
+        code, _, output = run_cli(str(QUICK), "--engine", "memory", "--profiles", "1k", "--update-latest", charts=True)
         assert code == 0, output
     assert (tmp_path / "out" / "latest.md").read_text().startswith("<!-- asyncbench report")

@@ -69,7 +69,7 @@ def test_check_reference_refuses_an_unpublished_configuration(tmp_path, capsys) 
 
 
 def test_update_latest_writes_latest_json_per_level(run_cli, tmp_path) -> None:
-    code, results, _ = run_cli(PLAN, "--engine", "memory", "--profiles", "1k", "--parallelism", "1,2", "--update-latest")
+    code, results, _ = run_cli(PLAN, "--engine", "memory", "--profiles", "1k", "--parallelism", "1,2", "--update-latest", charts=True)
     assert code == 0
     for p in (1, 2):
         latest = orjson.loads((tmp_path / "out" / f"profiles-1000-p{p}" / "latest.json").read_bytes())

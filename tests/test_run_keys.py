@@ -29,6 +29,7 @@ PLAN = {
         "output": "out",
         "data": "dat",
         "isolate": False,
+        "charts": False,
         "repeat": 3,
         "warmup": 1,
         "clean_data": False,
