@@ -53,6 +53,7 @@ __all__ = [
     "accelerated",
     "batch_context",
     "can_crash",
+    "crash_problem",
     "capabilities",
     "crash_recovery",
     "kernels_status",
@@ -197,12 +198,26 @@ class CrashRecovery(Protocol):
         record, what its operations wrote."""
         ...
 
+    def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+        """Why this phase (of a kind that ``can_crash``, with its own keys ``params``)
+        cannot end in a crash, or None: a YCSB mixed phase that only reads has no write to
+        lose. The plan refuses it with this reason."""
+        ...
+
     def check_recovery(
-        self, store: Any, plan: Any, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+        self,
+        store: Any,
+        plan: Any,
+        kind: PhaseKind,
+        stream: str | None,
+        count: int | None,
+        acknowledged: int,
+        params: Mapping[str, Any],
     ) -> Awaitable[RecoveryCounts]:
-        """After a crash in a phase of ``kind`` whose first ``acknowledged`` operations (in
-        the phase's plan order) were acknowledged and no later one issued: read ``store``
-        back and count, against the plan, what survived (:class:`RecoveryCounts`)."""
+        """After a crash in a phase of ``kind`` (its own keys ``params``) whose first
+        ``acknowledged`` operations (in the phase's plan order) were acknowledged and no
+        later one issued: read ``store`` back and count, against the plan, what survived
+        (:class:`RecoveryCounts`)."""
         ...
 
 
@@ -317,6 +332,11 @@ def kernels_status(wl: Workload) -> str:
 def can_crash(wl: Workload, kind: PhaseKind) -> bool:
     """Whether a phase of ``kind`` may end in a crash (False without crash checks)."""
     return isinstance(wl, CrashRecovery) and wl.can_crash(kind)
+
+
+def crash_problem(wl: Workload, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+    """Why this phase of a kind that can crash cannot, with its params (None: it can)."""
+    return wl.crash_problem(kind, params) if isinstance(wl, CrashRecovery) else None
 
 
 def mix_figures(wl: Workload, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:
