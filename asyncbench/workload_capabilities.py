@@ -204,6 +204,12 @@ class CrashRecovery(Protocol):
         lose. The plan refuses it with this reason."""
         ...
 
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        """Whether a phase of ``kind`` with ``params``, run before a crash, changes records the
+        load or insert wrote: the crash's check starts from that store, so a crash after such
+        a phase is refused (a YCSB mixed phase that only reads changes none)."""
+        ...
+
     def check_recovery(
         self,
         store: Any,
@@ -332,6 +338,14 @@ def kernels_status(wl: Workload) -> str:
 def can_crash(wl: Workload, kind: PhaseKind) -> bool:
     """Whether a phase of ``kind`` may end in a crash (False without crash checks)."""
     return isinstance(wl, CrashRecovery) and wl.can_crash(kind)
+
+
+def changes_records(wl: Workload, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+    """Whether this phase changes stored records (a rewrite or a mixed phase, unless the
+    workload's crash checks say it does not)."""
+    if isinstance(wl, CrashRecovery):
+        return wl.changes_records(kind, params)
+    return kind.rewrites or kind.mixes
 
 
 def crash_problem(wl: Workload, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:

@@ -310,3 +310,22 @@ def test_a_crash_ycsb_cannot_check_is_refused_naming_the_key(tmp_path: Path, run
     assert code == 2 and not results, output
     assert f"{plan_file}: {key}" in output and problem in output, output
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_read_phase_before_a_crash_gives_one_checksum_on_every_engine(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """load, a read-only mixed phase (YCSB's C, which changes no record, so a crash may
+    follow it), then a mixed phase crashed at a kill: the read phase's checksum is the
+    same on lsm, rocksdb and sqlite, and so is which writes the crash acknowledged."""
+    plan_file = tmp_path / "plan.toml"
+    reads = MIXED.format(ops=2000, reads=1.0, updates=0.0, extra="")
+    crashed = MIXED.format(ops=2000, reads=0.5, updates=0.5, extra='crash = { after = 1_000, how = "kill" }')
+    plan_file.write_text(PLAN.format(engines="", records=3000, crash="", mixed=reads + crashed))
+    code, (result,), output = run_cli(str(plan_file), "--no-progress")
+    assert code == 0, output
+    sums = {e["engine"]: [p["checksum"] for p in e["phases"]] for e in result["engines"]}
+    assert sums["lsm"][1] and sums["lsm"][1] == sums["rocksdb"][1] == sums["sqlite"][1], sums
+    rows = {name: d for name, (d,) in durability(result).items()}
+    writes = {d["acknowledged_present"] + d["acknowledged_lost"] for d in rows.values()}
+    assert len(writes) == 1 and 0 < writes.pop() < 1000, rows  # the updates among 1_000 operations
+    assert all(d["torn"] == 0 and d["opened"] for d in rows.values()), rows
+    assert rows["rocksdb"]["acknowledged_lost"] == rows["sqlite"]["acknowledged_lost"] == 0  # each write reached the OS

@@ -16,7 +16,7 @@ from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
 from asyncbench.config.readers import read_int, read_str
 from asyncbench.limits import MAX_PROFILES
 from asyncbench.workload import Action, PhaseKind, Workload
-from asyncbench.workload_capabilities import can_crash, crash_problem, stream_count
+from asyncbench.workload_capabilities import can_crash, changes_records, crash_problem, stream_count
 
 __all__ = ["CRASH_HOWS", "CRASH_KEYS", "check_crash_sizes", "check_crashes", "read_crash"]
 
@@ -75,7 +75,7 @@ def check_crashes(phases: Sequence[PhaseSpec], where: str, wl: Workload) -> None
                 where, f"phase[{i}].crash", f"a crash is checked against the store the insert built; phase[{rewritten}] "
                 "changed it before this phase: crash the first phase that rewrites records"
             )
-        if rewritten is None and (kind.rewrites or kind.mixes):
+        if rewritten is None and changes_records(wl, kind, dict(spec.params)):
             rewritten = i
         if recovered_at is not None and kind.action not in _AFTER_RECOVER:
             raise ConfigError(

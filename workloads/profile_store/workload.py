@@ -149,6 +149,9 @@ class ProfileStoreWorkload:
     def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
         return None  # its phases take no keys of their own: a kind that can crash always can
 
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        return kind.rewrites or kind.mixes
+
     async def check_recovery(
         self,
         store: ProfileStore,

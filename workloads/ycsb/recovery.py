@@ -34,7 +34,7 @@ from asyncbench.workloads.ycsb.operations import ALL_FIELDS, INSERT, KINDS, READ
 from asyncbench.workloads.ycsb.phases import Keys, MixedOps, MixedPhase, Plan
 from asyncbench.workloads.ycsb.store import YcsbStore
 
-__all__ = ["CRASH_KINDS", "WRITE_KINDS", "check_recovery", "crash_problem", "key_writes", "versions"]
+__all__ = ["CRASH_KINDS", "WRITE_KINDS", "changes_records", "check_recovery", "crash_problem", "key_writes", "versions"]
 
 #: The phase kinds whose writes this module can check.
 CRASH_KINDS = ("load", "mixed")
@@ -49,11 +49,17 @@ TORN_EXAMPLES = 5
 AHEAD = 2
 
 
+def changes_records(kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+    """Whether a phase writes records: a mixed phase with a write proportion above 0 (the
+    load makes them; a crash in a later phase is checked from the store it built)."""
+    return kind.kind == "mixed" and any(float(params.get(f"{k}proportion", 0)) > 0 for k in WRITE_KINDS)
+
+
 def crash_problem(kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
     """Why a crash cannot end a phase of ``kind`` with these params, or None (it can)."""
     if kind.kind not in CRASH_KINDS:
         return f"phase kind {kind.kind!r} cannot crash; a crash ends one of: {', '.join(CRASH_KINDS)}"
-    if kind.kind == "mixed" and not any(float(params.get(f"{k}proportion", 0)) > 0 for k in WRITE_KINDS):
+    if kind.kind == "mixed" and not changes_records(kind, params):
         return (
             "this mixed phase only reads (its updateproportion, insertproportion and readmodifywriteproportion "
             "are 0): a crash in it has no write to lose; crash the load or a mixed phase that writes"

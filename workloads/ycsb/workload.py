@@ -50,7 +50,7 @@ from asyncbench.workloads.ycsb.phases import (
     phase_items,
 )
 from asyncbench.workloads.ycsb.properties import Property, parse_properties
-from asyncbench.workloads.ycsb.recovery import CRASH_KINDS, check_recovery, crash_problem
+from asyncbench.workloads.ycsb.recovery import CRASH_KINDS, changes_records, check_recovery, crash_problem
 from asyncbench.workloads.ycsb.sql_store import USERTABLE
 from asyncbench.workloads.ycsb.store import YcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
@@ -155,6 +155,9 @@ class YcsbWorkload:
 
     def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
         return crash_problem(kind, params)
+
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        return changes_records(kind, params)
 
     async def check_recovery(
         self,
