@@ -118,15 +118,10 @@ class _Counter:
 
 
 async def _read(store: YcsbStore, plan: Plan, keys: Sequence[int]) -> list[tuple[int, bytes, bytes | None]]:
-    """(key, its name, its stored record or None) for each key, in rounds of READ_BATCH."""
-    out: list[tuple[int, bytes, bytes | None]] = []
-    fieldcount = plan.counts.fieldcount
-    for start in range(0, len(keys), READ_BATCH):
-        chunk = list(keys[start : start + READ_BATCH])
-        names = plan.names(chunk)
-        got = await store.records(names, fieldcount)
-        out.extend(zip(chunk, names, (None if g is None else bytes(g) for g in got), strict=True))
-    return out
+    """(key, its name, its stored record or None) for each key: one round of reads."""
+    names = plan.names(keys)
+    got = await store.records(names, plan.counts.fieldcount)
+    return list(zip(keys, names, (None if g is None else bytes(g) for g in got), strict=True))
 
 
 async def check_recovery(store: YcsbStore, items: Sequence[Any], acknowledged: int) -> RecoveryCounts:
@@ -168,17 +163,18 @@ async def _check_mixed(store: YcsbStore, phase: MixedPhase, acknowledged: int) -
     records = plan.counts.profiles
     inserted = sorted(k for k in writes if k >= records)
     keys: list[int] = [*range(records), *inserted]
-    for key, name, got in await _read(store, plan, keys):
-        out.checked += got is not None
-        positions = writes.get(key, [])
-        acked = sum(1 for p in positions if p < acknowledged)
-        seen = versions(phase, key, positions[: acked + AHEAD])
-        _compare(count, key, name, got, seen, positions, acked)
+    for start in range(0, len(keys), READ_BATCH):  # a round at a time: never every record in memory
+        for key, name, got in await _read(store, plan, keys[start : start + READ_BATCH]):
+            out.checked += got is not None
+            positions = writes.get(key, [])
+            acked = sum(1 for p in positions if p < acknowledged)
+            seen = versions(phase, key, positions[: acked + AHEAD])
+            _compare(count, name, got, seen, positions, acked)
     return out
 
 
 def _compare(
-    count: _Counter, key: int, name: bytes, got: bytes | None, seen: list[bytes | None], positions: list[int], acked: int
+    count: _Counter, name: bytes, got: bytes | None, seen: list[bytes | None], positions: list[int], acked: int
 ) -> None:
     """One record against its versions ``seen``; the acknowledged one (``acked``) and later
     ones first, so bytes that equal it are never counted as a loss."""
