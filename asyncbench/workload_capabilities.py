@@ -53,6 +53,7 @@ __all__ = [
     "accelerated",
     "batch_context",
     "can_crash",
+    "crash_problem",
     "capabilities",
     "crash_recovery",
     "kernels_status",
@@ -197,12 +198,32 @@ class CrashRecovery(Protocol):
         record, what its operations wrote."""
         ...
 
+    def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+        """Why this phase (of a kind that ``can_crash``, with its own keys ``params``)
+        cannot end in a crash, or None: a YCSB mixed phase that only reads has no write to
+        lose. The plan refuses it with this reason."""
+        ...
+
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        """Whether a phase of ``kind`` with ``params``, run before a crash, changes records the
+        load or insert wrote: the crash's check starts from that store, so a crash after such
+        a phase is refused (a YCSB mixed phase that only reads changes none)."""
+        ...
+
     def check_recovery(
-        self, store: Any, plan: Any, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+        self,
+        store: Any,
+        plan: Any,
+        kind: PhaseKind,
+        stream: str | None,
+        count: int | None,
+        acknowledged: int,
+        params: Mapping[str, Any],
     ) -> Awaitable[RecoveryCounts]:
-        """After a crash in a phase of ``kind`` whose first ``acknowledged`` operations (in
-        the phase's plan order) were acknowledged and no later one issued: read ``store``
-        back and count, against the plan, what survived (:class:`RecoveryCounts`)."""
+        """After a crash in a phase of ``kind`` (its own keys ``params``) whose first
+        ``acknowledged`` operations (in the phase's plan order) were acknowledged and no
+        later one issued: read ``store`` back and count, against the plan, what survived
+        (:class:`RecoveryCounts`)."""
         ...
 
 
@@ -317,6 +338,19 @@ def kernels_status(wl: Workload) -> str:
 def can_crash(wl: Workload, kind: PhaseKind) -> bool:
     """Whether a phase of ``kind`` may end in a crash (False without crash checks)."""
     return isinstance(wl, CrashRecovery) and wl.can_crash(kind)
+
+
+def changes_records(wl: Workload, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+    """Whether this phase changes stored records (a rewrite or a mixed phase, unless the
+    workload's crash checks say it does not)."""
+    if isinstance(wl, CrashRecovery):
+        return wl.changes_records(kind, params)
+    return kind.rewrites or kind.mixes
+
+
+def crash_problem(wl: Workload, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+    """Why this phase of a kind that can crash cannot, with its params (None: it can)."""
+    return wl.crash_problem(kind, params) if isinstance(wl, CrashRecovery) else None
 
 
 def mix_figures(wl: Workload, kind: PhaseKind, items: Sequence[Any]) -> MixFigures | None:

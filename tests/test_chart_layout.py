@@ -25,13 +25,26 @@ from matplotlib.transforms import Bbox
 
 from asyncbench.report import charts
 from asyncbench.report.chart_style import RC
-from asyncbench.result import RunResult
+from asyncbench.result import DurabilityRow, RunResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _repeats() -> RunResult:
     return RunResult.from_json((FIXTURES / "result-repeats-latency.json").read_bytes())
+
+
+def _crashed(run: RunResult) -> RunResult:
+    """``run`` with a crash row per engine and repeat (one lost all, one held all, one torn),
+    so the durability chart is drawn and measured with the others."""
+    run = copy.deepcopy(run)
+    for i, e in enumerate(run.engines):
+        lost, torn = [(40_000, 0), (0, 0), (12, 3)][i % 3]
+        e.durability = [DurabilityRow(phase="insert profiles", how="power", after=40_000, acknowledged=40_000,
+                                      crash_seconds=1.5, opened=True, acknowledged_present=40_000 - lost,
+                                      acknowledged_lost=lost, torn=torn, lost_seconds=0.44 if lost else None,
+                                      promise="about once a second, and on settle/close")]  # fmt: skip
+    return run
 
 
 def _wide(run: RunResult) -> RunResult:
@@ -88,8 +101,11 @@ def _text_box(fig: Figure, text) -> Bbox:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def drawn() -> list[tuple[str, Figure]]:
-    """Every chart of the repeats fixture, drawn once for the module."""
-    return _drawn(_repeats())
+    """Every chart of the repeats fixture (with crash rows: the durability chart too),
+    drawn once for the module."""
+    out = _drawn(_crashed(_repeats()))
+    assert "durability" in [slug for slug, _ in out]
+    return out
 
 
 @pytest.mark.parametrize("stretch", [False, True], ids=["as-measured", "wide-whiskers"])

@@ -48,7 +48,7 @@ class DictStore:
 def check(stored: dict[int, bytes], kind: str, acknowledged: int, p=None) -> RecoveryCounts:  # type: ignore[no-untyped-def]
     w = workload("profile_store")
     return anyio.run(w.check_recovery, DictStore(stored), p or plan(), w.phases[kind], None if kind == "insert" else "updates",
-                     None, acknowledged)  # fmt: skip
+                     None, acknowledged, {})  # fmt: skip
 
 
 def created() -> dict[int, Profile]:
@@ -117,7 +117,7 @@ async def _check_engine(name: str, data: Path) -> RecoveryCounts:
     engine = engine_class(name)(EngineConfig(name, data, {}, limit=50, seed=SEED, stores=PROFILE_STORES))
     async with opened(engine, reset=False):
         w = workload("profile_store")
-        return await w.check_recovery(store_of(engine), plan(), w.phases["insert"], None, None, N)
+        return await w.check_recovery(store_of(engine), plan(), w.phases["insert"], None, None, N, {})
 
 
 def test_a_corrupt_row_in_a_real_sqlite_store_is_torn(tmp_path: Path) -> None:

@@ -65,8 +65,8 @@ def test_each_shipped_workload_has_the_capabilities_its_typed_tuple_claims() -> 
         "ReuseProof", "CrashRecovery", "MixedPhases", "OwnStoreEngines",
     ]  # fmt: skip
     assert capabilities(workload("ycsb")) == [
-        "OwnSettings", "PhaseParams", "StreamCounts", "BatchContext", "CompiledKernels", "BoundedPhases",
-        "MixedPhases", "PlanConversion",
+        "OwnSettings", "PhaseParams", "StreamCounts", "BatchContext", "CompiledKernels", "CrashRecovery",
+        "BoundedPhases", "MixedPhases", "PlanConversion",
     ]  # fmt: skip
     # the typed tuples (what mypy checks) hold the registry's instance, once per capability claimed
     for module, name in ((ps, "profile_store"), (ycsb, "ycsb")):

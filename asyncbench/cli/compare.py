@@ -11,7 +11,10 @@ machines (a target rate, P, K, a reused store or an engine setting of an engine 
 ran: figures that may not compare). A phase paced differently on the two sides (a target
 rate against closed loop, or another rate) is named and not compared: its ops/s are the
 rate's on one side. A latency table (:mod:`asyncbench.report.latency_compare`) follows,
-informational as the cost and operation-kind tables.
+informational as the cost and operation-kind tables; then, when either side crashed an
+engine, the durability table (:mod:`asyncbench.report.durability_compare`): a crash that
+lost more acknowledged writes, tore a record or left a store that does not open is a
+regression.
 
 The text output fits the terminal (80 columns at least; ``COLUMNS`` honoured): it first
 names every engine and phase present on one side only (never compared, never silently
@@ -20,8 +23,8 @@ mean of its phases' new/base ratios with a 95 % Student t interval of the mean l
 over those phases (phases are the sample, so the interval says how consistent the change
 is across phases, not how noisy one phase is).
 
-Exit codes: 0 nothing significantly slower than the threshold; 1 something regressed or a
-checksum differs; 2 bad input. This is the run's rule (:class:`asyncbench.cli.run.RunOutcome`)
+Exit codes: 0 nothing significantly slower than the threshold; 1 something regressed (a
+phase slower, or a crash's durability) or a checksum differs; 2 bad input. This is the run's rule (:class:`asyncbench.cli.run.RunOutcome`)
 read for a comparison: 1 is "a result to look at" (a run: a failure or disagreeing
 checksums; here: a regression or differing checksums), 2 is "nothing was done" (bad input),
 and there is no 130 since a comparison is not interrupted half-way with files to keep.
@@ -39,7 +42,7 @@ import sys
 import orjson
 
 from asyncbench.measure.stats import exit_code
-from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report import cost_compare, durability_compare, latency_compare, mix_compare
 from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.differences import differences
 from asyncbench.report.compare.inputs import MAX_WALK_ENTRIES, load_side, one_workload
@@ -119,13 +122,18 @@ p50, p99 and p99.9 in µs (the response time at a target rate, else the service
 time), base against new, with the verdicts above for a time (lower, higher,
 same, n.s., one run).
 
+durability (results with a crash): per engine and crash, the acknowledged
+writes lost (and torn records) of each side's worst run; more lost, a torn
+record or a store that no longer opens on NEW is REGRESSED (part of the exit
+code).
+
 summary: per engine, the geometric mean of NEW/BASE ops/s over its compared
 phases, with the 95% Student t interval of the mean log ratio (the phases are
 the sample: a narrow interval says the change is consistent across phases);
 when no phase is faster or slower, "no significant change" and no interval.
 
 exit codes: 0 no phase slower and every checksum equal; 1 at least one phase
-slower (as above) or a checksum differs; 2 bad input (a missing or invalid file,
+slower (as above), a crash's durability regressed or a checksum differs; 2 bad input (a missing or invalid file,
 a bad flag, or no engine and phase in common).
 """
 
@@ -199,10 +207,12 @@ def run(args: argparse.Namespace) -> int:
     diffs = differences(base, new)
     costs = cost_compare.cost_changes(base.runs, new.runs, engines)
     kinds = mix_compare.kind_changes(base.runs, new.runs, engines)
-    found = Compared(rows, diffs, threshold, gone, apart, latency, costs, kinds)
+    crashes = durability_compare.durability_changes(base.runs, new.runs, engines)
+    found = Compared(rows, diffs, threshold, gone, apart, latency, costs, kinds, crashes)
     if args.json:
         print(orjson.dumps(json_document(found), option=orjson.OPT_INDENT_2).decode())
     else:
         print(markdown_output(found) if args.markdown else text_output(found))
     checksum_code = 1 if any(r.checksums_equal is False for r in rows) else 0
-    return max(exit_code([r.comparison for r in rows]), checksum_code)
+    durability_code = 1 if any(c.regressed for c in crashes) else 0  # a durability regression fails as a slower phase
+    return max(exit_code([r.comparison for r in rows]), checksum_code, durability_code)

@@ -16,7 +16,7 @@ from asyncbench.config.model import BenchConfig, CrashPoint, PhaseSpec
 from asyncbench.config.readers import read_int, read_str
 from asyncbench.limits import MAX_PROFILES
 from asyncbench.workload import Action, PhaseKind, Workload
-from asyncbench.workload_capabilities import can_crash, stream_count
+from asyncbench.workload_capabilities import can_crash, changes_records, crash_problem, stream_count
 
 __all__ = ["CRASH_HOWS", "CRASH_KEYS", "check_crash_sizes", "check_crashes", "read_crash"]
 
@@ -31,14 +31,20 @@ CRASH_HOWS = ("kill", "power")
 _AFTER_RECOVER = (Action.STABILIZE, Action.SETTLE, Action.REOPEN)
 
 
-def read_crash(where: str, key: str, kind_name: str, kind: PhaseKind, value: object, wl: Workload) -> CrashPoint:
+def read_crash(
+    where: str, key: str, kind_name: str, kind: PhaseKind, value: object, wl: Workload, params: Mapping[str, object]
+) -> CrashPoint:
     """``<key>.crash``: a table of ``after`` (operations acknowledged before the kill) and
-    ``how``, on a phase kind the workload ``wl`` can check after a crash."""
+    ``how``, on a phase kind the workload ``wl`` can check after a crash, whose own keys
+    (``params``) leave it something to lose."""
     if not can_crash(wl, kind):
         kinds = [k for k, row in wl.phases.items() if can_crash(wl, row)]
         raise ConfigError(
             where, f"{key}.crash", f"phase kind {kind_name!r} cannot crash; a crash ends one of: {', '.join(kinds) or 'none of this workload'}"
         )
+    problem = crash_problem(wl, kind, params)
+    if problem is not None:
+        raise ConfigError(where, f"{key}.crash", problem)
     if not isinstance(value, Mapping):
         raise ConfigError(where, f"{key}.crash", 'must be a table, e.g. { after = 50_000, how = "kill" }')
     unknown = sorted(set(value) - set(CRASH_KEYS))
@@ -64,12 +70,12 @@ def check_crashes(phases: Sequence[PhaseSpec], where: str, wl: Workload) -> None
     rewritten: int | None = None  # the first phase that changed stored records
     for i, spec in enumerate(phases):
         kind = kinds[spec.kind]
-        if spec.crash is not None and kind.rewrites and rewritten is not None and rewritten < i:
+        if spec.crash is not None and (kind.rewrites or kind.mixes) and rewritten is not None and rewritten < i:
             raise ConfigError(
                 where, f"phase[{i}].crash", f"a crash is checked against the store the insert built; phase[{rewritten}] "
                 "changed it before this phase: crash the first phase that rewrites records"
             )
-        if rewritten is None and (kind.rewrites or kind.mixes):
+        if rewritten is None and changes_records(wl, kind, dict(spec.params)):
             rewritten = i
         if recovered_at is not None and kind.action not in _AFTER_RECOVER:
             raise ConfigError(
@@ -110,6 +116,8 @@ def check_crash_sizes(cfg: BenchConfig, where: str) -> None:
         for profiles in cfg.profiles:
             counts = cfg.counts_for(profiles)
             ops = profiles if spec.stream is None else getattr(counts, stream_count(wl, spec.stream))
+            if spec.operations is not None:  # a phase of its own size (YCSB's mixed phase)
+                ops = spec.operations
             if spec.count is not None:
                 ops = min(ops, spec.count)
             if spec.crash.after > ops:

@@ -81,7 +81,7 @@ def _phase(
         capacity=capacity,
         params=tuple(sorted(params.items())),
         duration=duration,
-        crash=read_crash(where, key, kind_name, kind, table["crash"], wl) if "crash" in table else None,
+        crash=read_crash(where, key, kind_name, kind, table["crash"], wl, params) if "crash" in table else None,
     )
     return spec, rates
 
@@ -188,7 +188,8 @@ class _Order:
 
     def place(self, where: str, key: str, kind_name: str, kind: PhaseKind, params: Mapping[str, object]) -> None:
         inserts = kind.mixes and _positive(params.get("insertproportion"))  # YCSB's mix key
-        if self.seen_mixed is not None and not kind.mixes and kind.action not in _AFTER_MIXED:
+        # recover: its own rule (directly after a crashed phase: asyncbench.config.crash)
+        if self.seen_mixed is not None and not kind.mixes and kind.action not in (*_AFTER_MIXED, Action.RECOVER):
             raise ConfigError(where, f"{key}.kind", f"{kind_name!r} comes after the mixed phase {self.seen_mixed}, "
                               "whose writes change what it would read; only stabilize, settle, reopen and "
                               "mixed phases may follow")

@@ -8,7 +8,7 @@ renderer, :func:`asyncbench.report.chart_style.svg`: output is deterministic for
 input (fixed hash salt, no date), text is drawn as paths so every viewer sees the same
 layout, and each file carries its title as the SVG ``<title>``. The latency charts are
 drawn by :mod:`.latency_charts` from the data :mod:`.latency_data` gathers, the cost chart
-by :mod:`.cost_chart`.
+by :mod:`.cost_chart`, the durability chart (a plan with a crash) by :mod:`.durability_chart`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from asyncbench import fmt
 from asyncbench.facts import MemoryScope, StorageMethod
 from asyncbench.fs.ownership import Proof, is_own_svg, write_set
 from asyncbench.measure.aggregate import collapse
-from asyncbench.report import chart_limit, cost_chart, latency_charts, latency_data
+from asyncbench.report import chart_limit, cost_chart, durability_chart, latency_charts, latency_data
 from asyncbench.report import markdown_report as report
 from asyncbench.report.capacity_chart import TITLE as CAPACITY_TITLE
 from asyncbench.report.capacity_chart import capacity_figure, searched_phases
@@ -607,6 +607,15 @@ CHARTS: tuple[Chart, ...] = (
     Chart("mixed-throughput", "Mixed Phase Throughput", mixed_throughput, (Group.MIXED,)),
     Chart("resource-footprint", "Resource Footprint", resource_footprint),
     Chart("cost", "Cost", partial(cost_chart.draw, colour=engine_colour), when=cost_chart.wanted),
+    # a crash's rows, every repeat's (a loss in one repeat is the finding, not a median's)
+    Chart(
+        "durability",
+        durability_chart.TITLE,
+        partial(durability_chart.draw, colour=engine_colour),
+        when=durability_chart.wanted,
+        repeats=True,
+        latest=False,
+    ),
     _of_repeats(
         "latency-percentiles", latency_charts.DISTRIBUTION_TITLE, latency_data.percentiles, latency_data.has_latency
     ),
@@ -623,7 +632,8 @@ CHARTS: tuple[Chart, ...] = (
 )
 """Every chart, in report order. The bar charts: one bar per engine, the median of its
 measured repeats, with a min-max error bar when it ran several times; a throughput chart
-only when the plan runs a phase of its kind. Then, when the run recorded latency, the
+only when the plan runs a phase of its kind. The durability chart when the plan crashed
+an engine. Then, when the run recorded latency, the
 percentile distribution of the main phases, the latency over time of each write phase,
 phase at a rate and chosen phase, and the latency against throughput of a rate sweep."""
 

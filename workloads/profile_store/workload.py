@@ -146,8 +146,21 @@ class ProfileStoreWorkload:
     def can_crash(self, kind: PhaseKind) -> bool:
         return kind.kind in CRASH_KINDS
 
+    def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+        return None  # its phases take no keys of their own: a kind that can crash always can
+
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        return kind.rewrites or kind.mixes
+
     async def check_recovery(
-        self, store: ProfileStore, plan: Plan, kind: PhaseKind, stream: str | None, count: int | None, acknowledged: int
+        self,
+        store: ProfileStore,
+        plan: Plan,
+        kind: PhaseKind,
+        stream: str | None,
+        count: int | None,
+        acknowledged: int,
+        params: Mapping[str, Any],
     ) -> RecoveryCounts:
         items = phase_items(kind, stream, count, plan)
         return await check_recovery(store, plan, kind, items, acknowledged)

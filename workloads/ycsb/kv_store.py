@@ -82,6 +82,14 @@ class KvYcsbStore:
         result: list[int] = await self.place.writes(run_sync, self.table, ops, marks)
         return result
 
+    def _records(self, names: Sequence[bytes]) -> list[bytes | None]:
+        get = self.table.kv.get
+        return [get(name) for name in names]
+
+    async def records(self, names: Sequence[bytes], fieldcount: int) -> list[bytes | None]:
+        result: list[bytes | None] = await self.place.reads(self._records, names)
+        return result
+
 
 class DictKv:
     """An ordered KV store in a dict with a lazily sorted key list: the memory engine's

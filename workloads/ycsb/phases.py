@@ -288,6 +288,13 @@ PHASES: dict[str, PhaseKind] = {
             mixes=True,
             bounded=True,  # digests summed, each the same on any worker: a prefix has one checksum
         ),
+        PhaseKind(
+            "recover",  # after a load's or mixed phase's crash: open the store again, check it record by record
+            Action.RECOVER,
+            Group.MAINTENANCE,
+            (_use(None, "recover"),),
+            columns=("Recover (open)",),
+        ),
         PhaseKind("stabilize", Action.STABILIZE, Group.MAINTENANCE, (_use(None, "stabilize"),), needs_data=False,
                   columns=("Stabilize",)),
         PhaseKind("settle", Action.SETTLE, Group.MAINTENANCE, (_use(None, "settle"),), needs_data=False,

@@ -142,3 +142,12 @@ class SqlYcsbStore:
         await self.barrier()  # Galera: the batch sees every write committed before it (the load's)
         result: list[int] = await self.hop(run_async, table, ops, marks)
         return result
+
+    @staticmethod
+    async def _records(table: SqlTable, names: Sequence[bytes]) -> list[bytes | None]:
+        return [await table.read(name, ALL_FIELDS) for name in names]
+
+    async def records(self, names: Sequence[bytes], fieldcount: int) -> list[bytes | None]:
+        table = await self._ensure(fieldcount)
+        result: list[bytes | None] = await self.hop(self._records, table, names)
+        return result

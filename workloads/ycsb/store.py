@@ -69,6 +69,12 @@ class YcsbStore(Protocol):
         """A share of a mixed phase (:func:`run_sync` or :func:`run_async` over its table)."""
         ...
 
+    async def records(self, names: Sequence[bytes], fieldcount: int) -> list[bytes | None]:
+        """Every field of each named record, encoded as stored, or None where absent: what
+        the recover phase compares byte for byte with the plan's versions after a crash
+        (:mod:`.recovery`). Untimed, one engine call a record."""
+        ...
+
 
 class Ops(Protocol):
     """One worker's share of a mixed phase (``phases.Ops``): what :func:`steps` reads."""

@@ -19,6 +19,7 @@ from asyncbench.workload import (
     PhaseKind,
     Prefix,
     RecordMemory,
+    RecoveryCounts,
     SettingError,
     Workload,
 )
@@ -26,6 +27,7 @@ from asyncbench.workload_capabilities import (
     BatchContext,
     BoundedPhases,
     CompiledKernels,
+    CrashRecovery,
     MixedPhases,
     OwnSettings,
     PhaseParams,
@@ -48,6 +50,7 @@ from asyncbench.workloads.ycsb.phases import (
     phase_items,
 )
 from asyncbench.workloads.ycsb.properties import Property, parse_properties
+from asyncbench.workloads.ycsb.recovery import CRASH_KINDS, changes_records, check_recovery, crash_problem
 from asyncbench.workloads.ycsb.sql_store import USERTABLE
 from asyncbench.workloads.ycsb.store import YcsbStore
 from asyncbench.workloads.ycsb.stores import ycsb_store
@@ -60,9 +63,9 @@ class YcsbWorkload:
 
     Beyond :class:`~asyncbench.workload.Workload` it has the capabilities of
     :data:`CAPABILITIES` (:mod:`asyncbench.workload_capabilities`). Not others: no verify
-    phase, no published reference tables, no engine that is its own store, no store reuse,
-    and no crash checks (its records' versions are not checked after a crash yet, issue 57:
-    the plan refuses a crash in its phases)."""
+    phase, no published reference tables, no engine that is its own store, no store reuse.
+    A crash may end its load or a mixed phase that writes (:mod:`.recovery` checks every
+    record against the versions the plan wrote)."""
 
     name = "ycsb"
     unit = "records"  # --profiles is the record count
@@ -147,6 +150,27 @@ class YcsbWorkload:
         live = lay.recordcount * lay.fieldcount * lay.fieldlength
         return [(live if kind.kind == "load" else None, live) for kind, _, _ in phases]
 
+    def can_crash(self, kind: PhaseKind) -> bool:
+        return kind.kind in CRASH_KINDS
+
+    def crash_problem(self, kind: PhaseKind, params: Mapping[str, Any]) -> str | None:
+        return crash_problem(kind, params)
+
+    def changes_records(self, kind: PhaseKind, params: Mapping[str, Any]) -> bool:
+        return changes_records(kind, params)
+
+    async def check_recovery(
+        self,
+        store: YcsbStore,
+        plan: Plan,
+        kind: PhaseKind,
+        stream: str | None,
+        count: int | None,
+        acknowledged: int,
+        params: Mapping[str, Any],
+    ) -> RecoveryCounts:
+        return await check_recovery(store, phase_items(kind, plan, dict(params)), acknowledged)
+
     @property
     def accelerated(self) -> bool:
         return kernels.ACCELERATED
@@ -167,6 +191,7 @@ CAPABILITIES: tuple[
     BatchContext,
     CompiledKernels,
     BoundedPhases,
+    CrashRecovery,
     MixedPhases,
     PlanConversion,
-] = (_IMPL,) * 8
+] = (_IMPL,) * 9

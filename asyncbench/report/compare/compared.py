@@ -4,9 +4,9 @@ they are given."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from asyncbench.report import cost_compare, latency_compare
+from asyncbench.report import cost_compare, durability_compare, latency_compare
 from asyncbench.report.compare.rows import OneSided, PacedApart, Row
 
 __all__ = ["Compared"]
@@ -22,3 +22,5 @@ class Compared:
     latency: list[latency_compare.LatencyRow]
     costs: list[cost_compare.CostChange]
     kinds: list[cost_compare.CostChange]  # a mixed phase's operation kinds
+    #: each crash either side made (none without crash rows: the outputs are unchanged)
+    durability: list[durability_compare.DurabilityChange] = field(default_factory=list)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from asyncbench.report import cost_compare, latency_compare
+from asyncbench.report import cost_compare, durability_compare, latency_compare
 from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.rows import PACED_APART_WHY
 from asyncbench.report.compare.summary import summaries
@@ -44,6 +44,7 @@ def json_document(c: Compared) -> dict[str, object]:
         "latency": latency_compare.json_rows(latency),
         "cost": _changes(costs),
         "operation_kinds": _changes(kinds),
+        "durability": durability_compare.json_rows(c.durability),
         "only_in_base": {
             "engines": gone.engines["base"], "phases": gone.phases["base"], "engine_phases": gone.pairs["base"]
         },

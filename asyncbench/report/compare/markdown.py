@@ -4,7 +4,7 @@ saying what the console output says, in the same words (:mod:`.legends`)."""
 from __future__ import annotations
 
 from asyncbench.measure.stats import Verdict
-from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report import cost_compare, durability_compare, latency_compare, mix_compare
 from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.legends import DIFFERS_HEAD, ONE_RUN_LEGEND, SUMMARY_HEAD, one_sided_lines
 from asyncbench.report.compare.rows import OneSided, PacedApart, Row
@@ -19,13 +19,14 @@ def _escape(text: str) -> str:
 
 def markdown_output(c: Compared) -> str:
     """The whole Markdown output: :func:`render_markdown`, then the informational
-    latency, cost and operation-kind tables."""
+    latency, cost and operation-kind tables and the durability table."""
     rows, diffs, threshold, gone, apart = c.rows, c.diffs, c.threshold, c.gone, c.apart
     latency, costs, kinds = c.latency, c.costs, c.kinds
     render = render_markdown(rows, diffs, threshold, gone, apart)
     render += "\n".join(latency_compare.markdown_lines(latency, _escape))
     render += "\n".join(cost_compare.markdown_lines(costs, _escape))
     render += "\n".join(cost_compare.markdown_lines(kinds, _escape, mix_compare.TITLE))
+    render += "\n".join(durability_compare.markdown_lines(c.durability, _escape))
     return render
 
 

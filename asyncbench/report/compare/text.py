@@ -11,7 +11,7 @@ import textwrap
 
 from asyncbench import fmt
 from asyncbench.measure.stats import Comparison, Verdict
-from asyncbench.report import cost_compare, latency_compare, mix_compare
+from asyncbench.report import cost_compare, durability_compare, latency_compare, mix_compare
 from asyncbench.report.compare.compared import Compared
 from asyncbench.report.compare.legends import (
     DIFFERS_HEAD,
@@ -32,13 +32,14 @@ SLOWER_LISTED = 8
 
 def text_output(c: Compared) -> str:
     """The whole console output: :func:`render_text`, then the informational latency,
-    cost and operation-kind tables (each only when it has a row)."""
+    cost and operation-kind tables and the durability table (each only when it has a row)."""
     rows, diffs, threshold, gone, apart = c.rows, c.diffs, c.threshold, c.gone, c.apart
     latency, costs, kinds = c.latency, c.costs, c.kinds
     render = render_text(rows, diffs, threshold, gone, apart=apart)
     render += "\n".join(["", *latency_compare.text_lines(latency)]) if latency else ""
     render += "\n".join(["", *cost_compare.text_lines(costs)]) if costs else ""
     render += "\n".join(["", *cost_compare.text_lines(kinds, title=mix_compare.TITLE)]) if kinds else ""
+    render += "\n".join(["", *durability_compare.text_lines(c.durability)]) if c.durability else ""
     return render
 
 

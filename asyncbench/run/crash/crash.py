@@ -221,7 +221,9 @@ async def recover_phase(
     seconds = perf_counter() - t0
     row.opened = True
     kind = wl.phases[spec.kind]
-    found = await crash_recovery(wl).check_recovery(worker_store(wl, open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged)
+    found = await crash_recovery(wl).check_recovery(
+        worker_store(wl, open_store, 0), plan, kind, spec.stream, spec.count, record.acknowledged, dict(spec.params)
+    )
     row.checked, row.torn, row.torn_examples = found.checked, found.torn, found.torn_examples
     row.acknowledged_present, row.acknowledged_lost = found.acknowledged_present, found.acknowledged_lost
     row.unacknowledged_present = found.unacknowledged_present
