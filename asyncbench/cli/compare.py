@@ -133,8 +133,8 @@ the sample: a narrow interval says the change is consistent across phases);
 when no phase is faster or slower, "no significant change" and no interval.
 
 exit codes: 0 no phase slower and every checksum equal; 1 at least one phase
-slower (as above), a crash's durability regressed or a checksum differs; 2 bad input (a missing or invalid file,
-a bad flag, or no engine and phase in common).
+slower (as above), a crash's durability regressed or a checksum differs; 2 bad
+input (a missing or invalid file, a bad flag, or no engine and phase in common).
 """
 
 
