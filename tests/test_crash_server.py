@@ -229,3 +229,76 @@ def test_a_server_of_another_state_dir_is_refused_and_left_running(  # type: ign
     assert engine["status"] != "ok", output
     assert "is not proven throw-away" in output and "scripts/mysql-server start" in output, output
     assert not _dead(before) and _pid(mysql_server, "mysql-server") == before
+
+
+@pytest.fixture
+def script_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """``(script, {variable: value})``: a throw-away server of that script started with those
+    variables (small buffers), its exports in this process; stopped (data deleted) after."""
+    script, start_env = request.param
+    state_dir = _private_dir(tmp_path / "state")
+    env = _script(script, "start", state_dir, **start_env)
+    try:
+        monkeypatch.setenv("ASYNCBENCH_STATE_DIR", str(state_dir))
+        for key, value in _exports(env).items():
+            monkeypatch.setenv(key, value)
+        yield state_dir
+    finally:
+        _script(script, "stop", state_dir)
+
+
+def _crash_row(tmp_path: Path, run_cli, engine: str, settings: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(engine=engine, settings=settings))
+    code, (result,), output = run_cli(str(plan), "--no-progress")
+    assert code == 0, output
+    assert result["engines"][0]["status"] == "ok", output
+    (d,) = result["engines"][0]["durability"]
+    assert d["opened"] and d["torn"] == 0, d
+    assert d["acknowledged_present"] + d["acknowledged_lost"] == d["acknowledged"] == 1000, d
+    return dict(d)
+
+
+PG_SMALL = {"POSTGRES_SERVER_SHARED_BUFFERS": "128MB", "POSTGRES_SERVER_MAX_WAL_SIZE": "256MB"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script_server", [("postgres-server", PG_SMALL)], indirect=True)
+@pytest.mark.parametrize("synchronous_commit", ["on", "off"])
+def test_postgres_kill_crash_by_synchronous_commit(  # type: ignore[no-untyped-def]
+    tmp_path: Path, script_server: Path, run_cli, synchronous_commit: str
+) -> None:
+    """on: every acknowledged commit survives the postmaster's (and its backends') kill, as
+    promised; off promises nothing per commit and is reported with its counts."""
+    before = _pid(script_server, "postgres-server")
+    d = _crash_row(tmp_path, run_cli, "postgres", f'[engines.postgres]\nsynchronous_commit = "{synchronous_commit}"\n')
+    assert d["synced_commits"] == (synchronous_commit == "on"), d
+    if synchronous_commit == "on":
+        assert d["acknowledged_lost"] == 0, d
+    assert _dead(before) and _pid(script_server, "postgres-server") != before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script_server", [("redis-server", {"REDIS_SERVER_PERSISTENCE": "aof-always"})], indirect=True
+)
+def test_redis_aof_always_loses_no_acknowledged_write(tmp_path: Path, script_server: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    before = _pid(script_server, "redis-server")
+    d = _crash_row(tmp_path, run_cli, "redis", "")
+    assert d["synced_commits"] and d["acknowledged_lost"] == 0, d
+    assert _dead(before) and _pid(script_server, "redis-server") != before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script_server", [("redis-server", {"REDIS_SERVER_PERSISTENCE": "aof-everysec"})], indirect=True
+)
+def test_redis_persistence_set_at_run_time_is_refused(tmp_path: Path, script_server: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """A CONFIG SET persistence would not survive the restart: refused, and the server runs on."""
+    before = _pid(script_server, "redis-server")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(engine="redis", settings='[engines.redis]\npersistence = "aof-always"\n'))
+    code, (result,), output = run_cli(str(plan), "--no-progress")
+    assert result["engines"][0]["status"] != "ok", output
+    assert "REDIS_SERVER_PERSISTENCE=aof-always" in output, output
+    assert not _dead(before)

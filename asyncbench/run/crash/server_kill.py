@@ -23,6 +23,7 @@ the same data directory, port and password.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -51,7 +52,8 @@ class _Script:
 SCRIPTS: dict[str, _Script] = {
     "mysql": _Script("mysql-server", "MYSQL_PORT", ("mariadbd", "mysqld"), "--datadir={dir}/data"),
     "postgres": _Script("postgres-server", "PGPORT", ("postgres", "postmaster"), "{dir}/data"),
-    "redis": _Script("redis-server", "REDIS_PORT", ("redis-server",), "{dir}/redis.conf"),
+    # redis-server is a link to redis-check-rdb on Debian: /proc/PID/exe names the target (as the script allows)
+    "redis": _Script("redis-server", "REDIS_PORT", ("redis-server", "redis-check-rdb", "redis-check-aof"), "{dir}/redis.conf"),
 }
 
 #: The repository's scripts directory (this file is asyncbench/run/crash/server_kill.py).
@@ -153,6 +155,27 @@ def _how_to(script: str) -> str:
     )
 
 
+def _settings_mismatch(engine: Any) -> str | None:
+    """Why the restarted server would not keep what the engine set at run time, or None.
+    redis's ``persistence`` is a CONFIG SET at open, lost at a restart from the script's
+    redis.conf (an AOF written under it would not even be read back): it must be the
+    script's own (``REDIS_SERVER_SETTINGS`` in its env file)."""
+    if engine.name != "redis":
+        return None
+    wanted = str(engine.settings.get("persistence") or "")
+    env = state_dir() / "redis-server.env"
+    lines = env.read_text().splitlines() if env.is_file() and not env.is_symlink() else []
+    prefix = "export REDIS_SERVER_SETTINGS='persistence="
+    has = next((line[len(prefix) :].rstrip("'") for line in lines if line.startswith(prefix)), "")
+    if wanted and wanted != has:
+        return (
+            f"persistence {wanted!r} is set at run time, and a restarted server comes back with the script's "
+            f"({has or 'unknown'}): start the server with REDIS_SERVER_PERSISTENCE={wanted} and leave "
+            "[engines.redis] persistence empty"
+        )
+    return None
+
+
 def prove_script_server(engine: Any) -> ScriptServer:
     """The proven server behind ``engine``, or ServerRefused naming the first fact that fails."""
     name = str(engine.name)
@@ -165,6 +188,9 @@ def prove_script_server(engine: Any) -> ScriptServer:
             f"{name} has {len(endpoints)} endpoints: a cluster's crash (Galera) is not built; crash one server"
         )
     host, port = endpoints[0]
+    mismatch = _settings_mismatch(engine)
+    if mismatch:
+        raise ServerRefused(f"{name}: {mismatch}")
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ServerRefused(f"{name}'s server {host}:{port} is not on loopback; {_how_to(script.name)}")
     try:
@@ -226,10 +252,20 @@ def _prove(script: _Script, port: int) -> ScriptServer:
 
 
 def kill_server(server: ScriptServer) -> None:
-    """SIGKILL the proven server (its identity checked again right before), wait until it is gone."""
+    """SIGKILL the proven server and its own child processes (PostgreSQL's backends and
+    writers: the server crashes as a whole, as a machine's OOM kill or a crash takes it), its
+    identity checked again right before; wait until the server is gone."""
     if _start_tick(server.pid) != server.start_tick:
         raise ServerRefused(f"pid {server.pid} is no longer the proven server; nothing killed")
+    try:
+        children = psutil.Process(server.pid).children(recursive=True)
+    except psutil.Error:
+        children = []
     os.kill(server.pid, signal.SIGKILL)
+    for child in children:  # psutil checks the pid is still that process (its creation time)
+        with contextlib.suppress(psutil.Error):  # gone already
+            child.send_signal(signal.SIGKILL)
+    psutil.wait_procs(children, timeout=KILL_WAIT_S)
     deadline = time.monotonic() + KILL_WAIT_S
     while _start_tick(server.pid) == server.start_tick:  # gone (or reaped and reused: another tick)
         try:
