@@ -664,6 +664,8 @@ class MySqlEngine(SessionPoolEngine[Session]):
                 + (", replicated to every node before commit returns" if self.galera else ""),
                 sync="per commit" if flush == "1" else "about once a second" if flush in ("0", "2") else "",
                 write_unit="one autocommit transaction per insert and per update",
+                # flush=1: the redo log is written and fsynced at every commit, before it returns
+                synced_commits=flush == "1",
                 after_crash="InnoDB recovers every committed transaction that reached the log"
                 + ("; a node that crashes rejoins from the others (IST/SST)" if self.galera else ""),
                 parameters=parameters,

@@ -628,6 +628,8 @@ class PostgresEngine(SessionPoolEngine[Session]):
             durability=Durability(
                 log="write-ahead log (WAL)",
                 sync=sync,
+                # synchronous_commit on/local/remote_*: a commit returns after its WAL is flushed locally
+                synced_commits=sync == "per commit",
                 write_unit="one autocommit transaction per insert and per update",
                 after_crash=after_crash,
                 parameters={

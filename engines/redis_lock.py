@@ -139,10 +139,16 @@ class RedisLease:
         await anyio.to_thread.run_sync(self._release_sync)
 
     def _release_sync(self) -> None:
+        import redis
+
         self._stop.set()
         self._thread.join()
+        release = self._client.register_script(_RELEASE)
         try:
-            self._client.register_script(_RELEASE)(keys=[self._key], args=[self._token])
+            try:
+                release(keys=[self._key], args=[self._token])
+            except redis.ConnectionError:  # the server was restarted (a crash test kills it): a new connection
+                release(keys=[self._key], args=[self._token])
         finally:
             self._client.close()
 

@@ -17,9 +17,15 @@ A ``power`` crash runs the worker on the power-cut filesystem mounted over the s
 (:mod:`asyncbench.run.crash.power_mount`), cut after the worker's kill: the store keeps exactly
 what was synced.
 
-Only engines that run in this process's machine and keep their store in files are
-crashed here (lsm, rocksdb, sqlite); a server engine's crash needs the server killed,
-which is not built yet, and is refused naming it.
+A server engine (mysql, postgres, redis) is crashed by killing its server: only a server
+proven to be a throw-away one of this project's scripts
+(:func:`~asyncbench.run.crash.server_kill.prove_script_server`, checked before anything is
+touched; any other server is refused, naming why). The worker runs the phase against it as
+for an embedded engine; when the parent reads the last acknowledgement it SIGKILLs the
+server, then starts it again on the same data directory (``scripts/<x>-server restart``)
+and the recover phase checks it as it checks a file store. One point per run (a server's
+data directory is not copied) and ``kill`` only (a power cut needs the data directory on
+the power-cut filesystem: not built).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,6 +50,14 @@ from asyncbench.config import BenchConfig, Level, PhaseSpec, to_json
 from asyncbench.engine import Engine
 from asyncbench.result import DurabilityRow, write_atomic
 from asyncbench.run.crash.power_mount import power_cut_mount
+from asyncbench.run.crash.server_kill import (
+    SCRIPTS,
+    ScriptServer,
+    ServerRefused,
+    kill_server,
+    prove_script_server,
+    restart_server,
+)
 from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload import DrawnPlan, Workload
 from asyncbench.workload_capabilities import crash_recovery
@@ -76,17 +91,35 @@ class CrashRecord:
         return max(0.0, (self.acks[-1][1] - began) / 1e9)
 
 
-def refusal(engine: Engine) -> str | None:
-    """Why this engine cannot be crashed here, or None."""
+def refusal(engine: Engine, spec: PhaseSpec | None = None) -> str | None:
+    """Why this engine (for this crashed phase) cannot be crashed here, or None. A server
+    engine's server is proven throw-away later, at the crash (:func:`server_refusal`)."""
     if not engine.persistent:
         return f"{engine.name} keeps nothing beyond its process: a crash has nothing to check"
     if type(engine).needs_server:
-        return (
-            f"{engine.name} runs in a server: its crash needs the server killed (and for a power cut its data "
-            "directory on the power-cut filesystem), which is not built yet (docs/durability.md); crash lsm, "
-            "rocksdb or sqlite"
-        )
+        if engine.name not in SCRIPTS:
+            return f"{engine.name} runs in a server no script of this project starts: its crash is not built"
+        if spec is not None and spec.crash is not None and spec.crash.how != "kill":
+            return (
+                f"{engine.name} runs in a server: a {spec.crash.how} crash needs its data directory on the "
+                'power-cut filesystem, which is not built (docs/durability.md); use how = "kill"'
+            )
+        if spec is not None and spec.crash is not None and len(spec.crash.at()) > 1:
+            return (
+                f"{engine.name} runs in a server: several crash points need copies of its data directory, "
+                "which are not built; use crash.points = 1"
+            )
     return None
+
+
+def server_refusal(engine: Engine) -> tuple[ScriptServer | None, str | None]:
+    """The proven server to kill for ``engine`` (None for an embedded engine), or why not."""
+    if not type(engine).needs_server:
+        return None, None
+    try:
+        return prove_script_server(engine), None
+    except ServerRefused as exc:
+        return None, str(exc)
 
 
 async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine, plan: DrawnPlan) -> CrashRecord:
@@ -98,7 +131,10 @@ async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine
     deleted; the last runs on the store itself, for the recover phase."""
     spec = cfg.phases[index]
     assert spec.crash is not None
-    why = refusal(engine)
+    why = refusal(engine, spec)
+    if why is not None:
+        raise RuntimeError(why)
+    server, why = server_refusal(engine)  # before anything is touched
     if why is not None:
         raise RuntimeError(why)
     await engine.close()
@@ -106,7 +142,7 @@ async def crash_phase(cfg: BenchConfig, level: Level, index: int, engine: Engine
     earlier: list[DurabilityRow] = []
     for point in points[:-1]:
         earlier.append(await _point_on_a_copy(cfg, level, index, engine, plan, point))
-    record = await _crash_once(cfg, level, index, engine, engine.data_dir, points[-1])
+    record = await _crash_once(cfg, level, index, engine, engine.data_dir, points[-1], server)
     record.earlier = earlier
     return record
 
@@ -135,9 +171,18 @@ async def _point_on_a_copy(
             await anyio.to_thread.run_sync(partial(shutil.rmtree, copy, ignore_errors=True))
 
 
-async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine, store: Path, point: int) -> CrashRecord:
+async def _crash_once(
+    cfg: BenchConfig,
+    level: Level,
+    index: int,
+    engine: Engine,
+    store: Path,
+    point: int,
+    server: ScriptServer | None = None,
+) -> CrashRecord:
     """The worker on ``store`` until ``point`` operations are acknowledged, then its kill
-    (and, for a power crash, the cut)."""
+    (and, for a power crash, the cut); with a ``server``, the server's kill at the last
+    acknowledgement and its restart."""
     spec = cfg.phases[index]
     assert spec.crash is not None
     record = CrashRecord(dataclasses.replace(spec, crash=dataclasses.replace(spec.crash, after=point)))
@@ -148,9 +193,23 @@ async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine
             # a power crash: the worker's store on the power-cut layer, cut when this block ends
             mount = await stack.enter_async_context(power_cut_mount(store)) if spec.crash.how == "power" else None
             job = {"config": str(config), "engine": engine.name, "phase": index, "profiles": level.profiles,
-                   "parallelism": level.parallelism, "data_dir": str(mount or store), "after": point}  # fmt: skip
+                   "parallelism": level.parallelism, "data_dir": str(mount or store), "after": point,
+                   "lock_key": engine.lock_key()}  # fmt: skip
             write_atomic(spec_file, orjson.dumps(job))
-            proc, err = await _run_worker(spec_file, record)
+            killed: list[bool] = []
+
+            def at_point() -> None:  # the server's kill, as soon as the last acknowledgement is read
+                if server is not None and not killed:
+                    kill_server(server)
+                    killed.append(True)
+
+            try:
+                proc, err = await _run_worker(spec_file, record, point, at_point)
+            finally:
+                if killed:  # the killed server comes back on its data directory, whatever happened
+                    assert server is not None
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(restart_server, server)
     if proc.returncode != -signal.SIGKILL:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no error output"]
         raise RuntimeError(f"the crash worker ended with status {proc.returncode} before its kill: {tail[0]}")
@@ -161,8 +220,11 @@ async def _crash_once(cfg: BenchConfig, level: Level, index: int, engine: Engine
     return record
 
 
-async def _run_worker(spec_file: Path, record: CrashRecord) -> tuple[anyio.abc.Process, bytearray]:
-    """The worker, to its end: each acknowledgement into ``record``; its stderr's tail."""
+async def _run_worker(
+    spec_file: Path, record: CrashRecord, point: int, at_point: Callable[[], None]
+) -> tuple[anyio.abc.Process, bytearray]:
+    """The worker, to its end: each acknowledgement into ``record``, ``at_point`` called when
+    the ``point``-th is read; its stderr's tail."""
     cmd = [sys.executable, "-P", "-m", "asyncbench.run.crash.crash_worker", str(spec_file)]
     err = bytearray()
     async with await anyio.open_process(cmd, stdin=subprocess.DEVNULL) as proc:
@@ -182,6 +244,8 @@ async def _run_worker(spec_file: Path, record: CrashRecord) -> tuple[anyio.abc.P
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     _read_line(record, line)
+                    if record.acknowledged == point:
+                        at_point()
             await proc.wait()
     return proc, err
 

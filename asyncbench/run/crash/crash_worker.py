@@ -30,7 +30,7 @@ import orjson
 from asyncbench.config import from_json
 from asyncbench.dirs.paths import store_root
 from asyncbench.engine import EngineConfig
-from asyncbench.engines import engine_class
+from asyncbench.engines import engine_class, server_lock
 from asyncbench.fs.power_cut import die_with_parent
 from asyncbench.run.phase.stores import worker_store
 from asyncbench.workload_capabilities import batch_context
@@ -69,6 +69,9 @@ async def _run(spec: dict[str, object]) -> None:
     )
     engine = engine_class(name)(econf)
     after, batch = int(str(spec.get("after") or phase.crash.after)), cfg.batch_size  # this crash point
+    key = spec.get("lock_key")
+    if key:  # a server engine: the runner holds the run's lock, this process is part of that run
+        server_lock.adopt(str(key))
     async with anyio.create_task_group() as background:
         await engine.open(False, background)
         store = worker_store(cfg.workload_impl, engine, 0)
